@@ -1,0 +1,1 @@
+//! The discrete-event engine: the event queue and seeded random streams.

@@ -1,0 +1,57 @@
+//! Errors a user can cause, each saying what went wrong in the user's terms.
+
+use std::fmt;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum SimError {
+    /// A scenario value is wrong: the file, the key path (`vm[1].params.spin`), the bad value and
+    /// what was expected.
+    Scenario { file: String, key: String, message: String },
+    /// The TOML itself does not parse.
+    Syntax { file: String, line: usize, column: usize, message: String },
+    /// Every thread is blocked and nothing is pending: which thread waits on what.
+    Deadlock { time_ns: u64, waits: Vec<String> },
+    /// A run limit was hit (event budget).
+    Limit { message: String },
+    /// An engine invariant broke (a bug in vcpusim or a policy, found in check mode).
+    Invariant { time_ns: u64, message: String },
+    /// Writing results failed.
+    Io { path: String, message: String },
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::Scenario { file, key, message } => write!(f, "{file}: {key}: {message}"),
+            SimError::Syntax { file, line, column, message } => {
+                write!(f, "{file}:{line}:{column}: invalid TOML: {message}")
+            }
+            SimError::Deadlock { time_ns, waits } => write!(
+                f,
+                "deadlock at t={:.3} ms: every thread is blocked and nothing is pending:\n  {}",
+                *time_ns as f64 / 1e6,
+                waits.join("\n  ")
+            ),
+            SimError::Limit { message } => write!(f, "run limit reached: {message}"),
+            SimError::Invariant { time_ns, message } => {
+                write!(f, "invariant violated at t={time_ns} ns: {message}")
+            }
+            SimError::Io { path, message } => write!(f, "cannot write {path}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+impl SimError {
+    /// A stable name for the error kind (the Python exception class is chosen by it).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SimError::Scenario { .. } | SimError::Syntax { .. } => "scenario",
+            SimError::Deadlock { .. } => "deadlock",
+            SimError::Limit { .. } => "limit",
+            SimError::Invariant { .. } => "invariant",
+            SimError::Io { .. } => "io",
+        }
+    }
+}

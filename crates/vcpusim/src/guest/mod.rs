@@ -1,0 +1,3 @@
+//! The guest kernel: threads, scheduler, spinlocks, futexes, IPIs and TLB shootdowns.
+
+pub mod config;

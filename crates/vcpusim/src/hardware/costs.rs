@@ -1,0 +1,88 @@
+//! Costs of virtualization events and pause-loop exiting (PLE) settings.
+
+use crate::time::{Nanos, US};
+
+/// Time charged for hardware-level virtualization events. Defaults are typical of the
+/// Nehalem/Westmere-era hosts of seed 000 (section 4: Xeon X5550, no APICv, no posted interrupts),
+/// where every IPI send exits to the hypervisor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Costs {
+    /// A VMEXIT/VMENTRY round trip for sending an IPI (APIC ICR write), charged to the sender.
+    /// 1-2 us per round trip (scheduler-facts.md section 5, [I]); seed 000 section 4.2 notes that
+    /// IPI preparation takes several such exits.
+    pub ipi_send: Nanos,
+    /// Latency from the send until the virtual interrupt is injected into a running target.
+    pub ipi_delivery: Nanos,
+    /// Guest time to run an IPI handler (entry, handler, EOI exit).
+    pub ipi_handler: Nanos,
+    /// Host-side vCPU context switch, charged to the pCPU when a different vCPU starts running.
+    pub context_switch: Nanos,
+    /// HLT exit: time from the guest's HLT until the pCPU is released.
+    pub hlt_exit: Nanos,
+    /// Per-page cost of a local TLB flush in the shootdown handler (~100 ns per page,
+    /// arch/x86/mm/tlb.c comment on tlb_single_page_flush_ceiling).
+    pub tlb_flush_per_page: Nanos,
+    /// Guest system-call entry plus exit.
+    pub syscall: Nanos,
+}
+
+impl Default for Costs {
+    fn default() -> Self {
+        Costs {
+            ipi_send: 2 * US,
+            ipi_delivery: US,
+            ipi_handler: 2 * US,
+            context_switch: 3 * US,
+            hlt_exit: 2 * US,
+            tlb_flush_per_page: 100,
+            syscall: 300,
+        }
+    }
+}
+
+/// Pause-loop exiting (Intel PLE / AMD pause filter). A vCPU that spins in the guest kernel
+/// longer than the window exits to the hypervisor, which treats it as a yield.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ple {
+    pub enabled: bool,
+    /// KVM VMX `ple_window` default: 4096 cycles (arch/x86/kvm/vmx/vmx.c).
+    pub window_cycles: u64,
+    /// Host clock in GHz, to turn cycles into time. 2.67 GHz: seed 000 section 4's Xeon X5550.
+    pub cpu_ghz: f64,
+    /// Window growth factor per exit while the vCPU stays scheduled (KVM `ple_window_grow` = 2;
+    /// Xen keeps it fixed: 1). The window resets when the vCPU is scheduled out.
+    pub grow: u64,
+    /// Upper bound on the grown window, in cycles.
+    pub window_max_cycles: u64,
+}
+
+impl Default for Ple {
+    fn default() -> Self {
+        Ple { enabled: true, window_cycles: 4096, cpu_ghz: 2.67, grow: 2, window_max_cycles: u32::MAX as u64 }
+    }
+}
+
+impl Ple {
+    /// The window in nanoseconds after `exits` consecutive exits without being scheduled out.
+    pub fn window_ns(&self, exits: u32) -> Nanos {
+        let growth = self.grow.max(1).saturating_pow(exits.min(32));
+        let cycles = self.window_cycles.saturating_mul(growth).min(self.window_max_cycles.max(self.window_cycles));
+        ((cycles as f64 / self.cpu_ghz).ceil() as Nanos).max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ple_window_grows_and_caps() {
+        let ple = Ple { window_max_cycles: 4096 * 4, ..Ple::default() };
+        let w0 = ple.window_ns(0);
+        assert_eq!(w0, (4096.0f64 / 2.67).ceil() as u64);
+        assert_eq!(ple.window_ns(1), (8192.0f64 / 2.67).ceil() as u64);
+        assert_eq!(ple.window_ns(10), ple.window_ns(2));
+        let fixed = Ple { grow: 1, ..Ple::default() };
+        assert_eq!(fixed.window_ns(5), fixed.window_ns(0));
+    }
+}

@@ -1,0 +1,4 @@
+//! The physical host: topology and the costs of virtualization events.
+
+pub mod costs;
+pub mod topology;

@@ -1,0 +1,4 @@
+//! The hypervisor: vCPU states, the policy interface and the policies.
+
+pub mod policies;
+pub mod policy;

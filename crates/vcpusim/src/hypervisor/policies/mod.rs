@@ -1,0 +1,37 @@
+//! The hypervisor scheduling policies, one file each, and their registry.
+
+pub mod cfs;
+pub mod credit;
+pub mod gang;
+
+use crate::hypervisor::policy::Policy;
+use crate::params::{ParamSpec, Params};
+
+/// Facts about the host a policy may size itself by when it is built.
+#[derive(Clone, Copy, Debug)]
+pub struct HostShape {
+    pub npcpus: u32,
+    pub nvcpus: u32,
+    pub nvms: u32,
+}
+
+/// A policy as the registry knows it: its name, description, parameters and constructor.
+pub trait PolicyKind: Sync {
+    fn name(&self) -> &'static str;
+    fn describe(&self) -> &'static str;
+    fn params(&self) -> Vec<ParamSpec>;
+    fn build(&self, params: &Params, host: HostShape) -> Box<dyn Policy>;
+}
+
+/// All policies, in the order `vcpusim list` shows them.
+pub fn registry() -> &'static [&'static dyn PolicyKind] {
+    &[&cfs::CfsKind, &credit::CreditKind, &gang::GangKind]
+}
+
+/// Look a policy up by name, or list the valid names.
+pub fn find(name: &str) -> Result<&'static dyn PolicyKind, String> {
+    registry().iter().copied().find(|p| p.name() == name).ok_or_else(|| {
+        let names: Vec<_> = registry().iter().map(|p| p.name()).collect();
+        format!("unknown policy {name:?}; expected one of: {}", names.join(", "))
+    })
+}

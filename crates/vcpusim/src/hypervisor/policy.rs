@@ -1,0 +1,214 @@
+//! The hypervisor scheduling-policy interface.
+//!
+//! Modelled on Xen's `struct scheduler` (xen/common/sched/private.h: `insert_unit`, `wake`,
+//! `sleep`, `yield`, `do_schedule -> (next, slice)`) with sched_ext's split between decisions
+//! and notifications (kernel/sched/ext_internal.h). A policy never touches engine state: it reads
+//! a [`HostView`] and asks for things through [`PolicyCtx`] (reschedule a pCPU, arm a timer),
+//! which the engine carries out after the call returns. That keeps the engine's invariants in one
+//! place and lets every policy be tested with the same suite.
+
+use crate::hardware::topology::Topology;
+use crate::ids::{PcpuId, VcpuId, VmId};
+use crate::time::Nanos;
+
+/// Hypervisor-visible vCPU state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VcpuState {
+    /// On a pCPU now.
+    Running,
+    /// Wants a pCPU, waits in some policy run queue.
+    Runnable,
+    /// Blocked in HLT (guest idle); becomes Runnable when an interrupt arrives.
+    Halted,
+}
+
+/// What the hypervisor knows about one vCPU. It never includes guest-internal state: the guest's
+/// kernel function is only visible through an explicit paravirtual channel (later issues).
+#[derive(Clone, Debug)]
+pub struct VcpuInfo {
+    pub id: VcpuId,
+    pub vm: VmId,
+    /// Index of this vCPU inside its VM (vCPU0, vCPU1, ...).
+    pub index: u32,
+    pub state: VcpuState,
+    /// The pCPU it runs on, when Running.
+    pub pcpu: Option<PcpuId>,
+    /// The pCPU it last ran on (Xen's `processor`, Linux's `task_cpu`).
+    pub last_pcpu: PcpuId,
+    /// When the current run started (meaningful when Running).
+    pub run_start: Nanos,
+    /// Descheduled involuntarily and still runnable (KVM's `preempted`, steal_time).
+    pub preempted: bool,
+    /// Total time on a pCPU so far.
+    pub run_time: Nanos,
+}
+
+/// What the hypervisor knows about one pCPU.
+#[derive(Clone, Debug)]
+pub struct PcpuInfo {
+    pub id: PcpuId,
+    /// The vCPU running here, if any.
+    pub current: Option<VcpuId>,
+}
+
+/// A VM as the hypervisor sees it.
+#[derive(Clone, Debug)]
+pub struct VmInfo {
+    pub id: VmId,
+    pub name: String,
+    /// Proportional-share weight (Xen domain weight; CFS group shares are derived from it).
+    pub weight: u32,
+    pub vcpus: Vec<VcpuId>,
+}
+
+/// Read-only view of the host handed to every policy call.
+#[derive(Clone, Copy)]
+pub struct HostView<'a> {
+    pub now: Nanos,
+    pub vcpus: &'a [VcpuInfo],
+    pub pcpus: &'a [PcpuInfo],
+    pub vms: &'a [VmInfo],
+    pub topology: &'a Topology,
+}
+
+impl<'a> HostView<'a> {
+    pub fn vcpu(&self, v: VcpuId) -> &'a VcpuInfo {
+        &self.vcpus[v.idx()]
+    }
+    pub fn pcpu(&self, p: PcpuId) -> &'a PcpuInfo {
+        &self.pcpus[p.idx()]
+    }
+    pub fn vm(&self, vm: VmId) -> &'a VmInfo {
+        &self.vms[vm.idx()]
+    }
+    pub fn vm_of(&self, v: VcpuId) -> &'a VmInfo {
+        &self.vms[self.vcpus[v.idx()].vm.idx()]
+    }
+    pub fn npcpus(&self) -> usize {
+        self.pcpus.len()
+    }
+    pub fn pcpu_ids(&self) -> impl Iterator<Item = PcpuId> + 'a {
+        (0..self.pcpus.len() as u32).map(PcpuId)
+    }
+}
+
+/// Why a running vCPU gives up its pCPU voluntarily.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum YieldReason {
+    /// Pause-loop exit: it spun in the guest kernel longer than the PLE window.
+    PauseLoop,
+}
+
+/// Kinds of inter-processor interrupts a guest sends (seed 000 section 2.1, Figure 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum IpiKind {
+    /// Reschedule IPI: a thread was woken for a remote vCPU.
+    Resched,
+    /// TLB-shootdown IPI: the sender waits for every recipient's acknowledgement.
+    TlbShootdown,
+}
+
+impl IpiKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            IpiKind::Resched => "resched",
+            IpiKind::TlbShootdown => "tlb",
+        }
+    }
+}
+
+/// A request a policy makes; the engine carries it out after the policy call returns.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Request {
+    /// Run `do_schedule` on this pCPU now (Xen: raise SCHEDULE_SOFTIRQ; Linux: resched_curr).
+    Reschedule(PcpuId),
+    /// Call `on_timer(key)` at this time. Timers with the same key are independent.
+    Timer { at: Nanos, key: u64 },
+}
+
+/// The context of one policy call: the host view plus a request list.
+pub struct PolicyCtx<'a> {
+    pub host: HostView<'a>,
+    requests: &'a mut Vec<Request>,
+}
+
+impl<'a> PolicyCtx<'a> {
+    pub fn new(host: HostView<'a>, requests: &'a mut Vec<Request>) -> Self {
+        PolicyCtx { host, requests }
+    }
+    pub fn now(&self) -> Nanos {
+        self.host.now
+    }
+    /// Ask for `do_schedule` on `pcpu` (a preemption check there).
+    pub fn reschedule(&mut self, pcpu: PcpuId) {
+        self.requests.push(Request::Reschedule(pcpu));
+    }
+    /// Ask for `on_timer(key)` at time `at` (clamped to now).
+    pub fn set_timer(&mut self, at: Nanos, key: u64) {
+        let at = at.max(self.host.now);
+        self.requests.push(Request::Timer { at, key });
+    }
+}
+
+/// The answer of `do_schedule`: what runs next on the pCPU and for how long at most.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// The vCPU to run; `None` leaves the pCPU idle.
+    pub next: Option<VcpuId>,
+    /// Call `do_schedule` again after this long, unless something else does first.
+    pub slice: Option<Nanos>,
+}
+
+impl Decision {
+    pub fn idle() -> Self {
+        Decision { next: None, slice: None }
+    }
+    pub fn run(v: VcpuId, slice: Option<Nanos>) -> Self {
+        Decision { next: Some(v), slice }
+    }
+}
+
+/// A hypervisor scheduling policy.
+///
+/// Life cycle of a vCPU as the policy sees it:
+/// `insert_vcpu` (Runnable) -> picked by `do_schedule` (Running) -> either preempted by a later
+/// `do_schedule` on its pCPU that returns someone else (Runnable again; the policy must have
+/// re-queued it), or `sleep` (Halted, the policy drops it) followed by `do_schedule` on its pCPU,
+/// and later `wake` (Runnable). `yield_vcpu` precedes a `do_schedule` on the yielder's pCPU.
+///
+/// Contract checked by the engine: `do_schedule(p)` returns either the vCPU currently running on
+/// `p` or a Runnable vCPU; never a Halted one, never one running on another pCPU.
+pub trait Policy {
+    /// The name scenarios use (`policy = "credit"`).
+    fn name(&self) -> &'static str;
+
+    /// A vCPU enters the system, Runnable. Called for every vCPU before the first `do_schedule`.
+    fn insert_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId);
+
+    /// A Halted vCPU became Runnable (an interrupt arrived). Choose where it waits and tickle a
+    /// pCPU if it should run soon (Xen `wake` + `__runq_tickle`; Linux `try_to_wake_up`).
+    fn wake(&mut self, ctx: &mut PolicyCtx, v: VcpuId);
+
+    /// The running vCPU `v` halted. The engine calls `do_schedule` on its pCPU next.
+    fn sleep(&mut self, ctx: &mut PolicyCtx, v: VcpuId);
+
+    /// The running vCPU `v` yields. The engine calls `do_schedule` on its pCPU next.
+    fn yield_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId, reason: YieldReason);
+
+    /// Choose what runs next on `pcpu`. The vCPU running there now (if any, and if still
+    /// Running) is the previous one; if another is chosen it becomes Runnable, so it must be
+    /// kept queued by the policy.
+    fn do_schedule(&mut self, ctx: &mut PolicyCtx, pcpu: PcpuId) -> Decision;
+
+    /// A timer set with `set_timer` fired.
+    fn on_timer(&mut self, _ctx: &mut PolicyCtx, _key: u64) {}
+
+    /// Notification: the guest on `from` sent an IPI to `to`. The hypervisor sees this because
+    /// sending an IPI exits to it (seed 000 section 3.1).
+    fn ipi_sent(&mut self, _ctx: &mut PolicyCtx, _from: VcpuId, _to: VcpuId, _kind: IpiKind) {}
+
+    /// Check the policy's own invariants (used in check mode after every event).
+    fn check(&self, _host: &HostView) -> Result<(), String> {
+        Ok(())
+    }
+}

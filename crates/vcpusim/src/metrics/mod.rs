@@ -1,0 +1,1 @@
+//! What happened in a run: per-VM counters, the result tables, the schedule trace.

@@ -1,0 +1,5 @@
+//! Scenarios: the TOML format, its validation and the validated form.
+
+pub mod catalog;
+pub mod load;
+pub mod spec;

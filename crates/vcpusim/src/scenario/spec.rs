@@ -1,0 +1,58 @@
+//! A validated scenario: every value checked, every default filled in.
+
+use crate::guest::config::GuestConfig;
+use crate::hardware::costs::{Costs, Ple};
+use crate::hardware::topology::Topology;
+use crate::params::Params;
+use crate::time::Nanos;
+use crate::workload::program::Program;
+
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// Where it came from (a file path, or "<python>"), for messages.
+    pub source: String,
+    pub host: HostSpec,
+    pub vms: Vec<VmSpec>,
+    pub run: RunSpec,
+}
+
+#[derive(Clone, Debug)]
+pub struct HostSpec {
+    pub topology: Topology,
+    /// Policy name, checked against hypervisor::policies::registry().
+    pub policy: String,
+    /// Policy parameters, checked against the policy's spec list, defaults filled.
+    pub params: Params,
+    pub costs: Costs,
+    pub ple: Ple,
+}
+
+#[derive(Clone, Debug)]
+pub struct VmSpec {
+    /// Unique; `count = N` expands `name` into `name-0` .. `name-(N-1)`.
+    pub name: String,
+    pub vcpus: u32,
+    /// Proportional-share weight; default 256 (Xen CSCHED_DEFAULT_WEIGHT). Equal weights give
+    /// equal shares under every policy.
+    pub weight: u32,
+    /// Workload name (for reports).
+    pub workload: String,
+    pub threads: u32,
+    /// The VM finishes once its progress reaches this.
+    pub iterations: Option<u64>,
+    pub params: Params,
+    /// The program its threads run (built from the workload and params).
+    pub program: Program,
+    pub guest: GuestConfig,
+}
+
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    /// Stop at this simulated time even if workloads are unfinished.
+    pub duration: Nanos,
+    pub seed: u64,
+    /// Stop with an error after this many events (a guard against runaway scenarios).
+    pub max_events: Option<u64>,
+    /// Check engine invariants after every event (slow; tests use it).
+    pub check: bool,
+}

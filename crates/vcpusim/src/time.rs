@@ -1,0 +1,88 @@
+//! Simulated time: integer nanoseconds, and the duration strings scenarios use ("100us", "30ms").
+
+/// Simulated time and durations, in nanoseconds.
+pub type Nanos = u64;
+
+pub const NS: Nanos = 1;
+pub const US: Nanos = 1_000;
+pub const MS: Nanos = 1_000_000;
+pub const SEC: Nanos = 1_000_000_000;
+
+/// Parse a duration with a unit: `"100ns"`, `"2.5us"`, `"30ms"`, `"2s"`, `"1min"`.
+/// Returns a message that says what was expected when the text is not a non-negative duration.
+pub fn parse_duration(text: &str) -> Result<Nanos, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E'))
+        .unwrap_or(t.len());
+    // "1e3ms" is fine, but an 'e' that starts the unit is not part of the number.
+    let (num, unit) = t.split_at(split);
+    let unit = unit.trim();
+    let expected = "a duration with a unit, such as \"100us\", \"30ms\" or \"2s\" (units: ns, us, ms, s, min)";
+    if num.is_empty() {
+        return Err(format!("expected {expected}, got {text:?}"));
+    }
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("expected {expected}, got {text:?}"))?;
+    let scale = match unit {
+        "ns" => NS,
+        "us" | "µs" => US,
+        "ms" => MS,
+        "s" => SEC,
+        "min" => 60 * SEC,
+        "" => return Err(format!("{text:?} has no unit; expected {expected}")),
+        _ => return Err(format!("unknown unit {unit:?} in {text:?}; expected {expected}")),
+    };
+    if !value.is_finite() || value < 0.0 {
+        return Err(format!("expected a non-negative duration, got {text:?}"));
+    }
+    let ns = value * scale as f64;
+    if ns > u64::MAX as f64 / 2.0 {
+        return Err(format!("duration {text:?} is too long"));
+    }
+    Ok(ns.round() as Nanos)
+}
+
+/// Format a duration compactly with the largest unit that keeps it exact, e.g. `30ms`.
+pub fn format_duration(ns: Nanos) -> String {
+    for (unit, scale) in [("s", SEC), ("ms", MS), ("us", US)] {
+        if ns != 0 && ns % scale == 0 {
+            return format!("{}{unit}", ns / scale);
+        }
+    }
+    format!("{ns}ns")
+}
+
+pub fn to_ms(ns: Nanos) -> f64 {
+    ns as f64 / MS as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_units() {
+        assert_eq!(parse_duration("100us"), Ok(100 * US));
+        assert_eq!(parse_duration("30ms"), Ok(30 * MS));
+        assert_eq!(parse_duration("2s"), Ok(2 * SEC));
+        assert_eq!(parse_duration("2.5us"), Ok(2_500));
+        assert_eq!(parse_duration("0ns"), Ok(0));
+    }
+
+    #[test]
+    fn rejects_bad_durations() {
+        assert!(parse_duration("30").unwrap_err().contains("no unit"));
+        assert!(parse_duration("-5ms").unwrap_err().contains("non-negative"));
+        assert!(parse_duration("5 fortnights").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("ms").is_err());
+    }
+
+    #[test]
+    fn formats_round_trip() {
+        for ns in [30 * MS, 100 * US, 2 * SEC, 1234] {
+            assert_eq!(parse_duration(&format_duration(ns)), Ok(ns));
+        }
+    }
+}

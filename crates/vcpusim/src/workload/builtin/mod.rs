@@ -1,0 +1,3 @@
+//! The built-in workloads, one file each.
+use super::Workload;
+pub static ALL: &[&dyn Workload] = &[];

@@ -1,0 +1,207 @@
+//! The workload program model: what guest threads do, as a tree of user-level operations.
+//!
+//! A workload is a [`Program`]: one op list per thread plus the synchronization objects they
+//! share. The guest kernel (crate::guest) turns each op into kernel steps (system calls, futex
+//! operations, spinlocks, IPIs), so the pathologies of seed 000 section 2 emerge from the ops.
+
+use crate::time::Nanos;
+use rand::Rng;
+use rand_distr::{Distribution, Exp, Normal};
+
+/// A distribution of durations.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Dist {
+    Const(Nanos),
+    Uniform { lo: Nanos, hi: Nanos },
+    /// Exponential with this mean.
+    Exp { mean: Nanos },
+    /// Normal, truncated at zero.
+    Normal { mean: Nanos, sd: Nanos },
+}
+
+impl Dist {
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> Nanos {
+        match *self {
+            Dist::Const(v) => v,
+            Dist::Uniform { lo, hi } => {
+                if hi <= lo {
+                    lo
+                } else {
+                    rng.random_range(lo..=hi)
+                }
+            }
+            Dist::Exp { mean } => {
+                if mean == 0 {
+                    0
+                } else {
+                    let e = Exp::new(1.0 / mean as f64).expect("a positive rate is valid");
+                    e.sample(rng).round() as Nanos
+                }
+            }
+            Dist::Normal { mean, sd } => {
+                let n = Normal::new(mean as f64, sd as f64).expect("a finite sd is valid");
+                n.sample(rng).max(0.0).round() as Nanos
+            }
+        }
+    }
+
+    pub fn mean(&self) -> f64 {
+        match *self {
+            Dist::Const(v) => v as f64,
+            Dist::Uniform { lo, hi } => (lo as f64 + hi.max(lo) as f64) / 2.0,
+            Dist::Exp { mean } => mean as f64,
+            Dist::Normal { mean, .. } => mean as f64,
+        }
+    }
+}
+
+/// How a thread waits at a barrier that is not yet complete.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BarrierWait {
+    /// Sleep in futex_wait at once (pthread_barrier_wait).
+    Block,
+    /// Spin in user space until released (never enters the kernel).
+    Spin,
+    /// Spin in user space for at most this much CPU time, then futex_wait
+    /// (seed 000 section 4.2.3, Figure 10: streamcluster's spin-then-block barrier).
+    SpinThenBlock(Nanos),
+}
+
+/// Index of a synchronization object inside its VM's [`Program`].
+pub type ObjIndex = usize;
+
+/// One user-level operation of a guest thread.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// User-mode computation.
+    Compute(Dist),
+    /// A system call doing `work` of kernel computation, under kernel lock `lock` (an index into
+    /// `Program::kernel_locks`) when given.
+    Syscall { work: Dist, lock: Option<ObjIndex> },
+    /// pthread_mutex_lock on a futex-based mutex (glibc's three-state mutex).
+    MutexLock(ObjIndex),
+    MutexUnlock(ObjIndex),
+    /// Wait at a barrier of `Program::barriers[barrier]` parties.
+    Barrier { barrier: ObjIndex, wait: BarrierWait },
+    /// pthread_cond_wait: releases `mutex`, sleeps on the condition's futex, re-acquires `mutex`.
+    CondWait { cond: ObjIndex, mutex: ObjIndex },
+    /// pthread_cond_signal (wake one) / broadcast (wake all).
+    CondSignal { cond: ObjIndex, all: bool },
+    /// Put one item in a bounded queue (blocks while full).
+    QueuePut(ObjIndex),
+    /// Take one item from a queue (blocks while empty).
+    QueueGet(ObjIndex),
+    /// Map `pages` pages: kernel work only, no shootdown.
+    Mmap { pages: u32 },
+    /// Unmap `pages` pages: kernel work plus a TLB shootdown to every other vCPU that may cache
+    /// the address space.
+    Munmap { pages: u32 },
+    /// Count one unit of the VM's progress (see the workload's `progress_unit`).
+    Progress,
+    /// Repeat `body` `count` times, or forever when `None`.
+    Loop { count: Option<u64>, body: Vec<Op> },
+}
+
+/// Kind of a guest-kernel spinlock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpinlockKind {
+    /// FIFO ticket lock (x86 Linux before 4.2; the seed's 3.2 guests).
+    Ticket,
+    /// Unfair test-and-set lock (virt_spin_lock in paravirtualized guests without PV spinlocks).
+    TestAndSet,
+}
+
+/// A complete workload for one VM.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    /// One op list per thread; a thread exits when its list ends.
+    pub threads: Vec<Vec<Op>>,
+    /// Number of user mutexes.
+    pub mutexes: usize,
+    /// Parties of each barrier.
+    pub barriers: Vec<usize>,
+    /// Number of condition variables.
+    pub conds: usize,
+    /// Capacity of each queue.
+    pub queues: Vec<usize>,
+    /// Names of extra kernel spinlocks used by `Syscall` (lock class names in the LHP report).
+    pub kernel_locks: Vec<String>,
+    /// What one unit of progress means, for the reports.
+    pub progress_unit: &'static str,
+}
+
+impl Program {
+    pub fn new(progress_unit: &'static str) -> Self {
+        Program {
+            threads: Vec::new(),
+            mutexes: 0,
+            barriers: Vec::new(),
+            conds: 0,
+            queues: Vec::new(),
+            kernel_locks: Vec::new(),
+            progress_unit,
+        }
+    }
+
+    /// Check that every object an op names exists and that every barrier can gather its
+    /// parties. Returns a message naming the thread and the op.
+    pub fn validate(&self) -> Result<(), String> {
+        fn walk(ops: &[Op], p: &Program, t: usize, users: &mut [usize]) -> Result<(), String> {
+            for op in ops {
+                let check = |what: &str, i: usize, n: usize| {
+                    if i >= n {
+                        Err(format!("thread {t}: {op:?} names {what} {i}, but the program has {n}"))
+                    } else {
+                        Ok(())
+                    }
+                };
+                match op {
+                    Op::Syscall { lock: Some(l), .. } => check("kernel lock", *l, p.kernel_locks.len())?,
+                    Op::MutexLock(m) | Op::MutexUnlock(m) => check("mutex", *m, p.mutexes)?,
+                    Op::Barrier { barrier, .. } => {
+                        check("barrier", *barrier, p.barriers.len())?;
+                        users[*barrier] += 1;
+                    }
+                    Op::CondWait { cond, mutex } => {
+                        check("condition variable", *cond, p.conds)?;
+                        check("mutex", *mutex, p.mutexes)?;
+                    }
+                    Op::CondSignal { cond, .. } => check("condition variable", *cond, p.conds)?,
+                    Op::QueuePut(q) | Op::QueueGet(q) => check("queue", *q, p.queues.len())?,
+                    Op::Loop { body, .. } => walk(body, p, t, users)?,
+                    _ => {}
+                }
+            }
+            Ok(())
+        }
+        for (b, parties) in self.barriers.iter().enumerate() {
+            if *parties == 0 {
+                return Err(format!("barrier {b} has 0 parties"));
+            }
+        }
+        for (q, cap) in self.queues.iter().enumerate() {
+            if *cap == 0 {
+                return Err(format!("queue {q} has capacity 0"));
+            }
+        }
+        let mut threads_using = vec![0usize; self.barriers.len()];
+        for (t, ops) in self.threads.iter().enumerate() {
+            let mut users = vec![0usize; self.barriers.len()];
+            walk(ops, self, t, &mut users)?;
+            for (b, n) in users.iter().enumerate() {
+                if *n > 0 {
+                    threads_using[b] += 1;
+                }
+            }
+        }
+        for (b, parties) in self.barriers.iter().enumerate() {
+            if threads_using[b] > 0 && threads_using[b] < *parties {
+                return Err(format!(
+                    "barrier {b} waits for {parties} threads but only {} thread(s) use it, so it can never open",
+                    threads_using[b]
+                ));
+            }
+        }
+        Ok(())
+    }
+}
