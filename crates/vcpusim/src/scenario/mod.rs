@@ -3,3 +3,7 @@
 pub mod catalog;
 pub mod load;
 pub mod spec;
+pub mod program_ops;
+pub mod section;
+pub mod sections;
+pub mod suggest;

@@ -1,8 +1,107 @@
-//! One simulation run (being written; see issue 2).
+//! One simulation run: build, event loop, results.
+
+pub mod build;
+pub mod execute;
+pub mod hypervisor_ops;
+pub mod invariants;
+pub mod state;
+
 use crate::api::{RunOptions, RunOutput};
 use crate::error::SimError;
+use crate::ids::{PcpuId, VcpuId};
+use crate::metrics::report;
 use crate::scenario::spec::Scenario;
+use state::{Event, Sim};
 
-pub fn run(_scenario: &Scenario, _options: &RunOptions) -> Result<RunOutput, SimError> {
-    Err(SimError::Limit { message: "the engine is not built yet".into() })
+pub fn run(scenario: &Scenario, options: &RunOptions) -> Result<RunOutput, SimError> {
+    let seed = options.seed.unwrap_or(scenario.run.seed);
+    let mut sim = Sim::build(scenario, seed, options.trace, options.check || scenario.run.check)?;
+    sim.start();
+    let finished = sim.run_until(scenario.run.duration, scenario.run.max_events)?;
+    sim.finish();
+    Ok(report::build(&sim, scenario, seed, finished))
+}
+
+impl Sim {
+    /// Insert every vCPU into the policy and let every pCPU pick.
+    pub fn start(&mut self) {
+        for v in 0..self.vinfo.len() as u32 {
+            self.with_policy(|pol, ctx| pol.insert_vcpu(ctx, VcpuId(v)));
+        }
+        for p in 0..self.pinfo.len() as u32 {
+            self.reschedule(PcpuId(p));
+        }
+    }
+
+    /// Process events until `duration`, the event budget, or every VM with an iteration target
+    /// finished. Returns whether all targets were reached.
+    pub fn run_until(&mut self, duration: u64, max_events: Option<u64>) -> Result<bool, SimError> {
+        let has_targets = self.unfinished_targets > 0;
+        loop {
+            if let Some(err) = self.stop.take() {
+                return Err(err);
+            }
+            if has_targets && self.unfinished_targets == 0 {
+                return Ok(true);
+            }
+            let Some(at) = self.queue.peek_time() else {
+                return Ok(!has_targets);
+            };
+            if at > duration {
+                self.now = duration;
+                return Ok(!has_targets);
+            }
+            let (at, ev) = self.queue.pop().expect("peeked");
+            self.now = at;
+            self.events += 1;
+            if max_events.is_some_and(|m| self.events > m) {
+                return Err(SimError::Limit {
+                    message: format!("max_events = {} reached at t = {:.3} ms", max_events.unwrap_or(0), at as f64 / 1e6),
+                });
+            }
+            self.handle(ev);
+            if self.check && self.stop.is_none() {
+                if let Err(message) = self.check_invariants() {
+                    return Err(SimError::Invariant { time_ns: self.now, message });
+                }
+            }
+        }
+    }
+
+    fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::Dispatch(v, e) => self.on_dispatch(v, e),
+            Event::ActivityDone(v, e) => self.on_activity_done(v, e),
+            Event::PauseLoopExit(v, e) => {
+                if self.vcpus[v.idx()].epoch == e {
+                    self.pause_loop_exit(v);
+                }
+            }
+            Event::IpiArrive(v, ipi) => self.on_ipi_arrive(v, ipi),
+            Event::SliceEnd(p) => {
+                self.pcpus[p.idx()].slice_event = None;
+                self.reschedule(p);
+            }
+            Event::PolicyTimer(key) => self.with_policy(|pol, ctx| pol.on_timer(ctx, key)),
+            Event::GuestTick(v) => self.on_guest_tick(v),
+        }
+    }
+
+    /// Charge the last segments and close the trace spans at the end time.
+    pub fn finish(&mut self) {
+        for v in 0..self.vinfo.len() {
+            let v = VcpuId(v as u32);
+            if let Some(p) = self.vinfo[v.idx()].pcpu {
+                self.settle(v);
+                let start = self.vinfo[v.idx()].run_start;
+                self.vinfo[v.idx()].run_time += self.now - start;
+                self.vinfo[v.idx()].run_start = self.now;
+                if let Some(tr) = self.trace.as_mut() {
+                    let vm = self.vinfo[v.idx()].vm.idx();
+                    let name = format!("{}/v{}", self.vminfo[vm].name, self.vinfo[v.idx()].index);
+                    tr.span(0, p.0, &name, self.pcpus[p.idx()].run_start, self.now);
+                }
+            }
+        }
+    }
 }

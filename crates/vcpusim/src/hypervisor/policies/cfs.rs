@@ -1,11 +1,561 @@
-//! placeholder, being written
+//! Linux CFS as a KVM host runs vCPU threads (kernel/sched/fair.c, pre-EEVDF, ~v3.2-5.x).
+//!
+//! Each vCPU is a host task; each VM is a task group whose shares are split over its vCPUs. The
+//! seed's setup (seed 000 section 4) gives every VM 1024 x (number of pCPUs) shares; here a VM's
+//! shares are that times `weight / 256`, so equal weights reproduce the seed and weights 1:2 give
+//! shares 1:2.
+//!
+//! Simplifications, with their reasons:
+//! - Group scheduling is flattened: a vCPU's weight is its VM's shares divided by the VM's vCPU
+//!   count. The real per-CPU group entity weight is shares x (load on this CPU / group load),
+//!   which equals this when the VM's vCPUs are equally loaded; PELT load tracking is not modelled.
+//! - Load balancing compares instantaneous run-queue weights (no PELT averages) and moves one
+//!   queued vCPU at a time when that shrinks the imbalance (load_balance / detach_tasks).
+//! - The scheduler tick runs on every pCPU, busy or idle; on idle pCPUs it stands in for
+//!   nohz idle balancing.
+
 use super::{HostShape, PolicyKind};
-use crate::hypervisor::policy::Policy;
+use crate::hypervisor::policy::{Decision, Policy, PolicyCtx, VcpuState, YieldReason};
+use crate::ids::{PcpuId, VcpuId};
 use crate::params::{ParamSpec, Params};
+use crate::time::{Nanos, MS, US};
+use std::collections::BTreeSet;
+
+/// NICE_0_LOAD: the weight of a nice-0 task (kernel/sched/sched.h).
+const NICE_0_LOAD: u64 = 1024;
+/// sched_nr_latency: above this many tasks the period stretches (fair.c).
+const SCHED_NR_LATENCY: u64 = 8;
+/// imbalance_pct of the default sched domain (sd_init, 117 since v5.x; 125 before).
+const IMBALANCE_PCT: u64 = 117;
+/// Candidates kvm_vcpu_on_spin tries before giving up on `-ESRCH` results (kvm_main.c).
+const DIRECTED_YIELD_TRIES: u32 = 3;
+
 pub struct CfsKind;
+
 impl PolicyKind for CfsKind {
-    fn name(&self) -> &'static str { "cfs" }
-    fn describe(&self) -> &'static str { "" }
-    fn params(&self) -> Vec<ParamSpec> { Vec::new() }
-    fn build(&self, _params: &Params, _host: HostShape) -> Box<dyn Policy> { unimplemented!() }
+    fn name(&self) -> &'static str {
+        "cfs"
+    }
+    fn describe(&self) -> &'static str {
+        "Linux CFS scheduling vCPU threads on a KVM host: per-VM group shares, vruntime, \
+         sched_latency/min_granularity/wakeup_granularity scaled by log2(pCPUs), sleeper \
+         placement, wakeup preemption, load balancing, and kvm_vcpu_on_spin directed yield on \
+         pause-loop exits (kernel/sched/fair.c, virt/kvm/kvm_main.c)"
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            ParamSpec::duration("latency", 6 * MS, "sysctl_sched_latency before scaling: 6 ms (fair.c); scaled by 1 + ilog2(min(pCPUs, 8))")
+                .range(100_000.0, 1e9),
+            ParamSpec::duration("min_granularity", 750 * US, "sysctl_sched_min_granularity before scaling: 0.75 ms (fair.c)")
+                .range(10_000.0, 1e9),
+            ParamSpec::duration("wakeup_granularity", MS, "sysctl_sched_wakeup_granularity before scaling: 1 ms (fair.c)")
+                .range(0.0, 1e9),
+            ParamSpec::boolean("scale_by_cpus", true, "SCHED_TUNABLESCALING_LOG: multiply the three tunables by 1 + ilog2(min(pCPUs, 8))"),
+            ParamSpec::duration("tick", 4 * MS, "scheduler tick: CONFIG_HZ=250 -> 4 ms").range(100_000.0, 1e8),
+            ParamSpec::int("busy_factor", 32, "sched domain busy_factor: a busy pCPU balances this many times less often (32 before v5.10, 16 after)")
+                .range(1.0, 1024.0),
+            ParamSpec::duration("migration_cost", 500 * US, "sysctl_sched_migration_cost: a vCPU that ran this recently is cache-hot and not pulled by periodic balancing")
+                .range(0.0, 1e9),
+            ParamSpec::boolean("directed_yield", true, "on a pause-loop exit, yield to a preempted sibling vCPU (kvm_vcpu_on_spin); false: plain yield"),
+        ]
+    }
+    fn build(&self, params: &Params, host: HostShape) -> Box<dyn Policy> {
+        Box::new(Cfs::new(params, host))
+    }
+}
+
+/// Per-vCPU scheduling entity.
+#[derive(Clone, Debug, Default)]
+struct Entity {
+    vruntime: u64,
+    /// The run queue it is on (queued or running); None while halted.
+    rq: Option<usize>,
+    /// Queued in the tree (not running).
+    queued: bool,
+    /// Execution start of the current run, and run time at pick (for check_preempt_tick).
+    exec_start: Nanos,
+    slice_start_runtime: Nanos,
+    sum_exec: Nanos,
+    /// Last time it stopped running (cache hotness).
+    last_ran: Nanos,
+}
+
+/// Per-pCPU run queue.
+#[derive(Clone, Debug, Default)]
+struct RunQueue {
+    tree: BTreeSet<(u64, VcpuId)>,
+    curr: Option<VcpuId>,
+    min_vruntime: u64,
+    /// Total weight of queued + running entities.
+    load: u64,
+    nr_running: u64,
+    need_resched: bool,
+    next_buddy: Option<VcpuId>,
+    skip_buddy: Option<VcpuId>,
+    last_balance: Nanos,
+}
+
+pub struct Cfs {
+    latency: Nanos,
+    min_gran: Nanos,
+    wakeup_gran: Nanos,
+    tick: Nanos,
+    balance_interval: Nanos,
+    busy_factor: u64,
+    migration_cost: Nanos,
+    directed_yield: bool,
+    se: Vec<Entity>,
+    weight: Vec<u64>,
+    rqs: Vec<RunQueue>,
+    /// kvm->last_boosted_vcpu per VM (index within the VM).
+    last_boosted: Vec<usize>,
+    ticks_started: bool,
+}
+
+impl Cfs {
+    fn new(params: &Params, host: HostShape) -> Self {
+        // get_update_sysctl_factor(): 1 + ilog2(min(ncpus, 8)).
+        let factor = if params.boolean("scale_by_cpus") { 1 + (host.npcpus.clamp(1, 8)).ilog2() as u64 } else { 1 };
+        Cfs {
+            latency: params.duration("latency") * factor,
+            min_gran: params.duration("min_granularity") * factor,
+            wakeup_gran: params.duration("wakeup_granularity") * factor,
+            tick: params.duration("tick"),
+            // sd_init: balance_interval = sd_weight ms.
+            balance_interval: host.npcpus as u64 * MS,
+            busy_factor: params.int("busy_factor"),
+            migration_cost: params.duration("migration_cost"),
+            directed_yield: params.boolean("directed_yield"),
+            se: vec![Entity::default(); host.nvcpus as usize],
+            weight: vec![NICE_0_LOAD; host.nvcpus as usize],
+            rqs: vec![RunQueue::default(); host.npcpus as usize],
+            last_boosted: vec![0; host.nvms as usize],
+            ticks_started: false,
+        }
+    }
+
+    /// calc_delta_fair: virtual time for `delta` of real time at weight `w`.
+    fn vdelta(delta: Nanos, w: u64) -> u64 {
+        ((delta as u128 * NICE_0_LOAD as u128) / w.max(1) as u128) as u64
+    }
+
+    /// Charge the running entity of `p` up to now (update_curr).
+    fn update_curr(&mut self, ctx: &PolicyCtx, p: usize) {
+        let Some(c) = self.rqs[p].curr else { return };
+        let now = ctx.now();
+        let e = &mut self.se[c.idx()];
+        let delta = now.saturating_sub(e.exec_start);
+        e.exec_start = now;
+        e.sum_exec += delta;
+        e.vruntime += Self::vdelta(delta, self.weight[c.idx()]);
+        self.update_min_vruntime(p);
+    }
+
+    fn update_min_vruntime(&mut self, p: usize) {
+        let rq = &self.rqs[p];
+        let curr_v = rq.curr.map(|c| self.se[c.idx()].vruntime);
+        let left_v = rq.tree.first().map(|(v, _)| *v);
+        let candidate = match (curr_v, left_v) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+            (None, None) => return,
+        };
+        let rq = &mut self.rqs[p];
+        rq.min_vruntime = rq.min_vruntime.max(candidate);
+    }
+
+    fn enqueue(&mut self, v: VcpuId, p: usize) {
+        let e = &mut self.se[v.idx()];
+        e.rq = Some(p);
+        e.queued = true;
+        self.rqs[p].tree.insert((e.vruntime, v));
+        self.rqs[p].load += self.weight[v.idx()];
+        self.rqs[p].nr_running += 1;
+    }
+
+    /// Remove from the tree (it stays accounted on the rq when it becomes curr).
+    fn take_from_tree(&mut self, v: VcpuId) {
+        let e = &mut self.se[v.idx()];
+        if e.queued {
+            let p = e.rq.expect("a queued entity has a run queue");
+            self.rqs[p].tree.remove(&(e.vruntime, v));
+            e.queued = false;
+        }
+    }
+
+    /// Remove from its run queue entirely (dequeue_entity).
+    fn dequeue(&mut self, v: VcpuId) {
+        self.take_from_tree(v);
+        if let Some(p) = self.se[v.idx()].rq.take() {
+            self.rqs[p].load -= self.weight[v.idx()];
+            self.rqs[p].nr_running -= 1;
+            let rq = &mut self.rqs[p];
+            if rq.curr == Some(v) {
+                rq.curr = None;
+            }
+            if rq.next_buddy == Some(v) {
+                rq.next_buddy = None;
+            }
+            if rq.skip_buddy == Some(v) {
+                rq.skip_buddy = None;
+            }
+        }
+    }
+
+    /// Move a queued entity to another run queue, keeping its lag (vruntime relative to
+    /// min_vruntime), as migrate_task_rq_fair does.
+    fn migrate(&mut self, v: VcpuId, to: usize) {
+        let from = self.se[v.idx()].rq.expect("a migrating entity is queued");
+        self.dequeue(v);
+        let e = &mut self.se[v.idx()];
+        e.vruntime = e.vruntime.saturating_sub(self.rqs[from].min_vruntime) + self.rqs[to].min_vruntime;
+        self.enqueue(v, to);
+    }
+
+    /// Ideal slice of `v` on run queue `p` (sched_slice).
+    fn slice(&self, v: VcpuId, p: usize) -> Nanos {
+        let rq = &self.rqs[p];
+        let nr = rq.nr_running.max(1);
+        let period = if nr > SCHED_NR_LATENCY { nr * self.min_gran } else { self.latency };
+        ((period as u128 * self.weight[v.idx()] as u128) / rq.load.max(1) as u128) as Nanos
+    }
+
+    /// wakeup_gran in the virtual time of `se`.
+    fn wakeup_gran_of(&self, v: VcpuId) -> u64 {
+        Self::vdelta(self.wakeup_gran, self.weight[v.idx()])
+    }
+
+    /// wakeup_preempt_entity(curr, se): -1 if curr is not ahead of se, 1 if ahead by more than
+    /// se's wakeup granularity, else 0.
+    fn wakeup_preempt_entity(&self, curr: VcpuId, se: VcpuId) -> i32 {
+        let vdiff = self.se[curr.idx()].vruntime as i128 - self.se[se.idx()].vruntime as i128;
+        if vdiff <= 0 {
+            -1
+        } else if vdiff > self.wakeup_gran_of(se) as i128 {
+            1
+        } else {
+            0
+        }
+    }
+
+    fn resched(&mut self, ctx: &mut PolicyCtx, p: usize) {
+        if !self.rqs[p].need_resched {
+            self.rqs[p].need_resched = true;
+            ctx.reschedule(PcpuId(p as u32));
+        }
+    }
+
+    /// pick_next_entity with skip / next buddies.
+    fn pick_next(&self, p: usize) -> Option<VcpuId> {
+        let rq = &self.rqs[p];
+        let mut it = rq.tree.iter();
+        let left = it.next()?.1;
+        let mut se = left;
+        if rq.skip_buddy == Some(left) {
+            if let Some((_, second)) = it.next() {
+                if self.wakeup_preempt_entity(*second, left) < 1 {
+                    se = *second;
+                }
+            }
+        }
+        if let Some(next) = rq.next_buddy {
+            if self.se[next.idx()].queued && self.wakeup_preempt_entity(next, left) < 1 {
+                se = next;
+            }
+        }
+        Some(se)
+    }
+
+    /// place_entity for a waking vCPU: no more than half a latency of credit for sleeping
+    /// (GENTLE_FAIR_SLEEPERS).
+    fn place_waking(&mut self, v: VcpuId, p: usize) {
+        let min = self.rqs[p].min_vruntime;
+        let e = &mut self.se[v.idx()];
+        e.vruntime = e.vruntime.max(min.saturating_sub(self.latency / 2));
+    }
+
+    /// select_task_rq_fair for a waking vCPU thread: previous pCPU if idle, else an idle pCPU
+    /// of the same socket (select_idle_sibling), else the previous pCPU.
+    fn select_pcpu(&self, ctx: &PolicyCtx, v: VcpuId) -> usize {
+        let prev = ctx.host.vcpu(v).last_pcpu;
+        let idle = |p: usize| self.rqs[p].nr_running == 0;
+        if idle(prev.idx()) {
+            return prev.idx();
+        }
+        let topo = ctx.host.topology;
+        let n = self.rqs.len();
+        (1..n)
+            .map(|i| (prev.idx() + i) % n)
+            .find(|&p| idle(p) && topo.place(PcpuId(p as u32)).socket == topo.place(prev).socket)
+            .unwrap_or(prev.idx())
+    }
+
+    /// check_preempt_wakeup: preempt curr if the wakee is ahead by more than the granularity.
+    fn check_preempt_wakeup(&mut self, ctx: &mut PolicyCtx, v: VcpuId, p: usize) {
+        match self.rqs[p].curr {
+            None => self.resched(ctx, p),
+            Some(c) => {
+                self.update_curr(ctx, p);
+                if self.wakeup_preempt_entity(c, v) == 1 {
+                    self.resched(ctx, p);
+                }
+            }
+        }
+    }
+
+    /// check_preempt_tick.
+    fn check_preempt_tick(&mut self, ctx: &mut PolicyCtx, p: usize) {
+        let Some(c) = self.rqs[p].curr else { return };
+        if self.rqs[p].tree.is_empty() {
+            return;
+        }
+        let ideal = self.slice(c, p);
+        let e = &self.se[c.idx()];
+        let ran = e.sum_exec - e.slice_start_runtime;
+        if ran > ideal {
+            self.resched(ctx, p);
+            return;
+        }
+        if ran < self.min_gran {
+            return;
+        }
+        let left = self.rqs[p].tree.first().expect("non-empty").0;
+        if e.vruntime > left && e.vruntime - left > ideal {
+            self.resched(ctx, p);
+        }
+    }
+
+    /// Pull one queued vCPU to `this` from the busiest run queue if that shrinks the imbalance
+    /// (load_balance / detach_tasks). Cache-hot vCPUs stay unless `this` is idle.
+    fn balance(&mut self, ctx: &mut PolicyCtx, this: usize) -> bool {
+        let now = ctx.now();
+        let this_load = self.rqs[this].load;
+        let busiest = (0..self.rqs.len())
+            .filter(|&q| q != this && !self.rqs[q].tree.is_empty())
+            .max_by_key(|&q| (self.rqs[q].load, std::cmp::Reverse(q)));
+        let Some(b) = busiest else { return false };
+        let b_load = self.rqs[b].load;
+        if b_load * 100 <= this_load * IMBALANCE_PCT || b_load <= this_load {
+            return false;
+        }
+        let gap = b_load - this_load;
+        let idle = self.rqs[this].nr_running == 0;
+        let candidate = self.rqs[b]
+            .tree
+            .iter()
+            .map(|(_, v)| *v)
+            .filter(|v| {
+                let w = self.weight[v.idx()];
+                let shrinks = (gap as i128 - 2 * w as i128).unsigned_abs() < gap as u128;
+                let hot = now.saturating_sub(self.se[v.idx()].last_ran) < self.migration_cost;
+                (shrinks || idle) && (idle || !hot)
+            })
+            .min_by_key(|v| ((gap as i128 - 2 * self.weight[v.idx()] as i128).unsigned_abs(), v.0));
+        match candidate {
+            Some(v) => {
+                self.migrate(v, this);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn tick_key(p: usize) -> u64 {
+        p as u64
+    }
+
+    fn start_ticks(&mut self, ctx: &mut PolicyCtx) {
+        if !self.ticks_started {
+            self.ticks_started = true;
+            for p in 0..self.rqs.len() {
+                // Stagger ticks so pCPUs don't all balance at the same instant.
+                let offset = self.tick * (p as u64 + 1) / (self.rqs.len() as u64 + 1);
+                ctx.set_timer(ctx.now() + offset, Self::tick_key(p));
+            }
+        }
+    }
+
+    /// kvm_vcpu_on_spin: try to yield to a preempted sibling, round robin from the last boosted.
+    fn directed_yield(&mut self, ctx: &mut PolicyCtx, v: VcpuId) -> bool {
+        let vm = ctx.host.vcpu(v).vm;
+        let siblings = &ctx.host.vm(vm).vcpus;
+        if siblings.len() < 2 {
+            return false;
+        }
+        let me = ctx.host.vcpu(v).pcpu.expect("a yielding vCPU is running").idx();
+        let start = self.last_boosted[vm.idx()];
+        let mut failures = 0;
+        for i in 1..=siblings.len() {
+            let idx = (start + i) % siblings.len();
+            let target = siblings[idx];
+            let info = ctx.host.vcpu(target);
+            if target == v || info.state != VcpuState::Runnable || !info.preempted {
+                continue;
+            }
+            let Some(tp) = self.se[target.idx()].rq else { continue };
+            // yield_to: -ESRCH when both run queues hold a single task.
+            if self.rqs[me].nr_running == 1 && self.rqs[tp].nr_running == 1 {
+                failures += 1;
+                if failures >= DIRECTED_YIELD_TRIES {
+                    return false;
+                }
+                continue;
+            }
+            // yield_to_task_fair: target becomes the next buddy on its rq, the yielder the
+            // skip buddy on its own; both run queues reschedule.
+            self.rqs[tp].next_buddy = Some(target);
+            self.rqs[me].skip_buddy = Some(v);
+            self.last_boosted[vm.idx()] = idx;
+            self.resched(ctx, tp);
+            self.resched(ctx, me);
+            return true;
+        }
+        false
+    }
+}
+
+impl Policy for Cfs {
+    fn name(&self) -> &'static str {
+        "cfs"
+    }
+
+    fn insert_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        self.start_ticks(ctx);
+        let vm = ctx.host.vm_of(v);
+        // Group shares 1024 x pCPUs x weight/256, split over the VM's vCPUs.
+        let shares = NICE_0_LOAD * ctx.host.npcpus() as u64 * vm.weight as u64 / 256;
+        self.weight[v.idx()] = (shares / vm.vcpus.len() as u64).max(2);
+        let p = ctx.host.vcpu(v).last_pcpu.idx();
+        // A new task starts one slice late (START_DEBIT).
+        let debit = Self::vdelta(self.slice(v, p).max(self.min_gran), self.weight[v.idx()]);
+        self.se[v.idx()].vruntime = self.rqs[p].min_vruntime + debit;
+        self.enqueue(v, p);
+        self.resched(ctx, p);
+    }
+
+    fn wake(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        let p = self.select_pcpu(ctx, v);
+        let last = ctx.host.vcpu(v).last_pcpu.idx();
+        // Keep the sleeper's lag relative to the queue it left, then place on the new one.
+        if p != last {
+            let e = &mut self.se[v.idx()];
+            e.vruntime = e.vruntime.saturating_sub(self.rqs[last].min_vruntime) + self.rqs[p].min_vruntime;
+        }
+        self.place_waking(v, p);
+        self.enqueue(v, p);
+        self.check_preempt_wakeup(ctx, v, p);
+    }
+
+    fn sleep(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        if let Some(p) = self.se[v.idx()].rq {
+            if self.rqs[p].curr == Some(v) {
+                self.update_curr(ctx, p);
+            }
+            self.se[v.idx()].last_ran = ctx.now();
+            self.dequeue(v);
+            self.rqs[p].need_resched = true;
+        }
+    }
+
+    fn yield_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId, reason: YieldReason) {
+        match reason {
+            YieldReason::PauseLoop => {
+                if self.directed_yield {
+                    self.directed_yield(ctx, v);
+                } else if let Some(p) = self.se[v.idx()].rq {
+                    // yield_task_fair: become the skip buddy.
+                    self.rqs[p].skip_buddy = Some(v);
+                    self.resched(ctx, p);
+                }
+            }
+        }
+    }
+
+    fn do_schedule(&mut self, ctx: &mut PolicyCtx, pcpu: PcpuId) -> Decision {
+        let p = pcpu.idx();
+        let host_curr = ctx.host.pcpu(pcpu).current;
+        let still_running = host_curr.is_some_and(|c| ctx.host.vcpu(c).state == VcpuState::Running);
+        if still_running && !self.rqs[p].need_resched {
+            return Decision::run(host_curr.expect("checked"), None);
+        }
+        self.rqs[p].need_resched = false;
+        self.update_curr(ctx, p);
+        // put_prev_entity: a still-runnable curr goes back into the tree.
+        if let Some(c) = self.rqs[p].curr.take() {
+            if still_running && host_curr == Some(c) {
+                self.se[c.idx()].last_ran = ctx.now();
+                let e = &mut self.se[c.idx()];
+                e.queued = true;
+                self.rqs[p].tree.insert((e.vruntime, c));
+            }
+        }
+        if self.rqs[p].tree.is_empty() {
+            // newidle balance
+            self.balance(ctx, p);
+        }
+        let next = self.pick_next(p);
+        let rq = &mut self.rqs[p];
+        rq.skip_buddy = None;
+        if rq.next_buddy == next {
+            rq.next_buddy = None;
+        }
+        match next {
+            Some(n) => {
+                self.take_from_tree(n);
+                let now = ctx.now();
+                let e = &mut self.se[n.idx()];
+                e.exec_start = now;
+                e.slice_start_runtime = e.sum_exec;
+                self.rqs[p].curr = Some(n);
+                self.update_min_vruntime(p);
+                Decision::run(n, None)
+            }
+            None => Decision::idle(),
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut PolicyCtx, key: u64) {
+        let p = key as usize;
+        ctx.set_timer(ctx.now() + self.tick, Self::tick_key(p));
+        self.update_curr(ctx, p);
+        self.check_preempt_tick(ctx, p);
+        let idle = self.rqs[p].nr_running == 0;
+        let interval = if idle { self.balance_interval } else { self.balance_interval * self.busy_factor };
+        if ctx.now().saturating_sub(self.rqs[p].last_balance) >= interval {
+            self.rqs[p].last_balance = ctx.now();
+            if self.balance(ctx, p) && (idle || self.rqs[p].curr.is_none()) {
+                self.resched(ctx, p);
+            }
+        }
+    }
+
+    fn check(&self, host: &crate::hypervisor::policy::HostView) -> Result<(), String> {
+        for (p, rq) in self.rqs.iter().enumerate() {
+            let mut load = 0;
+            let mut nr = 0;
+            for (i, e) in self.se.iter().enumerate() {
+                if e.rq == Some(p) {
+                    load += self.weight[i];
+                    nr += 1;
+                    let in_tree = rq.tree.contains(&(e.vruntime, VcpuId(i as u32)));
+                    if in_tree != e.queued {
+                        return Err(format!("cfs: vCPU {i} queued={} but in tree={in_tree}", e.queued));
+                    }
+                    if e.queued && host.vcpus[i].state != VcpuState::Runnable {
+                        return Err(format!("cfs: vCPU {i} is queued on pCPU {p} but {:?}", host.vcpus[i].state));
+                    }
+                }
+            }
+            if load != rq.load || nr != rq.nr_running {
+                return Err(format!("cfs: pCPU {p} load {} / nr {} but entities sum to {load} / {nr}", rq.load, rq.nr_running));
+            }
+        }
+        for (i, info) in host.vcpus.iter().enumerate() {
+            if info.state == VcpuState::Runnable && !self.se[i].queued {
+                return Err(format!("cfs: runnable vCPU {i} is in no run queue"));
+            }
+        }
+        Ok(())
+    }
 }

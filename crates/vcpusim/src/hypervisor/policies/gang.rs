@@ -1,11 +1,901 @@
-//! placeholder, being written
+//! Strict co-scheduling (gang scheduling): all vCPUs of a VM run together, each on its own pCPU.
+//!
+//! This is the coscheduling baseline of seed 004 (004_2f4d1756ca892fd2.txt, section 2.2 and
+//! Figure 1b: "synchronously assigns each VCPU to a PCPU ... while guaranteeing CPU fairness
+//! according to the weights"; section 3.2, the CPS strategy: "all VCPUs in the VM are coscheduled
+//! to PCPUs") and the scheme of VMware ESX 2.x (reference/scheduler-facts.md section 6: a VM is
+//! co-started only when there are enough pCPUs for all its vCPUs).
+//!
+//! How it works:
+//! - Time is cut into gang slices. At every slice boundary (one policy timer, like Xen's
+//!   `csched_acct` on the master pCPU) the policy picks the *gang*, the set of VMs that run during
+//!   the next slice: VMs in order of least virtual time (ties by VM id), each taken only if all its
+//!   vCPUs fit in the pCPUs still free; the packing goes on down the list so that smaller VMs fill
+//!   leftover pCPUs. A leftover smaller than every waiting VM stays idle: that is the CPU
+//!   fragmentation strict co-scheduling is known for.
+//! - Proportional share: a VM's virtual time grows by the pCPU time *reserved* for it (elapsed gang
+//!   time x its number of vCPUs) divided by its weight, so always-busy VMs get reserved pCPU time
+//!   in proportion to their weights.
+//! - A gang member's vCPUs are pinned to their pCPUs for the slice. A Halted member keeps its pCPU
+//!   reserved (idle); strict co-scheduling does not lend it out. Only when *every* vCPU of a VM has
+//!   halted is the VM released and its pCPUs re-packed at once.
+//! - Limitation (documented, not an error): a VM with more vCPUs than the host has pCPUs can never
+//!   be co-started, so it never runs. The scenario loader, not this policy, may choose to reject it.
+
 use super::{HostShape, PolicyKind};
-use crate::hypervisor::policy::Policy;
+use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, VcpuState, YieldReason};
+use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
+use crate::time::{Nanos, MS, SEC};
+
+/// Default gang slice: 30 ms, the same as Xen credit's timeslice (`CSCHED_DEFAULT_TSLICE_MS` in
+/// xen/common/sched/credit.c). Seed 004 counts in abstract "slots" and gives no length; its
+/// prototype was built on Xen 3.3, whose credit scheduler uses this timeslice, so we take it.
+const DEFAULT_SLICE: Nanos = 30 * MS;
+/// Allowed slice range, as Xen credit allows for its timeslice (1 ms to 1000 ms).
+const MIN_SLICE: Nanos = MS;
+const MAX_SLICE: Nanos = SEC;
+
+/// Virtual time is reserved pCPU ns scaled by `WEIGHT_UNIT / weight`, so a VM of the default
+/// weight (256, `CSCHED_DEFAULT_WEIGHT` in xen/common/sched/credit.c) advances at wall-clock rate
+/// per reserved pCPU.
+const WEIGHT_UNIT: u128 = 256;
+
+/// Timer kinds, in the upper half of the timer key; the lower half is the pCPU the timer belongs
+/// to (the gang boundary is global and kept on pCPU 0, like credit's master pCPU).
+const TIMER_GANG_BOUNDARY: u64 = 1;
+
+fn timer_key(kind: u64, pcpu: PcpuId) -> u64 {
+    (kind << 32) | pcpu.0 as u64
+}
+
+fn timer_kind(key: u64) -> u64 {
+    key >> 32
+}
+
+/// The registry entry.
 pub struct GangKind;
+
 impl PolicyKind for GangKind {
-    fn name(&self) -> &'static str { "gang" }
-    fn describe(&self) -> &'static str { "" }
-    fn params(&self) -> Vec<ParamSpec> { Vec::new() }
-    fn build(&self, _params: &Params, _host: HostShape) -> Box<dyn Policy> { unimplemented!() }
+    fn name(&self) -> &'static str {
+        "gang"
+    }
+    fn describe(&self) -> &'static str {
+        "Strict co-scheduling (gang scheduling) as in VMware ESX 2.x and the CPS baseline of seed 004: \
+         all vCPUs of a VM run together, each on its own pCPU; every slice the VMs with the least \
+         weighted reserved time are packed onto the pCPUs; leftover pCPUs too few for any waiting VM \
+         stay idle (CPU fragmentation). A VM with more vCPUs than pCPUs never runs."
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![ParamSpec::duration(
+            "slice",
+            DEFAULT_SLICE,
+            "gang slice: how long a chosen set of VMs runs before the next co-scheduling decision \
+             (default 30 ms like Xen credit's timeslice, CSCHED_DEFAULT_TSLICE_MS in xen/common/sched/credit.c)",
+        )
+        .range(MIN_SLICE as f64, MAX_SLICE as f64)]
+    }
+    fn build(&self, params: &Params, host: HostShape) -> Box<dyn Policy> {
+        Box::new(Gang::new(params.duration("slice"), host))
+    }
+}
+
+/// Per-VM private data (the counterpart of Xen's `csched_dom`).
+#[derive(Clone, Debug, Default)]
+struct GangVm {
+    /// Weighted reserved pCPU time, charged up to `charged_until` (see [`WEIGHT_UNIT`]).
+    vtime: u128,
+    /// In the current gang: all its vCPUs hold a pCPU slot.
+    in_gang: bool,
+    /// Reserved time has been charged up to this instant (meaningful while `in_gang`).
+    charged_until: Nanos,
+}
+
+/// Per-vCPU private data.
+#[derive(Clone, Debug, Default)]
+struct GangVcpu {
+    /// The pCPU reserved for this vCPU while its VM is in the gang.
+    slot: Option<PcpuId>,
+    /// Not halted, as far as the policy has been told (insert / wake make it true, sleep false).
+    /// Kept here because the engine may call `sleep` / `wake` before or after it updates
+    /// `VcpuInfo.state`.
+    awake: bool,
+}
+
+/// Per-pCPU private data.
+#[derive(Clone, Debug, Default)]
+struct GangPcpu {
+    /// The vCPU this pCPU is reserved for in the current gang.
+    slot: Option<VcpuId>,
+}
+
+/// The strict co-scheduling policy.
+pub struct Gang {
+    slice: Nanos,
+    vms: Vec<GangVm>,
+    vcpus: Vec<GangVcpu>,
+    pcpus: Vec<GangPcpu>,
+    /// The first gang has been packed and the boundary timer armed.
+    started: bool,
+}
+
+impl Gang {
+    fn new(slice: Nanos, host: HostShape) -> Self {
+        Gang {
+            slice,
+            vms: vec![GangVm::default(); host.nvms as usize],
+            vcpus: vec![GangVcpu::default(); host.nvcpus as usize],
+            pcpus: vec![GangPcpu::default(); host.npcpus as usize],
+            started: false,
+        }
+    }
+
+    /// Grow the private arrays to the host's size (tests and engines may build with a small shape).
+    fn fit_to(&mut self, host: &HostView) {
+        if self.vms.len() < host.vms.len() {
+            self.vms.resize(host.vms.len(), GangVm::default());
+        }
+        if self.vcpus.len() < host.vcpus.len() {
+            self.vcpus.resize(host.vcpus.len(), GangVcpu::default());
+        }
+        if self.pcpus.len() < host.pcpus.len() {
+            self.pcpus.resize(host.pcpus.len(), GangPcpu::default());
+        }
+    }
+
+    fn weight(host: &HostView, vm: VmId) -> u128 {
+        // A zero weight is refused by the scenario loader; treat it as 1 rather than divide by 0.
+        host.vm(vm).weight.max(1) as u128
+    }
+
+    /// Virtual time including the reservation still running, without charging it.
+    fn vtime_now(&self, host: &HostView, vm: VmId) -> u128 {
+        let d = &self.vms[vm.idx()];
+        if !d.in_gang {
+            return d.vtime;
+        }
+        let elapsed = host.now.saturating_sub(d.charged_until) as u128;
+        let reserved = elapsed * host.vm(vm).vcpus.len() as u128;
+        d.vtime + reserved * WEIGHT_UNIT / Self::weight(host, vm)
+    }
+
+    /// Charge a gang member for the pCPU time reserved for it since the last charge.
+    fn charge(&mut self, host: &HostView, vm: VmId) {
+        let now_vtime = self.vtime_now(host, vm);
+        let d = &mut self.vms[vm.idx()];
+        d.vtime = now_vtime;
+        d.charged_until = host.now;
+    }
+
+    /// A VM may be co-started: at least one vCPU wants to run and all its vCPUs fit on the host.
+    fn is_candidate(&self, host: &HostView, vm: VmId) -> bool {
+        let vcpus = &host.vm(vm).vcpus;
+        vcpus.len() <= host.npcpus() && vcpus.iter().any(|v| self.vcpus[v.idx()].awake)
+    }
+
+    fn gang(&self) -> Vec<VmId> {
+        (0..self.vms.len() as u32).map(VmId).filter(|vm| self.vms[vm.idx()].in_gang).collect()
+    }
+
+    /// Choose a gang: keep the VMs in `keep`, then pack waiting candidates in order of least virtual
+    /// time (ties by VM id), each only if all its vCPUs fit in the pCPUs still free, continuing down
+    /// the list so smaller VMs fill what larger ones leave (seed 004 section 3.2; ESX 2.x co-start).
+    fn pack(&mut self, ctx: &mut PolicyCtx, keep: Vec<VmId>) {
+        let host = ctx.host;
+        let mut free = host.npcpus().saturating_sub(keep.iter().map(|vm| host.vm(*vm).vcpus.len()).sum());
+        let mut waiting: Vec<(u128, VmId)> = (0..host.vms.len() as u32)
+            .map(VmId)
+            .filter(|vm| !keep.contains(vm) && self.is_candidate(&host, *vm))
+            .map(|vm| (self.vtime_now(&host, vm), vm))
+            .collect();
+        waiting.sort();
+        let mut gang = keep;
+        for (_, vm) in waiting {
+            let need = host.vm(vm).vcpus.len();
+            if need <= free {
+                free -= need;
+                gang.push(vm);
+            }
+        }
+        self.place(ctx, &gang);
+    }
+
+    /// Make `gang` the current gang: charge and release leaving VMs, give every vCPU of the gang a
+    /// pCPU, and tickle every pCPU whose occupant must change.
+    ///
+    /// Placement is stable to avoid needless migrations: a vCPU that already holds a slot keeps it;
+    /// otherwise it takes the pCPU it last ran on if free; otherwise the lowest free pCPU.
+    fn place(&mut self, ctx: &mut PolicyCtx, gang: &[VmId]) {
+        let host = ctx.host;
+        for vm in 0..self.vms.len() as u32 {
+            let vm = VmId(vm);
+            let joins = gang.contains(&vm);
+            let was_in = self.vms[vm.idx()].in_gang;
+            if was_in && !joins {
+                self.charge(&host, vm);
+                self.vms[vm.idx()].in_gang = false;
+            } else if joins && !was_in {
+                let d = &mut self.vms[vm.idx()];
+                d.in_gang = true;
+                d.charged_until = host.now;
+            }
+        }
+
+        let members: Vec<VcpuId> = gang.iter().flat_map(|vm| host.vm(*vm).vcpus.iter().copied()).collect();
+        let mut new_slots: Vec<Option<VcpuId>> = vec![None; host.npcpus()];
+        let mut placed: Vec<Option<PcpuId>> = vec![None; members.len()];
+        // Pass 1: continuing vCPUs keep their pCPU.
+        for (i, v) in members.iter().enumerate() {
+            if let Some(p) = self.vcpus[v.idx()].slot {
+                new_slots[p.idx()] = Some(*v);
+                placed[i] = Some(p);
+            }
+        }
+        // Pass 2: newcomers go back to the pCPU they last ran on (cache warmth, no migration).
+        for (i, v) in members.iter().enumerate() {
+            let last = host.vcpu(*v).last_pcpu;
+            if placed[i].is_none() && last.idx() < new_slots.len() && new_slots[last.idx()].is_none() {
+                new_slots[last.idx()] = Some(*v);
+                placed[i] = Some(last);
+            }
+        }
+        // Pass 3: the rest take the lowest free pCPU. The gang fits by construction.
+        for (i, v) in members.iter().enumerate() {
+            if placed[i].is_none() {
+                if let Some(p) = new_slots.iter().position(|s| s.is_none()) {
+                    new_slots[p] = Some(*v);
+                    placed[i] = Some(PcpuId(p as u32));
+                }
+            }
+        }
+
+        for v in self.vcpus.iter_mut() {
+            v.slot = None;
+        }
+        for (i, v) in members.iter().enumerate() {
+            self.vcpus[v.idx()].slot = placed[i];
+        }
+        for p in host.pcpu_ids() {
+            let old = self.pcpus[p.idx()].slot;
+            let new = new_slots[p.idx()];
+            self.pcpus[p.idx()].slot = new;
+            let wanted = new.filter(|v| self.vcpus[v.idx()].awake);
+            if old != new || host.pcpu(p).current != wanted {
+                ctx.reschedule(p);
+            }
+        }
+    }
+
+    /// Free pCPUs (reserved for nobody) in the current gang.
+    fn free_pcpus(&self, npcpus: usize) -> usize {
+        self.pcpus[..npcpus].iter().filter(|p| p.slot.is_none()).count()
+    }
+
+    /// The first gang, and the periodic boundary timer.
+    fn start(&mut self, ctx: &mut PolicyCtx) {
+        self.started = true;
+        self.pack(ctx, Vec::new());
+        let at = ctx.now() + self.slice;
+        ctx.set_timer(at, timer_key(TIMER_GANG_BOUNDARY, PcpuId(0)));
+    }
+
+    /// Slice boundary: charge the outgoing gang and choose the next one from scratch.
+    fn boundary(&mut self, ctx: &mut PolicyCtx) {
+        let host = ctx.host;
+        for vm in self.gang() {
+            self.charge(&host, vm);
+        }
+        self.pack(ctx, Vec::new());
+        let at = ctx.now() + self.slice;
+        ctx.set_timer(at, timer_key(TIMER_GANG_BOUNDARY, PcpuId(0)));
+    }
+}
+
+impl Policy for Gang {
+    fn name(&self) -> &'static str {
+        "gang"
+    }
+
+    fn insert_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        self.fit_to(&ctx.host);
+        self.vcpus[v.idx()].awake = true;
+    }
+
+    fn wake(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        self.fit_to(&ctx.host);
+        let host = ctx.host;
+        let vm = host.vcpu(v).vm;
+        let was_fully_halted = !self.is_candidate(&host, vm);
+        self.vcpus[v.idx()].awake = true;
+        if let Some(p) = self.vcpus[v.idx()].slot {
+            // Its VM holds the gang: its reserved pCPU has been idle, run it there now.
+            ctx.reschedule(p);
+            return;
+        }
+        if !self.started {
+            return;
+        }
+        if was_fully_halted {
+            // A VM that slept does not bank the time it did not use: lift its virtual time to the
+            // least of the VMs competing now, as start-time fair queueing and CFS's
+            // `place_entity` (kernel/sched/fair.c) do for a waking entity.
+            let floor = (0..host.vms.len() as u32)
+                .map(VmId)
+                .filter(|w| *w != vm && self.is_candidate(&host, *w))
+                .map(|w| self.vtime_now(&host, w))
+                .min();
+            if let Some(floor) = floor {
+                let d = &mut self.vms[vm.idx()];
+                d.vtime = d.vtime.max(floor);
+            }
+        }
+        // Work-conserving within strictness: if the whole VM fits in the pCPUs the gang leaves
+        // idle, co-start it now rather than at the next boundary.
+        if host.vm(vm).vcpus.len() <= self.free_pcpus(host.npcpus()) {
+            let keep = self.gang();
+            self.pack(ctx, keep);
+        }
+    }
+
+    fn sleep(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        self.fit_to(&ctx.host);
+        let host = ctx.host;
+        self.vcpus[v.idx()].awake = false;
+        let vm = host.vcpu(v).vm;
+        // A halted member keeps its pCPU reserved (strict co-scheduling). A VM with every vCPU
+        // halted has nothing to run: release it and re-pack its pCPUs at once instead of wasting
+        // the rest of the slice.
+        if self.vms[vm.idx()].in_gang && !self.is_candidate(&host, vm) {
+            let keep: Vec<VmId> = self.gang().into_iter().filter(|w| *w != vm).collect();
+            self.pack(ctx, keep);
+        }
+    }
+
+    fn yield_vcpu(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId, _reason: YieldReason) {
+        // Strict co-scheduling ignores yields: the vCPU keeps its reserved pCPU, and since no other
+        // vCPU may use that slot during the gang slice there is nobody to yield to.
+    }
+
+    fn do_schedule(&mut self, ctx: &mut PolicyCtx, pcpu: PcpuId) -> Decision {
+        self.fit_to(&ctx.host);
+        if !self.started {
+            self.start(ctx);
+        }
+        let host = ctx.host;
+        // If the vCPU leaving this pCPU is reserved elsewhere, that pCPU can take it once it is
+        // off here. Stable placement never moves a running vCPU, so this is only a safety net.
+        if let Some(cur) = host.pcpu(pcpu).current {
+            if let Some(q) = self.vcpus[cur.idx()].slot {
+                if q != pcpu {
+                    ctx.reschedule(q);
+                }
+            }
+        }
+        let Some(v) = self.pcpus[pcpu.idx()].slot else {
+            return Decision::idle();
+        };
+        let info = host.vcpu(v);
+        let runnable_here = match info.state {
+            VcpuState::Halted => false,
+            VcpuState::Runnable => true,
+            VcpuState::Running => info.pcpu == Some(pcpu),
+        };
+        if self.vcpus[v.idx()].awake && runnable_here {
+            // No slice: the gang boundary timer drives every change.
+            Decision::run(v, None)
+        } else {
+            // A halted member's slot stays reserved: the pCPU idles.
+            Decision::idle()
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut PolicyCtx, key: u64) {
+        self.fit_to(&ctx.host);
+        if timer_kind(key) == TIMER_GANG_BOUNDARY {
+            self.boundary(ctx);
+        }
+    }
+
+    fn check(&self, host: &HostView) -> Result<(), String> {
+        if self.vms.len() < host.vms.len() || self.vcpus.len() < host.vcpus.len() || self.pcpus.len() < host.npcpus() {
+            return Err(format!(
+                "gang: private data sized for {} VMs / {} vCPUs / {} pCPUs, host has {} / {} / {}",
+                self.vms.len(),
+                self.vcpus.len(),
+                self.pcpus.len(),
+                host.vms.len(),
+                host.vcpus.len(),
+                host.npcpus()
+            ));
+        }
+        for (p, d) in self.pcpus.iter().enumerate().take(host.npcpus()) {
+            if let Some(v) = d.slot {
+                if self.vcpus[v.idx()].slot != Some(PcpuId(p as u32)) {
+                    return Err(format!(
+                        "gang: pCPU {p} is reserved for vCPU {v}, which holds slot {:?}",
+                        self.vcpus[v.idx()].slot
+                    ));
+                }
+            }
+        }
+        for (v, d) in self.vcpus.iter().enumerate().take(host.vcpus.len()) {
+            if let Some(p) = d.slot {
+                if p.idx() >= host.npcpus() || self.pcpus[p.idx()].slot != Some(VcpuId(v as u32)) {
+                    return Err(format!("gang: vCPU {v} holds pCPU {p}, which is not reserved for it"));
+                }
+            }
+        }
+        for vm in host.vms {
+            let d = &self.vms[vm.id.idx()];
+            let with_slot = vm.vcpus.iter().filter(|v| self.vcpus[v.idx()].slot.is_some()).count();
+            let expected = if d.in_gang { vm.vcpus.len() } else { 0 };
+            if with_slot != expected {
+                return Err(format!(
+                    "gang: VM {} ({}) has {with_slot} of {} vCPUs on pCPUs while {} the gang; siblings must be co-scheduled",
+                    vm.id,
+                    vm.name,
+                    vm.vcpus.len(),
+                    if d.in_gang { "in" } else { "out of" }
+                ));
+            }
+            if d.in_gang && !vm.vcpus.iter().any(|v| self.vcpus[v.idx()].awake) {
+                return Err(format!("gang: VM {} ({}) holds pCPUs with every vCPU halted", vm.id, vm.name));
+            }
+        }
+        // A Running vCPU must sit on its reserved pCPU unless a reschedule there is pending (the
+        // engine may check between a gang change and the do_schedule that carries it out), so
+        // only the reservation maps are checked above.
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hardware::topology::Topology;
+    use crate::hypervisor::policy::{PcpuInfo, Request, VcpuInfo, VmInfo};
+    use crate::time::US;
+
+    /// A fake host where the test plays the engine.
+    struct FakeHost {
+        now: Nanos,
+        vcpus: Vec<VcpuInfo>,
+        pcpus: Vec<PcpuInfo>,
+        vms: Vec<VmInfo>,
+        topology: Topology,
+        /// Pending policy timers (at, key), fired in time order then by insertion.
+        timers: Vec<(Nanos, u64)>,
+        policy: Box<dyn Policy>,
+        /// Times a vCPU that had run before started on a different pCPU.
+        migrations: u32,
+        context_switches: u32,
+    }
+
+    impl FakeHost {
+        /// VMs given as (vCPU count, weight), on `npcpus` pCPUs.
+        fn new(npcpus: u32, vms: &[(u32, u32)], slice: Nanos) -> Self {
+            let mut vcpus = Vec::new();
+            let mut vm_infos = Vec::new();
+            for (i, (n, weight)) in vms.iter().enumerate() {
+                let mut ids = Vec::new();
+                for index in 0..*n {
+                    let id = VcpuId(vcpus.len() as u32);
+                    ids.push(id);
+                    vcpus.push(VcpuInfo {
+                        id,
+                        vm: VmId(i as u32),
+                        index,
+                        state: VcpuState::Runnable,
+                        pcpu: None,
+                        last_pcpu: PcpuId(0),
+                        run_start: 0,
+                        preempted: false,
+                        run_time: 0,
+                    });
+                }
+                vm_infos.push(VmInfo { id: VmId(i as u32), name: format!("vm{i}"), weight: *weight, vcpus: ids });
+            }
+            let pcpus = (0..npcpus).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect();
+            let shape = HostShape { npcpus, nvcpus: vcpus.len() as u32, nvms: vms.len() as u32 };
+            let mut params = Params::defaults(&GangKind.params());
+            params.set("slice", crate::params::ParamValue::Duration(slice));
+            let policy = GangKind.build(&params, shape);
+            let mut host = FakeHost {
+                now: 0,
+                vcpus,
+                pcpus,
+                vms: vm_infos,
+                topology: Topology::flat(npcpus),
+                timers: Vec::new(),
+                policy,
+                migrations: 0,
+                context_switches: 0,
+            };
+            for v in 0..host.vcpus.len() as u32 {
+                host.call(|pol, ctx| pol.insert_vcpu(ctx, VcpuId(v)));
+            }
+            for p in 0..npcpus {
+                host.schedule(PcpuId(p));
+            }
+            host.check();
+            host
+        }
+
+        /// Run one policy call and carry out its requests.
+        fn call<R>(&mut self, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
+            let mut requests = Vec::new();
+            let result = {
+                let view = HostView {
+                    now: self.now,
+                    vcpus: &self.vcpus,
+                    pcpus: &self.pcpus,
+                    vms: &self.vms,
+                    topology: &self.topology,
+                };
+                let mut ctx = PolicyCtx::new(view, &mut requests);
+                f(self.policy.as_mut(), &mut ctx)
+            };
+            self.apply(requests);
+            result
+        }
+
+        fn apply(&mut self, requests: Vec<Request>) {
+            for r in requests {
+                match r {
+                    Request::Reschedule(p) => self.schedule(p),
+                    Request::Timer { at, key } => self.timers.push((at, key)),
+                }
+            }
+        }
+
+        /// `do_schedule(p)` and apply the decision as the engine would.
+        fn schedule(&mut self, p: PcpuId) {
+            let decision = self.call(|pol, ctx| pol.do_schedule(ctx, p));
+            assert_eq!(decision.slice, None, "gang changes are driven by its boundary timer");
+            let prev = self.pcpus[p.idx()].current;
+            if let Some(next) = decision.next {
+                let info = &self.vcpus[next.idx()];
+                assert_ne!(info.state, VcpuState::Halted, "picked halted vCPU {next}");
+                if info.state == VcpuState::Running {
+                    assert_eq!(info.pcpu, Some(p), "picked vCPU {next} running elsewhere");
+                }
+            }
+            if prev == decision.next {
+                return;
+            }
+            if let Some(v) = prev {
+                let info = &mut self.vcpus[v.idx()];
+                if info.state == VcpuState::Running {
+                    info.run_time += self.now - info.run_start;
+                    info.state = VcpuState::Runnable;
+                    info.preempted = true;
+                }
+                info.pcpu = None;
+            }
+            if let Some(v) = decision.next {
+                let info = &mut self.vcpus[v.idx()];
+                if info.last_pcpu != p && info.run_time > 0 {
+                    self.migrations += 1;
+                }
+                info.state = VcpuState::Running;
+                info.pcpu = Some(p);
+                info.last_pcpu = p;
+                info.run_start = self.now;
+                info.preempted = false;
+            }
+            self.context_switches += 1;
+            self.pcpus[p.idx()].current = decision.next;
+        }
+
+        /// The running vCPU `v` halts: state first, then `sleep`, then `do_schedule` on its pCPU.
+        fn halt(&mut self, v: VcpuId) {
+            let p = self.vcpus[v.idx()].pcpu.expect("only a running vCPU halts");
+            let info = &mut self.vcpus[v.idx()];
+            info.run_time += self.now - info.run_start;
+            info.state = VcpuState::Halted;
+            info.pcpu = None;
+            self.call(|pol, ctx| pol.sleep(ctx, v));
+            self.schedule(p);
+            self.check();
+        }
+
+        fn wake(&mut self, v: VcpuId) {
+            assert_eq!(self.vcpus[v.idx()].state, VcpuState::Halted);
+            self.vcpus[v.idx()].state = VcpuState::Runnable;
+            self.call(|pol, ctx| pol.wake(ctx, v));
+            self.check();
+        }
+
+        /// Fire every timer due up to `until`, then move the clock to `until`.
+        fn advance_to(&mut self, until: Nanos) {
+            loop {
+                let next = self
+                    .timers
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (at, _))| *at <= until)
+                    .min_by_key(|(i, (at, _))| (*at, *i));
+                let Some((i, &(at, key))) = next else { break };
+                self.timers.remove(i);
+                self.now = at;
+                self.call(|pol, ctx| pol.on_timer(ctx, key));
+                self.check();
+            }
+            self.now = until;
+        }
+
+        /// Run time of every vCPU of `vm` up to now, including the current run.
+        fn vm_run_time(&self, vm: usize) -> Nanos {
+            self.vms[vm]
+                .vcpus
+                .iter()
+                .map(|v| {
+                    let info = &self.vcpus[v.idx()];
+                    info.run_time + if info.state == VcpuState::Running { self.now - info.run_start } else { 0 }
+                })
+                .sum()
+        }
+
+        fn running(&self, vm: usize) -> usize {
+            self.vms[vm].vcpus.iter().filter(|v| self.vcpus[v.idx()].state == VcpuState::Running).count()
+        }
+
+        fn idle_pcpus(&self) -> usize {
+            self.pcpus.iter().filter(|p| p.current.is_none()).count()
+        }
+
+        /// The policy's own invariants, plus co-scheduling as the host sees it: at every instant
+        /// either all non-halted vCPUs of a VM are Running or none is.
+        fn check(&self) {
+            let view = HostView {
+                now: self.now,
+                vcpus: &self.vcpus,
+                pcpus: &self.pcpus,
+                vms: &self.vms,
+                topology: &self.topology,
+            };
+            self.policy.check(&view).unwrap();
+            for vm in &self.vms {
+                let awake = vm.vcpus.iter().filter(|v| self.vcpus[v.idx()].state != VcpuState::Halted).count();
+                let running = vm.vcpus.iter().filter(|v| self.vcpus[v.idx()].state == VcpuState::Running).count();
+                assert!(
+                    running == 0 || running == awake,
+                    "t={} VM {}: {running} of {awake} awake vCPUs running",
+                    self.now,
+                    vm.id
+                );
+            }
+            for p in &self.pcpus {
+                if let Some(v) = p.current {
+                    assert_eq!(self.vcpus[v.idx()].pcpu, Some(p.id));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn weights_one_to_two_get_cpu_one_to_two() {
+        // Two 4-vCPU VMs on 4 pCPUs: only one fits at a time, so shares follow weights.
+        let mut h = FakeHost::new(4, &[(4, 256), (4, 512)], DEFAULT_SLICE);
+        h.advance_to(10 * SEC);
+        let a = h.vm_run_time(0) as f64;
+        let b = h.vm_run_time(1) as f64;
+        assert!((a + b - 4.0 * 10.0 * SEC as f64).abs() < 1.0, "work-conserving: the host never idles");
+        let ratio = b / a;
+        assert!((ratio - 2.0).abs() / 2.0 < 0.03, "ratio {ratio}, a={a} b={b}");
+    }
+
+    #[test]
+    fn weights_hold_with_vms_of_different_sizes() {
+        // 2-vCPU VMs of weights 1:1:2:2 on 4 pCPUs; two run per slice. Entitlement is
+        // 4 pCPUs x weight / 6, all below the 2-pCPU cap of each VM.
+        let mut h = FakeHost::new(4, &[(2, 256), (2, 256), (2, 512), (2, 512)], DEFAULT_SLICE);
+        h.advance_to(10 * SEC);
+        let total = 4.0 * 10.0 * SEC as f64;
+        for (vm, weight) in [(0, 1.0), (1, 1.0), (2, 2.0), (3, 2.0)] {
+            let share = h.vm_run_time(vm) as f64 / total;
+            let entitled = weight / 6.0;
+            assert!((share - entitled).abs() / entitled < 0.03, "VM {vm}: share {share}, entitled {entitled}");
+        }
+    }
+
+    #[test]
+    fn fragmentation_three_and_two_vcpu_vms_never_run_together() {
+        let mut h = FakeHost::new(4, &[(3, 256), (2, 256)], DEFAULT_SLICE);
+        let mut idle_while_big_runs = 0;
+        for ms in 1..=3000 {
+            h.advance_to(ms * MS);
+            let (big, small) = (h.running(0), h.running(1));
+            assert!(big == 0 || small == 0, "t={ms}ms: both VMs run");
+            assert!(big == 3 || small == 2, "t={ms}ms: someone always runs");
+            if big == 3 {
+                assert_eq!(h.idle_pcpus(), 1, "the fourth pCPU idles: too small for the 2-vCPU VM");
+                idle_while_big_runs += 1;
+            } else {
+                assert_eq!(h.idle_pcpus(), 2);
+            }
+        }
+        assert!(idle_while_big_runs > 0);
+        // Equal weights: equal reserved pCPU time, so the 2-vCPU VM runs 3/2 as many slices.
+        let ratio = h.vm_run_time(1) as f64 / h.vm_run_time(0) as f64;
+        assert!((ratio - 1.0).abs() < 0.03, "ratio {ratio}");
+    }
+
+    #[test]
+    fn leftover_pcpus_are_filled_by_smaller_vms() {
+        // 3-, 2- and 1-vCPU VMs on 4 pCPUs: the 1-vCPU VM always fits beside whichever larger VM
+        // runs, so it runs all the time although it has the same weight.
+        let mut h = FakeHost::new(4, &[(3, 256), (2, 256), (1, 256)], DEFAULT_SLICE);
+        h.advance_to(3 * SEC);
+        assert_eq!(h.vm_run_time(2), 3 * SEC);
+        assert!(h.vm_run_time(0) > 0 && h.vm_run_time(1) > 0);
+    }
+
+    #[test]
+    fn slot_changes_only_at_slice_boundaries() {
+        let slice = 10 * MS;
+        let mut h = FakeHost::new(4, &[(4, 256), (4, 256)], slice);
+        let mut last_runner = h.running(0) > 0;
+        for ms in 1..=200 {
+            h.advance_to(ms * MS);
+            let runner = h.running(0) > 0;
+            if runner != last_runner {
+                assert_eq!(h.now % slice, 0, "switch at {} ns, not on a slice boundary", h.now);
+            }
+            last_runner = runner;
+        }
+        // Equal weights, equal sizes: they alternate every slice.
+        assert_eq!(h.vm_run_time(0), h.vm_run_time(1));
+    }
+
+    #[test]
+    fn continuing_vms_keep_their_pcpus() {
+        // Two 2-vCPU VMs always fit together: no switch or migration after the first placement.
+        let mut h = FakeHost::new(4, &[(2, 256), (2, 256)], DEFAULT_SLICE);
+        let switches = h.context_switches;
+        h.advance_to(SEC);
+        assert_eq!(h.context_switches, switches);
+        assert_eq!(h.migrations, 0);
+        assert_eq!(h.vm_run_time(0), 2 * SEC);
+    }
+
+    #[test]
+    fn halted_member_keeps_its_slot_and_fully_halted_vm_releases_pcpus() {
+        let mut h = FakeHost::new(4, &[(4, 256), (4, 256)], DEFAULT_SLICE);
+        assert_eq!(h.running(0), 4, "ties go to the lower VM id");
+        h.advance_to(5 * MS);
+        // One halted vCPU: its pCPU stays reserved and idle; the other VM does not run.
+        h.halt(VcpuId(0));
+        assert_eq!(h.running(0), 3);
+        assert_eq!(h.running(1), 0);
+        assert_eq!(h.idle_pcpus(), 1);
+        // It wakes inside the slice: back on its reserved pCPU at once.
+        h.advance_to(6 * MS);
+        h.wake(VcpuId(0));
+        assert_eq!(h.running(0), 4);
+        // All four halt at 8 ms: the VM is released and the other VM co-starts at once.
+        h.advance_to(8 * MS);
+        for v in 0..4 {
+            h.halt(VcpuId(v));
+        }
+        assert_eq!(h.running(1), 4, "the released pCPUs are re-packed without waiting for the boundary");
+        assert_eq!(h.idle_pcpus(), 0);
+        // The released VM was charged only for the 4 x 8 ms it held; VM 1 holds 4 x 22 ms by the
+        // boundary, so VM 0 wins it, with only its awake vCPU running and three slots reserved.
+        h.wake(VcpuId(1));
+        assert_eq!(h.running(0), 0, "no free pCPUs: it waits for the boundary");
+        h.advance_to(30 * MS - 1);
+        assert_eq!(h.running(1), 4);
+        h.advance_to(30 * MS);
+        assert_eq!(h.running(0), 1);
+        assert_eq!(h.running(1), 0);
+        assert_eq!(h.idle_pcpus(), 3, "strict: the halted siblings' pCPUs stay reserved");
+    }
+
+    #[test]
+    fn waking_vm_that_fits_in_leftover_pcpus_starts_early() {
+        let mut h = FakeHost::new(4, &[(2, 256), (2, 256)], DEFAULT_SLICE);
+        h.advance_to(MS);
+        h.halt(VcpuId(2));
+        h.halt(VcpuId(3));
+        assert_eq!(h.running(1), 0);
+        assert_eq!(h.idle_pcpus(), 2);
+        h.advance_to(2 * MS);
+        let last = h.vcpus[3].last_pcpu;
+        h.wake(VcpuId(3));
+        assert_eq!(h.running(1), 1, "co-started before the boundary");
+        assert_eq!(h.idle_pcpus(), 1, "its halted sibling's pCPU is reserved and idle");
+        assert_eq!(h.vcpus[3].pcpu, Some(last), "back on the pCPU it last ran on");
+        assert_eq!(h.migrations, 0);
+    }
+
+    #[test]
+    fn waking_vm_that_does_not_fit_waits_for_the_boundary() {
+        let mut h = FakeHost::new(4, &[(3, 256), (4, 256)], DEFAULT_SLICE);
+        assert_eq!(h.running(0), 3);
+        // VM 1 cannot fit beside VM 0 (only 1 pCPU free) until the boundary.
+        h.advance_to(29 * MS);
+        assert_eq!(h.running(1), 0);
+        h.advance_to(30 * MS);
+        assert_eq!(h.running(1), 4);
+        assert_eq!(h.running(0), 0);
+    }
+
+    #[test]
+    fn siblings_co_run_under_random_halts_and_wakes() {
+        // VMs of 1..4 vCPUs halt and wake in a fixed pseudo-random pattern; FakeHost::check
+        // asserts after every event that a VM's awake vCPUs are either all running or none is.
+        let mut h = FakeHost::new(6, &[(4, 256), (3, 512), (2, 256), (1, 128), (2, 384)], 10 * MS);
+        let mut lcg: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            lcg = lcg.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            lcg >> 33
+        };
+        let nvcpus = h.vcpus.len() as u64;
+        for step in 1..=20_000u64 {
+            h.advance_to(step * 100 * US);
+            let v = VcpuId((next() % nvcpus) as u32);
+            match h.vcpus[v.idx()].state {
+                VcpuState::Running if next() % 3 == 0 => h.halt(v),
+                VcpuState::Halted if next() % 2 == 0 => h.wake(v),
+                _ => {}
+            }
+        }
+        for vm in 0..h.vms.len() {
+            assert!(h.vm_run_time(vm) > 0, "VM {vm} never ran");
+        }
+    }
+
+    #[test]
+    fn yields_are_ignored() {
+        let mut h = FakeHost::new(2, &[(2, 256), (2, 256)], DEFAULT_SLICE);
+        h.advance_to(MS);
+        let v = VcpuId(0);
+        let p = h.vcpus[v.idx()].pcpu.unwrap();
+        h.call(|pol, ctx| pol.yield_vcpu(ctx, v, YieldReason::PauseLoop));
+        h.schedule(p);
+        assert_eq!(h.pcpus[p.idx()].current, Some(v));
+        assert_eq!(h.running(1), 0);
+    }
+
+    #[test]
+    fn a_vm_larger_than_the_host_never_runs() {
+        let mut h = FakeHost::new(4, &[(5, 256), (2, 256)], DEFAULT_SLICE);
+        h.advance_to(SEC);
+        assert_eq!(h.vm_run_time(0), 0);
+        assert_eq!(h.vm_run_time(1), 2 * SEC);
+    }
+
+    #[test]
+    fn sleeping_vm_does_not_bank_time() {
+        // VM 1 sleeps for 1 s while VM 0 runs alone; on waking it gets its share from then on
+        // instead of monopolising the host to catch up.
+        let mut h = FakeHost::new(4, &[(4, 256), (4, 256)], DEFAULT_SLICE);
+        h.advance_to(30 * MS);
+        assert_eq!(h.running(1), 4);
+        h.advance_to(31 * MS);
+        for v in 4..8 {
+            h.halt(VcpuId(v));
+        }
+        assert_eq!(h.running(0), 4);
+        h.advance_to(SEC + 31 * MS);
+        for v in 4..8 {
+            h.wake(VcpuId(v));
+        }
+        let (a0, b0) = (h.vm_run_time(0), h.vm_run_time(1));
+        h.advance_to(SEC + 31 * MS + 600 * MS);
+        let (a, b) = (h.vm_run_time(0) - a0, h.vm_run_time(1) - b0);
+        let ratio = b as f64 / a as f64;
+        assert!((ratio - 1.0).abs() < 0.15, "after waking: a={a} b={b}");
+    }
+
+    #[test]
+    fn params_have_the_real_default() {
+        let specs = GangKind.params();
+        assert_eq!(specs.len(), 1);
+        assert_eq!(specs[0].default, crate::params::ParamValue::Duration(30 * MS));
+        assert!(specs[0].parse(&toml::Value::String("0ms".into())).is_err());
+        assert!(specs[0].parse(&toml::Value::String("2s".into())).is_err());
+        assert!(crate::hypervisor::policies::find("gang").is_ok());
+    }
 }

@@ -21,6 +21,11 @@ pub trait PolicyKind: Sync {
     fn describe(&self) -> &'static str;
     fn params(&self) -> Vec<ParamSpec>;
     fn build(&self, params: &Params, host: HostShape) -> Box<dyn Policy>;
+    /// Default pause-loop-exit window growth factor under this policy (`[host.ple] grow`):
+    /// KVM's ple_window_grow = 2 (arch/x86/kvm/vmx/vmx.c); Xen keeps its window fixed (1).
+    fn ple_grow(&self) -> u64 {
+        2
+    }
 }
 
 /// All policies, in the order `vcpusim list` shows them.

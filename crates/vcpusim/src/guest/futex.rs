@@ -1,0 +1,125 @@
+//! futex_wait / futex_wake as kernel step sequences (kernel/futex.c).
+//!
+//! Both take the futex's hash-bucket spinlock. futex_wake marks waiters runnable under the lock;
+//! the reschedule IPI to a remote waiter goes out either inside the critical section (Linux
+//! before 4.2, the seed's 3.2 guests: seed 000 section 3.1.1, Figure 4) or after the unlock
+//! (wake_q, Linux 4.2+), per GuestConfig::futex_wake_ipi.
+
+use super::config::FutexWakeIpi;
+use super::kernel_fn::KernelFn;
+use super::objects::futex_bucket;
+use super::spinlock::Spinlock;
+use super::thread::{Action, FutexKey, Step};
+use crate::hypervisor::policy::IpiKind;
+use crate::ids::{LockId, ThreadId, VcpuId};
+use crate::sim::state::Sim;
+use crate::time::Nanos;
+
+/// Kernel time to dequeue and mark one waiter runnable (wake_futex + try_to_wake_up), assumed.
+const WAKE_ONE_NS: Nanos = 200;
+
+impl Sim {
+    /// The bucket spinlock of a futex, created on first use; futexes hashing to the same bucket
+    /// share it.
+    fn futex_bucket_lock(&mut self, vm: usize, key: FutexKey) -> LockId {
+        if let Some(l) = self.vms[vm].objects.bucket_lock.get(&key) {
+            return *l;
+        }
+        let bucket = futex_bucket(key, self.vms[vm].guest.futex_buckets);
+        let shared = self.vms[vm]
+            .objects
+            .bucket_lock
+            .iter()
+            .find(|(k, _)| futex_bucket(**k, self.vms[vm].guest.futex_buckets) == bucket)
+            .map(|(_, l)| *l);
+        let lock = shared.unwrap_or_else(|| {
+            let id = LockId(self.locks.len() as u32);
+            self.locks.push(Spinlock::new(self.vms[vm].guest.spinlock, "futex-queue"));
+            id
+        });
+        self.vms[vm].objects.bucket_lock.insert(key, lock);
+        lock
+    }
+
+    /// Steps of futex_wait(key, expect): sleep unless the word changed.
+    pub fn futex_wait_steps(&mut self, t: ThreadId, key: FutexKey, expect: u64) -> Vec<Step> {
+        let vm = self.threads[t.idx()].vm.idx();
+        let lock = self.futex_bucket_lock(vm, key);
+        vec![
+            Step::Run { ns: self.costs.syscall, func: KernelFn::FutexWait },
+            Step::Lock { lock, func: KernelFn::FutexWait },
+            Step::Do(Action::FutexQueue { key, expect }),
+            Step::Unlock { lock },
+            Step::Do(Action::FutexSleep),
+        ]
+    }
+
+    /// Steps of futex_wake(key, n).
+    pub fn futex_wake_steps(&mut self, t: ThreadId, key: FutexKey, n: usize) -> Vec<Step> {
+        let vm = self.threads[t.idx()].vm.idx();
+        let lock = self.futex_bucket_lock(vm, key);
+        vec![
+            Step::Run { ns: self.costs.syscall, func: KernelFn::FutexWake },
+            Step::Lock { lock, func: KernelFn::FutexWake },
+            Step::Do(Action::FutexWake { key, n }),
+            Step::Unlock { lock },
+        ]
+    }
+
+    /// Under the bucket lock: queue `t` if the futex word still holds `expect`.
+    pub fn futex_queue(&mut self, t: ThreadId, key: FutexKey, expect: u64) {
+        let vm = self.threads[t.idx()].vm.idx();
+        if self.vms[vm].objects.futex_value(key) == expect {
+            self.vms[vm].objects.futex_waiters.entry(key).or_default().push_back(t);
+            self.threads[t.idx()].futex_queued = Some(key);
+        } else {
+            self.threads[t.idx()].futex_queued = None;
+        }
+    }
+
+    /// After the unlock: sleep if still queued (a waker may have dequeued it meanwhile).
+    pub fn futex_sleep(&mut self, v: VcpuId, t: ThreadId) {
+        let Some(key) = self.threads[t.idx()].futex_queued.take() else { return };
+        let vm = self.threads[t.idx()].vm.idx();
+        let queued = self.vms[vm].objects.futex_waiters.get(&key).is_some_and(|q| q.contains(&t));
+        if queued {
+            self.guest_block_current(v, key);
+        }
+    }
+
+    /// Under the bucket lock: dequeue up to `n` waiters and make them runnable; the reschedule
+    /// IPIs to remote vCPUs become a SendIpis step placed before or after the unlock.
+    pub fn futex_wake(&mut self, v: VcpuId, t: ThreadId, key: FutexKey, n: usize) {
+        let vm = self.threads[t.idx()].vm.idx();
+        let mut woken = Vec::new();
+        if let Some(q) = self.vms[vm].objects.futex_waiters.get_mut(&key) {
+            while woken.len() < n {
+                match q.pop_front() {
+                    Some(w) => woken.push(w),
+                    None => break,
+                }
+            }
+        }
+        self.vms[vm].stats.futex_wakes += 1;
+        let mut targets: Vec<VcpuId> = Vec::new();
+        for w in &woken {
+            if let Some(target) = self.guest_wake_thread(v, *w) {
+                if !targets.contains(&target) {
+                    targets.push(target);
+                }
+            }
+        }
+        let th = &mut self.threads[t.idx()];
+        let ipis = (!targets.is_empty())
+            .then(|| Step::SendIpis { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0, func: KernelFn::FutexWake });
+        // The front step now is the bucket Unlock.
+        match (ipis, self.vms[vm].guest.futex_wake_ipi) {
+            (Some(s), FutexWakeIpi::UnderLock) => th.steps.push_front(s),
+            (Some(s), FutexWakeIpi::AfterUnlock) => th.steps.insert(1, s),
+            (None, _) => {}
+        }
+        if !woken.is_empty() {
+            th.steps.push_front(Step::Run { ns: WAKE_ONE_NS * woken.len() as u64, func: KernelFn::FutexWake });
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! Running a thread's program: fetch the next user op and expand it into kernel steps.
+
+use super::kernel_fn::KernelFn;
+use super::thread::{Action, Code, Step};
+use crate::ids::{ThreadId, VcpuId};
+use crate::sim::state::Sim;
+use crate::time::Nanos;
+use crate::workload::program::Op;
+
+/// Kernel work per page mapped or unmapped (page-table updates), assumed.
+const MM_WORK_PER_PAGE: Nanos = 250;
+
+impl Sim {
+    /// Move the program counter to the next op and queue its steps; exit at the end.
+    pub fn fetch_op(&mut self, v: VcpuId, t: ThreadId) {
+        let vm = self.threads[t.idx()].vm.idx();
+        loop {
+            let th = &mut self.threads[t.idx()];
+            if self.vms[vm].finished_at.is_some() || th.pc >= th.code.len() {
+                self.guest_exit_current(v);
+                return;
+            }
+            match &th.code[th.pc] {
+                Code::LoopStart { count, end } => {
+                    let n = count.unwrap_or(u64::MAX);
+                    if n == 0 {
+                        th.pc = end + 1;
+                    } else {
+                        th.loops.push(n);
+                        th.pc += 1;
+                    }
+                }
+                Code::LoopEnd { start } => {
+                    let start = *start;
+                    let top = th.loops.last_mut().expect("a loop end has an open loop");
+                    if *top != u64::MAX {
+                        *top -= 1;
+                    }
+                    if *top == 0 {
+                        th.loops.pop();
+                        th.pc += 1;
+                    } else {
+                        th.pc = start + 1;
+                    }
+                }
+                Code::Op(op) => {
+                    let op = op.clone();
+                    th.pc += 1;
+                    let steps = self.expand(t, op);
+                    self.threads[t.idx()].steps.extend(steps);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn expand(&mut self, t: ThreadId, op: Op) -> Vec<Step> {
+        let vm = self.threads[t.idx()].vm.idx();
+        match op {
+            Op::Compute(dist) => vec![Step::RunDist { dist, func: KernelFn::User }],
+            Op::Syscall { work, lock } => {
+                let mut s = vec![Step::Run { ns: self.costs.syscall, func: KernelFn::Syscall }];
+                match lock.map(|l| self.vms[vm].objects.kernel_locks[l]) {
+                    Some(lock) => {
+                        s.push(Step::Lock { lock, func: KernelFn::Syscall });
+                        s.push(Step::RunDist { dist: work, func: KernelFn::Syscall });
+                        s.push(Step::Unlock { lock });
+                    }
+                    None => s.push(Step::RunDist { dist: work, func: KernelFn::Syscall }),
+                }
+                s
+            }
+            Op::MutexLock(m) => vec![Step::Do(Action::MutexLock(m))],
+            Op::MutexUnlock(m) => vec![Step::Do(Action::MutexUnlock(m))],
+            Op::Barrier { barrier, wait } => vec![Step::Do(Action::BarrierArrive { barrier, wait })],
+            Op::CondWait { cond, mutex } => vec![Step::Do(Action::CondWait { cond, mutex })],
+            Op::CondSignal { cond, all } => vec![Step::Do(Action::CondSignal { cond, all })],
+            Op::QueuePut(q) => vec![Step::Do(Action::MutexLock(self.queue_mutex(t, q))), Step::Do(Action::QueuePut(q))],
+            Op::QueueGet(q) => vec![Step::Do(Action::MutexLock(self.queue_mutex(t, q))), Step::Do(Action::QueueGet(q))],
+            Op::Mmap { pages } => {
+                vec![Step::Run { ns: self.costs.syscall + pages as Nanos * MM_WORK_PER_PAGE, func: KernelFn::Syscall }]
+            }
+            Op::Munmap { pages } => vec![
+                Step::Run { ns: self.costs.syscall + pages as Nanos * MM_WORK_PER_PAGE, func: KernelFn::FlushTlbOthers },
+                Step::Do(Action::TlbShootdown { pages }),
+            ],
+            Op::Progress => vec![Step::Do(Action::Progress)],
+            Op::Loop { .. } => unreachable!("loops are compiled away"),
+        }
+    }
+
+    /// One unit of VM progress; the VM finishes when it reaches its iteration target.
+    pub fn count_progress(&mut self, t: ThreadId) {
+        let vm = self.threads[t.idx()].vm.idx();
+        let v = &mut self.vms[vm];
+        v.stats.progress += 1;
+        if v.finished_at.is_none() && v.iterations.is_some_and(|n| v.stats.progress >= n) {
+            v.finished_at = Some(self.now);
+            self.unfinished_targets -= 1;
+        }
+    }
+}

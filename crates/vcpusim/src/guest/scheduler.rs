@@ -1,0 +1,170 @@
+//! The guest kernel's thread scheduler: per-vCPU run queues, wake placement, blocking, idle
+//! balancing and tick-driven time slicing (a simplified Linux CFS as the guest sees it: it
+//! does not know whether a vCPU is preempted).
+
+use super::thread::{FutexKey, ThreadState};
+use crate::ids::{ThreadId, VcpuId};
+use crate::sim::state::{Activity, Event, Sim};
+use crate::hypervisor::policy::VcpuState;
+use crate::SimError;
+
+impl Sim {
+    /// Guest view of an idle vCPU: no thread running or queued on it.
+    fn guest_idle(&self, v: VcpuId) -> bool {
+        self.vcpus[v.idx()].current.is_none() && self.vcpus[v.idx()].runqueue.is_empty()
+    }
+
+    /// Pick the next thread for an idle vCPU: its own queue first, else pull one queued thread
+    /// from the sibling with the longest queue (newidle balancing).
+    pub fn guest_pick_next(&mut self, v: VcpuId) -> Option<ThreadId> {
+        let t = match self.vcpus[v.idx()].runqueue.pop_front() {
+            Some(t) => t,
+            None => {
+                let vm = self.vinfo[v.idx()].vm.idx();
+                let busiest = self.vminfo[vm]
+                    .vcpus
+                    .iter()
+                    .copied()
+                    .filter(|u| *u != v && !self.vcpus[u.idx()].runqueue.is_empty())
+                    .max_by_key(|u| (self.vcpus[u.idx()].runqueue.len(), std::cmp::Reverse(u.0)))?;
+                self.vcpus[busiest.idx()].runqueue.pop_back()?
+            }
+        };
+        self.vcpus[v.idx()].current = Some(t);
+        self.vcpus[v.idx()].mm_loaded = true;
+        self.threads[t.idx()].vcpu = v;
+        Some(t)
+    }
+
+    /// Where a woken thread goes: its previous vCPU if idle, else the next idle sibling, else its
+    /// previous vCPU (select_task_rq_fair's wake-affine / select_idle_sibling, simplified).
+    fn wake_target(&mut self, t: ThreadId) -> VcpuId {
+        let prev = self.threads[t.idx()].vcpu;
+        if self.guest_idle(prev) {
+            return prev;
+        }
+        let vm = self.threads[t.idx()].vm.idx();
+        let n = self.vminfo[vm].vcpus.len();
+        let start = self.vms[vm].wake_cursor;
+        for i in 0..n {
+            let u = self.vminfo[vm].vcpus[(start + i) % n];
+            if self.guest_idle(u) {
+                self.vms[vm].wake_cursor = (start + i + 1) % n;
+                return u;
+            }
+        }
+        prev
+    }
+
+    /// Make blocked thread `t` runnable, woken by code running on vCPU `waker`. Returns the vCPU
+    /// that needs a reschedule IPI (a remote one; ttwu_queue in Linux 3.2 always sends it).
+    pub fn guest_wake_thread(&mut self, waker: VcpuId, t: ThreadId) -> Option<VcpuId> {
+        if !matches!(self.threads[t.idx()].state, ThreadState::Blocked(_)) {
+            // Woken between queuing on the futex and sleeping: it just doesn't sleep.
+            return None;
+        }
+        self.threads[t.idx()].state = ThreadState::Ready;
+        let vm = self.threads[t.idx()].vm.idx();
+        self.vms[vm].blocked_threads -= 1;
+        let target = self.wake_target(t);
+        self.threads[t.idx()].vcpu = target;
+        self.vcpus[target.idx()].runqueue.push_back(t);
+        (target != waker).then_some(target)
+    }
+
+    /// The running thread of `v` sleeps on a futex.
+    pub fn guest_block_current(&mut self, v: VcpuId, key: FutexKey) {
+        let t = self.vcpus[v.idx()].current.take().expect("a blocking vCPU runs a thread");
+        self.threads[t.idx()].state = ThreadState::Blocked(key);
+        let vm = self.threads[t.idx()].vm.idx();
+        self.vms[vm].blocked_threads += 1;
+        self.vms[vm].stats.futex_waits += 1;
+        if self.vms[vm].blocked_threads == self.vms[vm].live_threads && self.vms[vm].finished_at.is_none() {
+            self.stop = Some(self.deadlock_report(vm));
+        }
+    }
+
+    /// Every live thread of VM `vm` sleeps and only its own threads could wake them.
+    fn deadlock_report(&self, vm: usize) -> SimError {
+        let waits = self.vms[vm]
+            .threads
+            .iter()
+            .filter_map(|t| match self.threads[t.idx()].state {
+                ThreadState::Blocked(key) => Some(format!(
+                    "VM {:?} thread {} sleeps in futex_wait on {}",
+                    self.vminfo[vm].name,
+                    self.threads[t.idx()].index,
+                    match key {
+                        FutexKey::Mutex(m) => format!("mutex {m}"),
+                        FutexKey::Barrier(b) => format!(
+                            "barrier {b} ({} of {} arrived)",
+                            self.vms[vm].objects.barriers[b].arrived, self.vms[vm].objects.barriers[b].parties
+                        ),
+                        FutexKey::Cond(c) => format!("condition variable {c}"),
+                    }
+                )),
+                _ => None,
+            })
+            .collect();
+        SimError::Deadlock { time_ns: self.now, waits }
+    }
+
+    /// The thread's program ended (or its VM finished).
+    pub fn guest_exit_current(&mut self, v: VcpuId) {
+        let t = self.vcpus[v.idx()].current.take().expect("an exiting vCPU runs a thread");
+        self.threads[t.idx()].state = ThreadState::Exited;
+        let vm = self.threads[t.idx()].vm.idx();
+        self.vms[vm].live_threads -= 1;
+        if self.vms[vm].live_threads > 0 && self.vms[vm].blocked_threads == self.vms[vm].live_threads && self.vms[vm].finished_at.is_none() {
+            self.stop = Some(self.deadlock_report(vm));
+        }
+    }
+
+    /// Arm the guest tick on `v` when it has threads waiting behind the current one.
+    pub fn arm_guest_tick(&mut self, v: VcpuId) {
+        let vc = &mut self.vcpus[v.idx()];
+        if !vc.tick_armed && !vc.runqueue.is_empty() {
+            vc.tick_armed = true;
+            let vm = self.vinfo[v.idx()].vm.idx();
+            self.queue.push(self.now + self.vms[vm].guest.tick, Event::GuestTick(v));
+        }
+    }
+
+    /// Guest timer tick: round-robin between the threads of a vCPU (only at a preemptible
+    /// point: user mode, no spinlock held) and push a queued thread to an idle sibling.
+    pub fn on_guest_tick(&mut self, v: VcpuId) {
+        self.vcpus[v.idx()].tick_armed = false;
+        if self.vinfo[v.idx()].state != VcpuState::Running || self.vcpus[v.idx()].runqueue.is_empty() {
+            return; // a preempted vCPU takes no ticks; re-armed when it dispatches again
+        }
+        // Periodic balancing: hand a queued thread to an idle sibling.
+        let vm = self.vinfo[v.idx()].vm.idx();
+        let idle = self.vminfo[vm].vcpus.iter().copied().find(|u| *u != v && self.guest_idle(*u));
+        if let Some(u) = idle {
+            if let Some(t) = self.vcpus[v.idx()].runqueue.pop_back() {
+                self.threads[t.idx()].vcpu = u;
+                self.vcpus[u.idx()].runqueue.push_back(t);
+                self.send_ipi_from_interrupt(v, u);
+            }
+        }
+        if let Some(cur) = self.vcpus[v.idx()].current {
+            let preemptible = self.threads[cur.idx()].held.is_empty()
+                && self.vcpus[v.idx()].activity == Activity::Thread
+                && self.vcpus[v.idx()].func == crate::guest::kernel_fn::KernelFn::User
+                && !self.vcpus[v.idx()].runqueue.is_empty();
+            if preemptible {
+                self.settle(v);
+                self.vcpus[v.idx()].current = None;
+                self.vcpus[v.idx()].runqueue.push_back(cur);
+                self.dispatch(v);
+            }
+        }
+        self.arm_guest_tick(v);
+    }
+
+    /// A reschedule IPI sent from interrupt context (tick balancing): delivered like any IPI but
+    /// without an IPI-send step on a thread.
+    fn send_ipi_from_interrupt(&mut self, from: VcpuId, to: VcpuId) {
+        self.deliver_ipis(from, crate::hypervisor::policy::IpiKind::Resched, &[to], 0, 0);
+    }
+}

@@ -1,0 +1,118 @@
+//! Guest-kernel spinlocks: ticket (FIFO) and test-and-set (unfair).
+//!
+//! A waiter spins on its vCPU; it makes progress only while that vCPU runs. With a ticket lock
+//! the lock is handed to the next ticket at release even if that waiter's vCPU is preempted, so
+//! everyone behind it waits for the hypervisor to run it (lock-waiter preemption). A
+//! test-and-set lock goes to whichever waiter is running when it is released (or, if none is,
+//! to the first one to run afterwards).
+
+use crate::ids::ThreadId;
+use crate::workload::program::SpinlockKind;
+use std::collections::VecDeque;
+
+#[derive(Clone, Debug)]
+pub struct Spinlock {
+    pub kind: SpinlockKind,
+    /// Lock class name for LHP reports ("futex-queue", or a kernel lock name).
+    pub class: String,
+    pub holder: Option<ThreadId>,
+    /// Threads spinning on it, in arrival order (ticket order for a ticket lock).
+    pub waiters: VecDeque<ThreadId>,
+}
+
+/// Result of trying to take a lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Acquire {
+    Got,
+    /// Must spin; the thread is (now) queued as a waiter.
+    Spin,
+}
+
+impl Spinlock {
+    pub fn new(kind: SpinlockKind, class: impl Into<String>) -> Self {
+        Spinlock { kind, class: class.into(), holder: None, waiters: VecDeque::new() }
+    }
+
+    /// `t` tries to take the lock (first attempt or after resuming on its vCPU).
+    pub fn try_acquire(&mut self, t: ThreadId) -> Acquire {
+        if self.holder == Some(t) {
+            // A ticket lock was handed to t while it spun.
+            return Acquire::Got;
+        }
+        match self.kind {
+            SpinlockKind::Ticket => {
+                if self.holder.is_none() && self.waiters.front().is_none_or(|w| *w == t) {
+                    self.waiters.retain(|w| *w != t);
+                    self.holder = Some(t);
+                    Acquire::Got
+                } else {
+                    if !self.waiters.contains(&t) {
+                        self.waiters.push_back(t);
+                    }
+                    Acquire::Spin
+                }
+            }
+            SpinlockKind::TestAndSet => {
+                if self.holder.is_none() {
+                    self.waiters.retain(|w| *w != t);
+                    self.holder = Some(t);
+                    Acquire::Got
+                } else {
+                    if !self.waiters.contains(&t) {
+                        self.waiters.push_back(t);
+                    }
+                    Acquire::Spin
+                }
+            }
+        }
+    }
+
+    /// The holder releases. `is_running(t)` says whether waiter t's vCPU is executing it now.
+    /// Returns the waiter that now holds the lock, if any, so the caller can let it proceed.
+    pub fn release(&mut self, t: ThreadId, is_running: impl Fn(ThreadId) -> bool) -> Option<ThreadId> {
+        debug_assert_eq!(self.holder, Some(t), "only the holder releases");
+        self.holder = None;
+        let next = match self.kind {
+            // Next ticket, running or not.
+            SpinlockKind::Ticket => self.waiters.pop_front(),
+            // The first running spinner wins the cmpxchg race; a preempted one cannot try.
+            SpinlockKind::TestAndSet => {
+                let pos = self.waiters.iter().position(|w| is_running(*w))?;
+                self.waiters.remove(pos)
+            }
+        };
+        self.holder = next;
+        next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticket_lock_is_fifo_even_for_preempted_waiters() {
+        let mut l = Spinlock::new(SpinlockKind::Ticket, "x");
+        assert_eq!(l.try_acquire(ThreadId(0)), Acquire::Got);
+        assert_eq!(l.try_acquire(ThreadId(1)), Acquire::Spin);
+        assert_eq!(l.try_acquire(ThreadId(2)), Acquire::Spin);
+        assert_eq!(l.try_acquire(ThreadId(1)), Acquire::Spin, "retrying keeps the ticket");
+        // Thread 1 is preempted; the lock still goes to it.
+        assert_eq!(l.release(ThreadId(0), |t| t == ThreadId(2)), Some(ThreadId(1)));
+        assert_eq!(l.try_acquire(ThreadId(2)), Acquire::Spin);
+        assert_eq!(l.try_acquire(ThreadId(1)), Acquire::Got);
+        assert_eq!(l.release(ThreadId(1), |_| true), Some(ThreadId(2)));
+    }
+
+    #[test]
+    fn tas_lock_goes_to_a_running_waiter() {
+        let mut l = Spinlock::new(SpinlockKind::TestAndSet, "x");
+        l.try_acquire(ThreadId(0));
+        l.try_acquire(ThreadId(1));
+        l.try_acquire(ThreadId(2));
+        assert_eq!(l.release(ThreadId(0), |t| t == ThreadId(2)), Some(ThreadId(2)));
+        // No waiter running: the lock stays free for whoever runs first.
+        assert_eq!(l.release(ThreadId(2), |_| false), None);
+        assert_eq!(l.try_acquire(ThreadId(1)), Acquire::Got);
+    }
+}

@@ -1,0 +1,146 @@
+//! Guest threads: the compiled program each runs, its pending kernel steps and its state.
+
+use super::kernel_fn::KernelFn;
+use crate::engine::rng::Stream;
+use crate::hypervisor::policy::IpiKind;
+use crate::ids::{LockId, ThreadId, VcpuId, VmId};
+use crate::time::Nanos;
+use crate::workload::program::{BarrierWait, Dist, ObjIndex, Op};
+use std::collections::VecDeque;
+
+/// A thread's op tree flattened into straight-line code with loop jumps, so that the
+/// interpreter needs only a program counter and a loop-counter stack.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Code {
+    Op(Op),
+    /// Start of a loop whose body ends at `end` (index of the matching LoopEnd).
+    LoopStart { count: Option<u64>, end: usize },
+    LoopEnd { start: usize },
+}
+
+pub fn compile(ops: &[Op]) -> Vec<Code> {
+    fn emit(ops: &[Op], out: &mut Vec<Code>) {
+        for op in ops {
+            match op {
+                Op::Loop { count, body } => {
+                    let start = out.len();
+                    out.push(Code::LoopStart { count: *count, end: 0 });
+                    emit(body, out);
+                    let end = out.len();
+                    out.push(Code::LoopEnd { start });
+                    out[start] = Code::LoopStart { count: *count, end };
+                }
+                other => out.push(Code::Op(other.clone())),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    emit(ops, &mut out);
+    out
+}
+
+/// Which synchronization object a futex word belongs to. The futex value the kernel compares
+/// in futex_wait is that object's state word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FutexKey {
+    Mutex(ObjIndex),
+    Barrier(ObjIndex),
+    Cond(ObjIndex),
+}
+
+/// What a user-level spin waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpinCond {
+    /// The barrier's generation moved past this one.
+    BarrierGeneration { barrier: ObjIndex, generation: u64 },
+}
+
+/// An instantaneous piece of guest logic, run when the thread reaches it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// The next user op: fetch it from the program and expand it.
+    FetchOp,
+    MutexLock(ObjIndex),
+    /// After waking from futex_wait on a mutex: try again (glibc `__lll_lock_wait`).
+    MutexRetry(ObjIndex),
+    MutexUnlock(ObjIndex),
+    BarrierArrive { barrier: ObjIndex, wait: BarrierWait },
+    /// After a spin-then-block spin expired: block unless the barrier opened meanwhile.
+    BarrierBlockUnlessOpen { barrier: ObjIndex, generation: u64 },
+    CondWait { cond: ObjIndex, mutex: ObjIndex },
+    CondSignal { cond: ObjIndex, all: bool },
+    QueuePut(ObjIndex),
+    QueueGet(ObjIndex),
+    /// Under the bucket lock: queue the thread if the futex word still equals `expect`.
+    FutexQueue { key: FutexKey, expect: u64 },
+    /// After dropping the bucket lock: sleep if FutexQueue queued the thread.
+    FutexSleep,
+    /// Under the bucket lock: wake up to `n` waiters; IPIs go out before or after the unlock
+    /// following this action depending on GuestConfig::futex_wake_ipi.
+    FutexWake { key: FutexKey, n: usize },
+    /// Start a TLB shootdown for `pages` pages.
+    TlbShootdown { pages: u32 },
+    Progress,
+}
+
+/// One kernel-level step of a thread.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// CPU work in user (`func == User`) or kernel mode.
+    Run { ns: Nanos, func: KernelFn },
+    /// Draw a duration from `dist` when the step starts, then run it.
+    RunDist { dist: Dist, func: KernelFn },
+    /// Take a spinlock, spinning while it is held.
+    Lock { lock: LockId, func: KernelFn },
+    Unlock { lock: LockId },
+    /// Send IPIs: one VMEXIT on the sender, then delivery to each target.
+    /// For a TLB shootdown, `shootdown` names it and `pages` is what each target flushes.
+    SendIpis { kind: IpiKind, targets: Vec<VcpuId>, shootdown: u32, pages: u32, func: KernelFn },
+    /// Spin until the shootdown's acknowledgements are all in.
+    WaitAcks { shootdown: u32 },
+    /// Spin in user space until `cond` holds, for at most `budget` of CPU time.
+    UserSpin { cond: SpinCond, budget: Option<Nanos> },
+    Do(Action),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThreadState {
+    /// On a vCPU run queue or running on it.
+    Ready,
+    /// Sleeping in futex_wait on this key.
+    Blocked(FutexKey),
+    Exited,
+}
+
+pub struct Thread {
+    pub id: ThreadId,
+    pub vm: VmId,
+    /// Index within its VM.
+    pub index: u32,
+    pub state: ThreadState,
+    /// The vCPU it runs on or is queued on (or last ran on, when blocked).
+    pub vcpu: VcpuId,
+    pub code: Vec<Code>,
+    pub pc: usize,
+    /// Remaining iterations of each open loop (innermost last); `u64::MAX` = forever.
+    pub loops: Vec<u64>,
+    /// Steps still to run, front first. Empty means: fetch the next op.
+    pub steps: VecDeque<Step>,
+    /// Remaining time of the front step when it is timed and was interrupted.
+    pub step_remaining: Option<Nanos>,
+    /// User-spin budget left (spin-then-block).
+    pub spin_budget_left: Option<Nanos>,
+    /// Spinlocks held now.
+    pub held: Vec<LockId>,
+    /// Set by FutexQueue, consumed by FutexSleep.
+    pub futex_queued: Option<FutexKey>,
+    /// When the current lock / ack wait began (for latency histograms).
+    pub wait_started: Option<Nanos>,
+    pub rng: Stream,
+}
+
+impl Thread {
+    pub fn is_live(&self) -> bool {
+        self.state != ThreadState::Exited
+    }
+}

@@ -1,0 +1,47 @@
+//! TLB shootdown (arch/x86/mm/tlb.c, flush_tlb_others): after unmapping, the initiator sends a
+//! TLB IPI to every other vCPU that may cache the address space and spins until each has
+//! flushed and acknowledged (seed 000 section 3.1.1). A preempted recipient acknowledges only
+//! when the hypervisor runs it again.
+
+use super::config::TlbTargets;
+use super::kernel_fn::KernelFn;
+use super::objects::Shootdown;
+use super::thread::Step;
+use crate::hypervisor::policy::IpiKind;
+use crate::ids::{ThreadId, VcpuId};
+use crate::sim::state::Sim;
+
+impl Sim {
+    pub fn tlb_shootdown(&mut self, v: VcpuId, t: ThreadId, pages: u32) {
+        let vm = self.threads[t.idx()].vm.idx();
+        let mode = self.vms[vm].guest.tlb_targets;
+        let targets: Vec<VcpuId> = self.vminfo[vm]
+            .vcpus
+            .iter()
+            .copied()
+            .filter(|u| *u != v)
+            .filter(|u| match mode {
+                TlbTargets::AllInMask => self.vcpus[u.idx()].mm_loaded,
+                TlbTargets::SkipLazy => self.vcpus[u.idx()].mm_loaded && self.vcpus[u.idx()].current.is_some(),
+            })
+            .collect();
+        if targets.is_empty() {
+            return;
+        }
+        let record = Shootdown { initiator: t, pending_acks: targets.len() as u32, pages, started: self.now };
+        let id = match self.free_shootdowns.pop() {
+            Some(id) => {
+                self.shootdowns[id as usize] = record;
+                id
+            }
+            None => {
+                self.shootdowns.push(record);
+                (self.shootdowns.len() - 1) as u32
+            }
+        };
+        self.vms[vm].stats.tlb_shootdowns += 1;
+        let th = &mut self.threads[t.idx()];
+        th.steps.push_front(Step::WaitAcks { shootdown: id });
+        th.steps.push_front(Step::SendIpis { kind: IpiKind::TlbShootdown, targets, shootdown: id, pages, func: KernelFn::FlushTlbOthers });
+    }
+}

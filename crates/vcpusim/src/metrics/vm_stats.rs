@@ -1,0 +1,61 @@
+//! Per-VM counters collected during a run.
+
+use super::histogram::Histogram;
+use crate::hypervisor::policy::IpiKind;
+use crate::sim::state::TimeKind;
+use crate::time::Nanos;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Default)]
+pub struct VmStats {
+    pub user_ns: Nanos,
+    pub kernel_ns: Nanos,
+    pub spin_ns: Nanos,
+    pub tlb_wait_ns: Nanos,
+    pub user_spin_ns: Nanos,
+    pub irq_ns: Nanos,
+    pub overhead_ns: Nanos,
+    /// Lock-holder preemptions: a vCPU descheduled (not halted) while its thread holds a
+    /// spinlock, by lock class.
+    pub lhp: BTreeMap<String, u64>,
+    /// Lock-waiter preemptions: descheduled while spinning on a ticket lock.
+    pub lwp: u64,
+    pub ipis_sent: BTreeMap<IpiKind, u64>,
+    pub ple_exits: u64,
+    pub yields: u64,
+    /// Involuntary deschedules (preemptions) of its vCPUs.
+    pub preemptions: u64,
+    /// Times one of its vCPUs was switched in.
+    pub switches_in: u64,
+    pub halts: u64,
+    pub wakeups: u64,
+    pub progress: u64,
+    pub spin_wait: Histogram,
+    pub tlb_shootdown: Histogram,
+    pub futex_waits: u64,
+    pub futex_wakes: u64,
+    pub tlb_shootdowns: u64,
+}
+
+impl VmStats {
+    pub fn charge(&mut self, kind: TimeKind, ns: Nanos) {
+        let slot = match kind {
+            TimeKind::User => &mut self.user_ns,
+            TimeKind::Kernel => &mut self.kernel_ns,
+            TimeKind::Spin => &mut self.spin_ns,
+            TimeKind::TlbWait => &mut self.tlb_wait_ns,
+            TimeKind::UserSpin => &mut self.user_spin_ns,
+            TimeKind::Irq => &mut self.irq_ns,
+            TimeKind::Overhead => &mut self.overhead_ns,
+        };
+        *slot += ns;
+    }
+
+    pub fn cpu_ns(&self) -> Nanos {
+        self.user_ns + self.kernel_ns + self.spin_ns + self.tlb_wait_ns + self.user_spin_ns + self.irq_ns + self.overhead_ns
+    }
+
+    pub fn lhp_count(&self) -> u64 {
+        self.lhp.values().sum()
+    }
+}

@@ -1,0 +1,584 @@
+//! Custom programs: `workload = "program"` with a `[vm.program]` table of synchronization objects
+//! and one op list per thread, each op an inline table naming it (`{lock = 0}`), mapped onto
+//! [`workload::program::Op`](crate::workload::program::Op).
+//!
+//! Object indices are checked here, where the op's key path is known
+//! (`vm[0].program.threads[2][3].lock`); `Program::validate` then checks what needs the whole
+//! program (barriers that can gather their parties).
+
+use super::section::{duration_value, error, int_expectation, int_value, Section};
+use super::suggest::{did_you_mean, unknown_key_message};
+use crate::error::SimError;
+use crate::params::show_toml;
+use crate::workload::program::{BarrierWait, Dist, Op, Program};
+use toml::Value;
+
+/// The pseudo-workload name that selects a custom program.
+pub const WORKLOAD_NAME: &str = "program";
+pub const DESCRIPTION: &str =
+    "A custom program written in the scenario: [vm.program] declares mutexes (count), barriers (parties of each), \
+     conds (count), queues (capacity of each) and kernel_locks (names), and threads = [[ops of thread 0], \
+     [ops of thread 1], ...] (a single list is run by every thread). Ops: {compute = D}, \
+     {syscall = D, lock = k}, {lock = m}, {unlock = m}, {barrier = b, wait = \"block\" | \"spin\" | \
+     \"spin-then-block\", spin = \"50us\"}, {cond_wait = c, mutex = m}, {signal = c}, {broadcast = c}, \
+     {put = q}, {get = q}, {mmap = pages}, {munmap = pages}, {progress = true}, \
+     {loop = N | \"forever\", body = [ops]}; a duration D is \"1ms\", {exp = \"1ms\"}, \
+     {uniform = [\"1ms\", \"2ms\"]} or {normal = [mean, sd]}";
+pub const PROGRESS_UNIT: &str = "Progress ops executed";
+
+/// The keys of `[vm.program]`.
+pub const PROGRAM_KEYS: &[&str] = &["mutexes", "barriers", "conds", "queues", "kernel_locks", "threads"];
+
+/// Every op, with the extra keys it takes (the op's own name is its first key).
+const OPS: &[(&str, &[&str])] = &[
+    ("compute", &[]),
+    ("syscall", &["lock"]),
+    ("lock", &[]),
+    ("unlock", &[]),
+    ("barrier", &["wait", "spin"]),
+    ("cond_wait", &["mutex"]),
+    ("signal", &[]),
+    ("broadcast", &[]),
+    ("put", &[]),
+    ("get", &[]),
+    ("mmap", &[]),
+    ("munmap", &[]),
+    ("progress", &[]),
+    ("loop", &["body"]),
+];
+
+const BARRIER_WAITS: &[&str] = &["block", "spin", "spin-then-block"];
+const DISTS: &[&str] = &["exp", "uniform", "normal"];
+
+fn op_names() -> Vec<&'static str> {
+    OPS.iter().map(|(name, _)| *name).collect()
+}
+
+/// Parse `[vm.program]`. `vm_threads` is the VM's `threads` key, `default_threads` what to use
+/// when neither it nor the program fixes the count. Returns the program and its thread count.
+pub fn parse_program(
+    section: &Section,
+    vm_threads: Option<u32>,
+    default_threads: u32,
+) -> Result<(Program, u32), SimError> {
+    section.allow_only(PROGRAM_KEYS)?;
+    let file = section.file;
+    let mut program = Program::new(PROGRESS_UNIT);
+    program.mutexes = count(section, "mutexes")?;
+    program.conds = count(section, "conds")?;
+    program.barriers = sizes(section, "barriers", "the number of threads that meet at each barrier")?;
+    program.queues = sizes(section, "queues", "the capacity of each queue")?;
+    if let Some(names) = section.array("kernel_locks")? {
+        for (i, name) in names.iter().enumerate() {
+            match name {
+                Value::String(s) if !s.trim().is_empty() => program.kernel_locks.push(s.clone()),
+                other => {
+                    let key = format!("{}[{i}]", section.key("kernel_locks"));
+                    return Err(error(
+                        file,
+                        &key,
+                        format!("expected a lock name such as \"mmap_sem\", got {}", show_toml(other)),
+                    ));
+                }
+            }
+        }
+    }
+
+    let threads_key = section.key("threads");
+    let lists = section
+        .array("threads")?
+        .ok_or_else(|| section.error_at("threads", "missing; expected an array of op lists, one per thread, such as [[{compute = \"1ms\"}, {progress = true}]]"))?;
+    if lists.is_empty() {
+        return Err(error(file, &threads_key, "expected at least one op list, got []"));
+    }
+    let reader = OpReader { file, program: &program };
+    let mut threads = Vec::with_capacity(lists.len());
+    for (t, list) in lists.iter().enumerate() {
+        threads.push(reader.ops(&format!("{threads_key}[{t}]"), list)?);
+    }
+    let nthreads = match (threads.len(), vm_threads) {
+        (1, n) => n.unwrap_or(default_threads),
+        (k, Some(n)) if n as usize != k => {
+            return Err(error(
+                file,
+                &threads_key,
+                format!("has {k} op lists but the VM says threads = {n}; give one list per thread, or a single list that every thread runs"),
+            ))
+        }
+        (k, _) => k as u32,
+    };
+    if threads.len() == 1 {
+        let only = threads.pop().expect("one list");
+        threads = vec![only; nthreads as usize];
+    }
+    program.threads = threads;
+    Ok((program, nthreads))
+}
+
+/// A count of objects: a non-negative integer, 0 when absent.
+fn count(section: &Section, key: &str) -> Result<usize, SimError> {
+    Ok(section.int(key, 0, u32::MAX as i64)?.unwrap_or(0) as usize)
+}
+
+/// An array of positive sizes (barrier parties, queue capacities), empty when absent.
+fn sizes(section: &Section, key: &str, meaning: &str) -> Result<Vec<usize>, SimError> {
+    let Some(items) = section.array(key)? else { return Ok(Vec::new()) };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let path = format!("{}[{i}]", section.key(key));
+            int_value(section.file, &path, v, 1, u32::MAX as i64).map(|n| n as usize).map_err(|e| match e {
+                SimError::Scenario { file, key, message } => {
+                    SimError::Scenario { file, key, message: format!("{message} ({meaning})") }
+                }
+                other => other,
+            })
+        })
+        .collect()
+}
+
+/// Reads ops against the objects a program declares.
+struct OpReader<'a> {
+    file: &'a str,
+    program: &'a Program,
+}
+
+impl OpReader<'_> {
+    /// An op list at `path` (`vm[0].program.threads[2]`).
+    fn ops(&self, path: &str, value: &Value) -> Result<Vec<Op>, SimError> {
+        let Value::Array(items) = value else {
+            return Err(error(
+                self.file,
+                path,
+                format!("expected an array of ops such as [{{compute = \"1ms\"}}], got {}", show_toml(value)),
+            ));
+        };
+        items.iter().enumerate().map(|(i, item)| self.op(&format!("{path}[{i}]"), item)).collect()
+    }
+
+    /// One op at `path` (`vm[0].program.threads[2][3]`).
+    fn op(&self, path: &str, value: &Value) -> Result<Op, SimError> {
+        let names = op_names();
+        let Value::Table(table) = value else {
+            return Err(error(
+                self.file,
+                path,
+                format!("expected an op as an inline table such as {{compute = \"1ms\"}}, got {}", show_toml(value)),
+            ));
+        };
+        let s = Section::new(self.file, path, table);
+        // `syscall` also takes a `lock` key, so it wins over the `lock` op.
+        let present: Vec<&str> = names.iter().copied().filter(|n| table.contains_key(*n)).collect();
+        let head = match present.as_slice() {
+            [] => return Err(self.unknown_op(&s)),
+            [one] => *one,
+            [first, ..] if *first == "syscall" || present.contains(&"syscall") => "syscall",
+            [first, second, ..] => {
+                return Err(s.error(format!("one op per table, but it names both {first:?} and {second:?}")));
+            }
+        };
+        let extra = OPS.iter().find(|(n, _)| *n == head).map(|(_, e)| *e).unwrap_or(&[]);
+        let mut allowed = vec![head];
+        allowed.extend_from_slice(extra);
+        s.allow_only(&allowed)?;
+        let value = &table[head];
+        let key = s.key(head);
+        let op = match head {
+            "compute" => Op::Compute(dist(self.file, &key, value)?),
+            "syscall" => {
+                let lock = match s.get("lock") {
+                    Some(v) => Some(self.index(
+                        &s.key("lock"),
+                        v,
+                        "kernel lock",
+                        self.program.kernel_locks.len(),
+                        "kernel_locks",
+                    )?),
+                    None => None,
+                };
+                Op::Syscall { work: dist(self.file, &key, value)?, lock }
+            }
+            "lock" => Op::MutexLock(self.index(&key, value, "mutex", self.program.mutexes, "mutexes")?),
+            "unlock" => Op::MutexUnlock(self.index(&key, value, "mutex", self.program.mutexes, "mutexes")?),
+            "barrier" => self.barrier(&s, &key, value)?,
+            "cond_wait" => {
+                let cond = self.index(&key, value, "condition variable", self.program.conds, "conds")?;
+                let mutex_value = s.require("mutex", "the index of the mutex the wait releases, such as mutex = 0")?;
+                let mutex = self.index(&s.key("mutex"), mutex_value, "mutex", self.program.mutexes, "mutexes")?;
+                Op::CondWait { cond, mutex }
+            }
+            "signal" | "broadcast" => {
+                let cond = self.index(&key, value, "condition variable", self.program.conds, "conds")?;
+                Op::CondSignal { cond, all: head == "broadcast" }
+            }
+            "put" => Op::QueuePut(self.index(&key, value, "queue", self.program.queues.len(), "queues")?),
+            "get" => Op::QueueGet(self.index(&key, value, "queue", self.program.queues.len(), "queues")?),
+            "mmap" | "munmap" => {
+                let pages = int_value(self.file, &key, value, 1, u32::MAX as i64)? as u32;
+                if head == "mmap" {
+                    Op::Mmap { pages }
+                } else {
+                    Op::Munmap { pages }
+                }
+            }
+            "progress" => match value {
+                Value::Boolean(true) => Op::Progress,
+                other => {
+                    return Err(error(
+                        self.file,
+                        &key,
+                        format!("expected true (count one unit of progress), got {}", show_toml(other)),
+                    ))
+                }
+            },
+            "loop" => self.repeat(&s, &key, value)?,
+            _ => unreachable!("every name in OPS is handled"),
+        };
+        Ok(op)
+    }
+
+    fn unknown_op(&self, s: &Section) -> SimError {
+        let names = op_names();
+        let Some(first) = s.table.keys().next() else {
+            return s.error(format!("empty op; expected one of: {}", names.join(", ")));
+        };
+        let message = if DISTS.contains(&first.as_str()) {
+            format!("{first:?} is a distribution, not an op; write it inside compute or syscall, e.g. {{compute = {{{first} = ...}}}}")
+        } else {
+            match did_you_mean(first, &names) {
+                Some(s) => format!("unknown op; did you mean {s:?}?"),
+                None => format!("unknown op; expected one of: {}", names.join(", ")),
+            }
+        };
+        s.error_at(first, message)
+    }
+
+    /// An object index that must name one of the `count` objects declared by `count_key`.
+    fn index(&self, key: &str, value: &Value, what: &str, count: usize, count_key: &str) -> Result<usize, SimError> {
+        if count == 0 {
+            return Err(error(
+                self.file,
+                key,
+                format!("the program declares no {what}; add {count_key} to [vm.program]"),
+            ));
+        }
+        let i = int_value(self.file, key, value, 0, count as i64 - 1).map_err(|_| {
+            error(
+                self.file,
+                key,
+                format!(
+                    "expected a {what} index from 0 to {} ({count_key} declares {count}), got {}",
+                    count - 1,
+                    show_toml(value)
+                ),
+            )
+        })?;
+        Ok(i as usize)
+    }
+
+    fn barrier(&self, s: &Section, key: &str, value: &Value) -> Result<Op, SimError> {
+        let barrier = self.index(key, value, "barrier", self.program.barriers.len(), "barriers")?;
+        let wait = match s.string("wait")? {
+            None => "block",
+            Some(w) if BARRIER_WAITS.contains(&w) => w,
+            Some(w) => {
+                return Err(s.error_at("wait", format!("expected one of {}, got {w:?}", BARRIER_WAITS.join(", "))));
+            }
+        };
+        let spin = s.get("spin");
+        let wait = match (wait, spin) {
+            ("spin-then-block", Some(v)) => {
+                BarrierWait::SpinThenBlock(duration_value(self.file, &s.key("spin"), v, true)?)
+            }
+            ("spin-then-block", None) => {
+                return Err(s.error_at(
+                    "spin",
+                    "missing; expected the spin limit with wait = \"spin-then-block\", such as spin = \"50us\"",
+                ));
+            }
+            (other, Some(_)) => {
+                return Err(
+                    s.error_at("spin", format!("only used with wait = \"spin-then-block\", but wait = {other:?}"))
+                );
+            }
+            ("spin", None) => BarrierWait::Spin,
+            _ => BarrierWait::Block,
+        };
+        Ok(Op::Barrier { barrier, wait })
+    }
+
+    fn repeat(&self, s: &Section, key: &str, value: &Value) -> Result<Op, SimError> {
+        let count = match value {
+            Value::String(w) if w == "forever" => None,
+            Value::Integer(n) if *n >= 1 => Some(*n as u64),
+            other => {
+                return Err(error(
+                    self.file,
+                    key,
+                    format!("expected {} or \"forever\", got {}", int_expectation(1, i64::MAX), show_toml(other)),
+                ))
+            }
+        };
+        let body_value = s.require("body", "the ops to repeat, such as body = [{compute = \"1ms\"}]")?;
+        let body = self.ops(&s.key("body"), body_value)?;
+        if body.is_empty() {
+            return Err(s.error_at("body", "expected at least one op to repeat, got []"));
+        }
+        if count.is_none() && !body.iter().any(takes_time) {
+            return Err(s.error_at(
+                "body",
+                "a forever loop needs an op that takes time (compute or syscall with a duration above 0, mmap, munmap), or the simulated clock would never advance",
+            ));
+        }
+        Ok(Op::Loop { count, body })
+    }
+}
+
+/// Whether an op always costs simulated time, whatever the other threads do. Synchronization
+/// ops do not: an uncontended lock or the last thread at a barrier passes at once.
+fn takes_time(op: &Op) -> bool {
+    let positive = |d: &Dist| match *d {
+        Dist::Const(v) => v > 0,
+        Dist::Uniform { hi, .. } => hi > 0,
+        Dist::Exp { mean } => mean > 0,
+        Dist::Normal { mean, sd } => mean > 0 || sd > 0,
+    };
+    match op {
+        Op::Compute(d) | Op::Syscall { work: d, .. } => positive(d),
+        Op::Mmap { .. } | Op::Munmap { .. } => true,
+        Op::Loop { body, .. } => body.iter().any(takes_time),
+        _ => false,
+    }
+}
+
+/// A duration distribution: `"1ms"`, `{exp = "1ms"}`, `{uniform = ["1ms", "2ms"]}` or
+/// `{normal = ["1ms", "100us"]}` (mean, standard deviation).
+pub fn dist(file: &str, key: &str, value: &Value) -> Result<Dist, SimError> {
+    let expected = "a duration such as \"1ms\", or {exp = \"1ms\"}, {uniform = [\"1ms\", \"2ms\"]} or {normal = [\"1ms\", \"100us\"]}";
+    let table = match value {
+        Value::String(_) => return Ok(Dist::Const(duration_value(file, key, value, false)?)),
+        Value::Table(t) => t,
+        other => return Err(error(file, key, format!("expected {expected}, got {}", show_toml(other)))),
+    };
+    let mut keys = table.keys();
+    let (Some(kind), None) = (keys.next(), keys.next()) else {
+        return Err(error(file, key, format!("expected {expected}, got {}", show_toml(value))));
+    };
+    let path = format!("{key}.{kind}");
+    let pair = |what: [&str; 2]| -> Result<(u64, u64), SimError> {
+        match &table[kind] {
+            Value::Array(a) if a.len() == 2 => Ok((
+                duration_value(file, &format!("{path}[0]"), &a[0], false)?,
+                duration_value(file, &format!("{path}[1]"), &a[1], false)?,
+            )),
+            other => Err(error(
+                file,
+                &path,
+                format!("expected [{}, {}] as two durations, got {}", what[0], what[1], show_toml(other)),
+            )),
+        }
+    };
+    match kind.as_str() {
+        "exp" => Ok(Dist::Exp { mean: duration_value(file, &path, &table[kind], false)? }),
+        "uniform" => {
+            let (lo, hi) = pair(["low", "high"])?;
+            if hi < lo {
+                return Err(error(file, &path, format!("expected low <= high, got {}", show_toml(&table[kind]))));
+            }
+            Ok(Dist::Uniform { lo, hi })
+        }
+        "normal" => {
+            let (mean, sd) = pair(["mean", "standard deviation"])?;
+            Ok(Dist::Normal { mean, sd })
+        }
+        other => {
+            Err(error(file, &path, unknown_key_message(other, DISTS).replace("unknown key", "unknown distribution")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::{MS, US};
+
+    fn parse(text: &str, vm_threads: Option<u32>) -> Result<(Program, u32), SimError> {
+        let table: toml::Table = text.parse().expect("test TOML parses");
+        let section = Section::new("p.toml", "vm[0].program", &table);
+        parse_program(&section, vm_threads, 2)
+    }
+
+    fn message(text: &str) -> String {
+        parse(text, None).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn every_op_kind_parses() {
+        let text = r#"
+            mutexes = 1
+            barriers = [2]
+            conds = 1
+            queues = [4]
+            kernel_locks = ["mmap_sem"]
+            threads = [[
+                {compute = "1ms"},
+                {compute = {exp = "2ms"}},
+                {compute = {uniform = ["1ms", "3ms"]}},
+                {compute = {normal = ["1ms", "100us"]}},
+                {syscall = "5us", lock = 0},
+                {syscall = "7us"},
+                {lock = 0},
+                {unlock = 0},
+                {barrier = 0},
+                {barrier = 0, wait = "spin"},
+                {barrier = 0, wait = "spin-then-block", spin = "50us"},
+                {cond_wait = 0, mutex = 0},
+                {signal = 0},
+                {broadcast = 0},
+                {put = 0},
+                {get = 0},
+                {mmap = 4},
+                {munmap = 8},
+                {progress = true},
+                {loop = 3, body = [{compute = "1us"}]},
+                {loop = "forever", body = [{progress = true}, {compute = "1ms"}]},
+            ]]
+        "#;
+        let (program, n) = parse(text, Some(2)).unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(program.threads.len(), 2);
+        assert_eq!(program.threads[0], program.threads[1]);
+        assert_eq!(program.progress_unit, PROGRESS_UNIT);
+        assert_eq!((program.mutexes, program.conds), (1, 1));
+        assert_eq!((program.barriers.clone(), program.queues.clone()), (vec![2], vec![4]));
+        assert_eq!(program.kernel_locks, vec!["mmap_sem".to_string()]);
+        let expected = vec![
+            Op::Compute(Dist::Const(MS)),
+            Op::Compute(Dist::Exp { mean: 2 * MS }),
+            Op::Compute(Dist::Uniform { lo: MS, hi: 3 * MS }),
+            Op::Compute(Dist::Normal { mean: MS, sd: 100 * US }),
+            Op::Syscall { work: Dist::Const(5 * US), lock: Some(0) },
+            Op::Syscall { work: Dist::Const(7 * US), lock: None },
+            Op::MutexLock(0),
+            Op::MutexUnlock(0),
+            Op::Barrier { barrier: 0, wait: BarrierWait::Block },
+            Op::Barrier { barrier: 0, wait: BarrierWait::Spin },
+            Op::Barrier { barrier: 0, wait: BarrierWait::SpinThenBlock(50 * US) },
+            Op::CondWait { cond: 0, mutex: 0 },
+            Op::CondSignal { cond: 0, all: false },
+            Op::CondSignal { cond: 0, all: true },
+            Op::QueuePut(0),
+            Op::QueueGet(0),
+            Op::Mmap { pages: 4 },
+            Op::Munmap { pages: 8 },
+            Op::Progress,
+            Op::Loop { count: Some(3), body: vec![Op::Compute(Dist::Const(US))] },
+            Op::Loop { count: None, body: vec![Op::Progress, Op::Compute(Dist::Const(MS))] },
+        ];
+        assert_eq!(program.threads[0], expected);
+        program.validate().unwrap();
+    }
+
+    #[test]
+    fn thread_count_follows_the_lists() {
+        let two = r#"threads = [[{compute = "1ms"}], [{progress = true}]]"#;
+        let (p, n) = parse(two, None).unwrap();
+        assert_eq!((n, p.threads.len()), (2, 2));
+        assert_ne!(p.threads[0], p.threads[1]);
+        let e = parse(two, Some(3)).unwrap_err().to_string();
+        assert!(e.contains("vm[0].program.threads: has 2 op lists but the VM says threads = 3"), "{e}");
+        // One list and no VM thread count: the default (here 2) threads all run it.
+        let (p, n) = parse(r#"threads = [[{compute = "1ms"}]]"#, None).unwrap();
+        assert_eq!((n, p.threads.len()), (2, 2));
+    }
+
+    #[test]
+    fn bad_ops_report_their_path() {
+        let cases = [
+            (
+                "mutexes = 1\nthreads = [[{compute = \"1ms\"}, {lock = 3}]]",
+                "vm[0].program.threads[0][1].lock: expected a mutex index from 0 to 0 (mutexes declares 1), got 3",
+            ),
+            ("threads = [[{lock = 0}]]", "vm[0].program.threads[0][0].lock: the program declares no mutex"),
+            (
+                "threads = [[{compute = \"1ms\"}], [{lokc = 0}]]",
+                "vm[0].program.threads[1][0].lokc: unknown op; did you mean \"lock\"?",
+            ),
+            (
+                "barriers = [1]\nthreads = [[{barrier = 0, wiat = \"spin\"}]]",
+                "vm[0].program.threads[0][0].wiat: unknown key; did you mean \"wait\"?",
+            ),
+            (
+                "barriers = [1]\nthreads = [[{barrier = 0, wait = \"nap\"}]]",
+                "vm[0].program.threads[0][0].wait: expected one of block, spin, spin-then-block, got \"nap\"",
+            ),
+            (
+                "barriers = [1]\nthreads = [[{barrier = 0, wait = \"spin-then-block\"}]]",
+                "vm[0].program.threads[0][0].spin: missing",
+            ),
+            (
+                "barriers = [1]\nthreads = [[{barrier = 0, spin = \"5us\"}]]",
+                "vm[0].program.threads[0][0].spin: only used with wait = \"spin-then-block\"",
+            ),
+            ("threads = [[{compute = \"5\"}]]", "vm[0].program.threads[0][0].compute: \"5\" has no unit"),
+            (
+                "threads = [[{compute = \"-5ms\"}]]",
+                "vm[0].program.threads[0][0].compute: expected a non-negative duration",
+            ),
+            (
+                "threads = [[{compute = {uniform = [\"3ms\", \"1ms\"]}}]]",
+                "vm[0].program.threads[0][0].compute.uniform: expected low <= high",
+            ),
+            (
+                "threads = [[{compute = {normal = [\"3ms\"]}}]]",
+                "vm[0].program.threads[0][0].compute.normal: expected [mean, standard deviation]",
+            ),
+            (
+                "threads = [[{compute = {expo = \"3ms\"}}]]",
+                "vm[0].program.threads[0][0].compute.expo: unknown distribution; did you mean \"exp\"?",
+            ),
+            (
+                "threads = [[{uniform = [\"1ms\", \"2ms\"]}]]",
+                "vm[0].program.threads[0][0].uniform: \"uniform\" is a distribution, not an op",
+            ),
+            ("mutexes = 1\nthreads = [[{lock = 0, unlock = 0}]]", "vm[0].program.threads[0][0]: one op per table"),
+            ("threads = [[{progress = false}]]", "vm[0].program.threads[0][0].progress: expected true"),
+            ("threads = [[{mmap = 0}]]", "vm[0].program.threads[0][0].mmap: expected an integer of at least 1, got 0"),
+            (
+                "threads = [[{loop = 0, body = [{progress = true}]}]]",
+                "vm[0].program.threads[0][0].loop: expected an integer of at least 1 or \"forever\", got 0",
+            ),
+            (
+                "mutexes = 1\nthreads = [[{loop = \"forever\", body = [{lock = 0}, {unlock = 0}, {progress = true}]}]]",
+                "vm[0].program.threads[0][0].body: a forever loop needs an op that takes time",
+            ),
+            (
+                "threads = [[{loop = \"forever\", body = [{compute = \"0ms\"}]}]]",
+                "vm[0].program.threads[0][0].body: a forever loop needs an op that takes time",
+            ),
+            ("threads = [[{loop = 2}]]", "vm[0].program.threads[0][0].body: missing"),
+            (
+                "threads = [[{loop = 2, body = [{mmap = \"x\"}]}]]",
+                "vm[0].program.threads[0][0].body[0].mmap: expected an integer of at least 1, got \"x\"",
+            ),
+            ("conds = 1\nthreads = [[{cond_wait = 0}]]", "vm[0].program.threads[0][0].mutex: missing"),
+            ("threads = [[{}]]", "vm[0].program.threads[0][0]: empty op"),
+            ("threads = [[\"compute\"]]", "vm[0].program.threads[0][0]: expected an op as an inline table"),
+            ("threads = []", "vm[0].program.threads: expected at least one op list"),
+            (
+                "barriers = [0]\nthreads = [[{progress = true}]]",
+                "vm[0].program.barriers[0]: expected an integer of at least 1, got 0",
+            ),
+            (
+                "mutex = 1\nthreads = [[{progress = true}]]",
+                "vm[0].program.mutex: unknown key; did you mean \"mutexes\"?",
+            ),
+            ("mutexes = 1", "vm[0].program.threads: missing"),
+        ];
+        for (text, want) in cases {
+            let got = message(text);
+            assert!(got.starts_with(&format!("p.toml: {want}")), "for {text:?}\n got: {got}\nwant: {want}");
+        }
+    }
+}

@@ -1,0 +1,390 @@
+//! The fixed scenario sections `[guest]`, `[host.ple]`, `[host.costs]` and `[run]`: their keys
+//! declared once (type, default, bounds, meaning), read by the loader and listed by the catalog.
+//! Defaults come from the config structs' `Default` impls, so the two cannot drift apart.
+
+use super::section::Section;
+use crate::error::SimError;
+use crate::guest::config::{FutexWakeIpi, GuestConfig, TlbTargets};
+use crate::hardware::costs::{Costs, Ple};
+use crate::params::{ParamSpec, ParamValue};
+use crate::scenario::spec::RunSpec;
+use crate::time::SEC;
+use crate::workload::program::SpinlockKind;
+
+/// One key of a fixed section.
+#[derive(Clone, Debug)]
+pub struct SectionKey {
+    pub spec: ParamSpec,
+    /// Leaving the key out means "not set" (no event limit) rather than the spec's default.
+    pub optional: bool,
+}
+
+impl SectionKey {
+    fn defaulted(spec: ParamSpec) -> Self {
+        SectionKey { spec, optional: false }
+    }
+    fn optional(spec: ParamSpec) -> Self {
+        SectionKey { spec, optional: true }
+    }
+}
+
+fn names(keys: &[SectionKey]) -> Vec<&str> {
+    keys.iter().map(|k| k.spec.name).collect()
+}
+
+const FUTEX_WAKE_IPI: &[&str] = &["under-lock", "after-unlock"];
+const TLB_TARGETS: &[&str] = &["all-in-mask", "skip-lazy"];
+const SPINLOCK: &[&str] = &["ticket", "tas"];
+
+fn futex_wake_ipi_name(v: FutexWakeIpi) -> &'static str {
+    match v {
+        FutexWakeIpi::UnderLock => "under-lock",
+        FutexWakeIpi::AfterUnlock => "after-unlock",
+    }
+}
+
+fn tlb_targets_name(v: TlbTargets) -> &'static str {
+    match v {
+        TlbTargets::AllInMask => "all-in-mask",
+        TlbTargets::SkipLazy => "skip-lazy",
+    }
+}
+
+fn spinlock_name(v: SpinlockKind) -> &'static str {
+    match v {
+        SpinlockKind::Ticket => "ticket",
+        SpinlockKind::TestAndSet => "tas",
+    }
+}
+
+/// `[guest]` and `[vm.guest]`: which Linux behaviour the guest kernel follows (guest/config.rs).
+pub fn guest_keys() -> Vec<SectionKey> {
+    let d = GuestConfig::default();
+    vec![
+        SectionKey::defaulted(ParamSpec::choice(
+            "futex_wake_ipi",
+            FUTEX_WAKE_IPI,
+            futex_wake_ipi_name(d.futex_wake_ipi),
+            "When futex_wake sends the reschedule IPI: inside the hash-bucket spinlock critical section \
+             (Linux 3.2, seed 000 section 3.1.1, Figure 4) or after releasing it (wake_q, Linux 4.2+, \
+             commit 1d0dcb3ad9d3)",
+        )),
+        SectionKey::defaulted(ParamSpec::choice(
+            "tlb_targets",
+            TLB_TARGETS,
+            tlb_targets_name(d.tlb_targets),
+            "Which vCPUs a TLB shootdown interrupts: every other vCPU in the mm's cpumask, idle lazy-TLB \
+             ones included (Linux 3.2), or only those not in lazy-TLB mode (Linux 5.x+)",
+        )),
+        SectionKey::defaulted(ParamSpec::choice(
+            "spinlock",
+            SPINLOCK,
+            spinlock_name(d.spinlock),
+            "Kind of the guest's kernel spinlocks (futex buckets, kernel locks): FIFO ticket lock (x86 Linux \
+             before 4.2) or unfair test-and-set (virt_spin_lock without PV spinlocks)",
+        )),
+        SectionKey::defaulted(
+            ParamSpec::duration(
+                "tick",
+                d.tick,
+                "Guest scheduler tick (CONFIG_HZ=250 -> 4 ms): time-slicing between threads on one vCPU and \
+                 periodic load balancing",
+            )
+            .at_least(1.0),
+        ),
+        SectionKey::defaulted(
+            ParamSpec::int(
+                "futex_buckets",
+                d.futex_buckets as u64,
+                "Number of futex hash buckets: which futexes share a bucket spinlock",
+            )
+            .at_least(1.0),
+        ),
+    ]
+}
+
+/// `[host.ple]`: pause-loop exiting (hardware/costs.rs `Ple`). `grow_default` is the policy's
+/// `PolicyKind::ple_grow()` (KVM doubles the window, Xen keeps it fixed).
+pub fn ple_keys(grow_default: u64) -> Vec<SectionKey> {
+    let d = Ple::default();
+    vec![
+        SectionKey::defaulted(ParamSpec::boolean(
+            "enabled",
+            d.enabled,
+            "Pause-loop exiting: a vCPU spinning in the guest kernel longer than the window exits to the \
+             hypervisor, which treats it as a yield",
+        )),
+        SectionKey::defaulted(
+            ParamSpec::int(
+                "window_cycles",
+                d.window_cycles,
+                "Spin time before a pause-loop exit, in cycles (KVM VMX ple_window default 4096, \
+                 arch/x86/kvm/vmx/vmx.c)",
+            )
+            .at_least(1.0),
+        ),
+        SectionKey::defaulted(ParamSpec::float(
+            "cpu_ghz",
+            d.cpu_ghz,
+            "Host clock in GHz, to turn cycles into time (2.67: seed 000 section 4's Xeon X5550); must be \
+             greater than 0",
+        )),
+        SectionKey::defaulted(
+            ParamSpec::int(
+                "grow",
+                grow_default,
+                "Window growth factor per exit while the vCPU stays scheduled (default: the policy's; KVM \
+                 ple_window_grow = 2, Xen credit keeps the window fixed: 1)",
+            )
+            .at_least(1.0),
+        ),
+        SectionKey::defaulted(
+            ParamSpec::int(
+                "window_max_cycles",
+                d.window_max_cycles,
+                "Upper bound on the grown window, in cycles; at least window_cycles",
+            )
+            .at_least(1.0),
+        ),
+    ]
+}
+
+/// `[host.costs]`: time charged for virtualization events (hardware/costs.rs `Costs`).
+pub fn costs_keys() -> Vec<SectionKey> {
+    let d = Costs::default();
+    let key = |name, default, doc| SectionKey::defaulted(ParamSpec::duration(name, default, doc));
+    vec![
+        key(
+            "ipi_send",
+            d.ipi_send,
+            "VMEXIT/VMENTRY round trip for sending an IPI (APIC ICR write), charged to the sender; 1-2 us \
+             per round trip (scheduler-facts.md section 5)",
+        ),
+        key(
+            "ipi_delivery",
+            d.ipi_delivery,
+            "Latency from the send until the virtual interrupt is injected into a running target",
+        ),
+        key("ipi_handler", d.ipi_handler, "Guest time to run an IPI handler (entry, handler, EOI exit)"),
+        key(
+            "context_switch",
+            d.context_switch,
+            "Host-side vCPU context switch, charged to the pCPU when a different vCPU starts running",
+        ),
+        key("hlt_exit", d.hlt_exit, "HLT exit: time from the guest's HLT until the pCPU is released"),
+        key(
+            "tlb_flush_per_page",
+            d.tlb_flush_per_page,
+            "Per-page cost of a local TLB flush in the shootdown handler (~100 ns per page, arch/x86/mm/tlb.c \
+             tlb_single_page_flush_ceiling)",
+        ),
+        key("syscall", d.syscall, "Guest system-call entry plus exit"),
+    ]
+}
+
+/// `[run]`: how long and how a run goes.
+pub fn run_keys() -> Vec<SectionKey> {
+    vec![
+        SectionKey::defaulted(
+            ParamSpec::duration("duration", 10 * SEC, "Stop at this simulated time even if workloads are unfinished")
+                .at_least(1.0),
+        ),
+        SectionKey::defaulted(ParamSpec::int(
+            "seed",
+            1,
+            "Seed of every random stream (one stream per VM and thread, so policies compared on one seed \
+             see the same workload randomness)",
+        )),
+        SectionKey::optional(
+            ParamSpec::int(
+                "max_events",
+                0,
+                "Stop with an error after this many events (a guard against runaway scenarios); unset: no limit",
+            )
+            .at_least(1.0),
+        ),
+        SectionKey::defaulted(ParamSpec::boolean(
+            "check",
+            false,
+            "Check engine invariants after every event (slow; tests use it)",
+        )),
+    ]
+}
+
+/// Read the keys present in `section` (unknown keys are errors); absent keys give `None`.
+fn read(section: &Section, keys: &[SectionKey]) -> Result<Vec<(&'static str, Option<ParamValue>)>, SimError> {
+    section.allow_only(&names(keys))?;
+    keys.iter().map(|k| Ok((k.spec.name, section.param(&k.spec)?))).collect()
+}
+
+/// `[guest]` / `[vm.guest]` applied on top of `base`.
+pub fn guest_config(section: &Section, base: &GuestConfig) -> Result<GuestConfig, SimError> {
+    let mut config = base.clone();
+    for (name, value) in read(section, &guest_keys())? {
+        match (name, value) {
+            ("futex_wake_ipi", Some(ParamValue::Choice(c))) => {
+                config.futex_wake_ipi =
+                    if c == "after-unlock" { FutexWakeIpi::AfterUnlock } else { FutexWakeIpi::UnderLock };
+            }
+            ("tlb_targets", Some(ParamValue::Choice(c))) => {
+                config.tlb_targets = if c == "skip-lazy" { TlbTargets::SkipLazy } else { TlbTargets::AllInMask };
+            }
+            ("spinlock", Some(ParamValue::Choice(c))) => {
+                config.spinlock = if c == "tas" { SpinlockKind::TestAndSet } else { SpinlockKind::Ticket };
+            }
+            ("tick", Some(ParamValue::Duration(ns))) => config.tick = ns,
+            ("futex_buckets", Some(ParamValue::Int(n))) => {
+                config.futex_buckets = usize::try_from(n)
+                    .map_err(|_| section.error_at(name, format!("{n} buckets is more than this machine can index")))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(config)
+}
+
+/// `[host.ple]`; absent keys take `Ple::default()` except `grow`, which is the policy's.
+pub fn ple(section: Option<&Section>, grow_default: u64) -> Result<Ple, SimError> {
+    let mut ple = Ple { grow: grow_default, ..Ple::default() };
+    let Some(section) = section else { return Ok(ple) };
+    for (name, value) in read(section, &ple_keys(grow_default))? {
+        match (name, value) {
+            ("enabled", Some(ParamValue::Bool(b))) => ple.enabled = b,
+            ("window_cycles", Some(ParamValue::Int(n))) => ple.window_cycles = n,
+            ("cpu_ghz", Some(ParamValue::Float(f))) => {
+                if !(f.is_finite() && f > 0.0) {
+                    return Err(section.error_at(name, format!("expected a number greater than 0, got {f}")));
+                }
+                ple.cpu_ghz = f;
+            }
+            ("grow", Some(ParamValue::Int(n))) => ple.grow = n,
+            ("window_max_cycles", Some(ParamValue::Int(n))) => ple.window_max_cycles = n,
+            _ => {}
+        }
+    }
+    if ple.window_max_cycles < ple.window_cycles {
+        return Err(section.error_at(
+            "window_max_cycles",
+            format!("expected at least window_cycles = {}, got {}", ple.window_cycles, ple.window_max_cycles),
+        ));
+    }
+    Ok(ple)
+}
+
+/// `[host.costs]`; absent keys take `Costs::default()`.
+pub fn costs(section: Option<&Section>) -> Result<Costs, SimError> {
+    let mut costs = Costs::default();
+    let Some(section) = section else { return Ok(costs) };
+    for (name, value) in read(section, &costs_keys())? {
+        let Some(ParamValue::Duration(ns)) = value else { continue };
+        let field = match name {
+            "ipi_send" => &mut costs.ipi_send,
+            "ipi_delivery" => &mut costs.ipi_delivery,
+            "ipi_handler" => &mut costs.ipi_handler,
+            "context_switch" => &mut costs.context_switch,
+            "hlt_exit" => &mut costs.hlt_exit,
+            "tlb_flush_per_page" => &mut costs.tlb_flush_per_page,
+            "syscall" => &mut costs.syscall,
+            _ => continue,
+        };
+        *field = ns;
+    }
+    Ok(costs)
+}
+
+/// `[run]`; absent keys take their defaults.
+pub fn run(section: Option<&Section>) -> Result<RunSpec, SimError> {
+    let mut run = RunSpec { duration: 10 * SEC, seed: 1, max_events: None, check: false };
+    let Some(section) = section else { return Ok(run) };
+    for (name, value) in read(section, &run_keys())? {
+        match (name, value) {
+            ("duration", Some(ParamValue::Duration(ns))) => run.duration = ns,
+            ("seed", Some(ParamValue::Int(n))) => run.seed = n,
+            ("max_events", Some(ParamValue::Int(n))) => run.max_events = Some(n),
+            ("check", Some(ParamValue::Bool(b))) => run.check = b,
+            _ => {}
+        }
+    }
+    Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::MS;
+
+    fn table(text: &str) -> toml::Table {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn defaults_match_the_config_structs() {
+        let t = table("");
+        let s = Section::new("f", "guest", &t);
+        assert_eq!(guest_config(&s, &GuestConfig::default()).unwrap(), GuestConfig::default());
+        assert_eq!(costs(None).unwrap(), Costs::default());
+        assert_eq!(ple(None, 2).unwrap(), Ple::default());
+        assert_eq!(ple(None, 1).unwrap().grow, 1);
+        let r = run(None).unwrap();
+        assert_eq!((r.duration, r.seed, r.max_events, r.check), (10 * SEC, 1, None, false));
+    }
+
+    #[test]
+    fn guest_override_keeps_the_base() {
+        let base = GuestConfig { tick: 10 * MS, ..GuestConfig::default() };
+        let t = table("spinlock = \"tas\"\nfutex_wake_ipi = \"after-unlock\"\ntlb_targets = \"skip-lazy\"");
+        let g = guest_config(&Section::new("f", "vm[0].guest", &t), &base).unwrap();
+        assert_eq!(g.spinlock, SpinlockKind::TestAndSet);
+        assert_eq!(g.futex_wake_ipi, FutexWakeIpi::AfterUnlock);
+        assert_eq!(g.tlb_targets, TlbTargets::SkipLazy);
+        assert_eq!(g.tick, 10 * MS);
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        let t = table("spinlock = \"mcs\"");
+        let e = guest_config(&Section::new("f", "guest", &t), &GuestConfig::default()).unwrap_err();
+        assert_eq!(e.to_string(), "f: guest.spinlock: expected one of ticket, tas, got \"mcs\"");
+        let t = table("tick = \"0ms\"");
+        let e = guest_config(&Section::new("f", "guest", &t), &GuestConfig::default()).unwrap_err();
+        assert!(e.to_string().starts_with("f: guest.tick: expected a duration"), "{e}");
+        let t = table("futex_buckets = 0");
+        let e = guest_config(&Section::new("f", "guest", &t), &GuestConfig::default()).unwrap_err();
+        assert!(e.to_string().contains("guest.futex_buckets"), "{e}");
+        let t = table("enabled = 1");
+        let e = ple(Some(&Section::new("f", "host.ple", &t)), 2).unwrap_err();
+        assert_eq!(e.to_string(), "f: host.ple.enabled: expected true or false, got 1");
+        let t = table("cpu_ghz = 0.0");
+        let e = ple(Some(&Section::new("f", "host.ple", &t)), 2).unwrap_err();
+        assert!(e.to_string().contains("host.ple.cpu_ghz: expected a number greater than 0"), "{e}");
+        let t = table("window_cycles = 0");
+        assert!(ple(Some(&Section::new("f", "host.ple", &t)), 2).is_err());
+        let t = table("window_cycles = 8192\nwindow_max_cycles = 4096");
+        let e = ple(Some(&Section::new("f", "host.ple", &t)), 2).unwrap_err();
+        assert!(e.to_string().contains("host.ple.window_max_cycles"), "{e}");
+        let t = table("ipi_send = \"-2us\"");
+        let e = costs(Some(&Section::new("f", "host.costs", &t))).unwrap_err();
+        assert!(e.to_string().contains("host.costs.ipi_send: expected a non-negative duration"), "{e}");
+        let t = table("ipi_sendd = \"2us\"");
+        let e = costs(Some(&Section::new("f", "host.costs", &t))).unwrap_err();
+        assert_eq!(e.to_string(), "f: host.costs.ipi_sendd: unknown key; did you mean \"ipi_send\"?");
+    }
+
+    #[test]
+    fn run_keys_are_checked() {
+        let t = table("duration = \"2s\"\nseed = 7\nmax_events = 1000\ncheck = true");
+        let r = run(Some(&Section::new("f", "run", &t))).unwrap();
+        assert_eq!((r.duration, r.seed, r.max_events, r.check), (2 * SEC, 7, Some(1000), true));
+        for (text, key) in [
+            ("duration = \"0s\"", "run.duration"),
+            ("duration = \"60\"", "run.duration"),
+            ("seed = -1", "run.seed"),
+            ("max_events = 0", "run.max_events"),
+            ("check = \"yes\"", "run.check"),
+        ] {
+            let t = table(text);
+            let e = run(Some(&Section::new("f", "run", &t))).unwrap_err();
+            assert!(e.to_string().starts_with(&format!("f: {key}: ")), "{text}: {e}");
+        }
+    }
+}

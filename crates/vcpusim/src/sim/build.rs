@@ -1,0 +1,166 @@
+//! Building a simulation from a validated scenario.
+
+use super::state::{Activity, Pcpu, Sim, TimeKind, Vcpu, Vm};
+use crate::engine::event_queue::EventQueue;
+use crate::engine::rng::stream;
+use crate::guest::kernel_fn::KernelFn;
+use crate::guest::objects::{Barrier, MutexWord, Queue, SyncObjects};
+use crate::guest::spinlock::Spinlock;
+use crate::guest::thread::{compile, Thread, ThreadState};
+use crate::hypervisor::policies::{self, HostShape};
+use crate::hypervisor::policy::{PcpuInfo, VcpuInfo, VcpuState, VmInfo};
+use crate::ids::{LockId, PcpuId, ThreadId, VcpuId, VmId};
+use crate::metrics::trace::{TraceSink, DEFAULT_MAX_EVENTS};
+use crate::metrics::vm_stats::VmStats;
+use crate::scenario::spec::Scenario;
+use crate::SimError;
+use std::collections::VecDeque;
+
+impl Sim {
+    pub fn build(sc: &Scenario, seed: u64, trace: bool, check: bool) -> Result<Sim, SimError> {
+        let npcpus = sc.host.topology.npcpus();
+        let nvcpus: u32 = sc.vms.iter().map(|v| v.vcpus).sum();
+        let kind = policies::find(&sc.host.policy)
+            .map_err(|message| SimError::Scenario { file: sc.source.clone(), key: "host.policy".into(), message })?;
+        let policy = kind.build(&sc.host.params, HostShape { npcpus: npcpus as u32, nvcpus, nvms: sc.vms.len() as u32 });
+        let mut sim = Sim {
+            now: 0,
+            queue: EventQueue::new(),
+            events: 0,
+            topology: sc.host.topology.clone(),
+            costs: sc.host.costs.clone(),
+            ple: sc.host.ple.clone(),
+            policy,
+            requests: Vec::new(),
+            vinfo: Vec::new(),
+            pinfo: (0..npcpus as u32).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect(),
+            vminfo: Vec::new(),
+            vcpus: Vec::new(),
+            pcpus: (0..npcpus).map(|_| Pcpu { last: None, slice_event: None, run_start: 0 }).collect(),
+            vms: Vec::new(),
+            threads: Vec::new(),
+            locks: Vec::new(),
+            shootdowns: Vec::new(),
+            free_shootdowns: Vec::new(),
+            ipis_in_flight: 0,
+            trace: trace.then(|| TraceSink::new(DEFAULT_MAX_EVENTS)),
+            check,
+            zero_time_steps: 0,
+            stop: None,
+            unfinished_targets: sc.vms.iter().filter(|v| v.iterations.is_some()).count(),
+        };
+        if let Some(tr) = sim.trace.as_mut() {
+            tr.name(0, None, format!("host ({})", sc.host.policy));
+            for p in 0..npcpus as u32 {
+                tr.name(0, Some(p), format!("pCPU {p}"));
+            }
+        }
+        for spec in &sc.vms {
+            sim.add_vm(spec, seed);
+        }
+        Ok(sim)
+    }
+
+    fn add_vm(&mut self, spec: &crate::scenario::spec::VmSpec, seed: u64) {
+        let vm = VmId(self.vminfo.len() as u32);
+        let npcpus = self.pinfo.len() as u32;
+        let first_vcpu = self.vinfo.len() as u32;
+        let vcpu_ids: Vec<VcpuId> = (0..spec.vcpus).map(|i| VcpuId(first_vcpu + i)).collect();
+        for (i, v) in vcpu_ids.iter().enumerate() {
+            self.vinfo.push(VcpuInfo {
+                id: *v,
+                vm,
+                index: i as u32,
+                state: VcpuState::Runnable,
+                pcpu: None,
+                last_pcpu: PcpuId(v.0 % npcpus),
+                run_start: 0,
+                preempted: false,
+                run_time: 0,
+            });
+            self.vcpus.push(Vcpu {
+                current: None,
+                runqueue: VecDeque::new(),
+                pending_ipis: VecDeque::new(),
+                irq: None,
+                activity: Activity::Off,
+                time_kind: TimeKind::Overhead,
+                func: KernelFn::Idle,
+                seg_start: 0,
+                remaining: 0,
+                epoch: 0,
+                ple_exits: 0,
+                mm_loaded: false,
+                tick_armed: false,
+            });
+        }
+        if let Some(tr) = self.trace.as_mut() {
+            tr.name(1 + vm.0, None, format!("VM {}", spec.name));
+            for i in 0..spec.vcpus {
+                tr.name(1 + vm.0, Some(i), format!("vCPU {i}"));
+            }
+        }
+        let program = &spec.program;
+        // Queues bring their own mutex and two condition variables after the program's own.
+        let mut objects = SyncObjects {
+            mutexes: vec![MutexWord::Free; program.mutexes + program.queues.len()],
+            barriers: program.barriers.iter().map(|p| Barrier { parties: *p, arrived: 0, generation: 0, spinners: Vec::new() }).collect(),
+            conds: vec![0; program.conds + 2 * program.queues.len()],
+            queues: program
+                .queues
+                .iter()
+                .enumerate()
+                .map(|(i, cap)| Queue {
+                    capacity: *cap,
+                    items: 0,
+                    mutex: program.mutexes + i,
+                    not_empty: program.conds + 2 * i,
+                    not_full: program.conds + 2 * i + 1,
+                })
+                .collect(),
+            ..SyncObjects::default()
+        };
+        for name in &program.kernel_locks {
+            objects.kernel_locks.push(LockId(self.locks.len() as u32));
+            self.locks.push(Spinlock::new(spec.guest.spinlock, name.clone()));
+        }
+        let mut thread_ids = Vec::new();
+        for (i, ops) in program.threads.iter().enumerate() {
+            let t = ThreadId(self.threads.len() as u32);
+            let v = vcpu_ids[i % vcpu_ids.len()];
+            self.threads.push(Thread {
+                id: t,
+                vm,
+                index: i as u32,
+                state: ThreadState::Ready,
+                vcpu: v,
+                code: compile(ops),
+                pc: 0,
+                loops: Vec::new(),
+                steps: VecDeque::new(),
+                step_remaining: None,
+                spin_budget_left: None,
+                held: Vec::new(),
+                futex_queued: None,
+                wait_started: None,
+                rng: stream(seed, &format!("vm/{}/thread/{i}", spec.name)),
+            });
+            self.vcpus[v.idx()].runqueue.push_back(t);
+            thread_ids.push(t);
+        }
+        self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), weight: spec.weight, vcpus: vcpu_ids });
+        self.vms.push(Vm {
+            live_threads: thread_ids.len(),
+            threads: thread_ids,
+            objects,
+            guest: spec.guest.clone(),
+            iterations: spec.iterations,
+            finished_at: None,
+            blocked_threads: 0,
+            progress_unit: program.progress_unit,
+            workload: spec.workload.clone(),
+            stats: VmStats::default(),
+            wake_cursor: 0,
+        });
+    }
+}

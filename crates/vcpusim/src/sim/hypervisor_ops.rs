@@ -1,0 +1,226 @@
+//! Hypervisor mechanics: carrying out policy decisions, switching vCPUs, waking, halting,
+//! yielding on pause-loop exits. Policies decide; this file is the only place that changes
+//! which vCPU runs where.
+
+use super::state::{Activity, Event, Sim, TimeKind};
+use crate::guest::kernel_fn::KernelFn;
+use crate::hypervisor::policy::{Decision, HostView, PolicyCtx, Request, VcpuState, YieldReason};
+use crate::ids::{PcpuId, VcpuId};
+use crate::SimError;
+
+impl Sim {
+    pub fn host_view(&self) -> HostView<'_> {
+        HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology }
+    }
+
+    /// Call the policy with a fresh context, then carry out what it asked for.
+    pub fn with_policy<R>(&mut self, f: impl FnOnce(&mut dyn crate::hypervisor::policy::Policy, &mut PolicyCtx) -> R) -> R {
+        let mut requests = std::mem::take(&mut self.requests);
+        let host = HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology };
+        let mut ctx = PolicyCtx::new(host, &mut requests);
+        let r = f(self.policy.as_mut(), &mut ctx);
+        self.requests = requests;
+        self.flush_requests();
+        r
+    }
+
+    /// Carry out pending policy requests, including any they cause, until none remain.
+    /// Reschedules run synchronously: a vCPU whose exit made the policy preempt it must not run
+    /// another guest instruction first (seed 000 section 3.1.1: preemption right after the
+    /// reschedule-IPI exit, inside the futex critical section).
+    pub fn flush_requests(&mut self) {
+        while !self.requests.is_empty() {
+            let batch = std::mem::take(&mut self.requests);
+            for r in batch {
+                match r {
+                    Request::Reschedule(p) => self.reschedule(p),
+                    Request::Timer { at, key } => {
+                        self.queue.push(at, Event::PolicyTimer(key));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ask the policy what runs next on `p` and switch to it.
+    pub fn reschedule(&mut self, p: PcpuId) {
+        if self.stop.is_some() {
+            return;
+        }
+        let mut requests = std::mem::take(&mut self.requests);
+        let host = HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology };
+        let decision = self.policy.do_schedule(&mut PolicyCtx::new(host, &mut requests), p);
+        self.requests = requests;
+        if let Err(message) = self.validate_decision(p, decision) {
+            self.stop = Some(SimError::Invariant { time_ns: self.now, message });
+            return;
+        }
+        self.apply_decision(p, decision);
+        self.flush_requests();
+    }
+
+    fn validate_decision(&self, p: PcpuId, d: Decision) -> Result<(), String> {
+        if let Some(n) = d.next {
+            let info = self.vinfo.get(n.idx()).ok_or_else(|| format!("policy {} returned unknown vCPU {n}", self.policy.name()))?;
+            let here = self.pinfo[p.idx()].current == Some(n);
+            if !here && info.state != VcpuState::Runnable {
+                return Err(format!(
+                    "policy {} picked vCPU {n} for pCPU {p}, but it is {:?}{}",
+                    self.policy.name(),
+                    info.state,
+                    info.pcpu.map(|q| format!(" on pCPU {q}")).unwrap_or_default()
+                ));
+            }
+            if here && info.state != VcpuState::Running {
+                return Err(format!("policy {} kept halted vCPU {n} on pCPU {p}", self.policy.name()));
+            }
+        }
+        if d.slice == Some(0) {
+            return Err(format!("policy {} returned a zero-length slice", self.policy.name()));
+        }
+        Ok(())
+    }
+
+    fn apply_decision(&mut self, p: PcpuId, d: Decision) {
+        let prev = self.pinfo[p.idx()].current;
+        if let Some(ev) = self.pcpus[p.idx()].slice_event.take() {
+            self.queue.cancel(ev);
+        }
+        if let Some(slice) = d.slice {
+            self.pcpus[p.idx()].slice_event = Some(self.queue.push(self.now + slice, Event::SliceEnd(p)));
+        }
+        if prev == d.next {
+            return;
+        }
+        if let Some(c) = prev {
+            self.switch_out(c, p);
+        }
+        if let Some(n) = d.next {
+            self.switch_in(n, p);
+        }
+    }
+
+    /// Take `v` off pCPU `p`. If it was still Running this is a preemption.
+    fn switch_out(&mut self, v: VcpuId, p: PcpuId) {
+        self.settle(v);
+        let vm = self.vinfo[v.idx()].vm;
+        let was_running = self.vinfo[v.idx()].state == VcpuState::Running;
+        if was_running {
+            self.vinfo[v.idx()].state = VcpuState::Runnable;
+            self.vinfo[v.idx()].preempted = true;
+            self.vms[vm.idx()].stats.preemptions += 1;
+            self.count_lock_preemptions(v);
+        }
+        let start = self.vinfo[v.idx()].run_start;
+        self.vinfo[v.idx()].run_time += self.now - start;
+        self.vinfo[v.idx()].pcpu = None;
+        self.pinfo[p.idx()].current = None;
+        let vc = &mut self.vcpus[v.idx()];
+        vc.activity = Activity::Off;
+        vc.epoch += 1;
+        vc.ple_exits = 0;
+        if let Some(t) = self.trace.as_mut() {
+            let name = format!("{}/v{}", self.vminfo[vm.idx()].name, self.vinfo[v.idx()].index);
+            t.span(0, p.0, &name, self.pcpus[p.idx()].run_start, self.now);
+        }
+    }
+
+    /// LHP: descheduled while its thread holds spinlocks (counted per lock class);
+    /// LWP: descheduled while spinning in a ticket-lock queue.
+    fn count_lock_preemptions(&mut self, v: VcpuId) {
+        let Some(t) = self.vcpus[v.idx()].current else { return };
+        let vm = self.vinfo[v.idx()].vm.idx();
+        for i in 0..self.threads[t.idx()].held.len() {
+            let l = self.threads[t.idx()].held[i];
+            let class = self.locks[l.idx()].class.clone();
+            *self.vms[vm].stats.lhp.entry(class).or_insert(0) += 1;
+            if let Some(tr) = self.trace.as_mut() {
+                tr.instant(1 + vm as u32, self.vinfo[v.idx()].index, "lock-holder preempted", self.now);
+            }
+        }
+        if let Some(crate::guest::thread::Step::Lock { lock, .. }) = self.threads[t.idx()].steps.front() {
+            if self.locks[lock.idx()].waiters.contains(&t) {
+                self.vms[vm].stats.lwp += 1;
+            }
+        }
+    }
+
+    fn switch_in(&mut self, v: VcpuId, p: PcpuId) {
+        let vm = self.vinfo[v.idx()].vm;
+        let info = &mut self.vinfo[v.idx()];
+        info.state = VcpuState::Running;
+        info.pcpu = Some(p);
+        info.last_pcpu = p;
+        info.run_start = self.now;
+        info.preempted = false;
+        self.pinfo[p.idx()].current = Some(v);
+        self.pcpus[p.idx()].run_start = self.now;
+        self.vms[vm.idx()].stats.switches_in += 1;
+        let cost = if self.pcpus[p.idx()].last != Some(v) { self.costs.context_switch } else { 0 };
+        self.pcpus[p.idx()].last = Some(v);
+        let vc = &mut self.vcpus[v.idx()];
+        vc.epoch += 1;
+        vc.seg_start = self.now;
+        if cost > 0 {
+            vc.activity = Activity::Overhead { halting: false };
+            vc.time_kind = TimeKind::Overhead;
+            vc.remaining = cost;
+            let e = vc.epoch;
+            self.queue.push(self.now + cost, Event::ActivityDone(v, e));
+        } else {
+            vc.activity = Activity::Starting;
+            let e = vc.epoch;
+            self.queue.push(self.now, Event::Dispatch(v, e));
+        }
+    }
+
+    /// The guest on `v` executed HLT and the exit cost is paid: block it.
+    pub fn halt(&mut self, v: VcpuId) {
+        let p = self.vinfo[v.idx()].pcpu.expect("a halting vCPU is running");
+        self.settle(v);
+        self.vinfo[v.idx()].state = VcpuState::Halted;
+        let vm = self.vinfo[v.idx()].vm.idx();
+        self.vms[vm].stats.halts += 1;
+        self.vcpus[v.idx()].func = KernelFn::Idle;
+        self.with_policy(|pol, ctx| pol.sleep(ctx, v));
+        self.reschedule(p);
+    }
+
+    /// An interrupt for halted `v` arrived: make it runnable.
+    pub fn wake_vcpu(&mut self, v: VcpuId) {
+        if self.vinfo[v.idx()].state != VcpuState::Halted {
+            return;
+        }
+        self.vinfo[v.idx()].state = VcpuState::Runnable;
+        self.vinfo[v.idx()].preempted = false;
+        let vm = self.vinfo[v.idx()].vm.idx();
+        self.vms[vm].stats.wakeups += 1;
+        self.with_policy(|pol, ctx| pol.wake(ctx, v));
+    }
+
+    /// A pause-loop exit: the spinning vCPU traps to the hypervisor, which yields it.
+    pub fn pause_loop_exit(&mut self, v: VcpuId) {
+        let Some(p) = self.vinfo[v.idx()].pcpu else { return };
+        self.settle(v);
+        let vm = self.vinfo[v.idx()].vm.idx();
+        self.vms[vm].stats.ple_exits += 1;
+        self.vms[vm].stats.yields += 1;
+        self.vcpus[v.idx()].ple_exits += 1;
+        self.vcpus[v.idx()].epoch += 1;
+        let epoch = self.vcpus[v.idx()].epoch;
+        self.with_policy(|pol, ctx| pol.yield_vcpu(ctx, v, YieldReason::PauseLoop));
+        self.reschedule(p);
+        // Still here (no one else to run, or the policy kept it): the exit itself costs a VMEXIT
+        // round trip, then the guest resumes its spin.
+        if self.vinfo[v.idx()].pcpu == Some(p) && self.vcpus[v.idx()].epoch == epoch {
+            let vc = &mut self.vcpus[v.idx()];
+            vc.activity = Activity::Overhead { halting: false };
+            vc.time_kind = TimeKind::Overhead;
+            vc.remaining = self.costs.ipi_send;
+            vc.seg_start = self.now;
+            vc.epoch += 1;
+            let e = vc.epoch;
+            self.queue.push(self.now + self.costs.ipi_send, Event::ActivityDone(v, e));
+        }
+    }
+}

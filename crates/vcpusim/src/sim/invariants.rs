@@ -1,0 +1,92 @@
+//! Engine invariants, checked after every event in check mode (tests use it).
+
+use super::state::{Activity, Sim};
+use crate::guest::thread::ThreadState;
+use crate::hypervisor::policy::VcpuState;
+use crate::ids::ThreadId;
+
+impl Sim {
+    pub fn check_invariants(&self) -> Result<(), String> {
+        // A pCPU runs at most one vCPU and a vCPU runs on at most one pCPU, both sides agreeing.
+        for (p, info) in self.pinfo.iter().enumerate() {
+            if let Some(v) = info.current {
+                let vi = &self.vinfo[v.idx()];
+                if vi.pcpu.map(|q| q.idx()) != Some(p) {
+                    return Err(format!("pCPU {p} runs vCPU {v}, which thinks it is on {:?}", vi.pcpu));
+                }
+                if vi.state != VcpuState::Running {
+                    return Err(format!("pCPU {p} runs vCPU {v} in state {:?}", vi.state));
+                }
+            }
+        }
+        for vi in &self.vinfo {
+            match (vi.state, vi.pcpu) {
+                (VcpuState::Running, Some(p)) if self.pinfo[p.idx()].current == Some(vi.id) => {}
+                (VcpuState::Running, _) => return Err(format!("vCPU {} is Running but no pCPU runs it", vi.id)),
+                (_, Some(p)) => return Err(format!("vCPU {} is {:?} yet on pCPU {p}", vi.id, vi.state)),
+                (_, None) => {}
+            }
+            if vi.state != VcpuState::Running && self.vcpus[vi.id.idx()].activity != Activity::Off {
+                return Err(format!("vCPU {} is {:?} but still executing", vi.id, vi.state));
+            }
+        }
+        // A thread is on at most one vCPU (current or queued), and Ready threads are somewhere.
+        let mut seen = vec![0u8; self.threads.len()];
+        for (v, vc) in self.vcpus.iter().enumerate() {
+            for t in vc.current.iter().chain(vc.runqueue.iter()) {
+                seen[t.idx()] += 1;
+                if self.threads[t.idx()].vcpu.idx() != v {
+                    return Err(format!("thread {t} sits on vCPU {v} but records vCPU {}", self.threads[t.idx()].vcpu));
+                }
+            }
+        }
+        for (i, th) in self.threads.iter().enumerate() {
+            let expected = u8::from(th.state == ThreadState::Ready);
+            if seen[i] != expected {
+                return Err(format!("thread {i} ({:?}) is on {} vCPU queues", th.state, seen[i]));
+            }
+        }
+        // Spinlocks: one holder, which knows it holds it; no thread waits twice.
+        for (l, lock) in self.locks.iter().enumerate() {
+            if let Some(h) = lock.holder {
+                if !self.threads[h.idx()].held.iter().any(|x| x.idx() == l) && !lock.waiters.is_empty() && lock.waiters.contains(&h) {
+                    return Err(format!("lock {l} holder {h} is also a waiter"));
+                }
+            }
+            let mut ws: Vec<ThreadId> = lock.waiters.iter().copied().collect();
+            ws.sort();
+            ws.dedup();
+            if ws.len() != lock.waiters.len() {
+                return Err(format!("lock {l} has a duplicate waiter"));
+            }
+        }
+        for th in &self.threads {
+            for l in &th.held {
+                if self.locks[l.idx()].holder != Some(th.id) {
+                    return Err(format!("thread {} thinks it holds lock {l}, held by {:?}", th.id, self.locks[l.idx()].holder));
+                }
+            }
+        }
+        // Per-pCPU time is conserved: time charged to guests equals time vCPUs spent on pCPUs,
+        // and no more than the pCPUs had.
+        let charged: u64 = self.vms.iter().map(|vm| vm.stats.cpu_ns()).sum::<u64>()
+            + self
+                .vcpus
+                .iter()
+                .filter(|vc| !matches!(vc.activity, Activity::Off | Activity::Starting))
+                .map(|vc| self.now - vc.seg_start)
+                .sum::<u64>();
+        let on_pcpu: u64 = self
+            .vinfo
+            .iter()
+            .map(|vi| vi.run_time + if vi.state == VcpuState::Running { self.now - vi.run_start } else { 0 })
+            .sum();
+        if charged != on_pcpu {
+            return Err(format!("time not conserved: {charged} ns charged to guests, {on_pcpu} ns on pCPUs"));
+        }
+        if on_pcpu > self.now * self.pinfo.len() as u64 {
+            return Err(format!("{on_pcpu} ns of vCPU time on {} pCPUs in {} ns", self.pinfo.len(), self.now));
+        }
+        self.policy.check(&self.host_view())
+    }
+}

@@ -1,0 +1,158 @@
+//! The state of one simulation run: every entity, indexed by id.
+
+use crate::engine::event_queue::{EventId, EventQueue};
+use crate::guest::config::GuestConfig;
+use crate::guest::kernel_fn::KernelFn;
+use crate::guest::objects::{Shootdown, SyncObjects};
+use crate::guest::spinlock::Spinlock;
+use crate::guest::thread::Thread;
+use crate::hardware::costs::{Costs, Ple};
+use crate::hardware::topology::Topology;
+use crate::hypervisor::policy::{IpiKind, PcpuInfo, Policy, Request, VcpuInfo, VmInfo};
+use crate::ids::{PcpuId, ThreadId, VcpuId};
+use crate::metrics::trace::TraceSink;
+use crate::metrics::vm_stats::VmStats;
+use crate::time::Nanos;
+use std::collections::VecDeque;
+
+/// A pending virtual interrupt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ipi {
+    pub kind: IpiKind,
+    pub from: VcpuId,
+    /// For TLB shootdowns: which one, and how many pages to flush.
+    pub shootdown: u32,
+    pub pages: u32,
+}
+
+/// What a running vCPU is doing right now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activity {
+    /// Not on a pCPU.
+    Off,
+    /// Hypervisor work charged to this vCPU (context switch in, HLT exit).
+    Overhead { halting: bool },
+    /// Running an IPI handler.
+    Irq,
+    /// Running its current thread's front step.
+    Thread,
+    /// Waiting for a dispatch event (just scheduled in).
+    Starting,
+}
+
+/// Where a slice of a vCPU's time went (the CPU-time split of DESIGN.md "Results").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeKind {
+    User,
+    Kernel,
+    /// Spinning on a kernel spinlock.
+    Spin,
+    /// Spinning for TLB-shootdown acknowledgements.
+    TlbWait,
+    /// Spinning in user space (spin barriers).
+    UserSpin,
+    Irq,
+    /// Hypervisor overheads: context switches, IPI-send exits, HLT exits, PLE exits.
+    Overhead,
+}
+
+/// Simulation-side state of a vCPU: the hypervisor's view lives in `Sim::vinfo`.
+pub struct Vcpu {
+    /// Guest: the thread it runs (None: idle).
+    pub current: Option<ThreadId>,
+    /// Guest: threads queued on it.
+    pub runqueue: VecDeque<ThreadId>,
+    /// Interrupts delivered but not yet handled.
+    pub pending_ipis: VecDeque<Ipi>,
+    /// The handler being run.
+    pub irq: Option<Ipi>,
+    pub activity: Activity,
+    /// What the current activity's time is charged to.
+    pub time_kind: TimeKind,
+    /// The kernel function it is in (instruction pointer).
+    pub func: KernelFn,
+    /// When the current accounting segment began.
+    pub seg_start: Nanos,
+    /// Remaining time of a timed activity (overhead, IRQ handler) when interrupted.
+    pub remaining: Nanos,
+    /// Bumped whenever its current activity changes: stale events carry an older epoch.
+    pub epoch: u64,
+    /// Consecutive PLE exits since it was last scheduled in (grows the window).
+    pub ple_exits: u32,
+    /// Guest: whether this vCPU has the VM's address space loaded (in mm_cpumask), including
+    /// lazily while idle.
+    pub mm_loaded: bool,
+    /// A guest tick is armed.
+    pub tick_armed: bool,
+}
+
+pub struct Pcpu {
+    /// The last vCPU that ran here (a context switch costs only when it changes).
+    pub last: Option<VcpuId>,
+    /// The pending slice-end event.
+    pub slice_event: Option<EventId>,
+    /// When the current vCPU started here (for the trace).
+    pub run_start: Nanos,
+}
+
+pub struct Vm {
+    pub threads: Vec<ThreadId>,
+    pub objects: SyncObjects,
+    pub guest: GuestConfig,
+    pub iterations: Option<u64>,
+    pub finished_at: Option<Nanos>,
+    pub live_threads: usize,
+    pub blocked_threads: usize,
+    pub progress_unit: &'static str,
+    pub workload: String,
+    pub stats: VmStats,
+    /// Round-robin cursor for the guest's idle-vCPU search.
+    pub wake_cursor: usize,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Event {
+    /// A vCPU scheduled in starts executing.
+    Dispatch(VcpuId, u64),
+    /// The current timed activity of a vCPU ends.
+    ActivityDone(VcpuId, u64),
+    /// Pause-loop exit of a spinning vCPU.
+    PauseLoopExit(VcpuId, u64),
+    /// A virtual IPI reaches a running vCPU.
+    IpiArrive(VcpuId, Ipi),
+    /// The slice the policy gave a pCPU ends.
+    SliceEnd(PcpuId),
+    PolicyTimer(u64),
+    /// The guest timer tick of a vCPU with several runnable threads.
+    GuestTick(VcpuId),
+}
+
+pub struct Sim {
+    pub now: Nanos,
+    pub queue: EventQueue<Event>,
+    pub events: u64,
+    pub topology: Topology,
+    pub costs: Costs,
+    pub ple: Ple,
+    pub policy: Box<dyn Policy>,
+    pub requests: Vec<Request>,
+    pub vinfo: Vec<VcpuInfo>,
+    pub pinfo: Vec<PcpuInfo>,
+    pub vminfo: Vec<VmInfo>,
+    pub vcpus: Vec<Vcpu>,
+    pub pcpus: Vec<Pcpu>,
+    pub vms: Vec<Vm>,
+    pub threads: Vec<Thread>,
+    pub locks: Vec<Spinlock>,
+    pub shootdowns: Vec<Shootdown>,
+    pub free_shootdowns: Vec<u32>,
+    /// IPIs sent and not yet arrived (for deadlock detection).
+    pub ipis_in_flight: u64,
+    pub trace: Option<TraceSink>,
+    pub check: bool,
+    /// Instantaneous steps run in a row without time passing (runaway-loop guard).
+    pub zero_time_steps: u64,
+    pub stop: Option<crate::error::SimError>,
+    /// VMs with an iteration target that have not reached it.
+    pub unfinished_targets: usize,
+}

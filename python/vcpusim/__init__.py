@@ -1,0 +1,30 @@
+"""vcpusim: a deterministic discrete-event simulator of vCPU scheduling on consolidated hosts.
+
+    import vcpusim
+    scenario = vcpusim.Scenario.from_toml("scenarios/quickstart.toml")
+    result = vcpusim.run(scenario.with_policy("credit"), seed=2)
+    result.vms          # pandas DataFrame, one row per VM
+    result.write("out") # vms.csv, metrics.csv, summary.json, exactly as the CLI writes them
+"""
+
+from ._core import DeadlockError, InternalError, LimitError, ScenarioError, VcpusimError
+from .api import Result, Scenario, bench, catalog, load, run
+from .sweep import run_many, run_many_ray
+
+__all__ = [
+    "Scenario",
+    "Result",
+    "load",
+    "run",
+    "run_many",
+    "run_many_ray",
+    "catalog",
+    "bench",
+    "VcpusimError",
+    "ScenarioError",
+    "DeadlockError",
+    "LimitError",
+    "InternalError",
+]
+
+__version__ = "0.1.0"

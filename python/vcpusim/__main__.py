@@ -1,0 +1,5 @@
+"""`python -m vcpusim` is the `vcpusim` command."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,225 @@
+"""The `vcpusim` command.
+
+    vcpusim run FILE --out DIR [--seed N] [--trace]
+    vcpusim validate FILE
+    vcpusim list [--json]
+    vcpusim bench [--json]
+
+Mistakes in a scenario or on the command line print `error: <message>` to stderr and exit with
+status 2, without a traceback; a bug in vcpusim itself exits with status 3.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from . import _core
+from .api import Result, Scenario, bench as run_bench, catalog
+
+#: The per-VM columns `vcpusim run` shows (the contract columns of vms.csv).
+VM_TABLE_COLUMNS = ("vm", "policy", "cpu_time_ms", "spin_time_ms", "tlb_wait_ms", "lhp_count", "progress", "completion_time_ms")
+USER_ERROR_EXIT = 2
+INTERNAL_ERROR_EXIT = 3
+
+app = typer.Typer(
+    help="Deterministic discrete-event simulator of vCPU scheduling on consolidated virtualized hosts.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+stdout = Console()
+stderr = Console(stderr=True)
+
+
+@contextmanager
+def _errors_as_messages() -> Iterator[None]:
+    """Turn vcpusim's exceptions into `error: ...` on stderr and an exit status."""
+    try:
+        yield
+    except _core.InternalError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise typer.Exit(INTERNAL_ERROR_EXIT) from None
+    except _core.VcpusimError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise typer.Exit(USER_ERROR_EXIT) from None
+
+
+@app.command()
+def run(
+    file: Path = typer.Argument(..., help="Scenario TOML file."),
+    out: Path = typer.Option(..., "--out", "-o", help="Directory for vms.csv, metrics.csv, summary.json (and trace.json)."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, help="Override the scenario's [run] seed."),
+    trace: bool = typer.Option(False, "--trace", help="Also write trace.json (Chrome trace events; open in Perfetto)."),
+    check: bool = typer.Option(False, "--check", help="Check engine invariants after every event (slow)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the per-VM table."),
+) -> None:
+    """Run a scenario and write its results to DIR."""
+    with _errors_as_messages():
+        scenario = Scenario.from_toml(file)
+        with stderr.status(Text(f"running {file} ...")):
+            result = _run(scenario, seed, trace, check)
+        result.write(out)
+    if not quiet:
+        stdout.print(_vm_table(result, title=f"{file} (seed {seed if seed is not None else scenario.seed})"))
+    stdout.print(f"wrote {', '.join(str(out / name) for name in result.files())}", markup=False, highlight=False)
+
+
+def _run(scenario: Scenario, seed: Optional[int], trace: bool, check: bool) -> Result:
+    output = _core.run(scenario.text, scenario.source, seed=seed, trace=trace, check=check)
+    return Result._from_core(output)
+
+
+def _vm_table(result: Result, title: str) -> Table:
+    rows = list(csv.DictReader(io.StringIO(result.vms_csv)))
+    header = rows[0].keys() if rows else next(csv.reader(io.StringIO(result.vms_csv)), [])
+    columns = [c for c in VM_TABLE_COLUMNS if c in header]
+    table = Table(title=Text(title))
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("vm", "policy") else "right")
+    for row in rows:
+        table.add_row(*(Text(_show_number(row[c])) for c in columns))
+    return table
+
+
+def _show_number(text: str) -> str:
+    """Round long decimals for the screen; the CSV keeps full precision."""
+    if text == "":
+        return "-"
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return text if value.is_integer() and "." not in text else f"{value:.3f}"
+
+
+@app.command()
+def validate(file: Path = typer.Argument(..., help="Scenario TOML file.")) -> None:
+    """Check a scenario without running it."""
+    with _errors_as_messages():
+        info = Scenario.from_toml(file).info
+    vms = info["vms"]
+    shown = ", ".join(vms[:8]) + (f", ... ({len(vms)} VMs)" if len(vms) > 8 else "")
+    stdout.print(
+        f"ok: {file}: {info['pcpus']} pCPUs, policy {info['policy']}, {info['vcpus']} vCPUs in VMs {shown}; "
+        f"duration {info['duration_ns'] / 1e9:g} s, seed {info['seed']}",
+        highlight=False,
+        markup=False,
+    )
+
+
+@app.command("list")
+def list_(json_output: bool = typer.Option(False, "--json", help="Print the catalog as JSON.")) -> None:
+    """List policies and workloads with their parameters and defaults."""
+    with _errors_as_messages():
+        if json_output:
+            print(_core.catalog())
+            return
+        entries = catalog()
+    for section, title, what in (("policies", "Policies", "[host] policy"), ("workloads", "Workloads", "[[vm]] workload")):
+        stdout.print(_catalog_table(entries.get(section, []), f"{title}  ({what} = NAME, parameters under {_params_table(section)})"))
+    for section, title in (("host_ple", "[host.ple]"), ("host_costs", "[host.costs]"), ("guest", "[guest] / [vm.guest]"), ("run", "[run]")):
+        if entries.get(section):
+            stdout.print(_settings_table(entries[section], title))
+
+
+def _params_table(section: str) -> str:
+    return "[host.params]" if section == "policies" else "[vm.params]"
+
+
+def _catalog_table(items: list, title: str) -> Table:
+    table = Table(title=Text(title), title_justify="left", show_lines=True)
+    table.add_column("name", style="bold")
+    table.add_column("parameter")
+    table.add_column("default")
+    table.add_column("meaning")
+    for item in items:
+        description = item.get("description", "")
+        if item.get("progress_unit"):
+            description += f"\nprogress: {item['progress_unit']}"
+        table.add_row(Text(item.get("name", "?")), "", "", Text(description))
+        for param in item.get("params", []):
+            table.add_row("", Text(param.get("name", "?")), Text(_default(param)), Text(_meaning(param)))
+    return table
+
+
+def _settings_table(items: list, title: str) -> Table:
+    table = Table(title=Text(title), title_justify="left")
+    table.add_column("key", style="bold")
+    table.add_column("default")
+    table.add_column("meaning")
+    for item in items:
+        table.add_row(Text(item.get("name", "?")), Text(_default(item)), Text(_meaning(item)))
+    return table
+
+
+def _default(param: dict) -> str:
+    default = param.get("default")
+    return "-" if default is None else str(default)
+
+
+def _meaning(param: dict) -> str:
+    expected = param.get("expected") or param.get("type")
+    doc = param.get("doc", "")
+    return f"{doc} ({expected})" if expected else doc
+
+
+@app.command()
+def bench(
+    json_output: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    duration: Optional[str] = typer.Option(None, "--duration", help="Simulated time of the timed run (default: the scenario's)."),
+    memory: bool = typer.Option(True, "--memory/--no-memory", help="Check that peak memory stays flat as simulated time grows."),
+    memory_short: str = typer.Option("10s", "--memory-short", help="Simulated time of the short memory run."),
+    memory_long: str = typer.Option("40s", "--memory-long", help="Simulated time of the long memory run."),
+) -> None:
+    """Run the standard benchmark (scenarios/quickstart.toml)."""
+    with _errors_as_messages():
+        with stderr.status("benchmarking ..."):
+            report = run_bench(duration, memory, memory_short, memory_long)
+    if json_output:
+        print(json.dumps(report, indent=2))
+        return
+    table = Table(title=Text(f"vcpusim bench: {report['scenario']} ({report['build_profile']} build)"), title_justify="left")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    rows = [
+        ("simulated time", f"{report['sim_time_ns'] / 1e9:g} s"),
+        ("wall time", f"{report['wall_time_s']:.3f} s"),
+        ("events", f"{report['events']:,}"),
+        ("events per second", f"{report['events_per_s']:,.0f}"),
+        ("simulated seconds per wall second", f"{report['sim_seconds_per_wall_second']:.2f}"),
+        ("bare binary heap events per second", f"{report['bare_heap_events_per_s']:,.0f}"),
+        ("engine speed vs bare heap", f"{report['events_per_s_vs_bare_heap']:.4f}"),
+        ("peak RSS", "-" if report["peak_rss_kib"] is None else f"{report['peak_rss_kib'] / 1024:.1f} MiB"),
+    ]
+    mem = report.get("memory")
+    if mem:
+        growth = mem["growth_kib"]
+        rows.append(
+            (
+                f"peak RSS growth {mem['short_sim_time_ns'] / 1e9:g} s -> {mem['long_sim_time_ns'] / 1e9:g} s simulated",
+                "-" if growth is None else f"{growth / 1024:.1f} MiB",
+            )
+        )
+    for measure, value in rows:
+        table.add_row(measure, value)
+    stdout.print(table)
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    """Entry point of the `vcpusim` console script."""
+    app(args=argv, prog_name="vcpusim")
+
+
+if __name__ == "__main__":
+    main()

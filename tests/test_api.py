@@ -1,0 +1,120 @@
+"""The Python API: scenarios, runs, results and errors."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+import pytest
+import vcpusim
+from conftest import SMALL_SCENARIO, VM_COLUMNS, run_cli
+
+
+@pytest.fixture
+def small():
+    return vcpusim.Scenario(SMALL_SCENARIO, "small.toml")
+
+
+def test_error_classes_form_one_hierarchy():
+    for cls in (vcpusim.ScenarioError, vcpusim.DeadlockError, vcpusim.LimitError, vcpusim.InternalError):
+        assert issubclass(cls, vcpusim.VcpusimError)
+    assert issubclass(vcpusim.VcpusimError, Exception)
+
+
+def test_a_rust_panic_becomes_internal_error_with_its_message():
+    with pytest.raises(vcpusim.InternalError, match="the sky fell") as caught:
+        vcpusim._core._panic_for_test("the sky fell")
+    # An `except Exception` handler catches it (pyo3's PanicException would escape it).
+    assert isinstance(caught.value, Exception)
+    assert "lib.rs" in str(caught.value), "the message says where the panic happened"
+    # The extension is still usable after the panic.
+    assert json.loads(vcpusim._core.catalog())["policies"]
+
+
+def test_scenario_summary(small):
+    assert small.info["pcpus"] == 4
+    assert small.policy == "cfs"
+    assert small.vm_names == ["parallel", "seq-0", "seq-1"]
+    assert small.duration_ns == 200_000_000
+    assert small.seed == 1
+
+
+def test_from_toml_names_the_file_in_errors(tmp_path):
+    path = tmp_path / "broken.toml"
+    path.write_text(SMALL_SCENARIO.replace("vcpus = 4", "vcpus = 0"))
+    with pytest.raises(vcpusim.ScenarioError, match=r"broken\.toml.*vm\[0\]\.vcpus"):
+        vcpusim.Scenario.from_toml(path)
+    with pytest.raises(vcpusim.ScenarioError, match="no such scenario file"):
+        vcpusim.Scenario.from_toml(tmp_path / "absent.toml")
+
+
+def test_from_dict_matches_the_toml_file(small):
+    from_dict = vcpusim.Scenario.from_dict(tomllib.loads(SMALL_SCENARIO))
+    assert from_dict.info == {**small.info, "source": "<python>"}
+    assert vcpusim.run(from_dict).files() == vcpusim.run(small).files()
+
+
+def test_from_dict_errors_are_the_loaders(small):
+    data = small.to_dict()
+    data["host"]["pcpus"] = 0
+    with pytest.raises(vcpusim.ScenarioError, match=r"my-sweep: host\.pcpus"):
+        vcpusim.Scenario.from_dict(data, source="my-sweep")
+    with pytest.raises(vcpusim.ScenarioError, match="cannot be written as TOML"):
+        vcpusim.Scenario.from_dict({"host": {"pcpus": None}})
+
+
+def test_replace_helpers(small):
+    credit = small.with_policy("credit")
+    assert credit.policy == "credit" and small.policy == "cfs"
+    assert small.with_seed(42).seed == 42
+    assert small.with_duration("50ms").duration_ns == 50_000_000
+    assert small.replace(pcpus=8).info["pcpus"] == 8
+    with pytest.raises(vcpusim.ScenarioError, match="host.params"):
+        small.with_policy("cfs", no_such_param=1)
+
+
+def test_result_dataframes_and_summary(small):
+    result = vcpusim.run(small, seed=5)
+    assert list(result.vms.columns[: len(VM_COLUMNS)]) == VM_COLUMNS
+    assert list(result.vms["vm"]) == ["parallel", "seq-0", "seq-1"]
+    assert result.vms["cpu_time_ms"].dtype.kind == "f" or result.vms["cpu_time_ms"].dtype.kind == "i"
+    assert len(result.metrics) > 0 and "vm" in result.metrics.columns
+    assert result.summary["events"] > 0
+    assert result.trace is None
+
+
+def test_same_seed_same_bytes_other_seed_other_results(small):
+    a, b, c = vcpusim.run(small, seed=11), vcpusim.run(small, seed=11), vcpusim.run(small, seed=12)
+    assert a.files() == b.files()
+    assert (a.vms_csv, a.metrics_csv) != (c.vms_csv, c.metrics_csv)
+
+
+def test_seed_argument_overrides_the_scenario_seed(small):
+    assert vcpusim.run(small, seed=9).files() == vcpusim.run(small.with_seed(9)).files()
+
+
+def test_write_produces_exactly_the_cli_files(small, tmp_path):
+    scenario_path = tmp_path / "small.toml"
+    scenario_path.write_text(SMALL_SCENARIO)
+    api_result = vcpusim.run(vcpusim.Scenario.from_toml(scenario_path), seed=4, trace=True)
+    api_result.write(tmp_path / "api")
+    done = run_cli("run", scenario_path, "--out", tmp_path / "cli", "--seed", "4", "--trace", "--quiet")
+    assert done.returncode == 0, done.stderr
+    for name in ("vms.csv", "metrics.csv", "summary.json", "trace.json"):
+        assert (tmp_path / "api" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), name
+    assert vcpusim.Result.read(tmp_path / "api") == api_result
+
+
+def test_check_mode_runs_clean(small):
+    assert vcpusim.run(small.with_duration("50ms"), check=True).summary["events"] > 0
+
+
+def test_event_budget_raises_limit_error(small):
+    with pytest.raises(vcpusim.LimitError):
+        vcpusim.run(small.replace(max_events=10))
+
+
+def test_catalog_lists_policies_and_workloads():
+    catalog = vcpusim.catalog()
+    assert {"cfs", "credit"} <= {p["name"] for p in catalog["policies"]}
+    assert {"barrier", "cpu-bound"} <= {w["name"] for w in catalog["workloads"]}

@@ -1,0 +1,158 @@
+"""The `vcpusim` command: run, validate, list, bench, and how it reports mistakes."""
+
+from __future__ import annotations
+
+import csv
+import json
+from importlib.metadata import entry_points
+
+import pytest
+from conftest import SMALL_SCENARIO, VM_COLUMNS, write_scenario
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_run_writes_the_result_files_with_the_contract_columns(cli, small_toml, tmp_path):
+    out = tmp_path / "out"
+    done = cli("run", small_toml, "--out", out, "--seed", "3")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["metrics.csv", "summary.json", "vms.csv"]
+
+    rows = read_csv(out / "vms.csv")
+    assert list(rows[0].keys())[: len(VM_COLUMNS)] == VM_COLUMNS
+    assert [r["vm"] for r in rows] == ["parallel", "seq-0", "seq-1"]
+    assert {r["policy"] for r in rows} == {"cfs"}
+    # Every VM got CPU in 200 ms on 4 pCPUs, and no more than its vCPUs could use.
+    for row, vcpus in zip(rows, (4, 1, 1)):
+        assert 0 < float(row["cpu_time_ms"]) <= 200 * vcpus + 1e-6
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert isinstance(summary["events"], int) and summary["events"] > 0
+    assert summary["sim_time_ns"] == 200_000_000
+    assert read_csv(out / "metrics.csv"), "metrics.csv has rows"
+
+    # The table on stdout shows every VM and the contract columns.
+    for name in ("parallel", "seq-0", "seq-1", "cpu_time_ms", "lhp_count"):
+        assert name in done.stdout
+
+
+def test_run_with_trace_writes_chrome_trace_events(cli, small_toml, tmp_path):
+    out = tmp_path / "traced"
+    done = cli("run", small_toml, "--out", out, "--trace", "--quiet")
+    assert done.returncode == 0, done.stderr
+    trace = json.loads((out / "trace.json").read_text())
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    assert events and all("ph" in e for e in events)
+
+
+def test_same_seed_gives_identical_files_and_another_seed_differs(cli, small_toml, tmp_path):
+    outs = {}
+    for name, seed in (("a", "7"), ("b", "7"), ("c", "8")):
+        outs[name] = tmp_path / name
+        done = cli("run", small_toml, "--out", outs[name], "--seed", seed, "--quiet")
+        assert done.returncode == 0, done.stderr
+    for file in ("vms.csv", "metrics.csv", "summary.json"):
+        assert (outs["a"] / file).read_bytes() == (outs["b"] / file).read_bytes(), file
+    assert any(
+        (outs["a"] / f).read_bytes() != (outs["c"] / f).read_bytes() for f in ("vms.csv", "metrics.csv")
+    ), "a different seed changed nothing in the results"
+
+
+def test_validate_accepts_a_good_scenario_and_the_quickstart(cli, small_toml, quickstart):
+    done = cli("validate", small_toml)
+    assert done.returncode == 0, done.stderr
+    assert "ok:" in done.stdout and "4 pCPUs" in done.stdout and "seq-1" in done.stdout
+    done = cli("validate", quickstart)
+    assert done.returncode == 0, done.stderr
+
+
+def test_validate_does_not_run(cli, tmp_path):
+    # A week of simulated time validates instantly: validate only loads.
+    path = write_scenario(tmp_path, SMALL_SCENARIO.replace('duration = "200ms"', 'duration = "7d"'))
+    assert cli("validate", path).returncode == 2  # "d" is not a unit
+    path = write_scenario(tmp_path, SMALL_SCENARIO.replace('duration = "200ms"', 'duration = "10080min"'))
+    done = cli("validate", path)
+    assert done.returncode == 0, done.stderr
+    assert "604800 s" in done.stdout
+
+
+def test_list_shows_policies_and_workloads_with_parameters(cli):
+    done = cli("list")
+    assert done.returncode == 0, done.stderr
+    for name in ("cfs", "credit", "barrier", "cpu-bound"):
+        assert name in done.stdout
+
+    done = cli("list", "--json")
+    assert done.returncode == 0, done.stderr
+    catalog = json.loads(done.stdout)
+    policies = {p["name"]: p for p in catalog["policies"]}
+    workloads = {w["name"]: w for w in catalog["workloads"]}
+    assert {"cfs", "credit"} <= policies.keys()
+    assert {"barrier", "cpu-bound"} <= workloads.keys()
+    for param in workloads["barrier"]["params"]:
+        assert {"name", "default", "doc"} <= param.keys()
+
+
+def test_bench_json_reports_speed(cli):
+    done = cli("bench", "--json", "--duration", "100ms", "--memory-short", "50ms", "--memory-long", "200ms")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["events"] > 0
+    assert report["events_per_s"] > 0
+    assert report["sim_seconds_per_wall_second"] > 0
+    assert report["sim_time_ns"] <= 100_000_000
+    assert 0 < report["events_per_s_vs_bare_heap"]
+    assert report["memory"]["long_events"] > report["memory"]["short_events"]
+
+
+def test_bench_without_memory_check(cli):
+    done = cli("bench", "--json", "--duration", "50ms", "--no-memory")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["memory"] is None
+
+
+def assert_user_error(done, *fragments):
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    assert done.stderr.startswith("error: "), done.stderr
+    assert "Traceback" not in done.stderr
+    for fragment in fragments:
+        assert fragment in done.stderr, (fragment, done.stderr)
+
+
+@pytest.mark.parametrize("command", ["run", "validate"])
+def test_unknown_key_is_a_user_error_naming_the_key(cli, tmp_path, command):
+    path = write_scenario(tmp_path, SMALL_SCENARIO.replace("pcpus = 4", "pcpus = 4\nschduler = 1"))
+    args = ["--out", tmp_path / "out"] if command == "run" else []
+    done = cli(command, path, *args)
+    assert_user_error(done, str(path), "host.schduler", "unknown key")
+    assert not (tmp_path / "out").exists()
+
+
+def test_unknown_policy_lists_the_valid_ones(cli, tmp_path):
+    path = write_scenario(tmp_path, SMALL_SCENARIO.replace('policy = "cfs"', 'policy = "fifo-of-doom"'))
+    done = cli("validate", path)
+    assert_user_error(done, "fifo-of-doom", "cfs", "credit")
+
+
+def test_bad_toml_reports_the_line(cli, tmp_path):
+    text = SMALL_SCENARIO.replace('policy = "cfs"', 'policy = "cfs')  # line 3: unterminated string
+    path = write_scenario(tmp_path, text)
+    done = cli("run", path, "--out", tmp_path / "out")
+    assert_user_error(done, f"{path}:3:")
+
+
+def test_missing_file_is_a_user_error(cli, tmp_path):
+    done = cli("validate", tmp_path / "nope.toml")
+    assert_user_error(done, "nope.toml")
+
+
+def test_bad_bench_duration_is_a_user_error(cli):
+    assert_user_error(cli("bench", "--duration", "fast"), "duration")
+
+
+def test_console_script_is_declared():
+    scripts = entry_points(group="console_scripts", name="vcpusim")
+    assert [s.value for s in scripts] == ["vcpusim.cli:main"]
