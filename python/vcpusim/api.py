@@ -259,6 +259,8 @@ def catalog() -> dict:
     return json.loads(_core.catalog())
 
 
-def bench(duration: str | None = None, memory: bool = True, memory_short: str = "10s", memory_long: str = "40s") -> dict:
+def bench(
+    duration: str | None = None, memory: bool = True, memory_short: str = "10s", memory_long: str = "40s", repeats: int = 5
+) -> dict:
     """The standard benchmark on scenarios/quickstart.toml (see crates/vcpusim/src/bench.rs)."""
-    return json.loads(_core.bench(duration, memory, memory_short, memory_long))
+    return json.loads(_core.bench(duration, memory, memory_short, memory_long, repeats))

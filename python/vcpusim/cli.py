@@ -37,8 +37,12 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help texts name TOML tables like [run]: plain text, not markup
 )
 stdout = Console()
+if not stdout.is_terminal:
+    # Piped or captured output has no width of its own: give tables room for every column.
+    stdout = Console(width=max(stdout.width, 120))
 stderr = Console(stderr=True)
 
 
@@ -72,7 +76,7 @@ def run(
         result.write(out)
     if not quiet:
         stdout.print(_vm_table(result, title=f"{file} (seed {seed if seed is not None else scenario.seed})"))
-    stdout.print(f"wrote {', '.join(str(out / name) for name in result.files())}", markup=False, highlight=False)
+    print(f"wrote {', '.join(str(out / name) for name in result.files())}")
 
 
 def _run(scenario: Scenario, seed: Optional[int], trace: bool, check: bool) -> Result:
@@ -86,7 +90,11 @@ def _vm_table(result: Result, title: str) -> Table:
     columns = [c for c in VM_TABLE_COLUMNS if c in header]
     table = Table(title=Text(title))
     for column in columns:
-        table.add_column(column, justify="left" if column in ("vm", "policy") else "right")
+        if column in ("vm", "policy"):
+            table.add_column(column, no_wrap=True)
+        else:
+            # Long headers wrap (never "cpu_ti…"): the names are the CSV's, users look them up.
+            table.add_column(column, justify="right", overflow="fold")
     for row in rows:
         table.add_row(*(Text(_show_number(row[c])) for c in columns))
     return table
@@ -100,7 +108,7 @@ def _show_number(text: str) -> str:
         value = float(text)
     except ValueError:
         return text
-    return text if value.is_integer() and "." not in text else f"{value:.3f}"
+    return text if value.is_integer() and "." not in text else f"{value:.1f}"
 
 
 @app.command()
@@ -110,11 +118,9 @@ def validate(file: Path = typer.Argument(..., help="Scenario TOML file.")) -> No
         info = Scenario.from_toml(file).info
     vms = info["vms"]
     shown = ", ".join(vms[:8]) + (f", ... ({len(vms)} VMs)" if len(vms) > 8 else "")
-    stdout.print(
+    print(
         f"ok: {file}: {info['pcpus']} pCPUs, policy {info['policy']}, {info['vcpus']} vCPUs in VMs {shown}; "
-        f"duration {info['duration_ns'] / 1e9:g} s, seed {info['seed']}",
-        highlight=False,
-        markup=False,
+        f"duration {info['duration_ns'] / 1e9:g} s, seed {info['seed']}"
     )
 
 
@@ -165,6 +171,8 @@ def _settings_table(items: list, title: str) -> Table:
 
 def _default(param: dict) -> str:
     default = param.get("default")
+    if isinstance(default, bool):
+        return "true" if default else "false"  # as written in TOML
     return "-" if default is None else str(default)
 
 
@@ -181,21 +189,23 @@ def bench(
     memory: bool = typer.Option(True, "--memory/--no-memory", help="Check that peak memory stays flat as simulated time grows."),
     memory_short: str = typer.Option("10s", "--memory-short", help="Simulated time of the short memory run."),
     memory_long: str = typer.Option("40s", "--memory-long", help="Simulated time of the long memory run."),
+    repeats: int = typer.Option(5, "--repeats", min=1, help="Times the timed run is repeated."),
 ) -> None:
     """Run the standard benchmark (scenarios/quickstart.toml)."""
     with _errors_as_messages():
         with stderr.status("benchmarking ..."):
-            report = run_bench(duration, memory, memory_short, memory_long)
+            report = run_bench(duration, memory, memory_short, memory_long, repeats)
     if json_output:
         print(json.dumps(report, indent=2))
         return
-    table = Table(title=Text(f"vcpusim bench: {report['scenario']} ({report['build_profile']} build)"), title_justify="left")
+    print(f"vcpusim bench: {report['scenario']}, {report['build_profile']} build, {report['repeats']} timed runs")
+    table = Table()
     table.add_column("measure")
     table.add_column("value", justify="right")
     rows = [
         ("simulated time", f"{report['sim_time_ns'] / 1e9:g} s"),
-        ("wall time", f"{report['wall_time_s']:.3f} s"),
-        ("events", f"{report['events']:,}"),
+        ("wall time per run", f"{report['wall_time_s']:.3f} s"),
+        ("events per run", f"{report['events']:,}"),
         ("events per second", f"{report['events_per_s']:,.0f}"),
         ("simulated seconds per wall second", f"{report['sim_seconds_per_wall_second']:.2f}"),
         ("bare binary heap events per second", f"{report['bare_heap_events_per_s']:,.0f}"),

@@ -135,8 +135,8 @@ fn catalog(py: Python<'_>) -> PyResult<String> {
 /// Run the standard benchmark (see vcpusim::bench) and return its report as JSON text.
 /// Durations are strings with units ("1s"); `memory=False` skips the memory-flatness check.
 #[pyfunction]
-#[pyo3(name = "bench", signature = (duration=None, memory=true, memory_short="10s", memory_long="40s"))]
-fn run_bench(py: Python<'_>, duration: Option<&str>, memory: bool, memory_short: &str, memory_long: &str) -> PyResult<String> {
+#[pyo3(name = "bench", signature = (duration=None, memory=true, memory_short="10s", memory_long="40s", repeats=5))]
+fn run_bench(py: Python<'_>, duration: Option<&str>, memory: bool, memory_short: &str, memory_long: &str, repeats: u32) -> PyResult<String> {
     let duration_arg = |name: &str, text: &str| {
         parse_duration(text).map_err(|e| VcpusimError::new_err(format!("bench: {name}: {e}")))
     };
@@ -147,6 +147,7 @@ fn run_bench(py: Python<'_>, duration: Option<&str>, memory: bool, memory_short:
         } else {
             None
         },
+        repeats,
     };
     Ok(guarded(py, || Ok(run_standard(&options)?.to_json()))?)
 }

@@ -23,11 +23,14 @@ pub struct BenchOptions {
     pub duration: Option<Nanos>,
     /// Simulated durations (short, long) of the memory-flatness runs; `None` skips the check.
     pub memory_durations: Option<(Nanos, Nanos)>,
+    /// How many times the timed run is repeated (the quickstart takes ~0.15 s in a release
+    /// build: one run alone is too short to time reliably). At least 1.
+    pub repeats: u32,
 }
 
 impl Default for BenchOptions {
     fn default() -> Self {
-        BenchOptions { duration: None, memory_durations: Some((10 * SEC, 40 * SEC)) }
+        BenchOptions { duration: None, memory_durations: Some((10 * SEC, 40 * SEC)), repeats: 5 }
     }
 }
 
@@ -36,7 +39,10 @@ pub struct BenchReport {
     pub scenario: String,
     /// "release" or "debug": numbers from a debug build are not comparable.
     pub build_profile: String,
+    /// Times the timed run was repeated; the figures below are per run, rates over all runs.
+    pub repeats: u32,
     pub sim_time_ns: u64,
+    /// Mean wall time of one run.
     pub wall_time_s: f64,
     pub events: u64,
     pub events_per_s: f64,
@@ -89,9 +95,13 @@ pub fn run_on(scenario: &Scenario, options: &BenchOptions) -> Result<BenchReport
     if let Some(duration) = options.duration {
         timed.run.duration = duration;
     }
+    let repeats = options.repeats.max(1);
     let start = Instant::now();
     let facts = run_quietly(&timed)?;
-    let wall_time_s = start.elapsed().as_secs_f64().max(1e-9);
+    for _ in 1..repeats {
+        run_quietly(&timed)?; // deterministic: every repeat does the same work
+    }
+    let wall_time_s = (start.elapsed().as_secs_f64() / repeats as f64).max(1e-9);
 
     let pending = timed.host.topology.npcpus() as u64 + timed.vms.iter().map(|v| v.vcpus as u64).sum::<u64>();
     let bare_heap_events_per_s = bare_heap_events_per_s(facts.events, pending);
@@ -100,6 +110,7 @@ pub fn run_on(scenario: &Scenario, options: &BenchOptions) -> Result<BenchReport
     Ok(BenchReport {
         scenario: scenario.source.clone(),
         build_profile: if cfg!(debug_assertions) { "debug" } else { "release" }.to_string(),
+        repeats,
         sim_time_ns: facts.sim_time_ns,
         wall_time_s,
         events: facts.events,
@@ -136,6 +147,12 @@ fn internal(message: String) -> SimError {
 
 fn memory_flatness(scenario: &Scenario, short: Nanos, long: Nanos) -> Result<MemoryFlatness, SimError> {
     let mut run = scenario.clone();
+    // A run ends early once every VM with `iterations` reached them (the quickstart's parallel VM
+    // does in ~3 simulated seconds); without targets both runs last their whole duration, so the
+    // long one really simulates 4x the time.
+    for vm in &mut run.vms {
+        vm.iterations = None;
+    }
     run.run.duration = short;
     let short_facts = run_quietly(&run)?;
     let after_short = peak_rss_kib();
@@ -232,19 +249,22 @@ mod tests {
         let options = BenchOptions::default();
         assert_eq!(options.memory_durations, Some((10 * SEC, 40 * SEC)));
         assert_eq!(options.duration, None);
+        assert!(options.repeats >= 1);
     }
 
     #[test]
     fn standard_bench_reports_consistent_rates() {
         // Needs the engine; a short timed run and a tiny memory check keep it quick in debug.
-        let options = BenchOptions { duration: Some(SEC / 5), memory_durations: Some((SEC / 20, SEC / 5)) };
+        let options = BenchOptions { duration: Some(SEC / 5), memory_durations: Some((SEC / 20, SEC / 5)), repeats: 2 };
         let report = run_standard(&options).expect("the quickstart scenario runs");
         assert!(report.sim_time_ns > 0 && report.sim_time_ns <= SEC / 5, "{}", report.sim_time_ns);
         assert!(report.events > 0);
         let expected_rate = report.events as f64 / report.wall_time_s;
         assert!((report.events_per_s - expected_rate).abs() <= 1e-6 * expected_rate);
         assert!(report.events_per_s_vs_bare_heap > 0.0);
+        assert_eq!(report.repeats, 2);
         let memory = report.memory.as_ref().expect("memory check requested");
+        assert_eq!((memory.short_sim_time_ns, memory.long_sim_time_ns), (SEC / 20, SEC / 5));
         assert!(memory.long_events > memory.short_events);
         let json = report.to_json();
         assert!(json.contains("\"events_per_s\""));

@@ -7,6 +7,7 @@
 //! collects what happened; `scenario` reads TOML; `api` is what the Python bindings call.
 
 pub mod api;
+pub mod bench;
 pub mod engine;
 pub mod error;
 pub mod guest;

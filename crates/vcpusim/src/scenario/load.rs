@@ -23,7 +23,8 @@ use std::collections::BTreeMap;
 use toml::Value;
 
 const TOP_KEYS: &[&str] = &["host", "guest", "vm", "run"];
-const HOST_KEYS: &[&str] = &["pcpus", "policy", "sockets", "numa_nodes", "threads_per_core", "params", "ple", "costs"];
+const HOST_KEYS: &[&str] =
+    &["pcpus", "policy", "sockets", "numa_nodes", "threads_per_core", "start_skew", "params", "ple", "costs"];
 const VM_KEYS: &[&str] =
     &["name", "count", "vcpus", "weight", "workload", "threads", "iterations", "params", "program", "guest"];
 
@@ -40,7 +41,7 @@ const MAX_SIZE: u32 = 1 << 16;
 
 /// A count key (`pcpus`, `vcpus`, `threads`, `count`) of at least 1 and at most [`MAX_SIZE`].
 fn size(section: &Section, key: &str, required: bool) -> Result<Option<u32>, SimError> {
-    let value = if required { Some(section.required_int(key, 1, U32_MAX)?) } else { section.int(key, 1, U32_MAX)? };
+    let value = if required { Some(section.required_int(key, 1, i64::MAX)?) } else { section.int(key, 1, i64::MAX)? };
     match value {
         Some(n) if n > MAX_SIZE as i64 => Err(section.error_at(
             key,
@@ -91,9 +92,16 @@ fn host(top: &Section) -> Result<HostSpec, SimError> {
         .ok_or_else(|| top.error_at("host", "missing; expected a [host] table with at least pcpus = N"))?;
     host.allow_only(HOST_KEYS)?;
     let pcpus = size(&host, "pcpus", true)?.expect("a required key is present");
-    let sockets = host.int("sockets", 1, U32_MAX)?.unwrap_or(1) as u32;
-    let numa_nodes = host.int("numa_nodes", 1, U32_MAX)?.unwrap_or(1) as u32;
-    let threads_per_core = host.int("threads_per_core", 1, U32_MAX)?.unwrap_or(1) as u32;
+    let sockets = size(&host, "sockets", false)?.unwrap_or(1);
+    let numa_nodes = size(&host, "numa_nodes", false)?.unwrap_or(1);
+    let threads_per_core = size(&host, "threads_per_core", false)?.unwrap_or(1);
+    // Checked here in wide arithmetic, before Topology::new multiplies them in u32.
+    if u64::from(sockets) * u64::from(threads_per_core) > u64::from(pcpus) {
+        return Err(host.error(format!(
+            "sockets = {sockets} with threads_per_core = {threads_per_core} needs at least {} pcpus, got pcpus = {pcpus}",
+            u64::from(sockets) * u64::from(threads_per_core)
+        )));
+    }
     let topology = Topology::new(pcpus, sockets, numa_nodes, threads_per_core).map_err(|m| host.error(m))?;
 
     let policy_name = host.string("policy")?.unwrap_or(DEFAULT_POLICY);
@@ -108,7 +116,11 @@ fn host(top: &Section) -> Result<HostSpec, SimError> {
     };
     let ple = sections::ple(host.table("ple")?.as_ref(), kind.ple_grow())?;
     let costs = sections::costs(host.table("costs")?.as_ref())?;
-    Ok(HostSpec { topology, policy: kind.name().to_string(), params, costs, ple })
+    let start_skew = match host.get("start_skew") {
+        Some(v) => super::section::duration_value(host.file, &host.key("start_skew"), v, false)?,
+        None => super::spec::DEFAULT_START_SKEW,
+    };
+    Ok(HostSpec { topology, policy: kind.name().to_string(), params, costs, ple, start_skew })
 }
 
 fn vms(top: &Section, guest: &GuestConfig) -> Result<Vec<VmSpec>, SimError> {
@@ -478,8 +490,14 @@ mod tests {
             &minimal("", "").replace("pcpus = 2", "pcpus = \"2\""),
             "host.pcpus: expected an integer of at least 1, got \"2\"",
         );
-        assert_error(&minimal("sockets = 4", ""), "host: pcpus = 2 cannot be split into 4 socket(s)");
+        assert_error(&minimal("sockets = 4", ""), "host: sockets = 4 with threads_per_core = 1 needs at least 4 pcpus");
+        // Topology::new's own checks are reported under `host` too.
+        assert_error(&minimal("numa_nodes = 3", ""), "host: the 2 cores cannot be split evenly over numa_nodes = 3");
         assert_error(&minimal("", "count = 100000000"), "vm[0].count: expected at most 65536");
+        assert_error(
+            &minimal("sockets = 65536\nthreads_per_core = 65536", ""),
+            "host: sockets = 65536 with threads_per_core = 65536 needs at least 4294967296 pcpus",
+        );
         assert_error(
             &minimal("", "").replace("vcpus = 2", "vcpus = 5000000000"),
             "vm[0].vcpus: expected at most 65536",

@@ -25,7 +25,16 @@ pub struct HostSpec {
     pub params: Params,
     pub costs: Costs,
     pub ple: Ple,
+    /// Each pCPU starts scheduling at a seeded random time in [0, start_skew). Real hosts'
+    /// pCPUs boot, tick and take interrupts at unrelated times; without this every pCPU would
+    /// make its first decision at t = 0 and slice-based policies would stay phase-locked,
+    /// co-scheduling sibling vCPUs by accident (docs/model.md "Shortcuts").
+    pub start_skew: Nanos,
 }
+
+/// Default `[host] start_skew`: one Xen credit time slice, so slice boundaries are spread over
+/// a whole slice.
+pub const DEFAULT_START_SKEW: Nanos = 30 * crate::time::MS;
 
 #[derive(Clone, Debug)]
 pub struct VmSpec {

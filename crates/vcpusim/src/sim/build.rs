@@ -36,7 +36,7 @@ impl Sim {
             pinfo: (0..npcpus as u32).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect(),
             vminfo: Vec::new(),
             vcpus: Vec::new(),
-            pcpus: (0..npcpus).map(|_| Pcpu { last: None, slice_event: None, run_start: 0 }).collect(),
+            pcpus: (0..npcpus).map(|_| Pcpu { online: false, last: None, slice_event: None, run_start: 0 }).collect(),
             vms: Vec::new(),
             threads: Vec::new(),
             locks: Vec::new(),
@@ -48,6 +48,13 @@ impl Sim {
             zero_time_steps: 0,
             stop: None,
             unfinished_targets: sc.vms.iter().filter(|v| v.iterations.is_some()).count(),
+            online_at: (0..npcpus)
+                .map(|p| {
+                    use rand::Rng;
+                    let skew = sc.host.start_skew;
+                    if skew == 0 { 0 } else { stream(seed, &format!("host/pcpu/{p}/online")).random_range(0..skew) }
+                })
+                .collect(),
         };
         if let Some(tr) = sim.trace.as_mut() {
             tr.name(0, None, format!("host ({})", sc.host.policy));
@@ -92,6 +99,7 @@ impl Sim {
                 ple_exits: 0,
                 mm_loaded: false,
                 tick_armed: false,
+                yielding: false,
             });
         }
         if let Some(tr) = self.trace.as_mut() {

@@ -148,8 +148,13 @@ impl Sim {
         self.settle(v);
         match activity {
             Activity::Overhead { halting: true } => {
-                self.halt(v);
-                return;
+                // HLT does not block with an interrupt pending or work queued meanwhile
+                // (KVM: kvm_vcpu_has_events / kvm_arch_vcpu_runnable).
+                let vc = &self.vcpus[v.idx()];
+                if vc.pending_ipis.is_empty() && vc.runqueue.is_empty() {
+                    self.halt(v);
+                    return;
+                }
             }
             Activity::Overhead { halting: false } => {}
             Activity::Irq => {
@@ -182,6 +187,12 @@ impl Sim {
                 return;
             }
             self.vcpus[v.idx()].activity = Activity::Thread;
+            if self.vcpus[v.idx()].irq.is_some() {
+                // A handler interrupted by a deschedule resumes where it stopped.
+                let left = self.vcpus[v.idx()].remaining;
+                self.start_timed(v, Activity::Irq, TimeKind::Irq, KernelFn::IpiHandler, left);
+                return;
+            }
             if let Some(ipi) = self.vcpus[v.idx()].pending_ipis.pop_front() {
                 let cost = self.costs.ipi_handler + ipi.pages as u64 * self.costs.tlb_flush_per_page;
                 self.vcpus[v.idx()].irq = Some(ipi);

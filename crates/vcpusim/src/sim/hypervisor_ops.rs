@@ -44,7 +44,7 @@ impl Sim {
 
     /// Ask the policy what runs next on `p` and switch to it.
     pub fn reschedule(&mut self, p: PcpuId) {
-        if self.stop.is_some() {
+        if self.stop.is_some() || !self.pcpus[p.idx()].online {
             return;
         }
         let mut requests = std::mem::take(&mut self.requests);
@@ -107,8 +107,13 @@ impl Sim {
         let was_running = self.vinfo[v.idx()].state == VcpuState::Running;
         if was_running {
             self.vinfo[v.idx()].state = VcpuState::Runnable;
+            // KVM marks a yielding vCPU preempted too (still runnable, kvm_sched_out).
             self.vinfo[v.idx()].preempted = true;
-            self.vms[vm.idx()].stats.preemptions += 1;
+            // A pause-loop yield is voluntary: not a preemption; but a lock holder or ticket
+            // waiter descheduled by it still stalls its lock, so LHP/LWP count it.
+            if !self.vcpus[v.idx()].yielding {
+                self.vms[vm.idx()].stats.preemptions += 1;
+            }
             self.count_lock_preemptions(v);
         }
         let start = self.vinfo[v.idx()].run_start;
@@ -208,8 +213,10 @@ impl Sim {
         self.vcpus[v.idx()].ple_exits += 1;
         self.vcpus[v.idx()].epoch += 1;
         let epoch = self.vcpus[v.idx()].epoch;
+        self.vcpus[v.idx()].yielding = true;
         self.with_policy(|pol, ctx| pol.yield_vcpu(ctx, v, YieldReason::PauseLoop));
         self.reschedule(p);
+        self.vcpus[v.idx()].yielding = false;
         // Still here (no one else to run, or the policy kept it): the exit itself costs a VMEXIT
         // round trip, then the guest resumes its spin.
         if self.vinfo[v.idx()].pcpu == Some(p) && self.vcpus[v.idx()].epoch == epoch {

@@ -29,7 +29,8 @@ impl Sim {
             self.with_policy(|pol, ctx| pol.insert_vcpu(ctx, VcpuId(v)));
         }
         for p in 0..self.pinfo.len() as u32 {
-            self.reschedule(PcpuId(p));
+            let at = self.online_at[p as usize];
+            self.queue.push(at, Event::PcpuOnline(PcpuId(p)));
         }
     }
 
@@ -84,6 +85,10 @@ impl Sim {
             }
             Event::PolicyTimer(key) => self.with_policy(|pol, ctx| pol.on_timer(ctx, key)),
             Event::GuestTick(v) => self.on_guest_tick(v),
+            Event::PcpuOnline(p) => {
+                self.pcpus[p.idx()].online = true;
+                self.reschedule(p);
+            }
         }
     }
 

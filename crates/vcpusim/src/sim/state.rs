@@ -84,9 +84,13 @@ pub struct Vcpu {
     pub mm_loaded: bool,
     /// A guest tick is armed.
     pub tick_armed: bool,
+    /// Leaving its pCPU by a pause-loop yield (voluntary: not a preemption).
+    pub yielding: bool,
 }
 
 pub struct Pcpu {
+    /// Started scheduling (policies' reschedule requests before that are ignored).
+    pub online: bool,
     /// The last vCPU that ran here (a context switch costs only when it changes).
     pub last: Option<VcpuId>,
     /// The pending slice-end event.
@@ -125,6 +129,8 @@ pub enum Event {
     PolicyTimer(u64),
     /// The guest timer tick of a vCPU with several runnable threads.
     GuestTick(VcpuId),
+    /// A pCPU makes its first scheduling decision.
+    PcpuOnline(PcpuId),
 }
 
 pub struct Sim {
@@ -155,4 +161,6 @@ pub struct Sim {
     pub stop: Option<crate::error::SimError>,
     /// VMs with an iteration target that have not reached it.
     pub unfinished_targets: usize,
+    /// When each pCPU comes online (see HostSpec::start_skew).
+    pub online_at: Vec<Nanos>,
 }

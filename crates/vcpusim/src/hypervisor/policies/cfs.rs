@@ -213,12 +213,14 @@ impl Cfs {
         self.enqueue(v, to);
     }
 
-    /// Ideal slice of `v` on run queue `p` (sched_slice).
+    /// Ideal slice of `v` on run queue `p` (sched_slice), counting `v` as if queued there
+    /// when it is not yet (as sched_slice does for `!se->on_rq`).
     fn slice(&self, v: VcpuId, p: usize) -> Nanos {
         let rq = &self.rqs[p];
-        let nr = rq.nr_running.max(1);
+        let w = self.weight[v.idx()];
+        let (nr, load) = if self.se[v.idx()].rq == Some(p) { (rq.nr_running, rq.load) } else { (rq.nr_running + 1, rq.load + w) };
         let period = if nr > SCHED_NR_LATENCY { nr * self.min_gran } else { self.latency };
-        ((period as u128 * self.weight[v.idx()] as u128) / rq.load.max(1) as u128) as Nanos
+        ((period as u128 * w as u128) / load.max(1) as u128) as Nanos
     }
 
     /// wakeup_gran in the virtual time of `se`.

@@ -413,6 +413,7 @@ impl Credit {
     /// by weight x active vCPUs, at most one full period of run time per active vCPU, unused
     /// shares going to the domains after it; then set priorities from the sign of the credit,
     /// floor it at -credits_per_tslice and retire (halving the credit of) vCPUs above +credits_per_tslice.
+    /// Every share is rounded up as credit.c does (`(x + d - 1) / d`, here `div_ceil`).
     fn acct(&mut self, host: &HostView) {
         let weight_total = self.weight;
         let mut credit_total = self.credit;
@@ -440,15 +441,15 @@ impl Credit {
             // system-wide balance is negative.
             let mut credit_peak = n * cpt as u64;
             if self.credit_balance < 0 {
-                credit_peak += ((-self.credit_balance) as u64 * w * n + (weight_total - 1)) / weight_total;
+                credit_peak += ((-self.credit_balance) as u64 * w * n).div_ceil(weight_total);
             }
-            let mut credit_fair = (credit_total * w * n + (weight_total - 1)) / weight_total;
+            let mut credit_fair = (credit_total * w * n).div_ceil(weight_total);
             if credit_fair < credit_peak {
                 credit_xtra = true;
             } else {
                 if weight_left != 0 {
                     // "Give other domains a chance at unused credits".
-                    credit_total += ((credit_fair - credit_peak) * weight_total + (weight_left - 1)) / weight_left;
+                    credit_total += ((credit_fair - credit_peak) * weight_total).div_ceil(weight_left);
                 }
                 if credit_xtra {
                     // "Lazily keep domains with extra credits at the head of the queue".
@@ -457,7 +458,7 @@ impl Credit {
                 }
                 credit_fair = credit_peak;
             }
-            let per_unit = ((credit_fair + (n - 1)) / n) as i64;
+            let per_unit = credit_fair.div_ceil(n) as i64;
 
             for v in units {
                 let svc = &mut self.vcpus[v.idx()];
@@ -649,9 +650,7 @@ impl Credit {
     /// that has not yielded and is not cache-hot.
     fn runq_steal(&mut self, peer: usize, cpu: usize, pri: Pri, now: Nanos) -> Option<VcpuId> {
         // "Don't steal from an idle CPU's runq because it's about to pick up work from it itself."
-        if self.pcpus[peer].curr.is_none() {
-            return None;
-        }
+        self.pcpus[peer].curr?;
         let mut found = None;
         for &v in &self.pcpus[peer].runq {
             let svc = &self.vcpus[v.idx()];

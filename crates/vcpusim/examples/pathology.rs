@@ -1,0 +1,46 @@
+//! Seed 000 section 2 / Figure 2 check: the share of CPU time an 8-vCPU VM spends spinning on
+//! kernel locks or waiting for TLB-shootdown acknowledgements, solo versus corun with an
+//! always-busy 8-vCPU VM on 8 pCPUs, per policy. Prints a CSV table (EXPERIMENTS.md records it).
+//! `cargo run --release --example pathology [duration]`
+use vcpusim::api::{load_scenario, run, RunOptions};
+
+fn scenario(policy: &str, workload: &str, corun: bool, duration: &str, seed: u64, ple: bool) -> String {
+    let hog = if corun { "[[vm]]\nname = \"hog\"\nvcpus = 8\nworkload = \"cpu-bound\"\n" } else { "" };
+    format!(
+        "[host]\npcpus = 8\npolicy = \"{policy}\"\n[host.ple]\nenabled = {ple}\n[[vm]]\nname = \"app\"\nvcpus = 8\nworkload = \"{workload}\"\n{hog}[run]\nduration = \"{duration}\"\nseed = {seed}\n"
+    )
+}
+
+fn main() {
+    let duration = std::env::args().nth(1).unwrap_or_else(|| "2s".into());
+    let ple = std::env::args().nth(2).is_none_or(|a| a != "nople");
+    println!("workload,policy,run,cpu_time_ms,spin_time_ms,tlb_wait_ms,sync_share,lhp_count,lwp_count,progress_per_s,ple_exits,resched_ipi_per_vcpu_s,tlb_ipi_per_vcpu_s,futex_waits");
+    for workload in ["barrier", "mutex", "tlb"] {
+        for policy in ["cfs", "credit", "gang"] {
+            for corun in [false, true] {
+                let text = scenario(policy, workload, corun, &duration, 1, ple);
+                let sc = load_scenario(&text, "<pathology>").expect("valid scenario");
+                let out = run(&sc, &RunOptions::default()).expect("run succeeds");
+                let header: Vec<&str> = out.vms_csv.lines().next().unwrap().split(',').collect();
+                let row: Vec<&str> = out.vms_csv.lines().nth(1).unwrap().split(',').collect();
+                let col = |name: &str| row[header.iter().position(|h| *h == name).unwrap()].parse::<f64>().unwrap();
+                let cpu = col("cpu_time_ms");
+                let share = (col("spin_time_ms") + col("tlb_wait_ms")) / cpu.max(1e-9);
+                let secs = sc.run.duration as f64 / 1e9;
+                println!(
+                    "{workload},{policy},{},{cpu:.1},{:.1},{:.1},{share:.4},{},{},{:.1},{},{:.0},{:.0},{}",
+                    if corun { "corun" } else { "solo" },
+                    col("spin_time_ms"),
+                    col("tlb_wait_ms"),
+                    col("lhp_count"),
+                    col("lwp_count"),
+                    col("progress") / secs,
+                    col("ple_exits"),
+                    col("ipi_resched") / secs / 8.0,
+                    col("ipi_tlb") / secs / 8.0,
+                    col("futex_waits")
+                );
+            }
+        }
+    }
+}

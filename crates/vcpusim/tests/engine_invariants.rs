@@ -1,0 +1,79 @@
+//! Every policy with every workload, in check mode: the engine invariants (one vCPU per pCPU,
+//! one pCPU per vCPU, one vCPU per thread, spinlock exclusion, time conservation, the policy's
+//! own invariants) are checked after every event.
+
+mod common;
+use common::*;
+
+const POLICIES: &[&str] = &["cfs", "credit", "gang"];
+
+fn mix(policy: &str, workload: &str, extra: &str) -> String {
+    format!(
+        r#"
+[host]
+pcpus = 4
+policy = "{policy}"
+[[vm]]
+name = "par"
+vcpus = 4
+workload = "{workload}"
+{extra}
+[[vm]]
+name = "hog"
+vcpus = 2
+workload = "cpu-bound"
+[[vm]]
+name = "idle"
+vcpus = 1
+workload = "idle"
+[run]
+duration = "300ms"
+seed = 3
+"#
+    )
+}
+
+#[test]
+fn invariants_hold_for_every_policy_and_workload() {
+    for policy in POLICIES {
+        for (workload, extra) in [
+            ("barrier", ""),
+            ("mutex", ""),
+            ("tlb", ""),
+            ("pipeline", "threads = 6"),
+            ("cpu-bound", ""),
+        ] {
+            let out = run_toml(&mix(policy, workload, extra), true);
+            let t = vm_table(&out);
+            assert!(num(&t, "par", "progress") > 0.0, "{policy}/{workload} made no progress:\n{}", out.vms_csv);
+            assert!(num(&t, "hog", "cpu_time_ms") > 0.0, "{policy}/{workload}: the hog never ran");
+            assert_eq!(num(&t, "idle", "cpu_time_ms") < 1.0, true, "{policy}: the idle VM ran");
+        }
+    }
+}
+
+#[test]
+fn ticket_and_tas_spinlocks_and_both_futex_ipi_orders_hold_invariants() {
+    for policy in POLICIES {
+        for guest in [
+            "[guest]\nspinlock = \"tas\"\nfutex_wake_ipi = \"after-unlock\"\ntlb_targets = \"skip-lazy\"",
+            "[guest]\nspinlock = \"ticket\"\nfutex_wake_ipi = \"under-lock\"",
+        ] {
+            let text = format!("{guest}\n{}", mix(policy, "mutex", ""));
+            let out = run_toml(&text, true);
+            assert!(num(&vm_table(&out), "par", "progress") > 0.0);
+        }
+    }
+}
+
+#[test]
+fn custom_program_with_every_sync_object_completes_under_every_policy() {
+    let base = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/examples/custom-program.toml")).unwrap();
+    for policy in POLICIES {
+        let text = base.replace("policy = \"credit\"", &format!("policy = \"{policy}\""));
+        let out = run_toml(&text, true);
+        let t = vm_table(&out);
+        assert!(!t["workers"]["completion_time_ms"].is_empty(), "{policy}: workers never finished:\n{}", out.vms_csv);
+        assert!(num(&t, "workers", "tlb_shootdowns") > 0.0);
+    }
+}
