@@ -160,3 +160,15 @@ fn trace_has_a_track_per_pcpu_and_per_vcpu() {
     assert!(evs.iter().any(|e| e["ph"] == "X" && e["pid"] == 0), "no pCPU run spans");
     assert!(evs.iter().any(|e| e["name"] == "tlb"), "no TLB IPI instants");
 }
+
+#[test]
+fn start_skew_is_validated_and_zero_starts_every_pcpu_at_once() {
+    let base = "[host]\npcpus = 2\nSKEW\n[[vm]]\nname = \"a\"\nvcpus = 2\nworkload = \"cpu-bound\"\n[run]\nduration = \"100ms\"\n";
+    let err = load_scenario(&base.replace("SKEW", "start_skew = \"-1ms\""), "f.toml").unwrap_err().to_string();
+    assert!(err.starts_with("f.toml: host.start_skew:"), "{err}");
+    let t = vm_table(&run_toml(&base.replace("SKEW", "start_skew = \"0ms\""), true));
+    // Both pCPUs busy from t = 0: 200 ms of CPU minus context-switch costs.
+    assert!(num(&t, "a", "cpu_time_ms") > 199.9, "{}", t["a"]["cpu_time_ms"]);
+    let skewed = vm_table(&run_toml(&base.replace("SKEW", "start_skew = \"50ms\""), true));
+    assert!(num(&skewed, "a", "cpu_time_ms") < 199.0, "pCPUs did not start late");
+}
