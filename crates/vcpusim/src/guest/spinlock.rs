@@ -39,31 +39,20 @@ impl Spinlock {
             // A ticket lock was handed to t while it spun.
             return Acquire::Got;
         }
-        match self.kind {
-            SpinlockKind::Ticket => {
-                if self.holder.is_none() && self.waiters.front().is_none_or(|w| *w == t) {
-                    self.waiters.retain(|w| *w != t);
-                    self.holder = Some(t);
-                    Acquire::Got
-                } else {
-                    if !self.waiters.contains(&t) {
-                        self.waiters.push_back(t);
-                    }
-                    Acquire::Spin
-                }
+        // A ticket lock goes only to the next ticket; test-and-set to whoever tries first.
+        let my_turn = match self.kind {
+            SpinlockKind::Ticket => self.waiters.front().is_none_or(|w| *w == t),
+            SpinlockKind::TestAndSet => true,
+        };
+        if self.holder.is_none() && my_turn {
+            self.waiters.retain(|w| *w != t);
+            self.holder = Some(t);
+            Acquire::Got
+        } else {
+            if !self.waiters.contains(&t) {
+                self.waiters.push_back(t);
             }
-            SpinlockKind::TestAndSet => {
-                if self.holder.is_none() {
-                    self.waiters.retain(|w| *w != t);
-                    self.holder = Some(t);
-                    Acquire::Got
-                } else {
-                    if !self.waiters.contains(&t) {
-                        self.waiters.push_back(t);
-                    }
-                    Acquire::Spin
-                }
-            }
+            Acquire::Spin
         }
     }
 
