@@ -41,29 +41,28 @@ impl Sim {
         lock
     }
 
-    /// Steps of futex_wait(key, expect): sleep unless the word changed.
-    pub fn futex_wait_steps(&mut self, t: ThreadId, key: FutexKey, expect: u64) -> Vec<Step> {
+    /// A futex system call: enter the kernel, run `action` under the bucket lock.
+    fn futex_call(&mut self, t: ThreadId, key: FutexKey, func: KernelFn, action: Action) -> Vec<Step> {
         let vm = self.threads[t.idx()].vm.idx();
         let lock = self.futex_bucket_lock(vm, key);
         vec![
-            Step::Run { ns: self.costs.syscall, func: KernelFn::FutexWait },
-            Step::Lock { lock, func: KernelFn::FutexWait },
-            Step::Do(Action::FutexQueue { key, expect }),
+            Step::Run { ns: self.costs.syscall, func },
+            Step::Lock { lock, func },
+            Step::Do(action),
             Step::Unlock { lock },
-            Step::Do(Action::FutexSleep),
         ]
+    }
+
+    /// Steps of futex_wait(key, expect): sleep unless the word changed.
+    pub fn futex_wait_steps(&mut self, t: ThreadId, key: FutexKey, expect: u64) -> Vec<Step> {
+        let mut steps = self.futex_call(t, key, KernelFn::FutexWait, Action::FutexQueue { key, expect });
+        steps.push(Step::Do(Action::FutexSleep));
+        steps
     }
 
     /// Steps of futex_wake(key, n).
     pub fn futex_wake_steps(&mut self, t: ThreadId, key: FutexKey, n: usize) -> Vec<Step> {
-        let vm = self.threads[t.idx()].vm.idx();
-        let lock = self.futex_bucket_lock(vm, key);
-        vec![
-            Step::Run { ns: self.costs.syscall, func: KernelFn::FutexWake },
-            Step::Lock { lock, func: KernelFn::FutexWake },
-            Step::Do(Action::FutexWake { key, n }),
-            Step::Unlock { lock },
-        ]
+        self.futex_call(t, key, KernelFn::FutexWake, Action::FutexWake { key, n })
     }
 
     /// Under the bucket lock: queue `t` if the futex word still holds `expect`.

@@ -186,6 +186,7 @@ impl Sim {
             if self.stop.is_some() || !self.running(v) {
                 return;
             }
+            // Executing guest code from here on (a poke or an IPI arrival may now interrupt it).
             self.vcpus[v.idx()].activity = Activity::Thread;
             if self.vcpus[v.idx()].irq.is_some() {
                 // A handler interrupted by a deschedule resumes where it stopped.
@@ -266,9 +267,11 @@ impl Sim {
                     let th = &mut self.threads[t.idx()];
                     th.steps.pop_front();
                     th.held.push(lock);
-                    let waited = th.wait_started.take().map(|s| self.now - s).unwrap_or(0);
-                    let vm = th.vm.idx();
-                    self.vms[vm].stats.spin_wait.record(waited);
+                    // Only contended acquisitions: uncontended ones would bury the tail in zeros.
+                    if let Some(started) = th.wait_started.take() {
+                        let vm = th.vm.idx();
+                        self.vms[vm].stats.spin_wait.record(self.now - started);
+                    }
                     StepOutcome::Continue
                 }
                 Acquire::Spin => {

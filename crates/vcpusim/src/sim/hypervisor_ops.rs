@@ -4,7 +4,7 @@
 
 use super::state::{Activity, Event, Sim, TimeKind};
 use crate::guest::kernel_fn::KernelFn;
-use crate::hypervisor::policy::{Decision, HostView, PolicyCtx, Request, VcpuState, YieldReason};
+use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Request, VcpuState, YieldReason};
 use crate::ids::{PcpuId, VcpuId};
 use crate::SimError;
 
@@ -13,13 +13,18 @@ impl Sim {
         HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology }
     }
 
-    /// Call the policy with a fresh context, then carry out what it asked for.
-    pub fn with_policy<R>(&mut self, f: impl FnOnce(&mut dyn crate::hypervisor::policy::Policy, &mut PolicyCtx) -> R) -> R {
+    /// Call the policy with a fresh context; its requests wait in `self.requests`.
+    fn call_policy<R>(&mut self, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
         let mut requests = std::mem::take(&mut self.requests);
         let host = HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology };
-        let mut ctx = PolicyCtx::new(host, &mut requests);
-        let r = f(self.policy.as_mut(), &mut ctx);
+        let r = f(self.policy.as_mut(), &mut PolicyCtx::new(host, &mut requests));
         self.requests = requests;
+        r
+    }
+
+    /// Call the policy, then carry out what it asked for.
+    pub fn with_policy<R>(&mut self, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
+        let r = self.call_policy(f);
         self.flush_requests();
         r
     }
@@ -47,10 +52,7 @@ impl Sim {
         if self.stop.is_some() || !self.pcpus[p.idx()].online {
             return;
         }
-        let mut requests = std::mem::take(&mut self.requests);
-        let host = HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology };
-        let decision = self.policy.do_schedule(&mut PolicyCtx::new(host, &mut requests), p);
-        self.requests = requests;
+        let decision = self.call_policy(|pol, ctx| pol.do_schedule(ctx, p));
         if let Err(message) = self.validate_decision(p, decision) {
             self.stop = Some(SimError::Invariant { time_ns: self.now, message });
             return;
@@ -144,7 +146,9 @@ impl Sim {
             }
         }
         if let Some(crate::guest::thread::Step::Lock { lock, .. }) = self.threads[t.idx()].steps.front() {
-            if self.locks[lock.idx()].waiters.contains(&t) {
+            // Only a ticket lock stalls its other waiters behind a descheduled waiter.
+            let l = &self.locks[lock.idx()];
+            if l.kind == crate::workload::program::SpinlockKind::Ticket && l.waiters.contains(&t) {
                 self.vms[vm].stats.lwp += 1;
             }
         }
