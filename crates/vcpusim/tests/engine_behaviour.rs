@@ -64,42 +64,66 @@ fn adding_a_vm_does_not_change_another_vms_random_draws() {
     assert_ne!(draws(&one, 0), draws(&one, 1));
 }
 
-/// Share of CPU time an 8-vCPU VM spends spinning on kernel locks or waiting for TLB acks.
-fn sync_share(policy: &str, workload: &str, corun: bool) -> (f64, f64) {
-    let hog = if corun { "[[vm]]\nname = \"hog\"\nvcpus = 8\nworkload = \"cpu-bound\"\n" } else { "" };
+/// Share of CPU time an 8-vCPU VM spends spinning on kernel locks or waiting for TLB acks, and
+/// its lock-holder preemptions, solo or beside an 8-vCPU `corunner` VM.
+fn sync_share(policy: &str, workload: &str, corunner: Option<&str>) -> (f64, f64) {
+    let other = corunner.map(|w| format!("[[vm]]\nname = \"corunner\"\nvcpus = 8\nworkload = \"{w}\"\n")).unwrap_or_default();
     // PLE off: seed 000's Xeon X5550 has no pause-loop exiting (section 4; PLE only in 4.3).
     let text = format!(
         "[host]\npcpus = 8\npolicy = \"{policy}\"\n[host.ple]\nenabled = false\n\
-         [[vm]]\nname = \"app\"\nvcpus = 8\nworkload = \"{workload}\"\n{hog}[run]\nduration = \"1s\"\nseed = 1\n"
+         [[vm]]\nname = \"app\"\nvcpus = 8\nworkload = \"{workload}\"\n{other}[run]\nduration = \"1s\"\nseed = 1\n"
     );
     let t = vm_table(&run_toml(&text, false));
     let share = (num(&t, "app", "spin_time_ms") + num(&t, "app", "tlb_wait_ms")) / num(&t, "app", "cpu_time_ms");
     (share, num(&t, "app", "lhp_count"))
 }
 
+/// An always-busy corunner (the foundation issue's setup).
+const HOG: Option<&str> = Some("cpu-bound");
+/// Seed 000 Figure 2's setup: every application corun with streamcluster (our `barrier`).
+const STREAMCLUSTER: Option<&str> = Some("barrier");
+
 #[test]
 fn tlb_shootdown_waits_are_amplified_in_corun_under_cfs_and_credit_but_not_gang() {
     for policy in ["cfs", "credit"] {
-        let (solo, solo_lhp) = sync_share(policy, "tlb", false);
-        let (corun, _) = sync_share(policy, "tlb", true);
+        let (solo, solo_lhp) = sync_share(policy, "tlb", None);
+        let (corun, _) = sync_share(policy, "tlb", HOG);
         assert!(corun > 10.0 * solo, "{policy}: TLB wait share solo {solo:.4} corun {corun:.4}");
         assert_eq!(solo_lhp, 0.0);
     }
-    let (solo, _) = sync_share("gang", "tlb", false);
-    let (corun, _) = sync_share("gang", "tlb", true);
+    let (solo, _) = sync_share("gang", "tlb", None);
+    let (corun, _) = sync_share("gang", "tlb", HOG);
     assert!(corun < 2.0 * solo, "gang: TLB wait share solo {solo:.4} corun {corun:.4}");
 }
 
 #[test]
-fn futex_lock_spinning_is_amplified_under_credit_and_lock_holders_are_preempted_only_in_corun() {
-    let (solo, solo_lhp) = sync_share("credit", "mutex", false);
-    let (corun, corun_lhp) = sync_share("credit", "mutex", true);
+fn futex_lock_spinning_is_amplified_under_credit_beside_an_always_busy_vm() {
+    let (solo, solo_lhp) = sync_share("credit", "mutex", None);
+    let (corun, corun_lhp) = sync_share("credit", "mutex", HOG);
     assert!(corun > 10.0 * solo, "credit: spin share solo {solo:.5} corun {corun:.5}");
     assert_eq!(solo_lhp, 0.0);
     assert!(corun_lhp > 0.0, "no lock-holder preemption in corun");
-    for policy in ["cfs", "gang"] {
+}
+
+#[test]
+fn futex_lock_spinning_is_amplified_under_cfs_beside_streamcluster_and_not_under_gang() {
+    for workload in ["barrier", "mutex"] {
+        let (solo, solo_lhp) = sync_share("cfs", workload, None);
+        let (corun, corun_lhp) = sync_share("cfs", workload, STREAMCLUSTER);
+        assert!(corun > 0.05 && corun > 10.0 * solo, "cfs/{workload}: spin share solo {solo:.5} corun {corun:.5}");
+        assert_eq!(solo_lhp, 0.0, "cfs/{workload}: LHP in a solo run");
+        assert!(corun_lhp > 0.0, "cfs/{workload}: no lock-holder preemption in corun");
+        let (gang_solo, _) = sync_share("gang", workload, None);
+        let (gang_corun, _) = sync_share("gang", workload, STREAMCLUSTER);
+        assert!(gang_corun < 2.0 * gang_solo + 1e-3, "gang/{workload}: spin share solo {gang_solo:.5} corun {gang_corun:.5}");
+    }
+}
+
+#[test]
+fn lock_holders_are_never_preempted_in_solo_runs() {
+    for policy in ["cfs", "credit", "gang"] {
         for workload in ["barrier", "mutex", "tlb"] {
-            assert_eq!(sync_share(policy, workload, false).1, 0.0, "{policy}/{workload}: LHP in a solo run");
+            assert_eq!(sync_share(policy, workload, None).1, 0.0, "{policy}/{workload}: LHP in a solo run");
         }
     }
 }

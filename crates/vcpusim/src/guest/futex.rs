@@ -17,6 +17,9 @@ use crate::time::Nanos;
 
 /// Kernel time to dequeue and mark one waiter runnable (wake_futex + try_to_wake_up), assumed.
 const WAKE_ONE_NS: Nanos = 200;
+/// Kernel time under the bucket lock in futex_wait: read the futex word and queue the waiter
+/// (get_futex_value_locked + queue_me's plist_add), assumed; a few cache misses.
+const QUEUE_NS: Nanos = 100;
 
 impl Sim {
     /// The bucket spinlock of a futex, created on first use; futexes hashing to the same bucket
@@ -41,28 +44,29 @@ impl Sim {
         lock
     }
 
-    /// A futex system call: enter the kernel, run `action` under the bucket lock.
-    fn futex_call(&mut self, t: ThreadId, key: FutexKey, func: KernelFn, action: Action) -> Vec<Step> {
+    /// A futex system call: enter the kernel, run `action` under the bucket lock (after
+    /// `locked_ns` of work there).
+    fn futex_call(&mut self, t: ThreadId, key: FutexKey, func: KernelFn, locked_ns: Nanos, action: Action) -> Vec<Step> {
         let vm = self.threads[t.idx()].vm.idx();
         let lock = self.futex_bucket_lock(vm, key);
-        vec![
-            Step::Run { ns: self.costs.syscall, func },
-            Step::Lock { lock, func },
-            Step::Do(action),
-            Step::Unlock { lock },
-        ]
+        let mut steps = vec![Step::Run { ns: self.costs.syscall, func }, Step::Lock { lock, func }];
+        if locked_ns > 0 {
+            steps.push(Step::Run { ns: locked_ns, func });
+        }
+        steps.extend([Step::Do(action), Step::Unlock { lock }]);
+        steps
     }
 
     /// Steps of futex_wait(key, expect): sleep unless the word changed.
     pub fn futex_wait_steps(&mut self, t: ThreadId, key: FutexKey, expect: u64) -> Vec<Step> {
-        let mut steps = self.futex_call(t, key, KernelFn::FutexWait, Action::FutexQueue { key, expect });
+        let mut steps = self.futex_call(t, key, KernelFn::FutexWait, QUEUE_NS, Action::FutexQueue { key, expect });
         steps.push(Step::Do(Action::FutexSleep));
         steps
     }
 
     /// Steps of futex_wake(key, n).
     pub fn futex_wake_steps(&mut self, t: ThreadId, key: FutexKey, n: usize) -> Vec<Step> {
-        self.futex_call(t, key, KernelFn::FutexWake, Action::FutexWake { key, n })
+        self.futex_call(t, key, KernelFn::FutexWake, 0, Action::FutexWake { key, n })
     }
 
     /// Under the bucket lock: queue `t` if the futex word still holds `expect`.

@@ -41,6 +41,9 @@ pub struct VcpuInfo {
     pub preempted: bool,
     /// Total time on a pCPU so far.
     pub run_time: Nanos,
+    /// During `Policy::wake`: the pCPU whose exit woke it (the IPI sender's, Linux's
+    /// `smp_processor_id()` in try_to_wake_up), or None when no running vCPU caused the wakeup.
+    pub woken_from: Option<PcpuId>,
 }
 
 /// What the hypervisor knows about one pCPU.

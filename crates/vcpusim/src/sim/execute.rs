@@ -387,7 +387,7 @@ impl Sim {
                 VcpuState::Runnable => self.vcpus[to.idx()].pending_ipis.push_back(ipi),
                 VcpuState::Halted => {
                     self.vcpus[to.idx()].pending_ipis.push_back(ipi);
-                    self.wake_vcpu(to);
+                    self.wake_vcpu(to, Some(from));
                 }
             }
         }
@@ -404,7 +404,7 @@ impl Sim {
                     self.dispatch(v);
                 }
             }
-            VcpuState::Halted => self.wake_vcpu(v),
+            VcpuState::Halted => self.wake_vcpu(v, None),
             VcpuState::Runnable => {}
         }
     }

@@ -195,16 +195,19 @@ impl Sim {
         self.reschedule(p);
     }
 
-    /// An interrupt for halted `v` arrived: make it runnable.
-    pub fn wake_vcpu(&mut self, v: VcpuId) {
+    /// An interrupt for halted `v` arrived: make it runnable. `waker` is the running vCPU whose
+    /// IPI-send exit does the wakeup (KVM kicks the target from the sender's thread), if any.
+    pub fn wake_vcpu(&mut self, v: VcpuId, waker: Option<VcpuId>) {
         if self.vinfo[v.idx()].state != VcpuState::Halted {
             return;
         }
         self.vinfo[v.idx()].state = VcpuState::Runnable;
         self.vinfo[v.idx()].preempted = false;
+        self.vinfo[v.idx()].woken_from = waker.and_then(|w| self.vinfo[w.idx()].pcpu);
         let vm = self.vinfo[v.idx()].vm.idx();
         self.vms[vm].stats.wakeups += 1;
         self.with_policy(|pol, ctx| pol.wake(ctx, v));
+        self.vinfo[v.idx()].woken_from = None;
     }
 
     /// A pause-loop exit: the spinning vCPU traps to the hypervisor, which yields it.

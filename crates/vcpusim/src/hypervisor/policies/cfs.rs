@@ -25,8 +25,6 @@ use std::collections::BTreeSet;
 const NICE_0_LOAD: u64 = 1024;
 /// sched_nr_latency: above this many tasks the period stretches (fair.c).
 const SCHED_NR_LATENCY: u64 = 8;
-/// imbalance_pct of the default sched domain (sd_init, 117 since v5.x; 125 before).
-const IMBALANCE_PCT: u64 = 117;
 /// Candidates kvm_vcpu_on_spin tries before giving up on `-ESRCH` results (kvm_main.c).
 const DIRECTED_YIELD_TRIES: u32 = 3;
 
@@ -54,6 +52,8 @@ impl PolicyKind for CfsKind {
             ParamSpec::duration("tick", 4 * MS, "scheduler tick: CONFIG_HZ=250 -> 4 ms").range(100_000.0, 1e8),
             ParamSpec::int("busy_factor", 32, "sched domain busy_factor: a busy pCPU balances this many times less often (32 before v5.10, 16 after)")
                 .range(1.0, 1024.0),
+            ParamSpec::int("imbalance_pct", 125, "sched domain imbalance_pct: periodic balancing moves load only above this percentage of imbalance, wake_affine allows half of it. 125 in Linux 3.2 (SD_*_INIT), the seed's host kernel; 117 since v5.x")
+                .range(100.0, 400.0),
             ParamSpec::duration("migration_cost", 500 * US, "sysctl_sched_migration_cost: a vCPU that ran this recently is cache-hot and not pulled by periodic balancing")
                 .range(0.0, 1e9),
             ParamSpec::boolean("directed_yield", true, "on a pause-loop exit, yield to a preempted sibling vCPU (kvm_vcpu_on_spin); false: plain yield"),
@@ -102,6 +102,7 @@ pub struct Cfs {
     tick: Nanos,
     balance_interval: Nanos,
     busy_factor: u64,
+    imbalance_pct: u64,
     migration_cost: Nanos,
     directed_yield: bool,
     se: Vec<Entity>,
@@ -124,6 +125,7 @@ impl Cfs {
             // sd_init: balance_interval = sd_weight ms.
             balance_interval: host.npcpus as u64 * MS,
             busy_factor: params.int("busy_factor"),
+            imbalance_pct: params.int("imbalance_pct"),
             migration_cost: params.duration("migration_cost"),
             directed_yield: params.boolean("directed_yield"),
             se: vec![Entity::default(); host.nvcpus as usize],
@@ -277,20 +279,41 @@ impl Cfs {
         e.vruntime = e.vruntime.max(min.saturating_sub(self.latency / 2));
     }
 
-    /// select_task_rq_fair for a waking vCPU thread: previous pCPU if idle, else an idle pCPU
-    /// of the same socket (select_idle_sibling), else the previous pCPU.
+    /// select_task_rq_fair for a waking vCPU thread (Linux 3.2, the seed's host kernel): with
+    /// `cpu` the pCPU whose exit does the wakeup, the wakee moves there when wake_affine finds
+    /// the two loads close enough, else stays with its previous pCPU; select_idle_sibling then
+    /// prefers an idle pCPU in that target's last-level cache (a socket here).
     fn select_pcpu(&self, ctx: &PolicyCtx, v: VcpuId) -> usize {
-        let prev = ctx.host.vcpu(v).last_pcpu;
+        let info = ctx.host.vcpu(v);
+        let prev = info.last_pcpu.idx();
+        let cpu = info.woken_from.map_or(prev, |p| p.idx());
+        let target = if cpu == prev || self.wake_affine(v, cpu, prev) { cpu } else { prev };
+        self.select_idle_sibling(ctx, target, cpu, prev)
+    }
+
+    /// wake_affine (3.2, non-sync wakeup: KVM's kvm_vcpu_kick uses wake_up_interruptible):
+    /// pull the wakee to the waker's pCPU if that leaves it no more loaded than the previous
+    /// pCPU plus half the domain's imbalance margin, or if both pCPUs are nearly empty.
+    fn wake_affine(&self, v: VcpuId, this: usize, prev: usize) -> bool {
+        let this_load = self.rqs[this].load;
+        let prev_load = self.rqs[prev].load;
+        let w = self.weight[v.idx()];
+        let balanced = this_load == 0 || 100 * (this_load + w) <= (100 + (self.imbalance_pct - 100) / 2) * prev_load;
+        // cpu_avg_load_per_task(this_cpu)
+        let per_task = this_load / self.rqs[this].nr_running.max(1);
+        balanced || (this_load <= prev_load && this_load + prev_load <= per_task)
+    }
+
+    /// select_idle_sibling (3.2): the target itself when it is the waker's or the previous pCPU
+    /// and idle, else the first idle pCPU sharing its last-level cache, else the target.
+    fn select_idle_sibling(&self, ctx: &PolicyCtx, target: usize, cpu: usize, prev: usize) -> usize {
         let idle = |p: usize| self.rqs[p].nr_running == 0;
-        if idle(prev.idx()) {
-            return prev.idx();
+        if (target == cpu || target == prev) && idle(target) {
+            return target;
         }
         let topo = ctx.host.topology;
-        let n = self.rqs.len();
-        (1..n)
-            .map(|i| (prev.idx() + i) % n)
-            .find(|&p| idle(p) && topo.place(PcpuId(p as u32)).socket == topo.place(prev).socket)
-            .unwrap_or(prev.idx())
+        let socket = topo.place(PcpuId(target as u32)).socket;
+        (0..self.rqs.len()).find(|&p| idle(p) && topo.place(PcpuId(p as u32)).socket == socket).unwrap_or(target)
     }
 
     /// check_preempt_wakeup: preempt curr if the wakee is ahead by more than the granularity.
@@ -338,7 +361,7 @@ impl Cfs {
             .max_by_key(|&q| (self.rqs[q].load, std::cmp::Reverse(q)));
         let Some(b) = busiest else { return false };
         let b_load = self.rqs[b].load;
-        if b_load * 100 <= this_load * IMBALANCE_PCT || b_load <= this_load {
+        if b_load * 100 <= this_load * self.imbalance_pct || b_load <= this_load {
             return false;
         }
         let gap = b_load - this_load;
@@ -559,5 +582,40 @@ impl Policy for Cfs {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfs(npcpus: u32) -> Cfs {
+        let params = Params::defaults(&CfsKind.params());
+        Cfs::new(&params, HostShape { npcpus, nvcpus: 4, nvms: 1 })
+    }
+
+    fn load(c: &mut Cfs, p: usize, tasks: u64) {
+        c.rqs[p].load = tasks * NICE_0_LOAD;
+        c.rqs[p].nr_running = tasks;
+    }
+
+    #[test]
+    fn wake_affine_pulls_the_wakee_only_when_the_wakers_pcpu_is_not_busier_than_prev_allows() {
+        let mut c = cfs(4);
+        let v = VcpuId(0);
+        // Waker alone on pCPU 0; wakee's previous pCPU 1 runs two tasks: 2048 <= 1.12 x 2048.
+        load(&mut c, 0, 1);
+        load(&mut c, 1, 2);
+        assert!(c.wake_affine(v, 0, 1));
+        // Equal loads of one task each: 2048 > 1.12 x 1024, the wakee stays.
+        load(&mut c, 1, 1);
+        assert!(!c.wake_affine(v, 0, 1));
+        // An empty waker pCPU always attracts (this_load == 0).
+        load(&mut c, 0, 0);
+        assert!(c.wake_affine(v, 0, 1));
+        // A larger imbalance_pct widens the margin: at 500, 2048 <= 3 x 1024.
+        load(&mut c, 0, 1);
+        c.imbalance_pct = 500;
+        assert!(c.wake_affine(v, 0, 1));
     }
 }

@@ -491,6 +491,7 @@ mod tests {
                         run_start: 0,
                         preempted: false,
                         run_time: 0,
+                        woken_from: None,
                     });
                 }
                 vm_infos.push(VmInfo { id: VmId(i as u32), name: format!("vm{i}"), weight: *weight, vcpus: ids });
