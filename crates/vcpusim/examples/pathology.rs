@@ -40,9 +40,9 @@ fn main() {
                     col("lhp_count"),
                     col("lwp_count"),
                     col("progress") / secs,
-                    col("ple_exits"),
-                    col("ipi_resched") / secs / 8.0,
-                    col("ipi_tlb") / secs / 8.0,
+                    col("ple_exit_count"),
+                    col("ipi_resched_count") / secs / 8.0,
+                    col("ipi_tlb_count") / secs / 8.0,
                     col("futex_waits")
                 );
             }

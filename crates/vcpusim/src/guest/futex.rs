@@ -15,6 +15,9 @@ use crate::ids::{LockId, ThreadId, VcpuId};
 use crate::sim::state::Sim;
 use crate::time::Nanos;
 
+/// Lock class of the futex hash-bucket spinlocks (seed 000 Figure 3's "futex-queue" lock).
+pub const FUTEX_LOCK_CLASS: &str = "futex-queue";
+
 /// Kernel time to dequeue and mark one waiter runnable (wake_futex + try_to_wake_up), assumed.
 const WAKE_ONE_NS: Nanos = 200;
 /// Kernel time under the bucket lock in futex_wait: read the futex word and queue the waiter
@@ -37,7 +40,7 @@ impl Sim {
             .map(|(_, l)| *l);
         let lock = shared.unwrap_or_else(|| {
             let id = LockId(self.locks.len() as u32);
-            self.locks.push(Spinlock::new(self.vms[vm].guest.spinlock, "futex-queue"));
+            self.locks.push(Spinlock::new(self.vms[vm].guest.spinlock, FUTEX_LOCK_CLASS));
             id
         });
         self.vms[vm].objects.bucket_lock.insert(key, lock);

@@ -1,6 +1,7 @@
 //! Running a thread's program: fetch the next user op and expand it into kernel steps.
 
 use super::kernel_fn::KernelFn;
+use super::mm_sem::MmSemOp;
 use super::thread::{Action, Code, Step};
 use crate::ids::{ThreadId, VcpuId};
 use crate::sim::state::Sim;
@@ -77,12 +78,20 @@ impl Sim {
             Op::CondSignal { cond, all } => vec![Step::Do(Action::CondSignal { cond, all })],
             Op::QueuePut(q) => vec![Step::Do(Action::MutexLock(self.queue_mutex(t, q))), Step::Do(Action::QueuePut(q))],
             Op::QueueGet(q) => vec![Step::Do(Action::MutexLock(self.queue_mutex(t, q))), Step::Do(Action::QueueGet(q))],
-            Op::Mmap { pages } => {
-                vec![Step::Run { ns: self.costs.syscall + pages as Nanos * MM_WORK_PER_PAGE, func: KernelFn::Syscall }]
-            }
+            // Both hold mmap_sem for write across their work (guest/mm_sem.rs); munmap's TLB
+            // shootdown runs under it too (unmap_region -> tlb_finish_mmu, Linux 3.2).
+            Op::Mmap { pages } => vec![
+                Step::Run { ns: self.costs.syscall, func: KernelFn::Syscall },
+                Step::Do(Action::MmSem(MmSemOp::DownWrite)),
+                Step::Run { ns: pages as Nanos * MM_WORK_PER_PAGE, func: KernelFn::Syscall },
+                Step::Do(Action::MmSem(MmSemOp::UpWrite)),
+            ],
             Op::Munmap { pages } => vec![
-                Step::Run { ns: self.costs.syscall + pages as Nanos * MM_WORK_PER_PAGE, func: KernelFn::FlushTlbOthers },
+                Step::Run { ns: self.costs.syscall, func: KernelFn::Syscall },
+                Step::Do(Action::MmSem(MmSemOp::DownWrite)),
+                Step::Run { ns: pages as Nanos * MM_WORK_PER_PAGE, func: KernelFn::FlushTlbOthers },
                 Step::Do(Action::TlbShootdown { pages }),
+                Step::Do(Action::MmSem(MmSemOp::UpWrite)),
             ],
             Op::Progress => vec![Step::Do(Action::Progress)],
             Op::Loop { .. } => unreachable!("loops are compiled away"),

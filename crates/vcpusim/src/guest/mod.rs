@@ -6,6 +6,7 @@ pub mod config;
 pub mod futex;
 pub mod interpreter;
 pub mod kernel_fn;
+pub mod mm_sem;
 pub mod objects;
 pub mod scheduler;
 pub mod spinlock;

@@ -55,6 +55,20 @@ pub struct SyncObjects {
     pub bucket_lock: BTreeMap<FutexKey, LockId>,
     /// Kernel locks named by Syscall ops.
     pub kernel_locks: Vec<LockId>,
+    /// The address space's mmap_sem, taken by mmap and munmap (guest/mm_sem.rs).
+    pub mm_sem: MmSem,
+}
+
+/// The write side of an mm's `mmap_sem` (Linux 3.2 rw_semaphore, lib/rwsem.c): a sleeping lock
+/// whose wait list is protected by the spinlock `wait_lock` (lock class "mm-sem-wait").
+#[derive(Clone, Debug, Default)]
+pub struct MmSem {
+    /// The writer holding the semaphore.
+    pub owner: Option<ThreadId>,
+    /// Writers queued on the wait list, in arrival order.
+    pub waiters: VecDeque<ThreadId>,
+    /// `sem->wait_lock`, created on the first contended down_write.
+    pub wait_lock: Option<LockId>,
 }
 
 impl SyncObjects {
@@ -64,6 +78,9 @@ impl SyncObjects {
             FutexKey::Mutex(m) => self.mutexes[m] as u64,
             FutexKey::Barrier(b) => self.barriers[b].generation,
             FutexKey::Cond(c) => self.conds[c],
+            // Not a futex word: nobody futex_waits on the semaphore; its sleepers are queued
+            // by guest/mm_sem.rs. The owner's presence stands in for the rwsem count.
+            FutexKey::MmSem => u64::from(self.mm_sem.owner.is_some()),
         }
     }
 }
@@ -75,6 +92,7 @@ pub fn futex_bucket(key: FutexKey, buckets: usize) -> usize {
         FutexKey::Mutex(i) => (1u64, i as u64),
         FutexKey::Barrier(i) => (2, i as u64),
         FutexKey::Cond(i) => (3, i as u64),
+        FutexKey::MmSem => (4, 0),
     };
     let mut h = (kind << 32 | idx).wrapping_mul(0x9e3779b97f4a7c15);
     h ^= h >> 29;

@@ -101,6 +101,7 @@ impl Sim {
                             self.vms[vm].objects.barriers[b].arrived, self.vms[vm].objects.barriers[b].parties
                         ),
                         FutexKey::Cond(c) => format!("condition variable {c}"),
+                        FutexKey::MmSem => "the mm's mmap_sem (down_write)".to_string(),
                     }
                 )),
                 _ => None,

@@ -171,6 +171,7 @@ impl Sim {
             Action::FutexSleep => self.futex_sleep(v, t),
             Action::FutexWake { key, n } => self.futex_wake(v, t, key, n),
             Action::TlbShootdown { pages } => self.tlb_shootdown(v, t, pages),
+            Action::MmSem(op) => self.mm_sem_action(v, t, op),
             Action::Progress => self.count_progress(t),
         }
     }

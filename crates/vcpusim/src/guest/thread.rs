@@ -46,6 +46,9 @@ pub enum FutexKey {
     Mutex(ObjIndex),
     Barrier(ObjIndex),
     Cond(ObjIndex),
+    /// Not a futex: the wait list of the mm's mmap_sem (guest/mm_sem.rs). It shares the
+    /// sleep / wake machinery, so a thread sleeping on it is `Blocked(MmSem)`.
+    MmSem,
 }
 
 /// What a user-level spin waits for.
@@ -78,6 +81,8 @@ pub enum Action {
     /// Under the bucket lock: wake up to `n` waiters; IPIs go out before or after the unlock
     /// following this action depending on GuestConfig::futex_wake_ipi.
     FutexWake { key: FutexKey, n: usize },
+    /// A step of down_write / up_write on the mm's mmap_sem (guest/mm_sem.rs).
+    MmSem(super::mm_sem::MmSemOp),
     /// Start a TLB shootdown for `pages` pages.
     TlbShootdown { pages: u32 },
     Progress,

@@ -2,3 +2,4 @@
 
 pub mod policies;
 pub mod policy;
+pub mod uvf;

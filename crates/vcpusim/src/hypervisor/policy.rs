@@ -62,6 +62,44 @@ pub struct VmInfo {
     /// Proportional-share weight (Xen domain weight; CFS group shares are derived from it).
     pub weight: u32,
     pub vcpus: Vec<VcpuId>,
+    /// The VM's urgent-vCPU-first features (`[vm.uvf]`; all off by default).
+    pub uvf: crate::hypervisor::uvf::UvfVm,
+    /// Seed 004 section 4.1 VM type (`[[vm]] type`); only the `hybrid` policy reads it.
+    pub vm_type: VmType,
+    /// Seed 004 section 3.3 u-factor of the master vCPU (`[[vm]] u_factor`, in [0, 1); PCPS when
+    /// > 0); only the `hybrid` policy reads it, and only for concurrent VMs.
+    pub u_factor: f64,
+}
+
+/// The VM classes of seed 004 (004_2f4d1756ca892fd2.txt section 4.1): a high-throughput VM's
+/// vCPUs are scheduled asynchronously (PS), a concurrent VM's are co-scheduled (CPS / PCPS).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum VmType {
+    /// `hit`: high-throughput (the seed's default type).
+    #[default]
+    HighThroughput,
+    /// `con`: concurrent.
+    Concurrent,
+}
+
+impl VmType {
+    /// The names scenarios use, in the order error messages list them.
+    pub const NAMES: &'static [&'static str] = &["hit", "con"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            VmType::HighThroughput => "hit",
+            VmType::Concurrent => "con",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "hit" => Some(VmType::HighThroughput),
+            "con" => Some(VmType::Concurrent),
+            _ => None,
+        }
+    }
 }
 
 /// Read-only view of the host handed to every policy call.
@@ -127,6 +165,8 @@ pub enum Request {
     Reschedule(PcpuId),
     /// Call `on_timer(key)` at this time. Timers with the same key are independent.
     Timer { at: Nanos, key: u64 },
+    /// For the metrics: this vCPU entered urgent state (UVF, `urgent_count`).
+    UrgentEntered(VcpuId),
 }
 
 /// The context of one policy call: the host view plus a request list.
@@ -145,6 +185,10 @@ impl<'a> PolicyCtx<'a> {
     /// Ask for `do_schedule` on `pcpu` (a preemption check there).
     pub fn reschedule(&mut self, pcpu: PcpuId) {
         self.requests.push(Request::Reschedule(pcpu));
+    }
+    /// Count one entry of `v` into urgent state (UVF) in its VM's `urgent_count`.
+    pub fn note_urgent(&mut self, v: VcpuId) {
+        self.requests.push(Request::UrgentEntered(v));
     }
     /// Ask for `on_timer(key)` at time `at` (clamped to now).
     pub fn set_timer(&mut self, at: Nanos, key: u64) {
@@ -209,6 +253,13 @@ pub trait Policy {
     /// Notification: the guest on `from` sent an IPI to `to`. The hypervisor sees this because
     /// sending an IPI exits to it (seed 000 section 3.1).
     fn ipi_sent(&mut self, _ctx: &mut PolicyCtx, _from: VcpuId, _to: VcpuId, _kind: IpiKind) {}
+
+    /// Notification: the running vCPU `v` starts preparing an IPI send (its first APIC access,
+    /// which exits without APICv; the IPI's kind is not known yet: seed 000 section 4.1.1).
+    fn ipi_send_started(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId) {}
+
+    /// Notification: `v` finished handling an IPI of this kind (its EOI exit).
+    fn ipi_handled(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId, _kind: IpiKind) {}
 
     /// Check the policy's own invariants (used in check mode after every event).
     fn check(&self, _host: &HostView) -> Result<(), String> {

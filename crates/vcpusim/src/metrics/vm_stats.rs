@@ -23,6 +23,8 @@ pub struct VmStats {
     pub ipis_sent: BTreeMap<IpiKind, u64>,
     pub ple_exits: u64,
     pub yields: u64,
+    /// Times one of its vCPUs entered urgent state (UVF, seed 000 section 3.1.3).
+    pub urgent_entered: u64,
     /// Involuntary deschedules (preemptions) of its vCPUs.
     pub preemptions: u64,
     /// Times one of its vCPUs was switched in.

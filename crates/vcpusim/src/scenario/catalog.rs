@@ -1,11 +1,12 @@
 //! The catalog `vcpusim list` prints: every policy and workload with its parameters, and the keys
-//! of the fixed sections (`[guest]`, `[host.ple]`, `[host.costs]`, `[run]`), each with its type,
+//! of the fixed sections (`[guest]`, `[host.ple]`, `[host.costs]`, `[host.uvf]`, `[vm.uvf]`, `[run]`), each with its type,
 //! default, accepted values and meaning. Built from the same spec lists the loader checks
 //! against, so it cannot disagree with it.
 
 use super::load::DEFAULT_POLICY;
 use super::program_ops;
 use super::sections::{self, SectionKey};
+use super::uvf_sections;
 use crate::hypervisor::policies;
 use crate::params::{ParamKind, ParamSpec, ParamValue};
 use crate::time::format_duration;
@@ -20,6 +21,8 @@ struct Catalog {
     guest: Vec<KeyEntry>,
     host_ple: Vec<KeyEntry>,
     host_costs: Vec<KeyEntry>,
+    host_uvf: Vec<KeyEntry>,
+    vm_uvf: Vec<KeyEntry>,
     run: Vec<KeyEntry>,
 }
 
@@ -123,6 +126,8 @@ fn catalog() -> Catalog {
         guest: section_entries(&sections::guest_keys()),
         host_ple: section_entries(&sections::ple_keys(grow)),
         host_costs: section_entries(&sections::costs_keys()),
+        host_uvf: section_entries(&uvf_sections::host_uvf_keys()),
+        vm_uvf: section_entries(&uvf_sections::vm_uvf_keys()),
         run: section_entries(&sections::run_keys()),
     }
 }

@@ -8,12 +8,14 @@
 use super::program_ops::{self, parse_program};
 use super::section::{error, Section};
 use super::sections;
+use super::uvf_sections;
 use super::spec::{HostSpec, Scenario, VmSpec};
 use super::suggest::with_suggestion;
 use crate::error::SimError;
 use crate::guest::config::GuestConfig;
 use crate::hardware::topology::Topology;
 use crate::hypervisor::policies;
+use crate::hypervisor::policy::VmType;
 use crate::params::{show_toml, Params};
 use crate::workload::{
     self,
@@ -24,9 +26,9 @@ use toml::Value;
 
 const TOP_KEYS: &[&str] = &["host", "guest", "vm", "run"];
 const HOST_KEYS: &[&str] =
-    &["pcpus", "policy", "sockets", "numa_nodes", "threads_per_core", "start_skew", "params", "ple", "costs"];
+    &["pcpus", "policy", "sockets", "numa_nodes", "threads_per_core", "start_skew", "placement", "params", "ple", "costs", "uvf"];
 const VM_KEYS: &[&str] =
-    &["name", "count", "vcpus", "weight", "workload", "threads", "iterations", "params", "program", "guest"];
+    &["name", "count", "vcpus", "weight", "type", "u_factor", "workload", "threads", "iterations", "params", "program", "guest", "uvf"];
 
 /// The policy used when `[host]` names none.
 pub const DEFAULT_POLICY: &str = "cfs";
@@ -62,8 +64,28 @@ pub fn from_toml_str(text: &str, source: &str) -> Result<Scenario, SimError> {
         None => GuestConfig::default(),
     };
     let vms = vms(&top, &guest)?;
+    if host.uvf.is_none() {
+        // Per-VM features without the host overlay would silently do nothing.
+        if let Some(i) = vm_with_uvf(&top) {
+            return Err(error(
+                source,
+                &format!("vm[{i}].uvf"),
+                "urgent-vCPU-first features need the overlay turned on: add a [host.uvf] section",
+            ));
+        }
+    }
     let run = sections::run(top.table("run")?.as_ref())?;
     Ok(Scenario { source: source.to_string(), host, vms, run })
+}
+
+/// The index of the first `[[vm]]` entry with a `[vm.uvf]` table.
+fn vm_with_uvf(top: &Section) -> Option<usize> {
+    match top.get("vm") {
+        Some(Value::Array(list)) => {
+            list.iter().position(|v| matches!(v, Value::Table(t) if t.contains_key("uvf")))
+        }
+        _ => None,
+    }
 }
 
 /// A TOML parse error with the 1-based line and column of where it starts.
@@ -114,13 +136,59 @@ fn host(top: &Section) -> Result<HostSpec, SimError> {
         Some(section) => section.params(&specs)?,
         None => Params::defaults(&specs),
     };
+    let params = with_placement(&host, kind, params)?;
     let ple = sections::ple(host.table("ple")?.as_ref(), kind.ple_grow())?;
     let costs = sections::costs(host.table("costs")?.as_ref())?;
     let start_skew = match host.get("start_skew") {
         Some(v) => super::section::duration_value(host.file, &host.key("start_skew"), v, false)?,
         None => super::spec::DEFAULT_START_SKEW,
     };
-    Ok(HostSpec { topology, policy: kind.name().to_string(), params, costs, ple, start_skew })
+    let uvf = host.table("uvf")?.map(|s| uvf_sections::host_uvf(&s)).transpose()?;
+    if uvf.is_some() && kind.name() != "cfs" {
+        return Err(host.error_at(
+            "uvf",
+            format!("the urgent-vCPU-first overlay is implemented over policy = \"cfs\" only, got policy = {:?}", kind.name()),
+        ));
+    }
+    Ok(HostSpec { topology, policy: kind.name().to_string(), params, costs, ple, start_skew, uvf })
+}
+
+/// `[host] placement` (seed 000 section 3.2; hypervisor/policies/placement.rs). It reaches the
+/// policy as its `placement` parameter, so only a policy declaring one (cfs) takes `balance` or
+/// `lc-balance`; `default`, the policy's own placement, is valid with any policy.
+fn with_placement(host: &Section, kind: &dyn policies::PolicyKind, mut params: Params) -> Result<Params, SimError> {
+    use crate::hypervisor::policies::placement::Placement;
+    let Some(value) = host.get("placement") else { return Ok(params) };
+    let names = Placement::NAMES;
+    let name = match value {
+        Value::String(s) if names.contains(&s.as_str()) => s.as_str(),
+        Value::String(s) => {
+            let m = format!("expected one of {}, got {s:?}", names.join(", "));
+            return Err(host.error_at("placement", with_suggestion(m, s, names)));
+        }
+        other => {
+            return Err(host.error_at("placement", format!("expected one of {}, got {}", names.join(", "), show_toml(other))))
+        }
+    };
+    let declared = kind.params().into_iter().find(|s| s.name == "placement");
+    let Some(spec) = declared else {
+        if name == "default" {
+            return Ok(params);
+        }
+        return Err(host.error_at(
+            "placement",
+            format!(
+                "placement = {name:?} is implemented for policy = \"cfs\" only, got policy = {:?} \
+                 (which places vCPUs its own way; leave placement out or write \"default\")",
+                kind.name()
+            ),
+        ));
+    };
+    if host.table("params")?.is_some_and(|p| p.get("placement").is_some()) {
+        return Err(host.error_at("params.placement", "placement is given twice; keep [host] placement only"));
+    }
+    params.set("placement", spec.parse(value).map_err(|m| host.error_at("placement", m))?);
+    Ok(params)
 }
 
 fn vms(top: &Section, guest: &GuestConfig) -> Result<Vec<VmSpec>, SimError> {
@@ -185,6 +253,8 @@ fn vm(section: &Section, guest: &GuestConfig) -> Result<Vec<VmSpec>, SimError> {
         Some(g) => sections::guest_config(&g, guest)?,
         None => guest.clone(),
     };
+    let uvf = section.table("uvf")?.map(|u| uvf_sections::vm_uvf(&u)).transpose()?.unwrap_or_default();
+    let (vm_type, u_factor) = vm_class(section)?;
 
     let (program, threads, params) = if workload_name == program_ops::WORKLOAD_NAME {
         custom_program(section, threads, vcpus)?
@@ -219,11 +289,49 @@ fn vm(section: &Section, guest: &GuestConfig) -> Result<Vec<VmSpec>, SimError> {
         params,
         program,
         guest,
+        uvf,
+        vm_type,
+        u_factor,
     };
     if count == 1 {
         return Ok(vec![spec]);
     }
     Ok((0..count).map(|k| VmSpec { name: format!("{name}-{k}"), ..spec.clone() }).collect())
+}
+
+/// `type` and `u_factor`: seed 004's VM class and the master vCPU's u-factor (section 3.3, 4.2).
+/// Only the `hybrid` policy reads them; other policies accept and ignore them, so one scenario
+/// can be run under `credit` and `hybrid` unchanged (the seed's Credit vs CON vs HIT comparisons).
+/// A u-factor on a `hit` VM is a contradiction (it shapes co-scheduling) and is refused.
+fn vm_class(section: &Section) -> Result<(VmType, f64), SimError> {
+    let vm_type = match section.string("type")? {
+        None => VmType::default(),
+        Some(name) => VmType::from_name(name).ok_or_else(|| {
+            section.error_at("type", format!("expected one of {}, got {name:?}", VmType::NAMES.join(", ")))
+        })?,
+    };
+    let u_factor = match section.get("u_factor") {
+        None => 0.0,
+        Some(value) => {
+            let expected = "a number in [0, 1) (the master vCPU's u-factor; 0 = CPS)";
+            let u = match value {
+                Value::Float(f) => *f,
+                Value::Integer(i) => *i as f64,
+                other => return Err(section.error_at("u_factor", format!("expected {expected}, got {}", show_toml(other)))),
+            };
+            if !(0.0..1.0).contains(&u) {
+                return Err(section.error_at("u_factor", format!("expected {expected}, got {}", show_toml(value))));
+            }
+            u
+        }
+    };
+    if u_factor > 0.0 && vm_type != VmType::Concurrent {
+        return Err(section.error_at(
+            "u_factor",
+            format!("u_factor = {u_factor} applies to concurrent VMs only; add type = \"con\" or remove u_factor"),
+        ));
+    }
+    Ok((vm_type, u_factor))
 }
 
 fn custom_program(section: &Section, threads: Option<u32>, vcpus: u32) -> Result<(Program, u32, Params), SimError> {
@@ -319,6 +427,22 @@ mod tests {
     fn assert_error(text: &str, want_prefix: &str) {
         let got = message(text);
         assert!(got.starts_with(&format!("s.toml: {want_prefix}")), "\n got: {got}\nwant: s.toml: {want_prefix}");
+    }
+
+    #[test]
+    fn uvf_sections_load_and_bad_ones_are_rejected() {
+        let s = load(&minimal("[host.uvf]\nurgent_tslice = \"300us\"", "[vm.uvf]\nresched_dp = \"500us\"\ntlb_co = true")).unwrap();
+        let host = s.host.uvf.expect("[host.uvf] turns the overlay on");
+        assert_eq!((host.urgent_tslice, host.urgent_allowance), (300 * crate::time::US, 18 * crate::time::MS));
+        assert_eq!(s.vms[0].uvf.resched_dp, Some(500 * crate::time::US));
+        assert!(s.vms[0].uvf.tlb_co && s.vms[0].uvf.resched_co.is_none() && !s.vms[0].uvf.early_dp);
+        assert!(load(&minimal("", "")).unwrap().host.uvf.is_none());
+
+        assert_error(&minimal("", "[vm.uvf]\ntlb_co = true"), "vm[0].uvf: urgent-vCPU-first features need the overlay");
+        assert_error(&minimal("policy = \"credit\"\n[host.uvf]", ""), "host.uvf: the urgent-vCPU-first overlay is implemented over policy = \"cfs\" only");
+        assert_error(&minimal("[host.uvf]", "[vm.uvf]\nearly_dp = true"), "vm[0].uvf.early_dp: early_dp = true needs resched_dp");
+        assert_error(&minimal("[host.uvf]", "[vm.uvf]\ntlb_c = true"), "vm[0].uvf.tlb_c: unknown key; did you mean \"tlb_co\"?");
+        assert_error(&minimal("[host.uvf]", "[vm.uvf]\nresched_co = \"0us\""), "vm[0].uvf.resched_co:");
     }
 
     #[test]
@@ -574,6 +698,21 @@ mod tests {
         let text = minimal("", "iterations = 10").replace("{progress = true}", "{compute = \"2ms\"}");
         assert_error(&text, "vm[0].iterations: VM \"a\" never counts progress");
         assert_eq!(load(&minimal("", "iterations = 10")).unwrap().vms[0].iterations, Some(10));
+    }
+
+    #[test]
+    fn vm_type_and_u_factor_load_and_bad_ones_are_rejected() {
+        let s = load(&minimal("", "type = \"con\"\nu_factor = 0.25")).unwrap();
+        assert_eq!((s.vms[0].vm_type, s.vms[0].u_factor), (VmType::Concurrent, 0.25));
+        let s = load(&minimal("", "")).unwrap();
+        assert_eq!((s.vms[0].vm_type, s.vms[0].u_factor), (VmType::HighThroughput, 0.0));
+        let s = load(&minimal("", "type = \"con\"\nu_factor = 0")).unwrap();
+        assert_eq!(s.vms[0].u_factor, 0.0);
+        assert_error(&minimal("", "type = \"gang\""), "vm[0].type: expected one of hit, con, got \"gang\"");
+        assert_error(&minimal("", "type = \"con\"\nu_factor = 1.0"), "vm[0].u_factor: expected a number in [0, 1)");
+        assert_error(&minimal("", "type = \"con\"\nu_factor = -0.5"), "vm[0].u_factor: expected a number in [0, 1)");
+        assert_error(&minimal("", "type = \"con\"\nu_factor = \"a lot\""), "vm[0].u_factor: expected a number in [0, 1)");
+        assert_error(&minimal("", "u_factor = 0.25"), "vm[0].u_factor: u_factor = 0.25 applies to concurrent VMs only");
     }
 
     #[test]

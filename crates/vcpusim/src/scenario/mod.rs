@@ -7,3 +7,4 @@ pub mod program_ops;
 pub mod section;
 pub mod sections;
 pub mod suggest;
+pub mod uvf_sections;

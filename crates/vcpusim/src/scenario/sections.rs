@@ -20,10 +20,10 @@ pub struct SectionKey {
 }
 
 impl SectionKey {
-    fn defaulted(spec: ParamSpec) -> Self {
+    pub(super) fn defaulted(spec: ParamSpec) -> Self {
         SectionKey { spec, optional: false }
     }
-    fn optional(spec: ParamSpec) -> Self {
+    pub(super) fn optional(spec: ParamSpec) -> Self {
         SectionKey { spec, optional: true }
     }
 }
@@ -212,7 +212,7 @@ pub fn run_keys() -> Vec<SectionKey> {
 }
 
 /// Read the keys present in `section` (unknown keys are errors); absent keys give `None`.
-fn read(section: &Section, keys: &[SectionKey]) -> Result<Vec<(&'static str, Option<ParamValue>)>, SimError> {
+pub(super) fn read(section: &Section, keys: &[SectionKey]) -> Result<Vec<(&'static str, Option<ParamValue>)>, SimError> {
     section.allow_only(&names(keys))?;
     keys.iter().map(|k| Ok((k.spec.name, section.param(&k.spec)?))).collect()
 }

@@ -3,6 +3,7 @@
 use crate::guest::config::GuestConfig;
 use crate::hardware::costs::{Costs, Ple};
 use crate::hardware::topology::Topology;
+use crate::hypervisor::uvf::{UvfHost, UvfVm};
 use crate::params::Params;
 use crate::time::Nanos;
 use crate::workload::program::Program;
@@ -30,6 +31,8 @@ pub struct HostSpec {
     /// make its first decision at t = 0 and slice-based policies would stay phase-locked,
     /// co-scheduling sibling vCPUs by accident (docs/model.md "Shortcuts").
     pub start_skew: Nanos,
+    /// `[host.uvf]`: the urgent-vCPU-first overlay (seed 000 section 3.1.3); None = off.
+    pub uvf: Option<UvfHost>,
 }
 
 /// Default `[host] start_skew`: one Xen credit time slice, so slice boundaries are spread over
@@ -53,6 +56,13 @@ pub struct VmSpec {
     /// The program its threads run (built from the workload and params).
     pub program: Program,
     pub guest: GuestConfig,
+    /// `[vm.uvf]`: which urgent-vCPU-first features apply to this VM's vCPUs.
+    pub uvf: UvfVm,
+    /// `type`: seed 004's VM class, `hit` (default) or `con`; read by the `hybrid` policy only.
+    pub vm_type: crate::hypervisor::policy::VmType,
+    /// `u_factor`: the master vCPU's u-factor in [0, 1) (seed 004 section 3.3; PCPS when > 0);
+    /// read by the `hybrid` policy only, for `con` VMs.
+    pub u_factor: f64,
 }
 
 #[derive(Clone, Debug)]

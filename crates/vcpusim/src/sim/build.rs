@@ -22,7 +22,7 @@ impl Sim {
         let nvcpus: u32 = sc.vms.iter().map(|v| v.vcpus).sum();
         let kind = policies::find(&sc.host.policy)
             .map_err(|message| SimError::Scenario { file: sc.source.clone(), key: "host.policy".into(), message })?;
-        let policy = kind.build(&sc.host.params, HostShape { npcpus: npcpus as u32, nvcpus, nvms: sc.vms.len() as u32 });
+        let policy = kind.build(&sc.host.params, HostShape { npcpus: npcpus as u32, nvcpus, nvms: sc.vms.len() as u32, uvf: sc.host.uvf });
         let mut sim = Sim {
             now: 0,
             queue: EventQueue::new(),
@@ -157,7 +157,7 @@ impl Sim {
             self.vcpus[v.idx()].runqueue.push_back(t);
             thread_ids.push(t);
         }
-        self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), weight: spec.weight, vcpus: vcpu_ids });
+        self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), weight: spec.weight, vcpus: vcpu_ids, uvf: spec.uvf, vm_type: spec.vm_type, u_factor: spec.u_factor });
         self.vms.push(Vm {
             live_threads: thread_ids.len(),
             threads: thread_ids,

@@ -296,6 +296,13 @@ impl Sim {
                 StepOutcome::Continue
             }
             Step::SendIpis { targets, .. } => {
+                if self.threads[t.idx()].step_remaining.is_none() {
+                    // The first APIC access of the send exits: the hypervisor sees it coming.
+                    self.with_policy(|pol, ctx| pol.ipi_send_started(ctx, v));
+                    if !self.running(v) {
+                        return StepOutcome::Busy;
+                    }
+                }
                 // One APIC ICR write (a VMEXIT) per target without APICv (seed 000 section 4.2).
                 let cost = self.costs.ipi_send * targets.len().max(1) as u64;
                 let left = *self.threads[t.idx()].step_remaining.get_or_insert(cost);
@@ -410,6 +417,8 @@ impl Sim {
     }
 
     fn finish_ipi_handler(&mut self, v: VcpuId, ipi: Ipi) {
+        // The handler's EOI exits to the hypervisor.
+        self.with_policy(|pol, ctx| pol.ipi_handled(ctx, v, ipi.kind));
         match ipi.kind {
             // scheduler_ipi: the guest scheduler runs on return; dispatch() picks up new work.
             IpiKind::Resched => {}

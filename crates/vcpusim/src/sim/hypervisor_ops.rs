@@ -42,6 +42,10 @@ impl Sim {
                     Request::Timer { at, key } => {
                         self.queue.push(at, Event::PolicyTimer(key));
                     }
+                    Request::UrgentEntered(v) => {
+                        let vm = self.vinfo[v.idx()].vm.idx();
+                        self.vms[vm].stats.urgent_entered += 1;
+                    }
                 }
             }
         }

@@ -14,8 +14,10 @@
 //! - The scheduler tick runs on every pCPU, busy or idle; on idle pCPUs it stands in for
 //!   nohz idle balancing.
 
+use super::placement::{self, LoadView, Placement};
 use super::{HostShape, PolicyKind};
-use crate::hypervisor::policy::{Decision, Policy, PolicyCtx, VcpuState, YieldReason};
+use crate::hypervisor::policy::{Decision, IpiKind, Policy, PolicyCtx, VcpuState, YieldReason};
+use crate::hypervisor::uvf::Uvf;
 use crate::ids::{PcpuId, VcpuId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, MS, US};
@@ -25,8 +27,12 @@ use std::collections::BTreeSet;
 const NICE_0_LOAD: u64 = 1024;
 /// sched_nr_latency: above this many tasks the period stretches (fair.c).
 const SCHED_NR_LATENCY: u64 = 8;
+/// Timer keys at or above this are the UVF overlay's (pCPU in the low bits); below, scheduler ticks.
+const UVF_TIMER: u64 = 1 << 32;
 /// Candidates kvm_vcpu_on_spin tries before giving up on `-ESRCH` results (kvm_main.c).
 const DIRECTED_YIELD_TRIES: u32 = 3;
+
+mod urgent;
 
 pub struct CfsKind;
 
@@ -57,6 +63,7 @@ impl PolicyKind for CfsKind {
             ParamSpec::duration("migration_cost", 500 * US, "sysctl_sched_migration_cost: a vCPU that ran this recently is cache-hot and not pulled by periodic balancing")
                 .range(0.0, 1e9),
             ParamSpec::boolean("directed_yield", true, "on a pause-loop exit, yield to a preempted sibling vCPU (kvm_vcpu_on_spin); false: plain yield"),
+            ParamSpec::choice("placement", Placement::NAMES, "default", "vCPU-to-pCPU placement, usually set as [host] placement: default (the Linux 3.2 wake path and load balancer), balance (siblings never share a run queue; Sukwong and Kim, EuroSys'11) or lc-balance (load-conscious balance, seed 000 section 3.2)"),
         ]
     }
     fn build(&self, params: &Params, host: HostShape) -> Box<dyn Policy> {
@@ -105,12 +112,16 @@ pub struct Cfs {
     imbalance_pct: u64,
     migration_cost: Nanos,
     directed_yield: bool,
+    /// Which run queues a waking or migrating vCPU may join (placement.rs).
+    placement: Placement,
     se: Vec<Entity>,
     weight: Vec<u64>,
     rqs: Vec<RunQueue>,
     /// kvm->last_boosted_vcpu per VM (index within the VM).
     last_boosted: Vec<usize>,
     ticks_started: bool,
+    /// The urgent-vCPU-first overlay (seed 000 section 3.1.3), when `[host.uvf]` is present.
+    uvf: Option<Uvf>,
 }
 
 impl Cfs {
@@ -128,11 +139,13 @@ impl Cfs {
             imbalance_pct: params.int("imbalance_pct"),
             migration_cost: params.duration("migration_cost"),
             directed_yield: params.boolean("directed_yield"),
+            placement: Placement::from_name(params.choice("placement")).expect("the loader checks the name against Placement::NAMES"),
             se: vec![Entity::default(); host.nvcpus as usize],
             weight: vec![NICE_0_LOAD; host.nvcpus as usize],
             rqs: vec![RunQueue::default(); host.npcpus as usize],
             last_boosted: vec![0; host.nvms as usize],
             ticks_started: false,
+            uvf: host.uvf.map(|cfg| Uvf::new(cfg, host.nvcpus as usize, host.npcpus as usize)),
         }
     }
 
@@ -213,6 +226,9 @@ impl Cfs {
         let e = &mut self.se[v.idx()];
         e.vruntime = e.vruntime.saturating_sub(self.rqs[from].min_vruntime) + self.rqs[to].min_vruntime;
         self.enqueue(v, to);
+        if let Some(u) = self.uvf.as_mut() {
+            u.move_queued(v, PcpuId(to as u32));
+        }
     }
 
     /// Ideal slice of `v` on run queue `p` (sched_slice), counting `v` as if queued there
@@ -244,6 +260,13 @@ impl Cfs {
     }
 
     fn resched(&mut self, ctx: &mut PolicyCtx, p: usize) {
+        // UVF: an urgent vCPU in its protected tslice is not preempted; the preemption waits.
+        if let (Some(u), Some(c)) = (self.uvf.as_mut(), self.rqs[p].curr) {
+            if u.protects(PcpuId(p as u32), c, ctx.now()) {
+                u.defer(PcpuId(p as u32));
+                return;
+            }
+        }
         if !self.rqs[p].need_resched {
             self.rqs[p].need_resched = true;
             ctx.reschedule(PcpuId(p as u32));
@@ -284,11 +307,47 @@ impl Cfs {
     /// the two loads close enough, else stays with its previous pCPU; select_idle_sibling then
     /// prefers an idle pCPU in that target's last-level cache (a socket here).
     fn select_pcpu(&self, ctx: &PolicyCtx, v: VcpuId) -> usize {
+        if let Some(p) = self.place(ctx, v) {
+            return p;
+        }
         let info = ctx.host.vcpu(v);
         let prev = info.last_pcpu.idx();
         let cpu = info.woken_from.map_or(prev, |p| p.idx());
         let target = if cpu == prev || self.wake_affine(v, cpu, prev) { cpu } else { prev };
         self.select_idle_sibling(ctx, target, cpu, prev)
+    }
+
+    /// The placement's view of the host for `v`: run-queue loads, and which pCPUs hold one of
+    /// its siblings (queued or running).
+    fn placement_view(&self, ctx: &PolicyCtx, v: VcpuId) -> (Vec<u64>, Vec<bool>) {
+        let loads = self.rqs.iter().map(|rq| rq.load).collect();
+        let mut holds_sibling = vec![false; self.rqs.len()];
+        for &s in ctx.host.vm_of(v).vcpus.iter().filter(|&&s| s != v) {
+            if let Some(p) = self.se[s.idx()].rq {
+                holds_sibling[p] = true;
+            }
+        }
+        (loads, holds_sibling)
+    }
+
+    /// The pCPU a (re)entering vCPU joins under `balance` / `lc-balance`; None under `default`,
+    /// whose choice is select_task_rq_fair's.
+    fn place(&self, ctx: &PolicyCtx, v: VcpuId) -> Option<usize> {
+        if self.placement == Placement::Default {
+            return None;
+        }
+        let (loads, holds_sibling) = self.placement_view(ctx, v);
+        let view = LoadView { loads: &loads, holds_sibling: &holds_sibling };
+        placement::select_waking(self.placement, &view, ctx.host.vcpu(v).last_pcpu.idx())
+    }
+
+    /// May the load balancer move queued `v` to `dest` under the placement?
+    fn may_move(&self, ctx: &PolicyCtx, v: VcpuId, dest: usize) -> bool {
+        if self.placement == Placement::Default {
+            return true;
+        }
+        let (loads, holds_sibling) = self.placement_view(ctx, v);
+        placement::may_move_to(self.placement, &LoadView { loads: &loads, holds_sibling: &holds_sibling }, dest)
     }
 
     /// wake_affine (3.2, non-sync wakeup: KVM's kvm_vcpu_kick uses wake_up_interruptible):
@@ -352,38 +411,68 @@ impl Cfs {
     }
 
     /// Pull one queued vCPU to `this` from the busiest run queue if that shrinks the imbalance
-    /// (load_balance / detach_tasks). Cache-hot vCPUs stay unless `this` is idle.
+    /// (load_balance / detach_tasks). Cache-hot vCPUs stay unless `this` is idle. When the
+    /// placement bars every queued vCPU of the busiest queue from `this`, the next busiest is
+    /// tried, as load_balance retries without the busiest CPU when all its tasks are pinned
+    /// (`all_pinned` -> `goto redo`, fair.c 3.2); under `default` nothing is barred.
     fn balance(&mut self, ctx: &mut PolicyCtx, this: usize) -> bool {
         let now = ctx.now();
         let this_load = self.rqs[this].load;
-        let busiest = (0..self.rqs.len())
-            .filter(|&q| q != this && !self.rqs[q].tree.is_empty())
-            .max_by_key(|&q| (self.rqs[q].load, std::cmp::Reverse(q)));
-        let Some(b) = busiest else { return false };
-        let b_load = self.rqs[b].load;
-        if b_load * 100 <= this_load * self.imbalance_pct || b_load <= this_load {
-            return false;
-        }
-        let gap = b_load - this_load;
+        let mut busiest_first: Vec<usize> =
+            (0..self.rqs.len()).filter(|&q| q != this && !self.rqs[q].tree.is_empty()).collect();
+        busiest_first.sort_by_key(|&q| (std::cmp::Reverse(self.rqs[q].load), q));
         let idle = self.rqs[this].nr_running == 0;
-        let candidate = self.rqs[b]
-            .tree
-            .iter()
-            .map(|(_, v)| *v)
-            .filter(|v| {
-                let w = self.weight[v.idx()];
-                let shrinks = (gap as i128 - 2 * w as i128).unsigned_abs() < gap as u128;
-                let hot = now.saturating_sub(self.se[v.idx()].last_ran) < self.migration_cost;
-                (shrinks || idle) && (idle || !hot)
-            })
-            .min_by_key(|v| ((gap as i128 - 2 * self.weight[v.idx()] as i128).unsigned_abs(), v.0));
-        match candidate {
-            Some(v) => {
-                self.migrate(v, this);
-                true
+        let view_ctx: &PolicyCtx = ctx;
+        for b in busiest_first {
+            let b_load = self.rqs[b].load;
+            if b_load * 100 <= this_load * self.imbalance_pct || b_load <= this_load {
+                return false;
             }
-            None => false,
+            let gap = b_load - this_load;
+            let mut all_barred = true;
+            let candidate = self.rqs[b]
+                .tree
+                .iter()
+                .map(|(_, v)| *v)
+                .filter(|&v| {
+                    let allowed = self.may_move(view_ctx, v, this);
+                    all_barred &= !allowed;
+                    allowed
+                })
+                .filter(|v| {
+                    let w = self.weight[v.idx()];
+                    let shrinks = (gap as i128 - 2 * w as i128).unsigned_abs() < gap as u128;
+                    let hot = now.saturating_sub(self.se[v.idx()].last_ran) < self.migration_cost;
+                    (shrinks || idle) && (idle || !hot)
+                })
+                .min_by_key(|v| ((gap as i128 - 2 * self.weight[v.idx()] as i128).unsigned_abs(), v.0));
+            if let Some(v) = candidate {
+                self.migrate(v, this);
+                return true;
+            }
+            if !all_barred {
+                return false;
+            }
         }
+        false
+    }
+
+    /// Under `balance`, siblings never share a run queue while the VM has no more vCPUs than
+    /// the host has pCPUs (beyond that, stacking is unavoidable).
+    fn check_no_stacked_siblings(&self, host: &crate::hypervisor::policy::HostView) -> Result<(), String> {
+        for vm in host.vms.iter().filter(|vm| vm.vcpus.len() <= self.rqs.len()) {
+            let mut holder: Vec<Option<VcpuId>> = vec![None; self.rqs.len()];
+            for &s in &vm.vcpus {
+                let Some(p) = self.se[s.idx()].rq else { continue };
+                if let Some(other) = holder[p].replace(s) {
+                    return Err(format!(
+                        "cfs: placement = \"balance\" stacked vCPUs {other} and {s} of VM {:?} on pCPU {p}",
+                        vm.name
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn tick_key(p: usize) -> u64 {
@@ -451,7 +540,8 @@ impl Policy for Cfs {
         // Group shares 1024 x pCPUs x weight/256, split over the VM's vCPUs.
         let shares = NICE_0_LOAD * ctx.host.npcpus() as u64 * vm.weight as u64 / 256;
         self.weight[v.idx()] = (shares / vm.vcpus.len() as u64).max(2);
-        let p = ctx.host.vcpu(v).last_pcpu.idx();
+        // A vCPU thread's first wakeup goes through the placement too.
+        let p = self.place(ctx, v).unwrap_or(ctx.host.vcpu(v).last_pcpu.idx());
         // A new task starts one slice late (START_DEBIT).
         let debit = Self::vdelta(self.slice(v, p).max(self.min_gran), self.weight[v.idx()]);
         self.se[v.idx()].vruntime = self.rqs[p].min_vruntime + debit;
@@ -469,7 +559,9 @@ impl Policy for Cfs {
         }
         self.place_waking(v, p);
         self.enqueue(v, p);
-        self.check_preempt_wakeup(ctx, v, p);
+        if !self.wake_urgent(ctx, v, p) {
+            self.check_preempt_wakeup(ctx, v, p);
+        }
     }
 
     fn sleep(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
@@ -481,11 +573,13 @@ impl Policy for Cfs {
             self.dequeue(v);
             self.rqs[p].need_resched = true;
         }
+        self.uvf_sleep(v);
     }
 
     fn yield_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId, reason: YieldReason) {
         match reason {
             YieldReason::PauseLoop => {
+                self.uvf_cancel(ctx, v);
                 if self.directed_yield {
                     self.directed_yield(ctx, v);
                 } else if let Some(p) = self.se[v.idx()].rq {
@@ -506,6 +600,7 @@ impl Policy for Cfs {
         }
         self.rqs[p].need_resched = false;
         self.update_curr(ctx, p);
+        let prev = host_curr.filter(|_| still_running);
         // put_prev_entity: a still-runnable curr goes back into the tree.
         if let Some(c) = self.rqs[p].curr.take() {
             if still_running && host_curr == Some(c) {
@@ -519,7 +614,8 @@ impl Policy for Cfs {
             // newidle balance
             self.balance(ctx, p);
         }
-        let next = self.pick_next(p);
+        let next = self.pick_urgent(ctx, p, prev).or_else(|| self.pick_next(p));
+        self.start_urgent_tslice(ctx, p, next);
         let rq = &mut self.rqs[p];
         rq.skip_buddy = None;
         if rq.next_buddy == next {
@@ -541,6 +637,10 @@ impl Policy for Cfs {
     }
 
     fn on_timer(&mut self, ctx: &mut PolicyCtx, key: u64) {
+        if key >= UVF_TIMER {
+            self.uvf_timer(ctx, (key - UVF_TIMER) as usize);
+            return;
+        }
         let p = key as usize;
         ctx.set_timer(ctx.now() + self.tick, Self::tick_key(p));
         self.update_curr(ctx, p);
@@ -553,6 +653,18 @@ impl Policy for Cfs {
                 self.resched(ctx, p);
             }
         }
+    }
+
+    fn ipi_sent(&mut self, ctx: &mut PolicyCtx, from: VcpuId, to: VcpuId, kind: IpiKind) {
+        self.uvf_ipi_sent(ctx, from, to, kind);
+    }
+
+    fn ipi_send_started(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        self.uvf_ipi_send_started(ctx, v);
+    }
+
+    fn ipi_handled(&mut self, ctx: &mut PolicyCtx, v: VcpuId, kind: IpiKind) {
+        self.uvf_ipi_handled(ctx, v, kind);
     }
 
     fn check(&self, host: &crate::hypervisor::policy::HostView) -> Result<(), String> {
@@ -576,6 +688,9 @@ impl Policy for Cfs {
                 return Err(format!("cfs: pCPU {p} load {} / nr {} but entities sum to {load} / {nr}", rq.load, rq.nr_running));
             }
         }
+        if self.placement == Placement::Balance {
+            self.check_no_stacked_siblings(host)?;
+        }
         for (i, info) in host.vcpus.iter().enumerate() {
             if info.state == VcpuState::Runnable && !self.se[i].queued {
                 return Err(format!("cfs: runnable vCPU {i} is in no run queue"));
@@ -591,7 +706,7 @@ mod tests {
 
     fn cfs(npcpus: u32) -> Cfs {
         let params = Params::defaults(&CfsKind.params());
-        Cfs::new(&params, HostShape { npcpus, nvcpus: 4, nvms: 1 })
+        Cfs::new(&params, HostShape { npcpus, nvcpus: 4, nvms: 1, uvf: None })
     }
 
     fn load(c: &mut Cfs, p: usize, tasks: u64) {

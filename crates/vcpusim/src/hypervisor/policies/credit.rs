@@ -996,9 +996,9 @@ mod tests {
                         woken_from: None,
                     });
                 }
-                vm_infos.push(VmInfo { id: VmId(i as u32), name: format!("vm{i}"), weight, vcpus: ids });
+                vm_infos.push(VmInfo { id: VmId(i as u32), name: format!("vm{i}"), weight, vcpus: ids, uvf: Default::default(), vm_type: Default::default(), u_factor: 0.0 });
             }
-            let shape = HostShape { npcpus, nvcpus: vcpus.len() as u32, nvms: vm_infos.len() as u32 };
+            let shape = HostShape { npcpus, nvcpus: vcpus.len() as u32, nvms: vm_infos.len() as u32, uvf: None };
             let n = vcpus.len();
             FakeHost {
                 policy: Credit::new(cfg, shape),
@@ -1030,6 +1030,7 @@ mod tests {
                 match req {
                     Request::Reschedule(p) => self.push(self.now, Ev::Resched(p.idx())),
                     Request::Timer { at, key } => self.push(at, Ev::Timer(key)),
+                    Request::UrgentEntered(_) => {}
                 }
             }
             r
@@ -1171,7 +1172,7 @@ mod tests {
         // A 2 ms slice has one tick per slice (__csched_set_tslice); ratelimit is capped at tslice.
         let short = CreditConfig::new(2 * MS, 5 * MS, 0, 0);
         assert_eq!((short.tick_period, short.credits_per_tslice, short.ratelimit), (2 * MS, 20, 2 * MS));
-        let policy = kind.build(&params, HostShape { npcpus: 2, nvcpus: 2, nvms: 1 });
+        let policy = kind.build(&params, HostShape { npcpus: 2, nvcpus: 2, nvms: 1, uvf: None });
         assert_eq!(policy.name(), "credit");
     }
 

@@ -452,232 +452,34 @@ impl Policy for Gang {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hardware::topology::Topology;
-    use crate::hypervisor::policy::{PcpuInfo, Request, VcpuInfo, VmInfo};
     use crate::time::US;
 
-    /// A fake host where the test plays the engine.
-    struct FakeHost {
-        now: Nanos,
-        vcpus: Vec<VcpuInfo>,
-        pcpus: Vec<PcpuInfo>,
-        vms: Vec<VmInfo>,
-        topology: Topology,
-        /// Pending policy timers (at, key), fired in time order then by insertion.
-        timers: Vec<(Nanos, u64)>,
-        policy: Box<dyn Policy>,
-        /// Times a vCPU that had run before started on a different pCPU.
-        migrations: u32,
-        context_switches: u32,
+    use super::super::test_host::FakeHost;
+
+    /// A gang host; its extra check is co-scheduling as the host sees it: at every instant
+    /// either all non-halted vCPUs of a VM are Running or none is.
+    fn gang_host(npcpus: u32, vms: &[(u32, u32)], slice: Nanos) -> FakeHost {
+        let mut params = Params::defaults(&GangKind.params());
+        params.set("slice", crate::params::ParamValue::Duration(slice));
+        let mut h = FakeHost::new(npcpus, vms, None, |shape| GangKind.build(&params, shape));
+        h.extra_check = Some(coscheduled);
+        h.check();
+        h
     }
 
-    impl FakeHost {
-        /// VMs given as (vCPU count, weight), on `npcpus` pCPUs.
-        fn new(npcpus: u32, vms: &[(u32, u32)], slice: Nanos) -> Self {
-            let mut vcpus = Vec::new();
-            let mut vm_infos = Vec::new();
-            for (i, (n, weight)) in vms.iter().enumerate() {
-                let mut ids = Vec::new();
-                for index in 0..*n {
-                    let id = VcpuId(vcpus.len() as u32);
-                    ids.push(id);
-                    vcpus.push(VcpuInfo {
-                        id,
-                        vm: VmId(i as u32),
-                        index,
-                        state: VcpuState::Runnable,
-                        pcpu: None,
-                        last_pcpu: PcpuId(0),
-                        run_start: 0,
-                        preempted: false,
-                        run_time: 0,
-                        woken_from: None,
-                    });
-                }
-                vm_infos.push(VmInfo { id: VmId(i as u32), name: format!("vm{i}"), weight: *weight, vcpus: ids });
-            }
-            let pcpus = (0..npcpus).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect();
-            let shape = HostShape { npcpus, nvcpus: vcpus.len() as u32, nvms: vms.len() as u32 };
-            let mut params = Params::defaults(&GangKind.params());
-            params.set("slice", crate::params::ParamValue::Duration(slice));
-            let policy = GangKind.build(&params, shape);
-            let mut host = FakeHost {
-                now: 0,
-                vcpus,
-                pcpus,
-                vms: vm_infos,
-                topology: Topology::flat(npcpus),
-                timers: Vec::new(),
-                policy,
-                migrations: 0,
-                context_switches: 0,
-            };
-            for v in 0..host.vcpus.len() as u32 {
-                host.call(|pol, ctx| pol.insert_vcpu(ctx, VcpuId(v)));
-            }
-            for p in 0..npcpus {
-                host.schedule(PcpuId(p));
-            }
-            host.check();
-            host
-        }
-
-        /// Run one policy call and carry out its requests.
-        fn call<R>(&mut self, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
-            let mut requests = Vec::new();
-            let result = {
-                let view = HostView {
-                    now: self.now,
-                    vcpus: &self.vcpus,
-                    pcpus: &self.pcpus,
-                    vms: &self.vms,
-                    topology: &self.topology,
-                };
-                let mut ctx = PolicyCtx::new(view, &mut requests);
-                f(self.policy.as_mut(), &mut ctx)
-            };
-            self.apply(requests);
-            result
-        }
-
-        fn apply(&mut self, requests: Vec<Request>) {
-            for r in requests {
-                match r {
-                    Request::Reschedule(p) => self.schedule(p),
-                    Request::Timer { at, key } => self.timers.push((at, key)),
-                }
-            }
-        }
-
-        /// `do_schedule(p)` and apply the decision as the engine would.
-        fn schedule(&mut self, p: PcpuId) {
-            let decision = self.call(|pol, ctx| pol.do_schedule(ctx, p));
-            assert_eq!(decision.slice, None, "gang changes are driven by its boundary timer");
-            let prev = self.pcpus[p.idx()].current;
-            if let Some(next) = decision.next {
-                let info = &self.vcpus[next.idx()];
-                assert_ne!(info.state, VcpuState::Halted, "picked halted vCPU {next}");
-                if info.state == VcpuState::Running {
-                    assert_eq!(info.pcpu, Some(p), "picked vCPU {next} running elsewhere");
-                }
-            }
-            if prev == decision.next {
-                return;
-            }
-            if let Some(v) = prev {
-                let info = &mut self.vcpus[v.idx()];
-                if info.state == VcpuState::Running {
-                    info.run_time += self.now - info.run_start;
-                    info.state = VcpuState::Runnable;
-                    info.preempted = true;
-                }
-                info.pcpu = None;
-            }
-            if let Some(v) = decision.next {
-                let info = &mut self.vcpus[v.idx()];
-                if info.last_pcpu != p && info.run_time > 0 {
-                    self.migrations += 1;
-                }
-                info.state = VcpuState::Running;
-                info.pcpu = Some(p);
-                info.last_pcpu = p;
-                info.run_start = self.now;
-                info.preempted = false;
-            }
-            self.context_switches += 1;
-            self.pcpus[p.idx()].current = decision.next;
-        }
-
-        /// The running vCPU `v` halts: state first, then `sleep`, then `do_schedule` on its pCPU.
-        fn halt(&mut self, v: VcpuId) {
-            let p = self.vcpus[v.idx()].pcpu.expect("only a running vCPU halts");
-            let info = &mut self.vcpus[v.idx()];
-            info.run_time += self.now - info.run_start;
-            info.state = VcpuState::Halted;
-            info.pcpu = None;
-            self.call(|pol, ctx| pol.sleep(ctx, v));
-            self.schedule(p);
-            self.check();
-        }
-
-        fn wake(&mut self, v: VcpuId) {
-            assert_eq!(self.vcpus[v.idx()].state, VcpuState::Halted);
-            self.vcpus[v.idx()].state = VcpuState::Runnable;
-            self.call(|pol, ctx| pol.wake(ctx, v));
-            self.check();
-        }
-
-        /// Fire every timer due up to `until`, then move the clock to `until`.
-        fn advance_to(&mut self, until: Nanos) {
-            loop {
-                let next = self
-                    .timers
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, (at, _))| *at <= until)
-                    .min_by_key(|(i, (at, _))| (*at, *i));
-                let Some((i, &(at, key))) = next else { break };
-                self.timers.remove(i);
-                self.now = at;
-                self.call(|pol, ctx| pol.on_timer(ctx, key));
-                self.check();
-            }
-            self.now = until;
-        }
-
-        /// Run time of every vCPU of `vm` up to now, including the current run.
-        fn vm_run_time(&self, vm: usize) -> Nanos {
-            self.vms[vm]
-                .vcpus
-                .iter()
-                .map(|v| {
-                    let info = &self.vcpus[v.idx()];
-                    info.run_time + if info.state == VcpuState::Running { self.now - info.run_start } else { 0 }
-                })
-                .sum()
-        }
-
-        fn running(&self, vm: usize) -> usize {
-            self.vms[vm].vcpus.iter().filter(|v| self.vcpus[v.idx()].state == VcpuState::Running).count()
-        }
-
-        fn idle_pcpus(&self) -> usize {
-            self.pcpus.iter().filter(|p| p.current.is_none()).count()
-        }
-
-        /// The policy's own invariants, plus co-scheduling as the host sees it: at every instant
-        /// either all non-halted vCPUs of a VM are Running or none is.
-        fn check(&self) {
-            let view = HostView {
-                now: self.now,
-                vcpus: &self.vcpus,
-                pcpus: &self.pcpus,
-                vms: &self.vms,
-                topology: &self.topology,
-            };
-            self.policy.check(&view).unwrap();
-            for vm in &self.vms {
-                let awake = vm.vcpus.iter().filter(|v| self.vcpus[v.idx()].state != VcpuState::Halted).count();
-                let running = vm.vcpus.iter().filter(|v| self.vcpus[v.idx()].state == VcpuState::Running).count();
-                assert!(
-                    running == 0 || running == awake,
-                    "t={} VM {}: {running} of {awake} awake vCPUs running",
-                    self.now,
-                    vm.id
-                );
-            }
-            for p in &self.pcpus {
-                if let Some(v) = p.current {
-                    assert_eq!(self.vcpus[v.idx()].pcpu, Some(p.id));
-                }
-            }
+    fn coscheduled(h: &FakeHost) {
+        assert_eq!(h.last_slice, None, "gang changes are driven by its boundary timer");
+        for vm in &h.vms {
+            let awake = vm.vcpus.iter().filter(|v| h.vcpus[v.idx()].state != VcpuState::Halted).count();
+            let running = vm.vcpus.iter().filter(|v| h.vcpus[v.idx()].state == VcpuState::Running).count();
+            assert!(running == 0 || running == awake, "t={} VM {}: {running} of {awake} awake vCPUs running", h.now, vm.id);
         }
     }
 
     #[test]
     fn weights_one_to_two_get_cpu_one_to_two() {
         // Two 4-vCPU VMs on 4 pCPUs: only one fits at a time, so shares follow weights.
-        let mut h = FakeHost::new(4, &[(4, 256), (4, 512)], DEFAULT_SLICE);
+        let mut h = gang_host(4, &[(4, 256), (4, 512)], DEFAULT_SLICE);
         h.advance_to(10 * SEC);
         let a = h.vm_run_time(0) as f64;
         let b = h.vm_run_time(1) as f64;
@@ -690,7 +492,7 @@ mod tests {
     fn weights_hold_with_vms_of_different_sizes() {
         // 2-vCPU VMs of weights 1:1:2:2 on 4 pCPUs; two run per slice. Entitlement is
         // 4 pCPUs x weight / 6, all below the 2-pCPU cap of each VM.
-        let mut h = FakeHost::new(4, &[(2, 256), (2, 256), (2, 512), (2, 512)], DEFAULT_SLICE);
+        let mut h = gang_host(4, &[(2, 256), (2, 256), (2, 512), (2, 512)], DEFAULT_SLICE);
         h.advance_to(10 * SEC);
         let total = 4.0 * 10.0 * SEC as f64;
         for (vm, weight) in [(0, 1.0), (1, 1.0), (2, 2.0), (3, 2.0)] {
@@ -702,7 +504,7 @@ mod tests {
 
     #[test]
     fn fragmentation_three_and_two_vcpu_vms_never_run_together() {
-        let mut h = FakeHost::new(4, &[(3, 256), (2, 256)], DEFAULT_SLICE);
+        let mut h = gang_host(4, &[(3, 256), (2, 256)], DEFAULT_SLICE);
         let mut idle_while_big_runs = 0;
         for ms in 1..=3000 {
             h.advance_to(ms * MS);
@@ -726,7 +528,7 @@ mod tests {
     fn leftover_pcpus_are_filled_by_smaller_vms() {
         // 3-, 2- and 1-vCPU VMs on 4 pCPUs: the 1-vCPU VM always fits beside whichever larger VM
         // runs, so it runs all the time although it has the same weight.
-        let mut h = FakeHost::new(4, &[(3, 256), (2, 256), (1, 256)], DEFAULT_SLICE);
+        let mut h = gang_host(4, &[(3, 256), (2, 256), (1, 256)], DEFAULT_SLICE);
         h.advance_to(3 * SEC);
         assert_eq!(h.vm_run_time(2), 3 * SEC);
         assert!(h.vm_run_time(0) > 0 && h.vm_run_time(1) > 0);
@@ -735,7 +537,7 @@ mod tests {
     #[test]
     fn slot_changes_only_at_slice_boundaries() {
         let slice = 10 * MS;
-        let mut h = FakeHost::new(4, &[(4, 256), (4, 256)], slice);
+        let mut h = gang_host(4, &[(4, 256), (4, 256)], slice);
         let mut last_runner = h.running(0) > 0;
         for ms in 1..=200 {
             h.advance_to(ms * MS);
@@ -752,7 +554,7 @@ mod tests {
     #[test]
     fn continuing_vms_keep_their_pcpus() {
         // Two 2-vCPU VMs always fit together: no switch or migration after the first placement.
-        let mut h = FakeHost::new(4, &[(2, 256), (2, 256)], DEFAULT_SLICE);
+        let mut h = gang_host(4, &[(2, 256), (2, 256)], DEFAULT_SLICE);
         let switches = h.context_switches;
         h.advance_to(SEC);
         assert_eq!(h.context_switches, switches);
@@ -762,7 +564,7 @@ mod tests {
 
     #[test]
     fn halted_member_keeps_its_slot_and_fully_halted_vm_releases_pcpus() {
-        let mut h = FakeHost::new(4, &[(4, 256), (4, 256)], DEFAULT_SLICE);
+        let mut h = gang_host(4, &[(4, 256), (4, 256)], DEFAULT_SLICE);
         assert_eq!(h.running(0), 4, "ties go to the lower VM id");
         h.advance_to(5 * MS);
         // One halted vCPU: its pCPU stays reserved and idle; the other VM does not run.
@@ -795,7 +597,7 @@ mod tests {
 
     #[test]
     fn waking_vm_that_fits_in_leftover_pcpus_starts_early() {
-        let mut h = FakeHost::new(4, &[(2, 256), (2, 256)], DEFAULT_SLICE);
+        let mut h = gang_host(4, &[(2, 256), (2, 256)], DEFAULT_SLICE);
         h.advance_to(MS);
         h.halt(VcpuId(2));
         h.halt(VcpuId(3));
@@ -812,7 +614,7 @@ mod tests {
 
     #[test]
     fn waking_vm_that_does_not_fit_waits_for_the_boundary() {
-        let mut h = FakeHost::new(4, &[(3, 256), (4, 256)], DEFAULT_SLICE);
+        let mut h = gang_host(4, &[(3, 256), (4, 256)], DEFAULT_SLICE);
         assert_eq!(h.running(0), 3);
         // VM 1 cannot fit beside VM 0 (only 1 pCPU free) until the boundary.
         h.advance_to(29 * MS);
@@ -826,7 +628,7 @@ mod tests {
     fn siblings_co_run_under_random_halts_and_wakes() {
         // VMs of 1..4 vCPUs halt and wake in a fixed pseudo-random pattern; FakeHost::check
         // asserts after every event that a VM's awake vCPUs are either all running or none is.
-        let mut h = FakeHost::new(6, &[(4, 256), (3, 512), (2, 256), (1, 128), (2, 384)], 10 * MS);
+        let mut h = gang_host(6, &[(4, 256), (3, 512), (2, 256), (1, 128), (2, 384)], 10 * MS);
         let mut lcg: u64 = 0x2545_f491_4f6c_dd1d;
         let mut next = || {
             lcg = lcg.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -849,7 +651,7 @@ mod tests {
 
     #[test]
     fn yields_are_ignored() {
-        let mut h = FakeHost::new(2, &[(2, 256), (2, 256)], DEFAULT_SLICE);
+        let mut h = gang_host(2, &[(2, 256), (2, 256)], DEFAULT_SLICE);
         h.advance_to(MS);
         let v = VcpuId(0);
         let p = h.vcpus[v.idx()].pcpu.unwrap();
@@ -861,7 +663,7 @@ mod tests {
 
     #[test]
     fn a_vm_larger_than_the_host_never_runs() {
-        let mut h = FakeHost::new(4, &[(5, 256), (2, 256)], DEFAULT_SLICE);
+        let mut h = gang_host(4, &[(5, 256), (2, 256)], DEFAULT_SLICE);
         h.advance_to(SEC);
         assert_eq!(h.vm_run_time(0), 0);
         assert_eq!(h.vm_run_time(1), 2 * SEC);
@@ -871,7 +673,7 @@ mod tests {
     fn sleeping_vm_does_not_bank_time() {
         // VM 1 sleeps for 1 s while VM 0 runs alone; on waking it gets its share from then on
         // instead of monopolising the host to catch up.
-        let mut h = FakeHost::new(4, &[(4, 256), (4, 256)], DEFAULT_SLICE);
+        let mut h = gang_host(4, &[(4, 256), (4, 256)], DEFAULT_SLICE);
         h.advance_to(30 * MS);
         assert_eq!(h.running(1), 4);
         h.advance_to(31 * MS);

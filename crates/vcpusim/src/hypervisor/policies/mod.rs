@@ -3,6 +3,9 @@
 pub mod cfs;
 pub mod credit;
 pub mod gang;
+#[cfg(test)]
+pub(crate) mod test_host;
+pub mod placement;
 
 use crate::hypervisor::policy::Policy;
 use crate::params::{ParamSpec, Params};
@@ -13,6 +16,8 @@ pub struct HostShape {
     pub npcpus: u32,
     pub nvcpus: u32,
     pub nvms: u32,
+    /// `[host.uvf]`: the urgent-vCPU-first overlay, when enabled.
+    pub uvf: Option<crate::hypervisor::uvf::UvfHost>,
 }
 
 /// A policy as the registry knows it: its name, description, parameters and constructor.

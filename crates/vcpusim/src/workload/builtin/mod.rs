@@ -9,6 +9,7 @@ mod barrier;
 mod cpu_bound;
 mod idle;
 mod mutex;
+pub mod parsec;
 mod pipeline;
 mod tlb;
 
@@ -22,7 +23,28 @@ pub use pipeline::Pipeline;
 pub use tlb::Tlb;
 
 /// All built-in workloads, in the order `vcpusim list` shows them.
-pub static ALL: &[&dyn Workload] = &[&Idle, &CpuBound, &BarrierWorkload, &MutexWorkload, &Tlb, &Pipeline];
+pub static ALL: &[&dyn Workload] = &[
+    &Idle,
+    &CpuBound,
+    &BarrierWorkload,
+    &MutexWorkload,
+    &Tlb,
+    &Pipeline,
+    &parsec::BLACKSCHOLES,
+    &parsec::BODYTRACK,
+    &parsec::CANNEAL,
+    &parsec::DEDUP,
+    &parsec::FACESIM,
+    &parsec::FERRET,
+    &parsec::FLUIDANIMATE,
+    &parsec::FREQMINE,
+    &parsec::RAYTRACE,
+    &parsec::STREAMCLUSTER,
+    &parsec::SWAPTIONS,
+    &parsec::VIPS,
+    &parsec::X264,
+    &parsec::X264_SINGLE,
+];
 
 /// Shared checks for the workload tests.
 #[cfg(test)]
@@ -92,7 +114,15 @@ mod tests {
     #[test]
     fn registry_lists_each_workload_once_in_order() {
         let names: Vec<_> = ALL.iter().map(|w| w.name()).collect();
-        assert_eq!(names, ["idle", "cpu-bound", "barrier", "mutex", "tlb", "pipeline"]);
+        assert_eq!(names[..6], ["idle", "cpu-bound", "barrier", "mutex", "tlb", "pipeline"]);
+        let parsec: Vec<_> = names[6..].iter().map(|n| n.strip_prefix("parsec.").expect("a PARSEC model")).collect();
+        assert_eq!(
+            parsec,
+            [
+                "blackscholes", "bodytrack", "canneal", "dedup", "facesim", "ferret", "fluidanimate", "freqmine",
+                "raytrace", "streamcluster", "swaptions", "vips", "x264", "x264-single",
+            ]
+        );
         let err = crate::workload::find("nope").err().expect("an unknown name is an error");
         assert!(err.contains("idle, cpu-bound"), "{err}");
     }

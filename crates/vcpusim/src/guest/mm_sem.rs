@@ -1,0 +1,215 @@
+//! The mm semaphore: `mmap_sem`, taken for write by mmap and munmap (Linux 3.2
+//! `SYSCALL_DEFINE2(munmap)` / `do_mmap_pgoff` callers: `down_write(&mm->mmap_sem)`).
+//!
+//! Seed 000 section 3.1.1: dedup and vips "suffer from excessive spinning on the wait-queue lock
+//! (sem-wait lock) of mm's semaphore". The model follows x86's rwsem-xadd of Linux 3.2
+//! (lib/rwsem.c, arch/x86/include/asm/rwsem.h), write side only:
+//!
+//! - **down_write fast path**: one atomic xadd when the semaphore is free and nobody waits; no
+//!   spinlock, no kernel time beyond the syscall (`DownWrite`).
+//! - **slow path** (`rwsem_down_write_failed` -> `rwsem_down_failed_common`): take
+//!   `sem->wait_lock`, join the wait list (or take the semaphore if it was released meanwhile
+//!   with nobody queued), drop the lock, sleep until an up_write hands the semaphore over
+//!   (`Queue`, `Sleep`).
+//! - **up_write**: release; with waiters, `rwsem_wake` takes `wait_lock` and `__rwsem_do_wake`
+//!   grants the semaphore to the first waiting writer and wakes it *while holding wait_lock*
+//!   (`UpWrite`, `HandOff`). The wake-up is `wake_up_process` -> `try_to_wake_up`, whose
+//!   reschedule IPI to a remote vCPU is sent inside that critical section, exactly as
+//!   futex_wake does under the futex-queue lock (seed 000 Figure 4). This is how a
+//!   reschedule-IPI sender comes to hold an `mm-sem-wait` lock. Unlike futex_wake, no Linux
+//!   version of the seed's era defers this IPI, so `GuestConfig::futex_wake_ipi` does not apply.
+//!
+//! munmap holds the semaphore across the page-table work *and* the TLB shootdown
+//! (`unmap_region` -> `tlb_finish_mmu` -> `flush_tlb_mm` runs under it), so a writer whose
+//! shootdown waits for a preempted vCPU keeps every other mmap/munmap of the VM sleeping.
+//! Readers (page faults take `down_read`) are not modelled: the workloads fault in user time.
+
+use super::kernel_fn::KernelFn;
+use super::spinlock::Spinlock;
+use super::thread::{Action, FutexKey, Step, ThreadState};
+use crate::hypervisor::policy::IpiKind;
+use crate::ids::{LockId, ThreadId, VcpuId};
+use crate::sim::state::Sim;
+use crate::time::Nanos;
+
+/// Lock class of `sem->wait_lock` in the LHP report (seed 000 section 3.1.1: "sem-wait lock").
+pub const WAIT_LOCK_CLASS: &str = "mm-sem-wait";
+
+/// Kernel time under wait_lock to queue a waiter (list_add_tail + the count update), assumed
+/// like futex_wait's queueing: a few cache misses.
+const QUEUE_NS: Nanos = 100;
+/// Kernel time under wait_lock to grant the semaphore and mark the waiter runnable
+/// (`__rwsem_do_wake` + `try_to_wake_up`), assumed like futex_wake's per-waiter cost.
+const HAND_OFF_NS: Nanos = 200;
+
+/// One step of the write side of mmap_sem, run as `Action::MmSem`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MmSemOp {
+    /// down_write: the fast path, or the slow path's steps.
+    DownWrite,
+    /// Under wait_lock: take the semaphore if it is free with nobody queued, else queue.
+    Queue,
+    /// After dropping wait_lock: sleep unless the semaphore was handed over meanwhile.
+    Sleep,
+    /// up_write: release; with waiters, rwsem_wake's steps.
+    UpWrite,
+    /// Under wait_lock: grant the semaphore to the first waiter and wake it.
+    HandOff,
+}
+
+impl Sim {
+    pub fn mm_sem_action(&mut self, v: VcpuId, t: ThreadId, op: MmSemOp) {
+        match op {
+            MmSemOp::DownWrite => self.mm_sem_down_write(t),
+            MmSemOp::Queue => self.mm_sem_queue(t),
+            MmSemOp::Sleep => self.mm_sem_sleep(v, t),
+            MmSemOp::UpWrite => self.mm_sem_up_write(t),
+            MmSemOp::HandOff => self.mm_sem_hand_off(v, t),
+        }
+    }
+
+    /// `sem->wait_lock` of the VM's mm, created on first contention.
+    fn mm_sem_wait_lock(&mut self, vm: usize) -> LockId {
+        if let Some(lock) = self.vms[vm].objects.mm_sem.wait_lock {
+            return lock;
+        }
+        let lock = LockId(self.locks.len() as u32);
+        self.locks.push(Spinlock::new(self.vms[vm].guest.spinlock, WAIT_LOCK_CLASS));
+        self.vms[vm].objects.mm_sem.wait_lock = Some(lock);
+        lock
+    }
+
+    fn push_front(&mut self, t: ThreadId, steps: Vec<Step>) {
+        let queue = &mut self.threads[t.idx()].steps;
+        for s in steps.into_iter().rev() {
+            queue.push_front(s);
+        }
+    }
+
+    fn mm_sem_down_write(&mut self, t: ThreadId) {
+        let vm = self.threads[t.idx()].vm.idx();
+        let sem = &mut self.vms[vm].objects.mm_sem;
+        if sem.owner.is_none() && sem.waiters.is_empty() {
+            sem.owner = Some(t);
+            return;
+        }
+        let lock = self.mm_sem_wait_lock(vm);
+        let func = KernelFn::Syscall;
+        let steps = vec![
+            Step::Lock { lock, func },
+            Step::Run { ns: QUEUE_NS, func },
+            Step::Do(Action::MmSem(MmSemOp::Queue)),
+            Step::Unlock { lock },
+            Step::Do(Action::MmSem(MmSemOp::Sleep)),
+        ];
+        self.push_front(t, steps);
+    }
+
+    fn mm_sem_queue(&mut self, t: ThreadId) {
+        let vm = self.threads[t.idx()].vm.idx();
+        let sem = &mut self.vms[vm].objects.mm_sem;
+        if sem.owner.is_none() && sem.waiters.is_empty() {
+            // Released before we got wait_lock and nobody is ahead: rwsem_down_failed_common's
+            // "no active locks" check wakes us, i.e. we own it without sleeping.
+            sem.owner = Some(t);
+        } else {
+            sem.waiters.push_back(t);
+        }
+    }
+
+    fn mm_sem_sleep(&mut self, v: VcpuId, t: ThreadId) {
+        let vm = self.threads[t.idx()].vm.idx();
+        if !self.vms[vm].objects.mm_sem.waiters.contains(&t) {
+            return; // handed over (or taken) already
+        }
+        // As guest_block_current, minus its futex_wait count and deadlock check: a sleeper here
+        // always has a running owner ahead of it (owners never sleep while holding the
+        // semaphore in this model), so its VM cannot be deadlocked by it.
+        let current = self.vcpus[v.idx()].current.take();
+        debug_assert_eq!(current, Some(t), "the sleeper runs on its vCPU");
+        self.threads[t.idx()].state = ThreadState::Blocked(FutexKey::MmSem);
+        self.vms[vm].blocked_threads += 1;
+    }
+
+    fn mm_sem_up_write(&mut self, t: ThreadId) {
+        let vm = self.threads[t.idx()].vm.idx();
+        let sem = &mut self.vms[vm].objects.mm_sem;
+        debug_assert_eq!(sem.owner, Some(t), "only the owner releases mmap_sem");
+        sem.owner = None;
+        if sem.waiters.is_empty() {
+            return;
+        }
+        let lock = self.mm_sem_wait_lock(vm);
+        let steps = vec![
+            Step::Lock { lock, func: KernelFn::Syscall },
+            Step::Do(Action::MmSem(MmSemOp::HandOff)),
+            Step::Unlock { lock },
+        ];
+        self.push_front(t, steps);
+    }
+
+    /// Under wait_lock: the next Step is the Unlock, so the wake-up's work and IPI go before it.
+    fn mm_sem_hand_off(&mut self, v: VcpuId, t: ThreadId) {
+        let vm = self.threads[t.idx()].vm.idx();
+        let sem = &mut self.vms[vm].objects.mm_sem;
+        debug_assert!(sem.owner.is_none(), "nobody takes a released mmap_sem past its waiters");
+        let Some(next) = sem.waiters.pop_front() else { return };
+        sem.owner = Some(next);
+        let func = KernelFn::Syscall;
+        let mut steps = vec![Step::Run { ns: HAND_OFF_NS, func }];
+        if let Some(target) = self.guest_wake_thread(v, next) {
+            steps.push(Step::SendIpis { kind: IpiKind::Resched, targets: vec![target], shootdown: 0, pages: 0, func });
+        }
+        self.push_front(t, steps);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::api::load_scenario;
+    use crate::hypervisor::policy::IpiKind;
+    use crate::sim::state::Sim;
+    use crate::time::MS;
+
+    /// Run a 2-vCPU VM on 2 pCPUs whose threads run `threads` (TOML op lists) for 50 ms.
+    fn run(threads: &str) -> Sim {
+        let text = format!(
+            "[host]\npcpus = 2\n[[vm]]\nname = \"a\"\nvcpus = 2\nworkload = \"program\"\n\
+             [vm.program]\nthreads = {threads}\n[run]\nduration = \"50ms\"\n"
+        );
+        let sc = load_scenario(&text, "<test>").unwrap();
+        let mut sim = Sim::build(&sc, 1, false, true).unwrap();
+        sim.start();
+        sim.run_until(50 * MS, None).unwrap();
+        sim
+    }
+
+    #[test]
+    fn an_uncontended_mmap_munmap_never_touches_the_wait_lock() {
+        let sim = run("[[{loop = \"forever\", body = [{compute = \"20us\"}, {mmap = 8}, {munmap = 8}, {progress = true}]}], \
+                       [{loop = \"forever\", body = [{compute = \"1ms\"}, {progress = true}]}]]");
+        let vm = &sim.vms[0];
+        assert!(vm.stats.progress > 1000, "{}", vm.stats.progress);
+        assert_eq!(vm.objects.mm_sem.wait_lock, None, "the fast path took wait_lock");
+        assert_eq!(vm.stats.ipis_sent.get(&IpiKind::Resched), None);
+    }
+
+    #[test]
+    fn a_contended_munmap_sleeps_and_the_releasing_writer_wakes_it_with_a_reschedule_ipi() {
+        // Thread 0 holds mmap_sem for 250 us of every ~260 us (1000 pages of unmap work plus a
+        // shootdown); thread 1's mmaps nearly always find it held, so they sleep.
+        let sim = run("[[{loop = \"forever\", body = [{compute = \"10us\"}, {munmap = 1000}, {progress = true}]}], \
+                       [{loop = \"forever\", body = [{compute = \"20us\"}, {mmap = 1}, {progress = true}]}]]");
+        let vm = &sim.vms[0];
+        let wait_lock = vm.objects.mm_sem.wait_lock.expect("contention takes wait_lock");
+        assert_eq!(sim.locks[wait_lock.idx()].class, super::WAIT_LOCK_CLASS);
+        // No futex op in the program: every reschedule IPI is an up_write waking a sleeper.
+        let resched = vm.stats.ipis_sent.get(&IpiKind::Resched).copied().unwrap_or(0);
+        assert_eq!(vm.stats.futex_waits, 0);
+        // The semaphore alternates between the two writers: each up_write finds the other one
+        // queued, so a wake-up on most of thread 0's ~190 iterations in 50 ms (115 seen).
+        assert!(resched > 80, "{resched} reschedule IPIs");
+        assert!(vm.stats.progress > 150, "{}", vm.stats.progress);
+        assert!(vm.objects.mm_sem.waiters.len() <= 1);
+    }
+}

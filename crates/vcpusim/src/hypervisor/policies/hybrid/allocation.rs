@@ -1,0 +1,156 @@
+//! CPU time allocation by potential energy (PE) and PE dissipation: seed 004
+//! (004_2f4d1756ca892fd2.txt) section 5.3 Algorithm 2 and section 5.4 Algorithm 3, as pure
+//! integer arithmetic so that conservation is exact.
+//!
+//! Algorithm 2 hands out `PE_total = |P| x PE_unit x L` at every allocation event: VM `V_i` gets
+//! `PE_total x w(V_i)`; a high-throughput VM splits it equally over its vCPUs, a concurrent VM
+//! gives its master vCPU `(1 + uf) / (|C(V_i)| + uf)` of it and every other vCPU
+//! `1 / (|C(V_i)| + uf)`. The seed writes these as real numbers; here each split is done with the
+//! largest-remainder method (floors first, then one unit each to the largest remainders, ties to the
+//! lower index), so the units handed out always add up to exactly `PE_total`.
+
+/// u-factors are held as integers in millionths, so the PCPS shares are exact rationals.
+pub const U_SCALE: u64 = 1_000_000;
+
+/// A u-factor in [0, 1) as millionths (rounded to the nearest).
+pub fn u_millionths(u: f64) -> u64 {
+    (u.clamp(0.0, 1.0) * U_SCALE as f64).round() as u64
+}
+
+/// Split `total` units over `parts` in proportion to their (non-negative) weights, exactly:
+/// floors first, the remaining units one each to the largest remainders (ties: lower index).
+/// All-zero weights get nothing.
+pub fn split_exact(total: u64, parts: &[u64]) -> Vec<u64> {
+    let sum: u128 = parts.iter().map(|w| *w as u128).sum();
+    if sum == 0 {
+        return vec![0; parts.len()];
+    }
+    let mut out: Vec<u64> = parts.iter().map(|w| (total as u128 * *w as u128 / sum) as u64).collect();
+    let given: u64 = out.iter().sum();
+    let mut order: Vec<usize> = (0..parts.len()).collect();
+    // Largest remainder first; the sort is stable, so ties keep index order.
+    order.sort_by_key(|i| std::cmp::Reverse(total as u128 * parts[*i] as u128 % sum));
+    for i in order.into_iter().take((total - given) as usize) {
+        out[i] += 1;
+    }
+    out
+}
+
+/// One VM as Algorithm 2 sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct AllocVm {
+    pub weight: u64,
+    pub nvcpus: usize,
+    /// Concurrent VM: the master vCPU (index 0) gets the PCPS share.
+    pub concurrent: bool,
+    /// The master's u-factor in millionths ([`U_SCALE`]); 0 = CPS.
+    pub u: u64,
+}
+
+/// Algorithm 2 for one allocation event: the PE increment of every vCPU, VM by VM in order, each
+/// VM's vCPUs by index. The increments add up to exactly `pe_total` when any VM has weight and
+/// vCPUs.
+pub fn allocate(pe_total: u64, vms: &[AllocVm]) -> Vec<Vec<u64>> {
+    let weights: Vec<u64> = vms.iter().map(|vm| if vm.nvcpus == 0 { 0 } else { vm.weight }).collect();
+    let per_vm = split_exact(pe_total, &weights);
+    vms.iter()
+        .zip(per_vm)
+        .map(|(vm, pe_inc)| {
+            // Algorithm 2 lines 6-8 (master: 1 + uf, others: 1, over |C(V_i)| + uf) and lines
+            // 11-12 (equal split); with uf = 0 both are the same equal split, which is what makes
+            // CPS the u-factor-0 case of PCPS.
+            let master_extra = if vm.concurrent { vm.u } else { 0 };
+            let shares: Vec<u64> =
+                (0..vm.nvcpus).map(|j| if j == 0 { U_SCALE + master_extra } else { U_SCALE }).collect();
+            split_exact(pe_inc, &shares)
+        })
+        .collect()
+}
+
+/// Algorithm 3 line 2, generalised to partial slots: a vCPU that ran `ran` ns loses
+/// `PE_unit x ran / slot`; the sub-unit remainder (in PE_unit x ns) is carried in `carry`, so a
+/// vCPU that runs whole slots loses exactly `PE_unit` per slot and nothing is lost to rounding.
+pub fn dissipate(pe_unit: u64, slot: u64, ran: u64, carry: &mut u128) -> i64 {
+    let scaled = pe_unit as u128 * ran as u128 + *carry;
+    *carry = scaled % slot as u128;
+    (scaled / slot as u128) as i64
+}
+
+/// The master's extra slot comes after every `ceil(1 / uf)`-th co-scheduled slot (Algorithm 4
+/// line 6); None for CPS.
+pub fn extra_slot_interval(u: u64) -> Option<u64> {
+    (u > 0).then(|| U_SCALE.div_ceil(u))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(weight: u64, nvcpus: usize) -> AllocVm {
+        AllocVm { weight, nvcpus, concurrent: false, u: 0 }
+    }
+
+    fn con(weight: u64, nvcpus: usize, u: f64) -> AllocVm {
+        AllocVm { weight, nvcpus, concurrent: true, u: u_millionths(u) }
+    }
+
+    #[test]
+    fn every_event_hands_out_exactly_p_times_pe_unit_times_l() {
+        // Awkward weights and sizes so that no split is even.
+        let mixes: Vec<Vec<AllocVm>> = vec![
+            vec![hit(256, 8), hit(128, 4)],
+            vec![hit(256, 8), con(97, 3, 0.25), con(333, 4, 0.0), hit(1, 1), con(512, 7, 0.9)],
+            vec![con(7, 5, 0.33), hit(11, 2), hit(13, 6)],
+        ];
+        for (npcpus, pe_unit, l) in [(8u64, 300u64, 1u64), (3, 7, 5), (16, 1000, 3), (1, 1, 1)] {
+            let total = npcpus * pe_unit * l;
+            for vms in &mixes {
+                let out = allocate(total, vms);
+                let handed: u64 = out.iter().flatten().sum();
+                assert_eq!(handed, total, "P={npcpus} PE_unit={pe_unit} L={l}");
+                for (vm, incs) in vms.iter().zip(&out) {
+                    assert_eq!(incs.len(), vm.nvcpus);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn vm_increments_follow_weights_and_master_gets_the_pcps_share() {
+        // Weights 256 : 128 of 2400 units (8 pCPUs x 300): 1600 and 800.
+        let out = allocate(2400, &[hit(256, 8), con(128, 4, 0.25)]);
+        assert_eq!(out[0], vec![200; 8]);
+        // 800 over 4 + 0.25: master 800 x 1.25 / 4.25 = 235.29, others 188.24.
+        assert_eq!(out[1].iter().sum::<u64>(), 800);
+        assert_eq!(out[1], vec![236, 188, 188, 188]);
+    }
+
+    #[test]
+    fn u_factor_zero_is_the_equal_cps_split() {
+        let cps = allocate(3000, &[con(300, 4, 0.0), hit(700, 3)]);
+        let as_hit = allocate(3000, &[hit(300, 4), hit(700, 3)]);
+        assert_eq!(cps, as_hit);
+        assert_eq!(cps[0], vec![225; 4]);
+        assert_eq!(extra_slot_interval(0), None);
+    }
+
+    #[test]
+    fn extra_slot_interval_is_ceil_of_one_over_u() {
+        assert_eq!(extra_slot_interval(u_millionths(0.25)), Some(4));
+        assert_eq!(extra_slot_interval(u_millionths(0.3)), Some(4));
+        assert_eq!(extra_slot_interval(u_millionths(0.5)), Some(2));
+        assert_eq!(extra_slot_interval(u_millionths(0.999)), Some(2));
+    }
+
+    #[test]
+    fn dissipation_is_pe_unit_per_slot_and_carries_remainders() {
+        let mut carry = 0;
+        assert_eq!(dissipate(300, 30, 30, &mut carry), 300);
+        assert_eq!(carry, 0);
+        // Three thirds of a slot of 7 units: 2, 2, 3 (the carried remainders add up).
+        let mut carry = 0;
+        let parts: Vec<i64> = (0..3).map(|_| dissipate(7, 30, 10, &mut carry)).collect();
+        assert_eq!(parts.iter().sum::<i64>(), 7);
+        assert_eq!(parts, vec![2, 2, 3]);
+    }
+}

@@ -1,0 +1,480 @@
+//! The hybrid PE-based scheduler of seed 004 (004_2f4d1756ca892fd2.txt, Weng et al., "Hybrid CPU
+//! Management for Adapting to the Diversity of Virtual Machines", IEEE TC 2013), sections 3-5.
+//!
+//! VMs are high-throughput (`hit`, scheduled asynchronously: proportional share, PS) or concurrent
+//! (`con`, co-scheduled: CPS, or PCPS when the master vCPU has a u-factor > 0). Time is cut into
+//! slots; a vCPU that is given a pCPU keeps it for the slot (section 5.1). The four components of
+//! Figure 4, one per place in this module:
+//! - VCPU initial mapping, Algorithm 1: `insert_vcpu` / [`Hybrid::initial_home`];
+//! - CPU time allocation, Algorithm 2: `allocation.rs`, at every `L`-th slot boundary;
+//! - PE dissipation, Algorithm 3: `allocation.rs::dissipate` at every slot boundary, then each run
+//!   queue is re-sorted by decreasing PE;
+//! - scheduling and balancing, Algorithm 4: `plan.rs`, at every slot boundary.
+//!
+//! The seed modifies Xen 3.3's Credit scheduler; where it is silent we take Credit's mechanics
+//! (credit.rs, xen/common/sched/credit.c): one accounting timer on the master pCPU (the seed's
+//! BSP), PE bounded like credits, per-pCPU run queues holding the running vCPU at their head.
+//! Every departure is listed in docs/model.md section 7.5.
+
+mod allocation;
+mod plan;
+#[cfg(test)]
+mod tests;
+
+use super::{HostShape, PolicyKind};
+use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, VcpuState, VmType, YieldReason};
+use crate::ids::{PcpuId, VcpuId, VmId};
+use crate::params::{ParamSpec, Params};
+use crate::time::{Nanos, MS, SEC};
+use allocation::{AllocVm, U_SCALE};
+
+/// Default slot: 30 ms, Xen credit's timeslice (`CSCHED_DEFAULT_TSLICE_MS`,
+/// xen/common/sched/credit.c). The seed counts in abstract slots and gives no length; its prototype
+/// modified Xen 3.3's credit scheduler, whose timeslice (and accounting period) is 30 ms.
+const DEFAULT_SLOT: Nanos = 30 * MS;
+const MIN_SLOT: Nanos = MS;
+const MAX_SLOT: Nanos = SEC;
+/// Default PE_unit, the PE a vCPU dissipates per slot run: 300, the credits a Xen 3.3 vCPU burns
+/// in one 30 ms timeslice (`CSCHED_CREDITS_PER_TSLICE` = 10 credits/ms x 30 ms in credit.c). The
+/// seed names PE_unit without a value; only ratios matter, and 300 keeps integer splits fine.
+const DEFAULT_PE_UNIT: u64 = 300;
+/// Default L, the allocation interval in slots: 1. Xen 3.3's `csched_acct` runs once per 30 ms
+/// timeslice (`CSCHED_TICKS_PER_ACCT` = `CSCHED_TICKS_PER_TSLICE` = 3 ticks of 10 ms). The seed
+/// names L without a value.
+const DEFAULT_ALLOCATION_SLOTS: u64 = 1;
+
+/// The one timer: the slot boundary, kept on the BSP (pCPU 0) like credit's master pCPU.
+const TIMER_SLOT: u64 = 1;
+
+/// The registry entry.
+pub struct HybridKind;
+
+impl PolicyKind for HybridKind {
+    fn name(&self) -> &'static str {
+        "hybrid"
+    }
+    fn describe(&self) -> &'static str {
+        "Seed 004's hybrid scheduler (Weng et al., IEEE TC 2013): high-throughput VMs (type = \"hit\") \
+         scheduled asynchronously by proportional share, concurrent VMs (type = \"con\") co-scheduled \
+         when their master vCPU is picked (CPS; PCPS gives the master an extra slot every ceil(1/u_factor) \
+         co-scheduled slots); CPU time handed out as potential energy (PE) by weight every L slots, \
+         dissipated per slot run; run queues sorted by PE; idle pCPUs steal; a concurrent VM never has \
+         two vCPUs in one run queue. Work-conserving or capped."
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            ParamSpec::duration(
+                "slot",
+                DEFAULT_SLOT,
+                "the scheduling slot (seed 004 section 3.2/5.1: a vCPU given a pCPU runs for one slot); \
+                 default 30 ms, Xen credit's timeslice CSCHED_DEFAULT_TSLICE_MS (xen/common/sched/credit.c), \
+                 the scheduler the seed's prototype modified",
+            )
+            .range(MIN_SLOT as f64, MAX_SLOT as f64),
+            ParamSpec::boolean(
+                "work_conserving",
+                true,
+                "true: a pCPU with no vCPU of positive PE runs one with PE <= 0 (shares are guarantees, \
+                 seed 004 section 6.4); false: caps, vCPUs with PE <= 0 never run (section 6.2's \
+                 non-work-conserving mode)",
+            ),
+            ParamSpec::int(
+                "pe_unit",
+                DEFAULT_PE_UNIT,
+                "PE_unit, the PE a vCPU dissipates per slot run (seed 004 Algorithm 3); default 300, \
+                 Xen 3.3 credit's CSCHED_CREDITS_PER_TSLICE (the seed gives no value)",
+            )
+            .range(1.0, 1_000_000.0),
+            ParamSpec::int(
+                "allocation_slots",
+                DEFAULT_ALLOCATION_SLOTS,
+                "L, the slots between allocation events (seed 004 Algorithm 2); default 1, as Xen 3.3 \
+                 credit accounts once per timeslice (the seed gives no value)",
+            )
+            .range(1.0, 1000.0),
+        ]
+    }
+    fn build(&self, params: &Params, host: HostShape) -> Box<dyn Policy> {
+        let cfg = HybridConfig {
+            slot: params.duration("slot"),
+            work_conserving: params.boolean("work_conserving"),
+            pe_unit: params.int("pe_unit"),
+            allocation_slots: params.int("allocation_slots"),
+        };
+        Box::new(Hybrid::new(cfg, host))
+    }
+    /// Built on Xen: the PLE window stays fixed (arch/x86/hvm/vmx/vmx.c), as under credit.
+    fn ple_grow(&self) -> u64 {
+        1
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct HybridConfig {
+    pub slot: Nanos,
+    pub work_conserving: bool,
+    pub pe_unit: u64,
+    pub allocation_slots: u64,
+}
+
+impl HybridConfig {
+    /// PE_total of Algorithm 2 line 2.
+    fn pe_total(&self, npcpus: usize) -> u64 {
+        npcpus as u64 * self.pe_unit * self.allocation_slots
+    }
+    /// Bound on |PE|: one allocation interval of a whole pCPU (`PE_unit x L`). Models credit.c's
+    /// bounds in `csched_acct` (a vCPU stops earning above one period's credits and cannot owe
+    /// more than that), so an idle VM cannot bank PE and a vCPU that soaked up spare time in
+    /// work-conserving mode is not starved afterwards.
+    fn pe_bound(&self) -> i64 {
+        (self.pe_unit * self.allocation_slots) as i64
+    }
+}
+
+/// Per-vCPU private data (the counterpart of credit's `csched_unit`).
+#[derive(Clone, Debug, Default)]
+struct HybridVcpu {
+    /// Potential energy.
+    pe: i64,
+    /// The pCPU whose run queue holds it (also while it runs, and while halted, so that Algorithm
+    /// 1's and 4's "no two vCPUs of a concurrent VM in one run queue" covers vCPUs that wake).
+    home: PcpuId,
+    /// Not halted, as far as the policy has been told.
+    awake: bool,
+    /// Run time already dissipated (the host's cumulative `run_time` at the last charge).
+    charged_run: Nanos,
+    /// Sub-unit dissipation remainder (see `allocation::dissipate`).
+    carry: u128,
+}
+
+/// Per-pCPU private data.
+#[derive(Clone, Debug, Default)]
+struct HybridPcpu {
+    /// Awake vCPUs homed here, in decreasing PE (stable: ties keep arrival order).
+    runq: Vec<VcpuId>,
+    /// What Algorithm 4 chose to run here for the current slot.
+    assigned: Option<VcpuId>,
+    /// Taken by a co-scheduled VM (or a PCPS master's extra slot) for the current slot.
+    gang: Option<VmId>,
+}
+
+/// Per-VM private data.
+#[derive(Clone, Debug, Default)]
+struct HybridVm {
+    /// Slots its vCPUs ran co-scheduled, for the PCPS extra slot of Algorithm 4 line 6.
+    gang_slots: u64,
+    /// The master runs alone on its pCPU in the next slot (PCPS).
+    extra_slot_next: bool,
+    /// Ran or had an awake vCPU since the last allocation (counted in work-conserving mode).
+    active: bool,
+}
+
+/// The hybrid policy.
+pub struct Hybrid {
+    cfg: HybridConfig,
+    vcpus: Vec<HybridVcpu>,
+    pcpus: Vec<HybridPcpu>,
+    vms: Vec<HybridVm>,
+    /// Slots started so far (the current slot's index + 1).
+    slots: u64,
+    started: bool,
+    /// PE handed out at the last allocation event, and PE_total then (conservation, `check`).
+    last_handed_out: u64,
+    last_pe_total: u64,
+}
+
+impl Hybrid {
+    pub fn new(cfg: HybridConfig, host: HostShape) -> Self {
+        Hybrid {
+            cfg,
+            vcpus: vec![HybridVcpu::default(); host.nvcpus as usize],
+            pcpus: vec![HybridPcpu::default(); host.npcpus as usize],
+            vms: vec![HybridVm::default(); host.nvms as usize],
+            slots: 0,
+            started: false,
+            last_handed_out: 0,
+            last_pe_total: 0,
+        }
+    }
+
+    fn fit_to(&mut self, host: &HostView) {
+        if self.vms.len() < host.vms.len() {
+            self.vms.resize(host.vms.len(), HybridVm::default());
+        }
+        if self.vcpus.len() < host.vcpus.len() {
+            self.vcpus.resize(host.vcpus.len(), HybridVcpu::default());
+        }
+        if self.pcpus.len() < host.pcpus.len() {
+            self.pcpus.resize(host.pcpus.len(), HybridPcpu::default());
+        }
+    }
+
+    /// The type the policy acts on: a concurrent VM with more vCPUs than the host has pCPUs cannot
+    /// have them in distinct run queues (the seed assumes |C(V_i)| <= |P|, section 3.1), so it is
+    /// scheduled as high-throughput.
+    fn is_concurrent(host: &HostView, vm: VmId) -> bool {
+        let info = host.vm(vm);
+        info.vm_type == VmType::Concurrent && info.vcpus.len() <= host.npcpus()
+    }
+
+    /// The vCPU whose selection co-schedules a concurrent VM: the master (vCPU0, Algorithm 4
+    /// line 3) while it is awake. A halted vCPU is in no run queue, so while the master halts the
+    /// lowest-indexed awake vCPU leads instead; otherwise a master blocked on its siblings (say at
+    /// a barrier) could never be woken by them. This departure is documented in docs/model.md.
+    fn leader(&self, host: &HostView, vm: VmId) -> Option<VcpuId> {
+        host.vm(vm).vcpus.iter().copied().find(|v| self.vcpus[v.idx()].awake)
+    }
+
+    /// Algorithm 1: the least loaded pCPU (fewest vCPUs homed there, ties to the lowest index)
+    /// among AP(v): all pCPUs for a high-throughput VM, those homing no sibling for a concurrent one.
+    fn initial_home(&self, host: &HostView, v: VcpuId) -> PcpuId {
+        let vm = host.vcpu(v).vm;
+        let concurrent = Self::is_concurrent(host, vm);
+        let homed = |p: PcpuId| {
+            host.vm(vm).vcpus.iter().any(|s| *s != v && s.idx() < v.idx() && self.vcpus[s.idx()].home == p)
+        };
+        let load = |p: PcpuId| (0..v.idx()).filter(|w| self.vcpus[*w].home == p).count();
+        host.pcpu_ids()
+            .filter(|p| !concurrent || !homed(*p))
+            .min_by_key(|p| (load(*p), p.0))
+            .unwrap_or(PcpuId(0))
+    }
+
+    /// Insert `v` into its home run queue after every vCPU of at least its PE.
+    fn enqueue(&mut self, v: VcpuId) {
+        let p = self.vcpus[v.idx()].home.idx();
+        let pe = self.vcpus[v.idx()].pe;
+        let q = &self.pcpus[p].runq;
+        let at = q.iter().position(|w| self.vcpus[w.idx()].pe < pe).unwrap_or(q.len());
+        self.pcpus[p].runq.insert(at, v);
+    }
+
+    fn dequeue(&mut self, v: VcpuId) {
+        let p = self.vcpus[v.idx()].home.idx();
+        self.pcpus[p].runq.retain(|w| *w != v);
+    }
+
+    /// Move a (not running) vCPU to `p`'s run queue (Algorithm 4 line 12).
+    fn migrate(&mut self, v: VcpuId, p: PcpuId) {
+        self.dequeue(v);
+        self.vcpus[v.idx()].home = p;
+        self.enqueue(v);
+    }
+
+    /// Algorithm 3 line 2 for every vCPU that ran since the last charge.
+    fn dissipate_all(&mut self, host: &HostView) {
+        for info in host.vcpus {
+            let ran_total =
+                info.run_time + if info.state == VcpuState::Running { host.now.saturating_sub(info.run_start) } else { 0 };
+            let d = &mut self.vcpus[info.id.idx()];
+            let ran = ran_total.saturating_sub(d.charged_run);
+            d.charged_run = ran_total;
+            if ran > 0 {
+                d.pe -= allocation::dissipate(self.cfg.pe_unit, self.cfg.slot, ran, &mut d.carry);
+                self.vms[info.vm.idx()].active = true;
+            }
+        }
+    }
+
+    /// Algorithm 2. In work-conserving mode only active VMs share PE_total (as credit.c's
+    /// `csched_acct` shares credits among active domains), so spare time left by idle VMs is
+    /// shared by weight among the busy ones; in capped mode every VM counts, idle or not (section
+    /// 6.2: V1's share is its weight over V0's and V1's although V0 is idle).
+    fn allocate(&mut self, host: &HostView) {
+        for vm in host.vms {
+            if vm.vcpus.iter().any(|v| self.vcpus[v.idx()].awake) {
+                self.vms[vm.id.idx()].active = true;
+            }
+        }
+        let counted = |i: usize| !self.cfg.work_conserving || self.vms[i].active;
+        let alloc_vms: Vec<AllocVm> = host
+            .vms
+            .iter()
+            .enumerate()
+            .map(|(i, vm)| AllocVm {
+                weight: if counted(i) { vm.weight as u64 } else { 0 },
+                nvcpus: vm.vcpus.len(),
+                concurrent: Self::is_concurrent(host, vm.id),
+                u: allocation::u_millionths(vm.u_factor),
+            })
+            .collect();
+        let total = self.cfg.pe_total(host.npcpus());
+        let incs = allocation::allocate(total, &alloc_vms);
+        let bound = self.cfg.pe_bound();
+        let mut handed = 0;
+        for (vm, vm_incs) in host.vms.iter().zip(incs) {
+            for (v, inc) in vm.vcpus.iter().zip(vm_incs) {
+                handed += inc;
+                let d = &mut self.vcpus[v.idx()];
+                d.pe = (d.pe + inc as i64).clamp(-bound, bound);
+            }
+        }
+        self.last_handed_out = handed;
+        self.last_pe_total = total;
+        for d in &mut self.vms {
+            d.active = false;
+        }
+    }
+
+    /// Re-sort every run queue by decreasing PE (Algorithm 3 line 6; also after Algorithm 2).
+    fn sort_runqs(&mut self) {
+        let vcpus = &self.vcpus;
+        for p in &mut self.pcpus {
+            p.runq.sort_by_key(|v| std::cmp::Reverse(vcpus[v.idx()].pe));
+        }
+    }
+
+    /// A slot boundary: dissipation, allocation every L slots, sorting, then Algorithm 4.
+    fn slot_boundary(&mut self, ctx: &mut PolicyCtx) {
+        let host = ctx.host;
+        self.dissipate_all(&host);
+        if self.slots % self.cfg.allocation_slots == 0 {
+            self.allocate(&host);
+        }
+        self.sort_runqs();
+        self.slots += 1;
+        self.plan_slot(ctx);
+        let at = ctx.now() + self.cfg.slot;
+        ctx.set_timer(at, TIMER_SLOT);
+    }
+}
+
+impl Policy for Hybrid {
+    fn name(&self) -> &'static str {
+        "hybrid"
+    }
+
+    fn insert_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        self.fit_to(&ctx.host);
+        let home = self.initial_home(&ctx.host, v);
+        let d = &mut self.vcpus[v.idx()];
+        d.home = home;
+        d.awake = true;
+        self.enqueue(v);
+    }
+
+    fn wake(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        self.fit_to(&ctx.host);
+        if self.vcpus[v.idx()].awake {
+            return;
+        }
+        self.vcpus[v.idx()].awake = true;
+        self.enqueue(v);
+        if self.started {
+            self.place_woken(ctx, v);
+        }
+    }
+
+    fn sleep(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        self.fit_to(&ctx.host);
+        if !self.vcpus[v.idx()].awake {
+            return;
+        }
+        self.vcpus[v.idx()].awake = false;
+        self.dequeue(v);
+        // Its pCPU picks again for the rest of the slot (the engine calls do_schedule next).
+        let home = self.vcpus[v.idx()].home.idx();
+        if self.pcpus[home].assigned == Some(v) {
+            self.pcpus[home].assigned = None;
+        }
+    }
+
+    fn yield_vcpu(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId, _reason: YieldReason) {
+        // The seed has no yield: a vCPU given a pCPU keeps it for the slot (section 5.1).
+    }
+
+    fn do_schedule(&mut self, ctx: &mut PolicyCtx, pcpu: PcpuId) -> Decision {
+        self.fit_to(&ctx.host);
+        if !self.started {
+            self.started = true;
+            self.slot_boundary(ctx);
+        }
+        let host = ctx.host;
+        let p = pcpu.idx();
+        if self.pcpus[p].assigned.is_none() && self.pcpus[p].gang.is_none() {
+            self.pick_mid_slot(&host, pcpu);
+        }
+        match self.pcpus[p].assigned {
+            Some(v) if self.runnable_on(&host, v, pcpu) => Decision::run(v, None),
+            _ => Decision::idle(),
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut PolicyCtx, key: u64) {
+        self.fit_to(&ctx.host);
+        if key == TIMER_SLOT {
+            self.slot_boundary(ctx);
+        }
+    }
+
+    fn check(&self, host: &HostView) -> Result<(), String> {
+        self.check_invariants(host)
+    }
+}
+
+impl Hybrid {
+    /// `v` may be returned by `do_schedule(p)`: awake, homed at `p`, and not running elsewhere.
+    fn runnable_on(&self, host: &HostView, v: VcpuId, p: PcpuId) -> bool {
+        let info = host.vcpu(v);
+        self.vcpus[v.idx()].awake
+            && self.vcpus[v.idx()].home == p
+            && match info.state {
+                VcpuState::Halted => false,
+                VcpuState::Runnable => true,
+                VcpuState::Running => info.pcpu == Some(p),
+            }
+    }
+
+    fn check_invariants(&self, host: &HostView) -> Result<(), String> {
+        if self.vcpus.len() < host.vcpus.len() || self.pcpus.len() < host.npcpus() || self.vms.len() < host.vms.len() {
+            return Err("hybrid: private data smaller than the host".into());
+        }
+        // No two vCPUs of a concurrent VM in one run queue (Algorithms 1 and 4), halted ones
+        // included since they return to their home queue when they wake.
+        for vm in host.vms {
+            if !Self::is_concurrent(host, vm.id) {
+                continue;
+            }
+            let mut homes: Vec<PcpuId> = vm.vcpus.iter().map(|v| self.vcpus[v.idx()].home).collect();
+            homes.sort();
+            if let Some(w) = homes.windows(2).find(|w| w[0] == w[1]) {
+                return Err(format!(
+                    "hybrid: concurrent VM {} ({}) has two vCPUs in the run queue of pCPU {}",
+                    vm.id, vm.name, w[0]
+                ));
+            }
+        }
+        // Every awake vCPU is in exactly its home queue; halted ones in none; queues sorted.
+        let mut seen = vec![0u32; host.vcpus.len()];
+        for (p, d) in self.pcpus.iter().enumerate().take(host.npcpus()) {
+            for v in &d.runq {
+                seen[v.idx()] += 1;
+                if self.vcpus[v.idx()].home.idx() != p {
+                    return Err(format!("hybrid: vCPU {v} queued on pCPU {p} but homed on {}", self.vcpus[v.idx()].home));
+                }
+            }
+        }
+        for (v, d) in self.vcpus.iter().enumerate().take(host.vcpus.len()) {
+            let want = u32::from(d.awake);
+            if seen[v] != want {
+                return Err(format!("hybrid: vCPU {v} (awake: {}) is in {} run queues", d.awake, seen[v]));
+            }
+            let info = &host.vcpus[v];
+            if info.state == VcpuState::Running && info.pcpu != Some(d.home) {
+                return Err(format!("hybrid: vCPU {v} runs on {:?} but is homed on {}", info.pcpu, d.home));
+            }
+            if d.pe.abs() > self.cfg.pe_bound() + self.cfg.pe_unit as i64 * 2 {
+                return Err(format!("hybrid: vCPU {v} has PE {} beyond its bound", d.pe));
+            }
+        }
+        // PE conservation: the last allocation event handed out exactly |P| x PE_unit x L.
+        if self.started && self.last_handed_out != self.last_pe_total {
+            return Err(format!(
+                "hybrid: allocation handed out {} PE, expected |P| x PE_unit x L = {}",
+                self.last_handed_out, self.last_pe_total
+            ));
+        }
+        let _ = U_SCALE;
+        Ok(())
+    }
+}

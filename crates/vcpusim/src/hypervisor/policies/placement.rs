@@ -1,0 +1,248 @@
+//! vCPU-to-pCPU placement layered over a proportional-share policy: which run queues a waking
+//! vCPU may join and which a load balancer may move it to (seed 000 section 3.2).
+//!
+//! - `default`: no restriction; the base policy's own wake path and load balancer decide.
+//! - `balance` (Sukwong and Kim, "Is co-scheduling too expensive for SMP VMs?", EuroSys'11; seed
+//!   000 sections 2.2 and 3.2.2): sibling vCPUs (vCPUs of one VM) never share a run queue, so
+//!   they are more likely to run at the same time. A waking vCPU goes to the least loaded pCPU
+//!   holding no sibling; the load balancer never moves a vCPU onto a pCPU holding a sibling.
+//! - `lc-balance`, load-conscious balance (seed 000 section 3.2.2, Figure 6b): the same candidate
+//!   set, but when every candidate is above the average pCPU load the vCPU may go to any pCPU
+//!   (the least loaded overall), and the load balancer may stack it onto a sibling's pCPU when
+//!   that pCPU is below the average load.
+//!
+//! Loads are the base policy's run-queue loads (CFS: the sum of the flattened group weights of
+//! the queued and running vCPUs), so a UP VM's vCPU weighs as much as all eight vCPUs of an
+//! equally weighted 8-vCPU VM, which is what makes the seed's mixes imbalanced (section 3.2.1).
+//!
+//! The functions here are pure: they see a [`LoadView`] and decide; the policy builds the view
+//! from its own run queues.
+
+/// The placement rule (`[host] placement`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    Default,
+    Balance,
+    LcBalance,
+}
+
+impl Placement {
+    /// The scenario spellings, in the order `vcpusim list` shows them.
+    pub const NAMES: &'static [&'static str] = &["default", "balance", "lc-balance"];
+
+    pub fn from_name(name: &str) -> Option<Placement> {
+        match name {
+            "default" => Some(Placement::Default),
+            "balance" => Some(Placement::Balance),
+            "lc-balance" => Some(Placement::LcBalance),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Default => "default",
+            Placement::Balance => "balance",
+            Placement::LcBalance => "lc-balance",
+        }
+    }
+}
+
+/// What placement knows about each pCPU, seen from one vCPU being placed.
+#[derive(Clone, Copy, Debug)]
+pub struct LoadView<'a> {
+    /// Run-queue load of each pCPU (queued and running vCPUs' weights).
+    pub loads: &'a [u64],
+    /// Whether each pCPU's run queue holds a sibling of the vCPU (queued or running; the vCPU
+    /// itself does not count).
+    pub holds_sibling: &'a [bool],
+}
+
+impl LoadView<'_> {
+    fn npcpus(&self) -> usize {
+        self.loads.len()
+    }
+
+    /// load(p) compared with the average load of all pCPUs, without rounding the average:
+    /// load(p) x n against the total (u128: weights times pCPU counts can pass u64).
+    fn vs_average(&self, p: usize) -> std::cmp::Ordering {
+        let total: u128 = self.loads.iter().map(|&l| l as u128).sum();
+        (self.loads[p] as u128 * self.npcpus() as u128).cmp(&total)
+    }
+
+    /// Overloaded in the seed's sense: strictly above the average pCPU load.
+    pub fn above_average(&self, p: usize) -> bool {
+        self.vs_average(p).is_gt()
+    }
+
+    /// Underloaded in the load balancer's sense: strictly below the average pCPU load.
+    pub fn below_average(&self, p: usize) -> bool {
+        self.vs_average(p).is_lt()
+    }
+
+    /// pCPUs holding no sibling (balance scheduling's affinity for the vCPU).
+    pub fn sibling_free(&self) -> Vec<usize> {
+        (0..self.npcpus()).filter(|&p| !self.holds_sibling[p]).collect()
+    }
+
+    /// The least loaded of `candidates`: ties go to `prev` (the warm cache the base wake path
+    /// would also keep), then to the lowest number, so the choice is deterministic.
+    pub fn least_loaded(&self, candidates: &[usize], prev: usize) -> Option<usize> {
+        candidates.iter().copied().min_by_key(|&p| (self.loads[p], p != prev, p))
+    }
+}
+
+/// The pCPUs a waking vCPU may join, or `None` when the placement leaves the choice to the base
+/// policy's own wake path (`default`).
+pub fn wake_candidates(placement: Placement, view: &LoadView) -> Option<Vec<usize>> {
+    let all = || (0..view.npcpus()).collect::<Vec<_>>();
+    match placement {
+        Placement::Default => None,
+        Placement::Balance => {
+            let free = view.sibling_free();
+            // More vCPUs than pCPUs: stacking is unavoidable; any pCPU will do.
+            Some(if free.is_empty() { all() } else { free })
+        }
+        Placement::LcBalance => {
+            let free = view.sibling_free();
+            // "If at least one underloaded pCPU exists in the set, the set is determined as the
+            // pCPU affinity ... Otherwise the affinity is set to all pCPUs" (seed 000 3.2.2).
+            let some_underloaded = free.iter().any(|&p| !view.above_average(p));
+            Some(if some_underloaded { free } else { all() })
+        }
+    }
+}
+
+/// Where a waking vCPU goes under `placement`: the least loaded candidate, `prev` on ties.
+/// `None` for `default` (the base policy's wake path decides).
+pub fn select_waking(placement: Placement, view: &LoadView, prev: usize) -> Option<usize> {
+    let candidates = wake_candidates(placement, view)?;
+    view.least_loaded(&candidates, prev)
+}
+
+/// May the load balancer move the vCPU onto pCPU `dest`? Its current run queue counts in
+/// `view.loads`; `view.holds_sibling` is about its siblings only.
+pub fn may_move_to(placement: Placement, view: &LoadView, dest: usize) -> bool {
+    match placement {
+        Placement::Default => true,
+        Placement::Balance => !view.holds_sibling[dest],
+        // "vCPU stacking is also allowed when the load balancer tries to migrate the vCPU to an
+        // underloaded pCPU to which its sibling vCPU has been assigned" (seed 000 3.2.2).
+        Placement::LcBalance => !view.holds_sibling[dest] || view.below_average(dest),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Weights as CFS gives them with equal VM weights on 4 pCPUs: a 4-vCPU VM's vCPU 1024, a UP
+    /// VM's vCPU 4096 (seed 000 Figure 6).
+    const SMP: u64 = 1024;
+    const UP: u64 = 4096;
+
+    fn view<'a>(loads: &'a [u64], holds_sibling: &'a [bool]) -> LoadView<'a> {
+        LoadView { loads, holds_sibling }
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for name in Placement::NAMES {
+            assert_eq!(Placement::from_name(name).map(Placement::name), Some(*name));
+        }
+        assert_eq!(Placement::from_name("lc_balance"), None);
+    }
+
+    #[test]
+    fn default_leaves_the_wake_choice_to_the_base_policy_and_never_bars_a_move() {
+        let v = view(&[0, SMP, SMP], &[true, true, false]);
+        assert_eq!(select_waking(Placement::Default, &v, 0), None);
+        assert!(may_move_to(Placement::Default, &v, 0));
+    }
+
+    #[test]
+    fn balance_never_stacks_siblings_even_on_a_much_busier_pcpu() {
+        // Figure 6a: siblings sit on the idle-ish pCPUs 2 and 3; pCPUs 0 and 1 run UP VMs.
+        let loads = [UP, UP, SMP, SMP];
+        let sib = [false, false, true, true];
+        let v = view(&loads, &sib);
+        assert_eq!(wake_candidates(Placement::Balance, &v), Some(vec![0, 1]));
+        assert_eq!(select_waking(Placement::Balance, &v, 3), Some(0));
+        // The least loaded sibling-free pCPU wins, whatever prev is.
+        let loads = [UP + SMP, UP, SMP, SMP];
+        assert_eq!(select_waking(Placement::Balance, &view(&loads, &sib), 0), Some(1));
+        // The load balancer never moves it onto a sibling's pCPU, however empty.
+        let loads = [UP + SMP, UP, 0, SMP];
+        let v = view(&loads, &sib);
+        assert!(!may_move_to(Placement::Balance, &v, 2));
+        assert!(may_move_to(Placement::Balance, &v, 1));
+    }
+
+    #[test]
+    fn balance_falls_back_to_the_least_loaded_pcpu_when_every_pcpu_holds_a_sibling() {
+        let loads = [3 * SMP, SMP, 2 * SMP];
+        let v = view(&loads, &[true; 3]);
+        assert_eq!(select_waking(Placement::Balance, &v, 0), Some(1));
+        assert_eq!(select_waking(Placement::LcBalance, &v, 0), Some(1));
+    }
+
+    #[test]
+    fn ties_prefer_the_previous_pcpu_then_the_lowest_number() {
+        let loads = [SMP, 0, 0, 0];
+        let v = view(&loads, &[false; 4]);
+        assert_eq!(select_waking(Placement::Balance, &v, 3), Some(3));
+        assert_eq!(select_waking(Placement::Balance, &v, 0), Some(1));
+    }
+
+    #[test]
+    fn lc_balance_stacks_only_when_every_sibling_free_pcpu_is_above_average() {
+        // Figure 6b: total 2 UP + 2 SMP = 10240 over 4 pCPUs, average 2560. The sibling-free
+        // pCPUs 0 and 1 (4096 each) are both above it: the vCPU may go anywhere, and the least
+        // loaded pCPU holds a sibling.
+        let loads = [UP, UP, SMP, SMP];
+        let sib = [false, false, true, true];
+        let v = view(&loads, &sib);
+        assert_eq!(wake_candidates(Placement::LcBalance, &v), Some(vec![0, 1, 2, 3]));
+        assert_eq!(select_waking(Placement::LcBalance, &v, 0), Some(2));
+        // Both sibling-free pCPUs above the average (1792 for [4096, 2048, 0, 1024]): stack.
+        let loads = [UP, 2 * SMP, 0, SMP];
+        assert_eq!(select_waking(Placement::LcBalance, &view(&loads, &sib), 0), Some(2));
+        // One sibling-free pCPU below the average keeps the balance set, even though a
+        // sibling's pCPU is lighter still: average (4096 + 1024 + 0 + 1024) / 4 = 1536.
+        let loads = [UP, SMP, 0, SMP];
+        let v = view(&loads, &sib);
+        assert_eq!(wake_candidates(Placement::LcBalance, &v), Some(vec![0, 1]));
+        assert_eq!(select_waking(Placement::LcBalance, &v, 2), Some(1));
+        // Exactly at the average is not above it: [2048, 2048, 0, 4096] averages 2048.
+        let loads = [2 * SMP, 2 * SMP, 0, UP];
+        assert_eq!(wake_candidates(Placement::LcBalance, &view(&loads, &sib)), Some(vec![0, 1]));
+    }
+
+    #[test]
+    fn lc_balance_moves_onto_a_siblings_pcpu_only_below_the_average_load() {
+        // Average (4096 + 4096 + 1024 + 1024) / 4 = 2560.
+        let loads = [UP, UP, SMP, SMP];
+        let sib = [false, false, true, true];
+        let v = view(&loads, &sib);
+        assert!(may_move_to(Placement::LcBalance, &v, 2), "1024 < 2560: stacking allowed");
+        assert!(!may_move_to(Placement::Balance, &v, 2));
+        // A sibling's pCPU at the average is not underloaded: average of [0, 0, 2048, 2048] is 1024.
+        let loads = [0, 0, 2 * SMP, 2 * SMP];
+        let sib = [false, false, false, true];
+        let v = view(&loads, &sib);
+        assert!(!may_move_to(Placement::LcBalance, &v, 3));
+        let loads = [SMP, SMP, SMP, SMP];
+        assert!(!may_move_to(Placement::LcBalance, &view(&loads, &sib), 3), "equal loads: nobody is below average");
+        // A sibling-free destination is always allowed.
+        assert!(may_move_to(Placement::LcBalance, &view(&loads, &sib), 2));
+    }
+
+    #[test]
+    fn averages_do_not_overflow_with_huge_weights() {
+        let big = u64::MAX / 2;
+        let loads = [big, big, 0];
+        let v = view(&loads, &[true, false, false]);
+        assert!(v.above_average(0) && v.below_average(2));
+        assert_eq!(select_waking(Placement::LcBalance, &v, 0), Some(2));
+    }
+}

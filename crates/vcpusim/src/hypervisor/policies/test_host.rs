@@ -1,0 +1,234 @@
+//! A fake host for policy unit tests: the test plays the engine (state changes, timers,
+//! reschedules) so a policy can be driven call by call and checked after each.
+
+use super::HostShape;
+use crate::hardware::topology::Topology;
+use crate::hypervisor::policy::{HostView, PcpuInfo, Policy, PolicyCtx, Request, VcpuInfo, VcpuState, VmInfo};
+use crate::hypervisor::uvf::UvfHost;
+use crate::ids::{PcpuId, VcpuId, VmId};
+use crate::time::Nanos;
+
+/// A fake host where the test plays the engine.
+pub struct FakeHost {
+    pub now: Nanos,
+    pub vcpus: Vec<VcpuInfo>,
+    pub pcpus: Vec<PcpuInfo>,
+    pub vms: Vec<VmInfo>,
+    pub topology: Topology,
+    /// Pending policy timers (at, key), fired in time order then by insertion.
+    pub timers: Vec<(Nanos, u64)>,
+    pub policy: Box<dyn Policy>,
+    /// Times a vCPU that had run before started on a different pCPU.
+    pub migrations: u32,
+    pub context_switches: u32,
+    /// Policy-specific assertions run by `check`.
+    pub extra_check: Option<fn(&FakeHost)>,
+    /// `note_urgent` requests seen.
+    pub urgent_entered: u32,
+    /// The slice of the last decision.
+    pub last_slice: Option<Nanos>,
+}
+
+impl FakeHost {
+    /// VMs given as (vCPU count, weight), on `npcpus` pCPUs, under the policy `build` makes
+    /// for this host shape; `extra_check` adds policy-specific assertions to `check`.
+    pub fn new(
+        npcpus: u32,
+        vms: &[(u32, u32)],
+        uvf: Option<UvfHost>,
+        build: impl FnOnce(HostShape) -> Box<dyn Policy>,
+    ) -> Self {
+        let mut vcpus = Vec::new();
+        let mut vm_infos = Vec::new();
+        for (i, (n, weight)) in vms.iter().enumerate() {
+            let mut ids = Vec::new();
+            for index in 0..*n {
+                let id = VcpuId(vcpus.len() as u32);
+                ids.push(id);
+                vcpus.push(VcpuInfo {
+                    id,
+                    vm: VmId(i as u32),
+                    index,
+                    state: VcpuState::Runnable,
+                    pcpu: None,
+                    last_pcpu: PcpuId(0),
+                    run_start: 0,
+                    preempted: false,
+                    run_time: 0,
+                    woken_from: None,
+                });
+            }
+            vm_infos.push(VmInfo { id: VmId(i as u32), name: format!("vm{i}"), weight: *weight, vcpus: ids, uvf: Default::default(), vm_type: Default::default(), u_factor: 0.0 });
+        }
+        let pcpus = (0..npcpus).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect();
+        let shape = HostShape { npcpus, nvcpus: vcpus.len() as u32, nvms: vms.len() as u32, uvf };
+        let policy = build(shape);
+        let mut host = FakeHost {
+            now: 0,
+            vcpus,
+            pcpus,
+            vms: vm_infos,
+            topology: Topology::flat(npcpus),
+            timers: Vec::new(),
+            policy,
+            migrations: 0,
+            context_switches: 0,
+            extra_check: None,
+            urgent_entered: 0,
+            last_slice: None,
+        };
+        for v in 0..host.vcpus.len() as u32 {
+            host.call(|pol, ctx| pol.insert_vcpu(ctx, VcpuId(v)));
+        }
+        for p in 0..npcpus {
+            host.schedule(PcpuId(p));
+        }
+        host.check();
+        host
+    }
+
+    /// Run one policy call and carry out its requests.
+    pub fn call<R>(&mut self, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
+        let mut requests = Vec::new();
+        let result = {
+            let view = HostView {
+                now: self.now,
+                vcpus: &self.vcpus,
+                pcpus: &self.pcpus,
+                vms: &self.vms,
+                topology: &self.topology,
+            };
+            let mut ctx = PolicyCtx::new(view, &mut requests);
+            f(self.policy.as_mut(), &mut ctx)
+        };
+        self.apply(requests);
+        result
+    }
+
+    pub fn apply(&mut self, requests: Vec<Request>) {
+        for r in requests {
+            match r {
+                Request::Reschedule(p) => self.schedule(p),
+                Request::Timer { at, key } => self.timers.push((at, key)),
+                Request::UrgentEntered(_) => self.urgent_entered += 1,
+            }
+        }
+    }
+
+    /// `do_schedule(p)` and apply the decision as the engine would.
+    pub fn schedule(&mut self, p: PcpuId) {
+        let decision = self.call(|pol, ctx| pol.do_schedule(ctx, p));
+        self.last_slice = decision.slice;
+        let prev = self.pcpus[p.idx()].current;
+        if let Some(next) = decision.next {
+            let info = &self.vcpus[next.idx()];
+            assert_ne!(info.state, VcpuState::Halted, "picked halted vCPU {next}");
+            if info.state == VcpuState::Running {
+                assert_eq!(info.pcpu, Some(p), "picked vCPU {next} running elsewhere");
+            }
+        }
+        if prev == decision.next {
+            return;
+        }
+        if let Some(v) = prev {
+            let info = &mut self.vcpus[v.idx()];
+            if info.state == VcpuState::Running {
+                info.run_time += self.now - info.run_start;
+                info.state = VcpuState::Runnable;
+                info.preempted = true;
+            }
+            info.pcpu = None;
+        }
+        if let Some(v) = decision.next {
+            let info = &mut self.vcpus[v.idx()];
+            if info.last_pcpu != p && info.run_time > 0 {
+                self.migrations += 1;
+            }
+            info.state = VcpuState::Running;
+            info.pcpu = Some(p);
+            info.last_pcpu = p;
+            info.run_start = self.now;
+            info.preempted = false;
+        }
+        self.context_switches += 1;
+        self.pcpus[p.idx()].current = decision.next;
+    }
+
+    /// The running vCPU `v` halts: state first, then `sleep`, then `do_schedule` on its pCPU.
+    pub fn halt(&mut self, v: VcpuId) {
+        let p = self.vcpus[v.idx()].pcpu.expect("only a running vCPU halts");
+        let info = &mut self.vcpus[v.idx()];
+        info.run_time += self.now - info.run_start;
+        info.state = VcpuState::Halted;
+        info.pcpu = None;
+        self.call(|pol, ctx| pol.sleep(ctx, v));
+        self.schedule(p);
+        self.check();
+    }
+
+    pub fn wake(&mut self, v: VcpuId) {
+        assert_eq!(self.vcpus[v.idx()].state, VcpuState::Halted);
+        self.vcpus[v.idx()].state = VcpuState::Runnable;
+        self.call(|pol, ctx| pol.wake(ctx, v));
+        self.check();
+    }
+
+    /// Fire every timer due up to `until`, then move the clock to `until`.
+    pub fn advance_to(&mut self, until: Nanos) {
+        loop {
+            let next = self
+                .timers
+                .iter()
+                .enumerate()
+                .filter(|(_, (at, _))| *at <= until)
+                .min_by_key(|(i, (at, _))| (*at, *i));
+            let Some((i, &(at, key))) = next else { break };
+            self.timers.remove(i);
+            self.now = at;
+            self.call(|pol, ctx| pol.on_timer(ctx, key));
+            self.check();
+        }
+        self.now = until;
+    }
+
+    /// Run time of every vCPU of `vm` up to now, including the current run.
+    pub fn vm_run_time(&self, vm: usize) -> Nanos {
+        self.vms[vm]
+            .vcpus
+            .iter()
+            .map(|v| {
+                let info = &self.vcpus[v.idx()];
+                info.run_time + if info.state == VcpuState::Running { self.now - info.run_start } else { 0 }
+            })
+            .sum()
+    }
+
+    pub fn running(&self, vm: usize) -> usize {
+        self.vms[vm].vcpus.iter().filter(|v| self.vcpus[v.idx()].state == VcpuState::Running).count()
+    }
+
+    pub fn idle_pcpus(&self) -> usize {
+        self.pcpus.iter().filter(|p| p.current.is_none()).count()
+    }
+
+    /// The policy's own invariants, the extra check, and pCPU/vCPU agreement.
+    pub fn check(&self) {
+        let view = HostView {
+            now: self.now,
+            vcpus: &self.vcpus,
+            pcpus: &self.pcpus,
+            vms: &self.vms,
+            topology: &self.topology,
+        };
+        self.policy.check(&view).unwrap();
+        if let Some(extra) = self.extra_check {
+            extra(self);
+        }
+        for p in &self.pcpus {
+            if let Some(v) = p.current {
+                assert_eq!(self.vcpus[v.idx()].pcpu, Some(p.id));
+            }
+        }
+    }
+}
+

@@ -1,0 +1,49 @@
+//! `parsec.facesim`: simulates the motion of a human face for animation (PhysBAM).
+//!
+//! **The application** (PARSEC): data-parallel; PhysBAM's thread pool takes tasks from a queue
+//! protected by a mutex and condition variables, and the main thread waits for each batch of
+//! tasks (a step of the conjugate-gradient solver) to finish; working set large.
+//!
+//! **Seed 000 numbers**: Table 1 (corun): lock spinning 4.33% of CPU (75.57% of kernel time),
+//! TLB 0.02%; Figure 3: futex-queue lock; section 4.1.1: a futex-intensive application (Figure
+//! 7a), and a corunner whose "repeated sleep and wake-up of its worker threads" impedes urgent
+//! scheduling (Figure 7c); Table 2: 97.7% fewer pause-loop exits under UVF.
+//!
+//! **Model**: solver steps of 4 ms per thread (assumed) with sixteen 1 us task-queue critical
+//! sections on one mutex (assumed), then a blocking barrier for the batch's end.
+//!
+//! **Progress**: solver steps (barrier phases).
+
+use super::{Event, Profile, Shape, Spread};
+use crate::time::{MS, US};
+use crate::workload::program::BarrierWait;
+
+pub static PROFILE: Profile = Profile {
+    name: "parsec.facesim",
+    describe: "PARSEC facesim: 4 ms solver steps taking tasks from a mutex-protected queue, \
+               blocking barrier per step (seed 000 Table 1, Figure 3: futex-queue lock)",
+    progress_unit: "solver steps (barrier phases)",
+    shape: Shape::Workers {
+        work: 4 * MS,
+        spread: Spread::Exp,
+        events: &[(Event::Critical { hold: US }, 16)],
+        rare: None,
+        barrier: Some(BarrierWait::Block),
+    },
+    mutexes: 1,
+    single_threaded: false,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::super::model_tests::*;
+    use super::super::FACESIM;
+    use crate::workload::program::Op;
+
+    #[test]
+    fn sixteen_task_queue_sections_per_step() {
+        let program = build_default(&FACESIM);
+        assert_eq!(count(&program.threads[7], |op| matches!(op, Op::MutexLock(0))), 16);
+        assert_eq!(count(&program.threads[7], |op| matches!(op, Op::Barrier { .. })), 1);
+    }
+}
