@@ -3,6 +3,7 @@
 pub mod cfs;
 pub mod credit;
 pub mod gang;
+pub mod hybrid;
 #[cfg(test)]
 pub(crate) mod test_host;
 pub mod placement;
@@ -35,7 +36,7 @@ pub trait PolicyKind: Sync {
 
 /// All policies, in the order `vcpusim list` shows them.
 pub fn registry() -> &'static [&'static dyn PolicyKind] {
-    &[&cfs::CfsKind, &credit::CreditKind, &gang::GangKind]
+    &[&cfs::CfsKind, &credit::CreditKind, &gang::GangKind, &hybrid::HybridKind]
 }
 
 /// Look a policy up by name, or list the valid names.

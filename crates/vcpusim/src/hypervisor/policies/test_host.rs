@@ -38,6 +38,18 @@ impl FakeHost {
         uvf: Option<UvfHost>,
         build: impl FnOnce(HostShape) -> Box<dyn Policy>,
     ) -> Self {
+        Self::new_configured(npcpus, vms, uvf, |_| {}, build)
+    }
+
+    /// Like `new`, with `configure` run on the VMs' infos (VM type, u-factor, ...) before the
+    /// policy is built and any vCPU inserted.
+    pub fn new_configured(
+        npcpus: u32,
+        vms: &[(u32, u32)],
+        uvf: Option<UvfHost>,
+        configure: impl FnOnce(&mut [VmInfo]),
+        build: impl FnOnce(HostShape) -> Box<dyn Policy>,
+    ) -> Self {
         let mut vcpus = Vec::new();
         let mut vm_infos = Vec::new();
         for (i, (n, weight)) in vms.iter().enumerate() {
@@ -60,6 +72,7 @@ impl FakeHost {
             }
             vm_infos.push(VmInfo { id: VmId(i as u32), name: format!("vm{i}"), weight: *weight, vcpus: ids, uvf: Default::default(), vm_type: Default::default(), u_factor: 0.0 });
         }
+        configure(&mut vm_infos);
         let pcpus = (0..npcpus).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect();
         let shape = HostShape { npcpus, nvcpus: vcpus.len() as u32, nvms: vms.len() as u32, uvf };
         let policy = build(shape);

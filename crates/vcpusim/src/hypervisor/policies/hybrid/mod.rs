@@ -26,7 +26,7 @@ use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, VcpuState
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, MS, SEC};
-use allocation::{AllocVm, U_SCALE};
+use allocation::AllocVm;
 
 /// Default slot: 30 ms, Xen credit's timeslice (`CSCHED_DEFAULT_TSLICE_MS`,
 /// xen/common/sched/credit.c). The seed counts in abstract slots and gives no length; its prototype
@@ -42,6 +42,10 @@ const DEFAULT_PE_UNIT: u64 = 300;
 /// timeslice (`CSCHED_TICKS_PER_ACCT` = `CSCHED_TICKS_PER_TSLICE` = 3 ticks of 10 ms). The seed
 /// names L without a value.
 const DEFAULT_ALLOCATION_SLOTS: u64 = 1;
+
+/// |PE| bound in allocation intervals of a whole pCPU (see `HybridConfig::pe_bound`). Assumed:
+/// the seed gives no bound.
+const PE_BOUND_INTERVALS: u64 = 4;
 
 /// The one timer: the slot boundary, kept on the BSP (pCPU 0) like credit's master pCPU.
 const TIMER_SLOT: u64 = 1;
@@ -122,12 +126,14 @@ impl HybridConfig {
     fn pe_total(&self, npcpus: usize) -> u64 {
         npcpus as u64 * self.pe_unit * self.allocation_slots
     }
-    /// Bound on |PE|: one allocation interval of a whole pCPU (`PE_unit x L`). Models credit.c's
-    /// bounds in `csched_acct` (a vCPU stops earning above one period's credits and cannot owe
-    /// more than that), so an idle VM cannot bank PE and a vCPU that soaked up spare time in
-    /// work-conserving mode is not starved afterwards.
+    /// Bound on |PE|: [`PE_BOUND_INTERVALS`] allocation intervals of a whole pCPU. Models the
+    /// bounds of credit.c's `csched_acct` (a vCPU stops earning above a limit and cannot owe more
+    /// than one), so an idle VM cannot bank PE and a vCPU that soaked up spare time in
+    /// work-conserving mode is not starved afterwards. Credit's bound is one period; here it is
+    /// wider because a vCPU queued behind others (or waiting for its co-scheduled slot) must be
+    /// able to save the PE of several slots, or it would lose share to the clipping.
     fn pe_bound(&self) -> i64 {
-        (self.pe_unit * self.allocation_slots) as i64
+        (PE_BOUND_INTERVALS * self.pe_unit * self.allocation_slots) as i64
     }
 }
 
@@ -145,6 +151,9 @@ struct HybridVcpu {
     charged_run: Nanos,
     /// Sub-unit dissipation remainder (see `allocation::dissipate`).
     carry: u128,
+    /// The slot it last ran in: among equal PE, the vCPU that waited longer goes first (round
+    /// robin, as credit.c queues a descheduled vCPU behind its priority peers).
+    last_ran_slot: u64,
 }
 
 /// Per-pCPU private data.
@@ -270,6 +279,7 @@ impl Hybrid {
             let ran = ran_total.saturating_sub(d.charged_run);
             d.charged_run = ran_total;
             if ran > 0 {
+                d.last_ran_slot = self.slots;
                 d.pe -= allocation::dissipate(self.cfg.pe_unit, self.cfg.slot, ran, &mut d.carry);
                 self.vms[info.vm.idx()].active = true;
             }
@@ -286,7 +296,9 @@ impl Hybrid {
                 self.vms[vm.id.idx()].active = true;
             }
         }
-        let counted = |i: usize| !self.cfg.work_conserving || self.vms[i].active;
+        // With no active VM at all (everyone halted) every VM counts, so PE_total is still handed out.
+        let any_active = host.vms.iter().any(|vm| self.vms[vm.id.idx()].active && vm.weight > 0);
+        let counted = |i: usize| !self.cfg.work_conserving || !any_active || self.vms[i].active;
         let alloc_vms: Vec<AllocVm> = host
             .vms
             .iter()
@@ -320,7 +332,7 @@ impl Hybrid {
     fn sort_runqs(&mut self) {
         let vcpus = &self.vcpus;
         for p in &mut self.pcpus {
-            p.runq.sort_by_key(|v| std::cmp::Reverse(vcpus[v.idx()].pe));
+            p.runq.sort_by_key(|v| (std::cmp::Reverse(vcpus[v.idx()].pe), vcpus[v.idx()].last_ran_slot));
         }
     }
 
@@ -391,7 +403,7 @@ impl Policy for Hybrid {
         }
         let host = ctx.host;
         let p = pcpu.idx();
-        if self.pcpus[p].assigned.is_none() && self.pcpus[p].gang.is_none() {
+        if self.pcpus[p].assigned.is_none() {
             self.pick_mid_slot(&host, pcpu);
         }
         match self.pcpus[p].assigned {
@@ -463,7 +475,7 @@ impl Hybrid {
             if info.state == VcpuState::Running && info.pcpu != Some(d.home) {
                 return Err(format!("hybrid: vCPU {v} runs on {:?} but is homed on {}", info.pcpu, d.home));
             }
-            if d.pe.abs() > self.cfg.pe_bound() + self.cfg.pe_unit as i64 * 2 {
+            if d.pe.abs() > 2 * self.cfg.pe_bound() {
                 return Err(format!("hybrid: vCPU {v} has PE {} beyond its bound", d.pe));
             }
         }
@@ -474,7 +486,6 @@ impl Hybrid {
                 self.last_handed_out, self.last_pe_total
             ));
         }
-        let _ = U_SCALE;
         Ok(())
     }
 }

@@ -1,0 +1,226 @@
+//! Scheduling and balancing: seed 004 (004_2f4d1756ca892fd2.txt) section 5.5, Algorithm 4, run at
+//! every slot boundary after dissipation and allocation, plus the mid-slot decisions a real host
+//! also has to make (a vCPU halts or wakes inside a slot), which the seed's always-busy model does
+//! not need.
+//!
+//! Passes over the pCPUs at a slot boundary:
+//! 0. PCPS: a master whose VM completed `ceil(1/uf)` co-scheduled slots runs alone on its pCPU for
+//!    one more slot (Algorithm 4 line 6).
+//! 1. Algorithm 4 lines 1-9, pCPU by pCPU in index order: if the head of the run queue has PE > 0,
+//!    either it is a concurrent VM's master and its whole VM is co-scheduled, each vCPU on its own
+//!    pCPU (the "IPIs" of line 5 take those pCPUs, also from vCPUs picked there earlier in this
+//!    pass), or the first high-throughput vCPU of the queue with PE > 0 runs.
+//! 2. Algorithm 4 lines 10-12, balancing: a pCPU left without a vCPU takes the queued
+//!    high-throughput vCPU of largest positive PE from another queue and migrates it to its own.
+//! 3. Work-conserving mode only: a pCPU still empty runs the best local candidate whatever its PE
+//!    (a high-throughput vCPU, or a concurrent VM's master if its whole VM fits on pCPUs still
+//!    empty), else steals the high-throughput vCPU of largest PE.
+//!
+//! Only high-throughput vCPUs migrate: a concurrent VM's vCPU runs only co-scheduled, triggered by
+//! its master on the master's pCPU, so moving one alone would not let it run, and every queue
+//! change keeps Algorithm 1's distinct run queues (checked by `Hybrid::check`).
+
+use super::{allocation, Hybrid};
+use crate::hypervisor::policy::{HostView, PolicyCtx, VcpuState};
+use crate::ids::{PcpuId, VcpuId, VmId};
+
+/// How much PE a vCPU needs to be picked.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Need {
+    Positive,
+    Any,
+}
+
+impl Need {
+    fn admits(self, pe: i64) -> bool {
+        self == Need::Any || pe > 0
+    }
+}
+
+impl Hybrid {
+    fn is_assigned(&self, v: VcpuId) -> bool {
+        self.pcpus.iter().any(|p| p.assigned == Some(v))
+    }
+
+    fn is_hit_vcpu(&self, host: &HostView, v: VcpuId) -> bool {
+        !Self::is_concurrent(host, host.vcpu(v).vm)
+    }
+
+    /// Co-schedule `vm` this slot: every awake vCPU on its home pCPU. The homes of its halted vCPUs
+    /// are claimed too (and lent to high-throughput vCPUs), so a member that wakes inside the slot
+    /// rejoins at once. Refused if a home pCPU is already taken by another co-scheduled VM, or
+    /// (`take_picked` false) by any pick.
+    fn try_gang(&mut self, host: &HostView, vm: VmId, take_picked: bool) -> bool {
+        let all: Vec<VcpuId> = host.vm(vm).vcpus.clone();
+        let fits = all.iter().all(|v| {
+            let p = &self.pcpus[self.vcpus[v.idx()].home.idx()];
+            p.gang.is_none() && (take_picked || p.assigned.is_none())
+        });
+        if !fits || !all.iter().any(|v| self.vcpus[v.idx()].awake) {
+            return false;
+        }
+        for v in &all {
+            let awake = self.vcpus[v.idx()].awake;
+            let p = &mut self.pcpus[self.vcpus[v.idx()].home.idx()];
+            p.assigned = if awake { Some(*v) } else { None };
+            p.gang = Some(vm);
+        }
+        let d = &mut self.vms[vm.idx()];
+        d.gang_slots += 1;
+        if let Some(every) = allocation::extra_slot_interval(allocation::u_millionths(host.vm(vm).u_factor)) {
+            if d.gang_slots % every == 0 {
+                d.extra_slot_next = true;
+            }
+        }
+        true
+    }
+
+    /// The first high-throughput vCPU of `p`'s queue admitted by `need` and not picked yet.
+    fn first_local_hit(&self, host: &HostView, p: PcpuId, need: Need) -> Option<VcpuId> {
+        self.pcpus[p.idx()]
+            .runq
+            .iter()
+            .copied()
+            .find(|v| self.is_hit_vcpu(host, *v) && need.admits(self.vcpus[v.idx()].pe) && !self.is_assigned(*v))
+    }
+
+    /// Balancing (Algorithm 4 line 11): the queued high-throughput vCPU of largest PE on another
+    /// pCPU, admitted by `need`, not picked, and not running (a running vCPU cannot be moved until
+    /// it is off its pCPU). Ties go to the lower pCPU, then to the queue order.
+    fn steal_candidate(&self, host: &HostView, p: PcpuId, need: Need) -> Option<VcpuId> {
+        let mut best: Option<VcpuId> = None;
+        for q in host.pcpu_ids().filter(|q| *q != p) {
+            for v in &self.pcpus[q.idx()].runq {
+                let pe = self.vcpus[v.idx()].pe;
+                let ok = self.is_hit_vcpu(host, *v)
+                    && need.admits(pe)
+                    && !self.is_assigned(*v)
+                    && host.vcpu(*v).state != VcpuState::Running;
+                if ok && best.is_none_or(|b| pe > self.vcpus[b.idx()].pe) {
+                    best = Some(*v);
+                }
+            }
+        }
+        best
+    }
+
+    /// Give an empty pCPU a high-throughput vCPU: local first, else stolen and migrated.
+    fn pick_hit(&mut self, host: &HostView, p: PcpuId, need: Need) -> bool {
+        if let Some(v) = self.first_local_hit(host, p, need) {
+            self.pcpus[p.idx()].assigned = Some(v);
+            return true;
+        }
+        if let Some(v) = self.steal_candidate(host, p, need) {
+            self.migrate(v, p);
+            self.pcpus[p.idx()].assigned = Some(v);
+            return true;
+        }
+        false
+    }
+
+    /// Algorithm 4 for a new slot; tickles every pCPU whose occupant changes.
+    pub(super) fn plan_slot(&mut self, ctx: &mut PolicyCtx) {
+        let host = ctx.host;
+        let np = host.npcpus();
+        for p in &mut self.pcpus {
+            p.assigned = None;
+            p.gang = None;
+        }
+
+        // Pass 0: PCPS extra slots.
+        for vm in host.vms {
+            if !std::mem::take(&mut self.vms[vm.id.idx()].extra_slot_next) {
+                continue;
+            }
+            let master = vm.vcpus[0];
+            if Self::is_concurrent(&host, vm.id) && self.vcpus[master.idx()].awake {
+                let home = self.vcpus[master.idx()].home.idx();
+                self.pcpus[home].assigned = Some(master);
+                self.pcpus[home].gang = Some(vm.id);
+            }
+        }
+
+        // Pass 1: Algorithm 4 lines 1-9.
+        for p in host.pcpu_ids() {
+            if self.pcpus[p.idx()].gang.is_some() {
+                continue;
+            }
+            let Some(&head) = self.pcpus[p.idx()].runq.first() else { continue };
+            if self.vcpus[head.idx()].pe <= 0 {
+                continue;
+            }
+            let vm = host.vcpu(head).vm;
+            if Self::is_concurrent(&host, vm) && self.leader(&host, vm) == Some(head) && self.try_gang(&host, vm, true) {
+                continue;
+            }
+            self.pcpus[p.idx()].assigned = self.first_local_hit(&host, p, Need::Positive);
+        }
+
+        // Pass 2: balancing, Algorithm 4 lines 10-12.
+        for p in host.pcpu_ids() {
+            if self.pcpus[p.idx()].assigned.is_none() {
+                self.pick_hit(&host, p, Need::Positive);
+            }
+        }
+
+        // Pass 3: work-conserving mode lends the rest.
+        if self.cfg.work_conserving {
+            for p in host.pcpu_ids() {
+                if self.pcpus[p.idx()].assigned.is_some() {
+                    continue;
+                }
+                let queue = self.pcpus[p.idx()].runq.clone();
+                for v in queue {
+                    let vm = host.vcpu(v).vm;
+                    if !Self::is_concurrent(&host, vm) {
+                        if !self.is_assigned(v) {
+                            self.pcpus[p.idx()].assigned = Some(v);
+                            break;
+                        }
+                    } else if self.leader(&host, vm) == Some(v) && self.try_gang(&host, vm, false) {
+                        break;
+                    }
+                }
+                if self.pcpus[p.idx()].assigned.is_none() {
+                    self.pick_hit(&host, p, Need::Any);
+                }
+            }
+        }
+
+        for p in 0..np {
+            if host.pcpus[p].current != self.pcpus[p].assigned {
+                ctx.reschedule(PcpuId(p as u32));
+            }
+        }
+    }
+
+    /// A pCPU whose vCPU halted inside a slot: a high-throughput vCPU may use the rest of it.
+    /// Concurrent VMs start co-scheduled slots only at boundaries.
+    pub(super) fn pick_mid_slot(&mut self, host: &HostView, p: PcpuId) {
+        if !self.pick_hit(host, p, Need::Positive) && self.cfg.work_conserving {
+            self.pick_hit(host, p, Need::Any);
+        }
+    }
+
+    /// A vCPU woke inside a slot: a member of a VM co-scheduled now rejoins its siblings at once;
+    /// a high-throughput vCPU runs at once if its pCPU, or another, is empty.
+    pub(super) fn place_woken(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        let host = ctx.host;
+        let vm = host.vcpu(v).vm;
+        let home = self.vcpus[v.idx()].home;
+        if self.pcpus[home.idx()].gang == Some(vm) {
+            self.pcpus[home.idx()].assigned = Some(v);
+            ctx.reschedule(home);
+            return;
+        }
+        if Self::is_concurrent(&host, vm) {
+            return;
+        }
+        let empty = |q: PcpuId| self.pcpus[q.idx()].assigned.is_none() && host.pcpu(q).current.is_none();
+        if empty(home) {
+            ctx.reschedule(home);
+        } else if let Some(q) = host.pcpu_ids().find(|q| empty(*q)) {
+            ctx.reschedule(q);
+        }
+    }
+}
