@@ -352,18 +352,11 @@ def bar_plot(agg: pd.DataFrame, x: str, hue: str | None, value: str, ylabel: str
                label=None if h is None else str(h))
     ax.set_xticks(np.arange(len(xs)))
     ax.set_xticklabels([str(v) for v in xs], rotation=30, ha="right")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
     if log:
         ax.set_yscale("log")
     if hline is not None:
         ax.axhline(hline, color="grey", lw=0.8, ls="--")
-    if hue:
-        ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, None, ylabel, title, bool(hue), path)
 
 
 def line_plot(agg: pd.DataFrame, x: str, hue: str | None, value: str, xlabel: str, ylabel: str,
@@ -375,10 +368,16 @@ def line_plot(agg: pd.DataFrame, x: str, hue: str | None, value: str, xlabel: st
         sub = sub.sort_values(x)
         ax.plot(sub[x], sub[f"{value}_mean"], marker="o", label=None if h is None else str(h))
         ax.fill_between(sub[x], sub[f"{value}_min"], sub[f"{value}_max"], alpha=0.2)
-    ax.set_xlabel(xlabel)
+    return _save(fig, ax, xlabel, ylabel, title, bool(hue), path)
+
+
+def _save(fig, ax, xlabel: str | None, ylabel: str, title: str, legend: bool, path: Path) -> Path:
+    """Label the axes, add the legend when there are series, write the PNG and free the figure."""
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    if hue:
+    if legend:
         ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=120)

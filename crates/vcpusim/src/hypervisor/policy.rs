@@ -41,9 +41,6 @@ pub struct VcpuInfo {
     pub preempted: bool,
     /// Total time on a pCPU so far.
     pub run_time: Nanos,
-    /// During `Policy::wake`: the pCPU whose exit woke it (the IPI sender's, Linux's
-    /// `smp_processor_id()` in try_to_wake_up), or None when no running vCPU caused the wakeup.
-    pub woken_from: Option<PcpuId>,
 }
 
 /// What the hypervisor knows about one pCPU.
@@ -234,7 +231,9 @@ pub trait Policy {
 
     /// A Halted vCPU became Runnable (an interrupt arrived). Choose where it waits and tickle a
     /// pCPU if it should run soon (Xen `wake` + `__runq_tickle`; Linux `try_to_wake_up`).
-    fn wake(&mut self, ctx: &mut PolicyCtx, v: VcpuId);
+    /// `waker` is the pCPU whose exit caused the wakeup (the IPI sender's: Linux's
+    /// `smp_processor_id()` in try_to_wake_up), or None when no running vCPU caused it.
+    fn wake(&mut self, ctx: &mut PolicyCtx, v: VcpuId, waker: Option<PcpuId>);
 
     /// The running vCPU `v` halted. The engine calls `do_schedule` on its pCPU next.
     fn sleep(&mut self, ctx: &mut PolicyCtx, v: VcpuId);

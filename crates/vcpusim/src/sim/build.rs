@@ -84,7 +84,6 @@ impl Sim {
                 run_start: 0,
                 preempted: false,
                 run_time: 0,
-                woken_from: None,
             });
             self.vcpus.push(Vcpu {
                 current: None,

@@ -207,11 +207,10 @@ impl Sim {
         }
         self.vinfo[v.idx()].state = VcpuState::Runnable;
         self.vinfo[v.idx()].preempted = false;
-        self.vinfo[v.idx()].woken_from = waker.and_then(|w| self.vinfo[w.idx()].pcpu);
         let vm = self.vinfo[v.idx()].vm.idx();
         self.vms[vm].stats.wakeups += 1;
-        self.with_policy(|pol, ctx| pol.wake(ctx, v));
-        self.vinfo[v.idx()].woken_from = None;
+        let waker_pcpu = waker.and_then(|w| self.vinfo[w.idx()].pcpu);
+        self.with_policy(|pol, ctx| pol.wake(ctx, v, waker_pcpu));
     }
 
     /// A pause-loop exit: the spinning vCPU traps to the hypervisor, which yields it.

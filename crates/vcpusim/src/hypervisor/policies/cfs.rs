@@ -306,13 +306,13 @@ impl Cfs {
     /// `cpu` the pCPU whose exit does the wakeup, the wakee moves there when wake_affine finds
     /// the two loads close enough, else stays with its previous pCPU; select_idle_sibling then
     /// prefers an idle pCPU in that target's last-level cache (a socket here).
-    fn select_pcpu(&self, ctx: &PolicyCtx, v: VcpuId) -> usize {
+    fn select_pcpu(&self, ctx: &PolicyCtx, v: VcpuId, waker: Option<PcpuId>) -> usize {
         if let Some(p) = self.place(ctx, v) {
             return p;
         }
         let info = ctx.host.vcpu(v);
         let prev = info.last_pcpu.idx();
-        let cpu = info.woken_from.map_or(prev, |p| p.idx());
+        let cpu = waker.map_or(prev, |p| p.idx());
         let target = if cpu == prev || self.wake_affine(v, cpu, prev) { cpu } else { prev };
         self.select_idle_sibling(ctx, target, cpu, prev)
     }
@@ -341,13 +341,15 @@ impl Cfs {
         placement::select_waking(self.placement, &view, ctx.host.vcpu(v).last_pcpu.idx())
     }
 
-    /// May the load balancer move queued `v` to `dest` under the placement?
-    fn may_move(&self, ctx: &PolicyCtx, v: VcpuId, dest: usize) -> bool {
+    /// May the load balancer move queued `v` to `dest` under the placement? `loads` are the
+    /// run-queue loads (only read by `lc-balance`).
+    fn may_move(&self, ctx: &PolicyCtx, v: VcpuId, dest: usize, loads: &[u64]) -> bool {
         if self.placement == Placement::Default {
             return true;
         }
-        let (loads, holds_sibling) = self.placement_view(ctx, v);
-        placement::may_move_to(self.placement, &LoadView { loads: &loads, holds_sibling: &holds_sibling }, dest)
+        let dest_holds_sibling =
+            ctx.host.vm_of(v).vcpus.iter().any(|&s| s != v && self.se[s.idx()].rq == Some(dest));
+        placement::may_move_to(self.placement, loads, dest, dest_holds_sibling)
     }
 
     /// wake_affine (3.2, non-sync wakeup: KVM's kvm_vcpu_kick uses wake_up_interruptible):
@@ -418,12 +420,18 @@ impl Cfs {
     fn balance(&mut self, ctx: &mut PolicyCtx, this: usize) -> bool {
         let now = ctx.now();
         let this_load = self.rqs[this].load;
-        let mut busiest_first: Vec<usize> =
-            (0..self.rqs.len()).filter(|&q| q != this && !self.rqs[q].tree.is_empty()).collect();
-        busiest_first.sort_by_key(|&q| (std::cmp::Reverse(self.rqs[q].load), q));
         let idle = self.rqs[this].nr_running == 0;
         let view_ctx: &PolicyCtx = ctx;
-        for b in busiest_first {
+        // Only a non-default placement can bar every candidate and need the loads; the default
+        // path allocates nothing (newidle balancing runs at every halt).
+        let loads: Vec<u64> =
+            if self.placement == Placement::Default { Vec::new() } else { self.rqs.iter().map(|rq| rq.load).collect() };
+        let mut barred_queues: Vec<usize> = Vec::new();
+        loop {
+            let busiest = (0..self.rqs.len())
+                .filter(|&q| q != this && !self.rqs[q].tree.is_empty() && !barred_queues.contains(&q))
+                .max_by_key(|&q| (self.rqs[q].load, std::cmp::Reverse(q)));
+            let Some(b) = busiest else { return false };
             let b_load = self.rqs[b].load;
             if b_load * 100 <= this_load * self.imbalance_pct || b_load <= this_load {
                 return false;
@@ -435,7 +443,7 @@ impl Cfs {
                 .iter()
                 .map(|(_, v)| *v)
                 .filter(|&v| {
-                    let allowed = self.may_move(view_ctx, v, this);
+                    let allowed = self.may_move(view_ctx, v, this, &loads);
                     all_barred &= !allowed;
                     allowed
                 })
@@ -453,8 +461,8 @@ impl Cfs {
             if !all_barred {
                 return false;
             }
+            barred_queues.push(b);
         }
-        false
     }
 
     /// Under `balance`, siblings never share a run queue while the VM has no more vCPUs than
@@ -549,8 +557,8 @@ impl Policy for Cfs {
         self.resched(ctx, p);
     }
 
-    fn wake(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
-        let p = self.select_pcpu(ctx, v);
+    fn wake(&mut self, ctx: &mut PolicyCtx, v: VcpuId, waker: Option<PcpuId>) {
+        let p = self.select_pcpu(ctx, v, waker);
         let last = ctx.host.vcpu(v).last_pcpu.idx();
         // Keep the sleeper's lag relative to the queue it left, then place on the new one.
         if p != last {

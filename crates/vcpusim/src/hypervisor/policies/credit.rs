@@ -753,7 +753,7 @@ impl Policy for Credit {
     }
 
     /// `csched_unit_wake`.
-    fn wake(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+    fn wake(&mut self, ctx: &mut PolicyCtx, v: VcpuId, _waker: Option<PcpuId>) {
         let svc = &mut self.vcpus[v.idx()];
         svc.awake = true;
         let running_here = self.pcpus[svc.processor.idx()].curr == Some(v);
@@ -993,7 +993,6 @@ mod tests {
                         run_start: 0,
                         preempted: false,
                         run_time: 0,
-                        woken_from: None,
                     });
                 }
                 vm_infos.push(VmInfo { id: VmId(i as u32), name: format!("vm{i}"), weight, vcpus: ids, uvf: Default::default(), vm_type: Default::default(), u_factor: 0.0 });
@@ -1114,7 +1113,7 @@ mod tests {
                     Ev::Wake(v) => {
                         if self.vcpus[v].state == VcpuState::Halted {
                             self.vcpus[v].state = VcpuState::Runnable;
-                            self.call(|pol, ctx| pol.wake(ctx, VcpuId(v as u32)));
+                            self.call(|pol, ctx| pol.wake(ctx, VcpuId(v as u32), None));
                             self.check();
                         }
                     }
@@ -1327,18 +1326,23 @@ mod tests {
         h.check();
     }
 
+    /// One pCPU, two vCPUs: start, run `warmup`, then halt the running vCPU so the other takes
+    /// over. Returns (halted, running).
+    fn halt_the_runner(h: &mut FakeHost, warmup: Nanos) -> (usize, usize) {
+        h.start();
+        h.run_until(warmup);
+        let r = h.running_on(0).unwrap();
+        h.push(h.now, Ev::Halt(r));
+        h.run_until(h.now);
+        (r, 1 - r)
+    }
+
     #[test]
     fn waking_vcpu_is_boosted_and_preempts_after_the_ratelimit() {
         // One pCPU: vCPU 0 always busy, vCPU 1 halts and wakes.
         let mut h = FakeHost::new(Topology::flat(1), &[(2, 256)], cfg());
-        h.start();
         // Let both run through some accounting so they are active and their priorities settle.
-        h.run_until(200 * MS);
-        let r = h.running_on(0).unwrap();
-        let other = 1 - r;
-        // Halt the running one; the other takes over.
-        h.push(h.now, Ev::Halt(r));
-        h.run_until(h.now);
+        let (r, other) = halt_the_runner(&mut h, 200 * MS);
         assert_eq!(h.running_on(0), Some(other));
         let started = h.now;
         // It wakes 200 us later: BOOST (if UNDER), but the runner is protected by the 1 ms ratelimit.
@@ -1361,12 +1365,7 @@ mod tests {
     fn without_ratelimit_a_boosted_wake_preempts_at_once() {
         let cfg = CreditConfig::new(DEFAULT_TSLICE, 0, DEFAULT_LOAD_BALANCE_RATELIMIT, 0);
         let mut h = FakeHost::new(Topology::flat(1), &[(2, 256)], cfg);
-        h.start();
-        h.run_until(100 * MS);
-        let r = h.running_on(0).unwrap();
-        let other = 1 - r;
-        h.push(h.now, Ev::Halt(r));
-        h.run_until(h.now);
+        let (r, other) = halt_the_runner(&mut h, 100 * MS);
         h.policy.vcpus[r].pri = PRI_UNDER;
         h.policy.vcpus[other].pri = PRI_UNDER;
         h.push(h.now + 10 * US, Ev::Wake(r));
@@ -1377,12 +1376,7 @@ mod tests {
     #[test]
     fn wake_of_an_over_vcpu_is_not_boosted_and_does_not_preempt() {
         let mut h = FakeHost::new(Topology::flat(1), &[(2, 256)], cfg());
-        h.start();
-        h.run_until(100 * MS);
-        let r = h.running_on(0).unwrap();
-        let other = 1 - r;
-        h.push(h.now, Ev::Halt(r));
-        h.run_until(h.now);
+        let (r, other) = halt_the_runner(&mut h, 100 * MS);
         h.policy.vcpus[r].pri = PRI_OVER;
         h.policy.vcpus[other].pri = PRI_UNDER;
         let t = h.now + 5 * MS;

@@ -301,7 +301,7 @@ impl Policy for Gang {
         self.vcpus[v.idx()].awake = true;
     }
 
-    fn wake(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+    fn wake(&mut self, ctx: &mut PolicyCtx, v: VcpuId, _waker: Option<PcpuId>) {
         self.fit_to(&ctx.host);
         let host = ctx.host;
         let vm = host.vcpu(v).vm;
@@ -629,21 +629,7 @@ mod tests {
         // VMs of 1..4 vCPUs halt and wake in a fixed pseudo-random pattern; FakeHost::check
         // asserts after every event that a VM's awake vCPUs are either all running or none is.
         let mut h = gang_host(6, &[(4, 256), (3, 512), (2, 256), (1, 128), (2, 384)], 10 * MS);
-        let mut lcg: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = || {
-            lcg = lcg.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            lcg >> 33
-        };
-        let nvcpus = h.vcpus.len() as u64;
-        for step in 1..=20_000u64 {
-            h.advance_to(step * 100 * US);
-            let v = VcpuId((next() % nvcpus) as u32);
-            match h.vcpus[v.idx()].state {
-                VcpuState::Running if next() % 3 == 0 => h.halt(v),
-                VcpuState::Halted if next() % 2 == 0 => h.wake(v),
-                _ => {}
-            }
-        }
+        h.random_halts_and_wakes(20_000, 100 * US);
         for vm in 0..h.vms.len() {
             assert!(h.vm_run_time(vm) > 0, "VM {vm} never ran");
         }

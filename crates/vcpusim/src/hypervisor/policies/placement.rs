@@ -63,21 +63,14 @@ impl LoadView<'_> {
         self.loads.len()
     }
 
-    /// load(p) compared with the average load of all pCPUs, without rounding the average:
-    /// load(p) x n against the total (u128: weights times pCPU counts can pass u64).
-    fn vs_average(&self, p: usize) -> std::cmp::Ordering {
-        let total: u128 = self.loads.iter().map(|&l| l as u128).sum();
-        (self.loads[p] as u128 * self.npcpus() as u128).cmp(&total)
-    }
-
     /// Overloaded in the seed's sense: strictly above the average pCPU load.
     pub fn above_average(&self, p: usize) -> bool {
-        self.vs_average(p).is_gt()
+        vs_average(self.loads, p).is_gt()
     }
 
     /// Underloaded in the load balancer's sense: strictly below the average pCPU load.
     pub fn below_average(&self, p: usize) -> bool {
-        self.vs_average(p).is_lt()
+        vs_average(self.loads, p).is_lt()
     }
 
     /// pCPUs holding no sibling (balance scheduling's affinity for the vCPU).
@@ -90,6 +83,13 @@ impl LoadView<'_> {
     pub fn least_loaded(&self, candidates: &[usize], prev: usize) -> Option<usize> {
         candidates.iter().copied().min_by_key(|&p| (self.loads[p], p != prev, p))
     }
+}
+
+/// loads[p] compared with the average of `loads`, without rounding the average: loads[p] x n
+/// against the total (u128: weights times pCPU counts can pass u64).
+fn vs_average(loads: &[u64], p: usize) -> std::cmp::Ordering {
+    let total: u128 = loads.iter().map(|&l| l as u128).sum();
+    (loads[p] as u128 * loads.len() as u128).cmp(&total)
 }
 
 /// The pCPUs a waking vCPU may join, or `None` when the placement leaves the choice to the base
@@ -120,15 +120,15 @@ pub fn select_waking(placement: Placement, view: &LoadView, prev: usize) -> Opti
     view.least_loaded(&candidates, prev)
 }
 
-/// May the load balancer move the vCPU onto pCPU `dest`? Its current run queue counts in
-/// `view.loads`; `view.holds_sibling` is about its siblings only.
-pub fn may_move_to(placement: Placement, view: &LoadView, dest: usize) -> bool {
+/// May the load balancer move a vCPU onto pCPU `dest`, given the run-queue `loads` (its current
+/// queue included) and whether `dest` holds one of its siblings?
+pub fn may_move_to(placement: Placement, loads: &[u64], dest: usize, dest_holds_sibling: bool) -> bool {
     match placement {
         Placement::Default => true,
-        Placement::Balance => !view.holds_sibling[dest],
+        Placement::Balance => !dest_holds_sibling,
         // "vCPU stacking is also allowed when the load balancer tries to migrate the vCPU to an
         // underloaded pCPU to which its sibling vCPU has been assigned" (seed 000 3.2.2).
-        Placement::LcBalance => !view.holds_sibling[dest] || view.below_average(dest),
+        Placement::LcBalance => !dest_holds_sibling || vs_average(loads, dest).is_lt(),
     }
 }
 
@@ -145,6 +145,10 @@ mod tests {
         LoadView { loads, holds_sibling }
     }
 
+    fn may_move(placement: Placement, v: &LoadView, dest: usize) -> bool {
+        may_move_to(placement, v.loads, dest, v.holds_sibling[dest])
+    }
+
     #[test]
     fn names_round_trip() {
         for name in Placement::NAMES {
@@ -157,7 +161,7 @@ mod tests {
     fn default_leaves_the_wake_choice_to_the_base_policy_and_never_bars_a_move() {
         let v = view(&[0, SMP, SMP], &[true, true, false]);
         assert_eq!(select_waking(Placement::Default, &v, 0), None);
-        assert!(may_move_to(Placement::Default, &v, 0));
+        assert!(may_move(Placement::Default, &v, 0));
     }
 
     #[test]
@@ -174,8 +178,8 @@ mod tests {
         // The load balancer never moves it onto a sibling's pCPU, however empty.
         let loads = [UP + SMP, UP, 0, SMP];
         let v = view(&loads, &sib);
-        assert!(!may_move_to(Placement::Balance, &v, 2));
-        assert!(may_move_to(Placement::Balance, &v, 1));
+        assert!(!may_move(Placement::Balance, &v, 2));
+        assert!(may_move(Placement::Balance, &v, 1));
     }
 
     #[test]
@@ -224,17 +228,17 @@ mod tests {
         let loads = [UP, UP, SMP, SMP];
         let sib = [false, false, true, true];
         let v = view(&loads, &sib);
-        assert!(may_move_to(Placement::LcBalance, &v, 2), "1024 < 2560: stacking allowed");
-        assert!(!may_move_to(Placement::Balance, &v, 2));
+        assert!(may_move(Placement::LcBalance, &v, 2), "1024 < 2560: stacking allowed");
+        assert!(!may_move(Placement::Balance, &v, 2));
         // A sibling's pCPU at the average is not underloaded: average of [0, 0, 2048, 2048] is 1024.
         let loads = [0, 0, 2 * SMP, 2 * SMP];
         let sib = [false, false, false, true];
         let v = view(&loads, &sib);
-        assert!(!may_move_to(Placement::LcBalance, &v, 3));
+        assert!(!may_move(Placement::LcBalance, &v, 3));
         let loads = [SMP, SMP, SMP, SMP];
-        assert!(!may_move_to(Placement::LcBalance, &view(&loads, &sib), 3), "equal loads: nobody is below average");
+        assert!(!may_move(Placement::LcBalance, &view(&loads, &sib), 3), "equal loads: nobody is below average");
         // A sibling-free destination is always allowed.
-        assert!(may_move_to(Placement::LcBalance, &view(&loads, &sib), 2));
+        assert!(may_move(Placement::LcBalance, &view(&loads, &sib), 2));
     }
 
     #[test]

@@ -67,7 +67,6 @@ impl FakeHost {
                     run_start: 0,
                     preempted: false,
                     run_time: 0,
-                    woken_from: None,
                 });
             }
             vm_infos.push(VmInfo { id: VmId(i as u32), name: format!("vm{i}"), weight: *weight, vcpus: ids, uvf: Default::default(), vm_type: Default::default(), u_factor: 0.0 });
@@ -182,7 +181,7 @@ impl FakeHost {
     pub fn wake(&mut self, v: VcpuId) {
         assert_eq!(self.vcpus[v.idx()].state, VcpuState::Halted);
         self.vcpus[v.idx()].state = VcpuState::Runnable;
-        self.call(|pol, ctx| pol.wake(ctx, v));
+        self.call(|pol, ctx| pol.wake(ctx, v, None));
         self.check();
     }
 
@@ -218,6 +217,27 @@ impl FakeHost {
 
     pub fn running(&self, vm: usize) -> usize {
         self.vms[vm].vcpus.iter().filter(|v| self.vcpus[v.idx()].state == VcpuState::Running).count()
+    }
+
+    /// Drive `steps` steps of `step` each: at every step a pseudo-random vCPU (a fixed LCG, so
+    /// the pattern is the same every run) halts if running (1 in 3) or wakes if halted (1 in 2).
+    /// `check` runs after every event, so policy invariants are exercised under churn.
+    pub fn random_halts_and_wakes(&mut self, steps: u64, step: Nanos) {
+        let mut lcg: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            lcg = lcg.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            lcg >> 33
+        };
+        let nvcpus = self.vcpus.len() as u64;
+        for i in 1..=steps {
+            self.advance_to(i * step);
+            let v = VcpuId((next() % nvcpus) as u32);
+            match self.vcpus[v.idx()].state {
+                VcpuState::Running if next() % 3 == 0 => self.halt(v),
+                VcpuState::Halted if next() % 2 == 0 => self.wake(v),
+                _ => {}
+            }
+        }
     }
 
     pub fn idle_pcpus(&self) -> usize {

@@ -206,18 +206,6 @@ impl Hybrid {
         }
     }
 
-    fn fit_to(&mut self, host: &HostView) {
-        if self.vms.len() < host.vms.len() {
-            self.vms.resize(host.vms.len(), HybridVm::default());
-        }
-        if self.vcpus.len() < host.vcpus.len() {
-            self.vcpus.resize(host.vcpus.len(), HybridVcpu::default());
-        }
-        if self.pcpus.len() < host.pcpus.len() {
-            self.pcpus.resize(host.pcpus.len(), HybridPcpu::default());
-        }
-    }
-
     /// The type the policy acts on: a concurrent VM with more vCPUs than the host has pCPUs cannot
     /// have them in distinct run queues (the seed assumes |C(V_i)| <= |P|, section 3.1), so it is
     /// scheduled as high-throughput.
@@ -357,7 +345,6 @@ impl Policy for Hybrid {
     }
 
     fn insert_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
-        self.fit_to(&ctx.host);
         let home = self.initial_home(&ctx.host, v);
         let d = &mut self.vcpus[v.idx()];
         d.home = home;
@@ -365,8 +352,7 @@ impl Policy for Hybrid {
         self.enqueue(v);
     }
 
-    fn wake(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
-        self.fit_to(&ctx.host);
+    fn wake(&mut self, ctx: &mut PolicyCtx, v: VcpuId, _waker: Option<PcpuId>) {
         if self.vcpus[v.idx()].awake {
             return;
         }
@@ -377,8 +363,7 @@ impl Policy for Hybrid {
         }
     }
 
-    fn sleep(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
-        self.fit_to(&ctx.host);
+    fn sleep(&mut self, _ctx: &mut PolicyCtx, v: VcpuId) {
         if !self.vcpus[v.idx()].awake {
             return;
         }
@@ -396,7 +381,6 @@ impl Policy for Hybrid {
     }
 
     fn do_schedule(&mut self, ctx: &mut PolicyCtx, pcpu: PcpuId) -> Decision {
-        self.fit_to(&ctx.host);
         if !self.started {
             self.started = true;
             self.slot_boundary(ctx);
@@ -413,7 +397,6 @@ impl Policy for Hybrid {
     }
 
     fn on_timer(&mut self, ctx: &mut PolicyCtx, key: u64) {
-        self.fit_to(&ctx.host);
         if key == TIMER_SLOT {
             self.slot_boundary(ctx);
         }

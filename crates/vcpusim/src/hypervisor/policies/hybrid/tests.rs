@@ -225,21 +225,7 @@ fn no_two_concurrent_vcpus_share_a_queue_under_random_halts_and_wakes() {
     for wc in [true, false] {
         let vms = [(4, 256, CON, 0.25), (3, 512, CON, 0.0), (2, 256, HIT, 0.0), (1, 128, HIT, 0.0), (5, 384, HIT, 0.0)];
         let mut h = hybrid_host(6, &vms, wc);
-        let mut lcg: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = || {
-            lcg = lcg.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            lcg >> 33
-        };
-        let nvcpus = h.vcpus.len() as u64;
-        for step in 1..=20_000u64 {
-            h.advance_to(step * 500 * US);
-            let v = VcpuId((next() % nvcpus) as u32);
-            match h.vcpus[v.idx()].state {
-                VcpuState::Running if next() % 3 == 0 => h.halt(v),
-                VcpuState::Halted if next() % 2 == 0 => h.wake(v),
-                _ => {}
-            }
-        }
+        h.random_halts_and_wakes(20_000, 500 * US);
         for vm in 0..h.vms.len() {
             assert!(h.vm_run_time(vm) > 0, "wc={wc}: VM {vm} never ran");
         }
