@@ -14,7 +14,10 @@
 //! - A pause-loop exit cancels urgency (section 4.3): the vCPU is busy-waiting, not doing the
 //!   urgent work.
 //!
-//! This file is policy-independent state and rules; `policies/cfs.rs` wires it in.
+//! This file is policy-independent state and rules; `overlay.rs` holds the rules every base
+//! policy shares, and `policies/cfs/urgent.rs` and `policies/credit/urgent.rs` wire them in.
+
+pub mod overlay;
 
 use crate::ids::{PcpuId, VcpuId};
 use crate::time::{Nanos, MS, US};

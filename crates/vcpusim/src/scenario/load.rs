@@ -144,10 +144,15 @@ fn host(top: &Section) -> Result<HostSpec, SimError> {
         None => super::spec::DEFAULT_START_SKEW,
     };
     let uvf = host.table("uvf")?.map(|s| uvf_sections::host_uvf(&s)).transpose()?;
-    if uvf.is_some() && kind.name() != "cfs" {
+    if uvf.is_some() && !kind.carries_uvf() {
+        let carriers: Vec<&str> = policies::registry().iter().filter(|k| k.carries_uvf()).map(|k| k.name()).collect();
         return Err(host.error_at(
             "uvf",
-            format!("the urgent-vCPU-first overlay is implemented over policy = \"cfs\" only, got policy = {:?}", kind.name()),
+            format!(
+                "the urgent-vCPU-first overlay rides on a proportional-share policy ({}), got policy = {:?}",
+                carriers.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(" or "),
+                kind.name()
+            ),
         ));
     }
     Ok(HostSpec { topology, policy: kind.name().to_string(), params, costs, ple, start_skew, uvf })
@@ -439,7 +444,8 @@ mod tests {
         assert!(load(&minimal("", "")).unwrap().host.uvf.is_none());
 
         assert_error(&minimal("", "[vm.uvf]\ntlb_co = true"), "vm[0].uvf: urgent-vCPU-first features need the overlay");
-        assert_error(&minimal("policy = \"credit\"\n[host.uvf]", ""), "host.uvf: the urgent-vCPU-first overlay is implemented over policy = \"cfs\" only");
+        assert_error(&minimal("policy = \"gang\"\n[host.uvf]", ""), "host.uvf: the urgent-vCPU-first overlay rides on a proportional-share policy (\"cfs\" or \"credit\"), got policy = \"gang\"");
+        assert!(load(&minimal("policy = \"credit\"\n[host.uvf]", "")).unwrap().host.uvf.is_some());
         assert_error(&minimal("[host.uvf]", "[vm.uvf]\nearly_dp = true"), "vm[0].uvf.early_dp: early_dp = true needs resched_dp");
         assert_error(&minimal("[host.uvf]", "[vm.uvf]\ntlb_c = true"), "vm[0].uvf.tlb_c: unknown key; did you mean \"tlb_co\"?");
         assert_error(&minimal("[host.uvf]", "[vm.uvf]\nresched_co = \"0us\""), "vm[0].uvf.resched_co:");

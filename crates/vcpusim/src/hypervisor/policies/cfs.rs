@@ -17,6 +17,7 @@
 use super::placement::{self, LoadView, Placement};
 use super::{HostShape, PolicyKind};
 use crate::hypervisor::policy::{Decision, IpiKind, Policy, PolicyCtx, VcpuState, YieldReason};
+use crate::hypervisor::uvf::overlay::UrgentBase;
 use crate::hypervisor::uvf::Uvf;
 use crate::ids::{PcpuId, VcpuId};
 use crate::params::{ParamSpec, Params};
@@ -65,6 +66,9 @@ impl PolicyKind for CfsKind {
             ParamSpec::boolean("directed_yield", true, "on a pause-loop exit, yield to a preempted sibling vCPU (kvm_vcpu_on_spin); false: plain yield"),
             ParamSpec::choice("placement", Placement::NAMES, "default", "vCPU-to-pCPU placement, usually set as [host] placement: default (the Linux 3.2 wake path and load balancer), balance (siblings never share a run queue; Sukwong and Kim, EuroSys'11) or lc-balance (load-conscious balance, seed 000 section 3.2)"),
         ]
+    }
+    fn carries_uvf(&self) -> bool {
+        true
     }
     fn build(&self, params: &Params, host: HostShape) -> Box<dyn Policy> {
         Box::new(Cfs::new(params, host))
@@ -226,9 +230,7 @@ impl Cfs {
         let e = &mut self.se[v.idx()];
         e.vruntime = e.vruntime.saturating_sub(self.rqs[from].min_vruntime) + self.rqs[to].min_vruntime;
         self.enqueue(v, to);
-        if let Some(u) = self.uvf.as_mut() {
-            u.move_queued(v, PcpuId(to as u32));
-        }
+        self.uvf_moved(v, to);
     }
 
     /// Ideal slice of `v` on run queue `p` (sched_slice), counting `v` as if queued there
@@ -261,9 +263,8 @@ impl Cfs {
 
     fn resched(&mut self, ctx: &mut PolicyCtx, p: usize) {
         // UVF: an urgent vCPU in its protected tslice is not preempted; the preemption waits.
-        if let (Some(u), Some(c)) = (self.uvf.as_mut(), self.rqs[p].curr) {
-            if u.protects(PcpuId(p as u32), c, ctx.now()) {
-                u.defer(PcpuId(p as u32));
+        if let Some(c) = self.rqs[p].curr {
+            if self.hold_back_preemption(ctx.now(), p, c) {
                 return;
             }
         }
@@ -567,7 +568,7 @@ impl Policy for Cfs {
         }
         self.place_waking(v, p);
         self.enqueue(v, p);
-        if !self.wake_urgent(ctx, v, p) {
+        if !self.queued_urgent(ctx, v, p) {
             self.check_preempt_wakeup(ctx, v, p);
         }
     }

@@ -33,9 +33,16 @@
 //! - A running vCPU flagged `_VPF_migrating` (by the tick's `_csched_cpu_pick`) is moved inside the
 //!   `do_schedule` that takes it off its pCPU (schedule.c's `vcpu_migrate` runs right after the
 //!   context switch), instead of a separate migration step.
+//!
+//! The urgent-vCPU-first overlay of seed 000 (`[host.uvf]`) rides on top when configured:
+//! `credit/urgent.rs`.
+
+mod urgent;
 
 use super::{HostShape, PolicyKind};
-use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, VcpuState, YieldReason};
+use crate::hypervisor::policy::{Decision, HostView, IpiKind, Policy, PolicyCtx, VcpuState, YieldReason};
+use crate::hypervisor::uvf::overlay::UrgentBase;
+use crate::hypervisor::uvf::Uvf;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, MS, SEC, US};
@@ -78,6 +85,8 @@ const PRI_IDLE: Pri = -64;
 /// stopped tick's pending timer is recognised as stale by its old generation.
 const TIMER_ACCT: u64 = 1;
 const TIMER_TICK: u64 = 2;
+/// The UVF overlay's per-pCPU timer (`credit/urgent.rs`).
+const TIMER_UVF: u64 = 3;
 const KIND_SHIFT: u32 = 60;
 const GEN_SHIFT: u32 = 20;
 const PCPU_MASK: u64 = (1 << GEN_SHIFT) - 1;
@@ -132,6 +141,9 @@ impl PolicyKind for CreditKind {
             )
             .range(0.0, MAX_MIGRATION_DELAY as f64),
         ]
+    }
+    fn carries_uvf(&self) -> bool {
+        true
     }
     fn build(&self, params: &Params, host: HostShape) -> Box<dyn Policy> {
         Box::new(Credit::new(CreditConfig::from_params(params), host))
@@ -262,6 +274,8 @@ pub struct Credit {
     master_armed: bool,
     /// Rotor over idlers for `__runq_tickle` (`last_tickle_cpu`).
     last_tickle_cpu: usize,
+    /// The urgent-vCPU-first overlay (seed 000 section 3.1.3), when `[host.uvf]` is present.
+    uvf: Option<Uvf>,
 }
 
 // ---- cpumask helpers ----
@@ -303,6 +317,7 @@ impl Credit {
             credit_balance: 0,
             master_armed: false,
             last_tickle_cpu: npcpus.saturating_sub(1),
+            uvf: host.uvf.map(|cfg| Uvf::new(cfg, host.nvcpus as usize, npcpus)),
         }
     }
 
@@ -625,6 +640,8 @@ impl Credit {
         }
         self.runq_insert(v);
         self.runq_tickle(ctx, v);
+        let p = self.vcpus[v.idx()].processor.idx();
+        self.queued_urgent(ctx, v, p);
     }
 
     /// schedule.c `vcpu_migrate` for a vCPU just taken off its pCPU with `_VPF_migrating`:
@@ -770,13 +787,18 @@ impl Policy for Credit {
         if self.vcpus[v.idx()].queued_on.is_some() {
             self.runq_remove(v);
         }
+        self.uvf_sleep(v);
     }
 
     /// `csched_unit_yield`: only a flag; `do_schedule` skips the ratelimit and queues the vCPU
     /// behind one lower-priority vCPU. PLE exits arrive here (Xen's `vmx.c` PAUSE exit calls
     /// `vcpu_yield`).
-    fn yield_vcpu(&mut self, _ctx: &mut PolicyCtx, v: VcpuId, _reason: YieldReason) {
+    fn yield_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId, reason: YieldReason) {
         self.vcpus[v.idx()].yielding = true;
+        match reason {
+            // Seed 000 section 4.3: a pause-loop exit cancels urgency.
+            YieldReason::PauseLoop => self.uvf_cancel(ctx, v),
+        }
     }
 
     /// `csched_schedule`.
@@ -794,12 +816,28 @@ impl Policy for Credit {
             svc.start_time -= now as i64;
             svc.last_sched_time = now;
         }
+        // UVF: an urgent vCPU in its protected tslice keeps its pCPU; the preemption waits for
+        // the UVF timer (a vCPU flagged for migration by the tick moves after it).
+        if let Some(c) = prev.filter(|c| self.vcpus[c.idx()].awake) {
+            if self.hold_back_preemption(now, p, c) {
+                self.vcpus[c.idx()].start_time += now as i64;
+                return Decision::run(c, None);
+            }
+        }
         let prev_runnable = prev.is_some_and(|c| self.vcpus[c.idx()].awake && !self.vcpus[c.idx()].migrate_pending);
+        if let Some(c) = prev.filter(|_| prev_runnable) {
+            self.runq_insert(c);
+        }
+        // UVF: the first eligible vCPU of the urgent queue preempts, ratelimit or not (the seed's
+        // 500 us urgent tslice is shorter than the 1 ms ratelimit, which would otherwise hide it).
+        let urgent = self.pick_urgent(ctx, p, prev.filter(|_| prev_runnable));
 
         // Ratelimit: keep a vCPU that has run less than `ratelimit`, unless it yields.
-        if let Some(c) = prev {
+        if let Some(c) = prev.filter(|_| urgent.is_none()) {
             let yielding = self.vcpus[c.idx()].yielding;
             if !yielding && self.cfg.ratelimit > 0 && prev_runnable && runtime < self.cfg.ratelimit {
+                // Not yielding, so taking it back off the queue loses no YIELD flag.
+                self.runq_remove(c);
                 self.vcpus[c.idx()].start_time += now as i64;
                 // Literally credit.c: a vCPU that has run under CSCHED_MIN_TIMER gets exactly that.
                 let slice = if runtime < MIN_TIMER { MIN_TIMER } else { self.cfg.ratelimit - runtime };
@@ -807,16 +845,13 @@ impl Policy for Credit {
             }
         }
 
-        if let Some(c) = prev {
-            if prev_runnable {
-                self.runq_insert(c);
-            }
-        }
-
         // The head of the local queue, unless it is OVER or idle and a peer has better work.
         let head_pri = self.pcpus[p].runq.first().map_or(PRI_IDLE, |v| self.vcpus[v.idx()].pri);
         let mut snext = None;
-        if head_pri <= PRI_OVER && self.load_balance_allowed(p, now) {
+        if let Some(u) = urgent {
+            self.runq_remove(u);
+            snext = Some(u);
+        } else if head_pri <= PRI_OVER && self.load_balance_allowed(p, now) {
             self.pcpus[p].last_load_balance = Some(now);
             snext = self.load_balance(&ctx.host, p, head_pri);
         }
@@ -827,6 +862,7 @@ impl Policy for Credit {
             }
         }
 
+        self.start_urgent_tslice(ctx, p, snext);
         // "When we're idling, other CPUs will tickle us when they get extra work."
         self.idlers[p] = snext.is_none();
         if let Some(n) = snext {
@@ -875,8 +911,21 @@ impl Policy for Credit {
                     self.tick(ctx, p);
                 }
             }
+            TIMER_UVF => self.uvf_timer(ctx, (key & PCPU_MASK) as usize),
             _ => {}
         }
+    }
+
+    fn ipi_sent(&mut self, ctx: &mut PolicyCtx, from: VcpuId, to: VcpuId, kind: IpiKind) {
+        self.uvf_ipi_sent(ctx, from, to, kind);
+    }
+
+    fn ipi_send_started(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        self.uvf_ipi_send_started(ctx, v);
+    }
+
+    fn ipi_handled(&mut self, ctx: &mut PolicyCtx, v: VcpuId, kind: IpiKind) {
+        self.uvf_ipi_handled(ctx, v, kind);
     }
 
     fn check(&self, host: &HostView) -> Result<(), String> {
@@ -940,11 +989,12 @@ mod tests {
     use super::*;
     use crate::hardware::topology::Topology;
     use crate::hypervisor::policy::{PcpuInfo, Request, VcpuInfo, VmInfo};
+    use crate::hypervisor::uvf::UvfHost;
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
 
     #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-    enum Ev {
+    pub(super) enum Ev {
         Slice(usize, u64),
         Resched(usize),
         Timer(u64),
@@ -954,27 +1004,32 @@ mod tests {
     }
 
     /// Plays the engine: applies decisions, fires slices, timers and reschedules in time order.
-    struct FakeHost {
-        policy: Credit,
-        vcpus: Vec<VcpuInfo>,
-        pcpus: Vec<PcpuInfo>,
-        vms: Vec<VmInfo>,
-        topo: Topology,
-        now: Nanos,
-        events: BinaryHeap<Reverse<(Nanos, u64, Ev)>>,
-        seq: u64,
-        slice_gen: Vec<u64>,
+    pub(super) struct FakeHost {
+        pub(super) policy: Credit,
+        pub(super) vcpus: Vec<VcpuInfo>,
+        pub(super) pcpus: Vec<PcpuInfo>,
+        pub(super) vms: Vec<VmInfo>,
+        pub(super) topo: Topology,
+        pub(super) now: Nanos,
+        pub(super) events: BinaryHeap<Reverse<(Nanos, u64, Ev)>>,
+        pub(super) seq: u64,
+        pub(super) slice_gen: Vec<u64>,
         /// Run time per vCPU, charged when it leaves its pCPU (and by `run_times`).
-        run: Vec<Nanos>,
+        pub(super) run: Vec<Nanos>,
     }
 
-    fn cfg() -> CreditConfig {
+    pub(super) fn cfg() -> CreditConfig {
         CreditConfig::new(DEFAULT_TSLICE, DEFAULT_RATELIMIT, DEFAULT_LOAD_BALANCE_RATELIMIT, 0)
     }
 
     impl FakeHost {
         /// `vms`: (number of vCPUs, weight) per VM.
-        fn new(topo: Topology, vms: &[(u32, u32)], cfg: CreditConfig) -> Self {
+        pub(super) fn new(topo: Topology, vms: &[(u32, u32)], cfg: CreditConfig) -> Self {
+            Self::with_uvf(topo, vms, cfg, None)
+        }
+
+        /// Like `new`, with the urgent-vCPU-first overlay configured as `[host.uvf]` would.
+        pub(super) fn with_uvf(topo: Topology, vms: &[(u32, u32)], cfg: CreditConfig, uvf: Option<UvfHost>) -> Self {
             let npcpus = topo.npcpus() as u32;
             let mut vcpus = Vec::new();
             let mut vm_infos = Vec::new();
@@ -997,7 +1052,7 @@ mod tests {
                 }
                 vm_infos.push(VmInfo { id: VmId(i as u32), name: format!("vm{i}"), weight, vcpus: ids, uvf: Default::default(), vm_type: Default::default(), u_factor: 0.0 });
             }
-            let shape = HostShape { npcpus, nvcpus: vcpus.len() as u32, nvms: vm_infos.len() as u32, uvf: None };
+            let shape = HostShape { npcpus, nvcpus: vcpus.len() as u32, nvms: vm_infos.len() as u32, uvf };
             let n = vcpus.len();
             FakeHost {
                 policy: Credit::new(cfg, shape),
@@ -1013,12 +1068,12 @@ mod tests {
             }
         }
 
-        fn push(&mut self, at: Nanos, ev: Ev) {
+        pub(super) fn push(&mut self, at: Nanos, ev: Ev) {
             self.seq += 1;
             self.events.push(Reverse((at, self.seq, ev)));
         }
 
-        fn call<R>(&mut self, f: impl FnOnce(&mut Credit, &mut PolicyCtx) -> R) -> R {
+        pub(super) fn call<R>(&mut self, f: impl FnOnce(&mut Credit, &mut PolicyCtx) -> R) -> R {
             let mut requests = Vec::new();
             let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo };
             let r = {
@@ -1035,14 +1090,14 @@ mod tests {
             r
         }
 
-        fn check(&self) {
+        pub(super) fn check(&self) {
             let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo };
             if let Err(e) = self.policy.check(&host) {
                 panic!("at t={}: {e}", self.now);
             }
         }
 
-        fn start(&mut self) {
+        pub(super) fn start(&mut self) {
             for v in 0..self.vcpus.len() {
                 self.call(|pol, ctx| pol.insert_vcpu(ctx, VcpuId(v as u32)));
             }
@@ -1051,7 +1106,7 @@ mod tests {
             }
         }
 
-        fn schedule(&mut self, p: usize) {
+        pub(super) fn schedule(&mut self, p: usize) {
             let d = self.call(|pol, ctx| pol.do_schedule(ctx, PcpuId(p as u32)));
             let prev = self.pcpus[p].current;
             if let Some(n) = d.next {
@@ -1088,7 +1143,7 @@ mod tests {
             self.check();
         }
 
-        fn run_until(&mut self, until: Nanos) {
+        pub(super) fn run_until(&mut self, until: Nanos) {
             while let Some(&Reverse((at, _, ev))) = self.events.peek() {
                 if at > until {
                     break;
@@ -1128,7 +1183,7 @@ mod tests {
             self.now = until;
         }
 
-        fn run_times(&self) -> Vec<Nanos> {
+        pub(super) fn run_times(&self) -> Vec<Nanos> {
             let mut run = self.run.clone();
             for info in &self.vcpus {
                 if info.state == VcpuState::Running {
@@ -1138,16 +1193,16 @@ mod tests {
             run
         }
 
-        fn vm_run_time(&self, vm: usize) -> Nanos {
+        pub(super) fn vm_run_time(&self, vm: usize) -> Nanos {
             let run = self.run_times();
             self.vms[vm].vcpus.iter().map(|v| run[v.idx()]).sum()
         }
 
-        fn running_on(&self, p: usize) -> Option<usize> {
+        pub(super) fn running_on(&self, p: usize) -> Option<usize> {
             self.pcpus[p].current.map(|v| v.idx())
         }
 
-        fn svc(&self, v: usize) -> &CreditVcpu {
+        pub(super) fn svc(&self, v: usize) -> &CreditVcpu {
             &self.policy.vcpus[v]
         }
     }

@@ -32,6 +32,10 @@ pub trait PolicyKind: Sync {
     fn ple_grow(&self) -> u64 {
         2
     }
+    /// Whether the policy carries the urgent-vCPU-first overlay of seed 000 (`[host.uvf]`).
+    fn carries_uvf(&self) -> bool {
+        false
+    }
 }
 
 /// All policies, in the order `vcpusim list` shows them.
