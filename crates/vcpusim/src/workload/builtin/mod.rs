@@ -9,8 +9,10 @@ mod barrier;
 mod cpu_bound;
 mod idle;
 mod mutex;
+pub mod npb;
 pub mod parsec;
 mod pipeline;
+pub mod spec2000;
 mod tlb;
 
 use super::Workload;
@@ -44,6 +46,18 @@ pub static ALL: &[&dyn Workload] = &[
     &parsec::VIPS,
     &parsec::X264,
     &parsec::X264_SINGLE,
+    &npb::BT,
+    &npb::CG,
+    &npb::DC,
+    &npb::EP,
+    &npb::FT,
+    &npb::IS,
+    &npb::LU,
+    &npb::MG,
+    &npb::SP,
+    &npb::UA,
+    &spec2000::GCC,
+    &spec2000::BZIP2,
 ];
 
 /// Shared checks for the workload tests.
@@ -115,7 +129,7 @@ mod tests {
     fn registry_lists_each_workload_once_in_order() {
         let names: Vec<_> = ALL.iter().map(|w| w.name()).collect();
         assert_eq!(names[..6], ["idle", "cpu-bound", "barrier", "mutex", "tlb", "pipeline"]);
-        let parsec: Vec<_> = names[6..].iter().map(|n| n.strip_prefix("parsec.").expect("a PARSEC model")).collect();
+        let parsec: Vec<_> = names[6..20].iter().map(|n| n.strip_prefix("parsec.").expect("a PARSEC model")).collect();
         assert_eq!(
             parsec,
             [
