@@ -14,8 +14,14 @@
 //! and, if the best local candidate is OVER or idle, steals the first strictly better queued vCPU
 //! from a peer (`csched_load_balance`).
 //!
+//! Caps (`sdom->cap`, Xen's non-work-conserving mode) are set by `work_conserving = false`, which
+//! caps every domain at its weight's share of the host, as seed 004 section 6.2 configures it ("the
+//! CPU time obtained by the VM is strictly in proportion to its weight"): `csched_acct` limits a
+//! capped domain's credit to `cap` percent of a pCPU's period and *parks* (pauses) a vCPU whose
+//! credit falls below minus its share of that, until its credit is positive again.
+//!
 //! Simplifications (each a deliberate departure from credit.c, with its reason):
-//! - No caps (`sdom->cap` is 0, so nothing is ever parked) and no hard/soft affinity: every vCPU may
+//! - Caps are per domain from weights only (no explicit `cap` percentage per VM), and no hard/soft affinity: every vCPU may
 //!   run on every pCPU of the host, so each affinity balancing loop reduces to its hard step, the
 //!   exclusive-pinning shortcut never applies and the "kick cur away" branch of `__runq_tickle`
 //!   (which needs an idler that suits cur but not new) cannot happen.
@@ -140,6 +146,13 @@ impl PolicyKind for CreditKind {
                  (vcpu_migration_delay, default 0 in xen/common/sched/credit.c)",
             )
             .range(0.0, MAX_MIGRATION_DELAY as f64),
+            ParamSpec::boolean(
+                "work_conserving",
+                true,
+                "false caps every domain at its weight's share of the host (Xen's non-work-conserving \
+                 mode, sdom->cap = 100 x pCPUs x weight / total weight of all VMs, as seed 004 section 6.2 \
+                 configures it); capped-out vCPUs are parked by csched_acct until their credit is positive",
+            ),
         ]
     }
     fn carries_uvf(&self) -> bool {
@@ -161,6 +174,8 @@ struct CreditConfig {
     ratelimit: Nanos,
     load_balance_ratelimit: Nanos,
     migration_delay: Nanos,
+    /// False: every domain is capped at its weight's share of the host (`sdom->cap`).
+    work_conserving: bool,
     /// Tick period: tslice / `ticks_per_tslice` (3, or 1 for slices under 3 ms).
     tick_period: Nanos,
     /// `credits_per_tslice` = `CREDITS_PER_MSEC` x tslice in ms: the credit of one pCPU per period,
@@ -170,12 +185,14 @@ struct CreditConfig {
 
 impl CreditConfig {
     fn from_params(params: &Params) -> Self {
-        Self::new(
+        let mut cfg = Self::new(
             params.duration("tslice"),
             params.duration("ratelimit"),
             params.duration("load_balance_ratelimit"),
             params.duration("migration_delay"),
-        )
+        );
+        cfg.work_conserving = params.boolean("work_conserving");
+        cfg
     }
 
     fn new(tslice: Nanos, ratelimit: Nanos, load_balance_ratelimit: Nanos, migration_delay: Nanos) -> Self {
@@ -186,6 +203,7 @@ impl CreditConfig {
             ratelimit: ratelimit.min(tslice),
             load_balance_ratelimit,
             migration_delay,
+            work_conserving: true,
             tick_period: tslice / ticks,
             credits_per_tslice: (CREDITS_PER_MSEC * tslice / MS) as i64,
         }
@@ -220,8 +238,18 @@ struct CreditVcpu {
     migrate_pending: bool,
     /// Not halted, as this policy has been told (insert/wake set it, sleep clears it).
     awake: bool,
+    /// `CSCHED_FLAG_UNIT_PARKED`: paused by `csched_acct` for exceeding its domain's cap; it
+    /// neither runs nor waits in a run queue until unparked.
+    parked: bool,
     /// The run queue it waits in, if any.
     queued_on: Option<PcpuId>,
+}
+
+impl CreditVcpu {
+    /// Wants a pCPU: awake and not parked by a cap (`vcpu_runnable` with the pause count).
+    fn runnable(&self) -> bool {
+        self.awake && !self.parked
+    }
 }
 
 /// Per-pCPU private data (`struct csched_pcpu`).
@@ -429,7 +457,8 @@ impl Credit {
     /// shares going to the domains after it; then set priorities from the sign of the credit,
     /// floor it at -credits_per_tslice and retire (halving the credit of) vCPUs above +credits_per_tslice.
     /// Every share is rounded up as credit.c does (`(x + d - 1) / d`, here `div_ceil`).
-    fn acct(&mut self, host: &HostView) {
+    fn acct(&mut self, ctx: &mut PolicyCtx) {
+        let host = ctx.host;
         let weight_total = self.weight;
         let mut credit_total = self.credit;
         // "Converge balance towards 0 when it drops negative".
@@ -458,6 +487,14 @@ impl Credit {
             if self.credit_balance < 0 {
                 credit_peak += ((-self.credit_balance) as u64 * w * n).div_ceil(weight_total);
             }
+            // Caps: `cap` percent of one pCPU's period for the domain, per active vCPU below.
+            let cap = self.cap_percent(&host, vm);
+            let mut credit_cap = 0;
+            if cap != 0 {
+                credit_cap = (cap * cpt as u64).div_ceil(100);
+                credit_peak = credit_peak.min(credit_cap);
+                credit_cap = credit_cap.div_ceil(n);
+            }
             let mut credit_fair = (credit_total * w * n).div_ceil(weight_total);
             if credit_fair < credit_peak {
                 credit_xtra = true;
@@ -480,14 +517,24 @@ impl Credit {
                 svc.credit += per_unit;
                 if svc.credit < 0 {
                     svc.pri = PRI_OVER;
+                    // "Park running UNITs of capped-out domains".
+                    if cap != 0 && svc.credit < -(credit_cap as i64) && !svc.parked {
+                        self.park(ctx, v);
+                    }
                     // "Lower bound on credits".
+                    let svc = &mut self.vcpus[v.idx()];
                     svc.credit = svc.credit.max(-cpt);
                 } else {
                     svc.pri = PRI_UNDER;
+                    // "Unpark any capped domains whose credits go positive".
+                    if svc.parked {
+                        self.unpark(ctx, v);
+                    }
+                    let svc = &mut self.vcpus[v.idx()];
                     // "Upper bound on credits means UNIT stops earning".
                     if svc.credit > cpt {
                         svc.credit /= 2;
-                        self.acct_stop(host, v);
+                        self.acct_stop(&host, v);
                     }
                 }
                 credit_balance += self.vcpus[v.idx()].credit;
@@ -651,7 +698,7 @@ impl Credit {
         let svc = &mut self.vcpus[v.idx()];
         svc.processor = PcpuId(new_cpu as u32);
         svc.migrating = true;
-        if svc.awake {
+        if svc.runnable() {
             self.queue_woken(ctx, v);
         }
     }
@@ -716,6 +763,42 @@ impl Credit {
         None
     }
 
+    /// The domain's cap in percent of one pCPU (`sdom->cap`); 0 is uncapped.
+    fn cap_percent(&self, host: &HostView, vm: VmId) -> u64 {
+        if self.cfg.work_conserving {
+            return 0;
+        }
+        let total: u64 = host.vms.iter().map(|d| d.weight as u64).sum();
+        (100 * self.pcpus.len() as u64 * host.vm(vm).weight as u64).div_ceil(total.max(1))
+    }
+
+    /// `sched_unit_pause_nosync` of a capped-out vCPU: off its run queue, or off its pCPU at the
+    /// reschedule this asks for.
+    fn park(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        self.vcpus[v.idx()].parked = true;
+        if self.vcpus[v.idx()].queued_on.is_some() {
+            self.runq_remove(v);
+        }
+        let p = self.vcpus[v.idx()].processor.idx();
+        if self.pcpus[p].curr == Some(v) {
+            ctx.reschedule(PcpuId(p as u32));
+        }
+    }
+
+    /// `sched_unit_unpause`: an awake vCPU is queued again, without a BOOST (credit.c clears the
+    /// PARKED flag only after the wake, so `csched_unit_wake` does not boost it).
+    fn unpark(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        let svc = &self.vcpus[v.idx()];
+        let running = self.pcpus[svc.processor.idx()].curr == Some(v);
+        if svc.awake && !running && svc.queued_on.is_none() {
+            self.runq_insert(v);
+            self.runq_tickle(ctx, v);
+            let p = self.vcpus[v.idx()].processor.idx();
+            self.queued_urgent(ctx, v, p);
+        }
+        self.vcpus[v.idx()].parked = false;
+    }
+
     fn load_balance_allowed(&self, p: usize, now: Nanos) -> bool {
         match self.pcpus[p].last_load_balance {
             None => true,
@@ -748,6 +831,7 @@ impl Policy for Credit {
                 migrating: false,
                 migrate_pending: false,
                 awake: false,
+                parked: false,
                 queued_on: None,
             };
             self.vcpus.resize(v.idx() + 1, blank);
@@ -774,7 +858,8 @@ impl Policy for Credit {
         let svc = &mut self.vcpus[v.idx()];
         svc.awake = true;
         let running_here = self.pcpus[svc.processor.idx()].curr == Some(v);
-        if running_here || svc.queued_on.is_some() {
+        // A parked vCPU stays paused; `unpark` queues it.
+        if running_here || svc.queued_on.is_some() || svc.parked {
             return;
         }
         self.queue_woken(ctx, v);
@@ -818,13 +903,13 @@ impl Policy for Credit {
         }
         // UVF: an urgent vCPU in its protected tslice keeps its pCPU; the preemption waits for
         // the UVF timer (a vCPU flagged for migration by the tick moves after it).
-        if let Some(c) = prev.filter(|c| self.vcpus[c.idx()].awake) {
+        if let Some(c) = prev.filter(|c| self.vcpus[c.idx()].runnable()) {
             if self.hold_back_preemption(now, p, c) {
                 self.vcpus[c.idx()].start_time += now as i64;
                 return Decision::run(c, None);
             }
         }
-        let prev_runnable = prev.is_some_and(|c| self.vcpus[c.idx()].awake && !self.vcpus[c.idx()].migrate_pending);
+        let prev_runnable = prev.is_some_and(|c| self.vcpus[c.idx()].runnable() && !self.vcpus[c.idx()].migrate_pending);
         if let Some(c) = prev.filter(|_| prev_runnable) {
             self.runq_insert(c);
         }
@@ -898,7 +983,7 @@ impl Policy for Credit {
     fn on_timer(&mut self, ctx: &mut PolicyCtx, key: u64) {
         match key >> KIND_SHIFT {
             TIMER_ACCT => {
-                self.acct(&ctx.host);
+                self.acct(ctx);
                 ctx.set_timer(ctx.now() + self.cfg.tslice, TIMER_ACCT << KIND_SHIFT);
             }
             TIMER_TICK => {
@@ -957,7 +1042,8 @@ impl Policy for Credit {
         }
         for info in host.vcpus {
             let n = queued.get(info.id.idx()).copied().unwrap_or(0);
-            let want = u32::from(info.state == VcpuState::Runnable);
+            let parked = self.vcpus.get(info.id.idx()).is_some_and(|s| s.parked);
+            let want = u32::from(info.state == VcpuState::Runnable && !parked);
             if n != want {
                 return Err(format!(
                     "credit: vCPU {} is {:?} and queued {n} time(s); expected {want}",
@@ -1263,6 +1349,60 @@ mod tests {
         }
     }
 
+    /// Seed 004 section 6.2's setup scaled to 4 pCPUs: an idle manager VM (weight 256, its vCPUs
+    /// halt) beside a busy 4-vCPU VM of `weight`, non-work-conserving or not; the busy VM's share
+    /// of the host over 10 s.
+    fn busy_vm_share(weight: u32, work_conserving: bool) -> f64 {
+        let mut config = cfg();
+        config.work_conserving = work_conserving;
+        let mut h = FakeHost::new(Topology::flat(4), &[(4, 256), (4, weight)], config);
+        h.start();
+        for v in 0..4 {
+            h.push(0, Ev::Halt(v));
+        }
+        h.run_until(10 * SEC);
+        assert!((0..4).all(|v| h.vcpus[v].state == VcpuState::Halted), "the manager VM idles");
+        h.vm_run_time(1) as f64 / (40.0 * SEC as f64)
+    }
+
+    #[test]
+    fn caps_hold_a_domain_to_its_weight_share_and_work_conserving_does_not() {
+        // Weight 128 beside 256: 128 / 384 = 1/3 of the host, though three quarters of it idle.
+        let capped = busy_vm_share(128, false);
+        assert!((capped - 1.0 / 3.0).abs() < 0.03, "capped share {capped}, expected 1/3");
+        // Weight 512: 2/3.
+        let capped = busy_vm_share(512, false);
+        assert!((capped - 2.0 / 3.0).abs() < 0.03, "capped share {capped}, expected 2/3");
+        // Work-conserving: the idle VM's share goes to the busy one.
+        let free = busy_vm_share(128, true);
+        assert!(free > 0.97, "work-conserving share {free}");
+    }
+
+    #[test]
+    fn a_parked_vcpu_is_neither_queued_nor_run_until_unparked() {
+        let mut config = cfg();
+        config.work_conserving = false;
+        // One pCPU, a busy 1-vCPU VM of weight 64 beside an idle one of 192: capped at 25%.
+        let mut h = FakeHost::new(Topology::flat(1), &[(1, 192), (1, 64)], config);
+        h.start();
+        h.push(0, Ev::Halt(0));
+        let mut parked_seen = false;
+        for step in 1..=300 {
+            h.run_until(step * 10 * MS);
+            if h.svc(1).parked {
+                parked_seen = true;
+                assert_eq!(h.running_on(0), None, "a parked vCPU does not run");
+                assert!(h.svc(1).queued_on.is_none(), "nor wait in a run queue");
+                // A wake of a parked vCPU does not queue it either.
+                h.call(|pol, ctx| pol.wake(ctx, VcpuId(1), None));
+                assert!(h.svc(1).queued_on.is_none());
+            }
+        }
+        assert!(parked_seen, "the capped vCPU was parked");
+        let share = h.vm_run_time(1) as f64 / (3.0 * SEC as f64);
+        assert!((share - 0.25).abs() < 0.03, "capped share {share}");
+    }
+
     #[test]
     fn insert_spreads_vcpus_over_idle_pcpus() {
         let mut h = FakeHost::new(Topology::flat(4), &[(4, 256)], cfg());
@@ -1293,6 +1433,7 @@ mod tests {
                 migrating: false,
                 migrate_pending: false,
                 awake: true,
+                parked: false,
                 queued_on: None,
             });
         }
@@ -1343,10 +1484,7 @@ mod tests {
         // 2 pCPUs: 600 credits per period; one active vCPU per VM, weights 256 and 512.
         let mut h = FakeHost::new(Topology::flat(2), &[(1, 256), (1, 512)], cfg());
         h.start();
-        let host_acct = |h: &mut FakeHost| {
-            let host = HostView { now: h.now, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo };
-            h.policy.acct(&host);
-        };
+        let host_acct = |h: &mut FakeHost| h.call(|pol, ctx| pol.acct(ctx));
         let host_start = |h: &mut FakeHost, v: u32| {
             let host = HostView { now: h.now, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo };
             h.policy.acct_start(&host, VcpuId(v));
@@ -1506,6 +1644,7 @@ mod tests {
             migrating: false,
             migrate_pending: false,
             awake: true,
+            parked: false,
             queued_on: None,
         });
         let host = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo };
