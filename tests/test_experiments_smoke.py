@@ -24,8 +24,7 @@ APPS = ("streamcluster", "vips")
 def reduced_fig08(tmp_path_factory):
     out = tmp_path_factory.mktemp("asplos13")
     patch = pytest.MonkeyPatch()
-    patch.setattr(common, "OUT_ROOT", out)
-    patch.setattr(common, "RUNS_ROOT", out / ".runs")
+    patch.setattr(common.OUT, "root", out)
     settings = common.Settings(quick=True, seeds=1, processes=2)
     par, up = fig08_mix.measure(settings, apps=APPS, duration="1s", seeds=[1])
     par_agg, up_agg = fig08_mix.write_outputs(par, up)
@@ -59,7 +58,7 @@ def test_five_schemes_with_finite_numbers(reduced_fig08):
 
 def test_rerun_resumes_from_saved_runs(reduced_fig08, monkeypatch):
     folder, par, *_ = reduced_fig08
-    monkeypatch.setattr(common, "RUNS_ROOT", folder.parent / ".runs")
+    monkeypatch.setattr(common.OUT, "root", folder.parent)
     # With one process, runs go through sweep._run_in_worker in this process; the stub records
     # any call, so an empty record means every run came from the saved folders.
     called = []

@@ -1,6 +1,6 @@
 """Figure 1: IPIs per second per vCPU of each PARSEC application running alone, by type.
 
-Seed 000 section 3.1: each application runs with eight threads in an 8-vCPU VM on the 8-pCPU
+Seed 000 section 3.1: each application runs with eight threads (PARSEC `-n 8`; 26 for dedup, 34 for ferret) in an 8-vCPU VM on the 8-pCPU
 host, alone; KVM counts the IPIs. The text gives the TLB-shootdown rates of dedup, ferret and
 vips (1761, 443 and 1350 IPIs/s/vCPU, section 3.1.1) and says blackscholes, freqmine and raytrace
 barely communicate; the reschedule-IPI bars exist only in the plot, which our copy lacks.

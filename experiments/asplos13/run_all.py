@@ -50,7 +50,7 @@ def main() -> None:
     total = time.perf_counter() - start
     times.append({"figure": "total", "seconds": round(total, 1), "claims": len(claims),
                   **{v: sum(t[v] for t in times) for v in (REPRODUCED, DIRECTION, NOT_REPRODUCED)}})
-    out = common.OUT_ROOT  # out/, or out/quick/ with --quick
+    out = common.OUT.root  # out/, or out/quick/ with --quick
     out.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(claims).to_csv(out / "claims_all.csv", index=False)
     pd.DataFrame(times).to_csv(out / "run_all_times.csv", index=False)
