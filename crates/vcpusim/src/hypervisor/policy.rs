@@ -63,7 +63,7 @@ pub struct VmInfo {
     pub uvf: crate::hypervisor::uvf::UvfVm,
     /// Seed 004 section 4.1 VM type (`[[vm]] type`); only the `hybrid` policy reads it.
     pub vm_type: VmType,
-    /// Seed 004 section 3.3 u-factor of the master vCPU (`[[vm]] u_factor`, in [0, 1); PCPS when
+    /// Seed 004 section 3.3 u-factor of the master vCPU (`[[vm]] u_factor`, in [0, 1] (seed 004 section 3.3); PCPS when
     /// > 0); only the `hybrid` policy reads it, and only for concurrent VMs.
     pub u_factor: f64,
 }
@@ -259,6 +259,11 @@ pub trait Policy {
 
     /// Notification: `v` finished handling an IPI of this kind (its EOI exit).
     fn ipi_handled(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId, _kind: IpiKind) {}
+
+    /// Notification: the `vm_type` / `u_factor` of `vm` in the host view just changed (a
+    /// scenario's `[[vm.sched_pe]]`, seed 004's `xm sched-pe`). Called between events, with the
+    /// VM's vCPUs wherever they are; a policy that keys placement on the class re-plans here.
+    fn vm_reconfigured(&mut self, _ctx: &mut PolicyCtx, _vm: VmId) {}
 
     /// Check the policy's own invariants (used in check mode after every event).
     fn check(&self, _host: &HostView) -> Result<(), String> {

@@ -60,8 +60,19 @@ pub struct VmSpec {
     pub uvf: UvfVm,
     /// `type`: seed 004's VM class, `hit` (default) or `con`; read by the `hybrid` policy only.
     pub vm_type: crate::hypervisor::policy::VmType,
-    /// `u_factor`: the master vCPU's u-factor in [0, 1) (seed 004 section 3.3; PCPS when > 0);
+    /// `u_factor`: the master vCPU's u-factor in [0, 1] (seed 004 section 3.3; PCPS when > 0);
     /// read by the `hybrid` policy only, for `con` VMs.
+    pub u_factor: f64,
+    /// `[[vm.sched_pe]]`: run-time changes of `type` / `u_factor` (seed 004 section 6.5's
+    /// `xm sched-pe`), in increasing time order, each fully resolved.
+    pub sched_pe: Vec<VmClassChange>,
+}
+
+/// One `[[vm.sched_pe]]` entry: at `at` the VM's class becomes (`vm_type`, `u_factor`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct VmClassChange {
+    pub at: Nanos,
+    pub vm_type: crate::hypervisor::policy::VmType,
     pub u_factor: f64,
 }
 

@@ -62,8 +62,11 @@ impl Sim {
                 tr.name(0, Some(p), format!("pCPU {p}"));
             }
         }
-        for spec in &sc.vms {
+        for (i, spec) in sc.vms.iter().enumerate() {
             sim.add_vm(spec, seed);
+            for change in &spec.sched_pe {
+                sim.queue.push(change.at, super::state::Event::VmReconfigure(VmId(i as u32), change.vm_type, change.u_factor));
+            }
         }
         Ok(sim)
     }

@@ -89,6 +89,12 @@ impl Sim {
                 self.pcpus[p.idx()].online = true;
                 self.reschedule(p);
             }
+            Event::VmReconfigure(vm, vm_type, u_factor) => {
+                let info = &mut self.vminfo[vm.idx()];
+                info.vm_type = vm_type;
+                info.u_factor = u_factor;
+                self.with_policy(|pol, ctx| pol.vm_reconfigured(ctx, vm));
+            }
         }
     }
 

@@ -131,6 +131,8 @@ pub enum Event {
     GuestTick(VcpuId),
     /// A pCPU makes its first scheduling decision.
     PcpuOnline(PcpuId),
+    /// `[[vm.sched_pe]]`: the VM's class becomes (type, u_factor).
+    VmReconfigure(crate::ids::VmId, crate::hypervisor::policy::VmType, f64),
 }
 
 pub struct Sim {

@@ -12,7 +12,7 @@
 /// u-factors are held as integers in millionths, so the PCPS shares are exact rationals.
 pub const U_SCALE: u64 = 1_000_000;
 
-/// A u-factor in [0, 1) as millionths (rounded to the nearest).
+/// A u-factor in [0, 1] as millionths (rounded to the nearest).
 pub fn u_millionths(u: f64) -> u64 {
     (u.clamp(0.0, 1.0) * U_SCALE as f64).round() as u64
 }

@@ -402,8 +402,64 @@ impl Policy for Hybrid {
         }
     }
 
+    /// `xm sched-pe` (seed 004 sections 4.2 and 6.5): the VM's type or u-factor changed. A VM
+    /// that is now concurrent first gets Algorithm 1's distinct run queues, and its vCPUs still
+    /// running asynchronously leave their pCPUs at once (which pick again for the rest of the
+    /// slot), so that from the next slot boundary it only runs co-scheduled. A VM made
+    /// high-throughput keeps its queues and any co-scheduled slot in progress. The PCPS interval
+    /// restarts under the new u-factor.
+    fn vm_reconfigured(&mut self, ctx: &mut PolicyCtx, vm: VmId) {
+        let host = ctx.host;
+        let d = &mut self.vms[vm.idx()];
+        d.gang_slots = 0;
+        d.extra_slot_next = false;
+        if !Self::is_concurrent(&host, vm) {
+            return;
+        }
+        for p in host.pcpu_ids() {
+            let here = &mut self.pcpus[p.idx()];
+            let runs_async = here.gang != Some(vm) && here.assigned.is_some_and(|v| host.vcpu(v).vm == vm);
+            if runs_async {
+                here.assigned = None;
+                ctx.reschedule(p);
+            }
+        }
+        self.spread_concurrent_vm(&host, vm);
+    }
+
     fn check(&self, host: &HostView) -> Result<(), String> {
         self.check_invariants(host)
+    }
+}
+
+impl Hybrid {
+    /// Algorithm 1 for a VM that became concurrent: in index order, a vCPU whose run queue already
+    /// holds a sibling moves to the least loaded pCPU holding none (ties to the lowest index),
+    /// avoiding the queues of siblings not yet visited so that they can stay where they are.
+    fn spread_concurrent_vm(&mut self, host: &HostView, vm: VmId) {
+        let vcpus = host.vm(vm).vcpus.clone();
+        let mut taken: Vec<PcpuId> = Vec::new();
+        for (i, v) in vcpus.iter().enumerate() {
+            let home = self.vcpus[v.idx()].home;
+            if !taken.contains(&home) {
+                taken.push(home);
+                continue;
+            }
+            let later: Vec<PcpuId> = vcpus[i + 1..].iter().map(|w| self.vcpus[w.idx()].home).collect();
+            let load = |p: PcpuId| self.vcpus.iter().take(host.vcpus.len()).filter(|d| d.home == p).count();
+            let free = || host.pcpu_ids().filter(|p| !taken.contains(p));
+            let target = free()
+                .filter(|p| !later.contains(p))
+                .min_by_key(|p| (load(*p), p.0))
+                .or_else(|| free().min_by_key(|p| (load(*p), p.0)))
+                .expect("a concurrent VM has at most |P| vCPUs");
+            if self.vcpus[v.idx()].awake {
+                self.migrate(*v, target);
+            } else {
+                self.vcpus[v.idx()].home = target;
+            }
+            taken.push(target);
+        }
     }
 }
 

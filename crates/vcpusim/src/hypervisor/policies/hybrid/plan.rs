@@ -21,7 +21,7 @@
 //! change keeps Algorithm 1's distinct run queues (checked by `Hybrid::check`).
 
 use super::{allocation, Hybrid};
-use crate::hypervisor::policy::{HostView, PolicyCtx, VcpuState};
+use crate::hypervisor::policy::{HostView, PolicyCtx};
 use crate::ids::{PcpuId, VcpuId, VmId};
 
 /// How much PE a vCPU needs to be picked.
@@ -92,10 +92,11 @@ impl Hybrid {
         for q in host.pcpu_ids().filter(|q| *q != p) {
             for v in &self.pcpus[q.idx()].runq {
                 let pe = self.vcpus[v.idx()].pe;
-                let ok = self.is_hit_vcpu(host, *v)
-                    && need.admits(pe)
-                    && !self.is_assigned(*v)
-                    && host.vcpu(*v).state != VcpuState::Running;
+                // A vCPU still running from the last slot may move at a boundary: every slot
+                // starts by choosing afresh for every pCPU (section 5.5), so it is not held by
+                // its old pCPU unless picked there again (then it is assigned). Inside a slot a
+                // running vCPU is always assigned to its pCPU.
+                let ok = self.is_hit_vcpu(host, *v) && need.admits(pe) && !self.is_assigned(*v);
                 if ok && best.is_none_or(|b| pe > self.vcpus[b.idx()].pe) {
                     best = Some(*v);
                 }
@@ -140,7 +141,9 @@ impl Hybrid {
             }
         }
 
-        // Pass 1: Algorithm 4 lines 1-9.
+        // Pass 1: Algorithm 4 lines 1-9. A pCPU whose head is a concurrent vCPU with PE > 0 that
+        // cannot start its VM (a sibling waiting for its master) is remembered for pass 2b.
+        let mut con_head = vec![false; np];
         for p in host.pcpu_ids() {
             if self.pcpus[p.idx()].gang.is_some() {
                 continue;
@@ -150,8 +153,11 @@ impl Hybrid {
                 continue;
             }
             let vm = host.vcpu(head).vm;
-            if Self::is_concurrent(&host, vm) && self.leader(&host, vm) == Some(head) && self.try_gang(&host, vm, true) {
-                continue;
+            if Self::is_concurrent(&host, vm) {
+                if self.leader(&host, vm) == Some(head) && self.try_gang(&host, vm, true) {
+                    continue;
+                }
+                con_head[p.idx()] = true;
             }
             self.pcpus[p.idx()].assigned = self.first_local_hit(&host, p, Need::Positive);
         }
@@ -160,6 +166,18 @@ impl Hybrid {
         for p in host.pcpu_ids() {
             if self.pcpus[p.idx()].assigned.is_none() {
                 self.pick_hit(&host, p, Need::Positive);
+            }
+        }
+
+        // Pass 2b: Algorithm 4 line 7 as written. The head's PE > 0 (line 2) admits the pCPU, and
+        // the first high-throughput vCPU of its queue runs whatever its own PE: its PE goes
+        // negative and is repaid from later allocations, so over time shares still follow weights.
+        // Without this a pCPU whose head is a sibling waiting for its master idles in capped mode
+        // while the PE it stands for is lost (docs/model.md 7.5). Vouchers with positive PE (the
+        // passes above) go first, so a vCPU owed time is not passed over for one in debt.
+        for p in host.pcpu_ids() {
+            if con_head[p.idx()] && self.pcpus[p.idx()].assigned.is_none() && self.pcpus[p.idx()].gang.is_none() {
+                self.pcpus[p.idx()].assigned = self.first_local_hit(&host, p, Need::Any);
             }
         }
 
@@ -189,6 +207,15 @@ impl Hybrid {
 
         for p in 0..np {
             if host.pcpus[p].current != self.pcpus[p].assigned {
+                ctx.reschedule(PcpuId(p as u32));
+            }
+        }
+        // A vCPU migrated at this boundary may still be running on its old pCPU when its new one
+        // decides (that one then idles for an instant); once every old pCPU has switched, a
+        // second call starts it (requests are carried out in order).
+        for p in 0..np {
+            let moved = self.pcpus[p].assigned.and_then(|v| host.vcpu(v).pcpu).is_some_and(|q| q.idx() != p);
+            if moved {
                 ctx.reschedule(PcpuId(p as u32));
             }
         }
