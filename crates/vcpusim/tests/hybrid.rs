@@ -5,6 +5,8 @@
 mod common;
 use common::*;
 use vcpusim::api::{load_scenario, run, RunOptions};
+use vcpusim::hypervisor::policy::VcpuState;
+use vcpusim::sim::state::Sim;
 
 /// Host costs zeroed, pCPUs in step, no PLE: the idealized slot model of seed 004 section 3.
 const IDEAL_HOST: &str = "start_skew = \"0s\"\n[host.ple]\nenabled = false\n[host.costs]\n\
@@ -225,5 +227,140 @@ fn cps_over_pcps_makespan_is_formulas_3_and_4() {
         let k = k as f64;
         assert_eq!(spans[1].0 - spans[0].0, (n1 - n0) / k * 4.0 * (k + 1.0) / 2.0);
         assert_eq!(spans[1].1 - spans[0].1, (n1 - n0) / k * (4.0 * k + 1.0) / 2.0);
+    }
+}
+
+// ---- Analytic check: Formula 2 (PS against CPS) ----
+//
+// Formula 2 (seed 004 section 3.2) says makespan_ps / makespan_cps ~ 2 |Lag|, makespan_ps being
+// the supremum over PS runs whose largest deviation is |Lag|. With nothing else in the job's run
+// queues its HIT vCPUs run in lockstep and PS equals CPS, so the job runs beside busy HIT VMs of
+// other shapes, which makes the per-pCPU queues differ and the job's vCPUs drift apart.
+
+/// What one run of `job_beside_hogs` measured, in slots.
+struct LagRun {
+    /// When the job's master passed its last barrier (the makespan).
+    makespan: f64,
+    /// max over the job's vCPUs and t <= makespan of |Lag(t, v)|.
+    max_abs_lag: f64,
+    /// max over the job's vCPUs of (max_t Lag(t, v) - min_t Lag(t, v)), at most 2 max |Lag|.
+    widest_lag_range: f64,
+    /// min over the job's vCPUs of that range.
+    narrowest_lag_range: f64,
+}
+
+/// `ideal_job`'s uniform job (phases of `compute`, spinning barrier, zero costs, start_skew 0) of
+/// 4 tasks and `phases` phases, weight 1, type `class`, on 4 pCPUs beside cpu-bound HIT VMs `hogs`
+/// (vCPUs, weight), capped. Steps the run event by event and follows seed 004 section 3.2's
+/// Lag(t, v) = t |P| w(V) / |C(V)| - Received(v, 0, t) for each of the job's vCPUs. Received is
+/// linear between events (a vCPU runs or does not), so Lag's extremes are at event times and
+/// sampling after every event gives them exactly.
+fn job_beside_hogs(class: &str, hogs: &[(u32, u32)], phases: u64, compute: &str) -> LagRun {
+    const SLOT: f64 = 30e6;
+    let phase = format!("{{compute = \"{compute}\"}}, {{barrier = 0, wait = \"spin\"}}");
+    let master = format!("[{{loop = \"forever\", body = [{phase}, {{progress = true}}]}}]");
+    let slave = format!("[{{loop = \"forever\", body = [{phase}]}}]");
+    let mut text = format!(
+        "[host]\npcpus = 4\npolicy = \"hybrid\"\n{IDEAL_HOST}[host.params]\nwork_conserving = false\n\
+         [[vm]]\nname = \"job\"\nvcpus = 4\nweight = 1\ntype = \"{class}\"\nworkload = \"program\"\niterations = {phases}\n\
+         [vm.program]\nbarriers = [4]\nthreads = [{master}, {slave}, {slave}, {slave}]\n"
+    );
+    for (i, (vcpus, weight)) in hogs.iter().enumerate() {
+        text += &format!("[[vm]]\nname = \"hog{i}\"\nvcpus = {vcpus}\nweight = {weight}\nworkload = \"cpu-bound\"\n");
+    }
+    text += "[run]\nduration = \"3600s\"\n";
+    let sc = load_scenario(&text, "<test>").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let mut sim = Sim::build(&sc, sc.run.seed, false, true).unwrap();
+    sim.start();
+    // Capped mode: w(V) = 1 / (1 + the hogs' weights), busy or not; Lag grows at |P| w(V) / 4.
+    let rate = 1.0 / (1 + hogs.iter().map(|h| h.1).sum::<u32>()) as f64;
+    let job = sim.vminfo[0].vcpus.clone();
+    let (mut lowest, mut highest) = (vec![0.0f64; 4], vec![0.0f64; 4]);
+    while sim.vms[0].finished_at.is_none() {
+        let t = sim.queue.peek_time().expect("the job finishes");
+        sim.run_until(t, None).unwrap_or_else(|e| panic!("{e}"));
+        for (i, v) in job.iter().enumerate() {
+            let info = &sim.vinfo[v.idx()];
+            let current = if info.state == VcpuState::Running { sim.now - info.run_start } else { 0 };
+            let lag = sim.now as f64 / SLOT * rate - (info.run_time + current) as f64 / SLOT;
+            lowest[i] = lowest[i].min(lag);
+            highest[i] = highest[i].max(lag);
+        }
+    }
+    let ranges: Vec<f64> = (0..4).map(|i| highest[i] - lowest[i]).collect();
+    LagRun {
+        makespan: sim.vms[0].finished_at.unwrap() as f64 / SLOT,
+        max_abs_lag: (0..4).map(|i| highest[i].max(-lowest[i])).fold(0.0, f64::max),
+        widest_lag_range: ranges.iter().cloned().fold(0.0, f64::max),
+        narrowest_lag_range: ranges.iter().cloned().fold(f64::INFINITY, f64::min),
+    }
+}
+
+/// Mix A: hogs of 3 vCPUs (weight 1) and 2 vCPUs (1): w(V) = 1/3, r = |C(V)| / (|P| w(V)) = 3
+/// slots per phase, and PS keeps the job fair (max |Lag| = 2/3, within the seed's ideal 1).
+/// Mix B: hogs of 3 vCPUs (2) and 1 vCPU (1): w(V) = 1/4, r = 4, max |Lag| = 1.75 under PS.
+const FORMULA_2_MIXES: [(&str, [(u32, u32); 2], f64, bool); 2] = [("A", [(3, 1), (2, 1)], 3.0, true), ("B", [(3, 2), (1, 1)], 4.0, false)];
+
+#[test]
+fn ps_over_cps_makespan_is_within_1_plus_2_lag_and_above_1_when_lag_exceeds_1() {
+    // A phase lasts 1 us less than a slot, so a task reaches the barrier inside its slot, as in
+    // the seed's model (tau(J^m) + 1 <= tau(J^(m+1)): the next phase may run in the next slot).
+    // With phases of exactly one slot the engine handles the boundary first and every arrival
+    // waits for the vCPU's next turn (next test).
+    //
+    // What the model supports exactly. D is the widest range of Lag(., v) of one job vCPU in the
+    // PS run (D <= 2 max |Lag|). A phase released at R is done for v once Received(v, R, t) reaches
+    // one slot; by the definition of Lag, Received(v, R, t) = (t - R) / r - (Lag(t, v) - Lag(R, v))
+    // >= (t - R) / r - D, so each phase takes at most (1 + D) r and the master passes the last
+    // barrier at most D r after its release: makespan_ps <= (N (1 + D) + D) r, i.e. a ratio to CPS's
+    // ~N r of at most 1 + 2 |Lag| (+ O(1/N)). That holds for every PS run, hence for the supremum;
+    // the seed's 2 |Lag| is its leading term for |Lag| >> 1. Measured (N = 12, 48), max |Lag|
+    // being a property of the run, not a parameter:
+    //   mix A: |Lag| 2/3, PS 35 / CPS 34 = 1.029, 143 / 141.998 = 1.007 (fair PS ~ CPS);
+    //   mix B: |Lag| 1.75, PS 65 / CPS 45 = 1.444, 238 / 188.998 = 1.259;
+    // so here the ratio is > 1, clearly so once |Lag| > 1, and below 2 |Lag| (1.33, 3.5): one run
+    // does not reach the supremum. Swapping PS and CPS gives ratios below 1 and fails.
+    for (mix, hogs, r, fair) in FORMULA_2_MIXES {
+        for phases in [12u64, 48] {
+            let n = phases as f64;
+            let ps = job_beside_hogs("hit", &hogs, phases, "29999us");
+            let cps = job_beside_hogs("con", &hogs, phases, "29999us");
+            let lag = ps.max_abs_lag;
+            let at = format!("mix {mix}, N = {phases}: PS {} slots, CPS {} slots, max |Lag| {lag:.3}", ps.makespan, cps.makespan);
+            // CPS: co-scheduled slots every r slots, the last phase done at its slot's end
+            // ((N - 1) r + 1 <= Formula 1's ceil(N r); 1 us per phase early), and fair.
+            assert!((cps.makespan - ((n - 1.0) * r + 1.0)).abs() < 0.01, "{at}: CPS is not (N - 1) r + 1");
+            assert!(cps.max_abs_lag < 1.0, "{at}: CPS max |Lag| {}", cps.max_abs_lag);
+            // Lag is measured, not assumed: a HIT vCPU runs whole slots and Lag falls by 1 - 1/r
+            // over each, so every range is at least that; mix A is fair, mix B is not.
+            assert!(ps.narrowest_lag_range >= 1.0 - 1.0 / r - 1e-9, "{at}: a Lag range {}", ps.narrowest_lag_range);
+            assert!(ps.widest_lag_range <= 2.0 * lag + 1e-9, "{at}");
+            assert_eq!(lag < 1.0, fair, "{at}");
+            // The exact bound, then the ratio.
+            let bound = (n * (1.0 + ps.widest_lag_range) + ps.widest_lag_range) * r;
+            assert!(ps.makespan <= bound + 1e-9, "{at}: PS exceeds (N (1 + D) + D) r = {bound}");
+            let ratio = ps.makespan / cps.makespan;
+            assert!(ratio > 1.0, "{at}: ratio {ratio:.3}, PS should not beat CPS");
+            assert!(fair || ratio > 1.2, "{at}: ratio {ratio:.3}, |Lag| > 1 should cost PS clearly more");
+            assert!(ratio <= 2.0 * lag, "{at}: ratio {ratio:.3} above 2 |Lag|");
+        }
+    }
+}
+
+#[test]
+fn with_phases_of_exactly_one_slot_each_ps_phase_costs_an_extra_turn() {
+    // Same mixes, phases of exactly 30 ms: a task's compute ends exactly at a slot boundary, the
+    // engine handles the boundary first, and the task reaches the barrier only in its vCPU's next
+    // turn. Under CPS that costs nothing (the next co-scheduled slot releases everyone at once);
+    // under PS the phase ends only after every vCPU had a second turn, so PS costs about twice
+    // CPS with the same |Lag| (measured, N = 12: A 68 / 36 = 1.89, B 97 / 49 = 1.98). This is
+    // the literal worst case of the seed ("not less than twice"), but it comes from the tie.
+    for (mix, hogs, _, _) in FORMULA_2_MIXES {
+        let exact = (job_beside_hogs("hit", &hogs, 12, "30ms"), job_beside_hogs("con", &hogs, 12, "30ms"));
+        let inside = job_beside_hogs("hit", &hogs, 12, "29999us");
+        assert!((exact.0.max_abs_lag - inside.max_abs_lag).abs() < 1e-6, "mix {mix}: the PS schedule changed");
+        let ratio = exact.0.makespan / exact.1.makespan;
+        assert!(ratio > 1.8, "mix {mix}: PS {} / CPS {} slots", exact.0.makespan, exact.1.makespan);
+        assert!(exact.0.makespan > 1.3 * inside.makespan, "mix {mix}: exact {} vs inside {}", exact.0.makespan, inside.makespan);
     }
 }
