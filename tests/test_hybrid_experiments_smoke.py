@@ -1,0 +1,91 @@
+"""Smoke test of the seed-004 experiment pipeline (experiments/hybrid): a reduced Figure 11 and a
+reduced Figure 5.
+
+Quick settings (work scaled to 5%, one seed): Figure 11 with two mixes over a 60 s window (the
+multi-VM, rate-over-a-window path) and Figure 5 with LU at two weights (the single-VM,
+run-to-completion path). The scripts' whole path runs (scenarios for Credit and Hybrid, run_many
+with resume folders, aggregation, CSV, PNG, claim table); the numbers are finite and paired
+correctly, and co-scheduling does what the seed built it for.
+"""
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments" / "hybrid"
+sys.path.insert(0, str(EXPERIMENTS))
+
+import common  # noqa: E402
+import fig05_weight_sweep  # noqa: E402
+import fig11_mixes  # noqa: E402
+
+MIXES = {m: fig11_mixes.MIXES[m] for m in ("a", "d")}
+VERDICTS = {common.REPRODUCED, common.DIRECTION, common.NOT_REPRODUCED}
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("hybrid")
+    patch = pytest.MonkeyPatch()
+    patch.setattr(common.OUT, "root", out)
+    settings = common.Settings(quick=True, seeds=1, processes=2)
+    rounds = fig11_mixes.measure(settings, mixes=MIXES, seeds=[1])
+    mix_agg = fig11_mixes.write_outputs(rounds)
+    mix_claims = fig11_mixes.claims(mix_agg)
+    common.report(fig11_mixes.FIG, mix_claims)
+    sweep = fig05_weight_sweep.measure(settings, benches=("lu",), weights=(256, 32), seeds=[1])
+    sweep_agg = fig05_weight_sweep.write_outputs(sweep)
+    sweep_claims = fig05_weight_sweep.claims(sweep_agg)
+    common.report(fig05_weight_sweep.FIG, sweep_claims)
+    yield out, rounds, mix_agg, mix_claims, sweep_agg, sweep_claims
+    patch.undo()
+
+
+def test_csv_png_and_claims_are_written(outputs):
+    out, *_ = outputs
+    expected = {
+        "fig11": ("runs.csv", "fig11_runtime.csv", "claims.csv", "fig11a.png", "fig11d.png"),
+        "fig05": ("runs.csv", "fig05_runtime.csv", "claims.csv", "fig05_lu.png"),
+    }
+    for fig, names in expected.items():
+        for name in names:
+            path = out / fig / name
+            assert path.stat().st_size > 0, path
+            if name.endswith(".png"):
+                assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", path
+
+
+def test_every_benchmark_of_every_mix_has_a_finite_round_time_under_each_scheduler(outputs):
+    _, rounds, mix_agg, mix_claims, _, sweep_claims = outputs
+    names = sorted(s.name for s in fig11_mixes.SCHEDULERS)
+    for mix, benches in MIXES.items():
+        for bench in set(benches):
+            sub = mix_agg[(mix_agg["mix"] == mix) & (mix_agg["bench"] == bench)]
+            assert sorted(sub["scheduler"]) == names, (mix, bench)
+    for col in ("round_s_mean", "vs_credit_mean"):
+        assert all(math.isfinite(v) and v > 0 for v in mix_agg[col]), col
+    # Paired on the seed: Credit over itself is exactly 1.
+    assert (mix_agg[mix_agg["scheduler"] == common.CREDIT.name]["vs_credit_mean"] == 1.0).all()
+    assert {c.verdict for c in mix_claims + sweep_claims} <= VERDICTS
+    assert len(mix_claims) == 3 and len(sweep_claims) >= 2
+
+
+def test_coscheduling_speeds_lu_up_in_a_mix(outputs):
+    # Seed 004 section 6.4: the Hybrid Scheduler co-schedules LU's VM, Credit leaves its vCPUs
+    # to be preempted one at a time while their siblings spin at LU's point-to-point flags.
+    _, _, mix_agg, *_ = outputs
+    lu = mix_agg[(mix_agg["bench"] == "lu") & (mix_agg["scheduler"] == common.HYBRID_CON.name)]
+    assert (lu["credit_over_mean"] > 1.5).all(), lu
+
+
+def test_weight_sweep_runs_lu_to_completion_and_caps_bite(outputs):
+    *_, sweep_agg, _ = outputs
+    rows = sweep_agg.set_index(["weight", "scheduler"])
+    assert all(math.isfinite(v) and v > 0 for v in sweep_agg["runtime_s_mean"])
+    # At weight 256 V1's cap (8 pCPUs x 256/512) covers its 4 vCPUs: CON and Credit run alike.
+    assert rows.loc[(256, "CON"), "runtime_s_mean"] == pytest.approx(rows.loc[(256, "Credit"), "runtime_s_mean"], rel=0.05)
+    # At weight 32 the cap (8 x 32/288 = 0.89 pCPU) slows every scheduler at least 4-fold.
+    for s in ("Credit", "CON", "HIT"):
+        assert rows.loc[(32, s), "runtime_s_mean"] > 4 * rows.loc[(256, s), "runtime_s_mean"], s
