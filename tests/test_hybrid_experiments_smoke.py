@@ -16,6 +16,9 @@ import pytest
 
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments" / "hybrid"
 sys.path.insert(0, str(EXPERIMENTS))
+# Every experiment set has a `common` module; another set's smoke test may have imported its own
+# first, and the figure scripts below must get this set's.
+sys.modules.pop("common", None)
 
 import common  # noqa: E402
 import fig05_weight_sweep  # noqa: E402
