@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import matplotlib
 
@@ -25,6 +27,13 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 import vcpusim  # noqa: E402
+
+#: What each set's common.py re-exports to its figure scripts (``from runkit import *``).
+__all__ = [
+    "DIRECTION", "NOT_REPRODUCED", "OUT", "REPRODUCED", "Case", "Claim", "Settings", "aggregate",
+    "bar_plot", "beyond_noise", "console", "figure_main", "fmt", "line_plot", "out_dir", "parse_args",
+    "per_seed_ratio", "report", "run_cases", "run_set", "use_quick_outputs", "verdict", "write_csv",
+]
 
 # Wide enough for the claim tables when output goes to a file or a pipe.
 console = Console(width=None if Console().is_terminal else 160)
@@ -288,3 +297,49 @@ def beyond_noise(agg_a: pd.Series, agg_b: pd.Series, value: str) -> bool:
         return ma != mb
     se = math.sqrt(sa**2 / agg_a["n"] + sb**2 / agg_b["n"])
     return abs(ma - mb) > 2 * se
+
+
+# --- Whole figures and whole sets ----------------------------------------------------------------
+
+
+def figure_main(fig: str, measure: Callable, write_outputs: Callable, claims: Callable) -> Callable:
+    """The ``main(settings)`` of a figure script whose steps are measure -> write CSV/PNG (returning
+    the aggregate) -> claims: runs them, prints and writes the claim table, returns the claims."""
+
+    def main(settings: Settings) -> list[Claim]:
+        found = claims(write_outputs(measure(settings)))
+        report(fig, found)
+        return found
+
+    return main
+
+
+def run_set(title: str, figures: Sequence[str], doc: str | None) -> None:
+    """Run every figure script of a set (each module's ``main(settings)``), time each, and write
+    ``claims_all.csv`` (every claim beside ours) and ``run_all_times.csv`` under ``OUT.root``."""
+    settings = parse_args(doc)
+    times, claims = [], []
+    start = time.perf_counter()
+    for name in figures:
+        console.rule(name)
+        t0 = time.perf_counter()
+        figure_claims = importlib.import_module(name).main(settings)
+        seconds = time.perf_counter() - t0
+        verdicts = [c.verdict for c in figure_claims]
+        times.append({"figure": name, "seconds": round(seconds, 1), "claims": len(verdicts),
+                      REPRODUCED: verdicts.count(REPRODUCED), DIRECTION: verdicts.count(DIRECTION),
+                      NOT_REPRODUCED: verdicts.count(NOT_REPRODUCED)})
+        claims += [{"script": name, **c.__dict__} for c in figure_claims]
+    total = time.perf_counter() - start
+    times.append({"figure": "total", "seconds": round(total, 1), "claims": len(claims),
+                  **{v: sum(t[v] for t in times) for v in (REPRODUCED, DIRECTION, NOT_REPRODUCED)}})
+    OUT.root.mkdir(parents=True, exist_ok=True)  # out/, or out/quick/ with --quick
+    pd.DataFrame(claims).to_csv(OUT.root / "claims_all.csv", index=False)
+    pd.DataFrame(times).to_csv(OUT.root / "run_all_times.csv", index=False)
+
+    table = Table(title=f"{title} ({'quick' if settings.quick else 'full'}), {settings.processes} processes")
+    for col in times[0]:
+        table.add_column(col, justify="left" if col == "figure" else "right")
+    for t in times:
+        table.add_row(*(str(v) for v in t.values()))
+    console.print(table)

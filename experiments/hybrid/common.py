@@ -39,29 +39,7 @@ import vcpusim
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # experiments/, for the shared runkit
 
-from runkit import (  # noqa: E402,F401  (re-exported for the figure scripts)
-    DIRECTION,
-    NOT_REPRODUCED,
-    OUT,
-    REPRODUCED,
-    Case,
-    Claim,
-    Settings,
-    aggregate,
-    bar_plot,
-    beyond_noise,
-    console,
-    fmt,
-    line_plot,
-    out_dir,
-    parse_args,
-    per_seed_ratio,
-    report,
-    run_cases,
-    use_quick_outputs,
-    verdict,
-    write_csv,
-)
+from runkit import *  # noqa: E402,F401,F403  (re-exported for the figure scripts: runkit.__all__)
 
 OUT.set_root(HERE / "out")
 

@@ -18,8 +18,26 @@ from __future__ import annotations
 import pandas as pd
 
 from common import (
-    CON, CREDIT, DEFAULT_WEIGHT, DIRECTION, FIG6_WEIGHTS, NOT_REPRODUCED, NPB_SET, REPRODUCED, Case, Claim,
-    Settings, aggregate, bar_plot, beyond_noise, out_dir, parse_args, report, run_single_vm, scale, single_vm,
+    CON,
+    CREDIT,
+    DEFAULT_WEIGHT,
+    DIRECTION,
+    FIG6_WEIGHTS,
+    NOT_REPRODUCED,
+    NPB_SET,
+    REPRODUCED,
+    Case,
+    Claim,
+    Settings,
+    aggregate,
+    bar_plot,
+    beyond_noise,
+    figure_main,
+    out_dir,
+    parse_args,
+    run_single_vm,
+    scale,
+    single_vm,
     write_csv,
 )
 
@@ -100,11 +118,7 @@ def write_outputs(df: pd.DataFrame) -> pd.DataFrame:
     return agg
 
 
-def main(settings: Settings) -> list[Claim]:
-    agg = write_outputs(measure(settings))
-    c = claims(agg)
-    report(FIG, c)
-    return c
+main = figure_main(FIG, measure, write_outputs, claims)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,29 @@ from __future__ import annotations
 import pandas as pd
 
 from common import (
-    CON, CREDIT, DEFAULT_WEIGHT, DIRECTION, HIT, NOT_REPRODUCED, PCPUS, REPRODUCED, VM_VCPUS, Case, Claim, Settings,
-    aggregate, bar_plot, fmt, out_dir, parse_args, report, run_single_vm, scale, single_vm, weight_share, write_csv,
+    CON,
+    CREDIT,
+    DEFAULT_WEIGHT,
+    DIRECTION,
+    HIT,
+    NOT_REPRODUCED,
+    PCPUS,
+    REPRODUCED,
+    VM_VCPUS,
+    Case,
+    Claim,
+    Settings,
+    aggregate,
+    bar_plot,
+    figure_main,
+    fmt,
+    out_dir,
+    parse_args,
+    run_single_vm,
+    scale,
+    single_vm,
+    weight_share,
+    write_csv,
 )
 
 FIG = "fig08"
@@ -68,11 +89,7 @@ def write_outputs(df: pd.DataFrame) -> pd.DataFrame:
     return agg
 
 
-def main(settings: Settings) -> list[Claim]:
-    agg = write_outputs(measure(settings))
-    c = claims(agg)
-    report(FIG, c)
-    return c
+main = figure_main(FIG, measure, write_outputs, claims)
 
 
 if __name__ == "__main__":

@@ -24,9 +24,28 @@ from __future__ import annotations
 import pandas as pd
 
 from common import (
-    CON, DIRECTION, NOT_REPRODUCED, PHASE_CON, PHASE_U_FACTOR, REPRODUCED, VM_VCPUS, WEIGHTS, Case, Claim,
-    Settings, aggregate, beyond_noise, line_plot, out_dir, parse_args, per_seed_ratio, report, run_single_vm,
-    scale, single_vm, write_csv,
+    CON,
+    DIRECTION,
+    NOT_REPRODUCED,
+    PHASE_CON,
+    PHASE_U_FACTOR,
+    REPRODUCED,
+    VM_VCPUS,
+    WEIGHTS,
+    Case,
+    Claim,
+    Settings,
+    aggregate,
+    beyond_noise,
+    figure_main,
+    line_plot,
+    out_dir,
+    parse_args,
+    per_seed_ratio,
+    run_single_vm,
+    scale,
+    single_vm,
+    write_csv,
 )
 
 FIG = "fig09"
@@ -94,11 +113,7 @@ def write_outputs(df: pd.DataFrame) -> pd.DataFrame:
     return agg
 
 
-def main(settings: Settings) -> list[Claim]:
-    agg = write_outputs(measure(settings))
-    c = claims(agg)
-    report(FIG, c)
-    return c
+main = figure_main(FIG, measure, write_outputs, claims)
 
 
 if __name__ == "__main__":

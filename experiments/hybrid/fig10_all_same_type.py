@@ -23,8 +23,27 @@ from __future__ import annotations
 import pandas as pd
 
 from common import (
-    CON, CREDIT, DIRECTION, HIT, NOT_REPRODUCED, PHASE_CON, REPRODUCED, Case, Claim, Settings, aggregate,
-    bar_plot, fmt, multi_vm, out_dir, parse_args, per_bench_rounds, per_seed_ratio, report, run_multi_vm, scale,
+    CON,
+    CREDIT,
+    DIRECTION,
+    HIT,
+    NOT_REPRODUCED,
+    PHASE_CON,
+    REPRODUCED,
+    Case,
+    Claim,
+    Settings,
+    aggregate,
+    bar_plot,
+    figure_main,
+    fmt,
+    multi_vm,
+    out_dir,
+    parse_args,
+    per_bench_rounds,
+    per_seed_ratio,
+    run_multi_vm,
+    scale,
     write_csv,
 )
 
@@ -88,11 +107,7 @@ def write_outputs(rounds: pd.DataFrame) -> pd.DataFrame:
     return agg
 
 
-def main(settings: Settings) -> list[Claim]:
-    agg = write_outputs(measure(settings))
-    c = claims(agg)
-    report(FIG, c)
-    return c
+main = figure_main(FIG, measure, write_outputs, claims)
 
 
 if __name__ == "__main__":

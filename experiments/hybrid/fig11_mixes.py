@@ -27,9 +27,28 @@ from __future__ import annotations
 import pandas as pd
 
 from common import (
-    CREDIT, DIRECTION, HYBRID_CON, HYBRID_PHASE, MIX_WINDOW, NOT_REPRODUCED, REPRODUCED, Case, Claim, Settings,
-    aggregate, bar_plot, multi_vm, out_dir, parse_args, per_bench_rounds, per_seed_ratio, report, run_multi_vm,
-    scale, within, write_csv,
+    CREDIT,
+    DIRECTION,
+    HYBRID_CON,
+    HYBRID_PHASE,
+    MIX_WINDOW,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Case,
+    Claim,
+    Settings,
+    aggregate,
+    bar_plot,
+    figure_main,
+    multi_vm,
+    out_dir,
+    parse_args,
+    per_bench_rounds,
+    per_seed_ratio,
+    run_multi_vm,
+    scale,
+    within,
+    write_csv,
 )
 
 FIG = "fig11"
@@ -101,11 +120,7 @@ def write_outputs(rounds: pd.DataFrame) -> pd.DataFrame:
     return agg
 
 
-def main(settings: Settings) -> list[Claim]:
-    agg = write_outputs(measure(settings))
-    c = claims(agg)
-    report(FIG, c)
-    return c
+main = figure_main(FIG, measure, write_outputs, claims)
 
 
 if __name__ == "__main__":

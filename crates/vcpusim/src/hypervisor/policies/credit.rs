@@ -246,6 +246,27 @@ struct CreditVcpu {
 }
 
 impl CreditVcpu {
+    /// A vCPU of `vm` on `processor` before it is inserted: UNDER, no credit, halted.
+    fn new(vm: VmId, processor: PcpuId) -> Self {
+        CreditVcpu {
+            vm,
+            processor,
+            pri: PRI_UNDER,
+            credit: 0,
+            residual: 0,
+            start_time: 0,
+            last_sched_time: 0,
+            running_since: 0,
+            active: false,
+            yielding: false,
+            migrating: false,
+            migrate_pending: false,
+            awake: false,
+            parked: false,
+            queued_on: None,
+        }
+    }
+
     /// Wants a pCPU: awake and not parked by a cap (`vcpu_runnable` with the pause count).
     fn runnable(&self) -> bool {
         self.awake && !self.parked
@@ -817,24 +838,7 @@ impl Policy for Credit {
         self.fit_to(&ctx.host);
         let info = ctx.host.vcpu(v);
         if self.vcpus.len() <= v.idx() {
-            let blank = CreditVcpu {
-                vm: VmId(0),
-                processor: PcpuId(0),
-                pri: PRI_UNDER,
-                credit: 0,
-                residual: 0,
-                start_time: 0,
-                last_sched_time: 0,
-                running_since: 0,
-                active: false,
-                yielding: false,
-                migrating: false,
-                migrate_pending: false,
-                awake: false,
-                parked: false,
-                queued_on: None,
-            };
-            self.vcpus.resize(v.idx() + 1, blank);
+            self.vcpus.resize(v.idx() + 1, CreditVcpu::new(VmId(0), PcpuId(0)));
         }
         let svc = &mut self.vcpus[v.idx()];
         svc.vm = info.vm;
@@ -1419,23 +1423,10 @@ mod tests {
         let mut h = FakeHost::new(Topology::flat(1), &[(4, 256)], cfg());
         // Queue by hand on pCPU 0: a, b UNDER, c OVER.
         for v in 0..3 {
-            h.policy.vcpus.push(CreditVcpu {
-                vm: VmId(0),
-                processor: PcpuId(0),
-                pri: if v == 2 { PRI_OVER } else { PRI_UNDER },
-                credit: 0,
-                residual: 0,
-                start_time: 0,
-                last_sched_time: 0,
-                running_since: 0,
-                active: false,
-                yielding: false,
-                migrating: false,
-                migrate_pending: false,
-                awake: true,
-                parked: false,
-                queued_on: None,
-            });
+            let mut svc = CreditVcpu::new(VmId(0), PcpuId(0));
+            svc.pri = if v == 2 { PRI_OVER } else { PRI_UNDER };
+            svc.awake = true;
+            h.policy.vcpus.push(svc);
         }
         let mut d = h.policy.vcpus[0].clone();
         d.pri = PRI_UNDER;
@@ -1630,23 +1621,9 @@ mod tests {
         let topo = Topology::new(4, 1, 1, 2).unwrap();
         let mut h = FakeHost::new(topo, &[(1, 256)], cfg());
         h.policy.fit_to(&HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo });
-        h.policy.vcpus.push(CreditVcpu {
-            vm: VmId(0),
-            processor: PcpuId(1),
-            pri: PRI_UNDER,
-            credit: 0,
-            residual: 0,
-            start_time: 0,
-            last_sched_time: 0,
-            running_since: 0,
-            active: false,
-            yielding: false,
-            migrating: false,
-            migrate_pending: false,
-            awake: true,
-            parked: false,
-            queued_on: None,
-        });
+        let mut svc = CreditVcpu::new(VmId(0), PcpuId(1));
+        svc.awake = true;
+        h.policy.vcpus.push(svc);
         let host = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo };
         // All idle: stays where it was.
         assert_eq!(h.policy.cpu_pick(&host, VcpuId(0), false), 1);
