@@ -55,6 +55,15 @@ def test_from_dict_matches_the_toml_file(small):
     assert vcpusim.run(from_dict).files() == vcpusim.run(small).files()
 
 
+def test_run_and_run_many_take_a_dict_of_tables_and_name_a_wrong_type(small, tmp_path):
+    data = tomllib.loads(SMALL_SCENARIO)
+    want = vcpusim.run(vcpusim.Scenario.from_dict(data)).files()
+    assert vcpusim.run(data).files() == want
+    assert [r.files() for r in vcpusim.run_many([data], processes=1, out_dir=tmp_path / "s")] == [want]
+    with pytest.raises(TypeError, match="expected a Scenario, a dict of scenario tables or a scenario file path, got int"):
+        vcpusim.run(42)
+
+
 def test_from_dict_errors_are_the_loaders(small):
     data = small.to_dict()
     data["host"]["pcpus"] = 0

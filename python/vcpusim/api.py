@@ -237,19 +237,34 @@ class Result:
         self.__dict__.update(state)
 
 
+def as_scenario(scenario: "Scenario | Mapping[str, Any] | str | os.PathLike") -> Scenario:
+    """A :class:`Scenario` as is, a mapping of TOML tables (:meth:`Scenario.from_dict`), or a
+    scenario file's path (:meth:`Scenario.from_toml`); anything else is a ``TypeError`` naming what
+    was given."""
+    if isinstance(scenario, Scenario):
+        return scenario
+    if isinstance(scenario, Mapping):
+        return Scenario.from_dict(scenario)
+    if isinstance(scenario, (str, os.PathLike)):
+        return Scenario.from_toml(scenario)
+    raise TypeError(
+        f"expected a Scenario, a dict of scenario tables or a scenario file path, got {type(scenario).__name__}"
+    )
+
+
 def load(path: str | os.PathLike) -> Scenario:
     """Shorthand for :meth:`Scenario.from_toml`."""
     return Scenario.from_toml(path)
 
 
-def run(scenario: Scenario | str | os.PathLike, seed: int | None = None, trace: bool = False, check: bool = False) -> Result:
-    """Run a scenario (or a scenario file) and return its :class:`Result`.
+def run(scenario: "Scenario | Mapping[str, Any] | str | os.PathLike", seed: int | None = None, trace: bool = False, check: bool = False) -> Result:
+    """Run a scenario (a :class:`Scenario`, a dict of its tables, or a scenario file) and return
+    its :class:`Result`.
 
     ``seed`` overrides ``[run] seed``; ``trace`` records a Chrome trace; ``check`` verifies engine
     invariants after every event (slow). The GIL is released while the simulation runs.
     """
-    if not isinstance(scenario, Scenario):
-        scenario = Scenario.from_toml(scenario)
+    scenario = as_scenario(scenario)
     output = _core.run(scenario.text, scenario.source, seed=seed, trace=trace, check=check)
     return Result._from_core(output)
 

@@ -13,10 +13,10 @@ import shutil
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import _core
-from .api import Result, Scenario
+from .api import Result, Scenario, as_scenario
 
 #: Written beside the results: what produced them, to refuse resuming a different sweep.
 RUN_FILE = "run.json"
@@ -31,8 +31,8 @@ def _run_in_worker(text: str, source: str, trace: bool, check: bool) -> tuple:
         return ("error", type(e).__name__, str(e))
 
 
-def _as_scenarios(scenarios: Iterable[Scenario | str | os.PathLike]) -> list[Scenario]:
-    return [s if isinstance(s, Scenario) else Scenario.from_toml(s) for s in scenarios]
+def _as_scenarios(scenarios: Iterable[Scenario | Mapping[str, Any] | str | os.PathLike]) -> list[Scenario]:
+    return [as_scenario(s) for s in scenarios]
 
 
 class _SweepDir:
@@ -113,15 +113,16 @@ def _progress_bar(enabled: bool):
 
 
 def run_many(
-    scenarios: Iterable[Scenario | str | os.PathLike],
+    scenarios: Iterable[Scenario | Mapping[str, Any] | str | os.PathLike],
     processes: int | None = None,
     progress: bool = True,
     out_dir: str | os.PathLike | None = None,
     trace: bool = False,
     check: bool = False,
 ) -> list[Result]:
-    """Run every scenario, ``processes`` at a time (default: one per CPU), and return the results
-    in the order of ``scenarios``. ``processes=1`` runs them in this process, one after another.
+    """Run every scenario (a :class:`Scenario`, a dict of its tables, or a file), ``processes``
+    at a time (default: one per CPU), and return the results in the order of ``scenarios``.
+    ``processes=1`` runs them in this process, one after another.
 
     If some runs fail, the others still finish (and are saved), then the first failure is raised.
     """
@@ -177,7 +178,7 @@ def _run_in_pool(
 
 
 def run_many_ray(
-    scenarios: Iterable[Scenario | str | os.PathLike],
+    scenarios: Iterable[Scenario | Mapping[str, Any] | str | os.PathLike],
     progress: bool = True,
     out_dir: str | os.PathLike | None = None,
     trace: bool = False,

@@ -42,29 +42,71 @@ fn ideal_job(pcpus: u32, n: u32, weight: u32, dom0: u32, class: &str, pe_unit: u
 }
 
 
-/// Cpu-bound VMs (4 vCPUs each) of the given (name, weight, type) on 8 pCPUs for 10 s, check mode.
-fn cpu_bound_mix(work_conserving: bool, vms: &[(&str, u32, &str)]) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>> {
+/// Cpu-bound VMs of the given (name, vCPUs, weight, type) on 8 pCPUs for 10 s, check mode.
+fn cpu_bound_mix(work_conserving: bool, vms: &[(&str, u32, u32, &str)]) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>> {
     let mut text = format!("[host]\npcpus = 8\npolicy = \"hybrid\"\n[host.params]\nwork_conserving = {work_conserving}\n");
-    for (name, weight, class) in vms {
-        text += &format!("[[vm]]\nname = \"{name}\"\nvcpus = 4\nweight = {weight}\ntype = \"{class}\"\nworkload = \"cpu-bound\"\n");
+    for (name, vcpus, weight, class) in vms {
+        text += &format!("[[vm]]\nname = \"{name}\"\nvcpus = {vcpus}\nweight = {weight}\ntype = \"{class}\"\nworkload = \"cpu-bound\"\n");
     }
     text += "[run]\nduration = \"10s\"\nseed = 1\n";
     vm_table(&run_toml(&text, true))
 }
 
+/// Each always-busy VM's entitlement in pCPUs on `npcpus`: capped, its weight's share (no more
+/// than its vCPUs); work-conserving, max-min by weight (a VM with fewer vCPUs than its share gets
+/// them all and the rest is split over the others by weight, again and again).
+fn entitlements(npcpus: f64, vms: &[(&str, u32, u32, &str)], work_conserving: bool) -> Vec<f64> {
+    let total: f64 = vms.iter().map(|v| v.2 as f64).sum();
+    if !work_conserving {
+        return vms.iter().map(|v| (npcpus * v.2 as f64 / total).min(v.1 as f64)).collect();
+    }
+    let mut got = vec![None; vms.len()];
+    let mut left = npcpus;
+    loop {
+        let open_weight: f64 = vms.iter().zip(&got).filter(|(_, g)| g.is_none()).map(|(v, _)| v.2 as f64).sum();
+        let full: Vec<usize> = (0..vms.len())
+            .filter(|i| got[*i].is_none() && left * vms[*i].2 as f64 / open_weight >= vms[*i].1 as f64)
+            .collect();
+        if full.is_empty() {
+            return vms.iter().zip(got).map(|(v, g)| g.unwrap_or(left * v.2 as f64 / open_weight)).collect();
+        }
+        for i in full {
+            got[i] = Some(vms[i].1 as f64);
+            left -= vms[i].1 as f64;
+        }
+    }
+}
+
 #[test]
 fn cpu_shares_follow_weights_within_3_percent_in_both_modes() {
-    // Entitlements on 8 pCPUs, weights 256 : 512 : 256 : 256 of 1280: 1.6, 3.2, 1.6 and 1.6
-    // pCPUs. Algorithm 1 homes the two concurrent VMs on pCPUs 0-3 and 4-7 with a HIT VM each;
-    // pCPUs 4-7 are over-committed (3.2 + 1.6), so b's vCPUs must be balanced onto pCPUs 0-3.
-    // (Only HIT vCPUs migrate: two concurrent VMs homed on the same four pCPUs whose entitlements
-    // add up to more than four pCPUs cannot both get their share; docs/model.md 7.5.)
-    for wc in [true, false] {
-        let t = cpu_bound_mix(wc, &[("a", 256, "con"), ("b", 512, "hit"), ("c", 256, "hit"), ("d", 256, "con")]);
-        for (vm, weight) in [("a", 256.0), ("b", 512.0), ("c", 256.0), ("d", 256.0)] {
-            let want = 8.0 * weight / 1280.0 * 10_000.0;
-            let got = num(&t, vm, "cpu_time_ms");
-            assert!((got - want).abs() / want < 0.03, "wc={wc} {vm}: {got:.0} ms of CPU, want {want:.0}");
+    let mixes: &[&[(&str, u32, u32, &str)]] = &[
+        // Two CON VMs homed with a HIT VM each; b's vCPUs must be balanced onto a's pCPUs.
+        &[("a", 4, 256, "con"), ("b", 4, 512, "hit"), ("c", 4, 256, "hit"), ("d", 4, 256, "con")],
+        // Algorithm 1 by weight: counting vCPUs would home c on a's pCPUs (4 + 2 pCPUs on 4).
+        &[("a", 4, 512, "con"), ("b", 4, 256, "hit"), ("c", 4, 256, "con")],
+        // Three equal CON VMs on 8 pCPUs: two are homed on the same four pCPUs whatever the
+        // mapping; they get 2.67 pCPUs each only by moving, whole, onto pCPUs another leaves idle.
+        &[("a", 4, 256, "con"), ("b", 4, 256, "con"), ("c", 4, 256, "con")],
+        // The heavy CON VM created last lands on a light one's pCPUs and must move.
+        &[("a", 4, 256, "con"), ("b", 4, 256, "con"), ("c", 4, 512, "con")],
+        // ... and with HIT VMs in the way, it moves by taking pCPUs from HIT vCPUs of less PE.
+        &[("a", 4, 256, "con"), ("b", 4, 256, "hit"), ("c", 4, 512, "con"), ("d", 2, 256, "hit")],
+        // Odd sizes.
+        &[("a", 3, 256, "con"), ("b", 3, 256, "con"), ("c", 3, 256, "con"), ("d", 3, 256, "hit")],
+        // HIT only, a VM with fewer vCPUs than its share: work-conserving mode gives its spare
+        // pCPU to the others by weight (1.67 : 3.33), not by their vCPU counts.
+        &[("a", 8, 64, "hit"), ("b", 4, 128, "hit"), ("c", 3, 512, "hit")],
+        // Capped: a HIT VM beside CON VMs whose siblings head its queues borrows no more than a
+        // slot's worth, so it keeps to its cap (0.73 pCPUs; it took 0.94 when debts were forgiven).
+        &[("a", 6, 64, "hit"), ("b", 4, 128, "con"), ("c", 3, 512, "con")],
+    ];
+    for vms in mixes {
+        for wc in [true, false] {
+            let t = cpu_bound_mix(wc, vms);
+            for (vm, want) in vms.iter().zip(entitlements(8.0, vms, wc)) {
+                let got = num(&t, vm.0, "cpu_time_ms") / 10_000.0;
+                assert!((got - want).abs() / want < 0.03, "wc={wc} {vms:?}: {} got {got:.3} pCPUs, want {want:.3}", vm.0);
+            }
         }
     }
 }

@@ -45,14 +45,15 @@ pub struct AllocVm {
     pub concurrent: bool,
     /// The master's u-factor in millionths ([`U_SCALE`]); 0 = CPS.
     pub u: u64,
+    /// The most PE the VM can take in one event (see [`per_vm_increments`]); `u64::MAX` for none.
+    pub limit: u64,
 }
 
 /// Algorithm 2 for one allocation event: the PE increment of every vCPU, VM by VM in order, each
 /// VM's vCPUs by index. The increments add up to exactly `pe_total` when any VM has weight and
 /// vCPUs.
 pub fn allocate(pe_total: u64, vms: &[AllocVm]) -> Vec<Vec<u64>> {
-    let weights: Vec<u64> = vms.iter().map(|vm| if vm.nvcpus == 0 { 0 } else { vm.weight }).collect();
-    let per_vm = split_exact(pe_total, &weights);
+    let per_vm = per_vm_increments(pe_total, vms);
     vms.iter()
         .zip(per_vm)
         .map(|(vm, pe_inc)| {
@@ -65,6 +66,45 @@ pub fn allocate(pe_total: u64, vms: &[AllocVm]) -> Vec<Vec<u64>> {
             split_exact(pe_inc, &shares)
         })
         .collect()
+}
+
+/// Line 4 of Algorithm 2, `PE_inc = PE_total x w(V_i)`, water-filled: a VM never gets more
+/// than its `limit`, and what it cannot take is split over the others by weight, round by round
+/// until no VM is over its limit. With no limits this is line 4 exactly. The limit is how much
+/// a VM can dissipate in one interval (vCPUs x PE_unit x L, set in work-conserving mode): PE a
+/// VM cannot use would pile up at the PE bound and be lost, and the time it stands for would be
+/// lent round robin per vCPU rather than by weight (a 3-vCPU VM entitled to 4 pCPUs would hand
+/// its fourth pCPU to the other VMs in proportion to their vCPU counts). Credit gets the same
+/// effect by taking a vCPU whose credit overflows out of accounting (credit.c `csched_acct`).
+/// If every VM reaches its limit, the rest is still handed out by weight, so the event gives out
+/// exactly `pe_total`.
+pub fn per_vm_increments(pe_total: u64, vms: &[AllocVm]) -> Vec<u64> {
+    let weights: Vec<u64> = vms.iter().map(|vm| if vm.nvcpus == 0 { 0 } else { vm.weight }).collect();
+    let mut out = vec![0u64; vms.len()];
+    let mut open: Vec<bool> = weights.iter().map(|w| *w > 0).collect();
+    let mut left = pe_total;
+    loop {
+        let open_weights: Vec<u64> = weights.iter().zip(&open).map(|(w, o)| if *o { *w } else { 0 }).collect();
+        if open_weights.iter().all(|w| *w == 0) {
+            for (o, inc) in out.iter_mut().zip(split_exact(left, &weights)) {
+                *o += inc;
+            }
+            return out;
+        }
+        let split = split_exact(left, &open_weights);
+        let full: Vec<usize> = (0..vms.len()).filter(|i| open[*i] && split[*i] >= vms[*i].limit).collect();
+        if full.is_empty() {
+            for (o, inc) in out.iter_mut().zip(split) {
+                *o += inc;
+            }
+            return out;
+        }
+        for i in full {
+            out[i] = vms[i].limit;
+            left -= vms[i].limit;
+            open[i] = false;
+        }
+    }
 }
 
 /// Algorithm 3 line 2, generalised to partial slots: a vCPU that ran `ran` ns loses
@@ -87,11 +127,29 @@ mod tests {
     use super::*;
 
     fn hit(weight: u64, nvcpus: usize) -> AllocVm {
-        AllocVm { weight, nvcpus, concurrent: false, u: 0 }
+        AllocVm { weight, nvcpus, concurrent: false, u: 0, limit: u64::MAX }
     }
 
     fn con(weight: u64, nvcpus: usize, u: f64) -> AllocVm {
-        AllocVm { weight, nvcpus, concurrent: true, u: u_millionths(u) }
+        AllocVm { weight, nvcpus, concurrent: true, u: u_millionths(u), limit: u64::MAX }
+    }
+
+    #[test]
+    fn limits_water_fill_by_weight_and_still_hand_out_everything() {
+        let limited = |weight, nvcpus, limit| AllocVm { limit, ..hit(weight, nvcpus) };
+        // 2400 units, weights 64 : 128 : 512 (of 704); the third VM can take 900 of its 1745.
+        // Its 845 spare go 1 : 2 to the others: 500 and 1000 (whole pCPUs 1.67 and 3.33 of 8).
+        let out = per_vm_increments(2400, &[limited(64, 8, 2400), limited(128, 4, 1200), limited(512, 3, 900)]);
+        assert_eq!(out, vec![500, 1000, 900]);
+        // A second round: after the first VM is filled, the second reaches its limit too.
+        let out = per_vm_increments(1000, &[limited(100, 1, 100), limited(100, 1, 300), limited(100, 1, 1000)]);
+        assert_eq!(out, vec![100, 300, 600]);
+        // Everyone full: the rest still goes out by weight (conservation).
+        let out = per_vm_increments(1000, &[limited(1, 1, 100), limited(3, 1, 100)]);
+        assert_eq!(out.iter().sum::<u64>(), 1000);
+        assert_eq!(out, vec![100 + 200, 100 + 600]);
+        // No limits: line 4 as written.
+        assert_eq!(per_vm_increments(2400, &[hit(64, 8), hit(128, 4), hit(512, 3)]), split_exact(2400, &[64, 128, 512]));
     }
 
     #[test]

@@ -222,19 +222,35 @@ impl Hybrid {
         host.vm(vm).vcpus.iter().copied().find(|v| self.vcpus[v.idx()].awake)
     }
 
-    /// Algorithm 1: the least loaded pCPU (fewest vCPUs homed there, ties to the lowest index)
-    /// among AP(v): all pCPUs for a high-throughput VM, those homing no sibling for a concurrent one.
+    /// Algorithm 1: the pCPU "with the minimal workload" (line 6) among AP(v): all pCPUs for a
+    /// high-throughput VM, those homing no sibling for a concurrent one. A pCPU's workload is the
+    /// weight its homed vCPUs stand for (each vCPU its VM's weight / vCPU count, [`Self::load`]),
+    /// ties to the lowest index. The seed does not define "workload"; counting vCPUs would let two
+    /// concurrent VMs of unequal weight land on the same pCPUs, where their shares cannot both be
+    /// met (docs/model.md 7.5).
     fn initial_home(&self, host: &HostView, v: VcpuId) -> PcpuId {
         let vm = host.vcpu(v).vm;
         let concurrent = Self::is_concurrent(host, vm);
-        let homed = |p: PcpuId| {
-            host.vm(vm).vcpus.iter().any(|s| *s != v && s.idx() < v.idx() && self.vcpus[s.idx()].home == p)
-        };
-        let load = |p: PcpuId| (0..v.idx()).filter(|w| self.vcpus[*w].home == p).count();
+        let placed = |w: &VcpuId| w.idx() < v.idx();
+        let homed = |p: PcpuId| host.vm(vm).vcpus.iter().any(|s| *s != v && placed(s) && self.vcpus[s.idx()].home == p);
         host.pcpu_ids()
             .filter(|p| !concurrent || !homed(*p))
-            .min_by_key(|p| (load(*p), p.0))
+            .min_by_key(|p| (self.load(host, *p, placed), p.0))
             .unwrap_or(PcpuId(0))
+    }
+
+    /// Algorithm 1's workload of pCPU `p`: the sum, over the vCPUs homed there that `counted`
+    /// admits, of their VM's weight / vCPU count, in units of 2^-32 weight (floored per vCPU, so
+    /// the sum is exact integer arithmetic and the same on every machine).
+    fn load(&self, host: &HostView, p: PcpuId, counted: impl Fn(&VcpuId) -> bool) -> u128 {
+        host.vcpus
+            .iter()
+            .filter(|info| counted(&info.id) && self.vcpus[info.id.idx()].home == p)
+            .map(|info| {
+                let vm = host.vm(info.vm);
+                ((vm.weight as u128) << 32) / vm.vcpus.len() as u128
+            })
+            .sum()
     }
 
     /// Insert `v` into its home run queue after every vCPU of at least its PE.
@@ -276,8 +292,10 @@ impl Hybrid {
 
     /// Algorithm 2. In work-conserving mode only active VMs share PE_total (as credit.c's
     /// `csched_acct` shares credits among active domains), so spare time left by idle VMs is
-    /// shared by weight among the busy ones; in capped mode every VM counts, idle or not (section
-    /// 6.2: V1's share is its weight over V0's and V1's although V0 is idle).
+    /// shared by weight among the busy ones, and no VM gets more than its vCPUs can dissipate
+    /// (the rest is water-filled over the others, `allocation::per_vm_increments`); in capped
+    /// mode every VM counts, idle or not (section 6.2: V1's share is its weight over V0's and
+    /// V1's although V0 is idle), and a VM's weight share is its cap even above its vCPU count.
     fn allocate(&mut self, host: &HostView) {
         for vm in host.vms {
             if vm.vcpus.iter().any(|v| self.vcpus[v.idx()].awake) {
@@ -296,6 +314,11 @@ impl Hybrid {
                 nvcpus: vm.vcpus.len(),
                 concurrent: Self::is_concurrent(host, vm.id),
                 u: allocation::u_millionths(vm.u_factor),
+                limit: if self.cfg.work_conserving {
+                    vm.vcpus.len() as u64 * self.cfg.pe_unit * self.cfg.allocation_slots
+                } else {
+                    u64::MAX
+                },
             })
             .collect();
         let total = self.cfg.pe_total(host.npcpus());
@@ -434,7 +457,7 @@ impl Policy for Hybrid {
 
 impl Hybrid {
     /// Algorithm 1 for a VM that became concurrent: in index order, a vCPU whose run queue already
-    /// holds a sibling moves to the least loaded pCPU holding none (ties to the lowest index),
+    /// holds a sibling moves to the least loaded pCPU (by [`Self::load`]) holding none (ties to the lowest index),
     /// avoiding the queues of siblings not yet visited so that they can stay where they are.
     fn spread_concurrent_vm(&mut self, host: &HostView, vm: VmId) {
         let vcpus = host.vm(vm).vcpus.clone();
@@ -446,12 +469,12 @@ impl Hybrid {
                 continue;
             }
             let later: Vec<PcpuId> = vcpus[i + 1..].iter().map(|w| self.vcpus[w.idx()].home).collect();
-            let load = |p: PcpuId| self.vcpus.iter().take(host.vcpus.len()).filter(|d| d.home == p).count();
+            let load = |p: PcpuId| (self.load(host, p, |_| true), p.0);
             let free = || host.pcpu_ids().filter(|p| !taken.contains(p));
             let target = free()
                 .filter(|p| !later.contains(p))
-                .min_by_key(|p| (load(*p), p.0))
-                .or_else(|| free().min_by_key(|p| (load(*p), p.0)))
+                .min_by_key(|p| load(*p))
+                .or_else(|| free().min_by_key(|p| load(*p)))
                 .expect("a concurrent VM has at most |P| vCPUs");
             if self.vcpus[v.idx()].awake {
                 self.migrate(*v, target);

@@ -9,16 +9,21 @@
 //! 1. Algorithm 4 lines 1-9, pCPU by pCPU in index order: if the head of the run queue has PE > 0,
 //!    either it is a concurrent VM's master and its whole VM is co-scheduled, each vCPU on its own
 //!    pCPU (the "IPIs" of line 5 take those pCPUs, also from vCPUs picked there earlier in this
-//!    pass), or the first high-throughput vCPU of the queue with PE > 0 runs.
-//! 2. Algorithm 4 lines 10-12, balancing: a pCPU left without a vCPU takes the queued
-//!    high-throughput vCPU of largest positive PE from another queue and migrates it to its own.
+//!    pass), or the first high-throughput vCPU of the queue with PE > 0 runs. Then (pass 1b) a
+//!    concurrent VM whose leader has PE > 0 but queues behind another concurrent VM's vCPU starts
+//!    if all its pCPUs are still free.
+//! 2. Algorithm 4 lines 10-12, balancing: a concurrent VM with PE > 0 left waiting moves, whole,
+//!    onto pCPUs held by no co-scheduled VM and by no high-throughput vCPU of more PE (keeping its
+//!    queues distinct) and starts there if there are enough; then a pCPU still without a vCPU
+//!    takes the queued high-throughput vCPU of largest positive PE from another queue and
+//!    migrates it to its own.
+//! 2b. Line 7 as written: a pCPU whose head is a waiting concurrent vCPU with PE > 0 runs its
+//!    first high-throughput vCPU even in debt, up to one allocation's worth.
 //! 3. Work-conserving mode only: a pCPU still empty runs the best local candidate whatever its PE
 //!    (a high-throughput vCPU, or a concurrent VM's master if its whole VM fits on pCPUs still
 //!    empty), else steals the high-throughput vCPU of largest PE.
 //!
-//! Only high-throughput vCPUs migrate: a concurrent VM's vCPU runs only co-scheduled, triggered by
-//! its master on the master's pCPU, so moving one alone would not let it run, and every queue
-//! change keeps Algorithm 1's distinct run queues (checked by `Hybrid::check`).
+//! Every queue change keeps Algorithm 1's distinct run queues (checked by `Hybrid::check`).
 
 use super::{allocation, Hybrid};
 use crate::hypervisor::policy::{HostView, PolicyCtx};
@@ -28,12 +33,18 @@ use crate::ids::{PcpuId, VcpuId, VmId};
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Need {
     Positive,
+    /// PE above minus the given amount: a debt that later allocations repay.
+    Above(i64),
     Any,
 }
 
 impl Need {
     fn admits(self, pe: i64) -> bool {
-        self == Need::Any || pe > 0
+        match self {
+            Need::Positive => pe > 0,
+            Need::Above(floor) => pe > floor,
+            Need::Any => true,
+        }
     }
 }
 
@@ -86,7 +97,8 @@ impl Hybrid {
 
     /// Balancing (Algorithm 4 line 11): the queued high-throughput vCPU of largest PE on another
     /// pCPU, admitted by `need`, not picked, and not running (a running vCPU cannot be moved until
-    /// it is off its pCPU). Ties go to the lower pCPU, then to the queue order.
+    /// it is off its pCPU). Ties go to the lower pCPU, then to the queue order. (Concurrent VMs
+    /// are balanced whole, by `migrate_waiting_gangs`.)
     fn steal_candidate(&self, host: &HostView, p: PcpuId, need: Need) -> Option<VcpuId> {
         let mut best: Option<VcpuId> = None;
         for q in host.pcpu_ids().filter(|q| *q != p) {
@@ -117,6 +129,70 @@ impl Hybrid {
             return true;
         }
         false
+    }
+
+    /// Balancing for concurrent VMs (Algorithm 4 lines 10-12 applied to a whole VM): a
+    /// concurrent VM with PE > 0 that is not co-scheduled this slot moves its vCPUs to pCPUs that
+    /// no co-scheduled VM holds and whose high-throughput pick (or first candidate) has less PE
+    /// than its leader, and starts there, if there are enough of them. Its vCPUs already homed on
+    /// such pCPUs stay; the others move to the lowest-indexed free pCPUs homing no sibling, so
+    /// its run queues stay distinct (line 11's runq(P_k) ∩ C(V) = ∅). VMs go in decreasing PE of
+    /// their leader. Line 11 moves one vCPU per empty pCPU, the one of largest PE; moving a VM's
+    /// vCPUs together is what lets it run co-scheduled there. This gives concurrent VMs homed on
+    /// the same pCPUs (Algorithm 1 cannot always avoid it) the pCPUs others leave, so their
+    /// shares follow their weights.
+    fn migrate_waiting_gangs(&mut self, host: &HostView) {
+        let mut waiting: Vec<(i64, VmId)> = host
+            .vms
+            .iter()
+            .filter(|vm| Self::is_concurrent(host, vm.id) && !self.pcpus.iter().any(|p| p.gang == Some(vm.id)))
+            .filter_map(|vm| self.leader(host, vm.id).map(|l| (self.vcpus[l.idx()].pe, vm.id)))
+            .filter(|(pe, _)| *pe > 0)
+            .collect();
+        waiting.sort_by_key(|(pe, vm)| (std::cmp::Reverse(*pe), vm.0));
+        for (pe, vm) in waiting {
+            // A pCPU is free for it if no co-scheduled VM holds it and the high-throughput vCPU
+            // picked there (or first in line) has less PE: line 11 takes the vCPU of largest PE.
+            let free: Vec<PcpuId> = host
+                .pcpu_ids()
+                .filter(|p| {
+                    let d = &self.pcpus[p.idx()];
+                    let local = d.assigned.or_else(|| self.first_local_hit(host, *p, Need::Positive));
+                    d.gang.is_none() && local.is_none_or(|h| self.vcpus[h.idx()].pe < pe)
+                })
+                .collect();
+            let members = host.vm(vm).vcpus.clone();
+            let homes: Vec<PcpuId> = members.iter().map(|v| self.vcpus[v.idx()].home).collect();
+            let mut targets = free.iter().copied().filter(|p| !homes.contains(p));
+            let mut moves = Vec::new();
+            for (v, home) in members.iter().zip(&homes) {
+                if free.contains(home) {
+                    continue;
+                }
+                match targets.next() {
+                    Some(p) => moves.push((*v, p)),
+                    None => break,
+                }
+            }
+            if moves.len() < members.iter().zip(&homes).filter(|(_, h)| !free.contains(h)).count() {
+                continue;
+            }
+            for (v, p) in moves {
+                if self.vcpus[v.idx()].awake {
+                    self.migrate(v, p);
+                } else {
+                    self.vcpus[v.idx()].home = p;
+                }
+            }
+            let started = self.try_gang(host, vm, true);
+            debug_assert!(started, "a concurrent VM moved onto free pCPUs starts there");
+        }
+    }
+
+    /// Co-schedule `vm` on pCPUs nobody took this slot if its leader has PE > 0.
+    fn start_waiting_gang(&mut self, host: &HostView, vm: VmId) -> bool {
+        let leader_ready = self.leader(host, vm).is_some_and(|l| self.vcpus[l.idx()].pe > 0);
+        leader_ready && self.try_gang(host, vm, false)
     }
 
     /// Algorithm 4 for a new slot; tickles every pCPU whose occupant changes.
@@ -162,9 +238,19 @@ impl Hybrid {
             self.pcpus[p.idx()].assigned = self.first_local_hit(&host, p, Need::Positive);
         }
 
-        // Pass 2: balancing, Algorithm 4 lines 10-12.
+        // Pass 1b: a concurrent VM whose leader has PE > 0 but did not head its queue (it waits
+        // behind another concurrent VM's vCPU there) starts if all its pCPUs are still free.
+        for vm in host.vms {
+            if Self::is_concurrent(&host, vm.id) && !self.pcpus.iter().any(|p| p.gang == Some(vm.id)) {
+                self.start_waiting_gang(&host, vm.id);
+            }
+        }
+
+        // Pass 2: balancing, Algorithm 4 lines 10-12: concurrent VMs first (whole), then
+        // high-throughput vCPUs one per empty pCPU.
+        self.migrate_waiting_gangs(&host);
         for p in host.pcpu_ids() {
-            if self.pcpus[p.idx()].assigned.is_none() {
+            if self.pcpus[p.idx()].assigned.is_none() && self.pcpus[p.idx()].gang.is_none() {
                 self.pick_hit(&host, p, Need::Positive);
             }
         }
@@ -174,10 +260,13 @@ impl Hybrid {
         // negative and is repaid from later allocations, so over time shares still follow weights.
         // Without this a pCPU whose head is a sibling waiting for its master idles in capped mode
         // while the PE it stands for is lost (docs/model.md 7.5). Vouchers with positive PE (the
-        // passes above) go first, so a vCPU owed time is not passed over for one in debt.
+        // passes above) go first, so a vCPU owed time is not passed over for one in debt. The debt
+        // is limited to one allocation's worth (PE_unit x L): deeper, it would reach the PE bound
+        // and be forgiven, and in capped mode the VM would run beyond its cap.
+        let debt_limit = Need::Above(-((self.cfg.pe_unit * self.cfg.allocation_slots) as i64));
         for p in host.pcpu_ids() {
             if con_head[p.idx()] && self.pcpus[p.idx()].assigned.is_none() && self.pcpus[p.idx()].gang.is_none() {
-                self.pcpus[p.idx()].assigned = self.first_local_hit(&host, p, Need::Any);
+                self.pcpus[p.idx()].assigned = self.first_local_hit(&host, p, debt_limit);
             }
         }
 
