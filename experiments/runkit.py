@@ -128,7 +128,8 @@ def run_cases(fig: str, cases: Sequence[Case], seeds: Sequence[int], duration: s
     for case in cases:
         for seed in seeds:
             data = dict(case.scenario)
-            data["run"] = {"duration": case.duration or duration, "seed": seed}
+            # A case may carry other [run] keys (say sample_every); duration and seed are the set's.
+            data["run"] = {**data.get("run", {}), "duration": case.duration or duration, "seed": seed}
             scenarios.append(vcpusim.Scenario.from_dict(data, _source(fig, case.labels, seed)))
             keys.append((case.labels, seed))
     digest = hashlib.sha256("\0".join(s.source + "\0" + s.text for s in scenarios).encode()).hexdigest()[:12]
@@ -144,7 +145,7 @@ def run_cases(fig: str, cases: Sequence[Case], seeds: Sequence[int], duration: s
         for k, v in labels.items():
             vms[k] = v
         frames.append(vms)
-    df = pd.concat(frames, ignore_index=True)
+    df = pd.concat(frames, ignore_index=True).copy()  # one block per dtype: the columns added below are cheap
     progress = df["progress"].astype(float)
     df["ms_per_unit"] = np.where(progress > 0, df["sim_s"] * 1e3 / progress.where(progress > 0, 1), np.nan)
     # LHPs by lock class are only reported for classes that had one: absent means zero.

@@ -64,6 +64,24 @@ def test_run_and_run_many_take_a_dict_of_tables_and_name_a_wrong_type(small, tmp
         vcpusim.run(42)
 
 
+def test_samples_are_the_cpu_usage_time_series(small):
+    assert small.info["pcpus"] == 4 and small.duration_ns == 200_000_000
+    assert vcpusim.run(small).samples.empty
+    sampled = small.replace(sample_every="50ms")
+    res = vcpusim.run(sampled)
+    s = res.samples
+    assert list(s.columns) == ["vm", "t_s", "pcpu_time_ms", "share"]
+    assert sorted(s["vm"].unique()) == sorted(small.vm_names)
+    assert list(s[s["vm"] == "parallel"]["t_s"]) == [0.05, 0.1, 0.15, 0.2]
+    # The last sample is the run's CPU time; the shares over the run average to cpu_share.
+    for vm, rows in s.groupby("vm"):
+        row = res.vms.set_index("vm").loc[vm]
+        assert rows["pcpu_time_ms"].iloc[-1] == pytest.approx(row["cpu_time_ms"], abs=0.01)
+        assert rows["share"].mean() == pytest.approx(row["cpu_share"], abs=1e-3)
+    # Sampling leaves every other output as it was.
+    assert res.vms_csv == vcpusim.run(small).vms_csv
+
+
 def test_from_dict_errors_are_the_loaders(small):
     data = small.to_dict()
     data["host"]["pcpus"] = 0

@@ -107,12 +107,13 @@ class Scenario:
         pcpus: int | None = None,
         check: bool | None = None,
         max_events: int | None = None,
+        sample_every: str | None = None,
     ) -> "Scenario":
         """A copy with some values changed, validated again.
 
         ``policy`` replaces ``[host] policy`` and, unless ``params`` is given, drops the old
         policy's ``[host.params]`` (they belong to the old policy). ``params`` replaces
-        ``[host.params]``. ``duration`` is a string with a unit ("2s").
+        ``[host.params]``. ``duration`` and ``sample_every`` are strings with a unit ("2s").
         """
         data = copy.deepcopy(self.to_dict())
         host = data.setdefault("host", {})
@@ -125,7 +126,8 @@ class Scenario:
         if pcpus is not None:
             host["pcpus"] = pcpus
         run = data.setdefault("run", {})
-        for key, value in (("seed", seed), ("duration", duration), ("check", check), ("max_events", max_events)):
+        for key, value in (("seed", seed), ("duration", duration), ("check", check), ("max_events", max_events),
+                           ("sample_every", sample_every)):
             if value is not None:
                 run[key] = value
         return Scenario.from_dict(data, self._source)
@@ -183,6 +185,22 @@ class Result:
         import pandas as pd
 
         return pd.read_csv(io.StringIO(self.metrics_csv))
+
+    @property
+    def samples(self):
+        """The CPU-usage time series of ``[run] sample_every`` (pandas DataFrame): one row per VM
+        and sample instant, columns ``vm``, ``t_s``, ``pcpu_time_ms`` (cumulative) and ``share``
+        (the VM's share of the host over the interval ending at ``t_s``). Empty without sampling."""
+        m = self.metrics
+        rows = m[m["metric"].str.startswith("pcpu_time_ms[")].copy()
+        rows["t_s"] = rows["metric"].str.slice(len("pcpu_time_ms["), -len("s]")).astype(float)
+        rows["pcpu_time_ms"] = rows["value"].astype(float)
+        rows = rows[["vm", "t_s", "pcpu_time_ms"]].reset_index(drop=True)
+        by_vm = rows.groupby("vm", sort=False)
+        step_ms = by_vm["pcpu_time_ms"].diff().fillna(rows["pcpu_time_ms"])
+        span_ms = by_vm["t_s"].diff().fillna(rows["t_s"]) * 1e3
+        rows["share"] = step_ms / (span_ms * self.summary["pcpus"])
+        return rows
 
     @functools.cached_property
     def summary(self) -> dict:

@@ -101,6 +101,11 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         }
         put("wakeups", s.wakeups.to_string());
         put("futex_wakes", s.futex_wakes.to_string());
+        if let Some(samples) = &sim.samples {
+            for (at, per_vm) in &samples.rows {
+                put(&format!("pcpu_time_ms[{:.3}s]", *at as f64 / 1e9), f3(to_ms(per_vm[i])));
+            }
+        }
     }
 
     let totals_cpu: u64 = sim.vms.iter().map(|v| v.stats.cpu_ns()).sum();

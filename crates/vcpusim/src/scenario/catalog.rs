@@ -192,7 +192,7 @@ mod tests {
             names(&json["host_costs"]),
             ["ipi_send", "ipi_delivery", "ipi_handler", "context_switch", "hlt_exit", "tlb_flush_per_page", "syscall"]
         );
-        assert_eq!(names(&json["run"]), ["duration", "seed", "max_events", "check"]);
+        assert_eq!(names(&json["run"]), ["duration", "seed", "max_events", "check", "sample_every"]);
         let tick = &json["guest"][3];
         assert_eq!((tick["type"].as_str(), tick["default"].as_str()), (Some("duration"), Some("4ms")));
         assert_eq!(json["host_ple"][1]["default"], 4096);

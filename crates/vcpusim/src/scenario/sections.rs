@@ -8,7 +8,7 @@ use crate::guest::config::{FutexWakeIpi, GuestConfig, TlbTargets};
 use crate::hardware::costs::{Costs, Ple};
 use crate::params::{ParamSpec, ParamValue};
 use crate::scenario::spec::RunSpec;
-use crate::time::SEC;
+use crate::time::{MS, SEC};
 use crate::workload::program::SpinlockKind;
 
 /// One key of a fixed section.
@@ -208,6 +208,15 @@ pub fn run_keys() -> Vec<SectionKey> {
             false,
             "Check engine invariants after every event (slow; tests use it)",
         )),
+        SectionKey::optional(
+            ParamSpec::duration(
+                "sample_every",
+                SEC,
+                "Record each VM's cumulative pCPU time every this often, as metrics.csv rows \
+                 pcpu_time_ms[<t>s] (a CPU-usage time series, as XenMon samples it); unset: none",
+            )
+            .at_least(MS as f64),
+        ),
     ]
 }
 
@@ -294,7 +303,7 @@ pub fn costs(section: Option<&Section>) -> Result<Costs, SimError> {
 
 /// `[run]`; absent keys take their defaults.
 pub fn run(section: Option<&Section>) -> Result<RunSpec, SimError> {
-    let mut run = RunSpec { duration: 10 * SEC, seed: 1, max_events: None, check: false };
+    let mut run = RunSpec { duration: 10 * SEC, seed: 1, max_events: None, check: false, sample_every: None };
     let Some(section) = section else { return Ok(run) };
     for (name, value) in read(section, &run_keys())? {
         match (name, value) {
@@ -302,6 +311,7 @@ pub fn run(section: Option<&Section>) -> Result<RunSpec, SimError> {
             ("seed", Some(ParamValue::Int(n))) => run.seed = n,
             ("max_events", Some(ParamValue::Int(n))) => run.max_events = Some(n),
             ("check", Some(ParamValue::Bool(b))) => run.check = b,
+            ("sample_every", Some(ParamValue::Duration(ns))) => run.sample_every = Some(ns),
             _ => {}
         }
     }
@@ -311,7 +321,7 @@ pub fn run(section: Option<&Section>) -> Result<RunSpec, SimError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::MS;
+
 
     fn table(text: &str) -> toml::Table {
         text.parse().unwrap()
@@ -372,15 +382,17 @@ mod tests {
 
     #[test]
     fn run_keys_are_checked() {
-        let t = table("duration = \"2s\"\nseed = 7\nmax_events = 1000\ncheck = true");
+        let t = table("duration = \"2s\"\nseed = 7\nmax_events = 1000\ncheck = true\nsample_every = \"100ms\"");
         let r = run(Some(&Section::new("f", "run", &t))).unwrap();
         assert_eq!((r.duration, r.seed, r.max_events, r.check), (2 * SEC, 7, Some(1000), true));
+        assert_eq!(r.sample_every, Some(100 * MS));
         for (text, key) in [
             ("duration = \"0s\"", "run.duration"),
             ("duration = \"60\"", "run.duration"),
             ("seed = -1", "run.seed"),
             ("max_events = 0", "run.max_events"),
             ("check = \"yes\"", "run.check"),
+            ("sample_every = \"500us\"", "run.sample_every"),
         ] {
             let t = table(text);
             let e = run(Some(&Section::new("f", "run", &t))).unwrap_err();

@@ -85,4 +85,6 @@ pub struct RunSpec {
     pub max_events: Option<u64>,
     /// Check engine invariants after every event (slow; tests use it).
     pub check: bool,
+    /// Record each VM's cumulative pCPU time every this often (`metrics.csv`), like XenMon.
+    pub sample_every: Option<Nanos>,
 }

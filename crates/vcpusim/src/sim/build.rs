@@ -48,6 +48,7 @@ impl Sim {
             zero_time_steps: 0,
             stop: None,
             unfinished_targets: sc.vms.iter().filter(|v| v.iterations.is_some()).count(),
+            samples: sc.run.sample_every.map(super::sampling::Samples::new),
             online_at: (0..npcpus)
                 .map(|p| {
                     use rand::Rng;

@@ -4,6 +4,7 @@ pub mod build;
 pub mod execute;
 pub mod hypervisor_ops;
 pub mod invariants;
+pub mod sampling;
 pub mod state;
 
 use crate::api::{RunOptions, RunOutput};
@@ -18,6 +19,7 @@ pub fn run(scenario: &Scenario, options: &RunOptions) -> Result<RunOutput, SimEr
     let mut sim = Sim::build(scenario, seed, options.trace, options.check || scenario.run.check)?;
     sim.start();
     let finished = sim.run_until(scenario.run.duration, scenario.run.max_events)?;
+    sim.take_samples(sim.now);
     sim.finish();
     Ok(report::build(&sim, scenario, seed, finished))
 }
@@ -53,6 +55,7 @@ impl Sim {
                 return Ok(!has_targets);
             }
             let (at, ev) = self.queue.pop().expect("peeked");
+            self.take_samples(at);
             self.now = at;
             self.events += 1;
             if max_events.is_some_and(|m| self.events > m) {

@@ -165,4 +165,6 @@ pub struct Sim {
     pub unfinished_targets: usize,
     /// When each pCPU comes online (see HostSpec::start_skew).
     pub online_at: Vec<Nanos>,
+    /// CPU-usage time series (`[run] sample_every`; `sampling.rs`).
+    pub samples: Option<super::sampling::Samples>,
 }

@@ -16,9 +16,9 @@
 //!    onto pCPUs held by no co-scheduled VM and by no high-throughput vCPU of more PE (keeping its
 //!    queues distinct) and starts there if there are enough; then a pCPU still without a vCPU
 //!    takes the queued high-throughput vCPU of largest positive PE from another queue and
-//!    migrates it to its own.
-//! 2b. Line 7 as written: a pCPU whose head is a waiting concurrent vCPU with PE > 0 runs its
-//!    first high-throughput vCPU even in debt, up to one allocation's worth.
+//!    migrates it to its own. Then (pass 2b, line 7 as written) a pCPU whose head is a waiting
+//!    concurrent vCPU with PE > 0 runs its first high-throughput vCPU even in debt, up to one
+//!    allocation's worth.
 //! 3. Work-conserving mode only: a pCPU still empty runs the best local candidate whatever its PE
 //!    (a high-throughput vCPU, or a concurrent VM's master if its whole VM fits on pCPUs still
 //!    empty), else steals the high-throughput vCPU of largest PE.
