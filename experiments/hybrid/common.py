@@ -184,6 +184,15 @@ def single_vm(scheduler: Scheduler, bench: str, weight: int, work_scale: float, 
                                     rounds=rounds, params=params)]}
 
 
+def weight_grid(benches, weights, schedulers, work_scale: float, *, labels: dict | None = None,
+                params: dict | None = None) -> list[Case]:
+    """Section 6.2's sweep: one single-VM case per bench, weight and scheduler, labelled by them
+    (``labels`` go after ``bench``; ``params`` are the workload's)."""
+    return [Case({"bench": b, **(labels or {}), "weight": w, "scheduler": sch.name},
+                 single_vm(sch, b, w, work_scale, params=params))
+            for b in benches for w in weights for sch in schedulers]
+
+
 def multi_vm(scheduler: Scheduler, benches: list[str], work_scale: float) -> dict:
     """Section 6.4's scenario: V0 idle beside V1..Vn (weight 256, Table 1) running ``benches``
     in order, each repeated forever, work-conserving."""

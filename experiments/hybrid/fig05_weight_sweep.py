@@ -26,7 +26,6 @@ from common import (
     NOT_REPRODUCED,
     REPRODUCED,
     WEIGHTS,
-    Case,
     Claim,
     Settings,
     aggregate,
@@ -38,7 +37,7 @@ from common import (
     per_seed_ratio,
     run_single_vm,
     scale,
-    single_vm,
+    weight_grid,
     write_csv,
 )
 
@@ -51,9 +50,7 @@ SIMILAR = 0.10
 
 def measure(settings: Settings, benches=BENCHES, weights=WEIGHTS, seeds=None) -> pd.DataFrame:
     s = scale(settings)
-    cases = [Case({"bench": b, "weight": w, "scheduler": sch.name}, single_vm(sch, b, w, s))
-             for b in benches for w in weights for sch in SCHEDULERS]
-    df = run_single_vm(FIG, cases, settings, seeds)
+    df = run_single_vm(FIG, weight_grid(benches, weights, SCHEDULERS, s), settings, seeds)
     # Paired on the seed: each scheduler's runtime over Credit's at the same bench and weight.
     return per_seed_ratio(df, "runtime_s", ["bench", "weight", "seed"], "scheduler", CREDIT.name, "vs_credit")
 

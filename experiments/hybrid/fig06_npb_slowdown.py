@@ -38,6 +38,7 @@ from common import (
     run_single_vm,
     scale,
     single_vm,
+    weight_grid,
     write_csv,
 )
 
@@ -54,8 +55,7 @@ def measure(settings: Settings, benches=None, weights=FIG6_WEIGHTS, seeds=None) 
     benches = benches or (QUICK_SET if settings.quick else NPB_SET)
     cases = [Case({"bench": b, "weight": DEFAULT_WEIGHT, "scheduler": BASELINE},
                   single_vm(CREDIT, b, DEFAULT_WEIGHT, s)) for b in benches]
-    cases += [Case({"bench": b, "weight": w, "scheduler": sch.name}, single_vm(sch, b, w, s))
-              for b in benches for w in weights for sch in SCHEDULERS]
+    cases += weight_grid(benches, weights, SCHEDULERS, s)
     df = run_single_vm(FIG, cases, settings, seeds)
     base = df[df["scheduler"] == BASELINE][["bench", "seed", "runtime_s"]].rename(columns={"runtime_s": "base_s"})
     df = df.merge(base, on=["bench", "seed"])

@@ -27,7 +27,6 @@ from common import (
     SPEC_SET,
     THREADS,
     WEIGHTS,
-    Case,
     Claim,
     Settings,
     aggregate,
@@ -38,7 +37,7 @@ from common import (
     per_seed_ratio,
     run_single_vm,
     scale,
-    single_vm,
+    weight_grid,
     write_csv,
 )
 
@@ -50,9 +49,7 @@ CLOSE = 0.05
 
 def measure(settings: Settings, benches=SPEC_SET, weights=WEIGHTS, seeds=None) -> pd.DataFrame:
     s = scale(settings)
-    cases = [Case({"bench": b, "weight": w, "scheduler": sch.name}, single_vm(sch, b, w, s))
-             for b in benches for w in weights for sch in SCHEDULERS]
-    df = run_single_vm(FIG, cases, settings, seeds)
+    df = run_single_vm(FIG, weight_grid(benches, weights, SCHEDULERS, s), settings, seeds)
     # Runs per simulated hour, in full reference runs (a scaled run counts as its fraction of one).
     df["rate"] = THREADS * 3600 * s / df["runtime_s"]
     return per_seed_ratio(df, "rate", ["bench", "weight", "seed"], "scheduler", CREDIT.name, "rate_vs_credit")

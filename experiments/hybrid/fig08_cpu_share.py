@@ -17,6 +17,7 @@ fig08_series.png plots the per-second share as the paper's Figure 8 does.
 from __future__ import annotations
 
 import pandas as pd
+import vcpusim
 
 from common import (
     CON,
@@ -77,12 +78,12 @@ def series(df: pd.DataFrame) -> pd.DataFrame:
     """V1's share of the host in each sampled second: scheduler, seed, t_s, share."""
     v1 = df[df["vm"] == "v1"]
     cols = [c for c in v1.columns if c.startswith(SAMPLE_PREFIX)]
-    long = v1.melt(id_vars=["scheduler", "seed"], value_vars=cols, var_name="sample", value_name="pcpu_ms")
-    long = long.dropna(subset=["pcpu_ms"])
+    long = v1.melt(id_vars=["scheduler", "seed"], value_vars=cols, var_name="sample", value_name="pcpu_time_ms")
+    long = long.dropna(subset=["pcpu_time_ms"])
+    long["pcpu_time_ms"] = long["pcpu_time_ms"].astype(float)
     long["t_s"] = long["sample"].str.slice(len(SAMPLE_PREFIX), -len("s]")).astype(float)
-    long = long.sort_values(["scheduler", "seed", "t_s"])
-    step = long.groupby(["scheduler", "seed"])["pcpu_ms"].diff().fillna(long["pcpu_ms"])
-    long["share"] = step / (PCPUS * 1e3)
+    long = long.sort_values(["scheduler", "seed", "t_s"]).reset_index(drop=True)
+    long["share"] = vcpusim.interval_shares(long, ["scheduler", "seed"], PCPUS)
     return long[["scheduler", "seed", "t_s", "share"]].reset_index(drop=True)
 
 

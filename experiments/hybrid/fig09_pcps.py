@@ -32,7 +32,6 @@ from common import (
     REPRODUCED,
     VM_VCPUS,
     WEIGHTS,
-    Case,
     Claim,
     Settings,
     aggregate,
@@ -44,7 +43,7 @@ from common import (
     per_seed_ratio,
     run_single_vm,
     scale,
-    single_vm,
+    weight_grid,
     write_csv,
 )
 
@@ -65,11 +64,9 @@ def formula4(n: int = VM_VCPUS, u: float = PHASE_U_FACTOR) -> float:
 
 def measure(settings: Settings, benches=BENCHES, weights=WEIGHTS, seeds=None) -> pd.DataFrame:
     s = scale(settings)
-    cases = [Case({"bench": b, "workload_variant": MODEL, "weight": w, "scheduler": sch.name}, single_vm(sch, b, w, s))
-             for b in benches for w in weights for sch in SCHEDULERS]
-    cases += [Case({"bench": b, "workload_variant": PREMISE, "weight": w, "scheduler": sch.name},
-                   single_vm(sch, b, w, s, params={"serial": PREMISE_SERIAL}))
-              for b in benches for w in weights if w in CONSTRAINED for sch in SCHEDULERS]
+    cases = weight_grid(benches, weights, SCHEDULERS, s, labels={"workload_variant": MODEL})
+    cases += weight_grid(benches, [w for w in weights if w in CONSTRAINED], SCHEDULERS, s,
+                         labels={"workload_variant": PREMISE}, params={"serial": PREMISE_SERIAL})
     df = run_single_vm(FIG, cases, settings, seeds)
     # CON's runtime over Phase-CON's on the same seed: Formula 4's ratio.
     df = per_seed_ratio(df, "runtime_s", ["bench", "workload_variant", "weight", "seed"], "scheduler", PHASE_CON.name,

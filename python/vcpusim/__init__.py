@@ -8,7 +8,7 @@
 """
 
 from ._core import DeadlockError, InternalError, LimitError, ScenarioError, VcpusimError
-from .api import Result, Scenario, bench, catalog, load, run
+from .api import Result, Scenario, bench, catalog, interval_shares, load, run
 from .sweep import run_many, run_many_ray
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "run_many_ray",
     "catalog",
     "bench",
+    "interval_shares",
     "VcpusimError",
     "ScenarioError",
     "DeadlockError",

@@ -196,10 +196,7 @@ class Result:
         rows["t_s"] = rows["metric"].str.slice(len("pcpu_time_ms["), -len("s]")).astype(float)
         rows["pcpu_time_ms"] = rows["value"].astype(float)
         rows = rows[["vm", "t_s", "pcpu_time_ms"]].reset_index(drop=True)
-        by_vm = rows.groupby("vm", sort=False)
-        step_ms = by_vm["pcpu_time_ms"].diff().fillna(rows["pcpu_time_ms"])
-        span_ms = by_vm["t_s"].diff().fillna(rows["t_s"]) * 1e3
-        rows["share"] = step_ms / (span_ms * self.summary["pcpus"])
+        rows["share"] = interval_shares(rows, ["vm"], self.summary["pcpus"])
         return rows
 
     @functools.cached_property
@@ -253,6 +250,17 @@ class Result:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+
+
+def interval_shares(samples, by: list[str], pcpus: int):
+    """Each sampled interval's share of the host, from cumulative ``pcpu_time_ms`` at ``t_s``
+    (``[run] sample_every``), per group ``by`` (say one run's VMs, or several runs' VM rows):
+    the time gained since the group's previous sample (or since 0) over pCPUs x the interval.
+    Rows must be in time order within each group."""
+    by_group = samples.groupby(by, sort=False)
+    step_ms = by_group["pcpu_time_ms"].diff().fillna(samples["pcpu_time_ms"])
+    span_ms = by_group["t_s"].diff().fillna(samples["t_s"]) * 1e3
+    return step_ms / (span_ms * pcpus)
 
 
 def as_scenario(scenario: "Scenario | Mapping[str, Any] | str | os.PathLike") -> Scenario:

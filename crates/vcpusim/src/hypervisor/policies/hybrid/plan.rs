@@ -145,7 +145,7 @@ impl Hybrid {
         let mut waiting: Vec<(i64, VmId)> = host
             .vms
             .iter()
-            .filter(|vm| Self::is_concurrent(host, vm.id) && !self.pcpus.iter().any(|p| p.gang == Some(vm.id)))
+            .filter(|vm| self.waits_for_gang(host, vm.id))
             .filter_map(|vm| self.leader(host, vm.id).map(|l| (self.vcpus[l.idx()].pe, vm.id)))
             .filter(|(pe, _)| *pe > 0)
             .collect();
@@ -187,6 +187,11 @@ impl Hybrid {
             let started = self.try_gang(host, vm, true);
             debug_assert!(started, "a concurrent VM moved onto free pCPUs starts there");
         }
+    }
+
+    /// `vm` is concurrent and not co-scheduled this slot.
+    fn waits_for_gang(&self, host: &HostView, vm: VmId) -> bool {
+        Self::is_concurrent(host, vm) && !self.pcpus.iter().any(|p| p.gang == Some(vm))
     }
 
     /// Co-schedule `vm` on pCPUs nobody took this slot if its leader has PE > 0.
@@ -241,7 +246,7 @@ impl Hybrid {
         // Pass 1b: a concurrent VM whose leader has PE > 0 but did not head its queue (it waits
         // behind another concurrent VM's vCPU there) starts if all its pCPUs are still free.
         for vm in host.vms {
-            if Self::is_concurrent(&host, vm.id) && !self.pcpus.iter().any(|p| p.gang == Some(vm.id)) {
+            if self.waits_for_gang(&host, vm.id) {
                 self.start_waiting_gang(&host, vm.id);
             }
         }
