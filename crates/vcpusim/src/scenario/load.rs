@@ -65,7 +65,12 @@ pub fn from_toml_str(text: &str, source: &str) -> Result<Scenario, SimError> {
         Some(section) => sections::guest_config(&section, &GuestConfig::default())?,
         None => GuestConfig::default(),
     };
-    let vms = vms(&top, &guest)?;
+    let mut vms = vms(&top, &guest)?;
+    let full = crate::hardware::cpumask::CpuMask::full(host.topology.npcpus());
+    for vm in &mut vms {
+        vm.cpus = vec![full.clone(); vm.vcpus as usize];
+        vm.cpus_soft = vec![full.clone(); vm.vcpus as usize];
+    }
     if host.uvf.is_none() {
         // Per-VM features without the host overlay would silently do nothing.
         if let Some(i) = vm_with_uvf(&top) {
@@ -171,7 +176,13 @@ fn host(top: &Section) -> Result<HostSpec, SimError> {
             ),
         ));
     }
-    Ok(HostSpec { topology, policy: kind.name().to_string(), params, costs, ple, start_skew, uvf })
+    let pools = vec![crate::scenario::spec::PoolSpec {
+        name: crate::scenario::spec::DEFAULT_POOL.to_string(),
+        pcpus: crate::hardware::cpumask::CpuMask::full(topology.npcpus()),
+        policy: kind.name().to_string(),
+        params: params.clone(),
+    }];
+    Ok(HostSpec { topology, policy: kind.name().to_string(), params, costs, ple, start_skew, uvf, pools, pool_changes: Vec::new() })
 }
 
 /// `[host] placement` (seed 000 section 3.2; hypervisor/policies/placement.rs). It reaches the
@@ -315,6 +326,11 @@ fn vm(section: &Section, guest: &GuestConfig) -> Result<Vec<VmSpec>, SimError> {
         vm_type,
         u_factor,
         sched_pe,
+        // Filled in by `vms` once the host's pools are known (placeholders until then).
+        pool: 0,
+        cpus: Vec::new(),
+        cpus_soft: Vec::new(),
+        cap: 0,
     };
     if count == 1 {
         return Ok(vec![spec]);

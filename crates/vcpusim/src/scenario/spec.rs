@@ -33,6 +33,37 @@ pub struct HostSpec {
     pub start_skew: Nanos,
     /// `[host.uvf]`: the urgent-vCPU-first overlay (seed 000 section 3.1.3); None = off.
     pub uvf: Option<UvfHost>,
+    /// Xen cpupools, each with its own scheduler instance. `pools[0]` is the default pool
+    /// `"pool0"` (`[host] policy` / `params`, and every pCPU no `[[host.pool]]` lists); the
+    /// others follow in file order. Every pCPU is in exactly one pool; none is empty.
+    pub pools: Vec<PoolSpec>,
+    /// `[[host.pool_change]]`: pCPUs moved between pools at run time, in time order (stable for
+    /// equal times, as written).
+    pub pool_changes: Vec<PoolChange>,
+}
+
+/// Name of the default pool (Xen's `Pool-0`, spelled as a scenario name).
+pub const DEFAULT_POOL: &str = "pool0";
+
+/// One cpupool: a set of pCPUs scheduled by its own policy instance (Xen `struct cpupool`).
+#[derive(Clone, Debug)]
+pub struct PoolSpec {
+    pub name: String,
+    /// Its pCPUs at the start.
+    pub pcpus: crate::hardware::cpumask::CpuMask,
+    /// Policy name, checked against the registry.
+    pub policy: String,
+    /// That policy's parameters, defaults filled.
+    pub params: Params,
+}
+
+/// One `[[host.pool_change]]`: at `at`, pCPU `pcpu` leaves its pool for pool `to` (an index into
+/// `HostSpec::pools`), as `xl cpupool-cpu-remove` + `xl cpupool-cpu-add`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolChange {
+    pub at: Nanos,
+    pub pcpu: crate::ids::PcpuId,
+    pub to: usize,
 }
 
 /// Default `[host] start_skew`: one Xen credit time slice, so slice boundaries are spread over
@@ -66,6 +97,16 @@ pub struct VmSpec {
     /// `[[vm.sched_pe]]`: run-time changes of `type` / `u_factor` (seed 004 section 6.5's
     /// `xm sched-pe`), in increasing time order, each fully resolved.
     pub sched_pe: Vec<VmClassChange>,
+    /// The pool its vCPUs start in (an index into `HostSpec::pools`; `pool = "..."`).
+    pub pool: usize,
+    /// Hard affinity of each vCPU (`cpus`, xl `cpus=`): it never runs outside. One mask per
+    /// vCPU; the full host when not given. Each meets the VM's pool.
+    pub cpus: Vec<crate::hardware::cpumask::CpuMask>,
+    /// Soft affinity of each vCPU (`cpus_soft`, xl `cpus_soft=`): preferred, not required.
+    /// One mask per vCPU; the full host when not given.
+    pub cpus_soft: Vec<crate::hardware::cpumask::CpuMask>,
+    /// `cap`: at most this percent of one pCPU for the whole VM (`xl sched-credit -c`); 0 = none.
+    pub cap: u32,
 }
 
 /// One `[[vm.sched_pe]]` entry: at `at` the VM's class becomes (`vm_type`, `u_factor`).
