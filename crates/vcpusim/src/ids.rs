@@ -29,3 +29,5 @@ id_type!(/// A guest thread, numbered across the whole host.
     ThreadId);
 id_type!(/// A guest-kernel spinlock, numbered across the whole host.
     LockId);
+id_type!(/// A cpupool (Xen `struct cpupool`): pCPUs with their own scheduler instance.
+    PoolId);

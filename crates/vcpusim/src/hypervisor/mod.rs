@@ -1,5 +1,6 @@
 //! The hypervisor: vCPU states, the policy interface and the policies.
 
+pub mod cpupool;
 pub mod policies;
 pub mod policy;
 pub mod uvf;

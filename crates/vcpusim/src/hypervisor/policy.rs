@@ -8,6 +8,7 @@
 //! place and lets every policy be tested with the same suite.
 
 use crate::hardware::topology::Topology;
+use crate::hypervisor::cpupool::Scope;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::time::Nanos;
 
@@ -107,6 +108,9 @@ pub struct HostView<'a> {
     pub pcpus: &'a [PcpuInfo],
     pub vms: &'a [VmInfo],
     pub topology: &'a Topology,
+    /// The caller's cpupool and everyone's affinity (`hypervisor/cpupool.rs`); `None` is a host
+    /// of one pool holding every pCPU, with no affinity set (policy unit tests use it).
+    pub scope: Option<Scope<'a>>,
 }
 
 impl<'a> HostView<'a> {
@@ -122,11 +126,59 @@ impl<'a> HostView<'a> {
     pub fn vm_of(&self, v: VcpuId) -> &'a VmInfo {
         &self.vms[self.vcpus[v.idx()].vm.idx()]
     }
+    /// How many pCPUs this policy instance schedules (its pool's).
     pub fn npcpus(&self) -> usize {
-        self.pcpus.len()
+        match self.scope {
+            None => self.pcpus.len(),
+            Some(s) => s.pool.pcpus.len(),
+        }
     }
+    /// This policy instance's pCPUs (its pool's), in increasing order.
     pub fn pcpu_ids(&self) -> impl Iterator<Item = PcpuId> + 'a {
-        (0..self.pcpus.len() as u32).map(PcpuId)
+        let list = self.scope.map(|s| &s.pool.pcpus[..]);
+        let n = list.map_or(self.pcpus.len(), |l| l.len());
+        (0..n).map(move |i| match list {
+            None => PcpuId(i as u32),
+            Some(l) => l[i],
+        })
+    }
+    /// Whether pCPU `p` belongs to this policy instance's pool.
+    #[inline]
+    pub fn owns_pcpu(&self, p: PcpuId) -> bool {
+        self.scope.is_none_or(|s| s.pool.mask.contains(p))
+    }
+    /// Whether vCPU `v` belongs to this policy instance's pool.
+    #[inline]
+    pub fn owns_vcpu(&self, v: VcpuId) -> bool {
+        self.scope.is_none_or(|s| s.vcpu_pool[v.idx()] == s.pool.id)
+    }
+    /// The VMs with a vCPU in this pool.
+    pub fn pool_vms(&self) -> impl Iterator<Item = &'a VmInfo> + 'a {
+        let scope = self.scope;
+        self.vms.iter().filter(move |vm| scope.is_none_or(|s| vm.vcpus.iter().any(|v| s.vcpu_pool[v.idx()] == s.pool.id)))
+    }
+    /// Whether `v` may run on `p`: `p` is in the pool and in `v`'s hard affinity.
+    #[inline]
+    pub fn may_run(&self, v: VcpuId, p: PcpuId) -> bool {
+        self.scope.is_none_or(|s| s.pool.mask.contains(p) && s.affinity[v.idx()].hard.contains(p))
+    }
+    /// Whether `v` has a soft affinity that matters here (Xen `has_soft_affinity`: it narrows
+    /// hard ∩ pool without leaving it empty).
+    pub fn has_soft(&self, v: VcpuId) -> bool {
+        let Some(s) = self.scope else { return false };
+        let a = &s.affinity[v.idx()];
+        let hard = a.hard.and(&s.pool.mask);
+        let soft = a.soft.and(&hard);
+        !soft.is_empty() && soft != hard
+    }
+    /// Whether `p` is in `v`'s soft affinity (and `v` may run there).
+    #[inline]
+    pub fn prefers(&self, v: VcpuId, p: PcpuId) -> bool {
+        self.may_run(v, p) && self.scope.is_none_or(|s| s.affinity[v.idx()].soft.contains(p))
+    }
+    /// Whether `v`'s hard affinity restricts it within the pool (some pool pCPU is excluded).
+    pub fn is_pinned(&self, v: VcpuId) -> bool {
+        self.scope.is_some_and(|s| !s.pool.mask.is_subset(&s.affinity[v.idx()].hard))
     }
 }
 
@@ -264,6 +316,19 @@ pub trait Policy {
     /// scenario's `[[vm.sched_pe]]`, seed 004's `xm sched-pe`). Called between events, with the
     /// VM's vCPUs wherever they are; a policy that keys placement on the class re-plans here.
     fn vm_reconfigured(&mut self, _ctx: &mut PolicyCtx, _vm: VmId) {}
+
+    /// pCPU `p` leaves this policy's pool (Xen `cpupool_unassign_cpu`: `cpu_disable_scheduler`
+    /// moves every unit off it, then `deinit_pdata` / `free_pdata`). The host view no longer
+    /// lists `p`; the vCPU that ran there has already been switched out (Runnable, or Halted) and
+    /// the policy must place it, and every vCPU it queued on `p`, on its remaining pCPUs (with
+    /// their affinity), stop `p`'s timers and drop `p` from its idle sets. Only called for
+    /// policies whose kind says `supports_pool_changes`.
+    fn remove_pcpu(&mut self, _ctx: &mut PolicyCtx, _p: PcpuId) {}
+
+    /// pCPU `p` joins this policy's pool, idle (Xen `cpupool_assign_cpu_locked` →
+    /// `schedule_cpu_add`: `init_pdata` and `switch_sched`). The engine calls `do_schedule(p)`
+    /// next. Only called for policies whose kind says `supports_pool_changes`.
+    fn add_pcpu(&mut self, _ctx: &mut PolicyCtx, _p: PcpuId) {}
 
     /// Check the policy's own invariants (used in check mode after every event).
     fn check(&self, _host: &HostView) -> Result<(), String> {

@@ -33,7 +33,7 @@ fn f3(x: f64) -> String {
 }
 
 pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
-    let policy = sim.policy.name();
+    let policy = sim.pools[0].policy.name();
     let sim_time = sim.now.max(1);
     let npcpus = sim.pinfo.len() as f64;
     let total_weight: u64 = sim.vminfo.iter().map(|v| v.weight as u64).sum();
@@ -48,7 +48,7 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         let ipi = |k: IpiKind| s.ipis_sent.get(&k).copied().unwrap_or(0);
         let row = [
             csv_field(&info.name),
-            policy.to_string(),
+            sim.pools[sim.vcpu_pool[info.vcpus[0].idx()].idx()].policy.name().to_string(),
             seed.to_string(),
             csv_field(&vm.workload),
             info.vcpus.len().to_string(),

@@ -32,6 +32,9 @@ pub struct VmStats {
     pub halts: u64,
     pub wakeups: u64,
     pub progress: u64,
+    /// vCPUs whose hard affinity lost its last pCPU in their pool and was reset to every pCPU
+    /// (Xen's "Breaking affinity" in cpu_disable_scheduler).
+    pub affinity_broken: u64,
     pub spin_wait: Histogram,
     pub tlb_shootdown: Histogram,
     pub futex_waits: u64,

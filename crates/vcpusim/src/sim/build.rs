@@ -9,7 +9,8 @@ use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::{compile, Thread, ThreadState};
 use crate::hypervisor::policies::{self, HostShape};
 use crate::hypervisor::policy::{PcpuInfo, VcpuInfo, VcpuState, VmInfo};
-use crate::ids::{LockId, PcpuId, ThreadId, VcpuId, VmId};
+use crate::hypervisor::cpupool::{Affinity, Cpupool, PoolView};
+use crate::ids::{LockId, PcpuId, PoolId, ThreadId, VcpuId, VmId};
 use crate::metrics::trace::{TraceSink, DEFAULT_MAX_EVENTS};
 use crate::metrics::vm_stats::VmStats;
 use crate::scenario::spec::Scenario;
@@ -20,9 +21,23 @@ impl Sim {
     pub fn build(sc: &Scenario, seed: u64, trace: bool, check: bool) -> Result<Sim, SimError> {
         let npcpus = sc.host.topology.npcpus();
         let nvcpus: u32 = sc.vms.iter().map(|v| v.vcpus).sum();
-        let kind = policies::find(&sc.host.policy)
-            .map_err(|message| SimError::Scenario { file: sc.source.clone(), key: "host.policy".into(), message })?;
-        let policy = kind.build(&sc.host.params, HostShape { npcpus: npcpus as u32, nvcpus, nvms: sc.vms.len() as u32, uvf: sc.host.uvf });
+        let mut pools = Vec::new();
+        let mut pcpu_pool = vec![PoolId(0); npcpus];
+        for (i, spec) in sc.host.pools.iter().enumerate() {
+            let kind = policies::find(&spec.policy).map_err(|message| SimError::Scenario {
+                file: sc.source.clone(),
+                key: if i == 0 { "host.policy".into() } else { format!("host.pool[{}].policy", i - 1) },
+                message,
+            })?;
+            // Every instance sizes its per-pCPU and per-vCPU tables for the whole host (ids are
+            // host-wide) and schedules only what its pool holds.
+            let shape = HostShape { npcpus: npcpus as u32, nvcpus, nvms: sc.vms.len() as u32, uvf: sc.host.uvf.filter(|_| kind.carries_uvf()) };
+            let policy = kind.build(&spec.params, shape);
+            for p in spec.pcpus.iter() {
+                pcpu_pool[p.idx()] = PoolId(i as u32);
+            }
+            pools.push(Cpupool { view: PoolView::new(PoolId(i as u32), spec.name.clone(), spec.pcpus.clone()), policy });
+        }
         let mut sim = Sim {
             now: 0,
             queue: EventQueue::new(),
@@ -30,8 +45,12 @@ impl Sim {
             topology: sc.host.topology.clone(),
             costs: sc.host.costs.clone(),
             ple: sc.host.ple.clone(),
-            policy,
+            pools,
+            pcpu_pool,
+            vcpu_pool: Vec::new(),
+            affinity: Vec::new(),
             requests: Vec::new(),
+            request_buf: Vec::new(),
             vinfo: Vec::new(),
             pinfo: (0..npcpus as u32).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect(),
             vminfo: Vec::new(),
@@ -57,10 +76,11 @@ impl Sim {
                 })
                 .collect(),
         };
+        let names: Vec<String> = (0..npcpus as u32).map(|p| sim.pcpu_track_name(PcpuId(p))).collect();
         if let Some(tr) = sim.trace.as_mut() {
             tr.name(0, None, format!("host ({})", sc.host.policy));
-            for p in 0..npcpus as u32 {
-                tr.name(0, Some(p), format!("pCPU {p}"));
+            for (p, name) in names.into_iter().enumerate() {
+                tr.name(0, Some(p as u32), name);
             }
         }
         for (i, spec) in sc.vms.iter().enumerate() {
@@ -69,22 +89,32 @@ impl Sim {
                 sim.queue.push(change.at, super::state::Event::VmReconfigure(VmId(i as u32), change.vm_type, change.u_factor));
             }
         }
+        for change in &sc.host.pool_changes {
+            sim.queue.push(change.at, super::state::Event::PoolChange(change.pcpu, PoolId(change.to as u32)));
+        }
         Ok(sim)
     }
 
     fn add_vm(&mut self, spec: &crate::scenario::spec::VmSpec, seed: u64) {
         let vm = VmId(self.vminfo.len() as u32);
-        let npcpus = self.pinfo.len() as u32;
+        let pool = PoolId(spec.pool as u32);
         let first_vcpu = self.vinfo.len() as u32;
         let vcpu_ids: Vec<VcpuId> = (0..spec.vcpus).map(|i| VcpuId(first_vcpu + i)).collect();
         for (i, v) in vcpu_ids.iter().enumerate() {
+            let affinity = Affinity { hard: spec.cpus[i].clone(), soft: spec.cpus_soft[i].clone() };
+            // The first home: vCPUs spread round-robin over where each may run (hard ∩ pool),
+            // by host-wide vCPU number (with one pool and no affinity: vCPU v on pCPU v mod P).
+            let allowed = affinity.hard.and(&self.pools[pool.idx()].view.mask);
+            let home = allowed.iter().nth(v.idx() % allowed.count()).expect("the loader checks hard ∩ pool is not empty");
+            self.vcpu_pool.push(pool);
+            self.affinity.push(affinity);
             self.vinfo.push(VcpuInfo {
                 id: *v,
                 vm,
                 index: i as u32,
                 state: VcpuState::Runnable,
                 pcpu: None,
-                last_pcpu: PcpuId(v.0 % npcpus),
+                last_pcpu: home,
                 run_start: 0,
                 preempted: false,
                 run_time: 0,

@@ -298,7 +298,7 @@ impl Sim {
             Step::SendIpis { targets, .. } => {
                 if self.threads[t.idx()].step_remaining.is_none() {
                     // The first APIC access of the send exits: the hypervisor sees it coming.
-                    self.with_policy(|pol, ctx| pol.ipi_send_started(ctx, v));
+                    self.with_vcpu_policy(v, |pol, ctx| pol.ipi_send_started(ctx, v));
                     if !self.running(v) {
                         return StepOutcome::Busy;
                     }
@@ -385,7 +385,12 @@ impl Sim {
             if let Some(tr) = self.trace.as_mut() {
                 tr.instant(1 + vm as u32, self.vinfo[from.idx()].index, kind.name(), self.now);
             }
-            self.with_policy(|pol, ctx| pol.ipi_sent(ctx, from, to, kind));
+            // The send exits on the sender's pool; a recipient in another pool is that pool's
+            // business too (each policy acts only on the vCPUs it holds).
+            self.with_vcpu_policy(from, |pol, ctx| pol.ipi_sent(ctx, from, to, kind));
+            if self.vcpu_pool[to.idx()] != self.vcpu_pool[from.idx()] {
+                self.with_vcpu_policy(to, |pol, ctx| pol.ipi_sent(ctx, from, to, kind));
+            }
             match self.vinfo[to.idx()].state {
                 VcpuState::Running => {
                     self.ipis_in_flight += 1;
@@ -418,7 +423,7 @@ impl Sim {
 
     fn finish_ipi_handler(&mut self, v: VcpuId, ipi: Ipi) {
         // The handler's EOI exits to the hypervisor.
-        self.with_policy(|pol, ctx| pol.ipi_handled(ctx, v, ipi.kind));
+        self.with_vcpu_policy(v, |pol, ctx| pol.ipi_handled(ctx, v, ipi.kind));
         match ipi.kind {
             // scheduler_ipi: the guest scheduler runs on return; dispatch() picks up new work.
             IpiKind::Resched => {}

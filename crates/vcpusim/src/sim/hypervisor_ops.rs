@@ -5,28 +5,39 @@
 use super::state::{Activity, Event, Sim, TimeKind};
 use crate::guest::kernel_fn::KernelFn;
 use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Request, VcpuState, YieldReason};
-use crate::ids::{PcpuId, VcpuId};
+use crate::hypervisor::cpupool::{Cpupool, Scope};
+use crate::ids::{PcpuId, PoolId, VcpuId};
 use crate::SimError;
 
 impl Sim {
-    pub fn host_view(&self) -> HostView<'_> {
-        HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology }
+    /// The host as the policy of `pool` sees it.
+    pub fn host_view(&self, pool: PoolId) -> HostView<'_> {
+        let scope = Scope { pool: &self.pools[pool.idx()].view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity };
+        HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology, scope: Some(scope) }
     }
 
-    /// Call the policy with a fresh context; its requests wait in `self.requests`.
-    fn call_policy<R>(&mut self, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
-        let mut requests = std::mem::take(&mut self.requests);
-        let host = HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology };
-        let r = f(self.policy.as_mut(), &mut PolicyCtx::new(host, &mut requests));
-        self.requests = requests;
+    /// Call the policy of `pool` with a fresh context; its requests wait in `self.requests`.
+    fn call_policy<R>(&mut self, pool: PoolId, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
+        let mut buf = std::mem::take(&mut self.request_buf);
+        let Cpupool { view, policy } = &mut self.pools[pool.idx()];
+        let scope = Scope { pool: view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity };
+        let host = HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology, scope: Some(scope) };
+        let r = f(policy.as_mut(), &mut PolicyCtx::new(host, &mut buf));
+        self.requests.extend(buf.drain(..).map(|req| (pool, req)));
+        self.request_buf = buf;
         r
     }
 
-    /// Call the policy, then carry out what it asked for.
-    pub fn with_policy<R>(&mut self, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
-        let r = self.call_policy(f);
+    /// Call the policy of `pool`, then carry out what it asked for.
+    pub fn with_policy<R>(&mut self, pool: PoolId, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
+        let r = self.call_policy(pool, f);
         self.flush_requests();
         r
+    }
+
+    /// Call the policy of the pool `v` belongs to, then carry out what it asked for.
+    pub fn with_vcpu_policy<R>(&mut self, v: VcpuId, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
+        self.with_policy(self.vcpu_pool[v.idx()], f)
     }
 
     /// Carry out pending policy requests, including any they cause, until none remain.
@@ -36,11 +47,11 @@ impl Sim {
     pub fn flush_requests(&mut self) {
         while !self.requests.is_empty() {
             let batch = std::mem::take(&mut self.requests);
-            for r in batch {
+            for (pool, r) in batch {
                 match r {
                     Request::Reschedule(p) => self.reschedule(p),
                     Request::Timer { at, key } => {
-                        self.queue.push(at, Event::PolicyTimer(key));
+                        self.queue.push(at, Event::PolicyTimer(pool, key));
                     }
                     Request::UrgentEntered(v) => {
                         let vm = self.vinfo[v.idx()].vm.idx();
@@ -56,7 +67,8 @@ impl Sim {
         if self.stop.is_some() || !self.pcpus[p.idx()].online {
             return;
         }
-        let decision = self.call_policy(|pol, ctx| pol.do_schedule(ctx, p));
+        let pool = self.pcpu_pool[p.idx()];
+        let decision = self.call_policy(pool, |pol, ctx| pol.do_schedule(ctx, p));
         if let Err(message) = self.validate_decision(p, decision) {
             self.stop = Some(SimError::Invariant { time_ns: self.now, message });
             return;
@@ -66,23 +78,43 @@ impl Sim {
     }
 
     fn validate_decision(&self, p: PcpuId, d: Decision) -> Result<(), String> {
+        let pool = &self.pools[self.pcpu_pool[p.idx()].idx()];
+        let name = pool.policy.name();
         if let Some(n) = d.next {
-            let info = self.vinfo.get(n.idx()).ok_or_else(|| format!("policy {} returned unknown vCPU {n}", self.policy.name()))?;
+            let info = self.vinfo.get(n.idx()).ok_or_else(|| format!("policy {} returned unknown vCPU {n}", name))?;
             let here = self.pinfo[p.idx()].current == Some(n);
             if !here && info.state != VcpuState::Runnable {
                 return Err(format!(
                     "policy {} picked vCPU {n} for pCPU {p}, but it is {:?}{}",
-                    self.policy.name(),
+                    name,
                     info.state,
                     info.pcpu.map(|q| format!(" on pCPU {q}")).unwrap_or_default()
                 ));
             }
             if here && info.state != VcpuState::Running {
-                return Err(format!("policy {} kept halted vCPU {n} on pCPU {p}", self.policy.name()));
+                return Err(format!("policy {} kept halted vCPU {n} on pCPU {p}", name));
+            }
+            // Pools and hard affinity are the engine's to enforce: a vCPU runs only on a pCPU
+            // of its own pool and of its hard affinity (Xen: cpupool_domain_master_cpumask and
+            // cpu_hard_affinity), whatever the policy believes.
+            if self.vcpu_pool[n.idx()] != pool.view.id {
+                return Err(format!(
+                    "policy {} of pool {:?} picked vCPU {n} of pool {:?} for pCPU {p}",
+                    name,
+                    pool.view.name,
+                    self.pools[self.vcpu_pool[n.idx()].idx()].view.name
+                ));
+            }
+            if !self.affinity[n.idx()].hard.contains(p) {
+                return Err(format!(
+                    "policy {} picked vCPU {n} for pCPU {p}, outside its hard affinity {}",
+                    name,
+                    self.affinity[n.idx()].hard.to_cpulist()
+                ));
             }
         }
         if d.slice == Some(0) {
-            return Err(format!("policy {} returned a zero-length slice", self.policy.name()));
+            return Err(format!("policy {} returned a zero-length slice", name));
         }
         Ok(())
     }
@@ -107,7 +139,7 @@ impl Sim {
     }
 
     /// Take `v` off pCPU `p`. If it was still Running this is a preemption.
-    fn switch_out(&mut self, v: VcpuId, p: PcpuId) {
+    pub(super) fn switch_out(&mut self, v: VcpuId, p: PcpuId) {
         self.settle(v);
         let vm = self.vinfo[v.idx()].vm;
         let was_running = self.vinfo[v.idx()].state == VcpuState::Running;
@@ -195,7 +227,7 @@ impl Sim {
         let vm = self.vinfo[v.idx()].vm.idx();
         self.vms[vm].stats.halts += 1;
         self.vcpus[v.idx()].func = KernelFn::Idle;
-        self.with_policy(|pol, ctx| pol.sleep(ctx, v));
+        self.with_vcpu_policy(v, |pol, ctx| pol.sleep(ctx, v));
         self.reschedule(p);
     }
 
@@ -210,7 +242,7 @@ impl Sim {
         let vm = self.vinfo[v.idx()].vm.idx();
         self.vms[vm].stats.wakeups += 1;
         let waker_pcpu = waker.and_then(|w| self.vinfo[w.idx()].pcpu);
-        self.with_policy(|pol, ctx| pol.wake(ctx, v, waker_pcpu));
+        self.with_vcpu_policy(v, |pol, ctx| pol.wake(ctx, v, waker_pcpu));
     }
 
     /// A pause-loop exit: the spinning vCPU traps to the hypervisor, which yields it.
@@ -224,7 +256,7 @@ impl Sim {
         self.vcpus[v.idx()].epoch += 1;
         let epoch = self.vcpus[v.idx()].epoch;
         self.vcpus[v.idx()].yielding = true;
-        self.with_policy(|pol, ctx| pol.yield_vcpu(ctx, v, YieldReason::PauseLoop));
+        self.with_vcpu_policy(v, |pol, ctx| pol.yield_vcpu(ctx, v, YieldReason::PauseLoop));
         self.reschedule(p);
         self.vcpus[v.idx()].yielding = false;
         // Still here (no one else to run, or the policy kept it): the exit itself costs a VMEXIT

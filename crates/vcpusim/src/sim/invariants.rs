@@ -89,6 +89,30 @@ impl Sim {
         if on_pcpu > self.now * self.pinfo.len() as u64 {
             return Err(format!("{on_pcpu} ns of vCPU time on {} pCPUs in {} ns", self.pinfo.len(), self.now));
         }
-        self.policy.check(&self.host_view())
+        // Pools and hard affinity: a running vCPU is on a pCPU of its pool and of its mask.
+        for (i, vi) in self.vinfo.iter().enumerate() {
+            if let Some(p) = vi.pcpu {
+                let pool = self.vcpu_pool[i];
+                if self.pcpu_pool[p.idx()] != pool {
+                    return Err(format!(
+                        "vCPU {i} of pool {:?} runs on pCPU {p} of pool {:?}",
+                        self.pools[pool.idx()].view.name,
+                        self.pools[self.pcpu_pool[p.idx()].idx()].view.name
+                    ));
+                }
+                if !self.affinity[i].hard.contains(p) {
+                    return Err(format!("vCPU {i} runs on pCPU {p}, outside its hard affinity {}", self.affinity[i].hard.to_cpulist()));
+                }
+            }
+        }
+        for (p, pool) in self.pcpu_pool.iter().enumerate() {
+            if !self.pools[pool.idx()].view.mask.contains(crate::ids::PcpuId(p as u32)) {
+                return Err(format!("pCPU {p} is recorded in pool {:?} but not in its mask", self.pools[pool.idx()].view.name));
+            }
+        }
+        for (i, pool) in self.pools.iter().enumerate() {
+            pool.policy.check(&self.host_view(crate::ids::PoolId(i as u32)))?;
+        }
+        Ok(())
     }
 }

@@ -4,6 +4,7 @@ pub mod build;
 pub mod execute;
 pub mod hypervisor_ops;
 pub mod invariants;
+pub mod pools;
 pub mod sampling;
 pub mod state;
 
@@ -28,7 +29,7 @@ impl Sim {
     /// Insert every vCPU into the policy and let every pCPU pick.
     pub fn start(&mut self) {
         for v in 0..self.vinfo.len() as u32 {
-            self.with_policy(|pol, ctx| pol.insert_vcpu(ctx, VcpuId(v)));
+            self.with_vcpu_policy(VcpuId(v), |pol, ctx| pol.insert_vcpu(ctx, VcpuId(v)));
         }
         for p in 0..self.pinfo.len() as u32 {
             let at = self.online_at[p as usize];
@@ -86,7 +87,8 @@ impl Sim {
                 self.pcpus[p.idx()].slice_event = None;
                 self.reschedule(p);
             }
-            Event::PolicyTimer(key) => self.with_policy(|pol, ctx| pol.on_timer(ctx, key)),
+            Event::PolicyTimer(pool, key) => self.with_policy(pool, |pol, ctx| pol.on_timer(ctx, key)),
+            Event::PoolChange(p, to) => self.move_pcpu(p, to),
             Event::GuestTick(v) => self.on_guest_tick(v),
             Event::PcpuOnline(p) => {
                 self.pcpus[p.idx()].online = true;
@@ -96,7 +98,8 @@ impl Sim {
                 let info = &mut self.vminfo[vm.idx()];
                 info.vm_type = vm_type;
                 info.u_factor = u_factor;
-                self.with_policy(|pol, ctx| pol.vm_reconfigured(ctx, vm));
+                let pool = self.vcpu_pool[self.vminfo[vm.idx()].vcpus[0].idx()];
+                self.with_policy(pool, |pol, ctx| pol.vm_reconfigured(ctx, vm));
             }
         }
     }

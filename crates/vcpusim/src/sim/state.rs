@@ -8,8 +8,9 @@ use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::Thread;
 use crate::hardware::costs::{Costs, Ple};
 use crate::hardware::topology::Topology;
-use crate::hypervisor::policy::{IpiKind, PcpuInfo, Policy, Request, VcpuInfo, VmInfo};
-use crate::ids::{PcpuId, ThreadId, VcpuId};
+use crate::hypervisor::cpupool::{Affinity, Cpupool};
+use crate::hypervisor::policy::{IpiKind, PcpuInfo, Request, VcpuInfo, VmInfo};
+use crate::ids::{PcpuId, PoolId, ThreadId, VcpuId};
 use crate::metrics::trace::TraceSink;
 use crate::metrics::vm_stats::VmStats;
 use crate::time::Nanos;
@@ -126,7 +127,10 @@ pub enum Event {
     IpiArrive(VcpuId, Ipi),
     /// The slice the policy gave a pCPU ends.
     SliceEnd(PcpuId),
-    PolicyTimer(u64),
+    /// A timer the policy of a pool set (`PolicyCtx::set_timer`).
+    PolicyTimer(PoolId, u64),
+    /// `[[host.pool_change]]`: pCPU moves to the pool (index into the scenario's pools).
+    PoolChange(PcpuId, PoolId),
     /// The guest timer tick of a vCPU with several runnable threads.
     GuestTick(VcpuId),
     /// A pCPU makes its first scheduling decision.
@@ -142,8 +146,19 @@ pub struct Sim {
     pub topology: Topology,
     pub costs: Costs,
     pub ple: Ple,
-    pub policy: Box<dyn Policy>,
-    pub requests: Vec<Request>,
+    /// Cpupools, each with its own policy instance (`hypervisor/cpupool.rs`); `pools[0]` is the
+    /// default pool.
+    pub pools: Vec<Cpupool>,
+    /// The pool each pCPU is in now.
+    pub pcpu_pool: Vec<PoolId>,
+    /// The pool each vCPU belongs to now.
+    pub vcpu_pool: Vec<PoolId>,
+    /// Each vCPU's hard and soft affinity.
+    pub affinity: Vec<Affinity>,
+    /// Requests of policy calls not carried out yet, with the pool whose policy made them.
+    pub requests: Vec<(PoolId, Request)>,
+    /// A reused buffer for one policy call's requests.
+    pub request_buf: Vec<Request>,
     pub vinfo: Vec<VcpuInfo>,
     pub pinfo: Vec<PcpuInfo>,
     pub vminfo: Vec<VmInfo>,

@@ -1165,7 +1165,7 @@ mod tests {
 
         pub(super) fn call<R>(&mut self, f: impl FnOnce(&mut Credit, &mut PolicyCtx) -> R) -> R {
             let mut requests = Vec::new();
-            let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo };
+            let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo, scope: None };
             let r = {
                 let mut ctx = PolicyCtx::new(host, &mut requests);
                 f(&mut self.policy, &mut ctx)
@@ -1181,7 +1181,7 @@ mod tests {
         }
 
         pub(super) fn check(&self) {
-            let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo };
+            let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo, scope: None };
             if let Err(e) = self.policy.check(&host) {
                 panic!("at t={}: {e}", self.now);
             }
@@ -1477,7 +1477,7 @@ mod tests {
         h.start();
         let host_acct = |h: &mut FakeHost| h.call(|pol, ctx| pol.acct(ctx));
         let host_start = |h: &mut FakeHost, v: u32| {
-            let host = HostView { now: h.now, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo };
+            let host = HostView { now: h.now, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo, scope: None };
             h.policy.acct_start(&host, VcpuId(v));
         };
         host_start(&mut h, 0);
@@ -1606,7 +1606,7 @@ mod tests {
         }
         let (w0, w1) = (waiting[0], waiting[1]);
         // Same priority as the thief's best (UNDER vs UNDER): nothing to steal.
-        let host = HostView { now: h.now, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo };
+        let host = HostView { now: h.now, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo, scope: None };
         assert_eq!(h.policy.load_balance(&host, 1, PRI_UNDER), None);
         // The thief's best is OVER: the first UNDER waiter is taken, unless it yielded.
         h.policy.vcpus[w0].yielding = true;
@@ -1620,11 +1620,11 @@ mod tests {
         // 2 cores x 2 threads. vCPU 0 last ran on pCPU 1.
         let topo = Topology::new(4, 1, 1, 2).unwrap();
         let mut h = FakeHost::new(topo, &[(1, 256)], cfg());
-        h.policy.fit_to(&HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo });
+        h.policy.fit_to(&HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo, scope: None });
         let mut svc = CreditVcpu::new(VmId(0), PcpuId(1));
         svc.awake = true;
         h.policy.vcpus.push(svc);
-        let host = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo };
+        let host = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo, scope: None };
         // All idle: stays where it was.
         assert_eq!(h.policy.cpu_pick(&host, VcpuId(0), false), 1);
         // pCPU 1 busy with a queue, pCPU 0 (its SMT sibling) idle, core 1 (pCPUs 2, 3) fully idle:
@@ -1697,7 +1697,7 @@ mod tests {
         h.start();
         let r = h.running_on(0).unwrap();
         h.policy.pcpus[0].runq.push(VcpuId(r as u32));
-        let host = HostView { now: h.now, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo };
+        let host = HostView { now: h.now, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo, scope: None };
         assert!(h.policy.check(&host).is_err());
     }
 

@@ -32,6 +32,11 @@ pub trait PolicyKind: Sync {
     fn ple_grow(&self) -> u64 {
         2
     }
+    /// Whether a pool of this policy can gain and lose pCPUs while the run goes on
+    /// (`[[host.pool_change]]`: `Policy::remove_pcpu` / `add_pcpu` are implemented).
+    fn supports_pool_changes(&self) -> bool {
+        false
+    }
     /// Whether the policy carries the urgent-vCPU-first overlay of seed 000 (`[host.uvf]`).
     fn carries_uvf(&self) -> bool {
         false

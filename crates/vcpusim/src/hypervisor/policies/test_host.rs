@@ -109,6 +109,7 @@ impl FakeHost {
                 pcpus: &self.pcpus,
                 vms: &self.vms,
                 topology: &self.topology,
+                scope: None,
             };
             let mut ctx = PolicyCtx::new(view, &mut requests);
             f(self.policy.as_mut(), &mut ctx)
@@ -252,6 +253,7 @@ impl FakeHost {
             pcpus: &self.pcpus,
             vms: &self.vms,
             topology: &self.topology,
+            scope: None,
         };
         self.policy.check(&view).unwrap();
         if let Some(extra) = self.extra_check {

@@ -82,7 +82,7 @@ fn initial_mapping_puts_a_concurrent_vms_vcpus_in_distinct_queues() {
     let cfg = HybridConfig { slot: DEFAULT_SLOT, work_conserving: true, pe_unit: 300, allocation_slots: 1 };
     let mut pol = Hybrid::new(cfg, shape);
     let mut requests = Vec::new();
-    let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topology };
+    let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topology, scope: None };
     for v in 0..h.vcpus.len() as u32 {
         let mut ctx = PolicyCtx::new(view, &mut requests);
         pol.insert_vcpu(&mut ctx, VcpuId(v));
@@ -260,7 +260,7 @@ fn a_vm_made_concurrent_gets_distinct_queues_and_runs_co_scheduled_from_the_next
     let mut pol = Hybrid::new(cfg, shape);
     let mut requests = Vec::new();
     {
-        let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topology };
+        let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topology, scope: None };
         for v in 0..6 {
             pol.insert_vcpu(&mut PolicyCtx::new(view, &mut requests), VcpuId(v));
         }
@@ -271,7 +271,7 @@ fn a_vm_made_concurrent_gets_distinct_queues_and_runs_co_scheduled_from_the_next
     }
     let mut vms = h.vms.clone();
     vms[0].vm_type = CON;
-    let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &vms, topology: &h.topology };
+    let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &vms, topology: &h.topology, scope: None };
     assert!(pol.check(&view).is_err(), "before re-planning the queues break Algorithm 1");
     pol.vm_reconfigured(&mut PolicyCtx::new(view, &mut requests), VmId(0));
     pol.check(&view).unwrap();

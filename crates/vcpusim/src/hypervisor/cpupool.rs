@@ -1,0 +1,72 @@
+//! Cpupools and affinity: which pCPUs a policy instance owns and where each vCPU may run.
+//!
+//! ```text
+//!   host pCPUs   0 1 2 3 4 5 6 7 8 9 10 11
+//!   pools        [------- pool0 -------][ fast ]      one policy instance each
+//!   vCPU v       pool = fast, hard = {10,11}, soft = {11}
+//!                may run on hard ∩ pool, prefers soft ∩ hard ∩ pool
+//! ```
+//!
+//! Xen's model (xen/common/sched/cpupool.c, private.h): a `struct cpupool` owns a cpumask
+//! (`cpu_valid`) and a `struct scheduler` instance; a domain's units belong to one pool at a time
+//! and run only on its pCPUs (`cpupool_domain_master_cpumask`). Each unit carries a hard affinity
+//! (`cpu_hard_affinity`: never run elsewhere) and a soft one (`cpu_soft_affinity`: preferred).
+//! The effective set a scheduler may use is hard ∩ pool (`sched_unit ... cpumask_and(...,
+//! unit->cpu_hard_affinity, cpupool_domain_master_cpumask(d))`), and soft affinity counts only
+//! where it narrows that set (`has_soft_affinity` in private.h).
+//!
+//! A policy instance sees its pool through [`HostView`](super::policy::HostView): `pcpu_ids()`
+//! lists the pool's pCPUs, `may_run(v, p)` and `prefers(v, p)` answer affinity questions. The
+//! engine (sim/pools.rs) keeps the tables here and moves pCPUs and vCPUs between pools.
+
+use super::policy::Policy;
+use crate::hardware::cpumask::CpuMask;
+use crate::ids::{PcpuId, PoolId};
+
+/// What a policy instance knows of its own pool.
+#[derive(Clone, Debug)]
+pub struct PoolView {
+    pub id: PoolId,
+    pub name: String,
+    /// Its pCPUs in increasing order.
+    pub pcpus: Vec<PcpuId>,
+    pub mask: CpuMask,
+}
+
+impl PoolView {
+    pub fn new(id: PoolId, name: String, mask: CpuMask) -> Self {
+        PoolView { id, name, pcpus: mask.iter().collect(), mask }
+    }
+
+    pub fn add(&mut self, p: PcpuId) {
+        self.mask.insert(p);
+        self.pcpus = self.mask.iter().collect();
+    }
+
+    pub fn remove(&mut self, p: PcpuId) {
+        self.mask.remove(p);
+        self.pcpus = self.mask.iter().collect();
+    }
+}
+
+/// A vCPU's affinity masks as the user set them (`[[vm]] cpus`, `cpus_soft`); the pool is
+/// applied when they are read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Affinity {
+    pub hard: CpuMask,
+    pub soft: CpuMask,
+}
+
+/// One pool: its view and its scheduler instance (Xen `struct scheduler` inside `struct cpupool`).
+pub struct Cpupool {
+    pub view: PoolView,
+    pub policy: Box<dyn Policy>,
+}
+
+/// The pool tables handed to a policy call: its own pool, and every vCPU's pool and affinity.
+#[derive(Clone, Copy)]
+pub struct Scope<'a> {
+    pub pool: &'a PoolView,
+    pub vcpu_pool: &'a [PoolId],
+    pub affinity: &'a [Affinity],
+}

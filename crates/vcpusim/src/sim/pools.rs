@@ -1,0 +1,85 @@
+//! Moving pCPUs between cpupools while the run goes on (`[[host.pool_change]]`), the way Xen's
+//! `xl cpupool-cpu-remove` + `xl cpupool-cpu-add` do it (xen/common/sched/cpupool.c):
+//!
+//! ```text
+//!   cpupool_unassign_cpu(old, p)            cpupool_assign_cpu_locked(new, p)
+//!     cpu_disable_scheduler(p):               schedule_cpu_add(p, new):
+//!       the unit running on p is moved          init_pdata, switch_sched
+//!       units whose processor is p move       p reschedules under new's policy
+//!       affinity with no pCPU left breaks
+//!     deinit_pdata / free_pdata
+//! ```
+//!
+//! The engine does the parts every policy shares (taking the running vCPU off `p`, giving
+//! halted vCPUs homed on `p` a new home, breaking affinity that lost its last pCPU) and asks the
+//! two policies for theirs: `Policy::remove_pcpu` (re-home what it queued on `p`) and
+//! `Policy::add_pcpu`.
+
+use super::state::Sim;
+use crate::ids::{PcpuId, PoolId, VcpuId};
+
+impl Sim {
+    /// The trace track name of pCPU `p`: with more than one pool, its pool at the start.
+    pub fn pcpu_track_name(&self, p: PcpuId) -> String {
+        if self.pools.len() > 1 {
+            format!("pCPU {p} ({})", self.pools[self.pcpu_pool[p.idx()].idx()].view.name)
+        } else {
+            format!("pCPU {p}")
+        }
+    }
+
+    /// `[[host.pool_change]]`: pCPU `p` leaves its pool for `to`.
+    pub fn move_pcpu(&mut self, p: PcpuId, to: PoolId) {
+        let from = self.pcpu_pool[p.idx()];
+        if from == to || self.stop.is_some() {
+            return;
+        }
+        // No decision on p while it changes hands (reschedule() skips offline pCPUs).
+        let online = self.pcpus[p.idx()].online;
+        self.pcpus[p.idx()].online = false;
+        if let Some(ev) = self.pcpus[p.idx()].slice_event.take() {
+            self.queue.cancel(ev);
+        }
+        self.pools[from.idx()].view.remove(p);
+        // cpu_disable_scheduler: "Breaking affinity" for a vCPU whose hard affinity has no pCPU
+        // left in its pool: its hard affinity becomes every pCPU.
+        for v in 0..self.vinfo.len() {
+            if self.vcpu_pool[v] == from && !self.affinity[v].hard.intersects(&self.pools[from.idx()].view.mask) {
+                self.affinity[v].hard = crate::hardware::cpumask::CpuMask::full(self.pinfo.len());
+                let vm = self.vinfo[v].vm.idx();
+                self.vms[vm].stats.affinity_broken += 1;
+            }
+        }
+        // The vCPU running on p leaves it as if preempted (still Runnable; the old pool's
+        // remove_pcpu queues it elsewhere).
+        if let Some(v) = self.pinfo[p.idx()].current {
+            self.switch_out(v, p);
+        }
+        // Halted or queued vCPUs whose home is p get a new one in the pool (a policy that
+        // queued them re-homes them again in remove_pcpu as it sees fit).
+        for v in 0..self.vinfo.len() {
+            if self.vcpu_pool[v] == from && self.vinfo[v].last_pcpu == p {
+                self.vinfo[v].last_pcpu = self.home_in_pool(VcpuId(v as u32), from);
+            }
+        }
+        self.with_policy(from, |pol, ctx| pol.remove_pcpu(ctx, p));
+        self.pcpu_pool[p.idx()] = to;
+        self.pools[to.idx()].view.add(p);
+        if let Some(tr) = self.trace.as_mut() {
+            let name = format!("pool change: {} -> {}", self.pools[from.idx()].view.name, self.pools[to.idx()].view.name);
+            tr.instant(0, p.0, &name, self.now);
+        }
+        self.with_policy(to, |pol, ctx| pol.add_pcpu(ctx, p));
+        self.pcpus[p.idx()].online = online;
+        self.reschedule(p);
+    }
+
+    /// The first pCPU `v` may run on in `pool` (hard affinity ∩ pool), starting after its
+    /// current home so that re-homed vCPUs spread.
+    fn home_in_pool(&self, v: VcpuId, pool: PoolId) -> PcpuId {
+        let mask = self.affinity[v.idx()].hard.and(&self.pools[pool.idx()].view.mask);
+        let from = self.vinfo[v.idx()].last_pcpu;
+        let next = mask.iter().find(|q| *q > from);
+        next.or_else(|| mask.first()).expect("affinity was broken if it had no pCPU in the pool")
+    }
+}
