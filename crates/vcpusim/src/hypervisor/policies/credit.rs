@@ -155,6 +155,9 @@ impl PolicyKind for CreditKind {
             ),
         ]
     }
+    fn supports_pool_changes(&self) -> bool {
+        true
+    }
     fn carries_uvf(&self) -> bool {
         true
     }
@@ -325,6 +328,8 @@ pub struct Credit {
     last_tickle_cpu: usize,
     /// The urgent-vCPU-first overlay (seed 000 section 3.1.3), when `[host.uvf]` is present.
     uvf: Option<Uvf>,
+    /// The pool's pCPUs have been read from the first host view (`fit_to`).
+    pool_known: bool,
 }
 
 // ---- cpumask helpers ----
@@ -367,6 +372,7 @@ impl Credit {
             master_armed: false,
             last_tickle_cpu: npcpus.saturating_sub(1),
             uvf: host.uvf.map(|cfg| Uvf::new(cfg, host.nvcpus as usize, npcpus)),
+            pool_known: false,
         }
     }
 
@@ -374,6 +380,15 @@ impl Credit {
     fn fit_to(&mut self, host: &HostView) {
         if self.doms.len() < host.vms.len() {
             self.doms.resize(host.vms.len(), CreditDom::default());
+        }
+        if !self.pool_known {
+            // A pool's instance owns only its pCPUs (csched_alloc_pdata / init_pdata run for
+            // those): the others are never idle here, and `prv->credit` counts the pool's pCPUs.
+            self.pool_known = true;
+            for p in 0..self.pcpus.len() {
+                self.idlers[p] = host.owns_pcpu(PcpuId(p as u32));
+            }
+            self.credit = self.cfg.credits_per_tslice as u64 * host.npcpus() as u64;
         }
         if self.balance_bias.is_empty() {
             // init_pdata: the first pCPU of each node starts its node's balance bias.
@@ -763,7 +778,12 @@ impl Credit {
         for k in 0..nodes {
             let peer_node = (node + k) % nodes;
             let workers: Vec<bool> = (0..self.pcpus.len())
-                .map(|p| p != cpu && !self.idlers[p] && topo.place(PcpuId(p as u32)).node as usize == peer_node)
+                .map(|p| {
+                    p != cpu
+                        && !self.idlers[p]
+                        && host.owns_pcpu(PcpuId(p as u32))
+                        && topo.place(PcpuId(p as u32)).node as usize == peer_node
+                })
                 .collect();
             let Some(first) = cycle(self.balance_bias[peer_node], &workers) else { continue };
             let mut peer = first;
@@ -789,8 +809,8 @@ impl Credit {
         if self.cfg.work_conserving {
             return 0;
         }
-        let total: u64 = host.vms.iter().map(|d| d.weight as u64).sum();
-        (100 * self.pcpus.len() as u64 * host.vm(vm).weight as u64).div_ceil(total.max(1))
+        let total: u64 = host.pool_vms().map(|d| d.weight as u64).sum();
+        (100 * host.npcpus() as u64 * host.vm(vm).weight as u64).div_ceil(total.max(1))
     }
 
     /// `sched_unit_pause_nosync` of a capped-out vCPU: off its run queue, or off its pCPU at the
@@ -1005,6 +1025,67 @@ impl Policy for Credit {
         }
     }
 
+    /// `cpupool_unassign_cpu` as credit sees it: the running vCPU (already switched out by the
+    /// engine) is descheduled as `csched_schedule` would (credits burnt), then it and every vCPU
+    /// queued on or homed at `p` is moved by `vcpu_migrate` (`csched_res_pick` among the pool's
+    /// remaining pCPUs, woken there without a BOOST); then `csched_deinit_pdata`: `p` leaves the
+    /// idlers, its tick stops and `prv->credit` shrinks by one pCPU's credits.
+    fn remove_pcpu(&mut self, ctx: &mut PolicyCtx, pcpu: PcpuId) {
+        let p = pcpu.idx();
+        let now = ctx.now();
+        self.idlers[p] = false;
+        self.stop_tick(p);
+        self.credit = self.credit.saturating_sub(self.cfg.credits_per_tslice as u64);
+        let mut moving = Vec::new();
+        if let Some(c) = self.pcpus[p].curr.take() {
+            self.burn_credits(c, now);
+            let svc = &mut self.vcpus[c.idx()];
+            svc.start_time -= now as i64;
+            svc.last_sched_time = now;
+            moving.push(c);
+        }
+        for v in std::mem::take(&mut self.pcpus[p].runq) {
+            let svc = &mut self.vcpus[v.idx()];
+            svc.queued_on = None;
+            svc.yielding = false;
+            moving.push(v);
+        }
+        for (i, svc) in self.vcpus.iter().enumerate() {
+            let v = VcpuId(i as u32);
+            if svc.processor == pcpu && ctx.host.owns_vcpu(v) && !moving.contains(&v) {
+                moving.push(v);
+            }
+        }
+        for v in moving {
+            // csched_res_pick starts from the unit's processor: never the leaving pCPU (the
+            // engine re-homed the vCPUs whose last pCPU it was).
+            if self.vcpus[v.idx()].processor == pcpu {
+                let home = ctx.host.vcpu(v).last_pcpu;
+                self.vcpus[v.idx()].processor = home;
+            }
+            self.vcpus[v.idx()].migrate_pending = false;
+            self.migrate(ctx, v);
+        }
+    }
+
+    /// `csched_init_pdata` + `csched_switch_sched`: `p` joins idle, with a fresh per-pCPU
+    /// struct, and adds one pCPU's credits to `prv->credit`.
+    fn add_pcpu(&mut self, _ctx: &mut PolicyCtx, pcpu: PcpuId) {
+        let p = pcpu.idx();
+        let fresh = CreditPcpu {
+            runq: Vec::new(),
+            curr: None,
+            runq_sort_last: self.runq_sort,
+            idle_bias: self.pcpus.len().saturating_sub(1),
+            last_load_balance: None,
+            tick_armed: false,
+            tick_generation: self.pcpus[p].tick_generation + 1,
+        };
+        self.pcpus[p] = fresh;
+        self.idlers[p] = true;
+        self.credit += self.cfg.credits_per_tslice as u64;
+    }
+
     fn ipi_sent(&mut self, ctx: &mut PolicyCtx, from: VcpuId, to: VcpuId, kind: IpiKind) {
         self.uvf_ipi_sent(ctx, from, to, kind);
     }
@@ -1044,7 +1125,7 @@ impl Policy for Credit {
                 }
             }
         }
-        for info in host.vcpus {
+        for info in host.vcpus.iter().filter(|i| host.owns_vcpu(i.id)) {
             let n = queued.get(info.id.idx()).copied().unwrap_or(0);
             let parked = self.vcpus.get(info.id.idx()).is_some_and(|s| s.parked);
             let want = u32::from(info.state == VcpuState::Runnable && !parked);
