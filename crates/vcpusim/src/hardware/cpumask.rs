@@ -7,10 +7,20 @@
 
 use crate::ids::PcpuId;
 
-#[derive(Clone, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Default)]
 pub struct CpuMask {
     words: Vec<u64>,
 }
+
+/// Equal as sets: trailing zero words (left by `remove` or `and`) do not count.
+impl PartialEq for CpuMask {
+    fn eq(&self, other: &Self) -> bool {
+        let n = self.words.len().max(other.words.len());
+        (0..n).all(|i| self.words.get(i).copied().unwrap_or(0) == other.words.get(i).copied().unwrap_or(0))
+    }
+}
+
+impl Eq for CpuMask {}
 
 impl CpuMask {
     /// The empty set.
@@ -192,5 +202,10 @@ mod tests {
         c.remove(PcpuId(0));
         assert_eq!(c.first(), Some(PcpuId(1)));
         assert!(CpuMask::empty().is_empty() && CpuMask::empty().is_subset(&a));
+        // Equality is of sets, whatever the storage left behind.
+        let mut d = parse_cpulist("1,70", 100).unwrap();
+        d.remove(PcpuId(70));
+        assert_eq!(d, parse_cpulist("1", 100).unwrap());
+        assert_ne!(d, parse_cpulist("2", 100).unwrap());
     }
 }
