@@ -70,6 +70,9 @@ impl PolicyKind for CfsKind {
     fn carries_uvf(&self) -> bool {
         true
     }
+    fn supports_pool_changes(&self) -> bool {
+        true
+    }
     fn build(&self, params: &Params, host: HostShape) -> Box<dyn Policy> {
         Box::new(Cfs::new(params, host))
     }
@@ -104,6 +107,20 @@ struct RunQueue {
     next_buddy: Option<VcpuId>,
     skip_buddy: Option<VcpuId>,
     last_balance: Nanos,
+    /// Its scheduler tick.
+    tick: TickState,
+}
+
+/// A pCPU's scheduler tick, as far as pool changes are concerned.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum TickState {
+    /// Not in this pool (or ticks not started).
+    #[default]
+    Off,
+    /// Re-armed at every tick.
+    Armed,
+    /// The pCPU left the pool: the pending tick is dropped when it fires.
+    Stopping,
 }
 
 pub struct Cfs {
@@ -307,15 +324,57 @@ impl Cfs {
     /// `cpu` the pCPU whose exit does the wakeup, the wakee moves there when wake_affine finds
     /// the two loads close enough, else stays with its previous pCPU; select_idle_sibling then
     /// prefers an idle pCPU in that target's last-level cache (a socket here).
+    ///
+    /// The task's cpumask (hard affinity ∩ pool) bounds every step as in 3.2: the waker's pCPU is
+    /// a candidate only if allowed (`want_affine = cpumask_test_cpu(cpu, tsk_cpus_allowed(p))`),
+    /// select_idle_sibling scans `sched_domain_span ∩ tsk_cpus_allowed`, and a result the task may
+    /// not use goes to `select_fallback_rq` (core.c `select_task_rq`).
     fn select_pcpu(&self, ctx: &PolicyCtx, v: VcpuId, waker: Option<PcpuId>) -> usize {
         if let Some(p) = self.place(ctx, v) {
             return p;
         }
-        let info = ctx.host.vcpu(v);
+        let host = &ctx.host;
+        let info = host.vcpu(v);
         let prev = info.last_pcpu.idx();
-        let cpu = waker.map_or(prev, |p| p.idx());
+        if let Some(p) = self.soft_idle(ctx, v, prev) {
+            return p;
+        }
+        let cpu = waker.filter(|w| host.may_run(v, *w)).map_or(prev, |p| p.idx());
         let target = if cpu == prev || self.wake_affine(v, cpu, prev) { cpu } else { prev };
-        self.select_idle_sibling(ctx, target, cpu, prev)
+        let chosen = self.select_idle_sibling(ctx, v, target, cpu, prev);
+        if host.may_run(v, PcpuId(chosen as u32)) {
+            chosen
+        } else {
+            self.fallback_pcpu(ctx, v, prev)
+        }
+    }
+
+    /// `select_fallback_rq` (3.2 core.c): an allowed pCPU on the previous pCPU's node, else any
+    /// allowed pCPU (the engine guarantees one: hard ∩ pool is never empty).
+    fn fallback_pcpu(&self, ctx: &PolicyCtx, v: VcpuId, prev: usize) -> usize {
+        let host = &ctx.host;
+        let node = host.topology.place(PcpuId(prev as u32)).node;
+        let allowed = || host.pcpu_ids().filter(|p| host.may_run(v, *p));
+        allowed()
+            .find(|p| host.topology.place(*p).node == node)
+            .or_else(|| allowed().next())
+            .map_or(prev, |p| p.idx())
+    }
+
+    /// Soft affinity (`[[vm]] cpus_soft`): Linux has none; ours, so that one scenario means the
+    /// same under cfs and credit, is "an idle preferred pCPU first": the previous pCPU if it is
+    /// preferred and idle, else the first idle preferred pCPU; None leaves the 3.2 path to decide.
+    fn soft_idle(&self, ctx: &PolicyCtx, v: VcpuId, prev: usize) -> Option<usize> {
+        let host = &ctx.host;
+        if !host.has_soft(v) {
+            return None;
+        }
+        let idle = |p: PcpuId| self.rqs[p.idx()].nr_running == 0;
+        let prev_id = PcpuId(prev as u32);
+        if host.prefers(v, prev_id) && idle(prev_id) {
+            return Some(prev);
+        }
+        host.pcpu_ids().find(|p| host.prefers(v, *p) && idle(*p)).map(|p| p.idx())
     }
 
     /// The placement's view of the host for `v`: run-queue loads, and which pCPUs hold one of
@@ -338,19 +397,35 @@ impl Cfs {
             return None;
         }
         let (loads, holds_sibling) = self.placement_view(ctx, v);
-        let view = LoadView { loads: &loads, holds_sibling: &holds_sibling };
+        let (pool, usable) = self.pool_masks(ctx, Some(v));
+        let view = LoadView { loads: &loads, holds_sibling: &holds_sibling, pool: &pool, usable: &usable };
         placement::select_waking(self.placement, &view, ctx.host.vcpu(v).last_pcpu.idx())
+    }
+
+    /// Which pCPUs are the pool's, and which of them `v` may run on (all of the pool's for None).
+    fn pool_masks(&self, ctx: &PolicyCtx, v: Option<VcpuId>) -> (Vec<bool>, Vec<bool>) {
+        let host = &ctx.host;
+        let pool: Vec<bool> = (0..self.rqs.len()).map(|p| host.owns_pcpu(PcpuId(p as u32))).collect();
+        let usable = match v {
+            None => pool.clone(),
+            Some(v) => (0..self.rqs.len()).map(|p| host.may_run(v, PcpuId(p as u32))).collect(),
+        };
+        (pool, usable)
     }
 
     /// May the load balancer move queued `v` to `dest` under the placement? `loads` are the
     /// run-queue loads (only read by `lc-balance`).
-    fn may_move(&self, ctx: &PolicyCtx, v: VcpuId, dest: usize, loads: &[u64]) -> bool {
+    fn may_move(&self, ctx: &PolicyCtx, v: VcpuId, dest: usize, loads: &[u64], pool: &[bool]) -> bool {
+        // can_migrate_task: "!cpumask_test_cpu(this_cpu, tsk_cpus_allowed(p))" -> pinned.
+        if !ctx.host.may_run(v, PcpuId(dest as u32)) {
+            return false;
+        }
         if self.placement == Placement::Default {
             return true;
         }
         let dest_holds_sibling =
             ctx.host.vm_of(v).vcpus.iter().any(|&s| s != v && self.se[s.idx()].rq == Some(dest));
-        placement::may_move_to(self.placement, loads, dest, dest_holds_sibling)
+        placement::may_move_to(self.placement, loads, pool, dest, dest_holds_sibling)
     }
 
     /// wake_affine (3.2, non-sync wakeup: KVM's kvm_vcpu_kick uses wake_up_interruptible):
@@ -368,14 +443,17 @@ impl Cfs {
 
     /// select_idle_sibling (3.2): the target itself when it is the waker's or the previous pCPU
     /// and idle, else the first idle pCPU sharing its last-level cache, else the target.
-    fn select_idle_sibling(&self, ctx: &PolicyCtx, target: usize, cpu: usize, prev: usize) -> usize {
+    fn select_idle_sibling(&self, ctx: &PolicyCtx, v: VcpuId, target: usize, cpu: usize, prev: usize) -> usize {
         let idle = |p: usize| self.rqs[p].nr_running == 0;
         if (target == cpu || target == prev) && idle(target) {
             return target;
         }
-        let topo = ctx.host.topology;
+        let host = &ctx.host;
+        let topo = host.topology;
         let socket = topo.place(PcpuId(target as u32)).socket;
-        (0..self.rqs.len()).find(|&p| idle(p) && topo.place(PcpuId(p as u32)).socket == socket).unwrap_or(target)
+        (0..self.rqs.len())
+            .find(|&p| idle(p) && topo.place(PcpuId(p as u32)).socket == socket && host.may_run(v, PcpuId(p as u32)))
+            .unwrap_or(target)
     }
 
     /// check_preempt_wakeup: preempt curr if the wakee is ahead by more than the granularity.
@@ -427,10 +505,11 @@ impl Cfs {
         // path allocates nothing (newidle balancing runs at every halt).
         let loads: Vec<u64> =
             if self.placement == Placement::Default { Vec::new() } else { self.rqs.iter().map(|rq| rq.load).collect() };
+        let pool: Vec<bool> = if self.placement == Placement::Default { Vec::new() } else { self.pool_masks(view_ctx, None).0 };
         let mut barred_queues: Vec<usize> = Vec::new();
         loop {
             let busiest = (0..self.rqs.len())
-                .filter(|&q| q != this && !self.rqs[q].tree.is_empty() && !barred_queues.contains(&q))
+                .filter(|&q| q != this && !self.rqs[q].tree.is_empty() && !barred_queues.contains(&q) && view_ctx.host.owns_pcpu(PcpuId(q as u32)))
                 .max_by_key(|&q| (self.rqs[q].load, std::cmp::Reverse(q)));
             let Some(b) = busiest else { return false };
             let b_load = self.rqs[b].load;
@@ -444,7 +523,7 @@ impl Cfs {
                 .iter()
                 .map(|(_, v)| *v)
                 .filter(|&v| {
-                    let allowed = self.may_move(view_ctx, v, this, &loads);
+                    let allowed = self.may_move(view_ctx, v, this, &loads, &pool);
                     all_barred &= !allowed;
                     allowed
                 })
@@ -469,7 +548,7 @@ impl Cfs {
     /// Under `balance`, siblings never share a run queue while the VM has no more vCPUs than
     /// the host has pCPUs (beyond that, stacking is unavoidable).
     fn check_no_stacked_siblings(&self, host: &crate::hypervisor::policy::HostView) -> Result<(), String> {
-        for vm in host.vms.iter().filter(|vm| vm.vcpus.len() <= self.rqs.len()) {
+        for vm in host.pool_vms().filter(|vm| vm.vcpus.len() <= host.npcpus()) {
             let mut holder: Vec<Option<VcpuId>> = vec![None; self.rqs.len()];
             for &s in &vm.vcpus {
                 let Some(p) = self.se[s.idx()].rq else { continue };
@@ -491,10 +570,11 @@ impl Cfs {
     fn start_ticks(&mut self, ctx: &mut PolicyCtx) {
         if !self.ticks_started {
             self.ticks_started = true;
-            for p in 0..self.rqs.len() {
+            for p in ctx.host.pcpu_ids().map(|p| p.idx()).collect::<Vec<_>>() {
                 // Stagger ticks so pCPUs don't all balance at the same instant.
                 let offset = self.tick * (p as u64 + 1) / (self.rqs.len() as u64 + 1);
                 ctx.set_timer(ctx.now() + offset, Self::tick_key(p));
+                self.rqs[p].tick = TickState::Armed;
             }
         }
     }
@@ -651,6 +731,11 @@ impl Policy for Cfs {
             return;
         }
         let p = key as usize;
+        if self.rqs[p].tick == TickState::Stopping {
+            // The pCPU left the pool: its pending tick dies here (scheduler_tick stops with the CPU).
+            self.rqs[p].tick = TickState::Off;
+            return;
+        }
         ctx.set_timer(ctx.now() + self.tick, Self::tick_key(p));
         self.update_curr(ctx, p);
         self.check_preempt_tick(ctx, p);
@@ -662,6 +747,51 @@ impl Policy for Cfs {
                 self.resched(ctx, p);
             }
         }
+    }
+
+    /// The pCPU leaves the pool (cpuset shrunk / CPU offlined: `migrate_tasks` in 3.2's
+    /// `CPU_DYING`): its running vCPU (already switched out by the engine) and every vCPU queued
+    /// on it move, keeping their lag, to the pCPU `select_fallback_rq` gives; its tick stops.
+    fn remove_pcpu(&mut self, ctx: &mut PolicyCtx, pcpu: PcpuId) {
+        let p = pcpu.idx();
+        self.update_curr(ctx, p);
+        if let Some(c) = self.rqs[p].curr {
+            self.se[c.idx()].last_ran = ctx.now();
+        }
+        let mut moving: Vec<VcpuId> = self.rqs[p].curr.into_iter().collect();
+        moving.extend(self.rqs[p].tree.iter().map(|(_, v)| *v));
+        for v in moving {
+            let to = self.fallback_pcpu(ctx, v, ctx.host.vcpu(v).last_pcpu.idx());
+            if self.rqs[p].curr == Some(v) {
+                // Put it back in the tree first, as put_prev_entity would.
+                let e = &mut self.se[v.idx()];
+                e.queued = true;
+                self.rqs[p].tree.insert((e.vruntime, v));
+                self.rqs[p].curr = None;
+            }
+            self.migrate(v, to);
+            self.check_preempt_wakeup(ctx, v, to);
+        }
+        let rq = &mut self.rqs[p];
+        rq.need_resched = false;
+        rq.next_buddy = None;
+        rq.skip_buddy = None;
+        if rq.tick == TickState::Armed {
+            rq.tick = TickState::Stopping;
+        }
+    }
+
+    /// The pCPU joins the pool, idle; its tick starts (or a tick still pending from before it
+    /// left carries on).
+    fn add_pcpu(&mut self, ctx: &mut PolicyCtx, pcpu: PcpuId) {
+        let p = pcpu.idx();
+        let min_vruntime = self.rqs[p].min_vruntime;
+        let tick = self.rqs[p].tick;
+        self.rqs[p] = RunQueue { min_vruntime, last_balance: ctx.now(), ..RunQueue::default() };
+        if tick == TickState::Off && self.ticks_started {
+            ctx.set_timer(ctx.now() + self.tick, Self::tick_key(p));
+        }
+        self.rqs[p].tick = TickState::Armed;
     }
 
     fn ipi_sent(&mut self, ctx: &mut PolicyCtx, from: VcpuId, to: VcpuId, kind: IpiKind) {
@@ -700,7 +830,7 @@ impl Policy for Cfs {
         if self.placement == Placement::Balance {
             self.check_no_stacked_siblings(host)?;
         }
-        for (i, info) in host.vcpus.iter().enumerate() {
+        for (i, info) in host.vcpus.iter().enumerate().filter(|(_, info)| host.owns_vcpu(info.id)) {
             if info.state == VcpuState::Runnable && !self.se[i].queued {
                 return Err(format!("cfs: runnable vCPU {i} is in no run queue"));
             }

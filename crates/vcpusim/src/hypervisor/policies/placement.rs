@@ -56,6 +56,10 @@ pub struct LoadView<'a> {
     /// Whether each pCPU's run queue holds a sibling of the vCPU (queued or running; the vCPU
     /// itself does not count).
     pub holds_sibling: &'a [bool],
+    /// The pCPUs of the policy's pool: the average load is theirs.
+    pub pool: &'a [bool],
+    /// The pCPUs the vCPU may run on (pool ∩ hard affinity): the only candidates.
+    pub usable: &'a [bool],
 }
 
 impl LoadView<'_> {
@@ -65,17 +69,22 @@ impl LoadView<'_> {
 
     /// Overloaded in the seed's sense: strictly above the average pCPU load.
     pub fn above_average(&self, p: usize) -> bool {
-        vs_average(self.loads, p).is_gt()
+        vs_average(self.loads, self.pool, p).is_gt()
     }
 
     /// Underloaded in the load balancer's sense: strictly below the average pCPU load.
     pub fn below_average(&self, p: usize) -> bool {
-        vs_average(self.loads, p).is_lt()
+        vs_average(self.loads, self.pool, p).is_lt()
     }
 
-    /// pCPUs holding no sibling (balance scheduling's affinity for the vCPU).
+    /// Usable pCPUs holding no sibling (balance scheduling's affinity for the vCPU).
     pub fn sibling_free(&self) -> Vec<usize> {
-        (0..self.npcpus()).filter(|&p| !self.holds_sibling[p]).collect()
+        (0..self.npcpus()).filter(|&p| self.usable[p] && !self.holds_sibling[p]).collect()
+    }
+
+    /// Every usable pCPU.
+    pub fn all_usable(&self) -> Vec<usize> {
+        (0..self.npcpus()).filter(|&p| self.usable[p]).collect()
     }
 
     /// The least loaded of `candidates`: ties go to `prev` (the warm cache the base wake path
@@ -85,17 +94,17 @@ impl LoadView<'_> {
     }
 }
 
-/// loads[p] compared with the average of `loads`, without rounding the average: loads[p] x n
-/// against the total (u128: weights times pCPU counts can pass u64).
-fn vs_average(loads: &[u64], p: usize) -> std::cmp::Ordering {
-    let total: u128 = loads.iter().map(|&l| l as u128).sum();
-    (loads[p] as u128 * loads.len() as u128).cmp(&total)
+/// loads[p] compared with the average load of the pool's pCPUs, without rounding the average:
+/// loads[p] x n against the total (u128: weights times pCPU counts can pass u64).
+fn vs_average(loads: &[u64], pool: &[bool], p: usize) -> std::cmp::Ordering {
+    let (total, n) = loads.iter().zip(pool).filter(|(_, &inp)| inp).fold((0u128, 0u128), |(t, n), (&l, _)| (t + l as u128, n + 1));
+    (loads[p] as u128 * n).cmp(&total)
 }
 
 /// The pCPUs a waking vCPU may join, or `None` when the placement leaves the choice to the base
 /// policy's own wake path (`default`).
 pub fn wake_candidates(placement: Placement, view: &LoadView) -> Option<Vec<usize>> {
-    let all = || (0..view.npcpus()).collect::<Vec<_>>();
+    let all = || view.all_usable();
     match placement {
         Placement::Default => None,
         Placement::Balance => {
@@ -121,14 +130,15 @@ pub fn select_waking(placement: Placement, view: &LoadView, prev: usize) -> Opti
 }
 
 /// May the load balancer move a vCPU onto pCPU `dest`, given the run-queue `loads` (its current
-/// queue included) and whether `dest` holds one of its siblings?
-pub fn may_move_to(placement: Placement, loads: &[u64], dest: usize, dest_holds_sibling: bool) -> bool {
+/// queue included), the pool's pCPUs (whose loads make the average) and whether `dest` holds one
+/// of its siblings? (Affinity is the caller's to check.)
+pub fn may_move_to(placement: Placement, loads: &[u64], pool: &[bool], dest: usize, dest_holds_sibling: bool) -> bool {
     match placement {
         Placement::Default => true,
         Placement::Balance => !dest_holds_sibling,
         // "vCPU stacking is also allowed when the load balancer tries to migrate the vCPU to an
         // underloaded pCPU to which its sibling vCPU has been assigned" (seed 000 3.2.2).
-        Placement::LcBalance => !dest_holds_sibling || vs_average(loads, dest).is_lt(),
+        Placement::LcBalance => !dest_holds_sibling || vs_average(loads, pool, dest).is_lt(),
     }
 }
 
@@ -142,11 +152,12 @@ mod tests {
     const UP: u64 = 4096;
 
     fn view<'a>(loads: &'a [u64], holds_sibling: &'a [bool]) -> LoadView<'a> {
-        LoadView { loads, holds_sibling }
+        let all: &'static [bool] = Box::leak(vec![true; loads.len()].into_boxed_slice());
+        LoadView { loads, holds_sibling, pool: all, usable: all }
     }
 
     fn may_move(placement: Placement, v: &LoadView, dest: usize) -> bool {
-        may_move_to(placement, v.loads, dest, v.holds_sibling[dest])
+        may_move_to(placement, v.loads, v.pool, dest, v.holds_sibling[dest])
     }
 
     #[test]
