@@ -273,7 +273,7 @@ fn policy_params(section: &Section, kind: &dyn policies::PolicyKind) -> Result<P
     }
 }
 
-/// A cpulist string (`"0-3,8"`) at `key` of `section`; `what` says what it is for in messages.
+/// A cpulist string (`"0-3,8"`) written at the full key path `key` in `section`'s file.
 fn cpulist(section: &Section, key: &str, value: &Value, npcpus: usize) -> Result<CpuMask, SimError> {
     match value {
         Value::String(text) => parse_cpulist(text, npcpus).map_err(|m| error(section.file, key, m)),
