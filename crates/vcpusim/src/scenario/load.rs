@@ -9,13 +9,15 @@ use super::program_ops::{self, parse_program};
 use super::section::{error, Section};
 use super::sections;
 use super::uvf_sections;
-use super::spec::{HostSpec, Scenario, VmClassChange, VmSpec};
+use super::spec::{HostSpec, PoolChange, PoolSpec, Scenario, VmClassChange, VmSpec, DEFAULT_POOL};
 use super::suggest::with_suggestion;
 use crate::error::SimError;
 use crate::guest::config::GuestConfig;
+use crate::hardware::cpumask::{parse_cpulist, CpuMask};
 use crate::hardware::topology::Topology;
 use crate::hypervisor::policies;
 use crate::hypervisor::policy::VmType;
+use crate::ids::PcpuId;
 use crate::params::{show_toml, Params};
 use crate::workload::{
     self,
@@ -25,10 +27,18 @@ use std::collections::BTreeMap;
 use toml::Value;
 
 const TOP_KEYS: &[&str] = &["host", "guest", "vm", "run"];
-const HOST_KEYS: &[&str] =
-    &["pcpus", "policy", "sockets", "numa_nodes", "threads_per_core", "start_skew", "placement", "params", "ple", "costs", "uvf"];
-const VM_KEYS: &[&str] =
-    &["name", "count", "vcpus", "weight", "type", "u_factor", "sched_pe", "workload", "threads", "iterations", "params", "program", "guest", "uvf"];
+const HOST_KEYS: &[&str] = &[
+    "pcpus", "policy", "sockets", "numa_nodes", "threads_per_core", "start_skew", "placement", "params", "ple", "costs", "uvf",
+    "pool", "pool_change",
+];
+const VM_KEYS: &[&str] = &[
+    "name", "count", "vcpus", "weight", "type", "u_factor", "sched_pe", "workload", "threads", "iterations", "params", "program",
+    "guest", "uvf", "pool", "cpus", "cpus_soft", "cap",
+];
+/// Keys of one `[[host.pool]]` entry.
+const POOL_KEYS: &[&str] = &["name", "pcpus", "policy", "params"];
+/// Keys of one `[[host.pool_change]]` entry.
+const POOL_CHANGE_KEYS: &[&str] = &["at", "pcpu", "to"];
 /// Keys of one `[[vm.sched_pe]]` entry.
 const SCHED_PE_KEYS: &[&str] = &["at", "type", "u_factor"];
 
@@ -60,17 +70,12 @@ pub fn from_toml_str(text: &str, source: &str) -> Result<Scenario, SimError> {
     let root: toml::Table = text.parse().map_err(|e| syntax_error(text, source, &e))?;
     let top = Section::new(source, "", &root);
     top.allow_only(TOP_KEYS)?;
-    let host = host(&top)?;
+    let (host, change_index) = host(&top)?;
     let guest = match top.table("guest")? {
         Some(section) => sections::guest_config(&section, &GuestConfig::default())?,
         None => GuestConfig::default(),
     };
-    let mut vms = vms(&top, &guest)?;
-    let full = crate::hardware::cpumask::CpuMask::full(host.topology.npcpus());
-    for vm in &mut vms {
-        vm.cpus = vec![full.clone(); vm.vcpus as usize];
-        vm.cpus_soft = vec![full.clone(); vm.vcpus as usize];
-    }
+    let vms = vms(&top, &guest, &host)?;
     if host.uvf.is_none() {
         // Per-VM features without the host overlay would silently do nothing.
         if let Some(i) = vm_with_uvf(&top) {
@@ -96,7 +101,81 @@ pub fn from_toml_str(text: &str, source: &str) -> Result<Scenario, SimError> {
             ),
         ));
     }
+    // Likewise a pool change after the end.
+    if let Some((i, change)) = change_index.iter().zip(&host.pool_changes).find(|(_, c)| c.at > run.duration) {
+        return Err(error(
+            source,
+            "run.duration",
+            format!(
+                "host.pool_change[{i}] moves pCPU {} at {}, after the run ends (duration = {}); \
+                 lengthen the run or drop the change",
+                change.pcpu.0,
+                crate::time::format_duration(change.at),
+                crate::time::format_duration(run.duration)
+            ),
+        ));
+    }
+    replay_pool_changes(source, &host, &change_index, &vms)?;
     Ok(Scenario { source: source.to_string(), host, vms, run })
+}
+
+/// Play `[[host.pool_change]]` through in time order, refusing what Xen refuses: moving a pCPU
+/// into the pool it is in, emptying the default pool (Pool-0 always keeps a pCPU), and taking
+/// the last pCPU of a pool that has VMs (`cpupool_unassign_cpu` returns -EBUSY). A pool without
+/// VMs may become empty. `change_index[k]` is the file index of `host.pool_changes[k]`.
+fn replay_pool_changes(source: &str, host: &HostSpec, change_index: &[usize], vms: &[VmSpec]) -> Result<(), SimError> {
+    let npcpus = host.topology.npcpus();
+    let mut pool_of = vec![0; npcpus];
+    for (k, pool) in host.pools.iter().enumerate() {
+        for p in pool.pcpus.iter() {
+            pool_of[p.idx()] = k;
+        }
+    }
+    let mut size: Vec<usize> = host.pools.iter().map(|p| p.pcpus.count()).collect();
+    for (change, &i) in host.pool_changes.iter().zip(change_index) {
+        let path = format!("host.pool_change[{i}]");
+        let (p, at) = (change.pcpu, crate::time::format_duration(change.at));
+        let from = pool_of[p.idx()];
+        let (from_name, to_name) = (&host.pools[from].name, &host.pools[change.to].name);
+        if from == change.to {
+            return Err(error(
+                source,
+                &format!("{path}.to"),
+                format!("pCPU {} is already in pool {to_name:?} at {at}; a change must move it to another pool", p.0),
+            ));
+        }
+        if size[from] == 1 {
+            if from == 0 {
+                return Err(error(
+                    source,
+                    &path,
+                    format!(
+                        "moving pCPU {} to {to_name:?} at {at} would leave the default pool {from_name:?} with no pCPU; \
+                         Xen's Pool-0 always keeps at least one pCPU",
+                        p.0
+                    ),
+                ));
+            }
+            let members: Vec<String> = vms.iter().filter(|vm| vm.pool == from).map(|vm| format!("{:?}", vm.name)).collect();
+            if !members.is_empty() {
+                return Err(error(
+                    source,
+                    &path,
+                    format!(
+                        "moving pCPU {} to {to_name:?} at {at} would leave pool {from_name:?} with no pCPU while it has \
+                         VMs ({}) (Xen refuses: cpupool_unassign_cpu returns -EBUSY); move another pCPU into \
+                         {from_name:?} first or drop the change",
+                        p.0,
+                        members.join(", ")
+                    ),
+                ));
+            }
+        }
+        size[from] -= 1;
+        size[change.to] += 1;
+        pool_of[p.idx()] = change.to;
+    }
+    Ok(())
 }
 
 /// The index of the first `[[vm]]` entry with a `[vm.uvf]` table.
@@ -129,7 +208,8 @@ fn syntax_error(text: &str, source: &str, e: &toml::de::Error) -> SimError {
     SimError::Syntax { file: source.to_string(), line, column, message }
 }
 
-fn host(top: &Section) -> Result<HostSpec, SimError> {
+/// `[host]`, with the file index of each of its (sorted) pool changes.
+fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
     let host = top
         .table("host")?
         .ok_or_else(|| top.error_at("host", "missing; expected a [host] table with at least pcpus = N"))?;
@@ -148,15 +228,8 @@ fn host(top: &Section) -> Result<HostSpec, SimError> {
     let topology = Topology::new(pcpus, sockets, numa_nodes, threads_per_core).map_err(|m| host.error(m))?;
 
     let policy_name = host.string("policy")?.unwrap_or(DEFAULT_POLICY);
-    let kind = policies::find(policy_name).map_err(|m| {
-        let names: Vec<&str> = policies::registry().iter().map(|p| p.name()).collect();
-        host.error_at("policy", with_suggestion(m, policy_name, &names))
-    })?;
-    let specs = kind.params();
-    let params = match host.table("params")? {
-        Some(section) => section.params(&specs)?,
-        None => Params::defaults(&specs),
-    };
+    let kind = policy_kind(&host, policy_name)?;
+    let params = policy_params(&host, kind)?;
     let params = with_placement(&host, kind, params)?;
     let ple = sections::ple(host.table("ple")?.as_ref(), kind.ple_grow())?;
     let costs = sections::costs(host.table("costs")?.as_ref())?;
@@ -166,23 +239,183 @@ fn host(top: &Section) -> Result<HostSpec, SimError> {
     };
     let uvf = host.table("uvf")?.map(|s| uvf_sections::host_uvf(&s)).transpose()?;
     if uvf.is_some() && !kind.carries_uvf() {
-        let carriers: Vec<&str> = policies::registry().iter().filter(|k| k.carries_uvf()).map(|k| k.name()).collect();
         return Err(host.error_at(
             "uvf",
             format!(
                 "the urgent-vCPU-first overlay rides on a proportional-share policy ({}), got policy = {:?}",
-                carriers.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(" or "),
+                uvf_carriers(),
                 kind.name()
             ),
         ));
     }
-    let pools = vec![crate::scenario::spec::PoolSpec {
-        name: crate::scenario::spec::DEFAULT_POOL.to_string(),
-        pcpus: crate::hardware::cpumask::CpuMask::full(topology.npcpus()),
-        policy: kind.name().to_string(),
-        params: params.clone(),
-    }];
-    Ok(HostSpec { topology, policy: kind.name().to_string(), params, costs, ple, start_skew, uvf, pools, pool_changes: Vec::new() })
+    let default_pool = PoolSpec { name: DEFAULT_POOL.to_string(), pcpus: CpuMask::empty(), policy: kind.name().to_string(), params: params.clone() };
+    let pools = pools(&host, &topology, default_pool, kind)?;
+    let (change_index, pool_changes) = pool_changes(&host, &topology, &pools)?.into_iter().unzip();
+    let spec = HostSpec { topology, policy: kind.name().to_string(), params, costs, ple, start_skew, uvf, pools, pool_changes };
+    Ok((spec, change_index))
+}
+
+/// The policy named `name`, for `section.policy` (`[host]` or a `[[host.pool]]`).
+fn policy_kind(section: &Section, name: &str) -> Result<&'static dyn policies::PolicyKind, SimError> {
+    policies::find(name).map_err(|m| {
+        let names: Vec<&str> = policies::registry().iter().map(|p| p.name()).collect();
+        section.error_at("policy", with_suggestion(m, name, &names))
+    })
+}
+
+/// `section.params` (`[host.params]` or a pool's `params`) checked against `kind`'s parameter
+/// specs, defaults filled in.
+fn policy_params(section: &Section, kind: &dyn policies::PolicyKind) -> Result<Params, SimError> {
+    let specs = kind.params();
+    match section.table("params")? {
+        Some(params) => params.params(&specs),
+        None => Ok(Params::defaults(&specs)),
+    }
+}
+
+/// A cpulist string (`"0-3,8"`) written at the full key path `key` in `section`'s file.
+fn cpulist(section: &Section, key: &str, value: &Value, npcpus: usize) -> Result<CpuMask, SimError> {
+    match value {
+        Value::String(text) => parse_cpulist(text, npcpus).map_err(|m| error(section.file, key, m)),
+        other => Err(error(
+            section.file,
+            key,
+            format!("expected a cpulist string such as \"0-3,8\" (pCPU numbers and inclusive ranges), got {}", show_toml(other)),
+        )),
+    }
+}
+
+/// `[[host.pool]]`: Xen cpupools. `pools[0]` is the default pool `default_pool` (`[host] policy`
+/// and params), which keeps every pCPU no entry lists; the entries follow in file order. A pCPU
+/// is in at most one entry, and the default pool keeps at least one (Xen's Pool-0 always does).
+fn pools(
+    host: &Section,
+    topology: &Topology,
+    mut default_pool: PoolSpec,
+    host_kind: &dyn policies::PolicyKind,
+) -> Result<Vec<PoolSpec>, SimError> {
+    let npcpus = topology.npcpus();
+    let list = match host.get("pool") {
+        None => &Vec::new(),
+        Some(Value::Array(list)) => list,
+        Some(Value::Table(_)) => {
+            return Err(host.error_at(
+                "pool",
+                "expected [[host.pool]] sections (an array of tables), got a single [host.pool] table; write [[host.pool]]",
+            ))
+        }
+        Some(other) => return Err(host.error_at("pool", format!("expected [[host.pool]] sections, got {}", show_toml(other)))),
+    };
+    let mut pools: Vec<PoolSpec> = Vec::new();
+    // Which pool (index into `pools`) each pCPU was given to, to report overlaps.
+    let mut owner: Vec<Option<usize>> = vec![None; npcpus];
+    for (i, value) in list.iter().enumerate() {
+        let path = host.key(&format!("pool[{i}]"));
+        let Value::Table(table) = value else {
+            return Err(error(
+                host.file,
+                &path,
+                format!("expected a [[host.pool]] table with name and pcpus, got {}", show_toml(value)),
+            ));
+        };
+        let entry = Section::new(host.file, path, table);
+        entry.allow_only(POOL_KEYS)?;
+        let name = entry.required_string("name", "a pool name such as \"fast\"")?;
+        if !valid_name(name) {
+            return Err(entry.error_at("name", format!("expected a name of letters, digits, '-', '_' and '.', got {name:?}")));
+        }
+        if name == DEFAULT_POOL {
+            return Err(entry.error_at(
+                "name",
+                format!(
+                    "{DEFAULT_POOL:?} is the default pool's name ([host] policy and every pCPU no [[host.pool]] lists); \
+                     choose another name"
+                ),
+            ));
+        }
+        if let Some(first) = pools.iter().position(|p| p.name == name) {
+            return Err(entry.error_at("name", format!("duplicate pool name {name:?}: host.pool[{first}] already has it")));
+        }
+        let pcpus_value = entry.require("pcpus", "a cpulist such as \"10-11\" (the pool's pCPUs)")?;
+        let pcpus = cpulist(&entry, &entry.key("pcpus"), pcpus_value, npcpus)?;
+        for p in pcpus.iter() {
+            if let Some(j) = owner[p.idx()] {
+                return Err(entry.error_at(
+                    "pcpus",
+                    format!(
+                        "pCPU {} is in pool {:?} (host.pool[{j}]) and in pool {name:?}; a pCPU belongs to one pool",
+                        p.0, pools[j].name
+                    ),
+                ));
+            }
+            owner[p.idx()] = Some(i);
+        }
+        let kind = match entry.string("policy")? {
+            Some(policy) => policy_kind(&entry, policy)?,
+            None => host_kind,
+        };
+        let params = policy_params(&entry, kind)?;
+        pools.push(PoolSpec { name: name.to_string(), pcpus, policy: kind.name().to_string(), params });
+    }
+    default_pool.pcpus = CpuMask::from_pcpus((0..npcpus).filter(|&p| owner[p].is_none()).map(|p| PcpuId(p as u32)));
+    if default_pool.pcpus.is_empty() {
+        return Err(host.error_at(
+            "pool",
+            format!(
+                "the [[host.pool]] entries take every pCPU (0-{}), leaving the default pool {DEFAULT_POOL:?} with none; \
+                 Xen's Pool-0 always keeps at least one pCPU: leave one out of every [[host.pool]]",
+                npcpus - 1
+            ),
+        ));
+    }
+    pools.insert(0, default_pool);
+    Ok(pools)
+}
+
+/// `[[host.pool_change]]`: pCPUs moved between pools at run time, sorted by `at` (stable). Each
+/// entry is checked on its own here; `replay_pool_changes` checks the sequence once the VMs are
+/// known, and `from_toml_str` checks the times against the run's duration.
+/// Each change comes with its index in the file, for messages.
+fn pool_changes(host: &Section, topology: &Topology, pools: &[PoolSpec]) -> Result<Vec<(usize, PoolChange)>, SimError> {
+    let Some(list) = host.array("pool_change")? else { return Ok(Vec::new()) };
+    let npcpus = topology.npcpus();
+    let names: Vec<&str> = pools.iter().map(|p| p.name.as_str()).collect();
+    let mut changes = Vec::new();
+    for (i, value) in list.iter().enumerate() {
+        let path = host.key(&format!("pool_change[{i}]"));
+        let Value::Table(table) = value else {
+            return Err(error(
+                host.file,
+                &path,
+                format!("expected a [[host.pool_change]] table with at, pcpu and to, got {}", show_toml(value)),
+            ));
+        };
+        let entry = Section::new(host.file, path, table);
+        entry.allow_only(POOL_CHANGE_KEYS)?;
+        let at_value = entry.require("at", "a duration with a unit, such as \"2s\" (when the pCPU moves)")?;
+        let at = super::section::duration_value(entry.file, &entry.key("at"), at_value, false)?;
+        let pcpu = entry.required_int("pcpu", 0, i64::MAX)?;
+        if pcpu >= npcpus as i64 {
+            return Err(entry.error_at(
+                "pcpu",
+                format!("pCPU {pcpu} is out of range: the host has pCPUs 0-{}", npcpus - 1),
+            ));
+        }
+        let to = entry.required_string("to", "a pool name (\"pool0\" or a [[host.pool]] name)")?;
+        let Some(to) = names.iter().position(|n| *n == to) else {
+            let m = format!("unknown pool {to:?}; expected one of: {}", pool_names(pools));
+            return Err(entry.error_at("to", with_suggestion(m, to, &names)));
+        };
+        changes.push((i, PoolChange { at, pcpu: PcpuId(pcpu as u32), to }));
+    }
+    // Stable: equal times keep file order.
+    changes.sort_by_key(|(_, c)| c.at);
+    Ok(changes)
+}
+
+/// The pool names, quoted, for messages: `"pool0", "fast"`.
+fn pool_names(pools: &[PoolSpec]) -> String {
+    pools.iter().map(|p| format!("{:?}", p.name)).collect::<Vec<_>>().join(", ")
 }
 
 /// `[host] placement` (seed 000 section 3.2; hypervisor/policies/placement.rs). It reaches the
@@ -223,7 +456,7 @@ fn with_placement(host: &Section, kind: &dyn policies::PolicyKind, mut params: P
     Ok(params)
 }
 
-fn vms(top: &Section, guest: &GuestConfig) -> Result<Vec<VmSpec>, SimError> {
+fn vms(top: &Section, guest: &GuestConfig, host: &HostSpec) -> Result<Vec<VmSpec>, SimError> {
     let expected = "at least one [[vm]] section";
     let list = match top.get("vm") {
         Some(Value::Array(list)) if !list.is_empty() => list,
@@ -245,7 +478,7 @@ fn vms(top: &Section, guest: &GuestConfig) -> Result<Vec<VmSpec>, SimError> {
             return Err(error(top.file, &path, format!("expected a [[vm]] table, got {}", show_toml(value))));
         };
         let section = Section::new(top.file, path, table);
-        for spec in vm(&section, guest)? {
+        for spec in vm(&section, guest, host)? {
             if let Some(first) = owners.insert(spec.name.clone(), i) {
                 return Err(section.error_at(
                     "name",
@@ -261,16 +494,17 @@ fn vms(top: &Section, guest: &GuestConfig) -> Result<Vec<VmSpec>, SimError> {
     Ok(vms)
 }
 
-/// Letters, digits, `-`, `_` and `.`: safe in file names, CSV cells and trace track names.
-fn valid_vm_name(name: &str) -> bool {
+/// Letters, digits, `-`, `_` and `.`: safe in file names, CSV cells and trace track names (VM
+/// and pool names).
+fn valid_name(name: &str) -> bool {
     !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// One `[[vm]]` entry, expanded into `count` VMs.
-fn vm(section: &Section, guest: &GuestConfig) -> Result<Vec<VmSpec>, SimError> {
+fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec) -> Result<Vec<VmSpec>, SimError> {
     section.allow_only(VM_KEYS)?;
     let name = section.required_string("name", "a VM name such as \"web\"")?;
-    if !valid_vm_name(name) {
+    if !valid_name(name) {
         return Err(
             section.error_at("name", format!("expected a name of letters, digits, '-', '_' and '.', got {name:?}"))
         );
@@ -288,6 +522,8 @@ fn vm(section: &Section, guest: &GuestConfig) -> Result<Vec<VmSpec>, SimError> {
     let uvf = section.table("uvf")?.map(|u| uvf_sections::vm_uvf(&u)).transpose()?.unwrap_or_default();
     let (vm_type, u_factor) = vm_class(section)?;
     let sched_pe = sched_pe(section, (vm_type, u_factor))?;
+    let (pool, cpus, cpus_soft) = placement_keys(section, host, name, vcpus)?;
+    let cap = cap(section)?;
 
     let (program, threads, params) = if workload_name == program_ops::WORKLOAD_NAME {
         custom_program(section, threads, vcpus)?
@@ -326,16 +562,135 @@ fn vm(section: &Section, guest: &GuestConfig) -> Result<Vec<VmSpec>, SimError> {
         vm_type,
         u_factor,
         sched_pe,
-        // Filled in by `vms` once the host's pools are known (placeholders until then).
-        pool: 0,
-        cpus: Vec::new(),
-        cpus_soft: Vec::new(),
-        cap: 0,
+        pool,
+        cpus,
+        cpus_soft,
+        cap,
     };
     if count == 1 {
         return Ok(vec![spec]);
     }
     Ok((0..count).map(|k| VmSpec { name: format!("{name}-{k}"), ..spec.clone() }).collect())
+}
+
+/// `pool`, `cpus` and `cpus_soft`: the VM's cpupool (an index into `host.pools`) and each vCPU's
+/// hard and soft affinity (default: the whole host; the engine applies the pool). A hard mask
+/// must meet the pool's pCPUs at the start, or the vCPU could never run; a soft mask may miss
+/// the hard one (Xen then ignores soft affinity). With `[host.uvf]`, a VM with `[vm.uvf]` must
+/// be in a pool whose policy carries the overlay.
+fn placement_keys(
+    section: &Section,
+    host: &HostSpec,
+    name: &str,
+    vcpus: u32,
+) -> Result<(usize, Vec<CpuMask>, Vec<CpuMask>), SimError> {
+    let pool = match section.string("pool")? {
+        None => 0,
+        Some(pool) => host.pools.iter().position(|p| p.name == pool).ok_or_else(|| {
+            let names: Vec<&str> = host.pools.iter().map(|p| p.name.as_str()).collect();
+            let m = format!("unknown pool {pool:?}; expected one of: {}", pool_names(&host.pools));
+            section.error_at("pool", with_suggestion(m, pool, &names))
+        })?,
+    };
+    let spec = &host.pools[pool];
+    let npcpus = host.topology.npcpus();
+    let cpus = affinity(section, "cpus", vcpus, npcpus)?;
+    for (key, mask) in &cpus {
+        if !mask.intersects(&spec.pcpus) {
+            return Err(error(
+                section.file,
+                key,
+                format!(
+                    "VM {name:?}: hard affinity {:?} has no pCPU in its pool {:?} (pCPUs {:?}), so the vCPU could never run; \
+                     give cpus that meet the pool or choose another pool",
+                    mask.to_cpulist(),
+                    spec.name,
+                    spec.pcpus.to_cpulist()
+                ),
+            ));
+        }
+    }
+    let cpus_soft = affinity(section, "cpus_soft", vcpus, npcpus)?;
+    if host.uvf.is_some() && section.get("uvf").is_some() {
+        let kind = policies::find(&spec.policy).expect("pool policies are checked against the registry");
+        if !kind.carries_uvf() {
+            return Err(section.error_at(
+                "uvf",
+                format!(
+                    "VM {name:?} is in pool {:?}, whose policy = {:?} does not carry the urgent-vCPU-first overlay; \
+                     move the VM to a pool of a proportional-share policy ({}) or drop [vm.uvf]",
+                    spec.name,
+                    spec.policy,
+                    uvf_carriers()
+                ),
+            ));
+        }
+    }
+    let masks = |list: Vec<(String, CpuMask)>| list.into_iter().map(|(_, m)| m).collect();
+    Ok((pool, masks(cpus), masks(cpus_soft)))
+}
+
+/// `cpus` / `cpus_soft`: one cpulist for every vCPU, or an array of `vcpus` cpulists, one per
+/// vCPU. Each mask comes with the key path it was written at, for messages; absent: the full
+/// host for every vCPU.
+fn affinity(section: &Section, key: &str, vcpus: u32, npcpus: usize) -> Result<Vec<(String, CpuMask)>, SimError> {
+    let path = section.key(key);
+    match section.get(key) {
+        None => Ok(vec![(path, CpuMask::full(npcpus)); vcpus as usize]),
+        Some(Value::Array(list)) => {
+            if list.len() != vcpus as usize {
+                return Err(section.error_at(
+                    key,
+                    format!(
+                        "expected one cpulist per vCPU ({vcpus}, as vcpus = {vcpus}), got {} entries; \
+                         or write a single cpulist string for every vCPU",
+                        list.len()
+                    ),
+                ));
+            }
+            list.iter()
+                .enumerate()
+                .map(|(k, value)| {
+                    let item = format!("{path}[{k}]");
+                    Ok((item.clone(), cpulist(section, &item, value, npcpus)?))
+                })
+                .collect()
+        }
+        Some(value @ Value::String(_)) => {
+            let mask = cpulist(section, &path, value, npcpus)?;
+            Ok(vec![(path, mask); vcpus as usize])
+        }
+        Some(other) => Err(section.error_at(
+            key,
+            format!(
+                "expected a cpulist string such as \"0-3,8\" for every vCPU, or an array of them, one per vCPU; got {}",
+                show_toml(other)
+            ),
+        )),
+    }
+}
+
+/// `cap`: at most this percent of one pCPU for the whole VM (`xl sched-credit -c`); 0 = no cap.
+/// A cap above 100 x vcpus caps nothing and is allowed, as Xen allows it.
+fn cap(section: &Section) -> Result<u32, SimError> {
+    match section.get("cap") {
+        None => Ok(0),
+        Some(Value::Integer(n)) if (0..=U32_MAX).contains(n) => Ok(*n as u32),
+        Some(other) => Err(section.error_at(
+            "cap",
+            format!(
+                "expected a non-negative integer (percent of one pCPU, as xl sched-credit -c; 0 = no cap), got {}",
+                show_toml(other)
+            ),
+        )),
+    }
+}
+
+/// The policies that carry the urgent-vCPU-first overlay, quoted: `"cfs" or "credit"`.
+fn uvf_carriers() -> String {
+    let carriers: Vec<String> =
+        policies::registry().iter().filter(|k| k.carries_uvf()).map(|k| format!("{:?}", k.name())).collect();
+    carriers.join(" or ")
 }
 
 /// `type` and `u_factor`: seed 004's VM class and the master vCPU's u-factor (section 3.3, 4.2).
@@ -831,6 +1186,170 @@ mod tests {
         assert_error(&minimal("", "sched_pe = 3"), "vm[0].sched_pe: expected an array, got 3");
         let late = format!("{}[run]\nduration = \"1s\"\n", with(con));
         assert_error(&late, "run.duration: VM \"a\" has a [[vm.sched_pe]] change at 2s, after the run ends (duration = 1s)");
+    }
+
+    /// The issue's example: a 12-pCPU credit host with pool "fast" on pCPUs 10-11; `host_extra`
+    /// and `vm_extra` are spliced into `[host]` (after the pools) and the VM.
+    const POOLS: &str = "[host]\npcpus = 12\npolicy = \"credit\"\n\n\
+        [[host.pool]]\nname = \"fast\"\npcpus = \"10-11\"\npolicy = \"credit\"\nparams = { tslice = \"1ms\" }\n\n\
+        [[host.pool_change]]\nat = \"2s\"\npcpu = 9\nto = \"fast\"\n\n\
+        [[vm]]\nname = \"web\"\nvcpus = 4\npool = \"fast\"\ncpus = \"10-11\"\ncpus_soft = \"11\"\ncap = 150\nworkload = \"cpu-bound\"\n";
+
+    fn pools(replace: &[(&str, &str)], extra: &str) -> String {
+        let mut text = POOLS.to_string();
+        for (from, to) in replace {
+            assert!(text.contains(from), "{from:?} not in the pool scenario");
+            text = text.replacen(from, to, 1);
+        }
+        text + extra
+    }
+
+    fn mask(text: &str, n: usize) -> crate::hardware::cpumask::CpuMask {
+        parse_cpulist(text, n).unwrap()
+    }
+
+    #[test]
+    fn pools_affinity_and_cap_load() {
+        let s = load(POOLS).unwrap();
+        let names: Vec<&str> = s.host.pools.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["pool0", "fast"]);
+        assert_eq!(s.host.pools[0].pcpus, mask("0-9", 12));
+        assert_eq!((s.host.pools[0].policy.as_str(), &s.host.pools[0].params), ("credit", &s.host.params));
+        let fast = &s.host.pools[1];
+        assert_eq!((fast.pcpus.to_cpulist().as_str(), fast.policy.as_str()), ("10-11", "credit"));
+        assert_eq!(fast.params.duration("tslice"), crate::time::MS);
+        assert_eq!(fast.params.duration("ratelimit"), crate::time::MS, "defaults are filled");
+        assert_eq!(s.host.pool_changes, [PoolChange { at: 2 * SEC, pcpu: PcpuId(9), to: 1 }]);
+        let web = &s.vms[0];
+        assert_eq!((web.pool, web.cap), (1, 150));
+        assert_eq!(web.cpus, vec![mask("10-11", 12); 4]);
+        assert_eq!(web.cpus_soft, vec![mask("11", 12); 4]);
+
+        // One cpulist per vCPU; count copies share the masks; a cap above 100 x vcpus is allowed.
+        let s = load(&pools(
+            &[("\ncpus = \"10-11\"", "\ncpus = [\"10\", \"11\", \"10\", \"0-11\"]\ncount = 2"), ("cap = 150", "cap = 1000")],
+            "",
+        ))
+        .unwrap();
+        for vm in &s.vms {
+            assert_eq!(vm.cpus, [mask("10", 12), mask("11", 12), mask("10", 12), mask("0-11", 12)]);
+            assert_eq!((vm.pool, vm.cap), (1, 1000));
+        }
+        // A soft mask that misses the hard one is allowed (Xen ignores it then).
+        assert!(load(&pools(&[("cpus_soft = \"11\"", "cpus_soft = \"0-3\"")], "")).is_ok());
+        // A pool's policy defaults to [host] policy; params are that policy's, cfs takes placement.
+        let s = load(&pools(&[("policy = \"credit\"\nparams = { tslice = \"1ms\" }\n", "")], "")).unwrap();
+        assert_eq!(s.host.pools[1].policy, "credit");
+        assert_eq!(s.host.pools[1].params, s.host.params);
+        let s = load(&pools(
+            &[("policy = \"credit\"\nparams = { tslice = \"1ms\" }", "policy = \"cfs\"\nparams = { placement = \"balance\" }")],
+            "",
+        ))
+        .unwrap();
+        assert_eq!(s.host.pools[1].params.choice("placement"), "balance");
+
+        // Without pool keys: one pool0 of every pCPU, full masks, no cap.
+        let s = load(&minimal("", "")).unwrap();
+        assert_eq!(s.host.pools.len(), 1);
+        assert_eq!((s.host.pools[0].name.as_str(), &s.host.pools[0].pcpus), ("pool0", &mask("0-1", 2)));
+        assert!(s.host.pool_changes.is_empty());
+        let vm = &s.vms[0];
+        assert_eq!((vm.pool, vm.cap), (0, 0));
+        assert_eq!((vm.cpus.clone(), vm.cpus_soft.clone()), (vec![mask("0-1", 2); 2], vec![mask("0-1", 2); 2]));
+        // Masks default to the whole host, not the pool: the engine applies the pool.
+        let s = load(&pools(&[("\ncpus = \"10-11\"\ncpus_soft = \"11\"\n", "\n")], "")).unwrap();
+        assert_eq!(s.vms[0].cpus, vec![mask("0-11", 12); 4]);
+    }
+
+    #[test]
+    fn bad_pools_are_rejected() {
+        let pool = |from: &str, to: &str| pools(&[(from, to)], "");
+        assert_error(&pool("name = \"fast\"\n", ""), "host.pool[0].name: missing; expected a pool name such as \"fast\"");
+        assert_error(&pool("name = \"fast\"", "name = \"my pool\""), "host.pool[0].name: expected a name of letters, digits, '-', '_' and '.', got \"my pool\"");
+        assert_error(&pool("name = \"fast\"", "name = \"pool0\""), "host.pool[0].name: \"pool0\" is the default pool's name");
+        let two = "[[host.pool]]\nname = \"fast\"\npcpus = \"8\"\n[[host.pool]]\nname = \"fast\"\npcpus = \"9\"\n";
+        assert_error(&pool("[[host.pool_change]]", &format!("{two}[[host.pool_change]]")), "host.pool[1].name: duplicate pool name \"fast\": host.pool[0] already has it");
+        assert_error(&pool("pcpus = \"10-11\"\n", ""), "host.pool[0].pcpus: missing; expected a cpulist such as \"10-11\"");
+        assert_error(&pool("pcpus = \"10-11\"", "pcpus = \"3-1\""), "host.pool[0].pcpus: range \"3-1\" in \"3-1\" runs backwards; write it low-high");
+        assert_error(&pool("pcpus = \"10-11\"", "pcpus = \"a\""), "host.pool[0].pcpus: \"a\" in \"a\" is not a pCPU number; expected a cpulist");
+        assert_error(&pool("pcpus = \"10-11\"", "pcpus = \"12\""), "host.pool[0].pcpus: pCPU 12 in \"12\" is out of range: the host has pCPUs 0-11");
+        assert_error(&pool("pcpus = \"10-11\"", "pcpus = 10"), "host.pool[0].pcpus: expected a cpulist string such as \"0-3,8\"");
+        let overlap = "[[host.pool]]\nname = \"slow\"\npcpus = \"0-3,11\"\n";
+        assert_error(&pool("[[host.pool_change]]", &format!("{overlap}[[host.pool_change]]")), "host.pool[1].pcpus: pCPU 11 is in pool \"fast\" (host.pool[0]) and in pool \"slow\"; a pCPU belongs to one pool");
+        assert_error(&pool("pcpus = \"10-11\"", "pcpus = \"0-11\""), "host.pool: the [[host.pool]] entries take every pCPU (0-11), leaving the default pool \"pool0\" with none; Xen's Pool-0 always keeps at least one pCPU");
+        assert_error(&pool("policy = \"credit\"\nparams", "policy = \"credt\"\nparams"), "host.pool[0].policy: unknown policy \"credt\"; expected one of: cfs, credit, gang, hybrid; did you mean \"credit\"?");
+        assert_error(&pool("tslice = \"1ms\"", "tslce = \"1ms\""), "host.pool[0].params.tslce: unknown key; did you mean \"tslice\"?");
+        assert_error(&pool("tslice = \"1ms\"", "tslice = \"1\""), "host.pool[0].params.tslice: \"1\" has no unit");
+        // params are checked against the pool's policy, as [host.params] is.
+        assert_error(&pool("tslice = \"1ms\"", "placement = \"balance\""), "host.pool[0].params.placement: unknown key");
+        assert_error(&pool("name = \"fast\"", "name = \"fast\"\ncpus = \"1\""), "host.pool[0].cpus: unknown key; did you mean \"pcpus\"?");
+        let single = minimal("[host.pool]\nname = \"x\"\npcpus = \"1\"", "");
+        assert_error(&single, "host.pool: expected [[host.pool]] sections (an array of tables), got a single [host.pool] table");
+    }
+
+    #[test]
+    fn pool_changes_are_sorted_replayed_and_bad_ones_rejected() {
+        let change = |at: &str, pcpu: u32, to: &str| format!("[[host.pool_change]]\nat = \"{at}\"\npcpu = {pcpu}\nto = \"{to}\"\n");
+        // Sorted by time, stable for equal times; a pool with no VMs may be emptied.
+        let extra = format!("{}{}{}", change("5s", 10, "pool0"), change("1s", 8, "fast"), change("1s", 7, "fast"));
+        let s = load(&pools(&[("name = \"web\"\nvcpus = 4\npool = \"fast\"\ncpus = \"10-11\"\ncpus_soft = \"11\"", "name = \"web\"\nvcpus = 4")], &extra)).unwrap();
+        let got: Vec<(u64, u32, usize)> = s.host.pool_changes.iter().map(|c| (c.at / SEC, c.pcpu.0, c.to)).collect();
+        assert_eq!(got, [(1, 8, 1), (1, 7, 1), (2, 9, 1), (5, 10, 0)]);
+        let s = load(&format!(
+            "{}{}{}",
+            pools(&[("pool = \"fast\"\ncpus = \"10-11\"\n", "")], ""),
+            change("3s", 10, "pool0"),
+            change("3s", 11, "pool0")
+        ));
+        let s = s.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.host.pool_changes.len(), 3);
+
+        let with = |entry: &str| pools(&[], entry);
+        assert_error(&with("[[host.pool_change]]\npcpu = 1\nto = \"fast\"\n"), "host.pool_change[1].at: missing; expected a duration");
+        assert_error(&with("[[host.pool_change]]\nat = \"1\"\npcpu = 1\nto = \"fast\"\n"), "host.pool_change[1].at: \"1\" has no unit");
+        assert_error(&with(&change("1s", 12, "fast")), "host.pool_change[1].pcpu: pCPU 12 is out of range: the host has pCPUs 0-11");
+        assert_error(&with("[[host.pool_change]]\nat = \"1s\"\npcpu = -1\nto = \"fast\"\n"), "host.pool_change[1].pcpu: expected a non-negative integer, got -1");
+        assert_error(&with(&change("1s", 1, "fats")), "host.pool_change[1].to: unknown pool \"fats\"; expected one of: \"pool0\", \"fast\"; did you mean \"fast\"?");
+        assert_error(&with("[[host.pool_change]]\nat = \"1s\"\npcpu = 1\nto = \"fast\"\nfrom = \"pool0\"\n"), "host.pool_change[1].from: unknown key");
+        assert_error(&with("[run]\nduration = \"1s\"\n"), "run.duration: host.pool_change[0] moves pCPU 9 at 2s, after the run ends (duration = 1s); lengthen the run or drop the change");
+        assert_error(&with(&change("1s", 10, "fast")), "host.pool_change[1].to: pCPU 10 is already in pool \"fast\" at 1s; a change must move it to another pool");
+        // pCPU 9 joined "fast" at 2s (pool_change[0]), so moving it again to "fast" later is an error.
+        assert_error(&with(&change("3s", 9, "fast")), "host.pool_change[1].to: pCPU 9 is already in pool \"fast\" at 3s");
+        let empties = format!("{}{}{}", change("3s", 10, "pool0"), change("3s", 11, "pool0"), change("3s", 9, "pool0"));
+        assert_error(&with(&empties), "host.pool_change[3]: moving pCPU 9 to \"pool0\" at 3s would leave pool \"fast\" with no pCPU while it has VMs (\"web\") (Xen refuses: cpupool_unassign_cpu returns -EBUSY)");
+        let host = "[host]\npcpus = 2\n[[host.pool]]\nname = \"p\"\npcpus = \"1\"\n[[host.pool_change]]\nat = \"1s\"\npcpu = 0\nto = \"p\"\n";
+        assert_error(&minimal("", "").replace("[host]\npcpus = 2\n", host), "host.pool_change[0]: moving pCPU 0 to \"p\" at 1s would leave the default pool \"pool0\" with no pCPU; Xen's Pool-0 always keeps at least one pCPU");
+    }
+
+    #[test]
+    fn bad_vm_pools_affinity_and_caps_are_rejected() {
+        let vm = |from: &str, to: &str| pools(&[(from, to)], "");
+        assert_error(&vm("pool = \"fast\"", "pool = \"fsat\""), "vm[0].pool: unknown pool \"fsat\"; expected one of: \"pool0\", \"fast\"; did you mean \"fast\"?");
+        assert_error(&vm("pool = \"fast\"", "pool = 1"), "vm[0].pool: expected a string, got 1");
+        assert_error(&vm("\ncpus = \"10-11\"", "\ncpus = [\"10\", \"11\"]"), "vm[0].cpus: expected one cpulist per vCPU (4, as vcpus = 4), got 2 entries");
+        assert_error(&vm("\ncpus = \"10-11\"", "\ncpus = \"11-10\""), "vm[0].cpus: range \"11-10\" in \"11-10\" runs backwards");
+        assert_error(&vm("\ncpus = \"10-11\"", "\ncpus = [\"10\", \"11\", \"x\", \"10\"]"), "vm[0].cpus[2]: \"x\" in \"x\" is not a pCPU number");
+        assert_error(&vm("\ncpus = \"10-11\"", "\ncpus = [\"10\", \"11\", 10, \"10\"]"), "vm[0].cpus[2]: expected a cpulist string such as \"0-3,8\"");
+        assert_error(&vm("\ncpus = \"10-11\"", "\ncpus = 10"), "vm[0].cpus: expected a cpulist string such as \"0-3,8\" for every vCPU, or an array of them, one per vCPU; got 10");
+        assert_error(&vm("cpus_soft = \"11\"", "cpus_soft = \"12\""), "vm[0].cpus_soft: pCPU 12 in \"12\" is out of range: the host has pCPUs 0-11");
+        assert_error(&vm("\ncpus = \"10-11\"", "\ncpus = \"0-3\""), "vm[0].cpus: VM \"web\": hard affinity \"0-3\" has no pCPU in its pool \"fast\" (pCPUs \"10-11\"), so the vCPU could never run");
+        assert_error(&vm("\ncpus = \"10-11\"", "\ncpus = [\"10\", \"11\", \"9\", \"10\"]"), "vm[0].cpus[2]: VM \"web\": hard affinity \"9\" has no pCPU in its pool \"fast\"");
+        assert_error(&vm("cap = 150", "cap = -1"), "vm[0].cap: expected a non-negative integer (percent of one pCPU, as xl sched-credit -c; 0 = no cap), got -1");
+        assert_error(&vm("cap = 150", "cap = 1.5"), "vm[0].cap: expected a non-negative integer (percent of one pCPU, as xl sched-credit -c; 0 = no cap), got 1.5");
+        assert_error(&vm("cap = 150", "cap = \"150\""), "vm[0].cap: expected a non-negative integer (percent of one pCPU, as xl sched-credit -c; 0 = no cap), got \"150\"");
+    }
+
+    #[test]
+    fn uvf_needs_a_carrying_policy_in_the_vms_pool() {
+        let gang = |vm_uvf: &str| {
+            pools(&[("policy = \"credit\"\nparams = { tslice = \"1ms\" }", "policy = \"gang\""), ("[[host.pool_change]]", "[host.uvf]\n\n[[host.pool_change]]")], vm_uvf)
+        };
+        // [host.uvf] applies to the pools whose policy carries it; a gang pool without [vm.uvf] is fine.
+        assert!(load(&gang("")).unwrap().host.uvf.is_some());
+        assert_error(&gang("[vm.uvf]\ntlb_co = true\n"), "vm[0].uvf: VM \"web\" is in pool \"fast\", whose policy = \"gang\" does not carry the urgent-vCPU-first overlay; move the VM to a pool of a proportional-share policy (\"cfs\" or \"credit\") or drop [vm.uvf]");
+        // pool0's policy must still carry it when [host.uvf] is given.
+        let pool0_gang = pools(&[("policy = \"credit\"\n\n", "policy = \"gang\"\n\n"), ("[[host.pool_change]]", "[host.uvf]\n\n[[host.pool_change]]")], "");
+        assert_error(&pool0_gang, "host.uvf: the urgent-vCPU-first overlay rides on a proportional-share policy");
     }
 
     #[test]
