@@ -144,6 +144,22 @@ fn replay_pool_changes(source: &str, host: &HostSpec, change_index: &[usize], vm
                 format!("pCPU {} is already in pool {to_name:?} at {at}; a change must move it to another pool", p.0),
             ));
         }
+        for (k, name) in [(from, from_name), (change.to, to_name)] {
+            let policy = &host.pools[k].policy;
+            let supported = policies::find(policy).is_ok_and(|kind| kind.supports_pool_changes());
+            if !supported {
+                let able: Vec<&str> =
+                    policies::registry().iter().filter(|k| k.supports_pool_changes()).map(|k| k.name()).collect();
+                return Err(error(
+                    source,
+                    &path,
+                    format!(
+                        "pool {name:?} runs policy = {policy:?}, which cannot gain or lose pCPUs during a run; pool changes need a pool of {}",
+                        able.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(" or ")
+                    ),
+                ));
+            }
+        }
         if size[from] == 1 {
             if from == 0 {
                 return Err(error(
@@ -1322,6 +1338,24 @@ mod tests {
     }
 
     #[test]
+    fn pool_changes_need_policies_that_support_them() {
+        let text = |policy: &str| {
+            format!(
+                "[host]\npcpus = 4\n[[host.pool]]\nname = \"g\"\npcpus = \"2-3\"\npolicy = \"{policy}\"\n\
+                 [[host.pool_change]]\nat = \"1s\"\npcpu = 1\nto = \"g\"\n\
+                 [[vm]]\nname = \"a\"\nvcpus = 1\nworkload = \"cpu-bound\"\n[run]\nduration = \"2s\"\n"
+            )
+        };
+        assert!(load(&text("credit")).is_ok());
+        assert!(load(&text("cfs")).is_ok());
+        assert_error(
+            &text("gang"),
+            "host.pool_change[0]: pool \"g\" runs policy = \"gang\", which cannot gain or lose pCPUs during a run; pool changes need a pool of \"cfs\" or \"credit\"",
+        );
+        assert!(message(&text("hybrid")).contains("policy = \"hybrid\", which cannot gain or lose pCPUs"));
+    }
+
+    #[test]
     fn bad_vm_pools_affinity_and_caps_are_rejected() {
         let vm = |from: &str, to: &str| pools(&[(from, to)], "");
         assert_error(&vm("pool = \"fast\"", "pool = \"fsat\""), "vm[0].pool: unknown pool \"fsat\"; expected one of: \"pool0\", \"fast\"; did you mean \"fast\"?");
@@ -1342,7 +1376,7 @@ mod tests {
     #[test]
     fn uvf_needs_a_carrying_policy_in_the_vms_pool() {
         let gang = |vm_uvf: &str| {
-            pools(&[("policy = \"credit\"\nparams = { tslice = \"1ms\" }", "policy = \"gang\""), ("[[host.pool_change]]", "[host.uvf]\n\n[[host.pool_change]]")], vm_uvf)
+            pools(&[("policy = \"credit\"\nparams = { tslice = \"1ms\" }", "policy = \"gang\""), ("[[host.pool_change]]\nat = \"2s\"\npcpu = 9\nto = \"fast\"", "[host.uvf]")], vm_uvf)
         };
         // [host.uvf] applies to the pools whose policy carries it; a gang pool without [vm.uvf] is fine.
         assert!(load(&gang("")).unwrap().host.uvf.is_some());

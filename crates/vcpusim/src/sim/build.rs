@@ -103,8 +103,11 @@ impl Sim {
         for (i, v) in vcpu_ids.iter().enumerate() {
             let affinity = Affinity { hard: spec.cpus[i].clone(), soft: spec.cpus_soft[i].clone() };
             // The first home: vCPUs spread round-robin over where each may run (hard ∩ pool),
-            // by host-wide vCPU number (with one pool and no affinity: vCPU v on pCPU v mod P).
-            let allowed = affinity.hard.and(&self.pools[pool.idx()].view.mask);
+            // preferring its soft affinity there, by host-wide vCPU number (with one pool and no
+            // affinity: vCPU v on pCPU v mod P).
+            let hard = affinity.hard.and(&self.pools[pool.idx()].view.mask);
+            let soft = affinity.soft.and(&hard);
+            let allowed = if soft.is_empty() { hard } else { soft };
             let home = allowed.iter().nth(v.idx() % allowed.count()).expect("the loader checks hard ∩ pool is not empty");
             self.vcpu_pool.push(pool);
             self.affinity.push(affinity);

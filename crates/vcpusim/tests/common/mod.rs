@@ -27,3 +27,36 @@ pub fn num(table: &BTreeMap<String, BTreeMap<String, String>>, vm: &str, col: &s
     let v = &table[vm][col];
     v.parse().unwrap_or_else(|_| panic!("{vm}.{col} = {v:?} is not a number"))
 }
+
+/// One pCPU run span of the schedule trace: which VM's vCPU ran on which pCPU, when (ns).
+#[derive(Clone, Debug)]
+pub struct Span {
+    pub pcpu: u32,
+    pub vm: String,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// Run TOML text with the trace on and return the pCPU run spans (track 0 of trace.json).
+pub fn run_spans(text: &str, check: bool) -> (RunOutput, Vec<Span>) {
+    let sc = load_scenario(text, "<test>").unwrap_or_else(|e| panic!("scenario does not load: {e}\n{text}"));
+    let out = run(&sc, &RunOptions { check, trace: true, ..Default::default() }).unwrap_or_else(|e| panic!("run failed: {e}"));
+    let json: serde_json::Value = serde_json::from_str(out.trace_json.as_deref().expect("a trace")).expect("trace JSON");
+    let events = json["traceEvents"].as_array().expect("traceEvents");
+    let ns = |v: &serde_json::Value| (v.as_f64().expect("a number") * 1000.0).round() as u64;
+    let spans = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["pid"] == 0)
+        .map(|e| {
+            let name = e["name"].as_str().expect("a span name");
+            let start_ns = ns(&e["ts"]);
+            Span {
+                pcpu: e["tid"].as_u64().expect("tid") as u32,
+                vm: name.rsplit_once('/').map_or(name, |(vm, _)| vm).to_string(),
+                start_ns,
+                end_ns: start_ns + ns(&e["dur"]),
+            }
+        })
+        .collect();
+    (out, spans)
+}

@@ -523,7 +523,11 @@ impl Cfs {
                 .iter()
                 .map(|(_, v)| *v)
                 .filter(|&v| {
-                    let allowed = self.may_move(view_ctx, v, this, &loads, &pool);
+                    // Soft affinity (ours, as credit's steal does): a vCPU is not pulled off a
+                    // preferred run queue whose pCPU will pick it up itself (nothing runs there).
+                    let host = &view_ctx.host;
+                    let leaves_soft = host.has_soft(v) && !host.prefers(v, PcpuId(this as u32)) && host.prefers(v, PcpuId(b as u32));
+                    let allowed = self.may_move(view_ctx, v, this, &loads, &pool) && !(leaves_soft && self.rqs[b].curr.is_none());
                     all_barred &= !allowed;
                     allowed
                 })

@@ -1100,7 +1100,7 @@ impl Policy for Credit {
 
     fn check(&self, host: &HostView) -> Result<(), String> {
         let mut queued = vec![0u32; host.vcpus.len()];
-        for (p, pc) in self.pcpus.iter().enumerate() {
+        for (p, pc) in self.pcpus.iter().enumerate().filter(|(p, _)| host.owns_pcpu(PcpuId(*p as u32))) {
             for &v in &pc.runq {
                 queued[v.idx()] += 1;
                 let svc = &self.vcpus[v.idx()];
