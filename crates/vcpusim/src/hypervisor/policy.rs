@@ -7,6 +7,7 @@
 //! which the engine carries out after the call returns. That keeps the engine's invariants in one
 //! place and lets every policy be tested with the same suite.
 
+use crate::engine::event_queue::EventId;
 use crate::hardware::topology::Topology;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::time::Nanos;
@@ -155,13 +156,85 @@ impl IpiKind {
     }
 }
 
+/// Index of a policy-owned timer in the engine's [`TimerTable`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TimerId(pub u32);
+
+/// A timer a policy owns (Xen's `struct timer`, made by `init_timer`): a handle the policy keeps
+/// in its private data (credit.c's `spc->ticker`, `prv->master_ticker`) and passes to
+/// [`PolicyCtx::set_timer`] / [`PolicyCtx::stop_timer`]. When it fires, the policy's `on_timer`
+/// gets the key it was made with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timer {
+    id: TimerId,
+}
+
+impl Timer {
+    pub fn id(&self) -> TimerId {
+        self.id
+    }
+}
+
+/// One row of the engine's timer table.
+#[derive(Clone, Debug)]
+pub struct TimerEntry {
+    /// The policy instance that owns the timer (0: the one policy; per-cpupool instances later).
+    pub owner: u32,
+    /// What `on_timer` is called with.
+    pub key: u64,
+    /// The pending expiry's event, while armed.
+    pub pending: Option<EventId>,
+}
+
+/// Every policy-owned timer of a host: its owner, key and pending expiry. The engine (and the
+/// policy test hosts) arm and cancel the events; policies only hold [`Timer`] handles.
+#[derive(Clone, Debug, Default)]
+pub struct TimerTable {
+    entries: Vec<TimerEntry>,
+}
+
+impl TimerTable {
+    /// `init_timer`: a new, unarmed timer.
+    pub fn init(&mut self, owner: u32, key: u64) -> Timer {
+        let id = TimerId(self.entries.len() as u32);
+        self.entries.push(TimerEntry { owner, key, pending: None });
+        Timer { id }
+    }
+    pub fn entry(&self, id: TimerId) -> &TimerEntry {
+        &self.entries[id.0 as usize]
+    }
+    /// Record `event` as the pending expiry of `id`; returns the one it replaces (to cancel).
+    pub fn arm(&mut self, id: TimerId, event: EventId) -> Option<EventId> {
+        self.entries[id.0 as usize].pending.replace(event)
+    }
+    /// Disarm `id`; returns its pending expiry (to cancel), if any.
+    pub fn disarm(&mut self, id: TimerId) -> Option<EventId> {
+        self.entries[id.0 as usize].pending.take()
+    }
+    /// The expiry of `id` popped (hosts cancel superseded expiries, so it is the pending one):
+    /// disarm it and return (owner, key) for `on_timer`; None if it was not armed.
+    pub fn fire(&mut self, id: TimerId) -> Option<(u32, u64)> {
+        let e = &mut self.entries[id.0 as usize];
+        e.pending.take().map(|_| (e.owner, e.key))
+    }
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
 /// A request a policy makes; the engine carries it out after the policy call returns.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Request {
     /// Run `do_schedule` on this pCPU now (Xen: raise SCHEDULE_SOFTIRQ; Linux: resched_curr).
     Reschedule(PcpuId),
-    /// Call `on_timer(key)` at this time. Timers with the same key are independent.
-    Timer { at: Nanos, key: u64 },
+    /// Arm the timer to expire at this time, cancelling its pending expiry first (Xen
+    /// `set_timer`).
+    SetTimer { timer: TimerId, at: Nanos },
+    /// Disarm the timer (Xen `stop_timer`); harmless if it is not armed.
+    StopTimer(TimerId),
     /// For the metrics: this vCPU entered urgent state (UVF, `urgent_count`).
     UrgentEntered(VcpuId),
 }
@@ -170,11 +243,14 @@ pub enum Request {
 pub struct PolicyCtx<'a> {
     pub host: HostView<'a>,
     requests: &'a mut Vec<Request>,
+    timers: &'a mut TimerTable,
+    /// The policy instance being called (the owner recorded for its timers).
+    owner: u32,
 }
 
 impl<'a> PolicyCtx<'a> {
-    pub fn new(host: HostView<'a>, requests: &'a mut Vec<Request>) -> Self {
-        PolicyCtx { host, requests }
+    pub fn new(host: HostView<'a>, requests: &'a mut Vec<Request>, timers: &'a mut TimerTable) -> Self {
+        PolicyCtx { host, requests, timers, owner: 0 }
     }
     pub fn now(&self) -> Nanos {
         self.host.now
@@ -187,10 +263,19 @@ impl<'a> PolicyCtx<'a> {
     pub fn note_urgent(&mut self, v: VcpuId) {
         self.requests.push(Request::UrgentEntered(v));
     }
-    /// Ask for `on_timer(key)` at time `at` (clamped to now).
-    pub fn set_timer(&mut self, at: Nanos, key: u64) {
+    /// Xen `init_timer`: a new timer of this policy, unarmed; `on_timer(key)` when it fires.
+    pub fn init_timer(&mut self, key: u64) -> Timer {
+        self.timers.init(self.owner, key)
+    }
+    /// Xen `set_timer`: arm `timer` to fire at `at` (clamped to now). A pending expiry is
+    /// cancelled first, so a timer fires at most once per arming.
+    pub fn set_timer(&mut self, timer: &Timer, at: Nanos) {
         let at = at.max(self.host.now);
-        self.requests.push(Request::Timer { at, key });
+        self.requests.push(Request::SetTimer { timer: timer.id, at });
+    }
+    /// Xen `stop_timer`: disarm `timer`; its pending expiry never fires.
+    pub fn stop_timer(&mut self, timer: &Timer) {
+        self.requests.push(Request::StopTimer(timer.id));
     }
 }
 
@@ -246,7 +331,8 @@ pub trait Policy {
     /// kept queued by the policy.
     fn do_schedule(&mut self, ctx: &mut PolicyCtx, pcpu: PcpuId) -> Decision;
 
-    /// A timer set with `set_timer` fired.
+    /// A timer of this policy (`ctx.init_timer(key)`) fired; called only for a timer still armed
+    /// at its expiry (Xen: the timer's handler function).
     fn on_timer(&mut self, _ctx: &mut PolicyCtx, _key: u64) {}
 
     /// Notification: the guest on `from` sent an IPI to `to`. The hypervisor sees this because

@@ -32,6 +32,7 @@ impl Sim {
             ple: sc.host.ple.clone(),
             policy,
             requests: Vec::new(),
+            timers: Default::default(),
             vinfo: Vec::new(),
             pinfo: (0..npcpus as u32).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect(),
             vminfo: Vec::new(),

@@ -17,7 +17,7 @@ impl Sim {
     fn call_policy<R>(&mut self, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
         let mut requests = std::mem::take(&mut self.requests);
         let host = HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology };
-        let r = f(self.policy.as_mut(), &mut PolicyCtx::new(host, &mut requests));
+        let r = f(self.policy.as_mut(), &mut PolicyCtx::new(host, &mut requests, &mut self.timers));
         self.requests = requests;
         r
     }
@@ -39,8 +39,18 @@ impl Sim {
             for r in batch {
                 match r {
                     Request::Reschedule(p) => self.reschedule(p),
-                    Request::Timer { at, key } => {
-                        self.queue.push(at, Event::PolicyTimer(key));
+                    Request::SetTimer { timer, at } => {
+                        // Xen set_timer: a pending expiry is cancelled, the new one pushed here
+                        // (the same point in the request order as every earlier timer push).
+                        let ev = self.queue.push(at, Event::PolicyTimer(timer));
+                        if let Some(old) = self.timers.arm(timer, ev) {
+                            self.queue.cancel(old);
+                        }
+                    }
+                    Request::StopTimer(timer) => {
+                        if let Some(old) = self.timers.disarm(timer) {
+                            self.queue.cancel(old);
+                        }
                     }
                     Request::UrgentEntered(v) => {
                         let vm = self.vinfo[v.idx()].vm.idx();

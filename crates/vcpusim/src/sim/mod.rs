@@ -86,7 +86,12 @@ impl Sim {
                 self.pcpus[p.idx()].slice_event = None;
                 self.reschedule(p);
             }
-            Event::PolicyTimer(key) => self.with_policy(|pol, ctx| pol.on_timer(ctx, key)),
+            Event::PolicyTimer(timer) => {
+                // Owner 0 is the one policy (per-cpupool instances will dispatch on it).
+                if let Some((_owner, key)) = self.timers.fire(timer) {
+                    self.with_policy(|pol, ctx| pol.on_timer(ctx, key));
+                }
+            }
             Event::GuestTick(v) => self.on_guest_tick(v),
             Event::PcpuOnline(p) => {
                 self.pcpus[p.idx()].online = true;

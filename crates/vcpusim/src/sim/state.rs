@@ -8,7 +8,7 @@ use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::Thread;
 use crate::hardware::costs::{Costs, Ple};
 use crate::hardware::topology::Topology;
-use crate::hypervisor::policy::{IpiKind, PcpuInfo, Policy, Request, VcpuInfo, VmInfo};
+use crate::hypervisor::policy::{IpiKind, PcpuInfo, Policy, Request, TimerId, TimerTable, VcpuInfo, VmInfo};
 use crate::ids::{PcpuId, ThreadId, VcpuId};
 use crate::metrics::trace::TraceSink;
 use crate::metrics::vm_stats::VmStats;
@@ -126,7 +126,8 @@ pub enum Event {
     IpiArrive(VcpuId, Ipi),
     /// The slice the policy gave a pCPU ends.
     SliceEnd(PcpuId),
-    PolicyTimer(u64),
+    /// A policy-owned timer expires (only armed timers have a live event: see `Sim::timers`).
+    PolicyTimer(TimerId),
     /// The guest timer tick of a vCPU with several runnable threads.
     GuestTick(VcpuId),
     /// A pCPU makes its first scheduling decision.
@@ -144,6 +145,8 @@ pub struct Sim {
     pub ple: Ple,
     pub policy: Box<dyn Policy>,
     pub requests: Vec<Request>,
+    /// Policy-owned timers (Xen `init_timer`): key, owner and the pending expiry event.
+    pub timers: TimerTable,
     pub vinfo: Vec<VcpuInfo>,
     pub pinfo: Vec<PcpuInfo>,
     pub vminfo: Vec<VmInfo>,

@@ -16,7 +16,7 @@
 
 use super::placement::{self, LoadView, Placement};
 use super::{HostShape, PolicyKind};
-use crate::hypervisor::policy::{Decision, IpiKind, Policy, PolicyCtx, VcpuState, YieldReason};
+use crate::hypervisor::policy::{Decision, IpiKind, Policy, PolicyCtx, Timer, VcpuState, YieldReason};
 use crate::hypervisor::uvf::overlay::UrgentBase;
 use crate::hypervisor::uvf::Uvf;
 use crate::ids::{PcpuId, VcpuId};
@@ -101,6 +101,8 @@ struct RunQueue {
     load: u64,
     nr_running: u64,
     need_resched: bool,
+    /// The scheduler tick of this pCPU (`scheduler_tick`), periodic once started.
+    tick_timer: Option<Timer>,
     next_buddy: Option<VcpuId>,
     skip_buddy: Option<VcpuId>,
     last_balance: Nanos,
@@ -484,17 +486,17 @@ impl Cfs {
         Ok(())
     }
 
-    fn tick_key(p: usize) -> u64 {
-        p as u64
-    }
-
+    /// Start every pCPU's tick, once.
     fn start_ticks(&mut self, ctx: &mut PolicyCtx) {
         if !self.ticks_started {
             self.ticks_started = true;
             for p in 0..self.rqs.len() {
+                // The tick timer's key is its pCPU (below UVF_TIMER).
+                let timer = ctx.init_timer(p as u64);
+                self.rqs[p].tick_timer = Some(timer);
                 // Stagger ticks so pCPUs don't all balance at the same instant.
                 let offset = self.tick * (p as u64 + 1) / (self.rqs.len() as u64 + 1);
-                ctx.set_timer(ctx.now() + offset, Self::tick_key(p));
+                ctx.set_timer(&timer, ctx.now() + offset);
             }
         }
     }
@@ -651,7 +653,8 @@ impl Policy for Cfs {
             return;
         }
         let p = key as usize;
-        ctx.set_timer(ctx.now() + self.tick, Self::tick_key(p));
+        let timer = self.rqs[p].tick_timer.expect("a tick fires only after start_ticks made it");
+        ctx.set_timer(&timer, ctx.now() + self.tick);
         self.update_curr(ctx, p);
         self.check_preempt_tick(ctx, p);
         let idle = self.rqs[p].nr_running == 0;

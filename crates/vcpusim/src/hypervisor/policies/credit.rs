@@ -46,7 +46,7 @@
 mod urgent;
 
 use super::{HostShape, PolicyKind};
-use crate::hypervisor::policy::{Decision, HostView, IpiKind, Policy, PolicyCtx, VcpuState, YieldReason};
+use crate::hypervisor::policy::{Decision, HostView, IpiKind, Policy, PolicyCtx, Timer, VcpuState, YieldReason};
 use crate::hypervisor::uvf::overlay::UrgentBase;
 use crate::hypervisor::uvf::Uvf;
 use crate::ids::{PcpuId, VcpuId, VmId};
@@ -86,20 +86,15 @@ const PRI_OVER: Pri = -2;
 /// The idle unit; in this model, an empty run queue.
 const PRI_IDLE: Pri = -64;
 
-/// Timer kinds, in the top 4 bits of a timer key. Tick keys also carry the pCPU (low 20 bits) and
-/// a generation (the bits between), because `stop_timer` cannot be modelled by cancelling: a
-/// stopped tick's pending timer is recognised as stale by its old generation.
+/// Timer kinds, in the top 4 bits of a timer key; per-pCPU timers carry their pCPU below.
+/// `csched_acct` on the master pCPU (`prv->master_ticker`).
 const TIMER_ACCT: u64 = 1;
+/// `csched_tick` of one pCPU (`spc->ticker`).
 const TIMER_TICK: u64 = 2;
-/// The UVF overlay's per-pCPU timer (`credit/urgent.rs`).
+/// The UVF overlay's per-pCPU timers (`credit/urgent.rs`).
 const TIMER_UVF: u64 = 3;
 const KIND_SHIFT: u32 = 60;
-const GEN_SHIFT: u32 = 20;
-const PCPU_MASK: u64 = (1 << GEN_SHIFT) - 1;
-
-fn tick_key(p: usize, generation: u64) -> u64 {
-    (TIMER_TICK << KIND_SHIFT) | ((generation & ((1 << (KIND_SHIFT - GEN_SHIFT)) - 1)) << GEN_SHIFT) | p as u64
-}
+const PCPU_MASK: u64 = (1 << KIND_SHIFT) - 1;
 
 /// The registry entry.
 pub struct CreditKind;
@@ -286,10 +281,8 @@ struct CreditPcpu {
     idle_bias: usize,
     /// Last work-stealing attempt (`last_load_balance`); `None` before the first.
     last_load_balance: Option<Nanos>,
-    /// The tick timer is armed (the pCPU runs a vCPU).
-    tick_armed: bool,
-    /// Generation of the tick timer; bumped when it is stopped so a pending tick is ignored.
-    tick_generation: u64,
+    /// `spc->ticker`: `csched_tick`, armed while the pCPU runs a vCPU (made at its first start).
+    ticker: Option<Timer>,
 }
 
 /// Per-domain private data (`struct csched_dom`).
@@ -319,8 +312,8 @@ pub struct Credit {
     credit: u64,
     /// `prv->credit_balance`: sum of the active vCPUs' credits after the last accounting.
     credit_balance: i64,
-    /// The accounting timer of the master pCPU is armed.
-    master_armed: bool,
+    /// `prv->master_ticker`: `csched_acct` every tslice, made and armed at the first insert.
+    master_ticker: Option<Timer>,
     /// Rotor over idlers for `__runq_tickle` (`last_tickle_cpu`).
     last_tickle_cpu: usize,
     /// The urgent-vCPU-first overlay (seed 000 section 3.1.3), when `[host.uvf]` is present.
@@ -349,8 +342,7 @@ impl Credit {
             runq_sort_last: 0,
             idle_bias: npcpus.saturating_sub(1),
             last_load_balance: None,
-            tick_armed: false,
-            tick_generation: 0,
+            ticker: None,
         };
         Credit {
             credit: (cfg.credits_per_tslice as u64) * npcpus as u64,
@@ -364,7 +356,7 @@ impl Credit {
             runq_sort: 0,
             weight: 0,
             credit_balance: 0,
-            master_armed: false,
+            master_ticker: None,
             last_tickle_cpu: npcpus.saturating_sub(1),
             uvf: host.uvf.map(|cfg| Uvf::new(cfg, host.nvcpus as usize, npcpus)),
         }
@@ -592,21 +584,23 @@ impl Credit {
             self.unit_acct(ctx, v, p);
         }
         self.runq_sort(p);
-        let key = tick_key(p, self.pcpus[p].tick_generation);
-        ctx.set_timer(ctx.now() + self.cfg.tick_period, key);
+        let ticker = self.pcpus[p].ticker.expect("a tick fires only after start_tick made it");
+        ctx.set_timer(&ticker, ctx.now() + self.cfg.tick_period);
     }
 
     /// Start the tick when a pCPU goes from idle to busy, aligned to the tick period.
     fn start_tick(&mut self, ctx: &mut PolicyCtx, p: usize) {
         let now = ctx.now();
         let period = self.cfg.tick_period;
-        self.pcpus[p].tick_armed = true;
-        ctx.set_timer(now + period - now % period, tick_key(p, self.pcpus[p].tick_generation));
+        let ticker = *self.pcpus[p].ticker.get_or_insert_with(|| ctx.init_timer((TIMER_TICK << KIND_SHIFT) | p as u64));
+        ctx.set_timer(&ticker, now + period - now % period);
     }
 
-    fn stop_tick(&mut self, p: usize) {
-        self.pcpus[p].tick_armed = false;
-        self.pcpus[p].tick_generation += 1;
+    /// `stop_timer(&spc->ticker)` when the pCPU goes idle.
+    fn stop_tick(&mut self, ctx: &mut PolicyCtx, p: usize) {
+        if let Some(ticker) = self.pcpus[p].ticker {
+            ctx.stop_timer(&ticker);
+        }
     }
 
     // ---- placement ----
@@ -845,10 +839,11 @@ impl Policy for Credit {
         svc.processor = PcpuId(info.last_pcpu.0.min(self.pcpus.len() as u32 - 1));
         svc.pri = PRI_UNDER;
         svc.awake = true;
-        if !self.master_armed {
+        if self.master_ticker.is_none() {
             // init_pdata: the master pCPU's accounting timer, first at one tslice.
-            self.master_armed = true;
-            ctx.set_timer(ctx.now() + self.cfg.tslice, TIMER_ACCT << KIND_SHIFT);
+            let ticker = ctx.init_timer(TIMER_ACCT << KIND_SHIFT);
+            self.master_ticker = Some(ticker);
+            ctx.set_timer(&ticker, ctx.now() + self.cfg.tslice);
         }
         let p = self.cpu_pick(&ctx.host, v, true);
         let svc = &mut self.vcpus[v.idx()];
@@ -973,7 +968,7 @@ impl Policy for Credit {
 
         // "Stop credit tick when going to idle, restart it when coming from idle."
         match (prev.is_some(), snext.is_some()) {
-            (true, false) => self.stop_tick(p),
+            (true, false) => self.stop_tick(ctx, p),
             (false, true) => self.start_tick(ctx, p),
             _ => {}
         }
@@ -988,18 +983,11 @@ impl Policy for Credit {
         match key >> KIND_SHIFT {
             TIMER_ACCT => {
                 self.acct(ctx);
-                ctx.set_timer(ctx.now() + self.cfg.tslice, TIMER_ACCT << KIND_SHIFT);
+                let ticker = self.master_ticker.expect("made before it was armed");
+                ctx.set_timer(&ticker, ctx.now() + self.cfg.tslice);
             }
-            TIMER_TICK => {
-                let p = (key & PCPU_MASK) as usize;
-                let generation = (key >> GEN_SHIFT) & ((1 << (KIND_SHIFT - GEN_SHIFT)) - 1);
-                let live = self.pcpus.get(p).is_some_and(|pc| {
-                    pc.tick_armed && pc.tick_generation & ((1 << (KIND_SHIFT - GEN_SHIFT)) - 1) == generation
-                });
-                if live {
-                    self.tick(ctx, p);
-                }
-            }
+            // Only an armed ticker fires: stop_tick's stop_timer cancelled any pending tick.
+            TIMER_TICK => self.tick(ctx, (key & PCPU_MASK) as usize),
             TIMER_UVF => self.uvf_timer(ctx, (key & PCPU_MASK) as usize),
             _ => {}
         }
@@ -1078,16 +1066,15 @@ impl Policy for Credit {
 mod tests {
     use super::*;
     use crate::hardware::topology::Topology;
-    use crate::hypervisor::policy::{PcpuInfo, Request, VcpuInfo, VmInfo};
+    use crate::engine::event_queue::{EventId, EventQueue};
+    use crate::hypervisor::policy::{PcpuInfo, Request, TimerId, TimerTable, VcpuInfo, VmInfo};
     use crate::hypervisor::uvf::UvfHost;
-    use std::cmp::Reverse;
-    use std::collections::BinaryHeap;
 
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub(super) enum Ev {
-        Slice(usize, u64),
+        Slice(usize),
         Resched(usize),
-        Timer(u64),
+        Timer(TimerId),
         Halt(usize),
         Wake(usize),
         Yield(usize),
@@ -1101,9 +1088,12 @@ mod tests {
         pub(super) vms: Vec<VmInfo>,
         pub(super) topo: Topology,
         pub(super) now: Nanos,
-        pub(super) events: BinaryHeap<Reverse<(Nanos, u64, Ev)>>,
-        pub(super) seq: u64,
-        pub(super) slice_gen: Vec<u64>,
+        /// Pending events, in time order then by push order (the engine's queue).
+        pub(super) events: EventQueue<Ev>,
+        /// The policy's timers (the engine's table).
+        pub(super) timers: TimerTable,
+        /// Each pCPU's pending slice end, cancelled by the next decision.
+        pub(super) slice_event: Vec<Option<EventId>>,
         /// Run time per vCPU, charged when it leaves its pCPU (and by `run_times`).
         pub(super) run: Vec<Nanos>,
     }
@@ -1151,29 +1141,38 @@ mod tests {
                 vms: vm_infos,
                 topo,
                 now: 0,
-                events: BinaryHeap::new(),
-                seq: 0,
-                slice_gen: vec![0; npcpus as usize],
+                events: EventQueue::new(),
+                timers: TimerTable::default(),
+                slice_event: vec![None; npcpus as usize],
                 run: vec![0; n],
             }
         }
 
         pub(super) fn push(&mut self, at: Nanos, ev: Ev) {
-            self.seq += 1;
-            self.events.push(Reverse((at, self.seq, ev)));
+            self.events.push(at, ev);
         }
 
         pub(super) fn call<R>(&mut self, f: impl FnOnce(&mut Credit, &mut PolicyCtx) -> R) -> R {
             let mut requests = Vec::new();
             let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo };
             let r = {
-                let mut ctx = PolicyCtx::new(host, &mut requests);
+                let mut ctx = PolicyCtx::new(host, &mut requests, &mut self.timers);
                 f(&mut self.policy, &mut ctx)
             };
             for req in requests {
                 match req {
                     Request::Reschedule(p) => self.push(self.now, Ev::Resched(p.idx())),
-                    Request::Timer { at, key } => self.push(at, Ev::Timer(key)),
+                    Request::SetTimer { timer, at } => {
+                        let ev = self.events.push(at, Ev::Timer(timer));
+                        if let Some(old) = self.timers.arm(timer, ev) {
+                            self.events.cancel(old);
+                        }
+                    }
+                    Request::StopTimer(timer) => {
+                        if let Some(old) = self.timers.disarm(timer) {
+                            self.events.cancel(old);
+                        }
+                    }
                     Request::UrgentEntered(_) => {}
                 }
             }
@@ -1225,28 +1224,30 @@ mod tests {
                 }
                 self.pcpus[p].current = d.next;
             }
-            self.slice_gen[p] += 1;
+            if let Some(old) = self.slice_event[p].take() {
+                self.events.cancel(old);
+            }
             if let Some(s) = d.slice {
-                let g = self.slice_gen[p];
-                self.push(self.now + s, Ev::Slice(p, g));
+                self.slice_event[p] = Some(self.events.push(self.now + s, Ev::Slice(p)));
             }
             self.check();
         }
 
         pub(super) fn run_until(&mut self, until: Nanos) {
-            while let Some(&Reverse((at, _, ev))) = self.events.peek() {
-                if at > until {
-                    break;
-                }
-                self.events.pop();
+            while self.events.peek_time().is_some_and(|at| at <= until) {
+                let (at, ev) = self.events.pop().expect("peeked");
                 self.now = at;
                 match ev {
-                    Ev::Slice(p, g) if g == self.slice_gen[p] => self.schedule(p),
-                    Ev::Slice(..) => {}
+                    Ev::Slice(p) => {
+                        self.slice_event[p] = None;
+                        self.schedule(p);
+                    }
                     Ev::Resched(p) => self.schedule(p),
-                    Ev::Timer(key) => {
-                        self.call(|pol, ctx| pol.on_timer(ctx, key));
-                        self.check();
+                    Ev::Timer(timer) => {
+                        if let Some((_owner, key)) = self.timers.fire(timer) {
+                            self.call(|pol, ctx| pol.on_timer(ctx, key));
+                            self.check();
+                        }
                     }
                     Ev::Halt(v) => {
                         if let Some(p) = self.vcpus[v].pcpu {
@@ -1662,6 +1663,27 @@ mod tests {
         h.run_until(5 * MS);
         assert_eq!(h.running_on(0), Some(0));
         assert!(!h.svc(0).yielding);
+    }
+
+    #[test]
+    fn the_ticker_is_stopped_when_a_pcpu_idles_and_rearmed_when_it_gets_work() {
+        // One vCPU on one pCPU: it halts (csched_schedule stops spc->ticker), then wakes.
+        let mut h = FakeHost::new(Topology::flat(1), &[(1, 256)], cfg());
+        h.start();
+        let ticker = h.policy.pcpus[0].ticker.expect("a busy pCPU made its ticker");
+        assert!(h.timers.entry(ticker.id()).pending.is_some());
+        h.run_until(15 * MS);
+        h.push(h.now, Ev::Halt(0));
+        h.run_until(h.now);
+        assert_eq!(h.running_on(0), None);
+        assert!(h.timers.entry(ticker.id()).pending.is_none(), "an idle pCPU's tick is stopped");
+        h.push(h.now + 7 * MS, Ev::Wake(0));
+        h.run_until(h.now + 7 * MS);
+        assert_eq!(h.running_on(0), Some(0));
+        assert!(h.timers.entry(ticker.id()).pending.is_some(), "and restarted when it runs again");
+        assert_eq!(h.policy.pcpus[0].ticker, Some(ticker), "the same timer, re-armed");
+        h.run_until(100 * MS);
+        h.check();
     }
 
     #[test]

@@ -23,7 +23,7 @@
 //!   be co-started, so it never runs. The scenario loader, not this policy, may choose to reject it.
 
 use super::{HostShape, PolicyKind};
-use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, VcpuState, YieldReason};
+use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Timer, VcpuState, YieldReason};
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, MS, SEC};
@@ -41,17 +41,9 @@ const MAX_SLICE: Nanos = SEC;
 /// per reserved pCPU.
 const WEIGHT_UNIT: u128 = 256;
 
-/// Timer kinds, in the upper half of the timer key; the lower half is the pCPU the timer belongs
-/// to (the gang boundary is global and kept on pCPU 0, like credit's master pCPU).
+/// The key of the one timer: the gang boundary, global (kept on pCPU 0 like credit's master
+/// pCPU).
 const TIMER_GANG_BOUNDARY: u64 = 1;
-
-fn timer_key(kind: u64, pcpu: PcpuId) -> u64 {
-    (kind << 32) | pcpu.0 as u64
-}
-
-fn timer_kind(key: u64) -> u64 {
-    key >> 32
-}
 
 /// The registry entry.
 pub struct GangKind;
@@ -117,6 +109,8 @@ pub struct Gang {
     pcpus: Vec<GangPcpu>,
     /// The first gang has been packed and the boundary timer armed.
     started: bool,
+    /// The periodic gang-boundary timer, made by `start`.
+    boundary_timer: Option<Timer>,
 }
 
 impl Gang {
@@ -127,6 +121,7 @@ impl Gang {
             vcpus: vec![GangVcpu::default(); host.nvcpus as usize],
             pcpus: vec![GangPcpu::default(); host.npcpus as usize],
             started: false,
+            boundary_timer: None,
         }
     }
 
@@ -275,8 +270,9 @@ impl Gang {
     fn start(&mut self, ctx: &mut PolicyCtx) {
         self.started = true;
         self.pack(ctx, Vec::new());
-        let at = ctx.now() + self.slice;
-        ctx.set_timer(at, timer_key(TIMER_GANG_BOUNDARY, PcpuId(0)));
+        let timer = ctx.init_timer(TIMER_GANG_BOUNDARY);
+        self.boundary_timer = Some(timer);
+        ctx.set_timer(&timer, ctx.now() + self.slice);
     }
 
     /// Slice boundary: charge the outgoing gang and choose the next one from scratch.
@@ -286,8 +282,8 @@ impl Gang {
             self.charge(&host, vm);
         }
         self.pack(ctx, Vec::new());
-        let at = ctx.now() + self.slice;
-        ctx.set_timer(at, timer_key(TIMER_GANG_BOUNDARY, PcpuId(0)));
+        let timer = self.boundary_timer.expect("the boundary timer fires only after start made it");
+        ctx.set_timer(&timer, ctx.now() + self.slice);
     }
 }
 
@@ -391,7 +387,7 @@ impl Policy for Gang {
 
     fn on_timer(&mut self, ctx: &mut PolicyCtx, key: u64) {
         self.fit_to(&ctx.host);
-        if timer_kind(key) == TIMER_GANG_BOUNDARY {
+        if key == TIMER_GANG_BOUNDARY {
             self.boundary(ctx);
         }
     }

@@ -30,13 +30,22 @@ pub trait UrgentBase {
     /// Ask `p` to reschedule; the policy must hold the preemption back (`Uvf::defer`) while
     /// `p`'s runner is protected.
     fn resched(&mut self, ctx: &mut PolicyCtx, p: usize);
-    /// The key of `p`'s UVF timer (the policy routes it to `uvf_timer`).
+    /// The key of `p`'s UVF timers (the policy routes it to `uvf_timer`).
     fn uvf_timer_key(&self, p: usize) -> u64;
 
     // ---- provided: the overlay's rules ----
 
     fn uvf_on(&self) -> bool {
         self.uvf_ref().is_some()
+    }
+
+    /// Arm one of `p`'s UVF timers to expire at `at` (see `Uvf::expiries`: every expiry fires).
+    fn arm_uvf_expiry(&mut self, ctx: &mut PolicyCtx, p: usize, at: Nanos) {
+        let key = self.uvf_timer_key(p);
+        let at = at.max(ctx.now());
+        let u = self.uvf_slot().as_mut().expect("only called with UVF on");
+        let timer = u.expiry_timer(PcpuId(p as u32), at, || ctx.init_timer(key));
+        ctx.set_timer(&timer, at);
     }
 
     fn allowance(&self) -> Nanos {
@@ -61,13 +70,12 @@ pub trait UrgentBase {
 
     /// After do_schedule chose `next` for `p`: an urgent vCPU gets a protected urgent tslice.
     fn start_urgent_tslice(&mut self, ctx: &mut PolicyCtx, p: usize, next: Option<VcpuId>) {
-        let key = self.uvf_timer_key(p);
         let Some(u) = self.uvf_slot().as_mut() else { return };
         let pc = PcpuId(p as u32);
         match next {
             Some(n) if u.is_urgent(n, ctx.now()) => {
                 let end = u.protect(pc, ctx.now());
-                ctx.set_timer(end, key);
+                self.arm_uvf_expiry(ctx, p, end);
             }
             _ => u.unprotect(pc),
         }
@@ -112,16 +120,16 @@ pub trait UrgentBase {
                 // A running vCPU requesting urgency (a Resched-DP sender, a recipient that is on
                 // a pCPU already) is protected from now on.
                 let p = info.pcpu.expect("a running vCPU has a pCPU").idx();
-                let key = self.uvf_timer_key(p);
                 let u = self.uvf_slot().as_mut().expect("only called with UVF on");
                 let pc = PcpuId(p as u32);
                 if !u.protecting(pc, now) {
                     let end = u.protect(pc, now);
-                    ctx.set_timer(end, key);
+                    self.arm_uvf_expiry(ctx, p, end);
                 }
                 // A time-based request may end before the tslice: release then.
+                let u = self.uvf_slot().as_mut().expect("only called with UVF on");
                 if let Some(end) = u.time_based_end(v) {
-                    ctx.set_timer(end, key);
+                    self.arm_uvf_expiry(ctx, p, end);
                 }
             }
             VcpuState::Runnable => {
@@ -218,6 +226,7 @@ pub trait UrgentBase {
         let pc = PcpuId(p as u32);
         let current = self.running_on(p);
         let Some(u) = self.uvf_slot().as_mut() else { return };
+        u.expiry_fired(pc, now);
         let Some(c) = current else {
             u.take_deferred(pc);
             return;

@@ -22,7 +22,7 @@ mod plan;
 mod tests;
 
 use super::{HostShape, PolicyKind};
-use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, VcpuState, VmType, YieldReason};
+use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Timer, VcpuState, VmType, YieldReason};
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, MS, SEC};
@@ -47,7 +47,8 @@ const DEFAULT_ALLOCATION_SLOTS: u64 = 1;
 /// the seed gives no bound.
 const PE_BOUND_INTERVALS: u64 = 4;
 
-/// The one timer: the slot boundary, kept on the BSP (pCPU 0) like credit's master pCPU.
+/// The key of the one timer: the slot boundary, kept on the BSP (pCPU 0) like credit's master
+/// pCPU.
 const TIMER_SLOT: u64 = 1;
 
 /// The registry entry.
@@ -187,6 +188,8 @@ pub struct Hybrid {
     /// Slots started so far (the current slot's index + 1).
     slots: u64,
     started: bool,
+    /// The periodic slot-boundary timer, made at the first slot.
+    slot_timer: Option<Timer>,
     /// PE handed out at the last allocation event, and PE_total then (conservation, `check`).
     last_handed_out: u64,
     last_pe_total: u64,
@@ -201,6 +204,7 @@ impl Hybrid {
             vms: vec![HybridVm::default(); host.nvms as usize],
             slots: 0,
             started: false,
+            slot_timer: None,
             last_handed_out: 0,
             last_pe_total: 0,
         }
@@ -357,8 +361,8 @@ impl Hybrid {
         self.sort_runqs();
         self.slots += 1;
         self.plan_slot(ctx);
-        let at = ctx.now() + self.cfg.slot;
-        ctx.set_timer(at, TIMER_SLOT);
+        let timer = *self.slot_timer.get_or_insert_with(|| ctx.init_timer(TIMER_SLOT));
+        ctx.set_timer(&timer, ctx.now() + self.cfg.slot);
     }
 }
 

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::hypervisor::policies::test_host::FakeHost;
-use crate::hypervisor::policy::VmInfo;
+use crate::hypervisor::policy::{TimerTable, VmInfo};
 use crate::params::ParamValue;
 use crate::time::US;
 
@@ -81,10 +81,10 @@ fn initial_mapping_puts_a_concurrent_vms_vcpus_in_distinct_queues() {
     let shape = HostShape { npcpus: 4, nvcpus: h.vcpus.len() as u32, nvms: 3, uvf: None };
     let cfg = HybridConfig { slot: DEFAULT_SLOT, work_conserving: true, pe_unit: 300, allocation_slots: 1 };
     let mut pol = Hybrid::new(cfg, shape);
-    let mut requests = Vec::new();
+    let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
     let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topology };
     for v in 0..h.vcpus.len() as u32 {
-        let mut ctx = PolicyCtx::new(view, &mut requests);
+        let mut ctx = PolicyCtx::new(view, &mut requests, &mut timers);
         pol.insert_vcpu(&mut ctx, VcpuId(v));
     }
     let homes: Vec<u32> = pol.vcpus.iter().map(|d| d.home.0).collect();
@@ -258,11 +258,11 @@ fn a_vm_made_concurrent_gets_distinct_queues_and_runs_co_scheduled_from_the_next
     let shape = HostShape { npcpus: 4, nvcpus: 6, nvms: 2, uvf: None };
     let cfg = HybridConfig { slot: DEFAULT_SLOT, work_conserving: true, pe_unit: 300, allocation_slots: 1 };
     let mut pol = Hybrid::new(cfg, shape);
-    let mut requests = Vec::new();
+    let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
     {
         let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topology };
         for v in 0..6 {
-            pol.insert_vcpu(&mut PolicyCtx::new(view, &mut requests), VcpuId(v));
+            pol.insert_vcpu(&mut PolicyCtx::new(view, &mut requests, &mut timers), VcpuId(v));
         }
         for v in 0..3 {
             pol.migrate(VcpuId(v), PcpuId(2));
@@ -273,7 +273,7 @@ fn a_vm_made_concurrent_gets_distinct_queues_and_runs_co_scheduled_from_the_next
     vms[0].vm_type = CON;
     let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &vms, topology: &h.topology };
     assert!(pol.check(&view).is_err(), "before re-planning the queues break Algorithm 1");
-    pol.vm_reconfigured(&mut PolicyCtx::new(view, &mut requests), VmId(0));
+    pol.vm_reconfigured(&mut PolicyCtx::new(view, &mut requests, &mut timers), VmId(0));
     pol.check(&view).unwrap();
     let homes: Vec<u32> = (0..3).map(|v| pol.vcpus[v].home.0).collect();
     // vCPU0 stays on pCPU 2; vCPUs 1 and 2 go to the least loaded queues without a sibling
