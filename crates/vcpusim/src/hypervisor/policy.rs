@@ -52,21 +52,39 @@ pub struct PcpuInfo {
     pub current: Option<VcpuId>,
 }
 
-/// A VM as the hypervisor sees it.
+/// A VM as any hypervisor knows a domain: its id, name and vCPUs. Scheduling settings reach the
+/// policy separately, through [`Policy::adjust`], and each policy keeps what it needs.
 #[derive(Clone, Debug)]
 pub struct VmInfo {
     pub id: VmId,
     pub name: String,
+    pub vcpus: Vec<VcpuId>,
+}
+
+/// A VM's scheduling settings, handed to [`Policy::adjust`] (Xen: the `xen_domctl_scheduler_op`
+/// parameters `csched_dom_cntl` reads, plus the seeds' per-VM knobs). Every policy reads
+/// `weight`; the rest only the policies that implement them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VmSched {
     /// Proportional-share weight (Xen domain weight; CFS group shares are derived from it).
     pub weight: u32,
-    pub vcpus: Vec<VcpuId>,
-    /// The VM's urgent-vCPU-first features (`[vm.uvf]`; all off by default).
-    pub uvf: crate::hypervisor::uvf::UvfVm,
+    /// Cap in percent of one pCPU (Xen `sdom->cap`); 0 = no cap (`[[vm]] cap`).
+    pub cap: u32,
     /// Seed 004 section 4.1 VM type (`[[vm]] type`); only the `hybrid` policy reads it.
     pub vm_type: VmType,
-    /// Seed 004 section 3.3 u-factor of the master vCPU (`[[vm]] u_factor`, in [0, 1] (seed 004 section 3.3); PCPS when
+    /// Seed 004 section 3.3 u-factor of the master vCPU (`[[vm]] u_factor`, in [0, 1]; PCPS when
     /// > 0); only the `hybrid` policy reads it, and only for concurrent VMs.
     pub u_factor: f64,
+    /// The VM's urgent-vCPU-first features (`[vm.uvf]`; all off by default); read by policies
+    /// that carry the overlay.
+    pub uvf: crate::hypervisor::uvf::UvfVm,
+}
+
+impl VmSched {
+    /// The defaults of a `[[vm]]` that sets nothing but its weight.
+    pub fn with_weight(weight: u32) -> Self {
+        VmSched { weight, cap: 0, vm_type: VmType::default(), u_factor: 0.0, uvf: Default::default() }
+    }
 }
 
 /// The VM classes of seed 004 (004_2f4d1756ca892fd2.txt section 4.1): a high-throughput VM's
@@ -346,10 +364,12 @@ pub trait Policy {
     /// Notification: `v` finished handling an IPI of this kind (its EOI exit).
     fn ipi_handled(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId, _kind: IpiKind) {}
 
-    /// Notification: the `vm_type` / `u_factor` of `vm` in the host view just changed (a
-    /// scenario's `[[vm.sched_pe]]`, seed 004's `xm sched-pe`). Called between events, with the
-    /// VM's vCPUs wherever they are; a policy that keys placement on the class re-plans here.
-    fn vm_reconfigured(&mut self, _ctx: &mut PolicyCtx, _vm: VmId) {}
+    /// The scheduling settings of `vm` (Xen `.adjust`: `sched_adjust` -> `csched_dom_cntl`
+    /// with `XEN_DOMCTL_SCHEDOP_putinfo`). Called for every VM before any vCPU is inserted, and
+    /// again between events whenever a setting changes at run time (a scenario's
+    /// `[[vm.sched_pe]]`, seed 004's `xm sched-pe`), with the VM's vCPUs wherever they are. The
+    /// policy keeps what it needs in its own per-VM data (credit.c's `csched_dom`).
+    fn adjust(&mut self, ctx: &mut PolicyCtx, vm: VmId, sched: &VmSched);
 
     /// Check the policy's own invariants (used in check mode after every event).
     fn check(&self, _host: &HostView) -> Result<(), String> {

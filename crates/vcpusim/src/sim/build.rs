@@ -8,7 +8,7 @@ use crate::guest::objects::{Barrier, MutexWord, Queue, SyncObjects};
 use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::{compile, Thread, ThreadState};
 use crate::hypervisor::policies::{self, HostShape};
-use crate::hypervisor::policy::{PcpuInfo, VcpuInfo, VcpuState, VmInfo};
+use crate::hypervisor::policy::{PcpuInfo, VcpuInfo, VcpuState, VmInfo, VmSched};
 use crate::ids::{LockId, PcpuId, ThreadId, VcpuId, VmId};
 use crate::metrics::trace::{TraceSink, DEFAULT_MAX_EVENTS};
 use crate::metrics::vm_stats::VmStats;
@@ -161,8 +161,9 @@ impl Sim {
             self.vcpus[v.idx()].runqueue.push_back(t);
             thread_ids.push(t);
         }
-        self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), weight: spec.weight, vcpus: vcpu_ids, uvf: spec.uvf, vm_type: spec.vm_type, u_factor: spec.u_factor });
+        self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids });
         self.vms.push(Vm {
+            sched: VmSched { weight: spec.weight, cap: spec.cap, vm_type: spec.vm_type, u_factor: spec.u_factor, uvf: spec.uvf },
             live_threads: thread_ids.len(),
             threads: thread_ids,
             objects,

@@ -25,8 +25,14 @@ pub fn run(scenario: &Scenario, options: &RunOptions) -> Result<RunOutput, SimEr
 }
 
 impl Sim {
-    /// Insert every vCPU into the policy and let every pCPU pick.
+    /// Give the policy every VM's settings, insert every vCPU and let every pCPU pick.
     pub fn start(&mut self) {
+        // Xen: a domain's scheduling parameters are set (`sched_adjust`) before its vCPUs run;
+        // all VMs first, so that no insert sees a VM the policy does not know yet.
+        for vm in 0..self.vminfo.len() {
+            let sched = self.vms[vm].sched;
+            self.with_policy(|pol, ctx| pol.adjust(ctx, crate::ids::VmId(vm as u32), &sched));
+        }
         for v in 0..self.vinfo.len() as u32 {
             self.with_policy(|pol, ctx| pol.insert_vcpu(ctx, VcpuId(v)));
         }
@@ -98,10 +104,11 @@ impl Sim {
                 self.reschedule(p);
             }
             Event::VmReconfigure(vm, vm_type, u_factor) => {
-                let info = &mut self.vminfo[vm.idx()];
-                info.vm_type = vm_type;
-                info.u_factor = u_factor;
-                self.with_policy(|pol, ctx| pol.vm_reconfigured(ctx, vm));
+                let sched = &mut self.vms[vm.idx()].sched;
+                sched.vm_type = vm_type;
+                sched.u_factor = u_factor;
+                let sched = *sched;
+                self.with_policy(|pol, ctx| pol.adjust(ctx, vm, &sched));
             }
         }
     }

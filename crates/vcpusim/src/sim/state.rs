@@ -8,7 +8,7 @@ use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::Thread;
 use crate::hardware::costs::{Costs, Ple};
 use crate::hardware::topology::Topology;
-use crate::hypervisor::policy::{IpiKind, PcpuInfo, Policy, Request, TimerId, TimerTable, VcpuInfo, VmInfo};
+use crate::hypervisor::policy::{IpiKind, PcpuInfo, Policy, Request, TimerId, TimerTable, VcpuInfo, VmInfo, VmSched};
 use crate::ids::{PcpuId, ThreadId, VcpuId};
 use crate::metrics::trace::TraceSink;
 use crate::metrics::vm_stats::VmStats;
@@ -100,6 +100,8 @@ pub struct Pcpu {
 }
 
 pub struct Vm {
+    /// The scheduling settings the policy was last given (`Policy::adjust`).
+    pub sched: VmSched,
     pub threads: Vec<ThreadId>,
     pub objects: SyncObjects,
     pub guest: GuestConfig,

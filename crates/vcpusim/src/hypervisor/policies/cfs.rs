@@ -16,10 +16,10 @@
 
 use super::placement::{self, LoadView, Placement};
 use super::{HostShape, PolicyKind};
-use crate::hypervisor::policy::{Decision, IpiKind, Policy, PolicyCtx, Timer, VcpuState, YieldReason};
+use crate::hypervisor::policy::{Decision, IpiKind, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason};
 use crate::hypervisor::uvf::overlay::UrgentBase;
-use crate::hypervisor::uvf::Uvf;
-use crate::ids::{PcpuId, VcpuId};
+use crate::hypervisor::uvf::{Uvf, UvfVm};
+use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, MS, US};
 use std::collections::BTreeSet;
@@ -108,6 +108,14 @@ struct RunQueue {
     last_balance: Nanos,
 }
 
+/// Per-VM private data: the settings `adjust` gave (the VM's cgroup `cpu.shares` on a KVM host).
+#[derive(Clone, Copy, Debug, Default)]
+struct CfsVm {
+    weight: u32,
+    /// The VM's `[vm.uvf]` knobs (the UVF overlay, `cfs/urgent.rs`).
+    uvf: UvfVm,
+}
+
 pub struct Cfs {
     latency: Nanos,
     min_gran: Nanos,
@@ -123,6 +131,7 @@ pub struct Cfs {
     se: Vec<Entity>,
     weight: Vec<u64>,
     rqs: Vec<RunQueue>,
+    vms: Vec<CfsVm>,
     /// kvm->last_boosted_vcpu per VM (index within the VM).
     last_boosted: Vec<usize>,
     ticks_started: bool,
@@ -149,10 +158,17 @@ impl Cfs {
             se: vec![Entity::default(); host.nvcpus as usize],
             weight: vec![NICE_0_LOAD; host.nvcpus as usize],
             rqs: vec![RunQueue::default(); host.npcpus as usize],
+            vms: vec![CfsVm::default(); host.nvms as usize],
             last_boosted: vec![0; host.nvms as usize],
             ticks_started: false,
             uvf: host.uvf.map(|cfg| Uvf::new(cfg, host.nvcpus as usize, host.npcpus as usize)),
         }
+    }
+
+    /// Group shares 1024 x pCPUs x weight/256, split over the VM's vCPUs.
+    fn vcpu_weight(&self, ctx: &PolicyCtx, vm: VmId) -> u64 {
+        let shares = NICE_0_LOAD * ctx.host.npcpus() as u64 * self.vms[vm.idx()].weight as u64 / 256;
+        (shares / ctx.host.vm(vm).vcpus.len() as u64).max(2)
     }
 
     /// calc_delta_fair: virtual time for `delta` of real time at weight `w`.
@@ -545,12 +561,29 @@ impl Policy for Cfs {
         "cfs"
     }
 
+    /// The VM's cgroup `cpu.shares` (`sched_group_set_shares`): a new weight reweights its
+    /// inserted vCPUs, moving their run queues' load with them (`reweight_entity`).
+    fn adjust(&mut self, ctx: &mut PolicyCtx, vm: VmId, sched: &VmSched) {
+        if self.vms.len() <= vm.idx() {
+            self.vms.resize(vm.idx() + 1, CfsVm::default());
+        }
+        let old = self.vms[vm.idx()].weight;
+        self.vms[vm.idx()] = CfsVm { weight: sched.weight, uvf: sched.uvf };
+        if old != sched.weight && old != 0 {
+            let w = self.vcpu_weight(ctx, vm);
+            for &v in &ctx.host.vm(vm).vcpus {
+                if let Some(p) = self.se[v.idx()].rq {
+                    self.rqs[p].load = self.rqs[p].load - self.weight[v.idx()] + w;
+                }
+                self.weight[v.idx()] = w;
+            }
+        }
+    }
+
     fn insert_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
         self.start_ticks(ctx);
-        let vm = ctx.host.vm_of(v);
-        // Group shares 1024 x pCPUs x weight/256, split over the VM's vCPUs.
-        let shares = NICE_0_LOAD * ctx.host.npcpus() as u64 * vm.weight as u64 / 256;
-        self.weight[v.idx()] = (shares / vm.vcpus.len() as u64).max(2);
+        let vm = ctx.host.vcpu(v).vm;
+        self.weight[v.idx()] = self.vcpu_weight(ctx, vm);
         // A vCPU thread's first wakeup goes through the placement too.
         let p = self.place(ctx, v).unwrap_or(ctx.host.vcpu(v).last_pcpu.idx());
         // A new task starts one slice late (START_DEBIT).

@@ -46,9 +46,9 @@
 mod urgent;
 
 use super::{HostShape, PolicyKind};
-use crate::hypervisor::policy::{Decision, HostView, IpiKind, Policy, PolicyCtx, Timer, VcpuState, YieldReason};
+use crate::hypervisor::policy::{Decision, HostView, IpiKind, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason};
 use crate::hypervisor::uvf::overlay::UrgentBase;
-use crate::hypervisor::uvf::Uvf;
+use crate::hypervisor::uvf::{Uvf, UvfVm};
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, MS, SEC, US};
@@ -290,6 +290,13 @@ struct CreditPcpu {
 struct CreditDom {
     /// Active vCPUs, most recently activated first (`list_add` at the head).
     active_units: Vec<VcpuId>,
+    /// `sdom->weight`, set by `adjust` (`csched_dom_cntl`).
+    weight: u32,
+    /// `sdom->cap` as `[[vm]] cap` gives it (percent of one pCPU, 0 = none). Not applied yet:
+    /// caps come from `work_conserving = false` (see `cap_percent`).
+    cap: u32,
+    /// The VM's `[vm.uvf]` knobs (the UVF overlay, `credit/urgent.rs`).
+    uvf: UvfVm,
 }
 
 /// The Credit1 policy (`struct csched_private` plus the per-entity data).
@@ -441,25 +448,25 @@ impl Credit {
     }
 
     /// `__csched_unit_acct_start`: put the vCPU (and its domain) on the active lists.
-    fn acct_start(&mut self, host: &HostView, v: VcpuId) {
+    fn acct_start(&mut self, v: VcpuId) {
         let vm = self.vcpus[v.idx()].vm;
         if self.vcpus[v.idx()].active {
             return;
         }
         self.vcpus[v.idx()].active = true;
         self.doms[vm.idx()].active_units.insert(0, v);
-        self.weight += host.vm(vm).weight as u64;
+        self.weight += self.doms[vm.idx()].weight as u64;
         if !self.active_sdom.contains(&vm) {
             self.active_sdom.insert(0, vm);
         }
     }
 
     /// `__csched_unit_acct_stop_locked`: take the vCPU off the active lists.
-    fn acct_stop(&mut self, host: &HostView, v: VcpuId) {
+    fn acct_stop(&mut self, v: VcpuId) {
         let vm = self.vcpus[v.idx()].vm;
         self.vcpus[v.idx()].active = false;
         self.doms[vm.idx()].active_units.retain(|u| *u != v);
-        self.weight -= host.vm(vm).weight as u64;
+        self.weight -= self.doms[vm.idx()].weight as u64;
         if self.doms[vm.idx()].active_units.is_empty() {
             self.active_sdom.retain(|d| *d != vm);
         }
@@ -471,7 +478,6 @@ impl Credit {
     /// floor it at -credits_per_tslice and retire (halving the credit of) vCPUs above +credits_per_tslice.
     /// Every share is rounded up as credit.c does (`(x + d - 1) / d`, here `div_ceil`).
     fn acct(&mut self, ctx: &mut PolicyCtx) {
-        let host = ctx.host;
         let weight_total = self.weight;
         let mut credit_total = self.credit;
         // "Converge balance towards 0 when it drops negative".
@@ -491,7 +497,7 @@ impl Credit {
         for vm in self.active_sdom.clone() {
             let units = self.doms[vm.idx()].active_units.clone();
             let n = units.len() as u64;
-            let w = host.vm(vm).weight as u64;
+            let w = self.doms[vm.idx()].weight as u64;
             weight_left -= w * n;
 
             // A domain may earn at most one full period per active vCPU, more only while the
@@ -501,7 +507,7 @@ impl Credit {
                 credit_peak += ((-self.credit_balance) as u64 * w * n).div_ceil(weight_total);
             }
             // Caps: `cap` percent of one pCPU's period for the domain, per active vCPU below.
-            let cap = self.cap_percent(&host, vm);
+            let cap = self.cap_percent(vm);
             let mut credit_cap = 0;
             if cap != 0 {
                 credit_cap = (cap * cpt as u64).div_ceil(100);
@@ -547,7 +553,7 @@ impl Credit {
                     // "Upper bound on credits means UNIT stops earning".
                     if svc.credit > cpt {
                         svc.credit /= 2;
-                        self.acct_stop(&host, v);
+                        self.acct_stop(v);
                     }
                 }
                 credit_balance += self.vcpus[v.idx()].credit;
@@ -567,7 +573,7 @@ impl Credit {
         }
         self.burn_credits(v, ctx.now());
         if !self.vcpus[v.idx()].active {
-            self.acct_start(&ctx.host, v);
+            self.acct_start(v);
         } else {
             // "If it's been active a while, check if we'd be better off migrating it".
             let new_cpu = self.cpu_pick(&ctx.host, v, false);
@@ -779,12 +785,13 @@ impl Credit {
     }
 
     /// The domain's cap in percent of one pCPU (`sdom->cap`); 0 is uncapped.
-    fn cap_percent(&self, host: &HostView, vm: VmId) -> u64 {
+    fn cap_percent(&self, vm: VmId) -> u64 {
         if self.cfg.work_conserving {
             return 0;
         }
-        let total: u64 = host.vms.iter().map(|d| d.weight as u64).sum();
-        (100 * self.pcpus.len() as u64 * host.vm(vm).weight as u64).div_ceil(total.max(1))
+        // The doms cover the host's VMs (fit_to); any extra one has weight 0.
+        let total: u64 = self.doms.iter().map(|d| d.weight as u64).sum();
+        (100 * self.pcpus.len() as u64 * self.doms[vm.idx()].weight as u64).div_ceil(total.max(1))
     }
 
     /// `sched_unit_pause_nosync` of a capped-out vCPU: off its run queue, or off its pCPU at the
@@ -850,6 +857,18 @@ impl Policy for Credit {
         svc.processor = PcpuId(p as u32);
         svc.migrating = true;
         self.queue_woken(ctx, v);
+    }
+
+    /// `csched_dom_cntl` (`XEN_DOMCTL_SCHEDOP_putinfo`): a new weight moves the domain's active
+    /// vCPUs' share of `prv->weight` with it.
+    fn adjust(&mut self, ctx: &mut PolicyCtx, vm: VmId, sched: &VmSched) {
+        self.fit_to(&ctx.host);
+        let dom = &mut self.doms[vm.idx()];
+        let active = dom.active_units.len() as u64;
+        self.weight = self.weight - dom.weight as u64 * active + sched.weight as u64 * active;
+        dom.weight = sched.weight;
+        dom.cap = sched.cap;
+        dom.uvf = sched.uvf;
     }
 
     /// `csched_unit_wake`.
@@ -1047,7 +1066,7 @@ impl Policy for Credit {
             .vcpus
             .iter()
             .filter(|s| s.active)
-            .map(|s| host.vm(s.vm).weight as u64)
+            .map(|s| self.doms[s.vm.idx()].weight as u64)
             .sum();
         if active_weight != self.weight {
             return Err(format!("credit: active weight is {} but the active vCPUs add up to {active_weight}", self.weight));
@@ -1067,7 +1086,7 @@ mod tests {
     use super::*;
     use crate::hardware::topology::Topology;
     use crate::engine::event_queue::{EventId, EventQueue};
-    use crate::hypervisor::policy::{PcpuInfo, Request, TimerId, TimerTable, VcpuInfo, VmInfo};
+    use crate::hypervisor::policy::{PcpuInfo, Request, TimerId, TimerTable, VcpuInfo, VmInfo, VmSched};
     use crate::hypervisor::uvf::UvfHost;
 
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1096,6 +1115,8 @@ mod tests {
         pub(super) slice_event: Vec<Option<EventId>>,
         /// Run time per vCPU, charged when it leaves its pCPU (and by `run_times`).
         pub(super) run: Vec<Nanos>,
+        /// Each VM's settings, handed to `adjust` by `start`.
+        pub(super) sched: Vec<VmSched>,
     }
 
     pub(super) fn cfg() -> CreditConfig {
@@ -1112,7 +1133,7 @@ mod tests {
         pub(super) fn with_uvf(topo: Topology, vms: &[(u32, u32)], cfg: CreditConfig, uvf: Option<UvfHost>) -> Self {
             let npcpus = topo.npcpus() as u32;
             let mut vcpus = Vec::new();
-            let mut vm_infos = Vec::new();
+            let (mut vm_infos, mut sched) = (Vec::new(), Vec::new());
             for (i, &(n, weight)) in vms.iter().enumerate() {
                 let mut ids = Vec::new();
                 for k in 0..n {
@@ -1130,7 +1151,8 @@ mod tests {
                         run_time: 0,
                     });
                 }
-                vm_infos.push(VmInfo { id: VmId(i as u32), name: format!("vm{i}"), weight, vcpus: ids, uvf: Default::default(), vm_type: Default::default(), u_factor: 0.0 });
+                vm_infos.push(VmInfo { id: VmId(i as u32), name: format!("vm{i}"), vcpus: ids });
+                sched.push(VmSched::with_weight(weight));
             }
             let shape = HostShape { npcpus, nvcpus: vcpus.len() as u32, nvms: vm_infos.len() as u32, uvf };
             let n = vcpus.len();
@@ -1145,7 +1167,15 @@ mod tests {
                 timers: TimerTable::default(),
                 slice_event: vec![None; npcpus as usize],
                 run: vec![0; n],
+                sched,
             }
+        }
+
+        /// Hand VM `vm`'s settings (`self.sched`) to the policy, as the engine does before the
+        /// inserts and at a run-time change.
+        pub(super) fn adjust(&mut self, vm: usize) {
+            let sched = self.sched[vm];
+            self.call(|pol, ctx| pol.adjust(ctx, VmId(vm as u32), &sched));
         }
 
         pub(super) fn push(&mut self, at: Nanos, ev: Ev) {
@@ -1187,6 +1217,9 @@ mod tests {
         }
 
         pub(super) fn start(&mut self) {
+            for vm in 0..self.vms.len() {
+                self.adjust(vm);
+            }
             for v in 0..self.vcpus.len() {
                 self.call(|pol, ctx| pol.insert_vcpu(ctx, VcpuId(v as u32)));
             }
@@ -1478,8 +1511,7 @@ mod tests {
         h.start();
         let host_acct = |h: &mut FakeHost| h.call(|pol, ctx| pol.acct(ctx));
         let host_start = |h: &mut FakeHost, v: u32| {
-            let host = HostView { now: h.now, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo };
-            h.policy.acct_start(&host, VcpuId(v));
+            h.policy.acct_start(VcpuId(v));
         };
         host_start(&mut h, 0);
         host_start(&mut h, 1);

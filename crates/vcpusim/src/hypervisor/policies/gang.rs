@@ -23,7 +23,7 @@
 //!   be co-started, so it never runs. The scenario loader, not this policy, may choose to reject it.
 
 use super::{HostShape, PolicyKind};
-use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Timer, VcpuState, YieldReason};
+use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason};
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, MS, SEC};
@@ -75,6 +75,8 @@ impl PolicyKind for GangKind {
 /// Per-VM private data (the counterpart of Xen's `csched_dom`).
 #[derive(Clone, Debug, Default)]
 struct GangVm {
+    /// The VM's weight, as `adjust` gave it.
+    weight: u32,
     /// Weighted reserved pCPU time, charged up to `charged_until` (see [`WEIGHT_UNIT`]).
     vtime: u128,
     /// In the current gang: all its vCPUs hold a pCPU slot.
@@ -138,9 +140,9 @@ impl Gang {
         }
     }
 
-    fn weight(host: &HostView, vm: VmId) -> u128 {
+    fn weight(&self, vm: VmId) -> u128 {
         // A zero weight is refused by the scenario loader; treat it as 1 rather than divide by 0.
-        host.vm(vm).weight.max(1) as u128
+        self.vms[vm.idx()].weight.max(1) as u128
     }
 
     /// Virtual time including the reservation still running, without charging it.
@@ -151,7 +153,7 @@ impl Gang {
         }
         let elapsed = host.now.saturating_sub(d.charged_until) as u128;
         let reserved = elapsed * host.vm(vm).vcpus.len() as u128;
-        d.vtime + reserved * WEIGHT_UNIT / Self::weight(host, vm)
+        d.vtime + reserved * WEIGHT_UNIT / self.weight(vm)
     }
 
     /// Charge a gang member for the pCPU time reserved for it since the last charge.
@@ -290,6 +292,16 @@ impl Gang {
 impl Policy for Gang {
     fn name(&self) -> &'static str {
         "gang"
+    }
+
+    /// A new weight counts from the next charge on (reserved time already charged keeps its
+    /// old rate).
+    fn adjust(&mut self, ctx: &mut PolicyCtx, vm: VmId, sched: &VmSched) {
+        self.fit_to(&ctx.host);
+        if self.vms[vm.idx()].in_gang {
+            self.charge(&ctx.host, vm);
+        }
+        self.vms[vm.idx()].weight = sched.weight;
     }
 
     fn insert_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {

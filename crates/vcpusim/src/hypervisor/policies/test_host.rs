@@ -4,7 +4,7 @@
 use super::HostShape;
 use crate::hardware::topology::Topology;
 use crate::engine::event_queue::EventQueue;
-use crate::hypervisor::policy::{HostView, PcpuInfo, Policy, PolicyCtx, Request, TimerId, TimerTable, VcpuInfo, VcpuState, VmInfo};
+use crate::hypervisor::policy::{HostView, PcpuInfo, Policy, PolicyCtx, Request, TimerId, TimerTable, VcpuInfo, VcpuState, VmInfo, VmSched};
 use crate::hypervisor::uvf::UvfHost;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::time::Nanos;
@@ -15,6 +15,8 @@ pub struct FakeHost {
     pub vcpus: Vec<VcpuInfo>,
     pub pcpus: Vec<PcpuInfo>,
     pub vms: Vec<VmInfo>,
+    /// Each VM's settings, handed to the policy by `adjust`.
+    pub sched: Vec<VmSched>,
     pub topology: Topology,
     /// The policy's timers, as the engine keeps them.
     pub timers: TimerTable,
@@ -46,17 +48,17 @@ impl FakeHost {
         Self::new_configured(npcpus, vms, uvf, |_| {}, build)
     }
 
-    /// Like `new`, with `configure` run on the VMs' infos (VM type, u-factor, ...) before the
-    /// policy is built and any vCPU inserted.
+    /// Like `new`, with `configure` run on the VMs' settings (VM type, u-factor, UVF knobs ...)
+    /// before the policy is built; `adjust` hands them over before any vCPU is inserted.
     pub fn new_configured(
         npcpus: u32,
         vms: &[(u32, u32)],
         uvf: Option<UvfHost>,
-        configure: impl FnOnce(&mut [VmInfo]),
+        configure: impl FnOnce(&mut [VmSched]),
         build: impl FnOnce(HostShape) -> Box<dyn Policy>,
     ) -> Self {
         let mut vcpus = Vec::new();
-        let mut vm_infos = Vec::new();
+        let (mut vm_infos, mut sched) = (Vec::new(), Vec::new());
         for (i, (n, weight)) in vms.iter().enumerate() {
             let mut ids = Vec::new();
             for index in 0..*n {
@@ -74,9 +76,10 @@ impl FakeHost {
                     run_time: 0,
                 });
             }
-            vm_infos.push(VmInfo { id: VmId(i as u32), name: format!("vm{i}"), weight: *weight, vcpus: ids, uvf: Default::default(), vm_type: Default::default(), u_factor: 0.0 });
+            vm_infos.push(VmInfo { id: VmId(i as u32), name: format!("vm{i}"), vcpus: ids });
+            sched.push(VmSched::with_weight(*weight));
         }
-        configure(&mut vm_infos);
+        configure(&mut sched);
         let pcpus = (0..npcpus).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect();
         let shape = HostShape { npcpus, nvcpus: vcpus.len() as u32, nvms: vms.len() as u32, uvf };
         let policy = build(shape);
@@ -85,6 +88,7 @@ impl FakeHost {
             vcpus,
             pcpus,
             vms: vm_infos,
+            sched,
             topology: Topology::flat(npcpus),
             timers: TimerTable::default(),
             timer_queue: EventQueue::new(),
@@ -96,6 +100,9 @@ impl FakeHost {
             urgent_entered: 0,
             last_slice: None,
         };
+        for vm in 0..host.vms.len() {
+            host.adjust(vm);
+        }
         for v in 0..host.vcpus.len() as u32 {
             host.call(|pol, ctx| pol.insert_vcpu(ctx, VcpuId(v)));
         }
@@ -104,6 +111,13 @@ impl FakeHost {
         }
         host.check();
         host
+    }
+
+    /// Hand VM `vm`'s settings (`self.sched`) to the policy, as the engine does before the
+    /// inserts and at a run-time change.
+    pub fn adjust(&mut self, vm: usize) {
+        let sched = self.sched[vm];
+        self.call(|pol, ctx| pol.adjust(ctx, VmId(vm as u32), &sched));
     }
 
     /// Run one policy call and carry out its requests.
@@ -298,6 +312,7 @@ mod tests {
         fn do_schedule(&mut self, _ctx: &mut PolicyCtx, _pcpu: PcpuId) -> Decision {
             Decision::idle()
         }
+        fn adjust(&mut self, _ctx: &mut PolicyCtx, _vm: VmId, _sched: &crate::hypervisor::policy::VmSched) {}
     }
 
     #[test]

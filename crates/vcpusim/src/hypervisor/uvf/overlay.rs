@@ -6,9 +6,9 @@
 //! the urgent allowance is represented in the form of virtual time; in the Xen Credit scheduler,
 //! it can be specified as credit").
 
-use super::Uvf;
+use super::{Uvf, UvfVm};
 use crate::hypervisor::policy::{IpiKind, PolicyCtx, VcpuState};
-use crate::ids::{PcpuId, VcpuId};
+use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::time::Nanos;
 
 /// The base policy's side of the overlay.
@@ -32,6 +32,8 @@ pub trait UrgentBase {
     fn resched(&mut self, ctx: &mut PolicyCtx, p: usize);
     /// The key of `p`'s UVF timers (the policy routes it to `uvf_timer`).
     fn uvf_timer_key(&self, p: usize) -> u64;
+    /// The `[vm.uvf]` knobs of `vm`, as `adjust` gave them to the policy.
+    fn uvf_knobs(&self, vm: VmId) -> UvfVm;
 
     // ---- provided: the overlay's rules ----
 
@@ -154,7 +156,7 @@ pub trait UrgentBase {
         if !self.uvf_on() {
             return;
         }
-        let knobs = ctx.host.vm_of(from).uvf;
+        let knobs = self.uvf_knobs(ctx.host.vcpu(from).vm);
         match kind {
             IpiKind::Resched => {
                 if let Some(dp) = knobs.resched_dp {
@@ -178,7 +180,7 @@ pub trait UrgentBase {
         if !self.uvf_on() {
             return;
         }
-        let knobs = ctx.host.vm_of(v).uvf;
+        let knobs = self.uvf_knobs(ctx.host.vcpu(v).vm);
         if let (true, Some(dp)) = (knobs.early_dp, knobs.resched_dp) {
             self.request_time(ctx, v, dp);
         }
@@ -186,7 +188,7 @@ pub trait UrgentBase {
 
     /// Policy hook: an IPI's EOI. A TLB-Co request ends; a preemption held back for it happens.
     fn uvf_ipi_handled(&mut self, ctx: &mut PolicyCtx, v: VcpuId, kind: IpiKind) {
-        if kind != IpiKind::TlbShootdown || !ctx.host.vm_of(v).uvf.tlb_co {
+        if kind != IpiKind::TlbShootdown || !self.uvf_knobs(ctx.host.vcpu(v).vm).tlb_co {
             return;
         }
         let Some(u) = self.uvf_slot().as_mut() else { return };
