@@ -12,6 +12,9 @@
 //! ```sh
 //! VCPUSIM_BLESS=1 cargo test -p vcpusim --test golden
 //! ```
+//!
+//! To see *what* moved, `VCPUSIM_GOLDEN_DUMP=<dir>` also writes every case's three files under
+//! `<dir>/<case>/`; dump before and after a change and `diff -r` the two directories.
 
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -62,12 +65,20 @@ fn sha256(text: &str) -> String {
     Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The three output hashes of one case, in `OUTPUTS` order. The scenario's source (which
-/// summary.json records) is the case name, so the hashes do not depend on where the repo is.
+/// The three output hashes of one case, in `OUTPUTS` order.
 fn hashes_of(name: &str, path: &Path) -> [String; 3] {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    // The case name, not the absolute path, is the scenario's source: summary.json records it,
+    // and its hash must not depend on where the repository is checked out.
     let sc = load_scenario(&text, name).unwrap_or_else(|e| panic!("{e}"));
     let out = run(&sc, &RunOptions::default()).unwrap_or_else(|e| panic!("{}: run failed: {e}", path.display()));
+    if let Some(dir) = std::env::var_os("VCPUSIM_GOLDEN_DUMP") {
+        let case = PathBuf::from(dir).join(name.replace('/', "__"));
+        std::fs::create_dir_all(&case).expect("create the dump directory");
+        for (name, text) in OUTPUTS.iter().zip([&out.vms_csv, &out.metrics_csv, &out.summary_json]) {
+            std::fs::write(case.join(name), text).expect("write a dumped output");
+        }
+    }
     [sha256(&out.vms_csv), sha256(&out.metrics_csv), sha256(&out.summary_json)]
 }
 

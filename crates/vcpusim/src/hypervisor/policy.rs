@@ -7,6 +7,7 @@
 //! which the engine carries out after the call returns. That keeps the engine's invariants in one
 //! place and lets every policy be tested with the same suite.
 
+use crate::engine::event_queue::EventId;
 use crate::hardware::topology::Topology;
 use crate::hypervisor::cpupool::Scope;
 use crate::ids::{PcpuId, VcpuId, VmId};
@@ -52,21 +53,39 @@ pub struct PcpuInfo {
     pub current: Option<VcpuId>,
 }
 
-/// A VM as the hypervisor sees it.
+/// A VM as any hypervisor knows a domain: its id, name and vCPUs. Scheduling settings reach the
+/// policy separately, through [`Policy::adjust`], and each policy keeps what it needs.
 #[derive(Clone, Debug)]
 pub struct VmInfo {
     pub id: VmId,
     pub name: String,
+    pub vcpus: Vec<VcpuId>,
+}
+
+/// A VM's scheduling settings, handed to [`Policy::adjust`] (Xen: the `xen_domctl_scheduler_op`
+/// parameters `csched_dom_cntl` reads, plus the seeds' per-VM knobs). Every policy reads
+/// `weight`; the rest only the policies that implement them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VmSched {
     /// Proportional-share weight (Xen domain weight; CFS group shares are derived from it).
     pub weight: u32,
-    pub vcpus: Vec<VcpuId>,
-    /// The VM's urgent-vCPU-first features (`[vm.uvf]`; all off by default).
-    pub uvf: crate::hypervisor::uvf::UvfVm,
+    /// Cap in percent of one pCPU (Xen `sdom->cap`); 0 = no cap (`[[vm]] cap`).
+    pub cap: u32,
     /// Seed 004 section 4.1 VM type (`[[vm]] type`); only the `hybrid` policy reads it.
     pub vm_type: VmType,
-    /// Seed 004 section 3.3 u-factor of the master vCPU (`[[vm]] u_factor`, in [0, 1] (seed 004 section 3.3); PCPS when
+    /// Seed 004 section 3.3 u-factor of the master vCPU (`[[vm]] u_factor`, in [0, 1]; PCPS when
     /// > 0); only the `hybrid` policy reads it, and only for concurrent VMs.
     pub u_factor: f64,
+    /// The VM's urgent-vCPU-first features (`[vm.uvf]`; all off by default); read by policies
+    /// that carry the overlay.
+    pub uvf: crate::hypervisor::uvf::UvfVm,
+}
+
+impl VmSched {
+    /// The defaults of a `[[vm]]` that sets nothing but its weight.
+    pub fn with_weight(weight: u32) -> Self {
+        VmSched { weight, cap: 0, vm_type: VmType::default(), u_factor: 0.0, uvf: Default::default() }
+    }
 }
 
 /// The VM classes of seed 004 (004_2f4d1756ca892fd2.txt section 4.1): a high-throughput VM's
@@ -207,13 +226,85 @@ impl IpiKind {
     }
 }
 
+/// Index of a policy-owned timer in the engine's [`TimerTable`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TimerId(pub u32);
+
+/// A timer a policy owns (Xen's `struct timer`, made by `init_timer`): a handle the policy keeps
+/// in its private data (credit.c's `spc->ticker`, `prv->master_ticker`) and passes to
+/// [`PolicyCtx::set_timer`] / [`PolicyCtx::stop_timer`]. When it fires, the policy's `on_timer`
+/// gets the key it was made with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timer {
+    id: TimerId,
+}
+
+impl Timer {
+    pub fn id(&self) -> TimerId {
+        self.id
+    }
+}
+
+/// One row of the engine's timer table.
+#[derive(Clone, Debug)]
+pub struct TimerEntry {
+    /// The policy instance that owns the timer (0: the one policy; per-cpupool instances later).
+    pub owner: u32,
+    /// What `on_timer` is called with.
+    pub key: u64,
+    /// The pending expiry's event, while armed.
+    pub pending: Option<EventId>,
+}
+
+/// Every policy-owned timer of a host: its owner, key and pending expiry. The engine (and the
+/// policy test hosts) arm and cancel the events; policies only hold [`Timer`] handles.
+#[derive(Clone, Debug, Default)]
+pub struct TimerTable {
+    entries: Vec<TimerEntry>,
+}
+
+impl TimerTable {
+    /// `init_timer`: a new, unarmed timer.
+    pub fn init(&mut self, owner: u32, key: u64) -> Timer {
+        let id = TimerId(self.entries.len() as u32);
+        self.entries.push(TimerEntry { owner, key, pending: None });
+        Timer { id }
+    }
+    pub fn entry(&self, id: TimerId) -> &TimerEntry {
+        &self.entries[id.0 as usize]
+    }
+    /// Record `event` as the pending expiry of `id`; returns the one it replaces (to cancel).
+    pub fn arm(&mut self, id: TimerId, event: EventId) -> Option<EventId> {
+        self.entries[id.0 as usize].pending.replace(event)
+    }
+    /// Disarm `id`; returns its pending expiry (to cancel), if any.
+    pub fn disarm(&mut self, id: TimerId) -> Option<EventId> {
+        self.entries[id.0 as usize].pending.take()
+    }
+    /// The expiry of `id` popped (hosts cancel superseded expiries, so it is the pending one):
+    /// disarm it and return (owner, key) for `on_timer`; None if it was not armed.
+    pub fn fire(&mut self, id: TimerId) -> Option<(u32, u64)> {
+        let e = &mut self.entries[id.0 as usize];
+        e.pending.take().map(|_| (e.owner, e.key))
+    }
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
 /// A request a policy makes; the engine carries it out after the policy call returns.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Request {
     /// Run `do_schedule` on this pCPU now (Xen: raise SCHEDULE_SOFTIRQ; Linux: resched_curr).
     Reschedule(PcpuId),
-    /// Call `on_timer(key)` at this time. Timers with the same key are independent.
-    Timer { at: Nanos, key: u64 },
+    /// Arm the timer to expire at this time, cancelling its pending expiry first (Xen
+    /// `set_timer`).
+    SetTimer { timer: TimerId, at: Nanos },
+    /// Disarm the timer (Xen `stop_timer`); harmless if it is not armed.
+    StopTimer(TimerId),
     /// For the metrics: this vCPU entered urgent state (UVF, `urgent_count`).
     UrgentEntered(VcpuId),
 }
@@ -222,11 +313,18 @@ pub enum Request {
 pub struct PolicyCtx<'a> {
     pub host: HostView<'a>,
     requests: &'a mut Vec<Request>,
+    timers: &'a mut TimerTable,
+    /// The policy instance being called (the owner recorded for its timers).
+    owner: u32,
 }
 
 impl<'a> PolicyCtx<'a> {
-    pub fn new(host: HostView<'a>, requests: &'a mut Vec<Request>) -> Self {
-        PolicyCtx { host, requests }
+    pub fn new(host: HostView<'a>, requests: &'a mut Vec<Request>, timers: &'a mut TimerTable) -> Self {
+        PolicyCtx { host, requests, timers, owner: 0 }
+    }
+    /// The context of the policy instance `owner` (its cpupool's index): its timers are its own.
+    pub fn with_owner(self, owner: u32) -> Self {
+        PolicyCtx { owner, ..self }
     }
     pub fn now(&self) -> Nanos {
         self.host.now
@@ -239,10 +337,19 @@ impl<'a> PolicyCtx<'a> {
     pub fn note_urgent(&mut self, v: VcpuId) {
         self.requests.push(Request::UrgentEntered(v));
     }
-    /// Ask for `on_timer(key)` at time `at` (clamped to now).
-    pub fn set_timer(&mut self, at: Nanos, key: u64) {
+    /// Xen `init_timer`: a new timer of this policy, unarmed; `on_timer(key)` when it fires.
+    pub fn init_timer(&mut self, key: u64) -> Timer {
+        self.timers.init(self.owner, key)
+    }
+    /// Xen `set_timer`: arm `timer` to fire at `at` (clamped to now). A pending expiry is
+    /// cancelled first, so a timer fires at most once per arming.
+    pub fn set_timer(&mut self, timer: &Timer, at: Nanos) {
         let at = at.max(self.host.now);
-        self.requests.push(Request::Timer { at, key });
+        self.requests.push(Request::SetTimer { timer: timer.id, at });
+    }
+    /// Xen `stop_timer`: disarm `timer`; its pending expiry never fires.
+    pub fn stop_timer(&mut self, timer: &Timer) {
+        self.requests.push(Request::StopTimer(timer.id));
     }
 }
 
@@ -298,7 +405,8 @@ pub trait Policy {
     /// kept queued by the policy.
     fn do_schedule(&mut self, ctx: &mut PolicyCtx, pcpu: PcpuId) -> Decision;
 
-    /// A timer set with `set_timer` fired.
+    /// A timer of this policy (`ctx.init_timer(key)`) fired; called only for a timer still armed
+    /// at its expiry (Xen: the timer's handler function).
     fn on_timer(&mut self, _ctx: &mut PolicyCtx, _key: u64) {}
 
     /// Notification: the guest on `from` sent an IPI to `to`. The hypervisor sees this because
@@ -312,10 +420,12 @@ pub trait Policy {
     /// Notification: `v` finished handling an IPI of this kind (its EOI exit).
     fn ipi_handled(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId, _kind: IpiKind) {}
 
-    /// Notification: the `vm_type` / `u_factor` of `vm` in the host view just changed (a
-    /// scenario's `[[vm.sched_pe]]`, seed 004's `xm sched-pe`). Called between events, with the
-    /// VM's vCPUs wherever they are; a policy that keys placement on the class re-plans here.
-    fn vm_reconfigured(&mut self, _ctx: &mut PolicyCtx, _vm: VmId) {}
+    /// The scheduling settings of `vm` (Xen `.adjust`: `sched_adjust` -> `csched_dom_cntl`
+    /// with `XEN_DOMCTL_SCHEDOP_putinfo`). Called for every VM before any vCPU is inserted, and
+    /// again between events whenever a setting changes at run time (a scenario's
+    /// `[[vm.sched_pe]]`, seed 004's `xm sched-pe`), with the VM's vCPUs wherever they are. The
+    /// policy keeps what it needs in its own per-VM data (credit.c's `csched_dom`).
+    fn adjust(&mut self, ctx: &mut PolicyCtx, vm: VmId, sched: &VmSched);
 
     /// pCPU `p` leaves this policy's pool (Xen `cpupool_unassign_cpu`: `cpu_disable_scheduler`
     /// moves every unit off it, then `deinit_pdata` / `free_pdata`). The host view no longer

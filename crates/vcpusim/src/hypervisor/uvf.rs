@@ -19,6 +19,7 @@
 
 pub mod overlay;
 
+use crate::hypervisor::policy::Timer;
 use crate::ids::{PcpuId, VcpuId};
 use crate::time::{Nanos, MS, US};
 use std::collections::VecDeque;
@@ -74,6 +75,13 @@ pub struct Uvf {
     protected_until: Vec<Nanos>,
     /// Per-pCPU: a preemption was held back by the protection.
     deferred: Vec<bool>,
+    /// Per-pCPU UVF timers, each with the expiry it is armed for. The overlay's expiries (a
+    /// protected tslice's end, a time-based request's end) are independent: every one fires and
+    /// the handler re-checks protection and urgency then, as it always has. Re-arming one timer
+    /// would cancel an earlier expiry whose handler is not always a no-op (it releases a
+    /// held-back preemption or requeues a still-urgent runner), so each pending expiry holds a
+    /// timer of its own, taken from this pool and returned when it fires.
+    expiries: Vec<Vec<(Timer, Option<Nanos>)>>,
 }
 
 impl Uvf {
@@ -85,6 +93,7 @@ impl Uvf {
             queues: vec![VecDeque::new(); npcpus],
             protected_until: vec![0; npcpus],
             deferred: vec![false; npcpus],
+            expiries: vec![Vec::new(); npcpus],
         }
     }
 
@@ -195,6 +204,28 @@ impl Uvf {
     /// Take the held-back preemption flag of `p`.
     pub fn take_deferred(&mut self, p: PcpuId) -> bool {
         std::mem::take(&mut self.deferred[p.idx()])
+    }
+
+    /// A free timer of `p`'s pool (made by `init` if none is), noted as armed for `at`.
+    pub fn expiry_timer(&mut self, p: PcpuId, at: Nanos, init: impl FnOnce() -> Timer) -> Timer {
+        let pool = &mut self.expiries[p.idx()];
+        let slot = match pool.iter().position(|(_, armed)| armed.is_none()) {
+            Some(i) => i,
+            None => {
+                pool.push((init(), None));
+                pool.len() - 1
+            }
+        };
+        pool[slot].1 = Some(at);
+        pool[slot].0
+    }
+
+    /// One of `p`'s expiries at `now` fired: its timer is free again. (Which one does not
+    /// matter: they share a key and a handler.)
+    pub fn expiry_fired(&mut self, p: PcpuId, now: Nanos) {
+        if let Some(slot) = self.expiries[p.idx()].iter_mut().find(|(_, armed)| *armed == Some(now)) {
+            slot.1 = None;
+        }
     }
 
     /// When the urgency of `v` will end by itself (time-based part), if it is time-based only.

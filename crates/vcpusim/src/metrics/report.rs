@@ -36,7 +36,7 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
     let policy = sim.pools[0].policy.name();
     let sim_time = sim.now.max(1);
     let npcpus = sim.pinfo.len() as f64;
-    let total_weight: u64 = sim.vminfo.iter().map(|v| v.weight as u64).sum();
+    let total_weight: u64 = sim.vms.iter().map(|v| v.sched.weight as u64).sum();
 
     let mut vms = VM_COLUMNS.join(",");
     vms.push('\n');
@@ -52,7 +52,7 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             seed.to_string(),
             csv_field(&vm.workload),
             info.vcpus.len().to_string(),
-            info.weight.to_string(),
+            vm.sched.weight.to_string(),
             spec.threads.to_string(),
             f3(to_ms(s.cpu_ns())),
             f3(to_ms(s.user_ns)),
@@ -63,7 +63,7 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             f3(to_ms(s.irq_ns)),
             f3(to_ms(s.overhead_ns)),
             format!("{:.4}", s.cpu_ns() as f64 / (sim_time as f64 * npcpus)),
-            format!("{:.4}", info.weight as f64 / total_weight as f64),
+            format!("{:.4}", vm.sched.weight as f64 / total_weight as f64),
             s.lhp_count().to_string(),
             s.lhp.get(crate::guest::futex::FUTEX_LOCK_CLASS).copied().unwrap_or(0).to_string(),
             s.lwp.to_string(),

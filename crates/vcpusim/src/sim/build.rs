@@ -8,8 +8,8 @@ use crate::guest::objects::{Barrier, MutexWord, Queue, SyncObjects};
 use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::{compile, Thread, ThreadState};
 use crate::hypervisor::policies::{self, HostShape};
-use crate::hypervisor::policy::{PcpuInfo, VcpuInfo, VcpuState, VmInfo};
 use crate::hypervisor::cpupool::{Affinity, Cpupool, PoolView};
+use crate::hypervisor::policy::{PcpuInfo, VcpuInfo, VcpuState, VmInfo, VmSched};
 use crate::ids::{LockId, PcpuId, PoolId, ThreadId, VcpuId, VmId};
 use crate::metrics::trace::{TraceSink, DEFAULT_MAX_EVENTS};
 use crate::metrics::vm_stats::VmStats;
@@ -50,7 +50,7 @@ impl Sim {
             vcpu_pool: Vec::new(),
             affinity: Vec::new(),
             requests: Vec::new(),
-            request_buf: Vec::new(),
+            timers: Default::default(),
             vinfo: Vec::new(),
             pinfo: (0..npcpus as u32).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect(),
             vminfo: Vec::new(),
@@ -193,8 +193,9 @@ impl Sim {
             self.vcpus[v.idx()].runqueue.push_back(t);
             thread_ids.push(t);
         }
-        self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), weight: spec.weight, vcpus: vcpu_ids, uvf: spec.uvf, vm_type: spec.vm_type, u_factor: spec.u_factor });
+        self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids });
         self.vms.push(Vm {
+            sched: VmSched { weight: spec.weight, cap: spec.cap, vm_type: spec.vm_type, u_factor: spec.u_factor, uvf: spec.uvf },
             live_threads: thread_ids.len(),
             threads: thread_ids,
             objects,

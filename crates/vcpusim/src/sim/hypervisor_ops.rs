@@ -16,15 +16,15 @@ impl Sim {
         HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology, scope: Some(scope) }
     }
 
-    /// Call the policy of `pool` with a fresh context; its requests wait in `self.requests`.
+    /// Call the policy of `pool` with a fresh context; its requests wait in `self.requests` (timers
+    /// it makes belong to it: their owner is the pool).
     fn call_policy<R>(&mut self, pool: PoolId, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
-        let mut buf = std::mem::take(&mut self.request_buf);
+        let mut requests = std::mem::take(&mut self.requests);
         let Cpupool { view, policy } = &mut self.pools[pool.idx()];
         let scope = Scope { pool: view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity };
         let host = HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology, scope: Some(scope) };
-        let r = f(policy.as_mut(), &mut PolicyCtx::new(host, &mut buf));
-        self.requests.extend(buf.drain(..).map(|req| (pool, req)));
-        self.request_buf = buf;
+        let r = f(policy.as_mut(), &mut PolicyCtx::new(host, &mut requests, &mut self.timers).with_owner(pool.0));
+        self.requests = requests;
         r
     }
 
@@ -47,11 +47,21 @@ impl Sim {
     pub fn flush_requests(&mut self) {
         while !self.requests.is_empty() {
             let batch = std::mem::take(&mut self.requests);
-            for (pool, r) in batch {
+            for r in batch {
                 match r {
                     Request::Reschedule(p) => self.reschedule(p),
-                    Request::Timer { at, key } => {
-                        self.queue.push(at, Event::PolicyTimer(pool, key));
+                    Request::SetTimer { timer, at } => {
+                        // Xen set_timer: a pending expiry is cancelled, the new one pushed here
+                        // (the same point in the request order as every earlier timer push).
+                        let ev = self.queue.push(at, Event::PolicyTimer(timer));
+                        if let Some(old) = self.timers.arm(timer, ev) {
+                            self.queue.cancel(old);
+                        }
+                    }
+                    Request::StopTimer(timer) => {
+                        if let Some(old) = self.timers.disarm(timer) {
+                            self.queue.cancel(old);
+                        }
                     }
                     Request::UrgentEntered(v) => {
                         let vm = self.vinfo[v.idx()].vm.idx();

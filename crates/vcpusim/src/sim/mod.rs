@@ -26,8 +26,15 @@ pub fn run(scenario: &Scenario, options: &RunOptions) -> Result<RunOutput, SimEr
 }
 
 impl Sim {
-    /// Insert every vCPU into the policy and let every pCPU pick.
+    /// Give the policy every VM's settings, insert every vCPU and let every pCPU pick.
     pub fn start(&mut self) {
+        // Xen: a domain's scheduling parameters are set (`sched_adjust`) before its vCPUs run;
+        // all VMs first, so that no insert sees a VM the policy does not know yet.
+        for vm in 0..self.vminfo.len() {
+            let sched = self.vms[vm].sched;
+            let pool = self.vcpu_pool[self.vminfo[vm].vcpus[0].idx()];
+            self.with_policy(pool, |pol, ctx| pol.adjust(ctx, crate::ids::VmId(vm as u32), &sched));
+        }
         for v in 0..self.vinfo.len() as u32 {
             self.with_vcpu_policy(VcpuId(v), |pol, ctx| pol.insert_vcpu(ctx, VcpuId(v)));
         }
@@ -87,7 +94,11 @@ impl Sim {
                 self.pcpus[p.idx()].slice_event = None;
                 self.reschedule(p);
             }
-            Event::PolicyTimer(pool, key) => self.with_policy(pool, |pol, ctx| pol.on_timer(ctx, key)),
+            Event::PolicyTimer(timer) => {
+                if let Some((owner, key)) = self.timers.fire(timer) {
+                    self.with_policy(crate::ids::PoolId(owner), |pol, ctx| pol.on_timer(ctx, key));
+                }
+            }
             Event::PoolChange(p, to) => self.move_pcpu(p, to),
             Event::GuestTick(v) => self.on_guest_tick(v),
             Event::PcpuOnline(p) => {
@@ -95,11 +106,12 @@ impl Sim {
                 self.reschedule(p);
             }
             Event::VmReconfigure(vm, vm_type, u_factor) => {
-                let info = &mut self.vminfo[vm.idx()];
-                info.vm_type = vm_type;
-                info.u_factor = u_factor;
+                let sched = &mut self.vms[vm.idx()].sched;
+                sched.vm_type = vm_type;
+                sched.u_factor = u_factor;
+                let sched = *sched;
                 let pool = self.vcpu_pool[self.vminfo[vm.idx()].vcpus[0].idx()];
-                self.with_policy(pool, |pol, ctx| pol.vm_reconfigured(ctx, vm));
+                self.with_policy(pool, |pol, ctx| pol.adjust(ctx, vm, &sched));
             }
         }
     }

@@ -9,7 +9,7 @@ use crate::guest::thread::Thread;
 use crate::hardware::costs::{Costs, Ple};
 use crate::hardware::topology::Topology;
 use crate::hypervisor::cpupool::{Affinity, Cpupool};
-use crate::hypervisor::policy::{IpiKind, PcpuInfo, Request, VcpuInfo, VmInfo};
+use crate::hypervisor::policy::{IpiKind, PcpuInfo, Request, TimerId, TimerTable, VcpuInfo, VmInfo, VmSched};
 use crate::ids::{PcpuId, PoolId, ThreadId, VcpuId};
 use crate::metrics::trace::TraceSink;
 use crate::metrics::vm_stats::VmStats;
@@ -101,6 +101,8 @@ pub struct Pcpu {
 }
 
 pub struct Vm {
+    /// The scheduling settings the policy was last given (`Policy::adjust`).
+    pub sched: VmSched,
     pub threads: Vec<ThreadId>,
     pub objects: SyncObjects,
     pub guest: GuestConfig,
@@ -127,8 +129,8 @@ pub enum Event {
     IpiArrive(VcpuId, Ipi),
     /// The slice the policy gave a pCPU ends.
     SliceEnd(PcpuId),
-    /// A timer the policy of a pool set (`PolicyCtx::set_timer`).
-    PolicyTimer(PoolId, u64),
+    /// A policy-owned timer expires (only armed timers have a live event: see `Sim::timers`).
+    PolicyTimer(TimerId),
     /// `[[host.pool_change]]`: pCPU moves to the pool (index into the scenario's pools).
     PoolChange(PcpuId, PoolId),
     /// The guest timer tick of a vCPU with several runnable threads.
@@ -155,10 +157,10 @@ pub struct Sim {
     pub vcpu_pool: Vec<PoolId>,
     /// Each vCPU's hard and soft affinity.
     pub affinity: Vec<Affinity>,
-    /// Requests of policy calls not carried out yet, with the pool whose policy made them.
-    pub requests: Vec<(PoolId, Request)>,
-    /// A reused buffer for one policy call's requests.
-    pub request_buf: Vec<Request>,
+    /// Requests of policy calls not carried out yet.
+    pub requests: Vec<Request>,
+    /// Policy-owned timers (Xen `init_timer`): key, owner pool and the pending expiry event.
+    pub timers: TimerTable,
     pub vinfo: Vec<VcpuInfo>,
     pub pinfo: Vec<PcpuInfo>,
     pub vminfo: Vec<VmInfo>,

@@ -16,10 +16,10 @@
 
 use super::placement::{self, LoadView, Placement};
 use super::{HostShape, PolicyKind};
-use crate::hypervisor::policy::{Decision, IpiKind, Policy, PolicyCtx, VcpuState, YieldReason};
+use crate::hypervisor::policy::{Decision, IpiKind, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason};
 use crate::hypervisor::uvf::overlay::UrgentBase;
-use crate::hypervisor::uvf::Uvf;
-use crate::ids::{PcpuId, VcpuId};
+use crate::hypervisor::uvf::{Uvf, UvfVm};
+use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, MS, US};
 use std::collections::BTreeSet;
@@ -104,23 +104,19 @@ struct RunQueue {
     load: u64,
     nr_running: u64,
     need_resched: bool,
+    /// The scheduler tick of this pCPU (`scheduler_tick`), periodic once started.
+    tick_timer: Option<Timer>,
     next_buddy: Option<VcpuId>,
     skip_buddy: Option<VcpuId>,
     last_balance: Nanos,
-    /// Its scheduler tick.
-    tick: TickState,
 }
 
-/// A pCPU's scheduler tick, as far as pool changes are concerned.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum TickState {
-    /// Not in this pool (or ticks not started).
-    #[default]
-    Off,
-    /// Re-armed at every tick.
-    Armed,
-    /// The pCPU left the pool: the pending tick is dropped when it fires.
-    Stopping,
+/// Per-VM private data: the settings `adjust` gave (the VM's cgroup `cpu.shares` on a KVM host).
+#[derive(Clone, Copy, Debug, Default)]
+struct CfsVm {
+    weight: u32,
+    /// The VM's `[vm.uvf]` knobs (the UVF overlay, `cfs/urgent.rs`).
+    uvf: UvfVm,
 }
 
 pub struct Cfs {
@@ -138,6 +134,7 @@ pub struct Cfs {
     se: Vec<Entity>,
     weight: Vec<u64>,
     rqs: Vec<RunQueue>,
+    vms: Vec<CfsVm>,
     /// kvm->last_boosted_vcpu per VM (index within the VM).
     last_boosted: Vec<usize>,
     ticks_started: bool,
@@ -164,10 +161,17 @@ impl Cfs {
             se: vec![Entity::default(); host.nvcpus as usize],
             weight: vec![NICE_0_LOAD; host.nvcpus as usize],
             rqs: vec![RunQueue::default(); host.npcpus as usize],
+            vms: vec![CfsVm::default(); host.nvms as usize],
             last_boosted: vec![0; host.nvms as usize],
             ticks_started: false,
             uvf: host.uvf.map(|cfg| Uvf::new(cfg, host.nvcpus as usize, host.npcpus as usize)),
         }
+    }
+
+    /// Group shares 1024 x pCPUs x weight/256, split over the VM's vCPUs.
+    fn vcpu_weight(&self, ctx: &PolicyCtx, vm: VmId) -> u64 {
+        let shares = NICE_0_LOAD * ctx.host.npcpus() as u64 * self.vms[vm.idx()].weight as u64 / 256;
+        (shares / ctx.host.vm(vm).vcpus.len() as u64).max(2)
     }
 
     /// calc_delta_fair: virtual time for `delta` of real time at weight `w`.
@@ -567,18 +571,17 @@ impl Cfs {
         Ok(())
     }
 
-    fn tick_key(p: usize) -> u64 {
-        p as u64
-    }
-
+    /// Start every pCPU's tick, once.
     fn start_ticks(&mut self, ctx: &mut PolicyCtx) {
         if !self.ticks_started {
             self.ticks_started = true;
             for p in ctx.host.pcpu_ids().map(|p| p.idx()).collect::<Vec<_>>() {
+                // The tick timer's key is its pCPU (below UVF_TIMER).
+                let timer = ctx.init_timer(p as u64);
+                self.rqs[p].tick_timer = Some(timer);
                 // Stagger ticks so pCPUs don't all balance at the same instant.
                 let offset = self.tick * (p as u64 + 1) / (self.rqs.len() as u64 + 1);
-                ctx.set_timer(ctx.now() + offset, Self::tick_key(p));
-                self.rqs[p].tick = TickState::Armed;
+                ctx.set_timer(&timer, ctx.now() + offset);
             }
         }
     }
@@ -627,12 +630,29 @@ impl Policy for Cfs {
         "cfs"
     }
 
+    /// The VM's cgroup `cpu.shares` (`sched_group_set_shares`): a new weight reweights its
+    /// inserted vCPUs, moving their run queues' load with them (`reweight_entity`).
+    fn adjust(&mut self, ctx: &mut PolicyCtx, vm: VmId, sched: &VmSched) {
+        if self.vms.len() <= vm.idx() {
+            self.vms.resize(vm.idx() + 1, CfsVm::default());
+        }
+        let old = self.vms[vm.idx()].weight;
+        self.vms[vm.idx()] = CfsVm { weight: sched.weight, uvf: sched.uvf };
+        if old != sched.weight && old != 0 {
+            let w = self.vcpu_weight(ctx, vm);
+            for &v in &ctx.host.vm(vm).vcpus {
+                if let Some(p) = self.se[v.idx()].rq {
+                    self.rqs[p].load = self.rqs[p].load - self.weight[v.idx()] + w;
+                }
+                self.weight[v.idx()] = w;
+            }
+        }
+    }
+
     fn insert_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
         self.start_ticks(ctx);
-        let vm = ctx.host.vm_of(v);
-        // Group shares 1024 x pCPUs x weight/256, split over the VM's vCPUs.
-        let shares = NICE_0_LOAD * ctx.host.npcpus() as u64 * vm.weight as u64 / 256;
-        self.weight[v.idx()] = (shares / vm.vcpus.len() as u64).max(2);
+        let vm = ctx.host.vcpu(v).vm;
+        self.weight[v.idx()] = self.vcpu_weight(ctx, vm);
         // A vCPU thread's first wakeup goes through the placement too.
         let p = self.place(ctx, v).unwrap_or(ctx.host.vcpu(v).last_pcpu.idx());
         // A new task starts one slice late (START_DEBIT).
@@ -735,12 +755,8 @@ impl Policy for Cfs {
             return;
         }
         let p = key as usize;
-        if self.rqs[p].tick == TickState::Stopping {
-            // The pCPU left the pool: its pending tick dies here (scheduler_tick stops with the CPU).
-            self.rqs[p].tick = TickState::Off;
-            return;
-        }
-        ctx.set_timer(ctx.now() + self.tick, Self::tick_key(p));
+        let timer = self.rqs[p].tick_timer.expect("a tick fires only after start_ticks made it");
+        ctx.set_timer(&timer, ctx.now() + self.tick);
         self.update_curr(ctx, p);
         self.check_preempt_tick(ctx, p);
         let idle = self.rqs[p].nr_running == 0;
@@ -780,22 +796,22 @@ impl Policy for Cfs {
         rq.need_resched = false;
         rq.next_buddy = None;
         rq.skip_buddy = None;
-        if rq.tick == TickState::Armed {
-            rq.tick = TickState::Stopping;
+        // scheduler_tick stops with the CPU.
+        if let Some(timer) = rq.tick_timer {
+            ctx.stop_timer(&timer);
         }
     }
 
-    /// The pCPU joins the pool, idle; its tick starts (or a tick still pending from before it
-    /// left carries on).
+    /// The pCPU joins the pool, idle; its tick starts.
     fn add_pcpu(&mut self, ctx: &mut PolicyCtx, pcpu: PcpuId) {
         let p = pcpu.idx();
         let min_vruntime = self.rqs[p].min_vruntime;
-        let tick = self.rqs[p].tick;
-        self.rqs[p] = RunQueue { min_vruntime, last_balance: ctx.now(), ..RunQueue::default() };
-        if tick == TickState::Off && self.ticks_started {
-            ctx.set_timer(ctx.now() + self.tick, Self::tick_key(p));
+        let tick_timer = self.rqs[p].tick_timer;
+        self.rqs[p] = RunQueue { min_vruntime, last_balance: ctx.now(), tick_timer, ..RunQueue::default() };
+        if self.ticks_started {
+            let timer = *self.rqs[p].tick_timer.get_or_insert_with(|| ctx.init_timer(p as u64));
+            ctx.set_timer(&timer, ctx.now() + self.tick);
         }
-        self.rqs[p].tick = TickState::Armed;
     }
 
     fn ipi_sent(&mut self, ctx: &mut PolicyCtx, from: VcpuId, to: VcpuId, kind: IpiKind) {

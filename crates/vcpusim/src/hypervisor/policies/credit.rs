@@ -46,9 +46,9 @@
 mod urgent;
 
 use super::{HostShape, PolicyKind};
-use crate::hypervisor::policy::{Decision, HostView, IpiKind, Policy, PolicyCtx, VcpuState, YieldReason};
+use crate::hypervisor::policy::{Decision, HostView, IpiKind, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason};
 use crate::hypervisor::uvf::overlay::UrgentBase;
-use crate::hypervisor::uvf::Uvf;
+use crate::hypervisor::uvf::{Uvf, UvfVm};
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, MS, SEC, US};
@@ -86,20 +86,15 @@ const PRI_OVER: Pri = -2;
 /// The idle unit; in this model, an empty run queue.
 const PRI_IDLE: Pri = -64;
 
-/// Timer kinds, in the top 4 bits of a timer key. Tick keys also carry the pCPU (low 20 bits) and
-/// a generation (the bits between), because `stop_timer` cannot be modelled by cancelling: a
-/// stopped tick's pending timer is recognised as stale by its old generation.
+/// Timer kinds, in the top 4 bits of a timer key; per-pCPU timers carry their pCPU below.
+/// `csched_acct` on the master pCPU (`prv->master_ticker`).
 const TIMER_ACCT: u64 = 1;
+/// `csched_tick` of one pCPU (`spc->ticker`).
 const TIMER_TICK: u64 = 2;
-/// The UVF overlay's per-pCPU timer (`credit/urgent.rs`).
+/// The UVF overlay's per-pCPU timers (`credit/urgent.rs`).
 const TIMER_UVF: u64 = 3;
 const KIND_SHIFT: u32 = 60;
-const GEN_SHIFT: u32 = 20;
-const PCPU_MASK: u64 = (1 << GEN_SHIFT) - 1;
-
-fn tick_key(p: usize, generation: u64) -> u64 {
-    (TIMER_TICK << KIND_SHIFT) | ((generation & ((1 << (KIND_SHIFT - GEN_SHIFT)) - 1)) << GEN_SHIFT) | p as u64
-}
+const PCPU_MASK: u64 = (1 << KIND_SHIFT) - 1;
 
 /// The registry entry.
 pub struct CreditKind;
@@ -289,10 +284,8 @@ struct CreditPcpu {
     idle_bias: usize,
     /// Last work-stealing attempt (`last_load_balance`); `None` before the first.
     last_load_balance: Option<Nanos>,
-    /// The tick timer is armed (the pCPU runs a vCPU).
-    tick_armed: bool,
-    /// Generation of the tick timer; bumped when it is stopped so a pending tick is ignored.
-    tick_generation: u64,
+    /// `spc->ticker`: `csched_tick`, armed while the pCPU runs a vCPU (made at its first start).
+    ticker: Option<Timer>,
 }
 
 /// Per-domain private data (`struct csched_dom`).
@@ -300,6 +293,13 @@ struct CreditPcpu {
 struct CreditDom {
     /// Active vCPUs, most recently activated first (`list_add` at the head).
     active_units: Vec<VcpuId>,
+    /// `sdom->weight`, set by `adjust` (`csched_dom_cntl`).
+    weight: u32,
+    /// `sdom->cap` as `[[vm]] cap` gives it (percent of one pCPU, 0 = none). Not applied yet:
+    /// caps come from `work_conserving = false` (see `cap_percent`).
+    cap: u32,
+    /// The VM's `[vm.uvf]` knobs (the UVF overlay, `credit/urgent.rs`).
+    uvf: UvfVm,
 }
 
 /// The Credit1 policy (`struct csched_private` plus the per-entity data).
@@ -322,8 +322,8 @@ pub struct Credit {
     credit: u64,
     /// `prv->credit_balance`: sum of the active vCPUs' credits after the last accounting.
     credit_balance: i64,
-    /// The accounting timer of the master pCPU is armed.
-    master_armed: bool,
+    /// `prv->master_ticker`: `csched_acct` every tslice, made and armed at the first insert.
+    master_ticker: Option<Timer>,
     /// Rotor over idlers for `__runq_tickle` (`last_tickle_cpu`).
     last_tickle_cpu: usize,
     /// The urgent-vCPU-first overlay (seed 000 section 3.1.3), when `[host.uvf]` is present.
@@ -354,8 +354,7 @@ impl Credit {
             runq_sort_last: 0,
             idle_bias: npcpus.saturating_sub(1),
             last_load_balance: None,
-            tick_armed: false,
-            tick_generation: 0,
+            ticker: None,
         };
         Credit {
             credit: (cfg.credits_per_tslice as u64) * npcpus as u64,
@@ -369,7 +368,7 @@ impl Credit {
             runq_sort: 0,
             weight: 0,
             credit_balance: 0,
-            master_armed: false,
+            master_ticker: None,
             last_tickle_cpu: npcpus.saturating_sub(1),
             uvf: host.uvf.map(|cfg| Uvf::new(cfg, host.nvcpus as usize, npcpus)),
             pool_known: false,
@@ -464,25 +463,25 @@ impl Credit {
     }
 
     /// `__csched_unit_acct_start`: put the vCPU (and its domain) on the active lists.
-    fn acct_start(&mut self, host: &HostView, v: VcpuId) {
+    fn acct_start(&mut self, v: VcpuId) {
         let vm = self.vcpus[v.idx()].vm;
         if self.vcpus[v.idx()].active {
             return;
         }
         self.vcpus[v.idx()].active = true;
         self.doms[vm.idx()].active_units.insert(0, v);
-        self.weight += host.vm(vm).weight as u64;
+        self.weight += self.doms[vm.idx()].weight as u64;
         if !self.active_sdom.contains(&vm) {
             self.active_sdom.insert(0, vm);
         }
     }
 
     /// `__csched_unit_acct_stop_locked`: take the vCPU off the active lists.
-    fn acct_stop(&mut self, host: &HostView, v: VcpuId) {
+    fn acct_stop(&mut self, v: VcpuId) {
         let vm = self.vcpus[v.idx()].vm;
         self.vcpus[v.idx()].active = false;
         self.doms[vm.idx()].active_units.retain(|u| *u != v);
-        self.weight -= host.vm(vm).weight as u64;
+        self.weight -= self.doms[vm.idx()].weight as u64;
         if self.doms[vm.idx()].active_units.is_empty() {
             self.active_sdom.retain(|d| *d != vm);
         }
@@ -494,7 +493,6 @@ impl Credit {
     /// floor it at -credits_per_tslice and retire (halving the credit of) vCPUs above +credits_per_tslice.
     /// Every share is rounded up as credit.c does (`(x + d - 1) / d`, here `div_ceil`).
     fn acct(&mut self, ctx: &mut PolicyCtx) {
-        let host = ctx.host;
         let weight_total = self.weight;
         let mut credit_total = self.credit;
         // "Converge balance towards 0 when it drops negative".
@@ -514,7 +512,7 @@ impl Credit {
         for vm in self.active_sdom.clone() {
             let units = self.doms[vm.idx()].active_units.clone();
             let n = units.len() as u64;
-            let w = host.vm(vm).weight as u64;
+            let w = self.doms[vm.idx()].weight as u64;
             weight_left -= w * n;
 
             // A domain may earn at most one full period per active vCPU, more only while the
@@ -524,7 +522,7 @@ impl Credit {
                 credit_peak += ((-self.credit_balance) as u64 * w * n).div_ceil(weight_total);
             }
             // Caps: `cap` percent of one pCPU's period for the domain, per active vCPU below.
-            let cap = self.cap_percent(&host, vm);
+            let cap = self.cap_percent(vm);
             let mut credit_cap = 0;
             if cap != 0 {
                 credit_cap = (cap * cpt as u64).div_ceil(100);
@@ -570,7 +568,7 @@ impl Credit {
                     // "Upper bound on credits means UNIT stops earning".
                     if svc.credit > cpt {
                         svc.credit /= 2;
-                        self.acct_stop(&host, v);
+                        self.acct_stop(v);
                     }
                 }
                 credit_balance += self.vcpus[v.idx()].credit;
@@ -590,7 +588,7 @@ impl Credit {
         }
         self.burn_credits(v, ctx.now());
         if !self.vcpus[v.idx()].active {
-            self.acct_start(&ctx.host, v);
+            self.acct_start(v);
         } else {
             // "If it's been active a while, check if we'd be better off migrating it".
             let new_cpu = self.cpu_pick(&ctx.host, v, false);
@@ -607,21 +605,23 @@ impl Credit {
             self.unit_acct(ctx, v, p);
         }
         self.runq_sort(p);
-        let key = tick_key(p, self.pcpus[p].tick_generation);
-        ctx.set_timer(ctx.now() + self.cfg.tick_period, key);
+        let ticker = self.pcpus[p].ticker.expect("a tick fires only after start_tick made it");
+        ctx.set_timer(&ticker, ctx.now() + self.cfg.tick_period);
     }
 
     /// Start the tick when a pCPU goes from idle to busy, aligned to the tick period.
     fn start_tick(&mut self, ctx: &mut PolicyCtx, p: usize) {
         let now = ctx.now();
         let period = self.cfg.tick_period;
-        self.pcpus[p].tick_armed = true;
-        ctx.set_timer(now + period - now % period, tick_key(p, self.pcpus[p].tick_generation));
+        let ticker = *self.pcpus[p].ticker.get_or_insert_with(|| ctx.init_timer((TIMER_TICK << KIND_SHIFT) | p as u64));
+        ctx.set_timer(&ticker, now + period - now % period);
     }
 
-    fn stop_tick(&mut self, p: usize) {
-        self.pcpus[p].tick_armed = false;
-        self.pcpus[p].tick_generation += 1;
+    /// `stop_timer(&spc->ticker)` when the pCPU goes idle.
+    fn stop_tick(&mut self, ctx: &mut PolicyCtx, p: usize) {
+        if let Some(ticker) = self.pcpus[p].ticker {
+            ctx.stop_timer(&ticker);
+        }
     }
 
     // ---- placement ----
@@ -805,12 +805,15 @@ impl Credit {
     }
 
     /// The domain's cap in percent of one pCPU (`sdom->cap`); 0 is uncapped.
-    fn cap_percent(&self, host: &HostView, vm: VmId) -> u64 {
+    fn cap_percent(&self, vm: VmId) -> u64 {
         if self.cfg.work_conserving {
             return 0;
         }
-        let total: u64 = host.pool_vms().map(|d| d.weight as u64).sum();
-        (100 * host.npcpus() as u64 * host.vm(vm).weight as u64).div_ceil(total.max(1))
+        // The doms cover the host's VMs (fit_to); only the pool's VMs were adjusted here (any
+        // other has weight 0), and `prv->credit` is one tslice of credits per pool pCPU.
+        let total: u64 = self.doms.iter().map(|d| d.weight as u64).sum();
+        let npcpus = self.credit / self.cfg.credits_per_tslice as u64;
+        (100 * npcpus * self.doms[vm.idx()].weight as u64).div_ceil(total.max(1))
     }
 
     /// `sched_unit_pause_nosync` of a capped-out vCPU: off its run queue, or off its pCPU at the
@@ -865,16 +868,29 @@ impl Policy for Credit {
         svc.processor = PcpuId(info.last_pcpu.0.min(self.pcpus.len() as u32 - 1));
         svc.pri = PRI_UNDER;
         svc.awake = true;
-        if !self.master_armed {
+        if self.master_ticker.is_none() {
             // init_pdata: the master pCPU's accounting timer, first at one tslice.
-            self.master_armed = true;
-            ctx.set_timer(ctx.now() + self.cfg.tslice, TIMER_ACCT << KIND_SHIFT);
+            let ticker = ctx.init_timer(TIMER_ACCT << KIND_SHIFT);
+            self.master_ticker = Some(ticker);
+            ctx.set_timer(&ticker, ctx.now() + self.cfg.tslice);
         }
         let p = self.cpu_pick(&ctx.host, v, true);
         let svc = &mut self.vcpus[v.idx()];
         svc.processor = PcpuId(p as u32);
         svc.migrating = true;
         self.queue_woken(ctx, v);
+    }
+
+    /// `csched_dom_cntl` (`XEN_DOMCTL_SCHEDOP_putinfo`): a new weight moves the domain's active
+    /// vCPUs' share of `prv->weight` with it.
+    fn adjust(&mut self, ctx: &mut PolicyCtx, vm: VmId, sched: &VmSched) {
+        self.fit_to(&ctx.host);
+        let dom = &mut self.doms[vm.idx()];
+        let active = dom.active_units.len() as u64;
+        self.weight = self.weight - dom.weight as u64 * active + sched.weight as u64 * active;
+        dom.weight = sched.weight;
+        dom.cap = sched.cap;
+        dom.uvf = sched.uvf;
     }
 
     /// `csched_unit_wake`.
@@ -993,7 +1009,7 @@ impl Policy for Credit {
 
         // "Stop credit tick when going to idle, restart it when coming from idle."
         match (prev.is_some(), snext.is_some()) {
-            (true, false) => self.stop_tick(p),
+            (true, false) => self.stop_tick(ctx, p),
             (false, true) => self.start_tick(ctx, p),
             _ => {}
         }
@@ -1008,18 +1024,11 @@ impl Policy for Credit {
         match key >> KIND_SHIFT {
             TIMER_ACCT => {
                 self.acct(ctx);
-                ctx.set_timer(ctx.now() + self.cfg.tslice, TIMER_ACCT << KIND_SHIFT);
+                let ticker = self.master_ticker.expect("made before it was armed");
+                ctx.set_timer(&ticker, ctx.now() + self.cfg.tslice);
             }
-            TIMER_TICK => {
-                let p = (key & PCPU_MASK) as usize;
-                let generation = (key >> GEN_SHIFT) & ((1 << (KIND_SHIFT - GEN_SHIFT)) - 1);
-                let live = self.pcpus.get(p).is_some_and(|pc| {
-                    pc.tick_armed && pc.tick_generation & ((1 << (KIND_SHIFT - GEN_SHIFT)) - 1) == generation
-                });
-                if live {
-                    self.tick(ctx, p);
-                }
-            }
+            // Only an armed ticker fires: stop_tick's stop_timer cancelled any pending tick.
+            TIMER_TICK => self.tick(ctx, (key & PCPU_MASK) as usize),
             TIMER_UVF => self.uvf_timer(ctx, (key & PCPU_MASK) as usize),
             _ => {}
         }
@@ -1034,7 +1043,7 @@ impl Policy for Credit {
         let p = pcpu.idx();
         let now = ctx.now();
         self.idlers[p] = false;
-        self.stop_tick(p);
+        self.stop_tick(ctx, p);
         self.credit = self.credit.saturating_sub(self.cfg.credits_per_tslice as u64);
         let mut moving = Vec::new();
         if let Some(c) = self.pcpus[p].curr.take() {
@@ -1078,8 +1087,8 @@ impl Policy for Credit {
             runq_sort_last: self.runq_sort,
             idle_bias: self.pcpus.len().saturating_sub(1),
             last_load_balance: None,
-            tick_armed: false,
-            tick_generation: self.pcpus[p].tick_generation + 1,
+            // The same ticker, stopped when the pCPU left.
+            ticker: self.pcpus[p].ticker,
         };
         self.pcpus[p] = fresh;
         self.idlers[p] = true;
@@ -1140,7 +1149,7 @@ impl Policy for Credit {
             .vcpus
             .iter()
             .filter(|s| s.active)
-            .map(|s| host.vm(s.vm).weight as u64)
+            .map(|s| self.doms[s.vm.idx()].weight as u64)
             .sum();
         if active_weight != self.weight {
             return Err(format!("credit: active weight is {} but the active vCPUs add up to {active_weight}", self.weight));
@@ -1159,16 +1168,15 @@ impl Policy for Credit {
 mod tests {
     use super::*;
     use crate::hardware::topology::Topology;
-    use crate::hypervisor::policy::{PcpuInfo, Request, VcpuInfo, VmInfo};
+    use crate::engine::event_queue::{EventId, EventQueue};
+    use crate::hypervisor::policy::{PcpuInfo, Request, TimerId, TimerTable, VcpuInfo, VmInfo, VmSched};
     use crate::hypervisor::uvf::UvfHost;
-    use std::cmp::Reverse;
-    use std::collections::BinaryHeap;
 
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub(super) enum Ev {
-        Slice(usize, u64),
+        Slice(usize),
         Resched(usize),
-        Timer(u64),
+        Timer(TimerId),
         Halt(usize),
         Wake(usize),
         Yield(usize),
@@ -1182,11 +1190,16 @@ mod tests {
         pub(super) vms: Vec<VmInfo>,
         pub(super) topo: Topology,
         pub(super) now: Nanos,
-        pub(super) events: BinaryHeap<Reverse<(Nanos, u64, Ev)>>,
-        pub(super) seq: u64,
-        pub(super) slice_gen: Vec<u64>,
+        /// Pending events, in time order then by push order (the engine's queue).
+        pub(super) events: EventQueue<Ev>,
+        /// The policy's timers (the engine's table).
+        pub(super) timers: TimerTable,
+        /// Each pCPU's pending slice end, cancelled by the next decision.
+        pub(super) slice_event: Vec<Option<EventId>>,
         /// Run time per vCPU, charged when it leaves its pCPU (and by `run_times`).
         pub(super) run: Vec<Nanos>,
+        /// Each VM's settings, handed to `adjust` by `start`.
+        pub(super) sched: Vec<VmSched>,
     }
 
     pub(super) fn cfg() -> CreditConfig {
@@ -1203,7 +1216,7 @@ mod tests {
         pub(super) fn with_uvf(topo: Topology, vms: &[(u32, u32)], cfg: CreditConfig, uvf: Option<UvfHost>) -> Self {
             let npcpus = topo.npcpus() as u32;
             let mut vcpus = Vec::new();
-            let mut vm_infos = Vec::new();
+            let (mut vm_infos, mut sched) = (Vec::new(), Vec::new());
             for (i, &(n, weight)) in vms.iter().enumerate() {
                 let mut ids = Vec::new();
                 for k in 0..n {
@@ -1221,7 +1234,8 @@ mod tests {
                         run_time: 0,
                     });
                 }
-                vm_infos.push(VmInfo { id: VmId(i as u32), name: format!("vm{i}"), weight, vcpus: ids, uvf: Default::default(), vm_type: Default::default(), u_factor: 0.0 });
+                vm_infos.push(VmInfo { id: VmId(i as u32), name: format!("vm{i}"), vcpus: ids });
+                sched.push(VmSched::with_weight(weight));
             }
             let shape = HostShape { npcpus, nvcpus: vcpus.len() as u32, nvms: vm_infos.len() as u32, uvf };
             let n = vcpus.len();
@@ -1232,29 +1246,46 @@ mod tests {
                 vms: vm_infos,
                 topo,
                 now: 0,
-                events: BinaryHeap::new(),
-                seq: 0,
-                slice_gen: vec![0; npcpus as usize],
+                events: EventQueue::new(),
+                timers: TimerTable::default(),
+                slice_event: vec![None; npcpus as usize],
                 run: vec![0; n],
+                sched,
             }
         }
 
+        /// Hand VM `vm`'s settings (`self.sched`) to the policy, as the engine does before the
+        /// inserts and at a run-time change.
+        pub(super) fn adjust(&mut self, vm: usize) {
+            let sched = self.sched[vm];
+            self.call(|pol, ctx| pol.adjust(ctx, VmId(vm as u32), &sched));
+        }
+
         pub(super) fn push(&mut self, at: Nanos, ev: Ev) {
-            self.seq += 1;
-            self.events.push(Reverse((at, self.seq, ev)));
+            self.events.push(at, ev);
         }
 
         pub(super) fn call<R>(&mut self, f: impl FnOnce(&mut Credit, &mut PolicyCtx) -> R) -> R {
             let mut requests = Vec::new();
             let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo, scope: None };
             let r = {
-                let mut ctx = PolicyCtx::new(host, &mut requests);
+                let mut ctx = PolicyCtx::new(host, &mut requests, &mut self.timers);
                 f(&mut self.policy, &mut ctx)
             };
             for req in requests {
                 match req {
                     Request::Reschedule(p) => self.push(self.now, Ev::Resched(p.idx())),
-                    Request::Timer { at, key } => self.push(at, Ev::Timer(key)),
+                    Request::SetTimer { timer, at } => {
+                        let ev = self.events.push(at, Ev::Timer(timer));
+                        if let Some(old) = self.timers.arm(timer, ev) {
+                            self.events.cancel(old);
+                        }
+                    }
+                    Request::StopTimer(timer) => {
+                        if let Some(old) = self.timers.disarm(timer) {
+                            self.events.cancel(old);
+                        }
+                    }
                     Request::UrgentEntered(_) => {}
                 }
             }
@@ -1269,6 +1300,9 @@ mod tests {
         }
 
         pub(super) fn start(&mut self) {
+            for vm in 0..self.vms.len() {
+                self.adjust(vm);
+            }
             for v in 0..self.vcpus.len() {
                 self.call(|pol, ctx| pol.insert_vcpu(ctx, VcpuId(v as u32)));
             }
@@ -1306,28 +1340,30 @@ mod tests {
                 }
                 self.pcpus[p].current = d.next;
             }
-            self.slice_gen[p] += 1;
+            if let Some(old) = self.slice_event[p].take() {
+                self.events.cancel(old);
+            }
             if let Some(s) = d.slice {
-                let g = self.slice_gen[p];
-                self.push(self.now + s, Ev::Slice(p, g));
+                self.slice_event[p] = Some(self.events.push(self.now + s, Ev::Slice(p)));
             }
             self.check();
         }
 
         pub(super) fn run_until(&mut self, until: Nanos) {
-            while let Some(&Reverse((at, _, ev))) = self.events.peek() {
-                if at > until {
-                    break;
-                }
-                self.events.pop();
+            while self.events.peek_time().is_some_and(|at| at <= until) {
+                let (at, ev) = self.events.pop().expect("peeked");
                 self.now = at;
                 match ev {
-                    Ev::Slice(p, g) if g == self.slice_gen[p] => self.schedule(p),
-                    Ev::Slice(..) => {}
+                    Ev::Slice(p) => {
+                        self.slice_event[p] = None;
+                        self.schedule(p);
+                    }
                     Ev::Resched(p) => self.schedule(p),
-                    Ev::Timer(key) => {
-                        self.call(|pol, ctx| pol.on_timer(ctx, key));
-                        self.check();
+                    Ev::Timer(timer) => {
+                        if let Some((_owner, key)) = self.timers.fire(timer) {
+                            self.call(|pol, ctx| pol.on_timer(ctx, key));
+                            self.check();
+                        }
                     }
                     Ev::Halt(v) => {
                         if let Some(p) = self.vcpus[v].pcpu {
@@ -1558,8 +1594,7 @@ mod tests {
         h.start();
         let host_acct = |h: &mut FakeHost| h.call(|pol, ctx| pol.acct(ctx));
         let host_start = |h: &mut FakeHost, v: u32| {
-            let host = HostView { now: h.now, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo, scope: None };
-            h.policy.acct_start(&host, VcpuId(v));
+            h.policy.acct_start(VcpuId(v));
         };
         host_start(&mut h, 0);
         host_start(&mut h, 1);
@@ -1743,6 +1778,27 @@ mod tests {
         h.run_until(5 * MS);
         assert_eq!(h.running_on(0), Some(0));
         assert!(!h.svc(0).yielding);
+    }
+
+    #[test]
+    fn the_ticker_is_stopped_when_a_pcpu_idles_and_rearmed_when_it_gets_work() {
+        // One vCPU on one pCPU: it halts (csched_schedule stops spc->ticker), then wakes.
+        let mut h = FakeHost::new(Topology::flat(1), &[(1, 256)], cfg());
+        h.start();
+        let ticker = h.policy.pcpus[0].ticker.expect("a busy pCPU made its ticker");
+        assert!(h.timers.entry(ticker.id()).pending.is_some());
+        h.run_until(15 * MS);
+        h.push(h.now, Ev::Halt(0));
+        h.run_until(h.now);
+        assert_eq!(h.running_on(0), None);
+        assert!(h.timers.entry(ticker.id()).pending.is_none(), "an idle pCPU's tick is stopped");
+        h.push(h.now + 7 * MS, Ev::Wake(0));
+        h.run_until(h.now + 7 * MS);
+        assert_eq!(h.running_on(0), Some(0));
+        assert!(h.timers.entry(ticker.id()).pending.is_some(), "and restarted when it runs again");
+        assert_eq!(h.policy.pcpus[0].ticker, Some(ticker), "the same timer, re-armed");
+        h.run_until(100 * MS);
+        h.check();
     }
 
     #[test]

@@ -23,7 +23,7 @@
 //!   be co-started, so it never runs. The scenario loader, not this policy, may choose to reject it.
 
 use super::{HostShape, PolicyKind};
-use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, VcpuState, YieldReason};
+use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason};
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, MS, SEC};
@@ -41,17 +41,9 @@ const MAX_SLICE: Nanos = SEC;
 /// per reserved pCPU.
 const WEIGHT_UNIT: u128 = 256;
 
-/// Timer kinds, in the upper half of the timer key; the lower half is the pCPU the timer belongs
-/// to (the gang boundary is global and kept on pCPU 0, like credit's master pCPU).
+/// The key of the one timer: the gang boundary, global (kept on pCPU 0 like credit's master
+/// pCPU).
 const TIMER_GANG_BOUNDARY: u64 = 1;
-
-fn timer_key(kind: u64, pcpu: PcpuId) -> u64 {
-    (kind << 32) | pcpu.0 as u64
-}
-
-fn timer_kind(key: u64) -> u64 {
-    key >> 32
-}
 
 /// The registry entry.
 pub struct GangKind;
@@ -83,6 +75,8 @@ impl PolicyKind for GangKind {
 /// Per-VM private data (the counterpart of Xen's `csched_dom`).
 #[derive(Clone, Debug, Default)]
 struct GangVm {
+    /// The VM's weight, as `adjust` gave it.
+    weight: u32,
     /// Weighted reserved pCPU time, charged up to `charged_until` (see [`WEIGHT_UNIT`]).
     vtime: u128,
     /// In the current gang: all its vCPUs hold a pCPU slot.
@@ -117,6 +111,8 @@ pub struct Gang {
     pcpus: Vec<GangPcpu>,
     /// The first gang has been packed and the boundary timer armed.
     started: bool,
+    /// The periodic gang-boundary timer, made by `start`.
+    boundary_timer: Option<Timer>,
 }
 
 impl Gang {
@@ -127,6 +123,7 @@ impl Gang {
             vcpus: vec![GangVcpu::default(); host.nvcpus as usize],
             pcpus: vec![GangPcpu::default(); host.npcpus as usize],
             started: false,
+            boundary_timer: None,
         }
     }
 
@@ -143,9 +140,9 @@ impl Gang {
         }
     }
 
-    fn weight(host: &HostView, vm: VmId) -> u128 {
+    fn weight(&self, vm: VmId) -> u128 {
         // A zero weight is refused by the scenario loader; treat it as 1 rather than divide by 0.
-        host.vm(vm).weight.max(1) as u128
+        self.vms[vm.idx()].weight.max(1) as u128
     }
 
     /// Virtual time including the reservation still running, without charging it.
@@ -156,7 +153,7 @@ impl Gang {
         }
         let elapsed = host.now.saturating_sub(d.charged_until) as u128;
         let reserved = elapsed * host.vm(vm).vcpus.len() as u128;
-        d.vtime + reserved * WEIGHT_UNIT / Self::weight(host, vm)
+        d.vtime + reserved * WEIGHT_UNIT / self.weight(vm)
     }
 
     /// Charge a gang member for the pCPU time reserved for it since the last charge.
@@ -275,8 +272,9 @@ impl Gang {
     fn start(&mut self, ctx: &mut PolicyCtx) {
         self.started = true;
         self.pack(ctx, Vec::new());
-        let at = ctx.now() + self.slice;
-        ctx.set_timer(at, timer_key(TIMER_GANG_BOUNDARY, PcpuId(0)));
+        let timer = ctx.init_timer(TIMER_GANG_BOUNDARY);
+        self.boundary_timer = Some(timer);
+        ctx.set_timer(&timer, ctx.now() + self.slice);
     }
 
     /// Slice boundary: charge the outgoing gang and choose the next one from scratch.
@@ -286,14 +284,24 @@ impl Gang {
             self.charge(&host, vm);
         }
         self.pack(ctx, Vec::new());
-        let at = ctx.now() + self.slice;
-        ctx.set_timer(at, timer_key(TIMER_GANG_BOUNDARY, PcpuId(0)));
+        let timer = self.boundary_timer.expect("the boundary timer fires only after start made it");
+        ctx.set_timer(&timer, ctx.now() + self.slice);
     }
 }
 
 impl Policy for Gang {
     fn name(&self) -> &'static str {
         "gang"
+    }
+
+    /// A new weight counts from the next charge on (reserved time already charged keeps its
+    /// old rate).
+    fn adjust(&mut self, ctx: &mut PolicyCtx, vm: VmId, sched: &VmSched) {
+        self.fit_to(&ctx.host);
+        if self.vms[vm.idx()].in_gang {
+            self.charge(&ctx.host, vm);
+        }
+        self.vms[vm.idx()].weight = sched.weight;
     }
 
     fn insert_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
@@ -391,7 +399,7 @@ impl Policy for Gang {
 
     fn on_timer(&mut self, ctx: &mut PolicyCtx, key: u64) {
         self.fit_to(&ctx.host);
-        if timer_kind(key) == TIMER_GANG_BOUNDARY {
+        if key == TIMER_GANG_BOUNDARY {
             self.boundary(ctx);
         }
     }

@@ -3,7 +3,8 @@
 
 use super::HostShape;
 use crate::hardware::topology::Topology;
-use crate::hypervisor::policy::{HostView, PcpuInfo, Policy, PolicyCtx, Request, VcpuInfo, VcpuState, VmInfo};
+use crate::engine::event_queue::EventQueue;
+use crate::hypervisor::policy::{HostView, PcpuInfo, Policy, PolicyCtx, Request, TimerId, TimerTable, VcpuInfo, VcpuState, VmInfo, VmSched};
 use crate::hypervisor::uvf::UvfHost;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::time::Nanos;
@@ -14,9 +15,15 @@ pub struct FakeHost {
     pub vcpus: Vec<VcpuInfo>,
     pub pcpus: Vec<PcpuInfo>,
     pub vms: Vec<VmInfo>,
+    /// Each VM's settings, handed to the policy by `adjust`.
+    pub sched: Vec<VmSched>,
     pub topology: Topology,
-    /// Pending policy timers (at, key), fired in time order then by insertion.
-    pub timers: Vec<(Nanos, u64)>,
+    /// The policy's timers, as the engine keeps them.
+    pub timers: TimerTable,
+    /// Pending timer expiries, fired in time order then by arming order.
+    pub timer_queue: EventQueue<TimerId>,
+    /// `on_timer` calls so far, as (time, key).
+    pub fired: Vec<(Nanos, u64)>,
     pub policy: Box<dyn Policy>,
     /// Times a vCPU that had run before started on a different pCPU.
     pub migrations: u32,
@@ -41,17 +48,17 @@ impl FakeHost {
         Self::new_configured(npcpus, vms, uvf, |_| {}, build)
     }
 
-    /// Like `new`, with `configure` run on the VMs' infos (VM type, u-factor, ...) before the
-    /// policy is built and any vCPU inserted.
+    /// Like `new`, with `configure` run on the VMs' settings (VM type, u-factor, UVF knobs ...)
+    /// before the policy is built; `adjust` hands them over before any vCPU is inserted.
     pub fn new_configured(
         npcpus: u32,
         vms: &[(u32, u32)],
         uvf: Option<UvfHost>,
-        configure: impl FnOnce(&mut [VmInfo]),
+        configure: impl FnOnce(&mut [VmSched]),
         build: impl FnOnce(HostShape) -> Box<dyn Policy>,
     ) -> Self {
         let mut vcpus = Vec::new();
-        let mut vm_infos = Vec::new();
+        let (mut vm_infos, mut sched) = (Vec::new(), Vec::new());
         for (i, (n, weight)) in vms.iter().enumerate() {
             let mut ids = Vec::new();
             for index in 0..*n {
@@ -69,9 +76,10 @@ impl FakeHost {
                     run_time: 0,
                 });
             }
-            vm_infos.push(VmInfo { id: VmId(i as u32), name: format!("vm{i}"), weight: *weight, vcpus: ids, uvf: Default::default(), vm_type: Default::default(), u_factor: 0.0 });
+            vm_infos.push(VmInfo { id: VmId(i as u32), name: format!("vm{i}"), vcpus: ids });
+            sched.push(VmSched::with_weight(*weight));
         }
-        configure(&mut vm_infos);
+        configure(&mut sched);
         let pcpus = (0..npcpus).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect();
         let shape = HostShape { npcpus, nvcpus: vcpus.len() as u32, nvms: vms.len() as u32, uvf };
         let policy = build(shape);
@@ -80,8 +88,11 @@ impl FakeHost {
             vcpus,
             pcpus,
             vms: vm_infos,
+            sched,
             topology: Topology::flat(npcpus),
-            timers: Vec::new(),
+            timers: TimerTable::default(),
+            timer_queue: EventQueue::new(),
+            fired: Vec::new(),
             policy,
             migrations: 0,
             context_switches: 0,
@@ -89,6 +100,9 @@ impl FakeHost {
             urgent_entered: 0,
             last_slice: None,
         };
+        for vm in 0..host.vms.len() {
+            host.adjust(vm);
+        }
         for v in 0..host.vcpus.len() as u32 {
             host.call(|pol, ctx| pol.insert_vcpu(ctx, VcpuId(v)));
         }
@@ -97,6 +111,13 @@ impl FakeHost {
         }
         host.check();
         host
+    }
+
+    /// Hand VM `vm`'s settings (`self.sched`) to the policy, as the engine does before the
+    /// inserts and at a run-time change.
+    pub fn adjust(&mut self, vm: usize) {
+        let sched = self.sched[vm];
+        self.call(|pol, ctx| pol.adjust(ctx, VmId(vm as u32), &sched));
     }
 
     /// Run one policy call and carry out its requests.
@@ -111,7 +132,7 @@ impl FakeHost {
                 topology: &self.topology,
                 scope: None,
             };
-            let mut ctx = PolicyCtx::new(view, &mut requests);
+            let mut ctx = PolicyCtx::new(view, &mut requests, &mut self.timers);
             f(self.policy.as_mut(), &mut ctx)
         };
         self.apply(requests);
@@ -122,7 +143,17 @@ impl FakeHost {
         for r in requests {
             match r {
                 Request::Reschedule(p) => self.schedule(p),
-                Request::Timer { at, key } => self.timers.push((at, key)),
+                Request::SetTimer { timer, at } => {
+                    let ev = self.timer_queue.push(at, timer);
+                    if let Some(old) = self.timers.arm(timer, ev) {
+                        self.timer_queue.cancel(old);
+                    }
+                }
+                Request::StopTimer(timer) => {
+                    if let Some(old) = self.timers.disarm(timer) {
+                        self.timer_queue.cancel(old);
+                    }
+                }
                 Request::UrgentEntered(_) => self.urgent_entered += 1,
             }
         }
@@ -188,18 +219,14 @@ impl FakeHost {
 
     /// Fire every timer due up to `until`, then move the clock to `until`.
     pub fn advance_to(&mut self, until: Nanos) {
-        loop {
-            let next = self
-                .timers
-                .iter()
-                .enumerate()
-                .filter(|(_, (at, _))| *at <= until)
-                .min_by_key(|(i, (at, _))| (*at, *i));
-            let Some((i, &(at, key))) = next else { break };
-            self.timers.remove(i);
+        while self.timer_queue.peek_time().is_some_and(|at| at <= until) {
+            let (at, timer) = self.timer_queue.pop().expect("peeked");
             self.now = at;
-            self.call(|pol, ctx| pol.on_timer(ctx, key));
-            self.check();
+            if let Some((_owner, key)) = self.timers.fire(timer) {
+                self.fired.push((at, key));
+                self.call(|pol, ctx| pol.on_timer(ctx, key));
+                self.check();
+            }
         }
         self.now = until;
     }
@@ -267,3 +294,57 @@ impl FakeHost {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hypervisor::policy::{Decision, YieldReason};
+    use crate::time::MS;
+
+    /// A policy that never runs anything: the test drives its timers by hand.
+    struct Idle;
+    impl Policy for Idle {
+        fn name(&self) -> &'static str {
+            "idle"
+        }
+        fn insert_vcpu(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId) {}
+        fn wake(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId, _waker: Option<PcpuId>) {}
+        fn sleep(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId) {}
+        fn yield_vcpu(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId, _reason: YieldReason) {}
+        fn do_schedule(&mut self, _ctx: &mut PolicyCtx, _pcpu: PcpuId) -> Decision {
+            Decision::idle()
+        }
+        fn adjust(&mut self, _ctx: &mut PolicyCtx, _vm: VmId, _sched: &crate::hypervisor::policy::VmSched) {}
+    }
+
+    #[test]
+    fn a_stopped_timer_never_fires_and_a_rearmed_one_fires_once_at_its_new_time() {
+        let mut h = FakeHost::new(1, &[(1, 256)], None, |_| Box::new(Idle));
+        let (a, b, c) = h.call(|_, ctx| {
+            let (a, b, c) = (ctx.init_timer(1), ctx.init_timer(2), ctx.init_timer(3));
+            ctx.set_timer(&a, 5 * MS);
+            ctx.set_timer(&b, 5 * MS);
+            ctx.set_timer(&c, 8 * MS);
+            (a, b, c)
+        });
+        assert_eq!(h.timers.entry(a.id()).owner, 0, "the one policy instance owns its timers");
+        h.advance_to(2 * MS);
+        // Stop `a`; re-arm `b` later and `c` earlier (set_timer cancels the pending expiry).
+        h.call(|_, ctx| {
+            ctx.stop_timer(&a);
+            ctx.set_timer(&b, 9 * MS);
+            ctx.set_timer(&c, 3 * MS);
+        });
+        assert!(h.timers.entry(a.id()).pending.is_none());
+        h.advance_to(20 * MS);
+        assert_eq!(h.fired, vec![(3 * MS, 3), (9 * MS, 2)]);
+        // A fired timer is disarmed; stopping it is harmless, and it can be armed again.
+        h.call(|_, ctx| {
+            ctx.stop_timer(&b);
+            ctx.set_timer(&a, 25 * MS);
+        });
+        h.advance_to(30 * MS);
+        assert_eq!(h.fired.last(), Some(&(25 * MS, 1)));
+        assert_eq!(h.fired.len(), 3);
+    }
+}

@@ -6,9 +6,9 @@
 //! the urgent allowance is represented in the form of virtual time; in the Xen Credit scheduler,
 //! it can be specified as credit").
 
-use super::Uvf;
+use super::{Uvf, UvfVm};
 use crate::hypervisor::policy::{IpiKind, PolicyCtx, VcpuState};
-use crate::ids::{PcpuId, VcpuId};
+use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::time::Nanos;
 
 /// The base policy's side of the overlay.
@@ -30,13 +30,24 @@ pub trait UrgentBase {
     /// Ask `p` to reschedule; the policy must hold the preemption back (`Uvf::defer`) while
     /// `p`'s runner is protected.
     fn resched(&mut self, ctx: &mut PolicyCtx, p: usize);
-    /// The key of `p`'s UVF timer (the policy routes it to `uvf_timer`).
+    /// The key of `p`'s UVF timers (the policy routes it to `uvf_timer`).
     fn uvf_timer_key(&self, p: usize) -> u64;
+    /// The `[vm.uvf]` knobs of `vm`, as `adjust` gave them to the policy.
+    fn uvf_knobs(&self, vm: VmId) -> UvfVm;
 
     // ---- provided: the overlay's rules ----
 
     fn uvf_on(&self) -> bool {
         self.uvf_ref().is_some()
+    }
+
+    /// Arm one of `p`'s UVF timers to expire at `at` (see `Uvf::expiries`: every expiry fires).
+    fn arm_uvf_expiry(&mut self, ctx: &mut PolicyCtx, p: usize, at: Nanos) {
+        let key = self.uvf_timer_key(p);
+        let at = at.max(ctx.now());
+        let u = self.uvf_slot().as_mut().expect("only called with UVF on");
+        let timer = u.expiry_timer(PcpuId(p as u32), at, || ctx.init_timer(key));
+        ctx.set_timer(&timer, at);
     }
 
     fn allowance(&self) -> Nanos {
@@ -61,13 +72,12 @@ pub trait UrgentBase {
 
     /// After do_schedule chose `next` for `p`: an urgent vCPU gets a protected urgent tslice.
     fn start_urgent_tslice(&mut self, ctx: &mut PolicyCtx, p: usize, next: Option<VcpuId>) {
-        let key = self.uvf_timer_key(p);
         let Some(u) = self.uvf_slot().as_mut() else { return };
         let pc = PcpuId(p as u32);
         match next {
             Some(n) if u.is_urgent(n, ctx.now()) => {
                 let end = u.protect(pc, ctx.now());
-                ctx.set_timer(end, key);
+                self.arm_uvf_expiry(ctx, p, end);
             }
             _ => u.unprotect(pc),
         }
@@ -112,16 +122,16 @@ pub trait UrgentBase {
                 // A running vCPU requesting urgency (a Resched-DP sender, a recipient that is on
                 // a pCPU already) is protected from now on.
                 let p = info.pcpu.expect("a running vCPU has a pCPU").idx();
-                let key = self.uvf_timer_key(p);
                 let u = self.uvf_slot().as_mut().expect("only called with UVF on");
                 let pc = PcpuId(p as u32);
                 if !u.protecting(pc, now) {
                     let end = u.protect(pc, now);
-                    ctx.set_timer(end, key);
+                    self.arm_uvf_expiry(ctx, p, end);
                 }
                 // A time-based request may end before the tslice: release then.
+                let u = self.uvf_slot().as_mut().expect("only called with UVF on");
                 if let Some(end) = u.time_based_end(v) {
-                    ctx.set_timer(end, key);
+                    self.arm_uvf_expiry(ctx, p, end);
                 }
             }
             VcpuState::Runnable => {
@@ -146,7 +156,7 @@ pub trait UrgentBase {
         if !self.uvf_on() {
             return;
         }
-        let knobs = ctx.host.vm_of(from).uvf;
+        let knobs = self.uvf_knobs(ctx.host.vcpu(from).vm);
         match kind {
             IpiKind::Resched => {
                 if let Some(dp) = knobs.resched_dp {
@@ -170,7 +180,7 @@ pub trait UrgentBase {
         if !self.uvf_on() {
             return;
         }
-        let knobs = ctx.host.vm_of(v).uvf;
+        let knobs = self.uvf_knobs(ctx.host.vcpu(v).vm);
         if let (true, Some(dp)) = (knobs.early_dp, knobs.resched_dp) {
             self.request_time(ctx, v, dp);
         }
@@ -178,7 +188,7 @@ pub trait UrgentBase {
 
     /// Policy hook: an IPI's EOI. A TLB-Co request ends; a preemption held back for it happens.
     fn uvf_ipi_handled(&mut self, ctx: &mut PolicyCtx, v: VcpuId, kind: IpiKind) {
-        if kind != IpiKind::TlbShootdown || !ctx.host.vm_of(v).uvf.tlb_co {
+        if kind != IpiKind::TlbShootdown || !self.uvf_knobs(ctx.host.vcpu(v).vm).tlb_co {
             return;
         }
         let Some(u) = self.uvf_slot().as_mut() else { return };
@@ -218,6 +228,7 @@ pub trait UrgentBase {
         let pc = PcpuId(p as u32);
         let current = self.running_on(p);
         let Some(u) = self.uvf_slot().as_mut() else { return };
+        u.expiry_fired(pc, now);
         let Some(c) = current else {
             u.take_deferred(pc);
             return;

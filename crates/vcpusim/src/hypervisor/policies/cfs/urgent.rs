@@ -6,8 +6,8 @@
 use super::{Cfs, UVF_TIMER};
 use crate::hypervisor::policy::PolicyCtx;
 use crate::hypervisor::uvf::overlay::UrgentBase;
-use crate::hypervisor::uvf::Uvf;
-use crate::ids::VcpuId;
+use crate::hypervisor::uvf::{Uvf, UvfVm};
+use crate::ids::{VcpuId, VmId};
 use crate::time::Nanos;
 
 impl UrgentBase for Cfs {
@@ -42,6 +42,9 @@ impl UrgentBase for Cfs {
     fn uvf_timer_key(&self, p: usize) -> u64 {
         UVF_TIMER | p as u64
     }
+    fn uvf_knobs(&self, vm: VmId) -> UvfVm {
+        self.vms[vm.idx()].uvf
+    }
 }
 
 #[cfg(test)]
@@ -69,7 +72,8 @@ mod tests {
         let mut params = Params::defaults(&CfsKind.params());
         params.set("directed_yield", ParamValue::Bool(false));
         let mut h = FakeHost::new(1, &[(2, 256), (1, 256), (1, 256)], Some(uvf), |shape| CfsKind.build(&params, shape));
-        h.vms[0].uvf = knobs;
+        h.sched[0].uvf = knobs;
+        h.adjust(0);
         for _ in 0..1000 {
             let running = h.pcpus[0].current;
             if let Some(v) = running.filter(|v| [SENDER, SLEEPER].contains(v)) {

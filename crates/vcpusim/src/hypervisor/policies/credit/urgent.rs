@@ -15,8 +15,8 @@
 use super::{Credit, CREDITS_PER_MSEC, PCPU_MASK, KIND_SHIFT, TIMER_UVF};
 use crate::hypervisor::policy::PolicyCtx;
 use crate::hypervisor::uvf::overlay::UrgentBase;
-use crate::hypervisor::uvf::Uvf;
-use crate::ids::VcpuId;
+use crate::hypervisor::uvf::{Uvf, UvfVm};
+use crate::ids::{VcpuId, VmId};
 use crate::time::{Nanos, MS};
 
 impl UrgentBase for Credit {
@@ -57,6 +57,9 @@ impl UrgentBase for Credit {
     fn uvf_timer_key(&self, p: usize) -> u64 {
         (TIMER_UVF << KIND_SHIFT) | (p as u64 & PCPU_MASK)
     }
+    fn uvf_knobs(&self, vm: VmId) -> UvfVm {
+        self.doms[vm.idx()].uvf
+    }
 }
 
 #[cfg(test)]
@@ -88,7 +91,7 @@ mod tests {
     fn host(allowance: Nanos, knobs: UvfVm, config: CreditConfig) -> FakeHost {
         let uvf = UvfHost { urgent_tslice: 500 * US, urgent_allowance: allowance };
         let mut h = FakeHost::with_uvf(Topology::flat(1), &[(2, 256), (1, 256), (1, 256)], config, Some(uvf));
-        h.vms[0].uvf = knobs;
+        h.sched[0].uvf = knobs;
         h.start();
         for _ in 0..20_000 {
             match h.running_on(0) {
@@ -204,8 +207,8 @@ mod tests {
         let knobs = UvfVm { tlb_co: true, resched_dp: Some(500 * US), ..UvfVm::default() };
         let uvf = UvfHost { urgent_tslice: 500 * US, urgent_allowance: 18 * MS };
         let mut h = FakeHost::with_uvf(Topology::flat(2), &[(3, 256), (2, 256)], cfg(), Some(uvf));
-        h.vms[0].uvf = knobs;
-        h.vms[1].uvf = knobs;
+        h.sched[0].uvf = knobs;
+        h.sched[1].uvf = knobs;
         h.start();
         let mut lcg: u64 = 7;
         let mut next = |n: u64| {

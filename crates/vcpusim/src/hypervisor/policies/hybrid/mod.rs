@@ -22,7 +22,7 @@ mod plan;
 mod tests;
 
 use super::{HostShape, PolicyKind};
-use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, VcpuState, VmType, YieldReason};
+use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Timer, VcpuState, VmSched, VmType, YieldReason};
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, MS, SEC};
@@ -47,7 +47,8 @@ const DEFAULT_ALLOCATION_SLOTS: u64 = 1;
 /// the seed gives no bound.
 const PE_BOUND_INTERVALS: u64 = 4;
 
-/// The one timer: the slot boundary, kept on the BSP (pCPU 0) like credit's master pCPU.
+/// The key of the one timer: the slot boundary, kept on the BSP (pCPU 0) like credit's master
+/// pCPU.
 const TIMER_SLOT: u64 = 1;
 
 /// The registry entry.
@@ -170,6 +171,12 @@ struct HybridPcpu {
 /// Per-VM private data.
 #[derive(Clone, Debug, Default)]
 struct HybridVm {
+    /// The settings `adjust` gave: weight, seed 004 type and u-factor.
+    weight: u32,
+    vm_type: VmType,
+    u_factor: f64,
+    /// `adjust` has run once (later calls are `xm sched-pe` changes).
+    adjusted: bool,
     /// Slots its vCPUs ran co-scheduled, for the PCPS extra slot of Algorithm 4 line 6.
     gang_slots: u64,
     /// The master runs alone on its pCPU in the next slot (PCPS).
@@ -187,6 +194,8 @@ pub struct Hybrid {
     /// Slots started so far (the current slot's index + 1).
     slots: u64,
     started: bool,
+    /// The periodic slot-boundary timer, made at the first slot.
+    slot_timer: Option<Timer>,
     /// PE handed out at the last allocation event, and PE_total then (conservation, `check`).
     last_handed_out: u64,
     last_pe_total: u64,
@@ -201,6 +210,7 @@ impl Hybrid {
             vms: vec![HybridVm::default(); host.nvms as usize],
             slots: 0,
             started: false,
+            slot_timer: None,
             last_handed_out: 0,
             last_pe_total: 0,
         }
@@ -209,9 +219,8 @@ impl Hybrid {
     /// The type the policy acts on: a concurrent VM with more vCPUs than the host has pCPUs cannot
     /// have them in distinct run queues (the seed assumes |C(V_i)| <= |P|, section 3.1), so it is
     /// scheduled as high-throughput.
-    fn is_concurrent(host: &HostView, vm: VmId) -> bool {
-        let info = host.vm(vm);
-        info.vm_type == VmType::Concurrent && info.vcpus.len() <= host.npcpus()
+    fn is_concurrent(&self, host: &HostView, vm: VmId) -> bool {
+        self.vms[vm.idx()].vm_type == VmType::Concurrent && host.vm(vm).vcpus.len() <= host.npcpus()
     }
 
     /// The vCPU whose selection co-schedules a concurrent VM: the master (vCPU0, Algorithm 4
@@ -230,7 +239,7 @@ impl Hybrid {
     /// met (docs/model.md 7.5).
     fn initial_home(&self, host: &HostView, v: VcpuId) -> PcpuId {
         let vm = host.vcpu(v).vm;
-        let concurrent = Self::is_concurrent(host, vm);
+        let concurrent = self.is_concurrent(host, vm);
         let placed = |w: &VcpuId| w.idx() < v.idx();
         let homed = |p: PcpuId| host.vm(vm).vcpus.iter().any(|s| *s != v && placed(s) && self.vcpus[s.idx()].home == p);
         host.pcpu_ids()
@@ -247,8 +256,8 @@ impl Hybrid {
             .iter()
             .filter(|info| counted(&info.id) && self.vcpus[info.id.idx()].home == p)
             .map(|info| {
-                let vm = host.vm(info.vm);
-                ((vm.weight as u128) << 32) / vm.vcpus.len() as u128
+                let weight = self.vms[info.vm.idx()].weight;
+                ((weight as u128) << 32) / host.vm(info.vm).vcpus.len() as u128
             })
             .sum()
     }
@@ -303,17 +312,17 @@ impl Hybrid {
             }
         }
         // With no active VM at all (everyone halted) every VM counts, so PE_total is still handed out.
-        let any_active = host.vms.iter().any(|vm| self.vms[vm.id.idx()].active && vm.weight > 0);
+        let any_active = host.vms.iter().any(|vm| self.vms[vm.id.idx()].active && self.vms[vm.id.idx()].weight > 0);
         let counted = |i: usize| !self.cfg.work_conserving || !any_active || self.vms[i].active;
         let alloc_vms: Vec<AllocVm> = host
             .vms
             .iter()
             .enumerate()
             .map(|(i, vm)| AllocVm {
-                weight: if counted(i) { vm.weight as u64 } else { 0 },
+                weight: if counted(i) { self.vms[i].weight as u64 } else { 0 },
                 nvcpus: vm.vcpus.len(),
-                concurrent: Self::is_concurrent(host, vm.id),
-                u: allocation::u_millionths(vm.u_factor),
+                concurrent: self.is_concurrent(host, vm.id),
+                u: allocation::u_millionths(self.vms[i].u_factor),
                 limit: if self.cfg.work_conserving {
                     vm.vcpus.len() as u64 * self.cfg.pe_unit * self.cfg.allocation_slots
                 } else {
@@ -357,8 +366,8 @@ impl Hybrid {
         self.sort_runqs();
         self.slots += 1;
         self.plan_slot(ctx);
-        let at = ctx.now() + self.cfg.slot;
-        ctx.set_timer(at, TIMER_SLOT);
+        let timer = *self.slot_timer.get_or_insert_with(|| ctx.init_timer(TIMER_SLOT));
+        ctx.set_timer(&timer, ctx.now() + self.cfg.slot);
     }
 }
 
@@ -425,18 +434,25 @@ impl Policy for Hybrid {
         }
     }
 
-    /// `xm sched-pe` (seed 004 sections 4.2 and 6.5): the VM's type or u-factor changed. A VM
-    /// that is now concurrent first gets Algorithm 1's distinct run queues, and its vCPUs still
-    /// running asynchronously leave their pCPUs at once (which pick again for the rest of the
-    /// slot), so that from the next slot boundary it only runs co-scheduled. A VM made
-    /// high-throughput keeps its queues and any co-scheduled slot in progress. The PCPS interval
-    /// restarts under the new u-factor.
-    fn vm_reconfigured(&mut self, ctx: &mut PolicyCtx, vm: VmId) {
+    /// The VM's weight, type and u-factor. At run time this is `xm sched-pe` (seed 004 sections
+    /// 4.2 and 6.5): the VM's type or u-factor changed. A VM that is now concurrent first gets
+    /// Algorithm 1's distinct run queues, and its vCPUs still running asynchronously leave their
+    /// pCPUs at once (which pick again for the rest of the slot), so that from the next slot
+    /// boundary it only runs co-scheduled. A VM made high-throughput keeps its queues and any
+    /// co-scheduled slot in progress. The PCPS interval restarts under the new u-factor.
+    fn adjust(&mut self, ctx: &mut PolicyCtx, vm: VmId, sched: &VmSched) {
         let host = ctx.host;
+        if self.vms.len() <= vm.idx() {
+            self.vms.resize(vm.idx() + 1, HybridVm::default());
+        }
         let d = &mut self.vms[vm.idx()];
+        (d.weight, d.vm_type, d.u_factor) = (sched.weight, sched.vm_type, sched.u_factor);
+        if !std::mem::replace(&mut d.adjusted, true) {
+            return;
+        }
         d.gang_slots = 0;
         d.extra_slot_next = false;
-        if !Self::is_concurrent(&host, vm) {
+        if !self.is_concurrent(&host, vm) {
             return;
         }
         for p in host.pcpu_ids() {
@@ -506,7 +522,7 @@ impl Hybrid {
         // No two vCPUs of a concurrent VM in one run queue (Algorithms 1 and 4), halted ones
         // included since they return to their home queue when they wake.
         for vm in host.vms {
-            if !Self::is_concurrent(host, vm.id) {
+            if !self.is_concurrent(host, vm.id) {
                 continue;
             }
             let mut homes: Vec<PcpuId> = vm.vcpus.iter().map(|v| self.vcpus[v.idx()].home).collect();

@@ -54,7 +54,7 @@ impl Hybrid {
     }
 
     fn is_hit_vcpu(&self, host: &HostView, v: VcpuId) -> bool {
-        !Self::is_concurrent(host, host.vcpu(v).vm)
+        !self.is_concurrent(host, host.vcpu(v).vm)
     }
 
     /// Co-schedule `vm` this slot: every awake vCPU on its home pCPU. The homes of its halted vCPUs
@@ -78,7 +78,7 @@ impl Hybrid {
         }
         let d = &mut self.vms[vm.idx()];
         d.gang_slots += 1;
-        if let Some(every) = allocation::extra_slot_interval(allocation::u_millionths(host.vm(vm).u_factor)) {
+        if let Some(every) = allocation::extra_slot_interval(allocation::u_millionths(d.u_factor)) {
             if d.gang_slots % every == 0 {
                 d.extra_slot_next = true;
             }
@@ -191,7 +191,7 @@ impl Hybrid {
 
     /// `vm` is concurrent and not co-scheduled this slot.
     fn waits_for_gang(&self, host: &HostView, vm: VmId) -> bool {
-        Self::is_concurrent(host, vm) && !self.pcpus.iter().any(|p| p.gang == Some(vm))
+        self.is_concurrent(host, vm) && !self.pcpus.iter().any(|p| p.gang == Some(vm))
     }
 
     /// Co-schedule `vm` on pCPUs nobody took this slot if its leader has PE > 0.
@@ -215,7 +215,7 @@ impl Hybrid {
                 continue;
             }
             let master = vm.vcpus[0];
-            if Self::is_concurrent(&host, vm.id) && self.vcpus[master.idx()].awake {
+            if self.is_concurrent(&host, vm.id) && self.vcpus[master.idx()].awake {
                 let home = self.vcpus[master.idx()].home.idx();
                 self.pcpus[home].assigned = Some(master);
                 self.pcpus[home].gang = Some(vm.id);
@@ -234,7 +234,7 @@ impl Hybrid {
                 continue;
             }
             let vm = host.vcpu(head).vm;
-            if Self::is_concurrent(&host, vm) {
+            if self.is_concurrent(&host, vm) {
                 if self.leader(&host, vm) == Some(head) && self.try_gang(&host, vm, true) {
                     continue;
                 }
@@ -284,7 +284,7 @@ impl Hybrid {
                 let queue = self.pcpus[p.idx()].runq.clone();
                 for v in queue {
                     let vm = host.vcpu(v).vm;
-                    if !Self::is_concurrent(&host, vm) {
+                    if !self.is_concurrent(&host, vm) {
                         if !self.is_assigned(v) {
                             self.pcpus[p.idx()].assigned = Some(v);
                             break;
@@ -334,7 +334,7 @@ impl Hybrid {
             ctx.reschedule(home);
             return;
         }
-        if Self::is_concurrent(&host, vm) {
+        if self.is_concurrent(&host, vm) {
             return;
         }
         let empty = |q: PcpuId| self.pcpus[q.idx()].assigned.is_none() && host.pcpu(q).current.is_none();

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::hypervisor::policies::test_host::FakeHost;
-use crate::hypervisor::policy::VmInfo;
+use crate::hypervisor::policy::{TimerTable, VmSched};
 use crate::params::ParamValue;
 use crate::time::US;
 
@@ -16,7 +16,7 @@ fn hybrid_host(npcpus: u32, vms: &[VmDesc], work_conserving: bool) -> FakeHost {
     params.set("work_conserving", ParamValue::Bool(work_conserving));
     let sizes: Vec<(u32, u32)> = vms.iter().map(|(n, w, _, _)| (*n, *w)).collect();
     let classes: Vec<(VmType, f64)> = vms.iter().map(|(_, _, t, u)| (*t, *u)).collect();
-    let configure = |infos: &mut [VmInfo]| {
+    let configure = |infos: &mut [VmSched]| {
         for (info, (t, u)) in infos.iter_mut().zip(&classes) {
             info.vm_type = *t;
             info.u_factor = *u;
@@ -32,13 +32,14 @@ fn hybrid_host(npcpus: u32, vms: &[VmDesc], work_conserving: bool) -> FakeHost {
 /// or none, except for a PCPS master's extra slot (the master alone).
 fn coscheduled(h: &FakeHost) {
     for vm in &h.vms {
-        if vm.vm_type != VmType::Concurrent || vm.vcpus.len() > h.pcpus.len() {
+        let sched = h.sched[vm.id.idx()];
+        if sched.vm_type != VmType::Concurrent || vm.vcpus.len() > h.pcpus.len() {
             continue;
         }
         let awake = vm.vcpus.iter().filter(|v| h.vcpus[v.idx()].state != VcpuState::Halted).count();
         let running: Vec<u32> =
             vm.vcpus.iter().filter(|v| h.vcpus[v.idx()].state == VcpuState::Running).map(|v| h.vcpus[v.idx()].index).collect();
-        let master_alone = vm.u_factor > 0.0 && running == [0];
+        let master_alone = sched.u_factor > 0.0 && running == [0];
         assert!(
             running.is_empty() || running.len() == awake || master_alone,
             "t={} VM {}: vCPUs {running:?} of {awake} awake run",
@@ -81,10 +82,13 @@ fn initial_mapping_puts_a_concurrent_vms_vcpus_in_distinct_queues() {
     let shape = HostShape { npcpus: 4, nvcpus: h.vcpus.len() as u32, nvms: 3, uvf: None };
     let cfg = HybridConfig { slot: DEFAULT_SLOT, work_conserving: true, pe_unit: 300, allocation_slots: 1 };
     let mut pol = Hybrid::new(cfg, shape);
-    let mut requests = Vec::new();
+    let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
     let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topology, scope: None };
+    for (vm, sched) in h.sched.iter().enumerate() {
+        pol.adjust(&mut PolicyCtx::new(view, &mut requests, &mut timers), VmId(vm as u32), sched);
+    }
     for v in 0..h.vcpus.len() as u32 {
-        let mut ctx = PolicyCtx::new(view, &mut requests);
+        let mut ctx = PolicyCtx::new(view, &mut requests, &mut timers);
         pol.insert_vcpu(&mut ctx, VcpuId(v));
     }
     let homes: Vec<u32> = pol.vcpus.iter().map(|d| d.home.0).collect();
@@ -258,22 +262,26 @@ fn a_vm_made_concurrent_gets_distinct_queues_and_runs_co_scheduled_from_the_next
     let shape = HostShape { npcpus: 4, nvcpus: 6, nvms: 2, uvf: None };
     let cfg = HybridConfig { slot: DEFAULT_SLOT, work_conserving: true, pe_unit: 300, allocation_slots: 1 };
     let mut pol = Hybrid::new(cfg, shape);
-    let mut requests = Vec::new();
+    let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
     {
         let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topology, scope: None };
+        for (vm, sched) in h.sched.iter().enumerate() {
+            pol.adjust(&mut PolicyCtx::new(view, &mut requests, &mut timers), VmId(vm as u32), sched);
+        }
         for v in 0..6 {
-            pol.insert_vcpu(&mut PolicyCtx::new(view, &mut requests), VcpuId(v));
+            pol.insert_vcpu(&mut PolicyCtx::new(view, &mut requests, &mut timers), VcpuId(v));
         }
         for v in 0..3 {
             pol.migrate(VcpuId(v), PcpuId(2));
         }
         pol.check(&view).unwrap();
     }
-    let mut vms = h.vms.clone();
-    vms[0].vm_type = CON;
-    let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &vms, topology: &h.topology, scope: None };
+    // The type alone changed (as if adjust had not re-planned yet): Algorithm 1 is broken.
+    pol.vms[0].vm_type = CON;
+    let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topology, scope: None };
     assert!(pol.check(&view).is_err(), "before re-planning the queues break Algorithm 1");
-    pol.vm_reconfigured(&mut PolicyCtx::new(view, &mut requests), VmId(0));
+    let con = VmSched { vm_type: CON, ..h.sched[0] };
+    pol.adjust(&mut PolicyCtx::new(view, &mut requests, &mut timers), VmId(0), &con);
     pol.check(&view).unwrap();
     let homes: Vec<u32> = (0..3).map(|v| pol.vcpus[v].home.0).collect();
     // vCPU0 stays on pCPU 2; vCPUs 1 and 2 go to the least loaded queues without a sibling
@@ -292,8 +300,8 @@ fn a_vm_made_concurrent_gets_distinct_queues_and_runs_co_scheduled_from_the_next
             h.wake(v);
         }
     }
-    h.vms[0].vm_type = CON;
-    h.call(|pol, ctx| pol.vm_reconfigured(ctx, VmId(0)));
+    h.sched[0].vm_type = CON;
+    h.adjust(0);
     h.check();
     assert_eq!(h.running(0), 0, "its asynchronously running vCPUs left their pCPUs at once");
     let start = h.vm_run_time(0);
