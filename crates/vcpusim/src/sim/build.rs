@@ -4,6 +4,7 @@ use super::state::{Activity, Pcpu, Sim, TimeKind, Vcpu, Vm};
 use crate::engine::event_queue::EventQueue;
 use crate::engine::rng::stream;
 use crate::guest::kernel_fn::KernelFn;
+use crate::hardware::speed::{ConstantSpeed, Speed};
 use crate::guest::objects::{Barrier, MutexWord, Queue, SyncObjects};
 use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::{compile, Thread, ThreadState};
@@ -49,6 +50,8 @@ impl Sim {
             stop: None,
             unfinished_targets: sc.vms.iter().filter(|v| v.iterations.is_some()).count(),
             samples: sc.run.sample_every.map(super::sampling::Samples::new),
+            speed_model: Box::new(ConstantSpeed),
+            speed_constant: true,
             online_at: (0..npcpus)
                 .map(|p| {
                     use rand::Rng;
@@ -99,6 +102,7 @@ impl Sim {
                 func: KernelFn::Idle,
                 seg_start: 0,
                 remaining: 0,
+                speed: Speed::ONE,
                 epoch: 0,
                 ple_exits: 0,
                 mm_loaded: false,

@@ -5,6 +5,7 @@ pub mod execute;
 pub mod hypervisor_ops;
 pub mod invariants;
 pub mod sampling;
+pub mod speed;
 pub mod state;
 
 use crate::api::{RunOptions, RunOutput};
