@@ -44,8 +44,8 @@
 //! re-time the rest up to 1 ns later than the uninterrupted end; at speed 1.0 both roundings are
 //! exact and nothing moves, which is what keeps the default model's outputs byte-identical.
 
-use crate::hypervisor::policy::HostView;
 use crate::hardware::topology::Topology;
+use crate::hypervisor::policy::HostView;
 use crate::ids::{PcpuId, VcpuId};
 use crate::time::Nanos;
 

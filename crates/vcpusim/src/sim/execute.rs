@@ -2,9 +2,10 @@
 //!
 //! A running vCPU does one thing at a time (its `Activity`): hypervisor overhead, an interrupt
 //! handler, or its current thread's front step. Timed work is an amount of work done at the
-//! vCPU's speed (`hardware/speed.rs`, re-timed by `sim/speed.rs`) and ends with an `ActivityDone` event;
-//! spinning has no end event: whoever changes what it waits for "pokes" it, and a pause-loop
-//! exit event fires if it spins in the kernel longer than the PLE window.
+//! vCPU's speed (`hardware/speed.rs`; `sim/speed.rs` re-times it when the speed changes) and
+//! ends with an `ActivityDone` event; spinning is time, not work, and has no end event: whoever
+//! changes what it waits for "pokes" it, and a pause-loop exit event fires if it spins in the
+//! kernel longer than the PLE window.
 
 use super::state::{Activity, Event, Ipi, Sim, TimeKind};
 use crate::guest::kernel_fn::KernelFn;
