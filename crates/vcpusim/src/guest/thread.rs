@@ -131,9 +131,9 @@ pub struct Thread {
     pub loops: Vec<u64>,
     /// Steps still to run, front first. Empty means: fetch the next op.
     pub steps: VecDeque<Step>,
-    /// Remaining time of the front step when it is timed and was interrupted.
+    /// Remaining work (work-ns, `hardware/speed.rs`) of the front step when it is timed.
     pub step_remaining: Option<Nanos>,
-    /// User-spin budget left (spin-then-block).
+    /// User-spin budget left (spin-then-block): wall time, not scaled by speed.
     pub spin_budget_left: Option<Nanos>,
     /// Spinlocks held now.
     pub held: Vec<LockId>,

@@ -1,5 +1,7 @@
-//! The physical host: topology and the costs of virtualization events.
+//! The physical host: topology, the costs of virtualization events, and the speed at which a
+//! pCPU advances a vCPU's work.
 
 pub mod costs;
 pub mod cpumask;
+pub mod speed;
 pub mod topology;

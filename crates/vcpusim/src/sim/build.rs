@@ -7,6 +7,7 @@ use crate::guest::kernel_fn::KernelFn;
 use crate::guest::objects::{Barrier, MutexWord, Queue, SyncObjects};
 use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::{compile, Thread, ThreadState};
+use crate::hardware::speed::{ConstantSpeed, Speed};
 use crate::hypervisor::policies::{self, HostShape};
 use crate::hypervisor::cpupool::{Affinity, Cpupool, PoolView};
 use crate::hypervisor::policy::{PcpuInfo, VcpuInfo, VcpuState, VmInfo, VmSched};
@@ -68,6 +69,8 @@ impl Sim {
             stop: None,
             unfinished_targets: sc.vms.iter().filter(|v| v.iterations.is_some()).count(),
             samples: sc.run.sample_every.map(super::sampling::Samples::new),
+            speed_model: Box::new(ConstantSpeed),
+            speed_constant: true,
             online_at: (0..npcpus)
                 .map(|p| {
                     use rand::Rng;
@@ -132,6 +135,7 @@ impl Sim {
                 func: KernelFn::Idle,
                 seg_start: 0,
                 remaining: 0,
+                speed: Speed::ONE,
                 epoch: 0,
                 ple_exits: 0,
                 mm_loaded: false,

@@ -1,9 +1,11 @@
 //! Executing running vCPUs: charging time, running steps, handling interrupts.
 //!
 //! A running vCPU does one thing at a time (its `Activity`): hypervisor overhead, an interrupt
-//! handler, or its current thread's front step. Timed work ends with an `ActivityDone` event;
-//! spinning has no end event: whoever changes what it waits for "pokes" it, and a pause-loop
-//! exit event fires if it spins in the kernel longer than the PLE window.
+//! handler, or its current thread's front step. Timed work is an amount of work done at the
+//! vCPU's speed (`hardware/speed.rs`; `sim/speed.rs` re-times it when the speed changes) and
+//! ends with an `ActivityDone` event; spinning is time, not work, and has no end event: whoever
+//! changes what it waits for "pokes" it, and a pause-loop exit event fires if it spins in the
+//! kernel longer than the PLE window.
 
 use super::state::{Activity, Event, Ipi, Sim, TimeKind};
 use crate::guest::kernel_fn::KernelFn;
@@ -41,8 +43,11 @@ impl Sim {
         let kind = vc.time_kind;
         let vm = self.vinfo[v.idx()].vm.idx();
         self.vms[vm].stats.charge(kind, elapsed);
+        // Work done in the segment at the speed it ran at (floor: never credit undone work);
+        // spins are time, not work (`hardware/speed.rs`).
+        let speed = vc.speed;
         match vc.activity {
-            Activity::Overhead { .. } | Activity::Irq => vc.remaining = vc.remaining.saturating_sub(elapsed),
+            Activity::Overhead { .. } | Activity::Irq => vc.remaining = vc.remaining.saturating_sub(speed.work_in(elapsed)),
             Activity::Thread => {
                 if let Some(t) = vc.current {
                     let th = &mut self.threads[t.idx()];
@@ -55,7 +60,7 @@ impl Sim {
                         TimeKind::Spin | TimeKind::TlbWait => {}
                         _ => {
                             if let Some(r) = th.step_remaining.as_mut() {
-                                *r = r.saturating_sub(elapsed);
+                                *r = r.saturating_sub(speed.work_in(elapsed));
                             }
                         }
                     }
@@ -81,8 +86,9 @@ impl Sim {
         self.vinfo[v.idx()].state == VcpuState::Running
     }
 
-    /// Start a timed activity of `ns` on running `v`.
-    fn start_timed(&mut self, v: VcpuId, activity: Activity, kind: TimeKind, func: KernelFn, ns: u64) {
+    /// Start a timed activity of `work` work-ns on running `v`: it ends when its pCPU has done
+    /// that much work at the vCPU's current speed (`speed_changed` re-times it if that moves).
+    fn start_timed(&mut self, v: VcpuId, activity: Activity, kind: TimeKind, func: KernelFn, work: u64) {
         let vc = &mut self.vcpus[v.idx()];
         vc.activity = activity;
         vc.time_kind = kind;
@@ -90,6 +96,7 @@ impl Sim {
         vc.seg_start = self.now;
         vc.epoch += 1;
         let e = vc.epoch;
+        let ns = vc.speed.time_for(work);
         self.queue.push(self.now + ns, Event::ActivityDone(v, e));
     }
 

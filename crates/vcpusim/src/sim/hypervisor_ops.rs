@@ -146,6 +146,10 @@ impl Sim {
         if let Some(n) = d.next {
             self.switch_in(n, p);
         }
+        if !self.speed_constant {
+            // p became busy, idle or busy with someone else: its neighbours may speed up or slow down.
+            self.notify_coupled(p);
+        }
     }
 
     /// Take `v` off pCPU `p`. If it was still Running this is a preemption.
@@ -213,6 +217,10 @@ impl Sim {
         self.vms[vm.idx()].stats.switches_in += 1;
         let cost = if self.pcpus[p.idx()].last != Some(v) { self.costs.context_switch } else { 0 };
         self.pcpus[p.idx()].last = Some(v);
+        if !self.speed_constant {
+            // A new pCPU (a migration, another NUMA node) or a new neighbourhood: ask again.
+            self.vcpus[v.idx()].speed = self.speed_model.speed(&self.host_view(self.pcpu_pool[p.idx()]), v, p);
+        }
         let vc = &mut self.vcpus[v.idx()];
         vc.epoch += 1;
         vc.seg_start = self.now;
@@ -221,7 +229,7 @@ impl Sim {
             vc.time_kind = TimeKind::Overhead;
             vc.remaining = cost;
             let e = vc.epoch;
-            self.queue.push(self.now + cost, Event::ActivityDone(v, e));
+            self.queue.push(self.now + vc.speed.time_for(cost), Event::ActivityDone(v, e));
         } else {
             vc.activity = Activity::Starting;
             let e = vc.epoch;
@@ -279,7 +287,7 @@ impl Sim {
             vc.seg_start = self.now;
             vc.epoch += 1;
             let e = vc.epoch;
-            self.queue.push(self.now + self.costs.ipi_send, Event::ActivityDone(v, e));
+            self.queue.push(self.now + vc.speed.time_for(self.costs.ipi_send), Event::ActivityDone(v, e));
         }
     }
 }

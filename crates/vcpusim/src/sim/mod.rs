@@ -6,6 +6,7 @@ pub mod hypervisor_ops;
 pub mod invariants;
 pub mod pools;
 pub mod sampling;
+pub mod speed;
 pub mod state;
 
 use crate::api::{RunOptions, RunOutput};

@@ -7,6 +7,7 @@ use crate::guest::objects::{Shootdown, SyncObjects};
 use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::Thread;
 use crate::hardware::costs::{Costs, Ple};
+use crate::hardware::speed::{Speed, SpeedModel};
 use crate::hardware::topology::Topology;
 use crate::hypervisor::cpupool::{Affinity, Cpupool};
 use crate::hypervisor::policy::{IpiKind, PcpuInfo, Request, TimerId, TimerTable, VcpuInfo, VmInfo, VmSched};
@@ -74,8 +75,11 @@ pub struct Vcpu {
     pub func: KernelFn,
     /// When the current accounting segment began.
     pub seg_start: Nanos,
-    /// Remaining time of a timed activity (overhead, IRQ handler) when interrupted.
+    /// Remaining work (work-ns, `hardware/speed.rs`) of a timed overhead or IRQ handler; a
+    /// thread step's is its `step_remaining`.
     pub remaining: Nanos,
+    /// The speed its pCPU advances its work at (set at switch-in, changed by `speed_changed`).
+    pub speed: Speed,
     /// Bumped whenever its current activity changes: stale events carry an older epoch.
     pub epoch: u64,
     /// Consecutive PLE exits since it was last scheduled in (grows the window).
@@ -184,4 +188,8 @@ pub struct Sim {
     pub online_at: Vec<Nanos>,
     /// CPU-usage time series (`[run] sample_every`; `sampling.rs`).
     pub samples: Option<super::sampling::Samples>,
+    /// How fast each pCPU advances the work of the vCPU it runs (`hardware/speed.rs`).
+    pub speed_model: Box<dyn SpeedModel>,
+    /// `speed_model.is_constant()`, cached: the default model must cost nothing.
+    pub speed_constant: bool,
 }

@@ -1,0 +1,88 @@
+//! Speed changes of running vCPUs (the engine side of `hardware/speed.rs`).
+//!
+//! A running vCPU's timed work advances at `Vcpu::speed`. When something that can change that
+//! speed happens, the work done so far is settled at the old speed and the activity's
+//! `ActivityDone` event is re-timed at the new one (SimGrid's `CpuImpl::execution_start` /
+//! `on_speed_change`): `settle` bumps the epoch, which makes the old end event stale, and a
+//! new one is pushed. The default model is constant, so none of this ever runs for it
+//! (`Sim::speed_constant`).
+
+use super::state::{Activity, Event, Sim, TimeKind};
+use crate::hardware::speed::{Speed, SpeedModel};
+use crate::ids::{PcpuId, VcpuId};
+
+impl Sim {
+    /// Replace the speed model (tests, and later a scenario's contention model) and re-evaluate
+    /// every running vCPU under it.
+    pub fn set_speed_model(&mut self, model: Box<dyn SpeedModel>) {
+        self.speed_constant = model.is_constant();
+        self.speed_model = model;
+        for p in 0..self.pinfo.len() as u32 {
+            self.speed_changed(PcpuId(p));
+        }
+        if self.speed_constant {
+            // A constant model answers 1.0 and is never asked again: reset what an earlier one set.
+            for v in 0..self.vcpus.len() as u32 {
+                self.set_vcpu_speed(VcpuId(v), Speed::ONE);
+            }
+        }
+    }
+
+    /// Something that may change the speed of the vCPU running on `p` happened: ask the model
+    /// again and, if the speed moved, re-time the vCPU's current work.
+    pub fn speed_changed(&mut self, p: PcpuId) {
+        let Some(v) = self.pinfo[p.idx()].current else { return };
+        let speed = self.speed_model.speed(&self.host_view(self.pcpu_pool[p.idx()]), v, p);
+        self.set_vcpu_speed(v, speed);
+    }
+
+    /// A switch on `p` happened: the pCPUs the model couples to it re-evaluate their speeds.
+    pub(crate) fn notify_coupled(&mut self, p: PcpuId) {
+        for q in self.speed_model.coupled(&self.topology, p) {
+            if q != p {
+                self.speed_changed(q);
+            }
+        }
+    }
+
+    /// Set running or idle `v`'s speed. Timed work in progress is settled at the old speed
+    /// (`settle`: remaining -= floor(elapsed × old)) and its end re-timed at
+    /// `now + ceil(remaining / new)`. Spins are time, not work: only the speed is stored.
+    pub fn set_vcpu_speed(&mut self, v: VcpuId, speed: Speed) {
+        if self.vcpus[v.idx()].speed == speed {
+            return;
+        }
+        if !self.doing_work(v) {
+            self.vcpus[v.idx()].speed = speed;
+            return;
+        }
+        self.settle(v);
+        let vc = &mut self.vcpus[v.idx()];
+        vc.speed = speed;
+        let left = match vc.activity {
+            Activity::Overhead { .. } | Activity::Irq => vc.remaining,
+            _ => {
+                let t = vc.current.expect("a thread activity has a thread");
+                self.threads[t.idx()].step_remaining.unwrap_or(0)
+            }
+        };
+        let e = self.vcpus[v.idx()].epoch;
+        self.queue.push(self.now + speed.time_for(left), Event::ActivityDone(v, e));
+    }
+
+    /// Whether `v` is in the middle of timed work (which has an `ActivityDone` event to re-time):
+    /// hypervisor overhead, an IRQ handler, or a thread's `Run` / `SendIpis` step.
+    fn doing_work(&self, v: VcpuId) -> bool {
+        let vc = &self.vcpus[v.idx()];
+        match vc.activity {
+            Activity::Overhead { .. } | Activity::Irq => true,
+            // The time kind alone is not enough: between steps (inside `dispatch`) it still names
+            // the last one; a timed step in progress has its remaining work recorded.
+            Activity::Thread => {
+                matches!(vc.time_kind, TimeKind::User | TimeKind::Kernel | TimeKind::Overhead)
+                    && vc.current.is_some_and(|t| self.threads[t.idx()].step_remaining.is_some())
+            }
+            Activity::Off | Activity::Starting => false,
+        }
+    }
+}
