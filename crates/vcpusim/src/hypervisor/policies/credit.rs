@@ -1311,8 +1311,11 @@ impl Policy for Credit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hardware::cpumask::CpuMask;
     use crate::hardware::topology::Topology;
+    use crate::hypervisor::cpupool::{Affinity, PoolView, Scope};
     use crate::hypervisor::policy::{PcpuInfo, Request, VcpuInfo, VmInfo};
+    use crate::ids::PoolId;
     use crate::hypervisor::uvf::UvfHost;
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
@@ -1340,6 +1343,9 @@ mod tests {
         pub(super) slice_gen: Vec<u64>,
         /// Run time per vCPU, charged when it leaves its pCPU (and by `run_times`).
         pub(super) run: Vec<Nanos>,
+        /// Pool and affinity tables handed to the policy as its `Scope` (`with_affinity`);
+        /// `None` is the scope-less host of the other tests.
+        pub(super) tables: Option<(PoolView, Vec<PoolId>, Vec<Affinity>)>,
     }
 
     pub(super) fn cfg() -> CreditConfig {
@@ -1389,7 +1395,24 @@ mod tests {
                 seq: 0,
                 slice_gen: vec![0; npcpus as usize],
                 run: vec![0; n],
+                tables: None,
             }
+        }
+
+        /// One pool of every pCPU, and these hard and soft masks per vCPU.
+        pub(super) fn with_affinity(mut self, masks: &[(&[u32], &[u32])]) -> Self {
+            let n = self.pcpus.len();
+            let m = |ps: &[u32]| if ps.is_empty() { CpuMask::full(n) } else { CpuMask::from_pcpus(ps.iter().map(|&p| PcpuId(p))) };
+            let affinity = masks.iter().map(|(hard, soft)| Affinity { hard: m(hard), soft: m(soft) }).collect();
+            let pool = PoolView::new(PoolId(0), "pool0".into(), CpuMask::full(n));
+            self.tables = Some((pool, vec![PoolId(0); self.vcpus.len()], affinity));
+            self
+        }
+
+        pub(super) fn set_affinity(&mut self, v: usize, hard: &[u32], soft: &[u32]) {
+            let n = self.pcpus.len();
+            let m = |ps: &[u32]| if ps.is_empty() { CpuMask::full(n) } else { CpuMask::from_pcpus(ps.iter().map(|&p| PcpuId(p))) };
+            self.tables.as_mut().expect("with_affinity first").2[v] = Affinity { hard: m(hard), soft: m(soft) };
         }
 
         pub(super) fn push(&mut self, at: Nanos, ev: Ev) {
@@ -1399,7 +1422,8 @@ mod tests {
 
         pub(super) fn call<R>(&mut self, f: impl FnOnce(&mut Credit, &mut PolicyCtx) -> R) -> R {
             let mut requests = Vec::new();
-            let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo, scope: None };
+            let scope = self.tables.as_ref().map(|(pool, vcpu_pool, affinity)| Scope { pool, vcpu_pool, affinity });
+            let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo, scope };
             let r = {
                 let mut ctx = PolicyCtx::new(host, &mut requests);
                 f(&mut self.policy, &mut ctx)
@@ -1415,7 +1439,8 @@ mod tests {
         }
 
         pub(super) fn check(&self) {
-            let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo, scope: None };
+            let scope = self.tables.as_ref().map(|(pool, vcpu_pool, affinity)| Scope { pool, vcpu_pool, affinity });
+            let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo, scope };
             if let Err(e) = self.policy.check(&host) {
                 panic!("at t={}: {e}", self.now);
             }
@@ -1433,6 +1458,10 @@ mod tests {
         pub(super) fn schedule(&mut self, p: usize) {
             let d = self.call(|pol, ctx| pol.do_schedule(ctx, PcpuId(p as u32)));
             let prev = self.pcpus[p].current;
+            if let (Some(n), Some((_, _, affinity))) = (d.next, &self.tables) {
+                // The engine's validate_decision.
+                assert!(affinity[n.idx()].hard.contains(PcpuId(p as u32)), "do_schedule({p}) returned vCPU {n} outside its hard affinity");
+            }
             if let Some(n) = d.next {
                 let info = &self.vcpus[n.idx()];
                 assert!(
@@ -1873,6 +1902,117 @@ mod tests {
         // Nothing idle: stay.
         h.policy.idlers = vec![false; 4];
         assert_eq!(h.policy.cpu_pick(&host, VcpuId(0), false), 1);
+    }
+
+    // ---- affinity (the balance steps of _csched_cpu_pick, __runq_tickle, csched_load_balance) ----
+
+    /// A host of `n` flat pCPUs with `nv` hand-made awake vCPUs of one VM (all on `processor`),
+    /// with the given masks; the policy has read its pool.
+    fn affine_host(n: u32, masks: &[(&[u32], &[u32])], processor: u32) -> FakeHost {
+        let mut h = FakeHost::new(Topology::flat(n), &[(masks.len() as u32, 256)], cfg()).with_affinity(masks);
+        h.call(|pol, ctx| pol.fit_to(&ctx.host));
+        for _ in masks {
+            let mut svc = CreditVcpu::new(VmId(0), PcpuId(processor));
+            svc.awake = true;
+            h.policy.vcpus.push(svc);
+        }
+        h
+    }
+
+    #[test]
+    fn cpu_pick_tries_soft_then_hard_and_never_leaves_hard() {
+        // vCPU 0: hard {1, 2}, soft {2}, last on pCPU 0 (outside its hard affinity).
+        let mut h = affine_host(4, &[(&[1, 2], &[2])], 0);
+        let pick = |h: &mut FakeHost| h.call(|pol, ctx| pol.cpu_pick(&ctx.host, VcpuId(0), false));
+        assert_eq!(pick(&mut h), 2, "all idle: the soft step finds pCPU 2");
+        h.policy.idlers[2] = false;
+        assert_eq!(pick(&mut h), 1, "soft pCPU busy: the hard step finds idle pCPU 1");
+        h.policy.idlers = vec![true, false, false, true];
+        assert_eq!(pick(&mut h), 1, "no idler inside hard: the next allowed pCPU after the processor, not idle 0 or 3");
+        // Without a useful soft mask (soft covers hard), only the hard step runs.
+        h.set_affinity(0, &[1, 2], &[1, 2, 3]);
+        h.policy.idlers = vec![true; 4];
+        assert_eq!(pick(&mut h), 1);
+        // Its own processor is kept when allowed and idle.
+        h.policy.vcpus[0].processor = PcpuId(2);
+        assert_eq!(pick(&mut h), 2);
+    }
+
+    #[test]
+    fn tickle_wakes_only_suitable_idlers_soft_first() {
+        // vCPU 0 runs on pCPU 0; vCPU 1 (hard {0, 2, 3}, soft {3}) is queued on pCPU 0 behind it.
+        let mut h = affine_host(4, &[(&[], &[]), (&[0, 2, 3], &[3])], 0);
+        h.policy.pcpus[0].curr = Some(VcpuId(0));
+        h.policy.idlers = vec![false, true, true, true];
+        let tickle = |h: &mut FakeHost| h.call(|pol, ctx| pol.runq_tickle(ctx, VcpuId(1)));
+        // The rotor would pick pCPU 1 (the first idler after 3); the soft step picks 3.
+        tickle(&mut h);
+        assert_eq!(h.policy.idlers, vec![false, true, true, false], "soft step: pCPU 3");
+        // Soft pCPU taken: the hard step wakes 2, never 1 (outside hard).
+        tickle(&mut h);
+        assert_eq!(h.policy.idlers, vec![false, true, false, false], "hard step: pCPU 2");
+        // Only pCPU 1 idle, which it may not use: nobody is woken for an equal priority...
+        tickle(&mut h);
+        assert_eq!(h.policy.idlers, vec![false, true, false, false]);
+        assert!(h.events.is_empty() || h.events.iter().all(|e| !matches!(e.0 .2, Ev::Resched(1))));
+        // ...and a higher priority preempts cur on pCPU 0 rather than waking pCPU 1.
+        h.events.clear();
+        h.policy.vcpus[1].pri = PRI_BOOST;
+        tickle(&mut h);
+        assert_eq!(h.policy.idlers, vec![false, true, false, false]);
+        let tickled: Vec<_> = h.events.iter().map(|e| e.0 .2).collect();
+        assert_eq!(tickled, vec![Ev::Resched(0)]);
+    }
+
+    #[test]
+    fn steal_takes_soft_affine_work_first_and_only_what_may_run_on_the_thief() {
+        // pCPU 0 runs vCPU 0 and queues vCPUs 1 (no soft affinity) and 2 (soft {1}); pCPU 1 idles.
+        let mut h = affine_host(3, &[(&[], &[]), (&[], &[]), (&[], &[1])], 0);
+        h.policy.pcpus[0].curr = Some(VcpuId(0));
+        h.policy.idlers = vec![false, true, true];
+        h.policy.runq_insert(VcpuId(1));
+        h.policy.runq_insert(VcpuId(2));
+        let steal = |h: &mut FakeHost, thief: usize| h.call(|pol, ctx| pol.load_balance(&ctx.host, thief, PRI_IDLE));
+        // Without the soft step the head (vCPU 1) would go; the soft step takes vCPU 2.
+        assert_eq!(steal(&mut h, 1), Some(VcpuId(2)));
+        assert_eq!(h.svc(2).processor, PcpuId(1));
+        // vCPU 1 pinned to pCPU 0: pCPU 2 may not steal it.
+        h.set_affinity(1, &[0], &[]);
+        assert_eq!(steal(&mut h, 2), None);
+        assert_eq!(h.policy.pcpus[0].runq, vec![VcpuId(1)]);
+        // Allowed on 0 and 2: stolen in the hard step.
+        h.set_affinity(1, &[0, 2], &[]);
+        assert_eq!(steal(&mut h, 2), Some(VcpuId(1)));
+    }
+
+    #[test]
+    fn a_vcpu_whose_affinity_excludes_its_pcpu_is_moved() {
+        // Two busy vCPUs on 3 pCPUs with full masks; then each one's hard affinity is changed to
+        // exclude where it is: the running one leaves at its pCPU's next do_schedule, the halted
+        // one wakes elsewhere without a BOOST.
+        let mut h = FakeHost::new(Topology::flat(3), &[(2, 256)], cfg()).with_affinity(&[(&[], &[]), (&[], &[])]);
+        h.start();
+        h.run_until(50 * MS);
+        let p0 = h.vcpus[0].pcpu.unwrap().idx() as u32;
+        let others: Vec<u32> = (0..3).filter(|&p| p != p0).collect();
+        h.set_affinity(0, &others, &[]);
+        h.push(h.now, Ev::Resched(p0 as usize));
+        h.run_until(h.now);
+        let now_on = h.vcpus[0].pcpu.expect("still running").idx() as u32;
+        assert!(others.contains(&now_on), "vCPU 0 moved from {p0} to {now_on}");
+        // vCPU 1 halts, is re-pinned away from its processor, and wakes.
+        h.push(h.now, Ev::Halt(1));
+        h.run_until(h.now);
+        let home = h.svc(1).processor.0;
+        let allowed: Vec<u32> = (0..3).filter(|&p| p != home).collect();
+        h.set_affinity(1, &allowed, &[]);
+        h.policy.vcpus[1].pri = PRI_UNDER;
+        h.push(h.now + MS, Ev::Wake(1));
+        h.run_until(h.now + MS);
+        assert!(allowed.contains(&h.svc(1).processor.0), "woken on {:?}", h.svc(1).processor);
+        assert_ne!(h.svc(1).pri, PRI_BOOST, "a migration wake is not boosted");
+        h.run_until(h.now + 100 * MS);
+        assert!(h.vcpus[1].pcpu.is_some_and(|p| allowed.contains(&p.0)));
     }
 
     #[test]
