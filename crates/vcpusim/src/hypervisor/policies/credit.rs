@@ -21,10 +21,16 @@
 //! credit falls below minus its share of that, until its credit is positive again.
 //!
 //! Simplifications (each a deliberate departure from credit.c, with its reason):
-//! - Caps are per domain from weights only (no explicit `cap` percentage per VM), and no hard/soft affinity: every vCPU may
-//!   run on every pCPU of the host, so each affinity balancing loop reduces to its hard step, the
-//!   exclusive-pinning shortcut never applies and the "kick cur away" branch of `__runq_tickle`
-//!   (which needs an idler that suits cur but not new) cannot happen.
+//! - Caps are per domain from weights only (no explicit `cap` percentage per VM).
+//! - Hard and soft affinity follow credit.c's two balance steps (private.h
+//!   `for_each_affinity_balance_step`: `BALANCE_SOFT_AFFINITY` first, only for a vCPU that
+//!   `has_soft_affinity`, then `BALANCE_HARD_AFFINITY`) in `_csched_cpu_pick`, `__runq_tickle` and
+//!   `csched_load_balance` / `csched_runq_steal`; the masks are read through the host view
+//!   (`may_run`, `prefers`, `has_soft`), so with full masks every loop reduces to its hard step and
+//!   behaves exactly as before affinity existed. Xen moves a vCPU whose affinity changed at once
+//!   (schedule.c `sched_set_affinity` -> `vcpu_migrate`); here affinity is changed between policy
+//!   calls without a hook, so the move happens at the vCPU's next contact with the policy (its
+//!   pCPU's `do_schedule`, its wake, its tick).
 //! - No tasklets, so the idle unit never runs with BOOST.
 //! - `last_tickle_cpu` is one rotor for the host instead of one per pCPU that executes the wake:
 //!   the engine does not say on which pCPU a wake-up is processed.
@@ -345,6 +351,34 @@ fn weight_of(mask: &[bool]) -> usize {
     mask.iter().filter(|&&b| b).count()
 }
 
+/// The steps of `for_each_affinity_balance_step` (private.h): `BALANCE_SOFT_AFFINITY` first, then
+/// `BALANCE_HARD_AFFINITY`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    Soft,
+    Hard,
+}
+
+const BALANCE_STEPS: [Step; 2] = [Step::Soft, Step::Hard];
+
+/// Whether pCPU `p` is in `affinity_balance_cpumask(v, step)` ∩ the pool: soft ∩ hard for the soft
+/// step (only used when `has_soft_affinity`, so never empty and no fallback to hard is needed),
+/// hard for the hard step.
+fn in_balance_mask(host: &HostView, v: VcpuId, p: usize, step: Step) -> bool {
+    let p = PcpuId(p as u32);
+    match step {
+        Step::Soft => host.prefers(v, p),
+        Step::Hard => host.may_run(v, p),
+    }
+}
+
+/// Whether some vCPU might have a useful soft affinity in this pool: one whose soft mask does not
+/// cover the pool (a necessary condition of `has_soft_affinity`). Without one, a soft balance step
+/// of `csched_load_balance` skips every vCPU and can be left out.
+fn any_soft(host: &HostView) -> bool {
+    host.scope.is_some_and(|s| s.affinity.iter().any(|a| !s.pool.mask.is_subset(&a.soft)))
+}
+
 impl Credit {
     fn new(cfg: CreditConfig, host: HostShape) -> Self {
         let npcpus = host.npcpus as usize;
@@ -626,26 +660,20 @@ impl Credit {
 
     // ---- placement ----
 
-    /// `_csched_cpu_pick`: the vCPU's own pCPU if it is idle, otherwise an idle pCPU, preferring
-    /// the one whose core (same socket) or socket (across sockets, needing twice as many idlers)
-    /// has the most idle siblings. With `commit`, remember the choice in the winning pCPU's idle bias.
+    /// `_csched_cpu_pick`: for each affinity balance step (soft, only when the vCPU
+    /// `has_soft_affinity`, then hard), the candidate set is the step's mask
+    /// (`affinity_balance_cpumask`) ∩ the pool; in it, the vCPU's own pCPU if it is idle, otherwise
+    /// an idle pCPU, preferring the one whose core (same socket) or socket (across sockets, needing
+    /// twice as many idlers) has the most idle siblings. A step that ends on an idle pCPU ends the
+    /// search; otherwise the hard step's answer stands (the own pCPU if allowed, else the next
+    /// allowed one), so the result is always in hard ∩ pool. With `commit`, remember the choice in
+    /// the winning pCPU's idle bias.
     fn cpu_pick(&mut self, host: &HostView, v: VcpuId, commit: bool) -> usize {
         let topo = host.topology;
         let n = self.pcpus.len();
         let master = self.vcpus[v.idx()].processor.idx();
         let mut cpu = master;
-        // "iff unit is the currently running and the only runnable unit on cpu, we add cpu to the idlers".
-        let mut idlers = self.idlers.clone();
-        if self.pcpus[master].runq.is_empty() {
-            idlers[master] = true;
-        }
-        let mut cpus = idlers.clone();
-        if !cpus[cpu] {
-            if let Some(c) = cycle(cpu, &cpus) {
-                cpu = c;
-            }
-        }
-        cpus[cpu] = false;
+        let mut spc = None;
         let siblings = |p: usize| -> Vec<bool> {
             let core = topo.place(PcpuId(p as u32)).core;
             (0..n).map(|q| topo.place(PcpuId(q as u32)).core == core).collect()
@@ -655,33 +683,63 @@ impl Credit {
             (0..n).map(|q| topo.place(PcpuId(q as u32)).socket == socket).collect()
         };
         let and = |a: &[bool], b: &[bool]| -> Vec<bool> { a.iter().zip(b).map(|(x, y)| *x && *y).collect() };
-        let mut chosen_spc = None;
-        while let Some(nxt) = cycle(cpu, &cpus) {
-            let same_socket = topo.place(PcpuId(cpu as u32)).socket == topo.place(PcpuId(nxt as u32)).socket;
-            let (factor, cpu_group, nxt_group) = if same_socket {
-                // Same socket: compare idle hardware threads of the two cores.
-                (1, siblings(cpu), siblings(nxt))
-            } else {
-                // Different sockets: compare idle pCPUs of the two sockets; migrate only if twice as idle.
-                (2, socket_mates(cpu), socket_mates(nxt))
-            };
-            let cpu_idlers = and(&idlers, &cpu_group);
-            let nxt_idlers = and(&idlers, &nxt_group);
-            if weight_of(&cpu_idlers) * factor < weight_of(&nxt_idlers) {
-                let candidates = and(&nxt_idlers, &cpus);
-                chosen_spc = Some(nxt);
-                cpu = cycle(self.pcpus[nxt].idle_bias, &candidates).unwrap_or(nxt);
-                for (c, s) in cpus.iter_mut().zip(siblings(cpu)) {
-                    *c &= !s;
+        let soft = host.has_soft(v);
+        for step in BALANCE_STEPS {
+            // "if that is the case, we just skip the soft affinity balancing step all together"
+            // (has_soft_affinity implies soft ∩ hard ∩ pool is not empty).
+            if step == Step::Soft && !soft {
+                continue;
+            }
+            // affinity_balance_cpumask(unit, balance_step, cpus); cpumask_and(cpus, online, cpus).
+            let mut cpus: Vec<bool> = (0..n).map(|p| in_balance_mask(host, v, p, step)).collect();
+            // "If present, prefer vc's current processor".
+            cpu = if cpus[master] { master } else { cycle(master, &cpus).unwrap_or(master) };
+            // "iff unit is the currently running and the only runnable unit on cpu, we add cpu to
+            // the idlers".
+            let mut idlers = self.idlers.clone();
+            if master == cpu && self.pcpus[master].runq.is_empty() {
+                idlers[master] = true;
+            }
+            for (c, i) in cpus.iter_mut().zip(&idlers) {
+                *c &= *i;
+            }
+            if !cpus[cpu] {
+                if let Some(c) = cycle(cpu, &cpus) {
+                    cpu = c;
                 }
-            } else {
-                for (c, s) in cpus.iter_mut().zip(&nxt_idlers) {
-                    *c &= !*s;
+            }
+            cpus[cpu] = false;
+            while let Some(nxt) = cycle(cpu, &cpus) {
+                let same_socket = topo.place(PcpuId(cpu as u32)).socket == topo.place(PcpuId(nxt as u32)).socket;
+                let (factor, cpu_group, nxt_group) = if same_socket {
+                    // Same socket: compare idle hardware threads of the two cores.
+                    (1, siblings(cpu), siblings(nxt))
+                } else {
+                    // Different sockets: compare idle pCPUs of the two sockets; migrate only if twice as idle.
+                    (2, socket_mates(cpu), socket_mates(nxt))
+                };
+                let cpu_idlers = and(&idlers, &cpu_group);
+                let nxt_idlers = and(&idlers, &nxt_group);
+                if weight_of(&cpu_idlers) * factor < weight_of(&nxt_idlers) {
+                    let candidates = and(&nxt_idlers, &cpus);
+                    spc = Some(nxt);
+                    cpu = cycle(self.pcpus[nxt].idle_bias, &candidates).unwrap_or(nxt);
+                    for (c, s) in cpus.iter_mut().zip(siblings(cpu)) {
+                        *c &= !s;
+                    }
+                } else {
+                    for (c, s) in cpus.iter_mut().zip(&nxt_idlers) {
+                        *c &= !*s;
+                    }
                 }
+            }
+            // "Stop if cpu is idle".
+            if idlers[cpu] {
+                break;
             }
         }
         if commit {
-            if let Some(spc) = chosen_spc {
+            if let Some(spc) = spc {
                 self.pcpus[spc].idle_bias = cpu;
             }
         }
@@ -689,23 +747,66 @@ impl Credit {
     }
 
     /// `__runq_tickle`: a vCPU was queued on its processor; decide which pCPU must reschedule.
+    /// Only pCPUs the new vCPU may run on are tickled: its processor ("cur" is considered only if
+    /// the vCPU may run there, which `wake` and `migrate` keep true as Xen does), or an idler of
+    /// its soft step first, then of its hard step.
     fn runq_tickle(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        let host = ctx.host;
+        let n = self.pcpus.len();
         let cpu = self.vcpus[v.idx()].processor.idx();
         let new_pri = self.vcpus[v.idx()].pri;
         let cur_pri = self.pri_of_curr(cpu);
+        let here = host.may_run(v, PcpuId(cpu as u32));
+        // idle_mask = prv->idlers ∩ the pool (our idlers hold only the pool's pCPUs).
         let idlers_empty = !self.idlers.iter().any(|&i| i);
-        // "If the pcpu is idle, or there are no idlers and the new unit is a higher priority than
-        // the old unit, run it here."
-        let target = if cur_pri == PRI_IDLE || (idlers_empty && new_pri > cur_pri) {
-            Some(cpu)
+        let mut target = None;
+        if here && self.idlers[cpu] && host.scope.is_some_and(|s| s.affinity[v.idx()].hard.count() == 1) {
+            // Exclusive pinning (`CSCHED_FLAG_UNIT_PINNED`, set by `csched_aff_cntl` when the hard
+            // mask has one pCPU) "and cpu is in idle_mask": tickle it. An idler runs nothing here,
+            // so the next branch would choose the same pCPU; kept for the shape of credit.c.
+            target = Some(cpu);
+        } else if here && (cur_pri == PRI_IDLE || (idlers_empty && new_pri > cur_pri)) {
+            // "If the pcpu is idle, or there are no idlers and the new unit is a higher priority
+            // than the old unit, run it here."
+            target = Some(cpu);
         } else if !idlers_empty {
-            // "If there are suitable idlers for new, no matter priorities, leave cur alone ...
-            // and wake some of them" (one, rotating: opt_tickle_one_idle).
-            self.last_tickle_cpu = cycle(self.last_tickle_cpu, &self.idlers).expect("idlers is not empty");
-            Some(self.last_tickle_cpu)
-        } else {
-            None
-        };
+            // "Soft and hard affinity balancing loop. For units without a useful soft affinity,
+            // consider hard affinity only."
+            let soft = host.has_soft(v);
+            for step in BALANCE_STEPS {
+                if step == Step::Soft && !soft {
+                    continue;
+                }
+                // "Are there idlers suitable for new (for this balance step)?"
+                let suitable: Vec<bool> = (0..n).map(|p| self.idlers[p] && in_balance_mask(&host, v, p, step)).collect();
+                let new_idlers_empty = !suitable.iter().any(|&b| b);
+                // "Let's not be too harsh! If there aren't idlers suitable for new in its soft
+                // affinity mask, make sure we check its hard affinity as well".
+                if new_idlers_empty && step == Step::Soft {
+                    continue;
+                }
+                if new_idlers_empty && new_pri > cur_pri {
+                    // The "kick cur away" test: Xen 4.5-4.12 asked whether an idler suits cur's
+                    // affinity and then set _VPF_migrating on cur; since 4.13 (commit 8a04eaa8ea,
+                    // "move some per-vcpu items to struct sched_unit") it tests new's hard
+                    // affinity against idle_mask, which in the hard step is empty by the test
+                    // just made, so cur is never kicked away (as here). "Tickle cpu anyway, to
+                    // let new preempt cur."
+                    if here {
+                        target = Some(cpu);
+                    }
+                } else if !new_idlers_empty {
+                    // "Which of the idlers suitable for new shall we wake up?" (one, rotating:
+                    // opt_tickle_one_idle).
+                    self.last_tickle_cpu = cycle(self.last_tickle_cpu, &suitable).expect("suitable is not empty");
+                    target = Some(self.last_tickle_cpu);
+                }
+                // "Did we find anyone?"
+                if target.is_some() {
+                    break;
+                }
+            }
+        }
         if let Some(t) = target {
             // "Mark the designated CPUs as busy and send them all the scheduler interrupt."
             self.idlers[t] = false;
@@ -739,6 +840,21 @@ impl Credit {
         }
     }
 
+    /// A vCPU whose processor is no longer in its hard affinity ∩ pool (its affinity changed
+    /// after it was placed) gets a new one, as schedule.c's `sched_set_affinity` ->
+    /// `vcpu_migrate` would have given it at the change: `csched_res_pick` (CSCHED_FLAG_UNIT_MIGRATING,
+    /// so the next wake is not a BOOST). The engine changes affinity without telling the policy,
+    /// so this runs where the vCPU next meets the policy (wake, unpark).
+    fn rehome_if_disallowed(&mut self, host: &HostView, v: VcpuId) {
+        if host.may_run(v, self.vcpus[v.idx()].processor) {
+            return;
+        }
+        let new_cpu = self.cpu_pick(host, v, true);
+        let svc = &mut self.vcpus[v.idx()];
+        svc.processor = PcpuId(new_cpu as u32);
+        svc.migrating = true;
+    }
+
     // ---- work stealing ----
 
     fn cache_hot(&self, v: VcpuId, now: Nanos) -> bool {
@@ -747,17 +863,29 @@ impl Credit {
     }
 
     /// `csched_runq_steal`: the first vCPU queued on `peer` with priority strictly above `pri`
-    /// that has not yielded and is not cache-hot.
-    fn runq_steal(&mut self, peer: usize, cpu: usize, pri: Pri, now: Nanos) -> Option<VcpuId> {
+    /// that has not yielded, is not cache-hot and may run on `cpu` in this balance step
+    /// (`__csched_unit_is_migrateable` with `affinity_balance_cpumask`); in the soft step a vCPU
+    /// without a useful soft affinity is skipped ("check if we have any soft-affine work to steal,
+    /// before starting to look at hard-affine work").
+    fn runq_steal(&mut self, host: &HostView, peer: usize, cpu: usize, pri: Pri, step: Step) -> Option<VcpuId> {
         // "Don't steal from an idle CPU's runq because it's about to pick up work from it itself."
         self.pcpus[peer].curr?;
         let mut found = None;
         for &v in &self.pcpus[peer].runq {
             let svc = &self.vcpus[v.idx()];
+            // "If next available UNIT here is not of strictly higher priority than ours, this
+            // PCPU is useless to us."
             if svc.pri <= pri {
                 break;
             }
-            if svc.yielding || self.cache_hot(v, now) {
+            // "Don't steal a UNIT which has yielded; it's waiting for a reason".
+            if svc.yielding {
+                continue;
+            }
+            if step == Step::Soft && !host.has_soft(v) {
+                continue;
+            }
+            if self.cache_hot(v, host.now) || !in_balance_mask(host, v, cpu, step) {
                 continue;
             }
             found = Some(v);
@@ -769,35 +897,43 @@ impl Credit {
         Some(v)
     }
 
-    /// `csched_load_balance`: visit the busy peers node by node, round-robin from each node's
-    /// balance bias, skipping those with at most one runnable vCPU; the first steal ends it.
+    /// `csched_load_balance`: for each affinity balance step (soft-affine work first, then
+    /// hard-affine work), visit the busy peers node by node, round-robin from each node's balance
+    /// bias, skipping those with at most one runnable vCPU; the first steal ends it.
     fn load_balance(&mut self, host: &HostView, cpu: usize, pri: Pri) -> Option<VcpuId> {
         let topo = host.topology;
         let nodes = self.balance_bias.len().max(1);
         let node = topo.place(PcpuId(cpu as u32)).node as usize;
-        for k in 0..nodes {
-            let peer_node = (node + k) % nodes;
-            let workers: Vec<bool> = (0..self.pcpus.len())
-                .map(|p| {
-                    p != cpu
-                        && !self.idlers[p]
-                        && host.owns_pcpu(PcpuId(p as u32))
-                        && topo.place(PcpuId(p as u32)).node as usize == peer_node
-                })
-                .collect();
-            let Some(first) = cycle(self.balance_bias[peer_node], &workers) else { continue };
-            let mut peer = first;
-            loop {
-                if self.nr_runnable(peer) > 1 {
-                    if let Some(v) = self.runq_steal(peer, cpu, pri, host.now) {
-                        // "start from the next pCPU ... so we don't risk stealing always from the same ones".
-                        self.balance_bias[peer_node] = peer;
-                        return Some(v);
+        let soft = any_soft(host);
+        for step in BALANCE_STEPS {
+            // A soft step with no soft-affine vCPU in the pool steals nothing and changes nothing.
+            if step == Step::Soft && !soft {
+                continue;
+            }
+            for k in 0..nodes {
+                let peer_node = (node + k) % nodes;
+                let workers: Vec<bool> = (0..self.pcpus.len())
+                    .map(|p| {
+                        p != cpu
+                            && !self.idlers[p]
+                            && host.owns_pcpu(PcpuId(p as u32))
+                            && topo.place(PcpuId(p as u32)).node as usize == peer_node
+                    })
+                    .collect();
+                let Some(first) = cycle(self.balance_bias[peer_node], &workers) else { continue };
+                let mut peer = first;
+                loop {
+                    if self.nr_runnable(peer) > 1 {
+                        if let Some(v) = self.runq_steal(host, peer, cpu, pri, step) {
+                            // "start from the next pCPU ... so we don't risk stealing always from the same ones".
+                            self.balance_bias[peer_node] = peer;
+                            return Some(v);
+                        }
                     }
-                }
-                peer = cycle(peer, &workers).unwrap_or(first);
-                if peer == first {
-                    break;
+                    peer = cycle(peer, &workers).unwrap_or(first);
+                    if peer == first {
+                        break;
+                    }
                 }
             }
         }
@@ -835,6 +971,7 @@ impl Credit {
         let svc = &self.vcpus[v.idx()];
         let running = self.pcpus[svc.processor.idx()].curr == Some(v);
         if svc.awake && !running && svc.queued_on.is_none() {
+            self.rehome_if_disallowed(&ctx.host, v);
             self.runq_insert(v);
             self.runq_tickle(ctx, v);
             let p = self.vcpus[v.idx()].processor.idx();
@@ -902,6 +1039,7 @@ impl Policy for Credit {
         if running_here || svc.queued_on.is_some() || svc.parked {
             return;
         }
+        self.rehome_if_disallowed(&ctx.host, v);
         self.queue_woken(ctx, v);
     }
 
@@ -932,6 +1070,21 @@ impl Policy for Credit {
         let p = pcpu.idx();
         let now = ctx.now();
         let prev = self.pcpus[p].curr;
+        let host = ctx.host;
+
+        // Affinity changed under vCPUs of this pCPU (schedule.c `sched_set_affinity` ->
+        // `vcpu_migrate`, see `rehome_if_disallowed`): the running one leaves as a tick-flagged
+        // one does (`_VPF_migrating`), the queued ones are taken off and placed anew.
+        if let Some(c) = prev.filter(|c| !host.may_run(*c, pcpu)) {
+            self.vcpus[c.idx()].migrate_pending = true;
+        }
+        if self.pcpus[p].runq.iter().any(|v| !host.may_run(*v, pcpu)) {
+            let strays: Vec<VcpuId> = self.pcpus[p].runq.iter().copied().filter(|v| !host.may_run(*v, pcpu)).collect();
+            for v in strays {
+                self.runq_remove(v);
+                self.migrate(ctx, v);
+            }
+        }
 
         let mut runtime = 0;
         if let Some(c) = prev {
@@ -943,7 +1096,7 @@ impl Policy for Credit {
         }
         // UVF: an urgent vCPU in its protected tslice keeps its pCPU; the preemption waits for
         // the UVF timer (a vCPU flagged for migration by the tick moves after it).
-        if let Some(c) = prev.filter(|c| self.vcpus[c.idx()].runnable()) {
+        if let Some(c) = prev.filter(|c| self.vcpus[c.idx()].runnable() && host.may_run(*c, pcpu)) {
             if self.hold_back_preemption(now, p, c) {
                 self.vcpus[c.idx()].start_time += now as i64;
                 return Decision::run(c, None);
@@ -1167,9 +1320,12 @@ impl Policy for Credit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hardware::cpumask::CpuMask;
     use crate::hardware::topology::Topology;
     use crate::engine::event_queue::{EventId, EventQueue};
+    use crate::hypervisor::cpupool::{Affinity, PoolView, Scope};
     use crate::hypervisor::policy::{PcpuInfo, Request, TimerId, TimerTable, VcpuInfo, VmInfo, VmSched};
+    use crate::ids::PoolId;
     use crate::hypervisor::uvf::UvfHost;
 
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1200,6 +1356,9 @@ mod tests {
         pub(super) run: Vec<Nanos>,
         /// Each VM's settings, handed to `adjust` by `start`.
         pub(super) sched: Vec<VmSched>,
+        /// Pool and affinity tables handed to the policy as its `Scope` (`with_affinity`);
+        /// `None` is the scope-less host of the other tests.
+        pub(super) tables: Option<(PoolView, Vec<PoolId>, Vec<Affinity>)>,
     }
 
     pub(super) fn cfg() -> CreditConfig {
@@ -1251,7 +1410,18 @@ mod tests {
                 slice_event: vec![None; npcpus as usize],
                 run: vec![0; n],
                 sched,
+                tables: None,
             }
+        }
+
+        /// One pool of every pCPU, and these hard and soft masks per vCPU.
+        pub(super) fn with_affinity(mut self, masks: &[(&[u32], &[u32])]) -> Self {
+            let n = self.pcpus.len();
+            let m = |ps: &[u32]| if ps.is_empty() { CpuMask::full(n) } else { CpuMask::from_pcpus(ps.iter().map(|&p| PcpuId(p))) };
+            let affinity = masks.iter().map(|(hard, soft)| Affinity { hard: m(hard), soft: m(soft) }).collect();
+            let pool = PoolView::new(PoolId(0), "pool0".into(), CpuMask::full(n));
+            self.tables = Some((pool, vec![PoolId(0); self.vcpus.len()], affinity));
+            self
         }
 
         /// Hand VM `vm`'s settings (`self.sched`) to the policy, as the engine does before the
@@ -1261,13 +1431,20 @@ mod tests {
             self.call(|pol, ctx| pol.adjust(ctx, VmId(vm as u32), &sched));
         }
 
+        pub(super) fn set_affinity(&mut self, v: usize, hard: &[u32], soft: &[u32]) {
+            let n = self.pcpus.len();
+            let m = |ps: &[u32]| if ps.is_empty() { CpuMask::full(n) } else { CpuMask::from_pcpus(ps.iter().map(|&p| PcpuId(p))) };
+            self.tables.as_mut().expect("with_affinity first").2[v] = Affinity { hard: m(hard), soft: m(soft) };
+        }
+
         pub(super) fn push(&mut self, at: Nanos, ev: Ev) {
             self.events.push(at, ev);
         }
 
         pub(super) fn call<R>(&mut self, f: impl FnOnce(&mut Credit, &mut PolicyCtx) -> R) -> R {
             let mut requests = Vec::new();
-            let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo, scope: None };
+            let scope = self.tables.as_ref().map(|(pool, vcpu_pool, affinity)| Scope { pool, vcpu_pool, affinity });
+            let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo, scope };
             let r = {
                 let mut ctx = PolicyCtx::new(host, &mut requests, &mut self.timers);
                 f(&mut self.policy, &mut ctx)
@@ -1293,7 +1470,8 @@ mod tests {
         }
 
         pub(super) fn check(&self) {
-            let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo, scope: None };
+            let scope = self.tables.as_ref().map(|(pool, vcpu_pool, affinity)| Scope { pool, vcpu_pool, affinity });
+            let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo, scope };
             if let Err(e) = self.policy.check(&host) {
                 panic!("at t={}: {e}", self.now);
             }
@@ -1314,6 +1492,10 @@ mod tests {
         pub(super) fn schedule(&mut self, p: usize) {
             let d = self.call(|pol, ctx| pol.do_schedule(ctx, PcpuId(p as u32)));
             let prev = self.pcpus[p].current;
+            if let (Some(n), Some((_, _, affinity))) = (d.next, &self.tables) {
+                // The engine's validate_decision.
+                assert!(affinity[n.idx()].hard.contains(PcpuId(p as u32)), "do_schedule({p}) returned vCPU {n} outside its hard affinity");
+            }
             if let Some(n) = d.next {
                 let info = &self.vcpus[n.idx()];
                 assert!(
@@ -1755,6 +1937,116 @@ mod tests {
         // Nothing idle: stay.
         h.policy.idlers = vec![false; 4];
         assert_eq!(h.policy.cpu_pick(&host, VcpuId(0), false), 1);
+    }
+
+    // ---- affinity (the balance steps of _csched_cpu_pick, __runq_tickle, csched_load_balance) ----
+
+    /// A host of `n` flat pCPUs with `nv` hand-made awake vCPUs of one VM (all on `processor`),
+    /// with the given masks; the policy has read its pool.
+    fn affine_host(n: u32, masks: &[(&[u32], &[u32])], processor: u32) -> FakeHost {
+        let mut h = FakeHost::new(Topology::flat(n), &[(masks.len() as u32, 256)], cfg()).with_affinity(masks);
+        h.call(|pol, ctx| pol.fit_to(&ctx.host));
+        for _ in masks {
+            let mut svc = CreditVcpu::new(VmId(0), PcpuId(processor));
+            svc.awake = true;
+            h.policy.vcpus.push(svc);
+        }
+        h
+    }
+
+    #[test]
+    fn cpu_pick_tries_soft_then_hard_and_never_leaves_hard() {
+        // vCPU 0: hard {1, 2}, soft {2}, last on pCPU 0 (outside its hard affinity).
+        let mut h = affine_host(4, &[(&[1, 2], &[2])], 0);
+        let pick = |h: &mut FakeHost| h.call(|pol, ctx| pol.cpu_pick(&ctx.host, VcpuId(0), false));
+        assert_eq!(pick(&mut h), 2, "all idle: the soft step finds pCPU 2");
+        h.policy.idlers[2] = false;
+        assert_eq!(pick(&mut h), 1, "soft pCPU busy: the hard step finds idle pCPU 1");
+        h.policy.idlers = vec![true, false, false, true];
+        assert_eq!(pick(&mut h), 1, "no idler inside hard: the next allowed pCPU after the processor, not idle 0 or 3");
+        // Without a useful soft mask (soft covers hard), only the hard step runs.
+        h.set_affinity(0, &[1, 2], &[1, 2, 3]);
+        h.policy.idlers = vec![true; 4];
+        assert_eq!(pick(&mut h), 1);
+        // Its own processor is kept when allowed and idle.
+        h.policy.vcpus[0].processor = PcpuId(2);
+        assert_eq!(pick(&mut h), 2);
+    }
+
+    #[test]
+    fn tickle_wakes_only_suitable_idlers_soft_first() {
+        // vCPU 0 runs on pCPU 0; vCPU 1 (hard {0, 2, 3}, soft {3}) is queued on pCPU 0 behind it.
+        let mut h = affine_host(4, &[(&[], &[]), (&[0, 2, 3], &[3])], 0);
+        h.policy.pcpus[0].curr = Some(VcpuId(0));
+        h.policy.idlers = vec![false, true, true, true];
+        let tickle = |h: &mut FakeHost| h.call(|pol, ctx| pol.runq_tickle(ctx, VcpuId(1)));
+        // The rotor would pick pCPU 1 (the first idler after 3); the soft step picks 3.
+        tickle(&mut h);
+        assert_eq!(h.policy.idlers, vec![false, true, true, false], "soft step: pCPU 3");
+        // Soft pCPU taken: the hard step wakes 2, never 1 (outside hard).
+        tickle(&mut h);
+        assert_eq!(h.policy.idlers, vec![false, true, false, false], "hard step: pCPU 2");
+        // Only pCPU 1 idle, which it may not use: nobody is woken for an equal priority...
+        tickle(&mut h);
+        assert_eq!(h.policy.idlers, vec![false, true, false, false]);
+        let drain = |h: &mut FakeHost| std::iter::from_fn(|| h.events.pop()).map(|(_, e)| e).collect::<Vec<Ev>>();
+        assert!(drain(&mut h).iter().all(|e| !matches!(e, Ev::Resched(1))));
+        // ...and a higher priority preempts cur on pCPU 0 rather than waking pCPU 1.
+        h.policy.vcpus[1].pri = PRI_BOOST;
+        tickle(&mut h);
+        assert_eq!(h.policy.idlers, vec![false, true, false, false]);
+        assert_eq!(drain(&mut h), vec![Ev::Resched(0)]);
+    }
+
+    #[test]
+    fn steal_takes_soft_affine_work_first_and_only_what_may_run_on_the_thief() {
+        // pCPU 0 runs vCPU 0 and queues vCPUs 1 (no soft affinity) and 2 (soft {1}); pCPU 1 idles.
+        let mut h = affine_host(3, &[(&[], &[]), (&[], &[]), (&[], &[1])], 0);
+        h.policy.pcpus[0].curr = Some(VcpuId(0));
+        h.policy.idlers = vec![false, true, true];
+        h.policy.runq_insert(VcpuId(1));
+        h.policy.runq_insert(VcpuId(2));
+        let steal = |h: &mut FakeHost, thief: usize| h.call(|pol, ctx| pol.load_balance(&ctx.host, thief, PRI_IDLE));
+        // Without the soft step the head (vCPU 1) would go; the soft step takes vCPU 2.
+        assert_eq!(steal(&mut h, 1), Some(VcpuId(2)));
+        assert_eq!(h.svc(2).processor, PcpuId(1));
+        // vCPU 1 pinned to pCPU 0: pCPU 2 may not steal it.
+        h.set_affinity(1, &[0], &[]);
+        assert_eq!(steal(&mut h, 2), None);
+        assert_eq!(h.policy.pcpus[0].runq, vec![VcpuId(1)]);
+        // Allowed on 0 and 2: stolen in the hard step.
+        h.set_affinity(1, &[0, 2], &[]);
+        assert_eq!(steal(&mut h, 2), Some(VcpuId(1)));
+    }
+
+    #[test]
+    fn a_vcpu_whose_affinity_excludes_its_pcpu_is_moved() {
+        // Two busy vCPUs on 3 pCPUs with full masks; then each one's hard affinity is changed to
+        // exclude where it is: the running one leaves at its pCPU's next do_schedule, the halted
+        // one wakes elsewhere without a BOOST.
+        let mut h = FakeHost::new(Topology::flat(3), &[(2, 256)], cfg()).with_affinity(&[(&[], &[]), (&[], &[])]);
+        h.start();
+        h.run_until(50 * MS);
+        let p0 = h.vcpus[0].pcpu.unwrap().idx() as u32;
+        let others: Vec<u32> = (0..3).filter(|&p| p != p0).collect();
+        h.set_affinity(0, &others, &[]);
+        h.push(h.now, Ev::Resched(p0 as usize));
+        h.run_until(h.now);
+        let now_on = h.vcpus[0].pcpu.expect("still running").idx() as u32;
+        assert!(others.contains(&now_on), "vCPU 0 moved from {p0} to {now_on}");
+        // vCPU 1 halts, is re-pinned away from its processor, and wakes.
+        h.push(h.now, Ev::Halt(1));
+        h.run_until(h.now);
+        let home = h.svc(1).processor.0;
+        let allowed: Vec<u32> = (0..3).filter(|&p| p != home).collect();
+        h.set_affinity(1, &allowed, &[]);
+        h.policy.vcpus[1].pri = PRI_UNDER;
+        h.push(h.now + MS, Ev::Wake(1));
+        h.run_until(h.now + MS);
+        assert!(allowed.contains(&h.svc(1).processor.0), "woken on {:?}", h.svc(1).processor);
+        assert_ne!(h.svc(1).pri, PRI_BOOST, "a migration wake is not boosted");
+        h.run_until(h.now + 100 * MS);
+        assert!(h.vcpus[1].pcpu.is_some_and(|p| allowed.contains(&p.0)));
     }
 
     #[test]
