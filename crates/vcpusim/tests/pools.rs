@@ -119,3 +119,57 @@ fn cfs_soft_affinity_is_kept_on_an_idle_host() {
         assert!(inside as f64 >= 0.99 * total as f64, "{vm}: {inside} of {total} ns on its soft pCPU {pcpu}");
     }
 }
+
+/// Seed 002's operation: single vCPUs move into another pool and back while the run goes on
+/// (`Sim::move_vcpu`), running, queued or halted. Check mode verifies after every event that
+/// every vCPU runs only in its pool; the trace shows the moved vCPU on the right pCPUs.
+#[test]
+fn vcpus_move_between_credit_and_cfs_pools_and_back() {
+    use vcpusim::api::load_scenario;
+    use vcpusim::ids::{PoolId, VcpuId};
+    use vcpusim::sim::state::Sim;
+    let text = "[host]\npcpus = 4\npolicy = \"credit\"\nstart_skew = \"0ns\"\n\n\
+        [[host.pool]]\nname = \"micro\"\npcpus = \"3\"\npolicy = \"cfs\"\n\n\
+        [[vm]]\nname = \"par\"\nvcpus = 4\nworkload = \"barrier\"\n\n\
+        [[vm]]\nname = \"hog\"\ncount = 2\nvcpus = 1\nworkload = \"cpu-bound\"\n\n\
+        [run]\nduration = \"1s\"\n";
+    let sc = load_scenario(text, "move.toml").expect("loads");
+    let mut sim = Sim::build(&sc, 1, true, true).expect("builds");
+    sim.start();
+    // par's vCPU 2 (host vCPU 2) spends every other 50 ms in "micro" (pCPU 3).
+    let v = VcpuId(2);
+    let mut windows = Vec::new();
+    let mut t = 0;
+    for k in 1..20u64 {
+        t = k * 50_000_000;
+        sim.run_until(t, None).expect("runs in check mode");
+        let to = PoolId((k % 2) as u32);
+        sim.move_vcpu(v, to).expect("cfs and credit pools take vCPUs");
+        windows.push((t, to));
+    }
+    sim.run_until(t + 50_000_000, None).expect("runs");
+    sim.finish();
+    let out = vcpusim::metrics::report::build(&sim, &sc, 1, false);
+    let spans = common::spans_of(&out);
+    let pool_at = |ns: u64| windows.iter().rev().find(|(at, _)| *at <= ns).map_or(PoolId(0), |w| w.1);
+    let mut in_micro = 0;
+    for s in spans.iter().filter(|s| s.vm == "par" && s.vcpu == 2) {
+        // A span starts after its move (a switch-in happens after the policy placed it).
+        let pool = pool_at(s.start_ns);
+        assert_eq!(s.pcpu == 3, pool == PoolId(1), "{s:?} while in pool {pool:?}");
+        if s.pcpu == 3 {
+            in_micro += s.end_ns - s.start_ns;
+        }
+    }
+    assert!(in_micro > 100_000_000, "the moved vCPU ran only {in_micro} ns in micro");
+    // The other vCPUs never left pool0.
+    assert!(spans.iter().filter(|s| !(s.vm == "par" && s.vcpu == 2)).all(|s| s.pcpu != 3));
+    // Moving into a gang pool is refused with a reason.
+    let gang = text.replace("policy = \"cfs\"", "policy = \"gang\"");
+    let sc = load_scenario(&gang, "move.toml").expect("loads");
+    let mut sim = Sim::build(&sc, 1, false, true).expect("builds");
+    sim.start();
+    sim.run_until(10_000_000, None).expect("runs");
+    let err = sim.move_vcpu(v, PoolId(1)).unwrap_err();
+    assert!(err.contains("runs gang, which cannot gain or lose vCPUs"), "{err}");
+}

@@ -427,6 +427,13 @@ pub trait Policy {
     /// policy keeps what it needs in its own per-VM data (credit.c's `csched_dom`).
     fn adjust(&mut self, ctx: &mut PolicyCtx, vm: VmId, sched: &VmSched);
 
+    /// vCPU `v` leaves this policy's pool (Xen `remove_unit`, in `sched_move_domain`): drop it
+    /// from every queue and private list. The engine has switched it out already if it was
+    /// running (it is Runnable or Halted). Only called for policies whose kind says
+    /// `supports_pool_changes`; the vCPU is `insert_vcpu`'d into its new pool next (when it is
+    /// Runnable; a Halted one is inserted when it wakes).
+    fn remove_vcpu(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId) {}
+
     /// pCPU `p` leaves this policy's pool (Xen `cpupool_unassign_cpu`: `cpu_disable_scheduler`
     /// moves every unit off it, then `deinit_pdata` / `free_pdata`). The host view no longer
     /// lists `p`; the vCPU that ran there has already been switched out (Runnable, or Halted) and

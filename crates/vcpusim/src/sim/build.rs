@@ -50,6 +50,7 @@ impl Sim {
             pcpu_pool,
             vcpu_pool: Vec::new(),
             affinity: Vec::new(),
+            insert_on_wake: vec![false; nvcpus as usize],
             requests: Vec::new(),
             timers: Default::default(),
             vinfo: Vec::new(),

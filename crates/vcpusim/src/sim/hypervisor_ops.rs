@@ -260,7 +260,12 @@ impl Sim {
         let vm = self.vinfo[v.idx()].vm.idx();
         self.vms[vm].stats.wakeups += 1;
         let waker_pcpu = waker.and_then(|w| self.vinfo[w.idx()].pcpu);
-        self.with_vcpu_policy(v, |pol, ctx| pol.wake(ctx, v, waker_pcpu));
+        if std::mem::take(&mut self.insert_on_wake[v.idx()]) {
+            // Moved to this pool while halted (`move_vcpu`): it enters the pool now.
+            self.with_vcpu_policy(v, |pol, ctx| pol.insert_vcpu(ctx, v));
+        } else {
+            self.with_vcpu_policy(v, |pol, ctx| pol.wake(ctx, v, waker_pcpu));
+        }
     }
 
     /// A pause-loop exit: the spinning vCPU traps to the hypervisor, which yields it.

@@ -74,12 +74,62 @@ impl Sim {
         self.reschedule(p);
     }
 
-    /// The first pCPU `v` may run on in `pool` (hard affinity ∩ pool), starting after its
-    /// current home so that re-homed vCPUs spread.
+    /// The first pCPU `v` may run on in `pool` (hard affinity ∩ pool, soft affinity there if it
+    /// meets it), starting after its current home so that re-homed vCPUs spread.
     fn home_in_pool(&self, v: VcpuId, pool: PoolId) -> PcpuId {
-        let mask = self.affinity[v.idx()].hard.and(&self.pools[pool.idx()].view.mask);
+        let hard = self.affinity[v.idx()].hard.and(&self.pools[pool.idx()].view.mask);
+        let soft = self.affinity[v.idx()].soft.and(&hard);
+        let mask = if soft.is_empty() { hard } else { soft };
         let from = self.vinfo[v.idx()].last_pcpu;
         let next = mask.iter().find(|q| *q > from);
         next.or_else(|| mask.first()).expect("affinity was broken if it had no pCPU in the pool")
+    }
+
+    /// Move vCPU `v` into pool `to` now (Xen `sched_move_domain` for one unit; seed 002's
+    /// micro-sliced cores move single vCPUs in and out of a pool this way). A running `v` is
+    /// preempted first; the old pool's policy drops it (`remove_vcpu`), the new one is told its
+    /// VM's settings (`adjust`) and inserts it, or, if it is halted, inserts it when it wakes.
+    /// Both pools' policies must support pool changes (`PolicyKind::supports_pool_changes`).
+    pub fn move_vcpu(&mut self, v: VcpuId, to: PoolId) -> Result<(), String> {
+        let from = self.vcpu_pool[v.idx()];
+        if from == to {
+            return Ok(());
+        }
+        for pool in [from, to] {
+            let name = self.pools[pool.idx()].policy.name();
+            let supported = crate::hypervisor::policies::find(name).is_ok_and(|k| k.supports_pool_changes());
+            if !supported {
+                return Err(format!(
+                    "vCPU {v} cannot move from pool {:?} to {:?}: pool {:?} runs {name}, which cannot gain or lose vCPUs during a run",
+                    self.pools[from.idx()].view.name,
+                    self.pools[to.idx()].view.name,
+                    self.pools[pool.idx()].view.name
+                ));
+            }
+        }
+        let ran_on = self.vinfo[v.idx()].pcpu;
+        if let Some(p) = ran_on {
+            self.switch_out(v, p);
+        }
+        self.with_policy(from, |pol, ctx| pol.remove_vcpu(ctx, v));
+        self.vcpu_pool[v.idx()] = to;
+        if !self.affinity[v.idx()].hard.intersects(&self.pools[to.idx()].view.mask) {
+            self.affinity[v.idx()].hard = crate::hardware::cpumask::CpuMask::full(self.pinfo.len());
+            let vm = self.vinfo[v.idx()].vm.idx();
+            self.vms[vm].stats.affinity_broken += 1;
+        }
+        self.vinfo[v.idx()].last_pcpu = self.home_in_pool(v, to);
+        let vm = self.vinfo[v.idx()].vm;
+        let sched = self.vms[vm.idx()].sched;
+        self.with_policy(to, |pol, ctx| pol.adjust(ctx, vm, &sched));
+        if self.vinfo[v.idx()].state == crate::hypervisor::policy::VcpuState::Halted {
+            self.insert_on_wake[v.idx()] = true;
+        } else {
+            self.with_policy(to, |pol, ctx| pol.insert_vcpu(ctx, v));
+        }
+        if let Some(p) = ran_on {
+            self.reschedule(p);
+        }
+        Ok(())
     }
 }

@@ -161,6 +161,8 @@ pub struct Sim {
     pub vcpu_pool: Vec<PoolId>,
     /// Each vCPU's hard and soft affinity.
     pub affinity: Vec<Affinity>,
+    /// vCPUs moved to another pool while halted: inserted into it when they wake.
+    pub insert_on_wake: Vec<bool>,
     /// Requests of policy calls not carried out yet.
     pub requests: Vec<Request>,
     /// Policy-owned timers (Xen `init_timer`): key, owner pool and the pending expiry event.

@@ -33,6 +33,8 @@ pub fn num(table: &BTreeMap<String, BTreeMap<String, String>>, vm: &str, col: &s
 pub struct Span {
     pub pcpu: u32,
     pub vm: String,
+    /// The vCPU's index inside its VM.
+    pub vcpu: u32,
     pub start_ns: u64,
     pub end_ns: u64,
 }
@@ -41,10 +43,16 @@ pub struct Span {
 pub fn run_spans(text: &str, check: bool) -> (RunOutput, Vec<Span>) {
     let sc = load_scenario(text, "<test>").unwrap_or_else(|e| panic!("scenario does not load: {e}\n{text}"));
     let out = run(&sc, &RunOptions { check, trace: true, ..Default::default() }).unwrap_or_else(|e| panic!("run failed: {e}"));
+    let spans = spans_of(&out);
+    (out, spans)
+}
+
+/// The pCPU run spans (track 0) of a run's trace.
+pub fn spans_of(out: &RunOutput) -> Vec<Span> {
     let json: serde_json::Value = serde_json::from_str(out.trace_json.as_deref().expect("a trace")).expect("trace JSON");
     let events = json["traceEvents"].as_array().expect("traceEvents");
     let ns = |v: &serde_json::Value| (v.as_f64().expect("a number") * 1000.0).round() as u64;
-    let spans = events
+    events
         .iter()
         .filter(|e| e["ph"] == "X" && e["pid"] == 0)
         .map(|e| {
@@ -53,10 +61,10 @@ pub fn run_spans(text: &str, check: bool) -> (RunOutput, Vec<Span>) {
             Span {
                 pcpu: e["tid"].as_u64().expect("tid") as u32,
                 vm: name.rsplit_once('/').map_or(name, |(vm, _)| vm).to_string(),
+                vcpu: name.rsplit_once("/v").and_then(|(_, i)| i.parse().ok()).expect("a vCPU index"),
                 start_ns,
                 end_ns: start_ns + ns(&e["dur"]),
             }
         })
-        .collect();
-    (out, spans)
+        .collect()
 }

@@ -1053,6 +1053,31 @@ impl Policy for Credit {
         self.uvf_sleep(v);
     }
 
+    /// `csched_unit_remove` (Xen `sched_move_domain` / `sched_remove_unit`): the vCPU leaves
+    /// this pool. The engine has taken it off its pCPU already; it leaves the run queue and the
+    /// active lists (its domain's weight leaves `prv->weight` with it), and the pCPU it ran on
+    /// forgets it (`do_schedule` there is next).
+    fn remove_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        if self.vcpus[v.idx()].queued_on.is_some() {
+            self.runq_remove(v);
+        }
+        if self.vcpus[v.idx()].active {
+            self.acct_stop(v);
+        }
+        let p = self.vcpus[v.idx()].processor.idx();
+        if self.pcpus[p].curr == Some(v) {
+            self.burn_credits(v, ctx.now());
+            self.pcpus[p].curr = None;
+            self.idlers[p] = true;
+            self.stop_tick(ctx, p);
+        }
+        let svc = &mut self.vcpus[v.idx()];
+        svc.awake = false;
+        svc.parked = false;
+        svc.migrate_pending = false;
+        self.uvf_sleep(v);
+    }
+
     /// `csched_unit_yield`: only a flag; `do_schedule` skips the ratelimit and queues the vCPU
     /// behind one lower-priority vCPU. PLE exits arrive here (Xen's `vmx.c` PAUSE exit calls
     /// `vcpu_yield`).
