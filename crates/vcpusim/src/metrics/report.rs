@@ -11,11 +11,11 @@ use std::fmt::Write;
 
 /// Columns of vms.csv, in order. Units are in the names.
 pub const VM_COLUMNS: &[&str] = &[
-    "vm", "policy", "seed", "workload", "vcpus", "weight", "threads",
+    "vm", "policy", "pool", "seed", "workload", "vcpus", "weight", "cap", "threads",
     "cpu_time_ms", "user_time_ms", "kernel_time_ms", "spin_time_ms", "tlb_wait_ms", "user_spin_ms",
     "irq_time_ms", "overhead_ms", "cpu_share", "entitled_share",
     "lhp_count", "lhp_futex_count", "lwp_count", "ipi_resched_count", "ipi_tlb_count", "tlb_shootdowns",
-    "ple_exit_count", "yields", "urgent_count",
+    "ple_exit_count", "yields", "urgent_count", "affinity_broken",
     "preemptions", "switches_in", "halts", "futex_waits",
     "progress", "progress_unit", "iterations", "completion_time_ms",
 ];
@@ -36,7 +36,12 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
     let policy = sim.pools[0].policy.name();
     let sim_time = sim.now.max(1);
     let npcpus = sim.pinfo.len() as f64;
-    let total_weight: u64 = sim.vms.iter().map(|v| v.sched.weight as u64).sum();
+    // Entitlement is per pool: a VM's weight share of its pool's pCPUs (at the start), bounded
+    // by its cap, as a share of the whole host.
+    let pool_of_vm = |i: usize| sc.vms[i].pool;
+    let pool_weight: Vec<u64> = (0..sc.host.pools.len())
+        .map(|k| (0..sim.vms.len()).filter(|&i| pool_of_vm(i) == k).map(|i| sim.vms[i].sched.weight as u64).sum())
+        .collect();
 
     let mut vms = VM_COLUMNS.join(",");
     vms.push('\n');
@@ -49,10 +54,12 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         let row = [
             csv_field(&info.name),
             sim.pools[sim.vcpu_pool[info.vcpus[0].idx()].idx()].policy.name().to_string(),
+            csv_field(&sim.pools[sim.vcpu_pool[info.vcpus[0].idx()].idx()].view.name),
             seed.to_string(),
             csv_field(&vm.workload),
             info.vcpus.len().to_string(),
             vm.sched.weight.to_string(),
+            vm.sched.cap.to_string(),
             spec.threads.to_string(),
             f3(to_ms(s.cpu_ns())),
             f3(to_ms(s.user_ns)),
@@ -63,7 +70,12 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             f3(to_ms(s.irq_ns)),
             f3(to_ms(s.overhead_ns)),
             format!("{:.4}", s.cpu_ns() as f64 / (sim_time as f64 * npcpus)),
-            format!("{:.4}", vm.sched.weight as f64 / total_weight as f64),
+            format!("{:.4}", {
+                let pool = &sc.host.pools[pool_of_vm(i)];
+                let by_weight = vm.sched.weight as f64 / pool_weight[pool_of_vm(i)] as f64 * pool.pcpus.count() as f64;
+                let capped = if vm.sched.cap > 0 { by_weight.min(vm.sched.cap as f64 / 100.0) } else { by_weight };
+                capped / npcpus
+            }),
             s.lhp_count().to_string(),
             s.lhp.get(crate::guest::futex::FUTEX_LOCK_CLASS).copied().unwrap_or(0).to_string(),
             s.lwp.to_string(),
@@ -73,6 +85,7 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             s.ple_exits.to_string(),
             s.yields.to_string(),
             s.urgent_entered.to_string(),
+            s.affinity_broken.to_string(),
             s.preemptions.to_string(),
             s.switches_in.to_string(),
             s.halts.to_string(),
@@ -114,6 +127,16 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         "policy": policy,
         "seed": seed,
         "pcpus": sim.pinfo.len(),
+        "pools": sc.host.pools.iter().map(|p| serde_json::json!({
+            "name": p.name,
+            "policy": p.policy,
+            "pcpus": p.pcpus.to_cpulist(),
+        })).collect::<Vec<_>>(),
+        "pool_changes": sc.host.pool_changes.iter().map(|c| serde_json::json!({
+            "at_ns": c.at,
+            "pcpu": c.pcpu.0,
+            "to": sc.host.pools[c.to].name,
+        })).collect::<Vec<_>>(),
         "vms": sim.vminfo.len(),
         "duration_ns": sc.run.duration,
         "sim_time_ns": sim.now,
