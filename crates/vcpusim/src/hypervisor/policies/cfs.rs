@@ -690,17 +690,9 @@ impl Policy for Cfs {
     }
 
     /// The vCPU thread leaves this pool (its cpuset changes: `sched_move_task` dequeues it from
-    /// its old run queue). The engine has taken it off its pCPU already.
+    /// its old run queue, as a sleep does). The engine has taken it off its pCPU already.
     fn remove_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
-        if let Some(p) = self.se[v.idx()].rq {
-            if self.rqs[p].curr == Some(v) {
-                self.update_curr(ctx, p);
-            }
-            self.se[v.idx()].last_ran = ctx.now();
-            self.dequeue(v);
-            self.rqs[p].need_resched = true;
-        }
-        self.uvf_sleep(v);
+        self.sleep(ctx, v);
     }
 
     fn yield_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId, reason: YieldReason) {
