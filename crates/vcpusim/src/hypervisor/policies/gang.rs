@@ -19,8 +19,12 @@
 //! - A gang member's vCPUs are pinned to their pCPUs for the slice. A Halted member keeps its pCPU
 //!   reserved (idle); strict co-scheduling does not lend it out. Only when *every* vCPU of a VM has
 //!   halted is the VM released and its pCPUs re-packed at once.
-//! - Limitation (documented, not an error): a VM with more vCPUs than the host has pCPUs can never
-//!   be co-started, so it never runs. The scenario loader, not this policy, may choose to reject it.
+//! - Cpupools and hard affinity: only the pool's pCPUs and VMs count; a VM is co-started only if
+//!   its vCPUs can be given distinct free pCPUs each inside its hard affinity (greedy placement,
+//!   then a bipartite matching, `matching.rs`; docs/model.md "Affinity under co-scheduling").
+//! - Limitation (documented, not an error): a VM with more vCPUs than the pool has pCPUs, or whose
+//!   masks admit no distinct pCPUs, can never be co-started, so it never runs. The scenario
+//!   loader, not this policy, may choose to reject it.
 
 use super::matching::Matching;
 use super::{HostShape, PolicyKind};
