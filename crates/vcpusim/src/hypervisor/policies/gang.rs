@@ -19,9 +19,14 @@
 //! - A gang member's vCPUs are pinned to their pCPUs for the slice. A Halted member keeps its pCPU
 //!   reserved (idle); strict co-scheduling does not lend it out. Only when *every* vCPU of a VM has
 //!   halted is the VM released and its pCPUs re-packed at once.
-//! - Limitation (documented, not an error): a VM with more vCPUs than the host has pCPUs can never
-//!   be co-started, so it never runs. The scenario loader, not this policy, may choose to reject it.
+//! - Cpupools and hard affinity: only the pool's pCPUs and VMs count; a VM is co-started only if
+//!   its vCPUs can be given distinct free pCPUs each inside its hard affinity (greedy placement,
+//!   then a bipartite matching, `matching.rs`; docs/model.md "Affinity under co-scheduling").
+//! - Limitation (documented, not an error): a VM with more vCPUs than the pool has pCPUs, or whose
+//!   masks admit no distinct pCPUs, can never be co-started, so it never runs. The scenario
+//!   loader, not this policy, may choose to reject it.
 
+use super::matching::Matching;
 use super::{HostShape, PolicyKind};
 use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason};
 use crate::ids::{PcpuId, VcpuId, VmId};
@@ -164,10 +169,52 @@ impl Gang {
         d.charged_until = host.now;
     }
 
-    /// A VM may be co-started: at least one vCPU wants to run and all its vCPUs fit on the host.
+    /// A VM may be co-started: it is in this pool, at least one vCPU wants to run and all its
+    /// vCPUs fit on the pool (see [`Self::coschedulable`]).
     fn is_candidate(&self, host: &HostView, vm: VmId) -> bool {
         let vcpus = &host.vm(vm).vcpus;
-        vcpus.len() <= host.npcpus() && vcpus.iter().any(|v| self.vcpus[v.idx()].awake)
+        vcpus.iter().any(|v| self.vcpus[v.idx()].awake)
+            && vcpus.iter().all(|v| host.owns_vcpu(*v))
+            && Self::coschedulable(host, vm)
+    }
+
+    /// Whether `vm` could be co-started on an otherwise empty pool: it has no more vCPUs than the
+    /// pool has pCPUs and, if any vCPU is pinned, every vCPU can be given a distinct pool pCPU
+    /// inside its hard affinity (a bipartite matching exists).
+    fn coschedulable(host: &HostView, vm: VmId) -> bool {
+        let vcpus = &host.vm(vm).vcpus;
+        if vcpus.len() > host.npcpus() {
+            return false;
+        }
+        if !vcpus.iter().any(|v| host.is_pinned(*v)) {
+            return true;
+        }
+        let pool: Vec<PcpuId> = host.pcpu_ids().collect();
+        Matching::exists(vcpus.len(), &pool, &|i, p| host.may_run(vcpus[i], p))
+    }
+
+    /// Whether the VMs of `gang` plus `vm` can all be co-scheduled at once: distinct pool pCPUs
+    /// for all their vCPUs inside their hard affinity, the vCPUs of the VMs in `fixed` staying on
+    /// the slots they hold. The caller has checked the pCPU count; with no vCPU pinned that is
+    /// enough, so the matching runs only when affinity restricts someone.
+    fn fits(&self, host: &HostView, gang: &[VmId], vm: VmId, fixed: &[VmId]) -> bool {
+        let members: Vec<(VcpuId, Option<PcpuId>)> = gang
+            .iter()
+            .chain(std::iter::once(&vm))
+            .flat_map(|w| {
+                let pinned_to = fixed.contains(w);
+                host.vm(*w).vcpus.iter().map(move |v| (*v, pinned_to))
+            })
+            .map(|(v, pinned_to)| (v, if pinned_to { self.vcpus[v.idx()].slot } else { None }))
+            .collect();
+        if !members.iter().any(|(v, _)| host.is_pinned(*v)) {
+            return true;
+        }
+        let pool: Vec<PcpuId> = host.pcpu_ids().collect();
+        Matching::exists(members.len(), &pool, &|i, p| {
+            let (v, slot) = members[i];
+            host.may_run(v, p) && slot.is_none_or(|s| s == p)
+        })
     }
 
     fn gang(&self) -> Vec<VmId> {
@@ -177,19 +224,23 @@ impl Gang {
     /// Choose a gang: keep the VMs in `keep`, then pack waiting candidates in order of least virtual
     /// time (ties by VM id), each only if all its vCPUs fit in the pCPUs still free, continuing down
     /// the list so smaller VMs fill what larger ones leave (seed 004 section 3.2; ESX 2.x co-start).
+    /// Under hard affinity "fit" means a matching of its vCPUs to distinct allowed free pCPUs
+    /// exists beside the VMs already taken, the kept VMs staying where they are.
     fn pack(&mut self, ctx: &mut PolicyCtx, keep: Vec<VmId>) {
         let host = ctx.host;
         let mut free = host.npcpus().saturating_sub(keep.iter().map(|vm| host.vm(*vm).vcpus.len()).sum());
-        let mut waiting: Vec<(u128, VmId)> = (0..host.vms.len() as u32)
-            .map(VmId)
+        let mut waiting: Vec<(u128, VmId)> = host
+            .pool_vms()
+            .map(|vm| vm.id)
             .filter(|vm| !keep.contains(vm) && self.is_candidate(&host, *vm))
             .map(|vm| (self.vtime_now(&host, vm), vm))
             .collect();
         waiting.sort();
+        let fixed = keep.clone();
         let mut gang = keep;
         for (_, vm) in waiting {
             let need = host.vm(vm).vcpus.len();
-            if need <= free {
+            if need <= free && self.fits(&host, &gang, vm, &fixed) {
                 free -= need;
                 gang.push(vm);
             }
@@ -201,7 +252,10 @@ impl Gang {
     /// pCPU, and tickle every pCPU whose occupant must change.
     ///
     /// Placement is stable to avoid needless migrations: a vCPU that already holds a slot keeps it;
-    /// otherwise it takes the pCPU it last ran on if free; otherwise the lowest free pCPU.
+    /// otherwise it takes the pCPU it last ran on if free; otherwise the lowest free pCPU; each
+    /// only inside its hard affinity. If these passes leave a vCPU unplaced (affinity made the
+    /// greedy choice wrong), augmenting paths (Kuhn's algorithm, [`Matching`]) place it, moving
+    /// newcomers first and continuing vCPUs only if that is not enough.
     fn place(&mut self, ctx: &mut PolicyCtx, gang: &[VmId]) {
         let host = ctx.host;
         for vm in 0..self.vms.len() as u32 {
@@ -219,29 +273,57 @@ impl Gang {
         }
 
         let members: Vec<VcpuId> = gang.iter().flat_map(|vm| host.vm(*vm).vcpus.iter().copied()).collect();
-        let mut new_slots: Vec<Option<VcpuId>> = vec![None; host.npcpus()];
+        // Indexed by host-wide pCPU id; only the pool's pCPUs are ever filled.
+        let mut new_slots: Vec<Option<VcpuId>> = vec![None; host.pcpus.len()];
         let mut placed: Vec<Option<PcpuId>> = vec![None; members.len()];
         // Pass 1: continuing vCPUs keep their pCPU.
         for (i, v) in members.iter().enumerate() {
             if let Some(p) = self.vcpus[v.idx()].slot {
-                new_slots[p.idx()] = Some(*v);
-                placed[i] = Some(p);
+                if host.may_run(*v, p) && new_slots[p.idx()].is_none() {
+                    new_slots[p.idx()] = Some(*v);
+                    placed[i] = Some(p);
+                }
             }
         }
+        let continuing: Vec<bool> = placed.iter().map(|p| p.is_some()).collect();
         // Pass 2: newcomers go back to the pCPU they last ran on (cache warmth, no migration).
         for (i, v) in members.iter().enumerate() {
             let last = host.vcpu(*v).last_pcpu;
-            if placed[i].is_none() && last.idx() < new_slots.len() && new_slots[last.idx()].is_none() {
+            if placed[i].is_none() && last.idx() < new_slots.len() && host.may_run(*v, last) && new_slots[last.idx()].is_none() {
                 new_slots[last.idx()] = Some(*v);
                 placed[i] = Some(last);
             }
         }
-        // Pass 3: the rest take the lowest free pCPU. The gang fits by construction.
+        // Pass 3: the rest take the lowest free pCPU they may run on.
         for (i, v) in members.iter().enumerate() {
             if placed[i].is_none() {
-                if let Some(p) = new_slots.iter().position(|s| s.is_none()) {
-                    new_slots[p] = Some(*v);
-                    placed[i] = Some(PcpuId(p as u32));
+                if let Some(p) = host.pcpu_ids().find(|p| new_slots[p.idx()].is_none() && host.may_run(*v, *p)) {
+                    new_slots[p.idx()] = Some(*v);
+                    placed[i] = Some(p);
+                }
+            }
+        }
+        // Pass 4, only when affinity left someone out: augmenting paths. `pack` checked that a
+        // matching exists, so everyone is placed (else `check` reports the split VM).
+        if placed.iter().any(|p| p.is_none()) {
+            let pool: Vec<PcpuId> = host.pcpu_ids().collect();
+            let mut m = Matching::new(members.len(), host.pcpus.len());
+            for (i, p) in placed.iter().enumerate() {
+                if let Some(p) = p {
+                    m.set(i, *p);
+                }
+            }
+            let allowed = |i: usize, p: PcpuId| host.may_run(members[i], p);
+            for i in 0..members.len() {
+                if m.of[i].is_none() && !m.augment(i, &pool, &allowed, &|j| !continuing[j]) {
+                    m.augment(i, &pool, &allowed, &|_| true);
+                }
+            }
+            placed = m.of;
+            new_slots.iter_mut().for_each(|s| *s = None);
+            for (i, p) in placed.iter().enumerate() {
+                if let Some(p) = p {
+                    new_slots[p.idx()] = Some(members[i]);
                 }
             }
         }
@@ -263,9 +345,9 @@ impl Gang {
         }
     }
 
-    /// Free pCPUs (reserved for nobody) in the current gang.
-    fn free_pcpus(&self, npcpus: usize) -> usize {
-        self.pcpus[..npcpus].iter().filter(|p| p.slot.is_none()).count()
+    /// Free pool pCPUs (reserved for nobody) in the current gang.
+    fn free_pcpus(&self, host: &HostView) -> usize {
+        host.pcpu_ids().filter(|p| self.pcpus[p.idx()].slot.is_none()).count()
     }
 
     /// The first gang, and the periodic boundary timer.
@@ -327,8 +409,9 @@ impl Policy for Gang {
             // A VM that slept does not bank the time it did not use: lift its virtual time to the
             // least of the VMs competing now, as start-time fair queueing and CFS's
             // `place_entity` (kernel/sched/fair.c) do for a waking entity.
-            let floor = (0..host.vms.len() as u32)
-                .map(VmId)
+            let floor = host
+                .pool_vms()
+                .map(|w| w.id)
                 .filter(|w| *w != vm && self.is_candidate(&host, *w))
                 .map(|w| self.vtime_now(&host, w))
                 .min();
@@ -339,7 +422,7 @@ impl Policy for Gang {
         }
         // Work-conserving within strictness: if the whole VM fits in the pCPUs the gang leaves
         // idle, co-start it now rather than at the next boundary.
-        if host.vm(vm).vcpus.len() <= self.free_pcpus(host.npcpus()) {
+        if host.vm(vm).vcpus.len() <= self.free_pcpus(&host) {
             let keep = self.gang();
             self.pack(ctx, keep);
         }
@@ -405,7 +488,7 @@ impl Policy for Gang {
     }
 
     fn check(&self, host: &HostView) -> Result<(), String> {
-        if self.vms.len() < host.vms.len() || self.vcpus.len() < host.vcpus.len() || self.pcpus.len() < host.npcpus() {
+        if self.vms.len() < host.vms.len() || self.vcpus.len() < host.vcpus.len() || self.pcpus.len() < host.pcpus.len() {
             return Err(format!(
                 "gang: private data sized for {} VMs / {} vCPUs / {} pCPUs, host has {} / {} / {}",
                 self.vms.len(),
@@ -413,12 +496,12 @@ impl Policy for Gang {
                 self.pcpus.len(),
                 host.vms.len(),
                 host.vcpus.len(),
-                host.npcpus()
+                host.pcpus.len()
             ));
         }
-        for (p, d) in self.pcpus.iter().enumerate().take(host.npcpus()) {
-            if let Some(v) = d.slot {
-                if self.vcpus[v.idx()].slot != Some(PcpuId(p as u32)) {
+        for p in host.pcpu_ids() {
+            if let Some(v) = self.pcpus[p.idx()].slot {
+                if self.vcpus[v.idx()].slot != Some(p) {
                     return Err(format!(
                         "gang: pCPU {p} is reserved for vCPU {v}, which holds slot {:?}",
                         self.vcpus[v.idx()].slot
@@ -427,13 +510,17 @@ impl Policy for Gang {
             }
         }
         for (v, d) in self.vcpus.iter().enumerate().take(host.vcpus.len()) {
+            let id = VcpuId(v as u32);
             if let Some(p) = d.slot {
-                if p.idx() >= host.npcpus() || self.pcpus[p.idx()].slot != Some(VcpuId(v as u32)) {
-                    return Err(format!("gang: vCPU {v} holds pCPU {p}, which is not reserved for it"));
+                if !host.owns_vcpu(id) || !host.owns_pcpu(p) || self.pcpus[p.idx()].slot != Some(id) {
+                    return Err(format!("gang: vCPU {v} holds pCPU {p}, which is not reserved for it in this pool"));
+                }
+                if !host.may_run(id, p) {
+                    return Err(format!("gang: vCPU {v} holds pCPU {p}, outside its hard affinity"));
                 }
             }
         }
-        for vm in host.vms {
+        for vm in host.pool_vms() {
             let d = &self.vms[vm.id.idx()];
             let with_slot = vm.vcpus.iter().filter(|v| self.vcpus[v.idx()].slot.is_some()).count();
             let expected = if d.in_gang { vm.vcpus.len() } else { 0 };

@@ -4,6 +4,7 @@ pub mod cfs;
 pub mod credit;
 pub mod gang;
 pub mod hybrid;
+pub mod matching;
 #[cfg(test)]
 pub(crate) mod test_host;
 pub mod placement;

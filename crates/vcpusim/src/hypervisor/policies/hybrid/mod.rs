@@ -21,6 +21,7 @@ mod plan;
 #[cfg(test)]
 mod tests;
 
+use super::matching::Matching;
 use super::{HostShape, PolicyKind};
 use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Timer, VcpuState, VmSched, VmType, YieldReason};
 use crate::ids::{PcpuId, VcpuId, VmId};
@@ -199,6 +200,10 @@ pub struct Hybrid {
     /// PE handed out at the last allocation event, and PE_total then (conservation, `check`).
     last_handed_out: u64,
     last_pe_total: u64,
+    /// Per VM: it is in this pool and its vCPUs can be given distinct pool pCPUs inside their
+    /// hard affinity (computed from the first host view; masks and pools do not change at run
+    /// time under this policy).
+    coschedulable: std::cell::OnceCell<Vec<bool>>,
 }
 
 impl Hybrid {
@@ -213,14 +218,66 @@ impl Hybrid {
             slot_timer: None,
             last_handed_out: 0,
             last_pe_total: 0,
+            coschedulable: std::cell::OnceCell::new(),
         }
     }
 
-    /// The type the policy acts on: a concurrent VM with more vCPUs than the host has pCPUs cannot
-    /// have them in distinct run queues (the seed assumes |C(V_i)| <= |P|, section 3.1), so it is
-    /// scheduled as high-throughput.
+    /// The type the policy acts on: a concurrent VM with more vCPUs than the pool has pCPUs
+    /// cannot have them in distinct run queues (the seed assumes |C(V_i)| <= |P|, section 3.1),
+    /// nor can one whose vCPUs' hard affinities admit no distinct pCPUs, so it is scheduled as
+    /// high-throughput.
     fn is_concurrent(&self, host: &HostView, vm: VmId) -> bool {
-        self.vms[vm.idx()].vm_type == VmType::Concurrent && host.vm(vm).vcpus.len() <= host.npcpus()
+        self.vms[vm.idx()].vm_type == VmType::Concurrent && self.coschedulable(host).get(vm.idx()).copied().unwrap_or(false)
+    }
+
+    fn coschedulable(&self, host: &HostView) -> &Vec<bool> {
+        self.coschedulable.get_or_init(|| {
+            let pool: Vec<PcpuId> = host.pcpu_ids().collect();
+            host.vms
+                .iter()
+                .map(|vm| {
+                    let v = &vm.vcpus;
+                    v.len() <= host.npcpus()
+                        && v.iter().all(|w| host.owns_vcpu(*w))
+                        && (!v.iter().any(|w| host.is_pinned(*w))
+                            || Matching::exists(v.len(), &pool, &|i, p| host.may_run(v[i], p)))
+                })
+                .collect()
+        })
+    }
+
+    /// Distinct homes among `pcpus` for `members`, each inside its hard affinity: members keep
+    /// their `start` pCPU where it is allowed and not taken by an earlier member; the others are
+    /// placed by augmenting paths (Kuhn's algorithm, [`Matching`]), which may move a member to
+    /// another allowed pCPU. `None` for a member that cannot be placed.
+    fn distinct_homes(host: &HostView, members: &[VcpuId], start: &[Option<PcpuId>], pcpus: &[PcpuId]) -> Vec<Option<PcpuId>> {
+        let mut m = Matching::new(members.len(), host.pcpus.len());
+        for (i, p) in start.iter().enumerate() {
+            if let Some(p) = *p {
+                if pcpus.contains(&p) && host.may_run(members[i], p) && !m.is_taken(p) {
+                    m.set(i, p);
+                }
+            }
+        }
+        let allowed = |i: usize, p: PcpuId| host.may_run(members[i], p);
+        for i in 0..members.len() {
+            if m.of[i].is_none() {
+                m.augment(i, pcpus, &allowed, &|_| true);
+            }
+        }
+        m.of
+    }
+
+    /// Give `v` the home `p`: a queued (awake) vCPU moves queues, a halted one just changes home.
+    fn rehome(&mut self, v: VcpuId, p: PcpuId) {
+        if self.vcpus[v.idx()].home == p {
+            return;
+        }
+        if self.vcpus[v.idx()].awake {
+            self.migrate(v, p);
+        } else {
+            self.vcpus[v.idx()].home = p;
+        }
     }
 
     /// The vCPU whose selection co-schedules a concurrent VM: the master (vCPU0, Algorithm 4
@@ -231,21 +288,21 @@ impl Hybrid {
         host.vm(vm).vcpus.iter().copied().find(|v| self.vcpus[v.idx()].awake)
     }
 
-    /// Algorithm 1: the pCPU "with the minimal workload" (line 6) among AP(v): all pCPUs for a
-    /// high-throughput VM, those homing no sibling for a concurrent one. A pCPU's workload is the
+    /// Algorithm 1: the pCPU "with the minimal workload" (line 6) among AP(v): the pool's pCPUs
+    /// inside `v`'s hard affinity for a high-throughput VM, those of them homing no sibling for a
+    /// concurrent one (None when affinity leaves none: see `insert_vcpu`). A pCPU's workload is the
     /// weight its homed vCPUs stand for (each vCPU its VM's weight / vCPU count, [`Self::load`]),
     /// ties to the lowest index. The seed does not define "workload"; counting vCPUs would let two
     /// concurrent VMs of unequal weight land on the same pCPUs, where their shares cannot both be
     /// met (docs/model.md 7.5).
-    fn initial_home(&self, host: &HostView, v: VcpuId) -> PcpuId {
+    fn initial_home(&self, host: &HostView, v: VcpuId) -> Option<PcpuId> {
         let vm = host.vcpu(v).vm;
         let concurrent = self.is_concurrent(host, vm);
         let placed = |w: &VcpuId| w.idx() < v.idx();
         let homed = |p: PcpuId| host.vm(vm).vcpus.iter().any(|s| *s != v && placed(s) && self.vcpus[s.idx()].home == p);
         host.pcpu_ids()
-            .filter(|p| !concurrent || !homed(*p))
+            .filter(|p| host.may_run(v, *p) && (!concurrent || !homed(*p)))
             .min_by_key(|p| (self.load(host, *p, placed), p.0))
-            .unwrap_or(PcpuId(0))
     }
 
     /// Algorithm 1's workload of pCPU `p`: the sum, over the vCPUs homed there that `counted`
@@ -254,7 +311,7 @@ impl Hybrid {
     fn load(&self, host: &HostView, p: PcpuId, counted: impl Fn(&VcpuId) -> bool) -> u128 {
         host.vcpus
             .iter()
-            .filter(|info| counted(&info.id) && self.vcpus[info.id.idx()].home == p)
+            .filter(|info| host.owns_vcpu(info.id) && counted(&info.id) && self.vcpus[info.id.idx()].home == p)
             .map(|info| {
                 let weight = self.vms[info.vm.idx()].weight;
                 ((weight as u128) << 32) / host.vm(info.vm).vcpus.len() as u128
@@ -285,7 +342,7 @@ impl Hybrid {
 
     /// Algorithm 3 line 2 for every vCPU that ran since the last charge.
     fn dissipate_all(&mut self, host: &HostView) {
-        for info in host.vcpus {
+        for info in host.vcpus.iter().filter(|i| host.owns_vcpu(i.id)) {
             let ran_total =
                 info.run_time + if info.state == VcpuState::Running { host.now.saturating_sub(info.run_start) } else { 0 };
             let d = &mut self.vcpus[info.id.idx()];
@@ -306,23 +363,23 @@ impl Hybrid {
     /// mode every VM counts, idle or not (section 6.2: V1's share is its weight over V0's and
     /// V1's although V0 is idle), and a VM's weight share is its cap even above its vCPU count.
     fn allocate(&mut self, host: &HostView) {
-        for vm in host.vms {
+        // Only the pool's VMs share the pool's PE_total.
+        let pool_vms: Vec<&crate::hypervisor::policy::VmInfo> = host.pool_vms().collect();
+        for vm in &pool_vms {
             if vm.vcpus.iter().any(|v| self.vcpus[v.idx()].awake) {
                 self.vms[vm.id.idx()].active = true;
             }
         }
         // With no active VM at all (everyone halted) every VM counts, so PE_total is still handed out.
-        let any_active = host.vms.iter().any(|vm| self.vms[vm.id.idx()].active && self.vms[vm.id.idx()].weight > 0);
+        let any_active = pool_vms.iter().any(|vm| self.vms[vm.id.idx()].active && self.vms[vm.id.idx()].weight > 0);
         let counted = |i: usize| !self.cfg.work_conserving || !any_active || self.vms[i].active;
-        let alloc_vms: Vec<AllocVm> = host
-            .vms
+        let alloc_vms: Vec<AllocVm> = pool_vms
             .iter()
-            .enumerate()
-            .map(|(i, vm)| AllocVm {
-                weight: if counted(i) { self.vms[i].weight as u64 } else { 0 },
+            .map(|vm| AllocVm {
+                weight: if counted(vm.id.idx()) { self.vms[vm.id.idx()].weight as u64 } else { 0 },
                 nvcpus: vm.vcpus.len(),
                 concurrent: self.is_concurrent(host, vm.id),
-                u: allocation::u_millionths(self.vms[i].u_factor),
+                u: allocation::u_millionths(self.vms[vm.id.idx()].u_factor),
                 limit: if self.cfg.work_conserving {
                     vm.vcpus.len() as u64 * self.cfg.pe_unit * self.cfg.allocation_slots
                 } else {
@@ -334,7 +391,7 @@ impl Hybrid {
         let incs = allocation::allocate(total, &alloc_vms);
         let bound = self.cfg.pe_bound();
         let mut handed = 0;
-        for (vm, vm_incs) in host.vms.iter().zip(incs) {
+        for (vm, vm_incs) in pool_vms.iter().zip(incs) {
             for (v, inc) in vm.vcpus.iter().zip(vm_incs) {
                 handed += inc;
                 let d = &mut self.vcpus[v.idx()];
@@ -377,7 +434,28 @@ impl Policy for Hybrid {
     }
 
     fn insert_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
-        let home = self.initial_home(&ctx.host, v);
+        let host = ctx.host;
+        let home = match self.initial_home(&host, v) {
+            Some(p) => p,
+            None => {
+                // A concurrent vCPU whose allowed pCPUs all home a sibling placed earlier (hard
+                // affinity made Algorithm 1's greedy choice wrong): an augmenting path moves
+                // siblings to other allowed pCPUs to free one (the VM is coschedulable, so one
+                // exists).
+                let vm = host.vcpu(v).vm;
+                let members: Vec<VcpuId> = host.vm(vm).vcpus.iter().copied().filter(|w| w.idx() <= v.idx()).collect();
+                let start: Vec<Option<PcpuId>> =
+                    members.iter().map(|w| (*w != v).then(|| self.vcpus[w.idx()].home)).collect();
+                let pool: Vec<PcpuId> = host.pcpu_ids().collect();
+                let homes = Self::distinct_homes(&host, &members, &start, &pool);
+                for (w, p) in members.iter().zip(&homes) {
+                    if *w != v {
+                        self.rehome(*w, p.expect("a coschedulable VM has a matching"));
+                    }
+                }
+                homes[members.len() - 1].expect("a coschedulable VM has a matching")
+            }
+        };
         let d = &mut self.vcpus[v.idx()];
         d.home = home;
         d.awake = true;
@@ -474,7 +552,9 @@ impl Policy for Hybrid {
 impl Hybrid {
     /// Algorithm 1 for a VM that became concurrent: in index order, a vCPU whose run queue already
     /// holds a sibling moves to the least loaded pCPU (by [`Self::load`]) holding none (ties to the lowest index),
-    /// avoiding the queues of siblings not yet visited so that they can stay where they are.
+    /// avoiding the queues of siblings not yet visited so that they can stay where they are; only
+    /// pCPUs inside the vCPU's hard affinity count. If affinity leaves a vCPU no such pCPU, the
+    /// VM's homes are completed by augmenting paths instead ([`Self::distinct_homes`]).
     fn spread_concurrent_vm(&mut self, host: &HostView, vm: VmId) {
         let vcpus = host.vm(vm).vcpus.clone();
         let mut taken: Vec<PcpuId> = Vec::new();
@@ -486,17 +566,18 @@ impl Hybrid {
             }
             let later: Vec<PcpuId> = vcpus[i + 1..].iter().map(|w| self.vcpus[w.idx()].home).collect();
             let load = |p: PcpuId| (self.load(host, p, |_| true), p.0);
-            let free = || host.pcpu_ids().filter(|p| !taken.contains(p));
-            let target = free()
-                .filter(|p| !later.contains(p))
-                .min_by_key(|p| load(*p))
-                .or_else(|| free().min_by_key(|p| load(*p)))
-                .expect("a concurrent VM has at most |P| vCPUs");
-            if self.vcpus[v.idx()].awake {
-                self.migrate(*v, target);
-            } else {
-                self.vcpus[v.idx()].home = target;
-            }
+            let free = || host.pcpu_ids().filter(|p| !taken.contains(p) && host.may_run(*v, *p));
+            let target = free().filter(|p| !later.contains(p)).min_by_key(|p| load(*p)).or_else(|| free().min_by_key(|p| load(*p)));
+            let Some(target) = target else {
+                let start: Vec<Option<PcpuId>> = vcpus.iter().map(|w| Some(self.vcpus[w.idx()].home)).collect();
+                let pool: Vec<PcpuId> = host.pcpu_ids().collect();
+                let homes = Self::distinct_homes(host, &vcpus, &start, &pool);
+                for (w, p) in vcpus.iter().zip(homes) {
+                    self.rehome(*w, p.expect("a coschedulable VM has a matching"));
+                }
+                return;
+            };
+            self.rehome(*v, target);
             taken.push(target);
         }
     }
@@ -516,12 +597,12 @@ impl Hybrid {
     }
 
     fn check_invariants(&self, host: &HostView) -> Result<(), String> {
-        if self.vcpus.len() < host.vcpus.len() || self.pcpus.len() < host.npcpus() || self.vms.len() < host.vms.len() {
+        if self.vcpus.len() < host.vcpus.len() || self.pcpus.len() < host.pcpus.len() || self.vms.len() < host.vms.len() {
             return Err("hybrid: private data smaller than the host".into());
         }
         // No two vCPUs of a concurrent VM in one run queue (Algorithms 1 and 4), halted ones
         // included since they return to their home queue when they wake.
-        for vm in host.vms {
+        for vm in host.pool_vms() {
             if !self.is_concurrent(host, vm.id) {
                 continue;
             }
@@ -536,7 +617,10 @@ impl Hybrid {
         }
         // Every awake vCPU is in exactly its home queue; halted ones in none; queues sorted.
         let mut seen = vec![0u32; host.vcpus.len()];
-        for (p, d) in self.pcpus.iter().enumerate().take(host.npcpus()) {
+        for (p, d) in self.pcpus.iter().enumerate().take(host.pcpus.len()) {
+            if !host.owns_pcpu(PcpuId(p as u32)) && (!d.runq.is_empty() || d.assigned.is_some() || d.gang.is_some()) {
+                return Err(format!("hybrid: pCPU {p} is not in this pool but has a queue or a pick"));
+            }
             for v in &d.runq {
                 seen[v.idx()] += 1;
                 if self.vcpus[v.idx()].home.idx() != p {
@@ -545,6 +629,15 @@ impl Hybrid {
             }
         }
         for (v, d) in self.vcpus.iter().enumerate().take(host.vcpus.len()) {
+            if !host.owns_vcpu(VcpuId(v as u32)) {
+                if seen[v] != 0 || d.awake {
+                    return Err(format!("hybrid: vCPU {v} of another pool is queued here"));
+                }
+                continue;
+            }
+            if !host.may_run(VcpuId(v as u32), d.home) {
+                return Err(format!("hybrid: vCPU {v} is homed on pCPU {}, outside its pool or hard affinity", d.home));
+            }
             let want = u32::from(d.awake);
             if seen[v] != want {
                 return Err(format!("hybrid: vCPU {v} (awake: {}) is in {} run queues", d.awake, seen[v]));

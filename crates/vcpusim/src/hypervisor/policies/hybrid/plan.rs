@@ -96,7 +96,7 @@ impl Hybrid {
     }
 
     /// Balancing (Algorithm 4 line 11): the queued high-throughput vCPU of largest PE on another
-    /// pCPU, admitted by `need`, not picked, and not running (a running vCPU cannot be moved until
+    /// pCPU, admitted by `need`, allowed on `p` by its hard affinity, not picked, and not running (a running vCPU cannot be moved until
     /// it is off its pCPU). Ties go to the lower pCPU, then to the queue order. (Concurrent VMs
     /// are balanced whole, by `migrate_waiting_gangs`.)
     fn steal_candidate(&self, host: &HostView, p: PcpuId, need: Need) -> Option<VcpuId> {
@@ -108,7 +108,7 @@ impl Hybrid {
                 // starts by choosing afresh for every pCPU (section 5.5), so it is not held by
                 // its old pCPU unless picked there again (then it is assigned). Inside a slot a
                 // running vCPU is always assigned to its pCPU.
-                let ok = self.is_hit_vcpu(host, *v) && need.admits(pe) && !self.is_assigned(*v);
+                let ok = self.is_hit_vcpu(host, *v) && need.admits(pe) && !self.is_assigned(*v) && host.may_run(*v, p);
                 if ok && best.is_none_or(|b| pe > self.vcpus[b.idx()].pe) {
                     best = Some(*v);
                 }
@@ -143,8 +143,7 @@ impl Hybrid {
     /// shares follow their weights.
     fn migrate_waiting_gangs(&mut self, host: &HostView) {
         let mut waiting: Vec<(i64, VmId)> = host
-            .vms
-            .iter()
+            .pool_vms()
             .filter(|vm| self.waits_for_gang(host, vm.id))
             .filter_map(|vm| self.leader(host, vm.id).map(|l| (self.vcpus[l.idx()].pe, vm.id)))
             .filter(|(pe, _)| *pe > 0)
@@ -163,26 +162,36 @@ impl Hybrid {
                 .collect();
             let members = host.vm(vm).vcpus.clone();
             let homes: Vec<PcpuId> = members.iter().map(|v| self.vcpus[v.idx()].home).collect();
-            let mut targets = free.iter().copied().filter(|p| !homes.contains(p));
-            let mut moves = Vec::new();
-            for (v, home) in members.iter().zip(&homes) {
-                if free.contains(home) {
+            // Those homed on free pCPUs stay; the others take, in index order, the first free
+            // pCPU homing no sibling that their hard affinity allows.
+            let mut plan: Vec<Option<PcpuId>> = homes.iter().map(|h| free.contains(h).then_some(*h)).collect();
+            let mut used: Vec<PcpuId> = Vec::new();
+            for (i, v) in members.iter().enumerate() {
+                if plan[i].is_some() {
                     continue;
                 }
-                match targets.next() {
-                    Some(p) => moves.push((*v, p)),
+                match free.iter().copied().find(|p| !homes.contains(p) && !used.contains(p) && host.may_run(*v, *p)) {
+                    Some(p) => {
+                        plan[i] = Some(p);
+                        used.push(p);
+                    }
                     None => break,
                 }
             }
-            if moves.len() < members.iter().zip(&homes).filter(|(_, h)| !free.contains(h)).count() {
-                continue;
-            }
-            for (v, p) in moves {
-                if self.vcpus[v.idx()].awake {
-                    self.migrate(v, p);
-                } else {
-                    self.vcpus[v.idx()].home = p;
+            if plan.iter().any(|p| p.is_none()) {
+                // With affinity the greedy pass may miss a placement that exists: augmenting
+                // paths over the free pCPUs decide (without affinity it never misses one).
+                if !members.iter().any(|v| host.is_pinned(*v)) {
+                    continue;
                 }
+                let start: Vec<Option<PcpuId>> = homes.iter().map(|h| free.contains(h).then_some(*h)).collect();
+                plan = Self::distinct_homes(host, &members, &start, &free);
+                if plan.iter().any(|p| p.is_none()) {
+                    continue;
+                }
+            }
+            for (v, p) in members.iter().zip(plan) {
+                self.rehome(*v, p.expect("every member placed"));
             }
             let started = self.try_gang(host, vm, true);
             debug_assert!(started, "a concurrent VM moved onto free pCPUs starts there");
@@ -203,14 +212,13 @@ impl Hybrid {
     /// Algorithm 4 for a new slot; tickles every pCPU whose occupant changes.
     pub(super) fn plan_slot(&mut self, ctx: &mut PolicyCtx) {
         let host = ctx.host;
-        let np = host.npcpus();
         for p in &mut self.pcpus {
             p.assigned = None;
             p.gang = None;
         }
 
         // Pass 0: PCPS extra slots.
-        for vm in host.vms {
+        for vm in host.pool_vms() {
             if !std::mem::take(&mut self.vms[vm.id.idx()].extra_slot_next) {
                 continue;
             }
@@ -224,7 +232,7 @@ impl Hybrid {
 
         // Pass 1: Algorithm 4 lines 1-9. A pCPU whose head is a concurrent vCPU with PE > 0 that
         // cannot start its VM (a sibling waiting for its master) is remembered for pass 2b.
-        let mut con_head = vec![false; np];
+        let mut con_head = vec![false; host.pcpus.len()];
         for p in host.pcpu_ids() {
             if self.pcpus[p.idx()].gang.is_some() {
                 continue;
@@ -245,7 +253,7 @@ impl Hybrid {
 
         // Pass 1b: a concurrent VM whose leader has PE > 0 but did not head its queue (it waits
         // behind another concurrent VM's vCPU there) starts if all its pCPUs are still free.
-        for vm in host.vms {
+        for vm in host.pool_vms() {
             if self.waits_for_gang(&host, vm.id) {
                 self.start_waiting_gang(&host, vm.id);
             }
@@ -299,18 +307,18 @@ impl Hybrid {
             }
         }
 
-        for p in 0..np {
-            if host.pcpus[p].current != self.pcpus[p].assigned {
-                ctx.reschedule(PcpuId(p as u32));
+        for p in host.pcpu_ids() {
+            if host.pcpu(p).current != self.pcpus[p.idx()].assigned {
+                ctx.reschedule(p);
             }
         }
         // A vCPU migrated at this boundary may still be running on its old pCPU when its new one
         // decides (that one then idles for an instant); once every old pCPU has switched, a
         // second call starts it (requests are carried out in order).
-        for p in 0..np {
-            let moved = self.pcpus[p].assigned.and_then(|v| host.vcpu(v).pcpu).is_some_and(|q| q.idx() != p);
+        for p in host.pcpu_ids() {
+            let moved = self.pcpus[p.idx()].assigned.and_then(|v| host.vcpu(v).pcpu).is_some_and(|q| q != p);
             if moved {
-                ctx.reschedule(PcpuId(p as u32));
+                ctx.reschedule(p);
             }
         }
     }
@@ -340,7 +348,7 @@ impl Hybrid {
         let empty = |q: PcpuId| self.pcpus[q.idx()].assigned.is_none() && host.pcpu(q).current.is_none();
         if empty(home) {
             ctx.reschedule(home);
-        } else if let Some(q) = host.pcpu_ids().find(|q| empty(*q)) {
+        } else if let Some(q) = host.pcpu_ids().find(|q| empty(*q) && host.may_run(v, *q)) {
             ctx.reschedule(q);
         }
     }
