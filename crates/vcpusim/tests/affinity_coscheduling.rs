@@ -5,46 +5,19 @@
 
 mod common;
 
-use common::{num, run_toml, vm_table};
-use vcpusim::api::{load_scenario, run, RunOptions};
-
-/// One pCPU run span of the trace, with the vCPU ("vm/vK").
-#[derive(Clone, Debug)]
-struct Span {
-    pcpu: u32,
-    vm: String,
-    vcpu: u32,
-    start: u64,
-    end: u64,
-}
+use common::{num, run_spans, run_toml, vm_table, Span};
 
 /// Run with check mode and the trace on; the pCPU run spans.
 fn spans(text: &str) -> (vcpusim::api::RunOutput, Vec<Span>) {
-    let sc = load_scenario(text, "<test>").unwrap_or_else(|e| panic!("scenario does not load: {e}\n{text}"));
-    let out = run(&sc, &RunOptions { check: true, trace: true, ..Default::default() }).unwrap_or_else(|e| panic!("run failed: {e}\n{text}"));
-    let json: serde_json::Value = serde_json::from_str(out.trace_json.as_deref().expect("a trace")).expect("trace JSON");
-    let ns = |v: &serde_json::Value| (v.as_f64().expect("a number") * 1000.0).round() as u64;
-    let spans = json["traceEvents"]
-        .as_array()
-        .expect("traceEvents")
-        .iter()
-        .filter(|e| e["ph"] == "X" && e["pid"] == 0)
-        .map(|e| {
-            let name = e["name"].as_str().expect("a span name");
-            let (vm, v) = name.rsplit_once("/v").unwrap_or_else(|| panic!("span name {name}"));
-            let start = ns(&e["ts"]);
-            Span { pcpu: e["tid"].as_u64().unwrap() as u32, vm: vm.into(), vcpu: v.parse().unwrap(), start, end: start + ns(&e["dur"]) }
-        })
-        .collect();
-    (out, spans)
+    run_spans(text, true)
 }
 
 /// Total time (ns) during which exactly `k` of `vm`'s vCPUs run, for each k (index = k).
 fn concurrency(spans: &[Span], vm: &str, nvcpus: usize) -> Vec<u64> {
     let mut edges: Vec<(u64, i32)> = Vec::new();
-    for s in spans.iter().filter(|s| s.vm == vm && s.end > s.start) {
-        edges.push((s.start, 1));
-        edges.push((s.end, -1));
+    for s in spans.iter().filter(|s| s.vm == vm && s.end_ns > s.start_ns) {
+        edges.push((s.start_ns, 1));
+        edges.push((s.end_ns, -1));
     }
     edges.sort();
     let mut time = vec![0u64; nvcpus + 1];
@@ -63,7 +36,7 @@ fn overlap(spans: &[Span], a: &str, b: &str) -> u64 {
     let sb: Vec<&Span> = spans.iter().filter(|s| s.vm == b).collect();
     // Union of each side first, then intersect.
     let union = |v: &[&Span]| {
-        let mut iv: Vec<(u64, u64)> = v.iter().map(|s| (s.start, s.end)).collect();
+        let mut iv: Vec<(u64, u64)> = v.iter().map(|s| (s.start_ns, s.end_ns)).collect();
         iv.sort();
         let mut out: Vec<(u64, u64)> = Vec::new();
         for (s, e) in iv {
