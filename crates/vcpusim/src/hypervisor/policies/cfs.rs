@@ -79,6 +79,9 @@ impl PolicyKind for CfsKind {
     fn carries_uvf(&self) -> bool {
         true
     }
+    fn honours_cap(&self) -> bool {
+        true
+    }
     fn supports_pool_changes(&self) -> bool {
         true
     }

@@ -160,6 +160,9 @@ impl PolicyKind for CreditKind {
     fn carries_uvf(&self) -> bool {
         true
     }
+    fn honours_cap(&self) -> bool {
+        true
+    }
     fn build(&self, params: &Params, host: HostShape) -> Box<dyn Policy> {
         Box::new(Credit::new(CreditConfig::from_params(params), host))
     }
