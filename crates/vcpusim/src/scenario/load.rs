@@ -540,6 +540,22 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec) -> Result<Vec<VmS
     let sched_pe = sched_pe(section, (vm_type, u_factor))?;
     let (pool, cpus, cpus_soft) = placement_keys(section, host, name, vcpus)?;
     let cap = cap(section)?;
+    if cap > 0 {
+        let spec = &host.pools[pool];
+        let kind = policies::find(&spec.policy).expect("pool policies are checked against the registry");
+        if !kind.honours_cap() {
+            return Err(section.error_at(
+                "cap",
+                format!(
+                    "VM {name:?} is in pool {:?}, whose policy = {:?} does not enforce caps; \
+                     move the VM to a pool of a policy that does ({}) or drop cap",
+                    spec.name,
+                    spec.policy,
+                    cap_honourers()
+                ),
+            ));
+        }
+    }
 
     let (program, threads, params) = if workload_name == program_ops::WORKLOAD_NAME {
         custom_program(section, threads, vcpus)?
@@ -703,6 +719,12 @@ fn cap(section: &Section) -> Result<u32, SimError> {
 }
 
 /// The policies that carry the urgent-vCPU-first overlay, quoted: `"cfs" or "credit"`.
+/// The policies that enforce `[[vm]] cap`, quoted, for messages.
+fn cap_honourers() -> String {
+    let names: Vec<String> = policies::registry().iter().filter(|k| k.honours_cap()).map(|k| format!("{:?}", k.name())).collect();
+    names.join(" or ")
+}
+
 fn uvf_carriers() -> String {
     let carriers: Vec<String> =
         policies::registry().iter().filter(|k| k.carries_uvf()).map(|k| format!("{:?}", k.name())).collect();
@@ -1374,11 +1396,30 @@ mod tests {
     }
 
     #[test]
+    fn a_cap_in_a_pool_whose_policy_ignores_caps_is_rejected() {
+        for policy in ["gang", "hybrid"] {
+            let text = pools(&[("pcpus = \"10-11\"\npolicy = \"credit\"\nparams = { tslice = \"1ms\" }", &format!("pcpus = \"10-11\"\npolicy = \"{policy}\""))], "");
+            // The pool change would be rejected for gang/hybrid too: drop it.
+            let text = text.replace("[[host.pool_change]]\nat = \"2s\"\npcpu = 9\nto = \"fast\"\n\n", "");
+            assert_error(
+                &text,
+                &format!(
+                    "vm[0].cap: VM \"web\" is in pool \"fast\", whose policy = \"{policy}\" does not enforce caps; \
+                     move the VM to a pool of a policy that does (\"cfs\" or \"credit\") or drop cap"
+                ),
+            );
+            // Without a cap (or with cap = 0) the VM loads.
+            assert!(load(&text.replace("cap = 150\n", "cap = 0\n")).is_ok());
+        }
+    }
+
+    #[test]
     fn uvf_needs_a_carrying_policy_in_the_vms_pool() {
         let gang = |vm_uvf: &str| {
-            pools(&[("policy = \"credit\"\nparams = { tslice = \"1ms\" }", "policy = \"gang\""), ("[[host.pool_change]]\nat = \"2s\"\npcpu = 9\nto = \"fast\"", "[host.uvf]")], vm_uvf)
+            pools(&[("policy = \"credit\"\nparams = { tslice = \"1ms\" }", "policy = \"gang\""), ("[[host.pool_change]]\nat = \"2s\"\npcpu = 9\nto = \"fast\"", "[host.uvf]"), ("cap = 150\n", "")], vm_uvf)
         };
-        // [host.uvf] applies to the pools whose policy carries it; a gang pool without [vm.uvf] is fine.
+        // [host.uvf] applies to the pools whose policy carries it; a gang pool without [vm.uvf] is
+        // fine (and without a cap, which gang does not enforce).
         assert!(load(&gang("")).unwrap().host.uvf.is_some());
         assert_error(&gang("[vm.uvf]\ntlb_co = true\n"), "vm[0].uvf: VM \"web\" is in pool \"fast\", whose policy = \"gang\" does not carry the urgent-vCPU-first overlay; move the VM to a pool of a proportional-share policy (\"cfs\" or \"credit\") or drop [vm.uvf]");
         // pool0's policy must still carry it when [host.uvf] is given.

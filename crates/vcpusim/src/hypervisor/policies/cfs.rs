@@ -13,6 +13,11 @@
 //!   queued vCPU at a time when that shrinks the imbalance (load_balance / detach_tasks).
 //! - The scheduler tick runs on every pCPU, busy or idle; on idle pCPUs it stands in for
 //!   nohz idle balancing.
+//!
+//! A VM's `cap` is CFS bandwidth control on its cgroup (`cpu.cfs_quota_us` = cap/100 x
+//! `cpu.cfs_period_us`): the VM's vCPUs draw run time from one pool per period, and when it runs
+//! dry they are throttled until the period timer refills it (see [`Bandwidth`]; docs/model.md
+//! section 7.2 lists what is modelled and what is not).
 
 use super::placement::{self, LoadView, Placement};
 use super::{HostShape, PolicyKind};
@@ -21,7 +26,7 @@ use crate::hypervisor::uvf::overlay::UrgentBase;
 use crate::hypervisor::uvf::{Uvf, UvfVm};
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
-use crate::time::{Nanos, MS, US};
+use crate::time::{Nanos, MS, SEC, US};
 use std::collections::BTreeSet;
 
 /// NICE_0_LOAD: the weight of a nice-0 task (kernel/sched/sched.h).
@@ -30,6 +35,8 @@ const NICE_0_LOAD: u64 = 1024;
 const SCHED_NR_LATENCY: u64 = 8;
 /// Timer keys at or above this are the UVF overlay's (pCPU in the low bits); below, scheduler ticks.
 const UVF_TIMER: u64 = 1 << 32;
+/// Timer keys at or above this are CFS bandwidth period timers (VM index in the low bits).
+const BW_TIMER: u64 = 1 << 33;
 /// Candidates kvm_vcpu_on_spin tries before giving up on `-ESRCH` results (kvm_main.c).
 const DIRECTED_YIELD_TRIES: u32 = 3;
 
@@ -64,10 +71,15 @@ impl PolicyKind for CfsKind {
             ParamSpec::duration("migration_cost", 500 * US, "sysctl_sched_migration_cost: a vCPU that ran this recently is cache-hot and not pulled by periodic balancing")
                 .range(0.0, 1e9),
             ParamSpec::boolean("directed_yield", true, "on a pause-loop exit, yield to a preempted sibling vCPU (kvm_vcpu_on_spin); false: plain yield"),
+            ParamSpec::duration("cfs_period", 100 * MS, "CFS bandwidth period for capped VMs ([[vm]] cap): cpu.cfs_period_us, default 100 ms (kernel/sched/core.c default_cfs_period); a VM may run cap/100 x this per period")
+                .range(MS as f64, SEC as f64),
             ParamSpec::choice("placement", Placement::NAMES, "default", "vCPU-to-pCPU placement, usually set as [host] placement: default (the Linux 3.2 wake path and load balancer), balance (siblings never share a run queue; Sukwong and Kim, EuroSys'11) or lc-balance (load-conscious balance, seed 000 section 3.2)"),
         ]
     }
     fn carries_uvf(&self) -> bool {
+        true
+    }
+    fn honours_cap(&self) -> bool {
         true
     }
     fn supports_pool_changes(&self) -> bool {
@@ -92,6 +104,10 @@ struct Entity {
     sum_exec: Nanos,
     /// Last time it stopped running (cache hotness).
     last_ran: Nanos,
+    /// Runnable but throttled: its VM ran out of bandwidth (`cfs_rq->throttled`); in no run
+    /// queue until the period timer unthrottles it on `throttled_on`.
+    throttled: bool,
+    throttled_on: usize,
 }
 
 /// Per-pCPU run queue.
@@ -119,6 +135,34 @@ struct CfsVm {
     uvf: UvfVm,
 }
 
+/// CFS bandwidth control of one VM's cgroup (`struct cfs_bandwidth`, kernel/sched/fair.c),
+/// at the level this simulator needs:
+/// - `quota` per `period` for the whole VM (`cpu.cfs_quota_us` / `cpu.cfs_period_us`);
+/// - `runtime` is the pool left this period (`cfs_b->runtime`). Each `update_curr` of a vCPU of
+///   the VM charges its run time to it directly (`__account_cfs_rq_runtime`), as if the per-cfs_rq
+///   slices of `sched_cfs_bandwidth_slice` (5 ms, `assign_cfs_rq_runtime`) were infinitesimal;
+/// - when it runs dry the pCPUs running the VM's vCPUs reschedule (`resched_curr`), and the VM is
+///   throttled as a whole (`throttle_cfs_rq` on every pCPU at once): queued vCPUs leave their run
+///   queues, running ones leave at their pCPU's `do_schedule` (`check_cfs_rq_runtime` in
+///   `put_prev_entity`), waking ones are not enqueued;
+/// - the period timer (`sched_cfs_period_timer` -> `do_sched_cfs_period_timer`) refills it to
+///   `quota` less the overrun of the period before (the negative `runtime_remaining` that
+///   `distribute_cfs_runtime` pays back first) and, if that leaves run time, unthrottles every
+///   vCPU on its run queue (`unthrottle_cfs_rq`), rescheduling the pCPUs that were idle.
+#[derive(Clone, Debug, Default)]
+struct Bandwidth {
+    /// Run time per period; 0 = `RUNTIME_INF` (no cap).
+    quota: Nanos,
+    /// Run time left this period (negative: overrun to pay back at the refill).
+    runtime: i64,
+    /// The VM's vCPUs are throttled (set by `throttle`, cleared by the refill).
+    throttled: bool,
+    /// Exhaustion seen by `update_curr`, throttle not yet done (`pending_throttle`).
+    pending: bool,
+    /// `cfs_b->period_timer`, armed while the VM has a quota.
+    period_timer: Option<Timer>,
+}
+
 pub struct Cfs {
     latency: Nanos,
     min_gran: Nanos,
@@ -138,6 +182,13 @@ pub struct Cfs {
     /// kvm->last_boosted_vcpu per VM (index within the VM).
     last_boosted: Vec<usize>,
     ticks_started: bool,
+    /// `cpu.cfs_period_us` of capped VMs.
+    cfs_period: Nanos,
+    /// Per-VM bandwidth control (quota 0 for uncapped VMs).
+    bw: Vec<Bandwidth>,
+    /// VMs whose pool ran dry in an `update_curr`, to throttle once the caller can ask for
+    /// reschedules (`flush_throttles`).
+    pending_throttle: Vec<VmId>,
     /// The urgent-vCPU-first overlay (seed 000 section 3.1.3), when `[host.uvf]` is present.
     uvf: Option<Uvf>,
 }
@@ -164,6 +215,9 @@ impl Cfs {
             vms: vec![CfsVm::default(); host.nvms as usize],
             last_boosted: vec![0; host.nvms as usize],
             ticks_started: false,
+            cfs_period: params.duration("cfs_period"),
+            bw: vec![Bandwidth::default(); host.nvms as usize],
+            pending_throttle: Vec::new(),
             uvf: host.uvf.map(|cfg| Uvf::new(cfg, host.nvcpus as usize, host.npcpus as usize)),
         }
     }
@@ -189,6 +243,129 @@ impl Cfs {
         e.sum_exec += delta;
         e.vruntime += Self::vdelta(delta, self.weight[c.idx()]);
         self.update_min_vruntime(p);
+        self.account_runtime(ctx.host.vcpu(c).vm, delta);
+    }
+
+    /// `__account_cfs_rq_runtime`: charge `delta` of run time to the VM's bandwidth pool; when it
+    /// runs dry, note the VM for `flush_throttles` (Linux: `resched_curr`, then the throttle at
+    /// `put_prev_entity`).
+    fn account_runtime(&mut self, vm: VmId, delta: Nanos) {
+        let Some(b) = self.bw.get_mut(vm.idx()) else { return };
+        if b.quota == 0 {
+            return;
+        }
+        b.runtime -= delta as i64;
+        if b.runtime <= 0 && !b.throttled && !b.pending {
+            b.pending = true;
+            self.pending_throttle.push(vm);
+        }
+    }
+
+    /// The VM has a quota and no run time left this period.
+    fn exhausted(&self, vm: VmId) -> bool {
+        self.bw.get(vm.idx()).is_some_and(|b| b.quota > 0 && b.runtime <= 0)
+    }
+
+    /// Throttle the VMs `update_curr` found out of run time; `except` is the pCPU whose
+    /// `do_schedule` is running (it needs no reschedule request).
+    fn flush_throttles(&mut self, ctx: &mut PolicyCtx, except: Option<usize>) {
+        while let Some(vm) = self.pending_throttle.pop() {
+            self.bw[vm.idx()].pending = false;
+            if self.exhausted(vm) {
+                self.throttle(ctx, vm, except);
+            }
+        }
+    }
+
+    /// `throttle_cfs_rq` on every pCPU of the VM: queued vCPUs leave their run queues; pCPUs
+    /// running one reschedule (not held back by UVF: the cgroup has no run time), and
+    /// `do_schedule` throttles it there.
+    fn throttle(&mut self, ctx: &mut PolicyCtx, vm: VmId, except: Option<usize>) {
+        self.bw[vm.idx()].throttled = true;
+        for &v in &ctx.host.vm(vm).vcpus {
+            let e = &self.se[v.idx()];
+            let Some(p) = e.rq else { continue };
+            if e.queued {
+                self.throttle_one(v, p);
+            } else if self.rqs[p].curr == Some(v) && except != Some(p) && !self.rqs[p].need_resched {
+                self.rqs[p].need_resched = true;
+                ctx.reschedule(PcpuId(p as u32));
+            }
+        }
+    }
+
+    /// Take `v` off its run queue as throttled; it returns to run queue `on` when unthrottled.
+    fn throttle_one(&mut self, v: VcpuId, on: usize) {
+        self.dequeue(v);
+        self.uvf_sleep(v);
+        let e = &mut self.se[v.idx()];
+        e.throttled = true;
+        e.throttled_on = on;
+    }
+
+    /// The period timer of `vm` (`sched_cfs_period_timer`): refill, and unthrottle if the refill
+    /// leaves run time (`distribute_cfs_runtime` -> `unthrottle_cfs_rq`).
+    fn period_timer(&mut self, ctx: &mut PolicyCtx, vm: VmId) {
+        let b = &mut self.bw[vm.idx()];
+        let Some(timer) = b.period_timer else { return };
+        if b.quota == 0 {
+            return;
+        }
+        ctx.set_timer(&timer, ctx.now() + self.cfs_period);
+        // __refill_cfs_bandwidth_runtime sets runtime = quota; the throttled cfs_rqs' overrun
+        // (runtime_remaining < 0) is paid from it first.
+        b.runtime = b.quota as i64 + b.runtime.min(0);
+        if b.runtime > 0 {
+            self.unthrottle(ctx, vm);
+        }
+    }
+
+    /// `unthrottle_cfs_rq` for every throttled vCPU of `vm`: back on the run queue it was
+    /// throttled on (or a fallback if that pCPU left the pool or its affinity), placed as a
+    /// waking entity; an idle pCPU that gets work reschedules ("determine whether we need to wake
+    /// up potentially idle cpu"); busy ones find it at their next tick.
+    fn unthrottle(&mut self, ctx: &mut PolicyCtx, vm: VmId) {
+        self.bw[vm.idx()].throttled = false;
+        for &v in &ctx.host.vm(vm).vcpus {
+            if !self.se[v.idx()].throttled {
+                continue;
+            }
+            self.se[v.idx()].throttled = false;
+            let on = self.se[v.idx()].throttled_on;
+            let p = if ctx.host.may_run(v, PcpuId(on as u32)) { on } else { self.fallback_pcpu(ctx, v, on) };
+            self.place_waking(v, p);
+            self.enqueue(v, p);
+            if self.rqs[p].curr.is_none() {
+                self.resched(ctx, p);
+            }
+        }
+    }
+
+    /// The VM's cap as a quota (`tg_set_cfs_bandwidth`): runtime starts full and the period timer
+    /// runs while there is a quota; removing the cap unthrottles.
+    fn set_bandwidth(&mut self, ctx: &mut PolicyCtx, vm: VmId, cap: u32) {
+        if self.bw.len() <= vm.idx() {
+            self.bw.resize(vm.idx() + 1, Bandwidth::default());
+        }
+        let quota = (cap as u128 * self.cfs_period as u128 / 100) as Nanos;
+        let b = &mut self.bw[vm.idx()];
+        if b.quota == quota {
+            return;
+        }
+        b.quota = quota;
+        b.runtime = quota as i64;
+        if quota == 0 {
+            if let Some(t) = b.period_timer {
+                ctx.stop_timer(&t);
+            }
+            self.unthrottle(ctx, vm);
+            return;
+        }
+        let timer = *b.period_timer.get_or_insert_with(|| ctx.init_timer(BW_TIMER + vm.idx() as u64));
+        ctx.set_timer(&timer, ctx.now() + self.cfs_period);
+        if b.throttled {
+            self.unthrottle(ctx, vm);
+        }
     }
 
     fn update_min_vruntime(&mut self, p: usize) {
@@ -638,6 +815,7 @@ impl Policy for Cfs {
         }
         let old = self.vms[vm.idx()].weight;
         self.vms[vm.idx()] = CfsVm { weight: sched.weight, uvf: sched.uvf };
+        self.set_bandwidth(ctx, vm, sched.cap);
         if old != sched.weight && old != 0 {
             let w = self.vcpu_weight(ctx, vm);
             for &v in &ctx.host.vm(vm).vcpus {
@@ -659,6 +837,11 @@ impl Policy for Cfs {
         let debit = Self::vdelta(self.slice(v, p).max(self.min_gran), self.weight[v.idx()]);
         self.se[v.idx()].vruntime = self.rqs[p].min_vruntime + debit;
         self.enqueue(v, p);
+        if self.exhausted(vm) {
+            // check_enqueue_throttle: its cgroup has no run time.
+            self.throttle_one(v, p);
+            return;
+        }
         self.resched(ctx, p);
     }
 
@@ -672,9 +855,16 @@ impl Policy for Cfs {
         }
         self.place_waking(v, p);
         self.enqueue(v, p);
+        if self.exhausted(ctx.host.vcpu(v).vm) {
+            // enqueue_task_fair onto a throttled cfs_rq: runnable, but not until the refill.
+            self.throttle_one(v, p);
+            self.flush_throttles(ctx, None);
+            return;
+        }
         if !self.queued_urgent(ctx, v, p) {
             self.check_preempt_wakeup(ctx, v, p);
         }
+        self.flush_throttles(ctx, None);
     }
 
     fn sleep(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
@@ -685,6 +875,9 @@ impl Policy for Cfs {
             self.se[v.idx()].last_ran = ctx.now();
             self.dequeue(v);
             self.rqs[p].need_resched = true;
+            self.uvf_sleep(v);
+            self.flush_throttles(ctx, Some(p));
+            return;
         }
         self.uvf_sleep(v);
     }
@@ -708,6 +901,7 @@ impl Policy for Cfs {
                 }
             }
         }
+        self.flush_throttles(ctx, None);
     }
 
     fn do_schedule(&mut self, ctx: &mut PolicyCtx, pcpu: PcpuId) -> Decision {
@@ -719,14 +913,20 @@ impl Policy for Cfs {
         }
         self.rqs[p].need_resched = false;
         self.update_curr(ctx, p);
-        let prev = host_curr.filter(|_| still_running);
-        // put_prev_entity: a still-runnable curr goes back into the tree.
+        self.flush_throttles(ctx, Some(p));
+        let mut prev = host_curr.filter(|_| still_running);
+        // put_prev_entity: a still-runnable curr goes back into the tree, unless its cgroup ran
+        // out of run time (check_cfs_rq_runtime -> throttle_cfs_rq).
         if let Some(c) = self.rqs[p].curr.take() {
             if still_running && host_curr == Some(c) {
                 self.se[c.idx()].last_ran = ctx.now();
                 let e = &mut self.se[c.idx()];
                 e.queued = true;
                 self.rqs[p].tree.insert((e.vruntime, c));
+                if self.exhausted(ctx.host.vcpu(c).vm) {
+                    self.throttle_one(c, p);
+                    prev = None;
+                }
             }
         }
         if self.rqs[p].tree.is_empty() {
@@ -756,8 +956,13 @@ impl Policy for Cfs {
     }
 
     fn on_timer(&mut self, ctx: &mut PolicyCtx, key: u64) {
+        if key >= BW_TIMER {
+            self.period_timer(ctx, VmId((key - BW_TIMER) as u32));
+            return;
+        }
         if key >= UVF_TIMER {
             self.uvf_timer(ctx, (key - UVF_TIMER) as usize);
+            self.flush_throttles(ctx, None);
             return;
         }
         let p = key as usize;
@@ -773,6 +978,7 @@ impl Policy for Cfs {
                 self.resched(ctx, p);
             }
         }
+        self.flush_throttles(ctx, None);
     }
 
     /// The pCPU leaves the pool (cpuset shrunk / CPU offlined: `migrate_tasks` in 3.2's
@@ -795,6 +1001,11 @@ impl Policy for Cfs {
                 self.rqs[p].tree.insert((e.vruntime, v));
                 self.rqs[p].curr = None;
             }
+            if self.exhausted(ctx.host.vcpu(v).vm) {
+                // Its cgroup has no run time: it waits, throttled, for the refill on `to`.
+                self.throttle_one(v, to);
+                continue;
+            }
             self.migrate(v, to);
             self.check_preempt_wakeup(ctx, v, to);
         }
@@ -806,6 +1017,7 @@ impl Policy for Cfs {
         if let Some(timer) = rq.tick_timer {
             ctx.stop_timer(&timer);
         }
+        self.flush_throttles(ctx, Some(p));
     }
 
     /// The pCPU joins the pool, idle; its tick starts.
@@ -822,14 +1034,17 @@ impl Policy for Cfs {
 
     fn ipi_sent(&mut self, ctx: &mut PolicyCtx, from: VcpuId, to: VcpuId, kind: IpiKind) {
         self.uvf_ipi_sent(ctx, from, to, kind);
+        self.flush_throttles(ctx, None);
     }
 
     fn ipi_send_started(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
         self.uvf_ipi_send_started(ctx, v);
+        self.flush_throttles(ctx, None);
     }
 
     fn ipi_handled(&mut self, ctx: &mut PolicyCtx, v: VcpuId, kind: IpiKind) {
         self.uvf_ipi_handled(ctx, v, kind);
+        self.flush_throttles(ctx, None);
     }
 
     fn check(&self, host: &crate::hypervisor::policy::HostView) -> Result<(), String> {
@@ -857,8 +1072,15 @@ impl Policy for Cfs {
             self.check_no_stacked_siblings(host)?;
         }
         for (i, info) in host.vcpus.iter().enumerate().filter(|(_, info)| host.owns_vcpu(info.id)) {
-            if info.state == VcpuState::Runnable && !self.se[i].queued {
+            let e = &self.se[i];
+            if info.state == VcpuState::Runnable && !e.queued && !e.throttled {
                 return Err(format!("cfs: runnable vCPU {i} is in no run queue"));
+            }
+            if e.throttled && (e.queued || e.rq.is_some() || info.state != VcpuState::Runnable) {
+                return Err(format!("cfs: throttled vCPU {i} is on a run queue or {:?}", info.state));
+            }
+            if e.queued && self.exhausted(info.vm) && self.pending_throttle.is_empty() {
+                return Err(format!("cfs: vCPU {i} is queued but its VM has no run time left"));
             }
         }
         Ok(())

@@ -14,14 +14,18 @@
 //! and, if the best local candidate is OVER or idle, steals the first strictly better queued vCPU
 //! from a peer (`csched_load_balance`).
 //!
-//! Caps (`sdom->cap`, Xen's non-work-conserving mode) are set by `work_conserving = false`, which
-//! caps every domain at its weight's share of the host, as seed 004 section 6.2 configures it ("the
-//! CPU time obtained by the VM is strictly in proportion to its weight"): `csched_acct` limits a
-//! capped domain's credit to `cap` percent of a pCPU's period and *parks* (pauses) a vCPU whose
-//! credit falls below minus its share of that, until its credit is positive again.
+//! Caps (`sdom->cap`, percent of one pCPU) come from the VM's own `[[vm]] cap` (`xl sched-credit
+//! -c`, stored by `csched_dom_cntl`) or, for a VM without one, from `work_conserving = false`,
+//! which caps every domain at its weight's share of the host, as seed 004 section 6.2 configures it
+//! ("the CPU time obtained by the VM is strictly in proportion to its weight"). Either way
+//! `csched_acct` limits a capped domain's credit to `cap` percent of a pCPU's period and *parks*
+//! (pauses) a vCPU whose credit falls below minus its share of that, until its credit is positive
+//! again. The code is the same in Xen 4.7 (`xen/common/sched_credit.c`, RELEASE-4.7.0) and today
+//! (`xen/common/sched/credit.c`), except that 4.7 cleared `CSCHED_FLAG_VCPU_PARKED` *before*
+//! `vcpu_unpause` (its comment asks for after), so an unparked vCPU could be boosted by the wake;
+//! we follow today's order: an unparked vCPU is never boosted.
 //!
 //! Simplifications (each a deliberate departure from credit.c, with its reason):
-//! - Caps are per domain from weights only (no explicit `cap` percentage per VM).
 //! - Hard and soft affinity follow credit.c's two balance steps (private.h
 //!   `for_each_affinity_balance_step`: `BALANCE_SOFT_AFFINITY` first, only for a vCPU that
 //!   `has_soft_affinity`, then `BALANCE_HARD_AFFINITY`) in `_csched_cpu_pick`, `__runq_tickle` and
@@ -160,6 +164,9 @@ impl PolicyKind for CreditKind {
         true
     }
     fn carries_uvf(&self) -> bool {
+        true
+    }
+    fn honours_cap(&self) -> bool {
         true
     }
     fn build(&self, params: &Params, host: HostShape) -> Box<dyn Policy> {
@@ -301,8 +308,8 @@ struct CreditDom {
     active_units: Vec<VcpuId>,
     /// `sdom->weight`, set by `adjust` (`csched_dom_cntl`).
     weight: u32,
-    /// `sdom->cap` as `[[vm]] cap` gives it (percent of one pCPU, 0 = none). Not applied yet:
-    /// caps come from `work_conserving = false` (see `cap_percent`).
+    /// `sdom->cap` as `[[vm]] cap` gives it (percent of one pCPU, 0 = none); `cap_percent`
+    /// applies it in `csched_acct`.
     cap: u32,
     /// The VM's `[vm.uvf]` knobs (the UVF overlay, `credit/urgent.rs`).
     uvf: UvfVm,
@@ -940,8 +947,14 @@ impl Credit {
         None
     }
 
-    /// The domain's cap in percent of one pCPU (`sdom->cap`); 0 is uncapped.
+    /// The domain's cap in percent of one pCPU (`sdom->cap`); 0 is uncapped. The VM's own
+    /// `[[vm]] cap` (`xl sched-credit -c`, stored by `csched_dom_cntl`) wins; without one,
+    /// `work_conserving = false` caps the domain at its weight's share of the pool.
     fn cap_percent(&self, vm: VmId) -> u64 {
+        let own = self.doms[vm.idx()].cap;
+        if own != 0 {
+            return own as u64;
+        }
         if self.cfg.work_conserving {
             return 0;
         }

@@ -42,6 +42,11 @@ pub trait PolicyKind: Sync {
     fn carries_uvf(&self) -> bool {
         false
     }
+    /// Whether the policy enforces a VM's `[[vm]] cap` (credit: `sdom->cap`; cfs: CFS bandwidth
+    /// control). The loader rejects a cap on a VM in a pool whose policy does not.
+    fn honours_cap(&self) -> bool {
+        false
+    }
 }
 
 /// All policies, in the order `vcpusim list` shows them.
