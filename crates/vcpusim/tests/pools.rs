@@ -173,3 +173,58 @@ fn vcpus_move_between_credit_and_cfs_pools_and_back() {
     let err = sim.move_vcpu(v, PoolId(1)).unwrap_err();
     assert!(err.contains("runs gang, which cannot gain or lose vCPUs"), "{err}");
 }
+
+/// `xl vcpu-pin` while the run goes on (`Sim::set_affinity`): after each change every vCPU runs
+/// only inside its new hard mask (check mode verifies it after every event; the trace shows it),
+/// under credit and cfs; a mask with no pCPU in the pool is refused.
+fn repinning_moves_vcpus_at_once(policy: &str) {
+    use vcpusim::api::load_scenario;
+    use vcpusim::hardware::cpumask::{parse_cpulist, CpuMask};
+    use vcpusim::ids::VcpuId;
+    use vcpusim::sim::state::Sim;
+    let text = format!(
+        "[host]\npcpus = 4\npolicy = \"{policy}\"\nstart_skew = \"0ns\"\n\n\
+         [[vm]]\nname = \"par\"\nvcpus = 3\nworkload = \"barrier\"\n\n\
+         [[vm]]\nname = \"hog\"\ncount = 3\nvcpus = 1\nworkload = \"cpu-bound\"\n\n\
+         [run]\nduration = \"1s\"\n"
+    );
+    let sc = load_scenario(&text, "pin.toml").expect("loads");
+    let mut sim = Sim::build(&sc, 1, true, true).expect("builds");
+    sim.start();
+    let masks = ["0", "1-2", "3", "0,3", "2", "0-3"];
+    // (time, vCPU, mask) of every change, and the masks in effect per vCPU from then on.
+    let mut changes: Vec<(u64, u32, &str)> = Vec::new();
+    for k in 1..30u64 {
+        let t = k * 30_000_000 + 7_000;
+        sim.run_until(t, None).expect("runs in check mode");
+        let v = (k * 5 % 6) as u32;
+        let mask = masks[(k * 7 % 6) as usize];
+        let hard = parse_cpulist(mask, 4).expect("a cpulist");
+        sim.set_affinity(VcpuId(v), hard, CpuMask::full(4)).expect("a mask inside the pool");
+        changes.push((t, v, mask));
+    }
+    sim.run_until(1_000_000_000, None).expect("runs");
+    sim.finish();
+    let out = vcpusim::metrics::report::build(&sim, &sc, 1, false);
+    let spans = common::spans_of(&out);
+    let vcpu_of = |s: &Span| if s.vm == "par" { s.vcpu } else { 3 + s.vm.trim_start_matches("hog-").parse::<u32>().expect("hog-N") };
+    for s in &spans {
+        let v = vcpu_of(s);
+        if let Some((_, _, mask)) = changes.iter().rev().find(|(t, w, _)| *w == v && *t <= s.start_ns) {
+            let allowed = parse_cpulist(mask, 4).expect("a cpulist");
+            assert!(allowed.contains(vcpusim::ids::PcpuId(s.pcpu)), "{policy}: {s:?} outside its mask {mask:?}");
+        }
+    }
+    let err = sim.set_affinity(VcpuId(0), CpuMask::empty(), CpuMask::full(4)).unwrap_err();
+    assert!(err.contains("has no pCPU in its pool"), "{err}");
+}
+
+#[test]
+fn credit_repinning_moves_vcpus_at_once() {
+    repinning_moves_vcpus_at_once("credit");
+}
+
+#[test]
+fn cfs_repinning_moves_vcpus_at_once() {
+    repinning_moves_vcpus_at_once("cfs");
+}

@@ -307,6 +307,9 @@ pub enum Request {
     StopTimer(TimerId),
     /// For the metrics: this vCPU entered urgent state (UVF, `urgent_count`).
     UrgentEntered(VcpuId),
+    /// Move this vCPU into another cpupool now (the host's `Sim::move_vcpu`; seed 002's
+    /// micro-sliced cores move a vCPU into a short-slice pool and back).
+    MoveToPool(VcpuId, crate::ids::PoolId),
 }
 
 /// The context of one policy call: the host view plus a request list.
@@ -336,6 +339,11 @@ impl<'a> PolicyCtx<'a> {
     /// Count one entry of `v` into urgent state (UVF) in its VM's `urgent_count`.
     pub fn note_urgent(&mut self, v: VcpuId) {
         self.requests.push(Request::UrgentEntered(v));
+    }
+    /// Ask the host to move `v` into pool `pool` (Xen: `sched_move_domain` for one unit). Carried
+    /// out after the call: the vCPU leaves this policy through `remove_vcpu`.
+    pub fn move_to_pool(&mut self, v: VcpuId, pool: crate::ids::PoolId) {
+        self.requests.push(Request::MoveToPool(v, pool));
     }
     /// Xen `init_timer`: a new timer of this policy, unarmed; `on_timer(key)` when it fires.
     pub fn init_timer(&mut self, key: u64) -> Timer {
@@ -426,6 +434,12 @@ pub trait Policy {
     /// `[[vm.sched_pe]]`, seed 004's `xm sched-pe`), with the VM's vCPUs wherever they are. The
     /// policy keeps what it needs in its own per-VM data (credit.c's `csched_dom`).
     fn adjust(&mut self, ctx: &mut PolicyCtx, vm: VmId, sched: &VmSched);
+
+    /// `v`'s hard or soft affinity just changed (the host view has the new masks; Xen
+    /// `adjust_affinity`, then `sched_set_affinity` -> `vcpu_migrate`): a vCPU queued or running
+    /// where it may no longer run must move now. Only called for policies whose kind says
+    /// `supports_pool_changes`.
+    fn adjust_affinity(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId) {}
 
     /// vCPU `v` leaves this policy's pool (Xen `remove_unit`, in `sched_move_domain`): drop it
     /// from every queue and private list. The engine has switched it out already if it was

@@ -63,6 +63,11 @@ impl Sim {
                             self.queue.cancel(old);
                         }
                     }
+                    Request::MoveToPool(v, pool) => {
+                        if let Err(message) = self.move_vcpu(v, pool) {
+                            self.stop = Some(SimError::Invariant { time_ns: self.now, message: format!("a policy asked: {message}") });
+                        }
+                    }
                     Request::UrgentEntered(v) => {
                         let vm = self.vinfo[v.idx()].vm.idx();
                         self.vms[vm].stats.urgent_entered += 1;

@@ -16,6 +16,7 @@
 //! `Policy::add_pcpu`.
 
 use super::state::Sim;
+use crate::hardware::cpumask::CpuMask;
 use crate::ids::{PcpuId, PoolId, VcpuId};
 
 impl Sim {
@@ -130,6 +131,30 @@ impl Sim {
         if let Some(p) = ran_on {
             self.reschedule(p);
         }
+        Ok(())
+    }
+
+    /// Change `v`'s hard and soft affinity now (`xl vcpu-pin`; Xen `sched_set_affinity`). The
+    /// hard mask must leave `v` a pCPU in its pool; its pool's policy moves it at once if it
+    /// sits or runs where it may no longer (`Policy::adjust_affinity`). The pool's policy must
+    /// support pool changes (cfs, credit).
+    pub fn set_affinity(&mut self, v: VcpuId, hard: CpuMask, soft: CpuMask) -> Result<(), String> {
+        let pool = self.vcpu_pool[v.idx()];
+        let view = &self.pools[pool.idx()].view;
+        if !hard.intersects(&view.mask) {
+            return Err(format!(
+                "vCPU {v}: hard affinity {:?} has no pCPU in its pool {:?} ({:?})",
+                hard.to_cpulist(),
+                view.name,
+                view.mask.to_cpulist()
+            ));
+        }
+        let name = self.pools[pool.idx()].policy.name();
+        if !crate::hypervisor::policies::find(name).is_ok_and(|k| k.supports_pool_changes()) {
+            return Err(format!("vCPU {v}: pool {:?} runs {name}, which cannot change affinity during a run", view.name));
+        }
+        self.affinity[v.idx()] = crate::hypervisor::cpupool::Affinity { hard, soft };
+        self.with_policy(pool, |pol, ctx| pol.adjust_affinity(ctx, v));
         Ok(())
     }
 }

@@ -882,6 +882,24 @@ impl Policy for Cfs {
         self.uvf_sleep(v);
     }
 
+    /// `set_cpus_allowed_ptr` (3.2 core.c): a queued vCPU on a run queue it may no longer use
+    /// moves now (`__migrate_task`); a running one is preempted and moves when it is put back
+    /// (`migration_cpu_stop`); a halted one goes through `select_fallback_rq` when it wakes.
+    fn adjust_affinity(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        let Some(p) = self.se[v.idx()].rq else { return };
+        if ctx.host.may_run(v, PcpuId(p as u32)) {
+            return;
+        }
+        if self.rqs[p].curr == Some(v) {
+            self.rqs[p].need_resched = true;
+            ctx.reschedule(PcpuId(p as u32));
+        } else if self.se[v.idx()].queued {
+            let to = self.fallback_pcpu(ctx, v, p);
+            self.migrate(v, to);
+            self.check_preempt_wakeup(ctx, v, to);
+        }
+    }
+
     /// The vCPU thread leaves this pool (its cpuset changes: `sched_move_task` dequeues it from
     /// its old run queue, as a sleep does). The engine has taken it off its pCPU already.
     fn remove_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
@@ -925,6 +943,12 @@ impl Policy for Cfs {
                 self.rqs[p].tree.insert((e.vruntime, c));
                 if self.exhausted(ctx.host.vcpu(c).vm) {
                     self.throttle_one(c, p);
+                    prev = None;
+                } else if !ctx.host.may_run(c, pcpu) {
+                    // Its affinity no longer allows this pCPU (adjust_affinity): it moves now.
+                    let to = self.fallback_pcpu(ctx, c, p);
+                    self.migrate(c, to);
+                    self.check_preempt_wakeup(ctx, c, to);
                     prev = None;
                 }
             }

@@ -1066,6 +1066,18 @@ impl Policy for Credit {
         self.uvf_sleep(v);
     }
 
+    /// `csched_aff_cntl` + `sched_set_affinity` -> `vcpu_migrate`: a vCPU queued or running on a
+    /// pCPU it may no longer use leaves it now. Its pCPU reschedules, and `do_schedule` there
+    /// moves strays and a disallowed runner (`rehome_if_disallowed`); a halted one is re-homed
+    /// when it wakes.
+    fn adjust_affinity(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        let p = self.vcpus[v.idx()].processor;
+        let here = self.vcpus[v.idx()].queued_on.is_some() || self.pcpus[p.idx()].curr == Some(v);
+        if here && !ctx.host.may_run(v, p) {
+            ctx.reschedule(p);
+        }
+    }
+
     /// `csched_unit_remove` (Xen `sched_move_domain` / `sched_remove_unit`): the vCPU leaves
     /// this pool. The engine has taken it off its pCPU already; it leaves the run queue and the
     /// active lists (its domain's weight leaves `prv->weight` with it), and the pCPU it ran on
@@ -1502,6 +1514,7 @@ mod tests {
                         }
                     }
                     Request::UrgentEntered(_) => {}
+                    Request::MoveToPool(..) => panic!("the credit test host has one pool"),
                 }
             }
             r

@@ -155,6 +155,7 @@ impl FakeHost {
                     }
                 }
                 Request::UrgentEntered(_) => self.urgent_entered += 1,
+                Request::MoveToPool(..) => panic!("the fake host has one pool"),
             }
         }
     }
