@@ -228,3 +228,29 @@ fn credit_repinning_moves_vcpus_at_once() {
 fn cfs_repinning_moves_vcpus_at_once() {
     repinning_moves_vcpus_at_once("cfs");
 }
+
+/// A vCPU moved into a pool goes where that pool's policy picks (`Policy::pick_pcpu`, Xen's
+/// `pick_resource` in `sched_move_domain`): under cfs the idle pCPU of the pool, not the busy
+/// one its home would be, so it starts running at once.
+#[test]
+fn a_moved_vcpu_lands_where_the_new_pool_picks() {
+    use vcpusim::api::load_scenario;
+    use vcpusim::ids::{PoolId, VcpuId};
+    use vcpusim::sim::state::Sim;
+    let text = "[host]\npcpus = 4\npolicy = \"cfs\"\nstart_skew = \"0ns\"\n\n\
+        [[host.pool]]\nname = \"p\"\npcpus = \"2-3\"\npolicy = \"cfs\"\n\n\
+        [[vm]]\nname = \"mover\"\nvcpus = 1\nworkload = \"cpu-bound\"\n\n\
+        [[vm]]\nname = \"busy\"\nvcpus = 1\nworkload = \"cpu-bound\"\npool = \"p\"\ncpus = \"2\"\n\n\
+        [run]\nduration = \"200ms\"\n";
+    let sc = load_scenario(text, "pick.toml").expect("loads");
+    let mut sim = Sim::build(&sc, 1, true, true).expect("builds");
+    sim.start();
+    sim.run_until(50_000_000, None).expect("runs");
+    sim.move_vcpu(VcpuId(0), PoolId(1)).expect("moves");
+    sim.run_until(200_000_000, None).expect("runs");
+    sim.finish();
+    let spans = common::spans_of(&vcpusim::metrics::report::build(&sim, &sc, 1, false));
+    let first = spans.iter().filter(|s| s.vm == "mover" && s.start_ns >= 50_000_000).min_by_key(|s| s.start_ns).expect("it ran after the move");
+    assert_eq!(first.pcpu, 3, "{first:?}");
+    assert!(first.start_ns < 50_100_000, "{first:?} waited");
+}

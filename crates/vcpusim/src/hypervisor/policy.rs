@@ -435,6 +435,19 @@ pub trait Policy {
     /// policy keeps what it needs in its own per-VM data (credit.c's `csched_dom`).
     fn adjust(&mut self, ctx: &mut PolicyCtx, vm: VmId, sched: &VmSched);
 
+    /// Where `v` should run in this pool (Xen `pick_resource`, placement apart from `wake`); the
+    /// host asks when it moves `v` into this pool (`Sim::move_vcpu`, as `sched_move_domain` does
+    /// with `sched_pick_resource`) and checks the answer is a pCPU `v` may run on. The default:
+    /// `v`'s last pCPU if allowed, else the first allowed pCPU of the pool after it.
+    fn pick_pcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) -> Option<PcpuId> {
+        let host = &ctx.host;
+        let last = host.vcpu(v).last_pcpu;
+        if host.may_run(v, last) {
+            return Some(last);
+        }
+        host.pcpu_ids().find(|p| *p > last && host.may_run(v, *p)).or_else(|| host.pcpu_ids().find(|p| host.may_run(v, *p)))
+    }
+
     /// `v`'s hard or soft affinity just changed (the host view has the new masks; Xen
     /// `adjust_affinity`, then `sched_set_affinity` -> `vcpu_migrate`): a vCPU queued or running
     /// where it may no longer run must move now. Only called for policies whose kind says

@@ -123,6 +123,12 @@ impl Sim {
         let vm = self.vinfo[v.idx()].vm;
         let sched = self.vms[vm.idx()].sched;
         self.with_policy(to, |pol, ctx| pol.adjust(ctx, vm, &sched));
+        // sched_move_domain: the new scheduler picks the unit's resource (`pick_resource`).
+        if let Some(p) = self.with_policy(to, |pol, ctx| pol.pick_pcpu(ctx, v)) {
+            if self.pcpu_pool[p.idx()] == to && self.affinity[v.idx()].hard.contains(p) {
+                self.vinfo[v.idx()].last_pcpu = p;
+            }
+        }
         if self.vinfo[v.idx()].state == crate::hypervisor::policy::VcpuState::Halted {
             self.insert_on_wake[v.idx()] = true;
         } else {

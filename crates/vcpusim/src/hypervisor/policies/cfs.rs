@@ -882,6 +882,12 @@ impl Policy for Cfs {
         self.uvf_sleep(v);
     }
 
+    /// `select_task_rq` for a task entering this pool (no waker): the 3.2 wake path from its
+    /// previous pCPU, within its cpumask.
+    fn pick_pcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) -> Option<PcpuId> {
+        Some(PcpuId(self.select_pcpu(ctx, v, None) as u32))
+    }
+
     /// `set_cpus_allowed_ptr` (3.2 core.c): a queued vCPU on a run queue it may no longer use
     /// moves now (`__migrate_task`); a running one is preempted and moves when it is put back
     /// (`migration_cpu_stop`); a halted one goes through `select_fallback_rq` when it wakes.

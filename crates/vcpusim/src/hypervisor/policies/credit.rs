@@ -1066,6 +1066,16 @@ impl Policy for Credit {
         self.uvf_sleep(v);
     }
 
+    /// `csched_res_pick`: `_csched_cpu_pick` with commit, from the unit's last pCPU.
+    fn pick_pcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) -> Option<PcpuId> {
+        self.fit_to(&ctx.host);
+        if self.vcpus.len() <= v.idx() {
+            self.vcpus.resize(v.idx() + 1, CreditVcpu::new(VmId(0), PcpuId(0)));
+        }
+        self.vcpus[v.idx()].processor = ctx.host.vcpu(v).last_pcpu;
+        Some(PcpuId(self.cpu_pick(&ctx.host, v, true) as u32))
+    }
+
     /// `csched_aff_cntl` + `sched_set_affinity` -> `vcpu_migrate`: a vCPU queued or running on a
     /// pCPU it may no longer use leaves it now. Its pCPU reschedules, and `do_schedule` there
     /// moves strays and a disallowed runner (`rehome_if_disallowed`); a halted one is re-homed
