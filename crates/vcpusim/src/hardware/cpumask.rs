@@ -95,6 +95,21 @@ impl CpuMask {
         })
     }
 
+    /// Whether `self ∩ within` is a non-empty proper subset of `within` (Xen's
+    /// `has_soft_affinity`: `self` soft, `within` hard ∩ pool given as `a ∩ b`), without
+    /// allocating: it is asked on every wake.
+    pub fn narrows(&self, a: &CpuMask, b: &CpuMask) -> bool {
+        let n = a.words.len().min(b.words.len());
+        let (mut some, mut proper) = (false, false);
+        for i in 0..n {
+            let within = a.words[i] & b.words[i];
+            let inner = within & self.words.get(i).copied().unwrap_or(0);
+            some |= inner != 0;
+            proper |= inner != within;
+        }
+        some && proper
+    }
+
     /// The lowest pCPU, if any.
     pub fn first(&self) -> Option<PcpuId> {
         self.iter().next()
@@ -198,6 +213,12 @@ mod tests {
         assert!(!a.intersects(&parse_cpulist("4-7", 8).unwrap()));
         assert!(parse_cpulist("1-2", 8).unwrap().is_subset(&a));
         assert!(!b.is_subset(&a));
+        // narrows: soft ∩ (a ∩ b) non-empty and smaller than a ∩ b.
+        let all = CpuMask::full(8);
+        assert!(parse_cpulist("2", 8).unwrap().narrows(&a, &all));
+        assert!(!parse_cpulist("0-3", 8).unwrap().narrows(&a, &all), "equal is not narrower");
+        assert!(!parse_cpulist("5", 8).unwrap().narrows(&a, &all), "disjoint is empty");
+        assert!(parse_cpulist("2,5", 8).unwrap().narrows(&a, &b), "2 of 2-3");
         let mut c = a.clone();
         c.remove(PcpuId(0));
         assert_eq!(c.first(), Some(PcpuId(1)));

@@ -69,4 +69,8 @@ pub struct Scope<'a> {
     pub pool: &'a PoolView,
     pub vcpu_pool: &'a [PoolId],
     pub affinity: &'a [Affinity],
+    /// One pool holding every pCPU and no vCPU with a hard or soft mask short of the host: every
+    /// affinity question has the trivial answer (the engine keeps this up to date; the
+    /// `HostView` accessors answer at once, which keeps the common case as fast as before pools).
+    pub trivial: bool,
 }

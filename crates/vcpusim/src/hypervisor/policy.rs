@@ -164,12 +164,12 @@ impl<'a> HostView<'a> {
     /// Whether pCPU `p` belongs to this policy instance's pool.
     #[inline]
     pub fn owns_pcpu(&self, p: PcpuId) -> bool {
-        self.scope.is_none_or(|s| s.pool.mask.contains(p))
+        self.scope.is_none_or(|s| s.trivial || s.pool.mask.contains(p))
     }
     /// Whether vCPU `v` belongs to this policy instance's pool.
     #[inline]
     pub fn owns_vcpu(&self, v: VcpuId) -> bool {
-        self.scope.is_none_or(|s| s.vcpu_pool[v.idx()] == s.pool.id)
+        self.scope.is_none_or(|s| s.trivial || s.vcpu_pool[v.idx()] == s.pool.id)
     }
     /// The VMs with a vCPU in this pool.
     pub fn pool_vms(&self) -> impl Iterator<Item = &'a VmInfo> + 'a {
@@ -179,25 +179,23 @@ impl<'a> HostView<'a> {
     /// Whether `v` may run on `p`: `p` is in the pool and in `v`'s hard affinity.
     #[inline]
     pub fn may_run(&self, v: VcpuId, p: PcpuId) -> bool {
-        self.scope.is_none_or(|s| s.pool.mask.contains(p) && s.affinity[v.idx()].hard.contains(p))
+        self.scope.is_none_or(|s| s.trivial || (s.pool.mask.contains(p) && s.affinity[v.idx()].hard.contains(p)))
     }
     /// Whether `v` has a soft affinity that matters here (Xen `has_soft_affinity`: it narrows
     /// hard ∩ pool without leaving it empty).
     pub fn has_soft(&self, v: VcpuId) -> bool {
-        let Some(s) = self.scope else { return false };
+        let Some(s) = self.scope.filter(|s| !s.trivial) else { return false };
         let a = &s.affinity[v.idx()];
-        let hard = a.hard.and(&s.pool.mask);
-        let soft = a.soft.and(&hard);
-        !soft.is_empty() && soft != hard
+        a.soft.narrows(&a.hard, &s.pool.mask)
     }
     /// Whether `p` is in `v`'s soft affinity (and `v` may run there).
     #[inline]
     pub fn prefers(&self, v: VcpuId, p: PcpuId) -> bool {
-        self.may_run(v, p) && self.scope.is_none_or(|s| s.affinity[v.idx()].soft.contains(p))
+        self.may_run(v, p) && self.scope.is_none_or(|s| s.trivial || s.affinity[v.idx()].soft.contains(p))
     }
     /// Whether `v`'s hard affinity restricts it within the pool (some pool pCPU is excluded).
     pub fn is_pinned(&self, v: VcpuId) -> bool {
-        self.scope.is_some_and(|s| !s.pool.mask.is_subset(&s.affinity[v.idx()].hard))
+        self.scope.is_some_and(|s| !s.trivial && !s.pool.mask.is_subset(&s.affinity[v.idx()].hard))
     }
 }
 

@@ -51,6 +51,7 @@ impl Sim {
             vcpu_pool: Vec::new(),
             affinity: Vec::new(),
             insert_on_wake: vec![false; nvcpus as usize],
+            trivial_placement: false,
             requests: Vec::new(),
             timers: Default::default(),
             vinfo: Vec::new(),
@@ -93,6 +94,7 @@ impl Sim {
                 sim.queue.push(change.at, super::state::Event::VmReconfigure(VmId(i as u32), change.vm_type, change.u_factor));
             }
         }
+        sim.update_trivial_placement();
         for change in &sc.host.pool_changes {
             sim.queue.push(change.at, super::state::Event::PoolChange(change.pcpu, PoolId(change.to as u32)));
         }

@@ -12,7 +12,7 @@ use crate::SimError;
 impl Sim {
     /// The host as the policy of `pool` sees it.
     pub fn host_view(&self, pool: PoolId) -> HostView<'_> {
-        let scope = Scope { pool: &self.pools[pool.idx()].view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity };
+        let scope = Scope { pool: &self.pools[pool.idx()].view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity, trivial: self.trivial_placement };
         HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology, scope: Some(scope) }
     }
 
@@ -21,7 +21,7 @@ impl Sim {
     fn call_policy<R>(&mut self, pool: PoolId, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
         let mut requests = std::mem::take(&mut self.requests);
         let Cpupool { view, policy } = &mut self.pools[pool.idx()];
-        let scope = Scope { pool: view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity };
+        let scope = Scope { pool: view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity, trivial: self.trivial_placement };
         let host = HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology, scope: Some(scope) };
         let r = f(policy.as_mut(), &mut PolicyCtx::new(host, &mut requests, &mut self.timers).with_owner(pool.0));
         self.requests = requests;
@@ -94,28 +94,29 @@ impl Sim {
 
     fn validate_decision(&self, p: PcpuId, d: Decision) -> Result<(), String> {
         let pool = &self.pools[self.pcpu_pool[p.idx()].idx()];
-        let name = pool.policy.name();
+        // Only error messages name the policy (a virtual call kept off the hot path).
+        let name = || pool.policy.name();
         if let Some(n) = d.next {
-            let info = self.vinfo.get(n.idx()).ok_or_else(|| format!("policy {} returned unknown vCPU {n}", name))?;
+            let info = self.vinfo.get(n.idx()).ok_or_else(|| format!("policy {} returned unknown vCPU {n}", name()))?;
             let here = self.pinfo[p.idx()].current == Some(n);
             if !here && info.state != VcpuState::Runnable {
                 return Err(format!(
                     "policy {} picked vCPU {n} for pCPU {p}, but it is {:?}{}",
-                    name,
+                    name(),
                     info.state,
                     info.pcpu.map(|q| format!(" on pCPU {q}")).unwrap_or_default()
                 ));
             }
             if here && info.state != VcpuState::Running {
-                return Err(format!("policy {} kept halted vCPU {n} on pCPU {p}", name));
+                return Err(format!("policy {} kept halted vCPU {n} on pCPU {p}", name()));
             }
             // Pools and hard affinity are the engine's to enforce: a vCPU runs only on a pCPU
             // of its own pool and of its hard affinity (Xen: cpupool_domain_master_cpumask and
             // cpu_hard_affinity), whatever the policy believes.
-            if self.vcpu_pool[n.idx()] != pool.view.id {
+            if self.vcpu_pool[n.idx()] != self.pcpu_pool[p.idx()] {
                 return Err(format!(
                     "policy {} of pool {:?} picked vCPU {n} of pool {:?} for pCPU {p}",
-                    name,
+                    name(),
                     pool.view.name,
                     self.pools[self.vcpu_pool[n.idx()].idx()].view.name
                 ));
@@ -123,13 +124,13 @@ impl Sim {
             if !self.affinity[n.idx()].hard.contains(p) {
                 return Err(format!(
                     "policy {} picked vCPU {n} for pCPU {p}, outside its hard affinity {}",
-                    name,
+                    name(),
                     self.affinity[n.idx()].hard.to_cpulist()
                 ));
             }
         }
         if d.slice == Some(0) {
-            return Err(format!("policy {} returned a zero-length slice", name));
+            return Err(format!("policy {} returned a zero-length slice", name()));
         }
         Ok(())
     }

@@ -29,6 +29,8 @@ pub fn run(scenario: &Scenario, options: &RunOptions) -> Result<RunOutput, SimEr
 impl Sim {
     /// Give the policy every VM's settings, insert every vCPU and let every pCPU pick.
     pub fn start(&mut self) {
+        // Masks may have been set between build and start (tests do).
+        self.update_trivial_placement();
         // Xen: a domain's scheduling parameters are set (`sched_adjust`) before its vCPUs run;
         // all VMs first, so that no insert sees a VM the policy does not know yet.
         for vm in 0..self.vminfo.len() {

@@ -63,6 +63,7 @@ impl Sim {
                 self.vinfo[v].last_pcpu = self.home_in_pool(VcpuId(v as u32), from);
             }
         }
+        self.update_trivial_placement();
         self.with_policy(from, |pol, ctx| pol.remove_pcpu(ctx, p));
         self.pcpu_pool[p.idx()] = to;
         self.pools[to.idx()].view.add(p);
@@ -114,6 +115,7 @@ impl Sim {
         }
         self.with_policy(from, |pol, ctx| pol.remove_vcpu(ctx, v));
         self.vcpu_pool[v.idx()] = to;
+        self.update_trivial_placement();
         if !self.affinity[v.idx()].hard.intersects(&self.pools[to.idx()].view.mask) {
             self.affinity[v.idx()].hard = crate::hardware::cpumask::CpuMask::full(self.pinfo.len());
             let vm = self.vinfo[v.idx()].vm.idx();
@@ -160,7 +162,14 @@ impl Sim {
             return Err(format!("vCPU {v}: pool {:?} runs {name}, which cannot change affinity during a run", view.name));
         }
         self.affinity[v.idx()] = crate::hypervisor::cpupool::Affinity { hard, soft };
+        self.update_trivial_placement();
         self.with_policy(pool, |pol, ctx| pol.adjust_affinity(ctx, v));
         Ok(())
+    }
+
+    /// Recompute `trivial_placement` after pools or masks changed.
+    pub fn update_trivial_placement(&mut self) {
+        let n = self.pinfo.len();
+        self.trivial_placement = self.pools.len() == 1 && self.affinity.iter().all(|a| a.hard.count() == n && a.soft.count() == n);
     }
 }

@@ -163,6 +163,8 @@ pub struct Sim {
     pub affinity: Vec<Affinity>,
     /// vCPUs moved to another pool while halted: inserted into it when they wake.
     pub insert_on_wake: Vec<bool>,
+    /// One pool and no affinity short of the host (`Scope::trivial`; `update_trivial_placement`).
+    pub trivial_placement: bool,
     /// Requests of policy calls not carried out yet.
     pub requests: Vec<Request>,
     /// Policy-owned timers (Xen `init_timer`): key, owner pool and the pending expiry event.

@@ -268,7 +268,15 @@ impl Cfs {
 
     /// Throttle the VMs `update_curr` found out of run time; `except` is the pCPU whose
     /// `do_schedule` is running (it needs no reschedule request).
+    #[inline]
     fn flush_throttles(&mut self, ctx: &mut PolicyCtx, except: Option<usize>) {
+        // Called after every call that may run update_curr: nearly always nothing to do.
+        if !self.pending_throttle.is_empty() {
+            self.throttle_pending(ctx, except);
+        }
+    }
+
+    fn throttle_pending(&mut self, ctx: &mut PolicyCtx, except: Option<usize>) {
         while let Some(vm) = self.pending_throttle.pop() {
             self.bw[vm.idx()].pending = false;
             if self.exhausted(vm) {

@@ -1503,7 +1503,7 @@ mod tests {
 
         pub(super) fn call<R>(&mut self, f: impl FnOnce(&mut Credit, &mut PolicyCtx) -> R) -> R {
             let mut requests = Vec::new();
-            let scope = self.tables.as_ref().map(|(pool, vcpu_pool, affinity)| Scope { pool, vcpu_pool, affinity });
+            let scope = self.tables.as_ref().map(|(pool, vcpu_pool, affinity)| Scope { pool, vcpu_pool, affinity, trivial: false });
             let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo, scope };
             let r = {
                 let mut ctx = PolicyCtx::new(host, &mut requests, &mut self.timers);
@@ -1531,7 +1531,7 @@ mod tests {
         }
 
         pub(super) fn check(&self) {
-            let scope = self.tables.as_ref().map(|(pool, vcpu_pool, affinity)| Scope { pool, vcpu_pool, affinity });
+            let scope = self.tables.as_ref().map(|(pool, vcpu_pool, affinity)| Scope { pool, vcpu_pool, affinity, trivial: false });
             let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo, scope };
             if let Err(e) = self.policy.check(&host) {
                 panic!("at t={}: {e}", self.now);
