@@ -324,8 +324,9 @@ impl<'a> PolicyCtx<'a> {
         PolicyCtx { host, requests, timers, owner: 0 }
     }
     /// The context of the policy instance `owner` (its cpupool's index): its timers are its own.
-    pub fn with_owner(self, owner: u32) -> Self {
-        PolicyCtx { owner, ..self }
+    #[inline]
+    pub fn for_owner(host: HostView<'a>, requests: &'a mut Vec<Request>, timers: &'a mut TimerTable, owner: u32) -> Self {
+        PolicyCtx { host, requests, timers, owner }
     }
     pub fn now(&self) -> Nanos {
         self.host.now

@@ -18,12 +18,13 @@ impl Sim {
 
     /// Call the policy of `pool` with a fresh context; its requests wait in `self.requests` (timers
     /// it makes belong to it: their owner is the pool).
+    #[inline]
     fn call_policy<R>(&mut self, pool: PoolId, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
         let mut requests = std::mem::take(&mut self.requests);
         let Cpupool { view, policy } = &mut self.pools[pool.idx()];
         let scope = Scope { pool: view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity, trivial: self.trivial_placement };
         let host = HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology, scope: Some(scope) };
-        let r = f(policy.as_mut(), &mut PolicyCtx::new(host, &mut requests, &mut self.timers).with_owner(pool.0));
+        let r = f(policy.as_mut(), &mut PolicyCtx::for_owner(host, &mut requests, &mut self.timers, pool.0));
         self.requests = requests;
         r
     }
@@ -92,7 +93,30 @@ impl Sim {
         self.flush_requests();
     }
 
+    /// The contract check on every decision. The common case is a few loads and compares; the
+    /// messages are built out of line (`decision_error`), which keeps this small enough to inline
+    /// into `reschedule`, the hottest path of the engine.
+    #[inline]
     fn validate_decision(&self, p: PcpuId, d: Decision) -> Result<(), String> {
+        let ok = match d.next {
+            None => true,
+            Some(n) => self.vinfo.get(n.idx()).is_some_and(|info| {
+                let here = self.pinfo[p.idx()].current == Some(n);
+                let state_ok = if here { info.state == VcpuState::Running } else { info.state == VcpuState::Runnable };
+                state_ok && self.vcpu_pool[n.idx()] == self.pcpu_pool[p.idx()] && self.affinity[n.idx()].hard.contains(p)
+            }),
+        };
+        if ok && d.slice != Some(0) {
+            Ok(())
+        } else {
+            self.decision_error(p, d)
+        }
+    }
+
+    /// Why `validate_decision` refused `d` (the same tests, in order, each with its message).
+    #[cold]
+    #[inline(never)]
+    fn decision_error(&self, p: PcpuId, d: Decision) -> Result<(), String> {
         let pool = &self.pools[self.pcpu_pool[p.idx()].idx()];
         // Only error messages name the policy (a virtual call kept off the hot path).
         let name = || pool.policy.name();
