@@ -15,10 +15,13 @@ pub mod hardware;
 pub mod hypervisor;
 pub mod ids;
 pub mod metrics;
+pub mod output;
 pub mod params;
+pub mod run;
 pub mod scenario;
 pub mod sim;
 pub mod time;
+pub mod vmexit;
 pub mod workload;
 
 pub use error::SimError;

@@ -149,7 +149,7 @@ fn vcpus_move_between_credit_and_cfs_pools_and_back() {
     }
     sim.run_until(t + 50_000_000, None).expect("runs");
     sim.finish();
-    let out = vcpusim::metrics::report::build(&sim, &sc, 1, false);
+    let out = vcpusim::run::report::build(&sim, &sc, 1, false);
     let spans = common::spans_of(&out);
     let pool_at = |ns: u64| windows.iter().rev().find(|(at, _)| *at <= ns).map_or(PoolId(0), |w| w.1);
     let mut in_micro = 0;

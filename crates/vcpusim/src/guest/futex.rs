@@ -10,7 +10,7 @@ use super::kernel_fn::KernelFn;
 use super::objects::futex_bucket;
 use super::spinlock::Spinlock;
 use super::thread::{Action, FutexKey, Step};
-use crate::hypervisor::policy::IpiKind;
+use crate::vmexit::IpiKind;
 use crate::ids::{LockId, ThreadId, VcpuId};
 use crate::sim::state::Sim;
 use crate::time::Nanos;

@@ -27,7 +27,7 @@
 use super::kernel_fn::KernelFn;
 use super::spinlock::Spinlock;
 use super::thread::{Action, FutexKey, Step, ThreadState};
-use crate::hypervisor::policy::IpiKind;
+use crate::vmexit::IpiKind;
 use crate::ids::{LockId, ThreadId, VcpuId};
 use crate::sim::state::Sim;
 use crate::time::Nanos;
@@ -167,7 +167,7 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use crate::api::load_scenario;
-    use crate::hypervisor::policy::IpiKind;
+    use crate::vmexit::IpiKind;
     use crate::sim::state::Sim;
     use crate::time::MS;
 

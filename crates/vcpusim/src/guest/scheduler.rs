@@ -166,6 +166,6 @@ impl Sim {
     /// A reschedule IPI sent from interrupt context (tick balancing): delivered like any IPI but
     /// without an IPI-send step on a thread.
     fn send_ipi_from_interrupt(&mut self, from: VcpuId, to: VcpuId) {
-        self.deliver_ipis(from, crate::hypervisor::policy::IpiKind::Resched, &[to], 0, 0);
+        self.deliver_ipis(from, crate::vmexit::IpiKind::Resched, &[to], 0, 0);
     }
 }

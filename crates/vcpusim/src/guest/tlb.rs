@@ -7,7 +7,7 @@ use super::config::TlbTargets;
 use super::kernel_fn::KernelFn;
 use super::objects::Shootdown;
 use super::thread::Step;
-use crate::hypervisor::policy::IpiKind;
+use crate::vmexit::IpiKind;
 use crate::ids::{ThreadId, VcpuId};
 use crate::sim::state::Sim;
 

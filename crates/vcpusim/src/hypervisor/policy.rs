@@ -12,6 +12,9 @@ use crate::hardware::topology::Topology;
 use crate::hypervisor::cpupool::Scope;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::time::Nanos;
+/// The guest's interrupt kinds belong to the VM-exit line (`vmexit.rs`); re-exported here for
+/// the policies that name them.
+pub use crate::vmexit::IpiKind;
 
 /// Hypervisor-visible vCPU state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -206,24 +209,6 @@ impl<'a> HostView<'a> {
 pub enum YieldReason {
     /// Pause-loop exit: it spun in the guest kernel longer than the PLE window.
     PauseLoop,
-}
-
-/// Kinds of inter-processor interrupts a guest sends (seed 000 section 2.1, Figure 1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum IpiKind {
-    /// Reschedule IPI: a thread was woken for a remote vCPU.
-    Resched,
-    /// TLB-shootdown IPI: the sender waits for every recipient's acknowledgement.
-    TlbShootdown,
-}
-
-impl IpiKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            IpiKind::Resched => "resched",
-            IpiKind::TlbShootdown => "tlb",
-        }
-    }
 }
 
 /// Index of a policy-owned timer in the engine's [`TimerTable`].

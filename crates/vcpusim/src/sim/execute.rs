@@ -11,7 +11,8 @@ use super::state::{Activity, Event, Ipi, Sim, TimeKind};
 use crate::guest::kernel_fn::KernelFn;
 use crate::guest::spinlock::Acquire;
 use crate::guest::thread::{Action, SpinCond, Step};
-use crate::hypervisor::policy::{IpiKind, VcpuState};
+use crate::hypervisor::policy::VcpuState;
+use crate::vmexit::IpiKind;
 use crate::ids::{ThreadId, VcpuId};
 use crate::SimError;
 

@@ -9,22 +9,9 @@ pub mod sampling;
 pub mod speed;
 pub mod state;
 
-use crate::api::{RunOptions, RunOutput};
 use crate::error::SimError;
 use crate::ids::{PcpuId, VcpuId};
-use crate::metrics::report;
-use crate::scenario::spec::Scenario;
 use state::{Event, Sim};
-
-pub fn run(scenario: &Scenario, options: &RunOptions) -> Result<RunOutput, SimError> {
-    let seed = options.seed.unwrap_or(scenario.run.seed);
-    let mut sim = Sim::build(scenario, seed, options.trace, options.check || scenario.run.check)?;
-    sim.start();
-    let finished = sim.run_until(scenario.run.duration, scenario.run.max_events)?;
-    sim.take_samples(sim.now);
-    sim.finish();
-    Ok(report::build(&sim, scenario, seed, finished))
-}
 
 impl Sim {
     /// Give the policy every VM's settings, insert every vCPU and let every pCPU pick.
