@@ -5,7 +5,7 @@
 use super::thread::{FutexKey, ThreadState};
 use crate::ids::{ThreadId, VcpuId};
 use crate::sim::state::{Activity, Event, Sim};
-use crate::hypervisor::policy::VcpuState;
+use crate::vmexit::{Exit, IpiKind};
 use crate::SimError;
 
 impl Sim {
@@ -131,12 +131,12 @@ impl Sim {
         }
     }
 
-    /// Guest timer tick: round-robin between the threads of a vCPU (only at a preemptible
+    /// Guest timer tick (`Upcall::TimerTick`, running vCPUs only): round-robin between the threads of a vCPU (only at a preemptible
     /// point: user mode, no spinlock held) and push a queued thread to an idle sibling.
     pub fn on_guest_tick(&mut self, v: VcpuId) {
         self.vcpus[v.idx()].tick_armed = false;
-        if self.vinfo[v.idx()].state != VcpuState::Running || self.vcpus[v.idx()].runqueue.is_empty() {
-            return; // a preempted vCPU takes no ticks; re-armed when it dispatches again
+        if self.vcpus[v.idx()].runqueue.is_empty() {
+            return;
         }
         // Periodic balancing: hand a queued thread to an idle sibling.
         let vm = self.vinfo[v.idx()].vm.idx();
@@ -151,7 +151,7 @@ impl Sim {
         if let Some(cur) = self.vcpus[v.idx()].current {
             let preemptible = self.threads[cur.idx()].held.is_empty()
                 && self.vcpus[v.idx()].activity == Activity::Thread
-                && self.vcpus[v.idx()].func == crate::guest::kernel_fn::KernelFn::User
+                && self.pv[v.idx()].kernel_fn == crate::guest::kernel_fn::KernelFn::User
                 && !self.vcpus[v.idx()].runqueue.is_empty();
             if preemptible {
                 self.settle(v);
@@ -166,6 +166,6 @@ impl Sim {
     /// A reschedule IPI sent from interrupt context (tick balancing): delivered like any IPI but
     /// without an IPI-send step on a thread.
     fn send_ipi_from_interrupt(&mut self, from: VcpuId, to: VcpuId) {
-        self.deliver_ipis(from, crate::vmexit::IpiKind::Resched, &[to], 0, 0);
+        self.on_exit(from, Exit::IpiSend { kind: IpiKind::Resched, targets: vec![to], shootdown: 0, pages: 0 });
     }
 }

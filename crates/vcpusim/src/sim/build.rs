@@ -3,7 +3,7 @@
 use super::state::{Activity, Pcpu, Sim, TimeKind, Vcpu, Vm};
 use crate::engine::event_queue::EventQueue;
 use crate::engine::rng::stream;
-use crate::guest::kernel_fn::KernelFn;
+use crate::vmexit::PvArea;
 use crate::guest::objects::{Barrier, MutexWord, Queue, SyncObjects};
 use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::{compile, Thread, ThreadState};
@@ -23,6 +23,7 @@ impl Sim {
         let npcpus = sc.host.topology.npcpus();
         let nvcpus: u32 = sc.vms.iter().map(|v| v.vcpus).sum();
         let mut pools = Vec::new();
+        let mut pool_channels = Vec::new();
         let mut pcpu_pool = vec![PoolId(0); npcpus];
         for (i, spec) in sc.host.pools.iter().enumerate() {
             let kind = policies::find(&spec.policy).map_err(|message| SimError::Scenario {
@@ -34,6 +35,7 @@ impl Sim {
             // host-wide) and schedules only what its pool holds.
             let shape = HostShape { npcpus: npcpus as u32, nvcpus, nvms: sc.vms.len() as u32, uvf: sc.host.uvf.filter(|_| kind.carries_uvf()) };
             let policy = kind.build(&spec.params, shape);
+            pool_channels.push(kind.channels());
             for p in spec.pcpus.iter() {
                 pcpu_pool[p.idx()] = PoolId(i as u32);
             }
@@ -57,6 +59,8 @@ impl Sim {
             pinfo: (0..npcpus as u32).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect(),
             vminfo: Vec::new(),
             vcpus: Vec::new(),
+            pv: Vec::new(),
+            pool_channels,
             pcpus: (0..npcpus).map(|_| Pcpu { online: false, last: None, slice_event: None, run_start: 0 }).collect(),
             vms: Vec::new(),
             threads: Vec::new(),
@@ -133,7 +137,6 @@ impl Sim {
                 irq: None,
                 activity: Activity::Off,
                 time_kind: TimeKind::Overhead,
-                func: KernelFn::Idle,
                 seg_start: 0,
                 remaining: 0,
                 speed: Speed::ONE,
@@ -142,7 +145,9 @@ impl Sim {
                 mm_loaded: false,
                 tick_armed: false,
                 yielding: false,
+                runnable_since: 0,
             });
+            self.pv.push(PvArea::default());
         }
         if let Some(tr) = self.trace.as_mut() {
             tr.name(1 + vm.0, None, format!("VM {}", spec.name));

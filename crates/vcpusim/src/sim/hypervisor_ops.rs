@@ -23,7 +23,8 @@ impl Sim {
         let Cpupool { view, policy } = &mut self.pools[pool.idx()];
         let scope = Scope { pool: view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity };
         let host = HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology, scope: Some(scope) };
-        let r = f(policy.as_mut(), &mut PolicyCtx::new(host, &mut requests, &mut self.timers).with_owner(pool.0));
+        let mut ctx = PolicyCtx::new(host, &mut requests, &mut self.timers).with_owner(pool.0).with_pv(&self.pv, self.pool_channels[pool.idx()]);
+        let r = f(policy.as_mut(), &mut ctx);
         self.requests = requests;
         r
     }
@@ -161,6 +162,8 @@ impl Sim {
             self.vinfo[v.idx()].state = VcpuState::Runnable;
             // KVM marks a yielding vCPU preempted too (still runnable, kvm_sched_out).
             self.vinfo[v.idx()].preempted = true;
+            self.pv[v.idx()].preempted = true;
+            self.vcpus[v.idx()].runnable_since = self.now;
             // A pause-loop yield is voluntary: not a preemption; but a lock holder or ticket
             // waiter descheduled by it still stalls its lock, so LHP/LWP count it.
             if !self.vcpus[v.idx()].yielding {
@@ -212,6 +215,9 @@ impl Sim {
         info.last_pcpu = p;
         info.run_start = self.now;
         info.preempted = false;
+        let pv = &mut self.pv[v.idx()];
+        pv.preempted = false;
+        pv.steal_time_ns += self.now - self.vcpus[v.idx()].runnable_since;
         self.pinfo[p.idx()].current = Some(v);
         self.pcpus[p.idx()].run_start = self.now;
         self.vms[vm.idx()].stats.switches_in += 1;
@@ -244,7 +250,7 @@ impl Sim {
         self.vinfo[v.idx()].state = VcpuState::Halted;
         let vm = self.vinfo[v.idx()].vm.idx();
         self.vms[vm].stats.halts += 1;
-        self.vcpus[v.idx()].func = KernelFn::Idle;
+        self.pv[v.idx()].kernel_fn = KernelFn::Idle;
         self.with_vcpu_policy(v, |pol, ctx| pol.sleep(ctx, v));
         self.reschedule(p);
     }
@@ -257,6 +263,8 @@ impl Sim {
         }
         self.vinfo[v.idx()].state = VcpuState::Runnable;
         self.vinfo[v.idx()].preempted = false;
+        self.pv[v.idx()].preempted = false;
+        self.vcpus[v.idx()].runnable_since = self.now;
         let vm = self.vinfo[v.idx()].vm.idx();
         self.vms[vm].stats.wakeups += 1;
         let waker_pcpu = waker.and_then(|w| self.vinfo[w.idx()].pcpu);
@@ -268,8 +276,9 @@ impl Sim {
         }
     }
 
-    /// A pause-loop exit: the spinning vCPU traps to the hypervisor, which yields it.
-    pub fn pause_loop_exit(&mut self, v: VcpuId) {
+    /// A pause-loop exit (`Exit::PauseLoop`): the spinning vCPU traps to the hypervisor, which
+    /// yields it.
+    pub(super) fn pause_loop_exit(&mut self, v: VcpuId) {
         let Some(p) = self.vinfo[v.idx()].pcpu else { return };
         self.settle(v);
         let vm = self.vinfo[v.idx()].vm.idx();

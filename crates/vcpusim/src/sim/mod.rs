@@ -4,6 +4,7 @@ pub mod build;
 pub mod execute;
 pub mod hypervisor_ops;
 pub mod invariants;
+pub mod line;
 pub mod pools;
 pub mod sampling;
 pub mod speed;
@@ -74,7 +75,7 @@ impl Sim {
             Event::ActivityDone(v, e) => self.on_activity_done(v, e),
             Event::PauseLoopExit(v, e) => {
                 if self.vcpus[v.idx()].epoch == e {
-                    self.pause_loop_exit(v);
+                    self.on_exit(v, crate::vmexit::Exit::PauseLoop);
                 }
             }
             Event::IpiArrive(v, ipi) => self.on_ipi_arrive(v, ipi),
@@ -88,7 +89,14 @@ impl Sim {
                 }
             }
             Event::PoolChange(p, to) => self.move_pcpu(p, to),
-            Event::GuestTick(v) => self.on_guest_tick(v),
+            Event::GuestTick(v) => {
+                if self.vinfo[v.idx()].state == crate::hypervisor::policy::VcpuState::Running {
+                    self.upcall(v, crate::vmexit::Upcall::TimerTick);
+                } else {
+                    // A preempted vCPU takes no ticks; the guest re-arms when it dispatches again.
+                    self.vcpus[v.idx()].tick_armed = false;
+                }
+            }
             Event::PcpuOnline(p) => {
                 self.pcpus[p.idx()].online = true;
                 self.reschedule(p);

@@ -2,7 +2,6 @@
 
 use crate::engine::event_queue::{EventId, EventQueue};
 use crate::guest::config::GuestConfig;
-use crate::guest::kernel_fn::KernelFn;
 use crate::guest::objects::{Shootdown, SyncObjects};
 use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::Thread;
@@ -10,7 +9,7 @@ use crate::hardware::costs::{Costs, Ple};
 use crate::hardware::speed::{Speed, SpeedModel};
 use crate::hardware::topology::Topology;
 use crate::hypervisor::cpupool::{Affinity, Cpupool};
-use crate::vmexit::IpiKind;
+use crate::vmexit::{Channels, PvArea};
 use crate::hypervisor::policy::{PcpuInfo, Request, TimerId, TimerTable, VcpuInfo, VmInfo, VmSched};
 use crate::ids::{PcpuId, PoolId, ThreadId, VcpuId};
 use crate::metrics::trace::TraceSink;
@@ -18,15 +17,7 @@ use crate::metrics::vm_stats::VmStats;
 use crate::time::Nanos;
 use std::collections::VecDeque;
 
-/// A pending virtual interrupt.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Ipi {
-    pub kind: IpiKind,
-    pub from: VcpuId,
-    /// For TLB shootdowns: which one, and how many pages to flush.
-    pub shootdown: u32,
-    pub pages: u32,
-}
+pub use crate::vmexit::Ipi;
 
 /// What a running vCPU is doing right now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,8 +63,6 @@ pub struct Vcpu {
     pub activity: Activity,
     /// What the current activity's time is charged to.
     pub time_kind: TimeKind,
-    /// The kernel function it is in (instruction pointer).
-    pub func: KernelFn,
     /// When the current accounting segment began.
     pub seg_start: Nanos,
     /// Remaining work (work-ns, `hardware/speed.rs`) of a timed overhead or IRQ handler; a
@@ -92,6 +81,8 @@ pub struct Vcpu {
     pub tick_armed: bool,
     /// Leaving its pCPU by a pause-loop yield (voluntary: not a preemption).
     pub yielding: bool,
+    /// Since when it has been runnable but not running (for the PV area's steal time).
+    pub runnable_since: Nanos,
 }
 
 pub struct Pcpu {
@@ -172,6 +163,11 @@ pub struct Sim {
     pub pinfo: Vec<PcpuInfo>,
     pub vminfo: Vec<VmInfo>,
     pub vcpus: Vec<Vcpu>,
+    /// Each vCPU's paravirtual area (`vmexit::PvArea`): host-written preempted flag and steal
+    /// time, guest-published kernel function.
+    pub pv: Vec<PvArea>,
+    /// The paravirtual channels each pool's policy declared (`PolicyKind::channels`).
+    pub pool_channels: Vec<Channels>,
     pub pcpus: Vec<Pcpu>,
     pub vms: Vec<Vm>,
     pub threads: Vec<Thread>,
