@@ -5,6 +5,7 @@
 pub mod config;
 pub mod futex;
 pub mod interpreter;
+pub mod kernel;
 pub mod kernel_fn;
 pub mod mm_sem;
 pub mod objects;

@@ -21,7 +21,7 @@ impl Sim {
             Some(t) => t,
             None => {
                 let vm = self.vinfo[v.idx()].vm.idx();
-                let busiest = self.vminfo[vm]
+                let busiest = self.guests[vm]
                     .vcpus
                     .iter()
                     .copied()
@@ -44,12 +44,12 @@ impl Sim {
             return prev;
         }
         let vm = self.threads[t.idx()].vm.idx();
-        let n = self.vminfo[vm].vcpus.len();
-        let start = self.vms[vm].wake_cursor;
+        let n = self.guests[vm].vcpus.len();
+        let start = self.guests[vm].wake_cursor;
         for i in 0..n {
-            let u = self.vminfo[vm].vcpus[(start + i) % n];
+            let u = self.guests[vm].vcpus[(start + i) % n];
             if self.guest_idle(u) {
-                self.vms[vm].wake_cursor = (start + i + 1) % n;
+                self.guests[vm].wake_cursor = (start + i + 1) % n;
                 return u;
             }
         }
@@ -65,7 +65,7 @@ impl Sim {
         }
         self.threads[t.idx()].state = ThreadState::Ready;
         let vm = self.threads[t.idx()].vm.idx();
-        self.vms[vm].blocked_threads -= 1;
+        self.guests[vm].blocked_threads -= 1;
         let target = self.wake_target(t);
         self.threads[t.idx()].vcpu = target;
         self.vcpus[target.idx()].runqueue.push_back(t);
@@ -77,28 +77,28 @@ impl Sim {
         let t = self.vcpus[v.idx()].current.take().expect("a blocking vCPU runs a thread");
         self.threads[t.idx()].state = ThreadState::Blocked(key);
         let vm = self.threads[t.idx()].vm.idx();
-        self.vms[vm].blocked_threads += 1;
+        self.guests[vm].blocked_threads += 1;
         self.vms[vm].stats.futex_waits += 1;
-        if self.vms[vm].blocked_threads == self.vms[vm].live_threads && self.vms[vm].finished_at.is_none() {
+        if self.guests[vm].blocked_threads == self.guests[vm].live_threads && self.vms[vm].finished_at.is_none() {
             self.stop = Some(self.deadlock_report(vm));
         }
     }
 
     /// Every live thread of VM `vm` sleeps and only its own threads could wake them.
     fn deadlock_report(&self, vm: usize) -> SimError {
-        let waits = self.vms[vm]
+        let waits = self.guests[vm]
             .threads
             .iter()
             .filter_map(|t| match self.threads[t.idx()].state {
                 ThreadState::Blocked(key) => Some(format!(
                     "VM {:?} thread {} sleeps in futex_wait on {}",
-                    self.vminfo[vm].name,
+                    self.guests[vm].name,
                     self.threads[t.idx()].index,
                     match key {
                         FutexKey::Mutex(m) => format!("mutex {m}"),
                         FutexKey::Barrier(b) => format!(
                             "barrier {b} ({} of {} arrived)",
-                            self.vms[vm].objects.barriers[b].arrived, self.vms[vm].objects.barriers[b].parties
+                            self.guests[vm].objects.barriers[b].arrived, self.guests[vm].objects.barriers[b].parties
                         ),
                         FutexKey::Cond(c) => format!("condition variable {c}"),
                         FutexKey::MmSem => "the mm's mmap_sem (down_write)".to_string(),
@@ -115,8 +115,8 @@ impl Sim {
         let t = self.vcpus[v.idx()].current.take().expect("an exiting vCPU runs a thread");
         self.threads[t.idx()].state = ThreadState::Exited;
         let vm = self.threads[t.idx()].vm.idx();
-        self.vms[vm].live_threads -= 1;
-        if self.vms[vm].live_threads > 0 && self.vms[vm].blocked_threads == self.vms[vm].live_threads && self.vms[vm].finished_at.is_none() {
+        self.guests[vm].live_threads -= 1;
+        if self.guests[vm].live_threads > 0 && self.guests[vm].blocked_threads == self.guests[vm].live_threads && self.vms[vm].finished_at.is_none() {
             self.stop = Some(self.deadlock_report(vm));
         }
     }
@@ -127,7 +127,7 @@ impl Sim {
         if !vc.tick_armed && !vc.runqueue.is_empty() {
             vc.tick_armed = true;
             let vm = self.vinfo[v.idx()].vm.idx();
-            self.queue.push(self.now + self.vms[vm].guest.tick, Event::GuestTick(v));
+            self.queue.push(self.now + self.guests[vm].config.tick, Event::GuestTick(v));
         }
     }
 
@@ -140,7 +140,7 @@ impl Sim {
         }
         // Periodic balancing: hand a queued thread to an idle sibling.
         let vm = self.vinfo[v.idx()].vm.idx();
-        let idle = self.vminfo[vm].vcpus.iter().copied().find(|u| *u != v && self.guest_idle(*u));
+        let idle = self.guests[vm].vcpus.iter().copied().find(|u| *u != v && self.guest_idle(*u));
         if let Some(u) = idle {
             if let Some(t) = self.vcpus[v.idx()].runqueue.pop_back() {
                 self.threads[t.idx()].vcpu = u;

@@ -4,6 +4,7 @@ use super::state::{Activity, Pcpu, Sim, TimeKind, Vcpu, Vm};
 use crate::engine::event_queue::EventQueue;
 use crate::engine::rng::stream;
 use crate::vmexit::PvArea;
+use crate::guest::kernel::GuestKernel;
 use crate::guest::objects::{Barrier, MutexWord, Queue, SyncObjects};
 use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::{compile, Thread, ThreadState};
@@ -65,8 +66,7 @@ impl Sim {
             vms: Vec::new(),
             threads: Vec::new(),
             locks: Vec::new(),
-            shootdowns: Vec::new(),
-            free_shootdowns: Vec::new(),
+            guests: Vec::new(),
             ipis_in_flight: 0,
             trace: trace.then(|| TraceSink::new(DEFAULT_MAX_EVENTS)),
             check,
@@ -203,20 +203,27 @@ impl Sim {
             self.vcpus[v.idx()].runqueue.push_back(t);
             thread_ids.push(t);
         }
-        self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids });
-        self.vms.push(Vm {
-            sched: VmSched { weight: spec.weight, cap: spec.cap, vm_type: spec.vm_type, u_factor: spec.u_factor, uvf: spec.uvf },
+        self.guests.push(GuestKernel {
+            vm,
+            name: spec.name.clone(),
+            config: spec.guest.clone(),
+            vcpus: vcpu_ids.clone(),
             live_threads: thread_ids.len(),
             threads: thread_ids,
             objects,
-            guest: spec.guest.clone(),
+            shootdowns: Vec::new(),
+            free_shootdowns: Vec::new(),
+            blocked_threads: 0,
+            wake_cursor: 0,
+        });
+        self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids });
+        self.vms.push(Vm {
+            sched: VmSched { weight: spec.weight, cap: spec.cap, vm_type: spec.vm_type, u_factor: spec.u_factor, uvf: spec.uvf },
             iterations: spec.iterations,
             finished_at: None,
-            blocked_threads: 0,
             progress_unit: program.progress_unit,
             workload: spec.workload.clone(),
             stats: VmStats::default(),
-            wake_cursor: 0,
         });
     }
 }

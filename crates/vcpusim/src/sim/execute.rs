@@ -328,12 +328,9 @@ impl Sim {
                 StepOutcome::Busy
             }
             Step::WaitAcks { shootdown } => {
-                let sd = &self.shootdowns[shootdown as usize];
-                if sd.pending_acks == 0 {
-                    let latency = self.now - sd.started;
-                    let vm = self.threads[t.idx()].vm.idx();
+                let vm = self.threads[t.idx()].vm.idx();
+                if let Some(latency) = self.guests[vm].finish_shootdown(shootdown, self.now) {
                     self.vms[vm].stats.tlb_shootdown.record(latency);
-                    self.free_shootdowns.push(shootdown);
                     self.threads[t.idx()].steps.pop_front();
                     StepOutcome::Continue
                 } else {
@@ -345,7 +342,7 @@ impl Sim {
                 let vm = self.threads[t.idx()].vm.idx();
                 let satisfied = match cond {
                     SpinCond::BarrierGeneration { barrier, generation } => {
-                        self.vms[vm].objects.barriers[barrier].generation != generation
+                        self.guests[vm].objects.barriers[barrier].generation != generation
                     }
                 };
                 let th = &mut self.threads[t.idx()];
@@ -365,7 +362,7 @@ impl Sim {
                 }
                 th.spin_budget_left = left;
                 let SpinCond::BarrierGeneration { barrier, .. } = cond;
-                let spinners = &mut self.vms[vm].objects.barriers[barrier].spinners;
+                let spinners = &mut self.guests[vm].objects.barriers[barrier].spinners;
                 if !spinners.contains(&t) {
                     spinners.push(t);
                 }
@@ -433,10 +430,8 @@ impl Sim {
                     // An idle vCPU in lazy-TLB mode leaves the mm (leave_mm, Linux 3.2).
                     self.vcpus[v.idx()].mm_loaded = false;
                 }
-                let sd = &mut self.shootdowns[ipi.shootdown as usize];
-                sd.pending_acks -= 1;
-                if sd.pending_acks == 0 {
-                    let initiator = sd.initiator;
+                let vm = self.vinfo[v.idx()].vm.idx();
+                if let Some(initiator) = self.guests[vm].ack_shootdown(ipi.shootdown) {
                     self.poke_thread(initiator);
                 }
             }

@@ -1,8 +1,7 @@
 //! The state of one simulation run: every entity, indexed by id.
 
 use crate::engine::event_queue::{EventId, EventQueue};
-use crate::guest::config::GuestConfig;
-use crate::guest::objects::{Shootdown, SyncObjects};
+use crate::guest::kernel::GuestKernel;
 use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::Thread;
 use crate::hardware::costs::{Costs, Ple};
@@ -99,18 +98,11 @@ pub struct Pcpu {
 pub struct Vm {
     /// The scheduling settings the policy was last given (`Policy::adjust`).
     pub sched: VmSched,
-    pub threads: Vec<ThreadId>,
-    pub objects: SyncObjects,
-    pub guest: GuestConfig,
     pub iterations: Option<u64>,
     pub finished_at: Option<Nanos>,
-    pub live_threads: usize,
-    pub blocked_threads: usize,
     pub progress_unit: &'static str,
     pub workload: String,
     pub stats: VmStats,
-    /// Round-robin cursor for the guest's idle-vCPU search.
-    pub wake_cursor: usize,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -172,8 +164,8 @@ pub struct Sim {
     pub vms: Vec<Vm>,
     pub threads: Vec<Thread>,
     pub locks: Vec<Spinlock>,
-    pub shootdowns: Vec<Shootdown>,
-    pub free_shootdowns: Vec<u32>,
+    /// One guest kernel per VM (`guest/kernel.rs`): its sync objects, futexes, shootdowns.
+    pub guests: Vec<GuestKernel>,
     /// IPIs sent and not yet arrived (for deadlock detection).
     pub ipis_in_flight: u64,
     pub trace: Option<TraceSink>,
