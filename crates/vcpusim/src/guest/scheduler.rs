@@ -151,7 +151,7 @@ impl Sim {
         if let Some(cur) = self.vcpus[v.idx()].current {
             let preemptible = self.threads[cur.idx()].held.is_empty()
                 && self.vcpus[v.idx()].activity == Activity::Thread
-                && self.pv[v.idx()].kernel_fn == crate::guest::kernel_fn::KernelFn::User
+                && self.vcpus[v.idx()].func == crate::guest::kernel_fn::KernelFn::User
                 && !self.vcpus[v.idx()].runqueue.is_empty();
             if preemptible {
                 self.settle(v);

@@ -3,7 +3,7 @@
 use super::state::{Activity, Pcpu, Sim, TimeKind, Vcpu, Vm};
 use crate::engine::event_queue::EventQueue;
 use crate::engine::rng::stream;
-use crate::vmexit::PvArea;
+use crate::vmexit::{KernelFn, PvArea};
 use crate::guest::kernel::GuestKernel;
 use crate::guest::objects::{Barrier, MutexWord, Queue, SyncObjects};
 use crate::guest::spinlock::Spinlock;
@@ -146,6 +146,7 @@ impl Sim {
                 tick_armed: false,
                 yielding: false,
                 runnable_since: 0,
+                func: KernelFn::Idle,
             });
             self.pv.push(PvArea::default());
         }

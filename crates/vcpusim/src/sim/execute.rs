@@ -93,7 +93,7 @@ impl Sim {
         let vc = &mut self.vcpus[v.idx()];
         vc.activity = activity;
         vc.time_kind = kind;
-        self.pv[v.idx()].kernel_fn = func;
+        vc.func = func;
         vc.seg_start = self.now;
         vc.epoch += 1;
         let e = vc.epoch;
@@ -106,7 +106,7 @@ impl Sim {
         let vc = &mut self.vcpus[v.idx()];
         vc.activity = Activity::Thread;
         vc.time_kind = kind;
-        self.pv[v.idx()].kernel_fn = func;
+        vc.func = func;
         vc.seg_start = self.now;
         vc.epoch += 1;
         let e = vc.epoch;

@@ -19,6 +19,12 @@ impl Sim {
     /// Call the policy of `pool` with a fresh context; its requests wait in `self.requests` (timers
     /// it makes belong to it: their owner is the pool).
     fn call_policy<R>(&mut self, pool: PoolId, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
+        if self.pool_channels[pool.idx()].kernel_fn {
+            // Publish each guest's kernel function to its PV area for a policy that reads it.
+            for (area, vc) in self.pv.iter_mut().zip(&self.vcpus) {
+                area.kernel_fn = vc.func;
+            }
+        }
         let mut requests = std::mem::take(&mut self.requests);
         let Cpupool { view, policy } = &mut self.pools[pool.idx()];
         let scope = Scope { pool: view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity };
@@ -250,7 +256,7 @@ impl Sim {
         self.vinfo[v.idx()].state = VcpuState::Halted;
         let vm = self.vinfo[v.idx()].vm.idx();
         self.vms[vm].stats.halts += 1;
-        self.pv[v.idx()].kernel_fn = KernelFn::Idle;
+        self.vcpus[v.idx()].func = KernelFn::Idle;
         self.with_vcpu_policy(v, |pol, ctx| pol.sleep(ctx, v));
         self.reschedule(p);
     }

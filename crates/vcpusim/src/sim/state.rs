@@ -2,6 +2,7 @@
 
 use crate::engine::event_queue::{EventId, EventQueue};
 use crate::guest::kernel::GuestKernel;
+use crate::vmexit::KernelFn;
 use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::Thread;
 use crate::hardware::costs::{Costs, Ple};
@@ -78,6 +79,9 @@ pub struct Vcpu {
     pub mm_loaded: bool,
     /// A guest tick is armed.
     pub tick_armed: bool,
+    /// Guest: the kernel function it is in (instruction pointer), published to its PV area
+    /// (`Sim::pv`) lazily: just before a call to a policy that declared the `kernel_fn` channel.
+    pub func: KernelFn,
     /// Leaving its pCPU by a pause-loop yield (voluntary: not a preemption).
     pub yielding: bool,
     /// Since when it has been runnable but not running (for the PV area's steal time).
