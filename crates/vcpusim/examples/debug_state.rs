@@ -15,5 +15,5 @@ fn main() {
     for t in &sim.threads {
         println!("thread {} vm {} {:?} vcpu {} front {:?}", t.id, t.vm, t.state, t.vcpu, t.steps.front());
     }
-    for (i, s) in sim.shootdowns.iter().enumerate() { println!("sd {i} pending {}", s.pending_acks); }
+    for (i, s) in sim.guests.iter().flat_map(|g| g.shootdowns.iter()).enumerate() { println!("sd {i} pending {}", s.pending_acks); }
 }

@@ -2,9 +2,11 @@
 //!
 //! Layers (see docs/architecture.md): `engine` (time, events, random streams) ->
 //! `hardware` (pCPUs, topology, virtualization costs, PLE) -> `hypervisor` (vCPU states, the
-//! policy interface, the policies) -> `guest` (kernel: threads, scheduler, spinlocks, futex,
-//! IPIs, TLB shootdown) -> `workload` (programs). `sim` ties them into one run; `metrics`
-//! collects what happened; `scenario` reads TOML; `api` is what the Python bindings call.
+//! policy interface, the policies). The host (`sim`: vCPU execution, IPI delivery, pools) and
+//! one guest kernel per VM (`guest`: threads, scheduler, spinlocks, futex, IPIs, TLB shootdown;
+//! `workload`: programs) meet at the VM-exit line (`vmexit`): exits up, upcalls and a PV area
+//! down. `metrics` collects what happened; `run` runs a scenario and serializes its results
+//! (`output`); `scenario` reads TOML; `api` is what the Python bindings call.
 
 pub mod api;
 pub mod bench;
@@ -15,10 +17,13 @@ pub mod hardware;
 pub mod hypervisor;
 pub mod ids;
 pub mod metrics;
+pub mod output;
 pub mod params;
+pub mod run;
 pub mod scenario;
 pub mod sim;
 pub mod time;
+pub mod vmexit;
 pub mod workload;
 
 pub use error::SimError;

@@ -149,7 +149,7 @@ fn vcpus_move_between_credit_and_cfs_pools_and_back() {
     }
     sim.run_until(t + 50_000_000, None).expect("runs");
     sim.finish();
-    let out = vcpusim::metrics::report::build(&sim, &sc, 1, false);
+    let out = vcpusim::run::report::build(&sim, &sc, 1, false);
     let spans = common::spans_of(&out);
     let pool_at = |ns: u64| windows.iter().rev().find(|(at, _)| *at <= ns).map_or(PoolId(0), |w| w.1);
     let mut in_micro = 0;
@@ -205,7 +205,7 @@ fn repinning_moves_vcpus_at_once(policy: &str) {
     }
     sim.run_until(1_000_000_000, None).expect("runs");
     sim.finish();
-    let out = vcpusim::metrics::report::build(&sim, &sc, 1, false);
+    let out = vcpusim::run::report::build(&sim, &sc, 1, false);
     let spans = common::spans_of(&out);
     let vcpu_of = |s: &Span| if s.vm == "par" { s.vcpu } else { 3 + s.vm.trim_start_matches("hog-").parse::<u32>().expect("hog-N") };
     for s in &spans {
@@ -249,7 +249,7 @@ fn a_moved_vcpu_lands_where_the_new_pool_picks() {
     sim.move_vcpu(VcpuId(0), PoolId(1)).expect("moves");
     sim.run_until(200_000_000, None).expect("runs");
     sim.finish();
-    let spans = common::spans_of(&vcpusim::metrics::report::build(&sim, &sc, 1, false));
+    let spans = common::spans_of(&vcpusim::run::report::build(&sim, &sc, 1, false));
     let first = spans.iter().filter(|s| s.vm == "mover" && s.start_ns >= 50_000_000).min_by_key(|s| s.start_ns).expect("it ran after the move");
     assert_eq!(first.pcpu, 3, "{first:?}");
     assert!(first.start_ns < 50_100_000, "{first:?} waited");

@@ -7,11 +7,9 @@
 
 use super::config::FutexWakeIpi;
 use super::kernel_fn::KernelFn;
-use super::objects::futex_bucket;
-use super::spinlock::Spinlock;
 use super::thread::{Action, FutexKey, Step};
-use crate::hypervisor::policy::IpiKind;
-use crate::ids::{LockId, ThreadId, VcpuId};
+use crate::vmexit::IpiKind;
+use crate::ids::{ThreadId, VcpuId};
 use crate::sim::state::Sim;
 use crate::time::Nanos;
 
@@ -25,33 +23,11 @@ const WAKE_ONE_NS: Nanos = 200;
 const QUEUE_NS: Nanos = 100;
 
 impl Sim {
-    /// The bucket spinlock of a futex, created on first use; futexes hashing to the same bucket
-    /// share it.
-    fn futex_bucket_lock(&mut self, vm: usize, key: FutexKey) -> LockId {
-        if let Some(l) = self.vms[vm].objects.bucket_lock.get(&key) {
-            return *l;
-        }
-        let bucket = futex_bucket(key, self.vms[vm].guest.futex_buckets);
-        let shared = self.vms[vm]
-            .objects
-            .bucket_lock
-            .iter()
-            .find(|(k, _)| futex_bucket(**k, self.vms[vm].guest.futex_buckets) == bucket)
-            .map(|(_, l)| *l);
-        let lock = shared.unwrap_or_else(|| {
-            let id = LockId(self.locks.len() as u32);
-            self.locks.push(Spinlock::new(self.vms[vm].guest.spinlock, FUTEX_LOCK_CLASS));
-            id
-        });
-        self.vms[vm].objects.bucket_lock.insert(key, lock);
-        lock
-    }
-
     /// A futex system call: enter the kernel, run `action` under the bucket lock (after
     /// `locked_ns` of work there).
     fn futex_call(&mut self, t: ThreadId, key: FutexKey, func: KernelFn, locked_ns: Nanos, action: Action) -> Vec<Step> {
         let vm = self.threads[t.idx()].vm.idx();
-        let lock = self.futex_bucket_lock(vm, key);
+        let lock = self.guests[vm].futex_bucket_lock(key, &mut self.locks, FUTEX_LOCK_CLASS);
         let mut steps = vec![Step::Run { ns: self.costs.syscall, func }, Step::Lock { lock, func }];
         if locked_ns > 0 {
             steps.push(Step::Run { ns: locked_ns, func });
@@ -75,8 +51,8 @@ impl Sim {
     /// Under the bucket lock: queue `t` if the futex word still holds `expect`.
     pub fn futex_queue(&mut self, t: ThreadId, key: FutexKey, expect: u64) {
         let vm = self.threads[t.idx()].vm.idx();
-        if self.vms[vm].objects.futex_value(key) == expect {
-            self.vms[vm].objects.futex_waiters.entry(key).or_default().push_back(t);
+        if self.guests[vm].objects.futex_value(key) == expect {
+            self.guests[vm].objects.futex_waiters.entry(key).or_default().push_back(t);
             self.threads[t.idx()].futex_queued = Some(key);
         } else {
             self.threads[t.idx()].futex_queued = None;
@@ -87,7 +63,7 @@ impl Sim {
     pub fn futex_sleep(&mut self, v: VcpuId, t: ThreadId) {
         let Some(key) = self.threads[t.idx()].futex_queued.take() else { return };
         let vm = self.threads[t.idx()].vm.idx();
-        let queued = self.vms[vm].objects.futex_waiters.get(&key).is_some_and(|q| q.contains(&t));
+        let queued = self.guests[vm].objects.futex_waiters.get(&key).is_some_and(|q| q.contains(&t));
         if queued {
             self.guest_block_current(v, key);
         }
@@ -98,7 +74,7 @@ impl Sim {
     pub fn futex_wake(&mut self, v: VcpuId, t: ThreadId, key: FutexKey, n: usize) {
         let vm = self.threads[t.idx()].vm.idx();
         let mut woken = Vec::new();
-        if let Some(q) = self.vms[vm].objects.futex_waiters.get_mut(&key) {
+        if let Some(q) = self.guests[vm].objects.futex_waiters.get_mut(&key) {
             while woken.len() < n {
                 match q.pop_front() {
                     Some(w) => woken.push(w),
@@ -119,7 +95,7 @@ impl Sim {
         let ipis = (!targets.is_empty())
             .then(|| Step::SendIpis { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0, func: KernelFn::FutexWake });
         // The front step now is the bucket Unlock.
-        match (ipis, self.vms[vm].guest.futex_wake_ipi) {
+        match (ipis, self.guests[vm].config.futex_wake_ipi) {
             (Some(s), FutexWakeIpi::UnderLock) => th.steps.push_front(s),
             (Some(s), FutexWakeIpi::AfterUnlock) => th.steps.insert(1, s),
             (None, _) => {}

@@ -61,7 +61,7 @@ impl Sim {
             Op::Compute(dist) => vec![Step::RunDist { dist, func: KernelFn::User }],
             Op::Syscall { work, lock } => {
                 let mut s = vec![Step::Run { ns: self.costs.syscall, func: KernelFn::Syscall }];
-                match lock.map(|l| self.vms[vm].objects.kernel_locks[l]) {
+                match lock.map(|l| self.guests[vm].objects.kernel_locks[l]) {
                     Some(lock) => {
                         s.push(Step::Lock { lock, func: KernelFn::Syscall });
                         s.push(Step::RunDist { dist: work, func: KernelFn::Syscall });

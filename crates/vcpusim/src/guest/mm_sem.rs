@@ -25,10 +25,9 @@
 //! Readers (page faults take `down_read`) are not modelled: the workloads fault in user time.
 
 use super::kernel_fn::KernelFn;
-use super::spinlock::Spinlock;
 use super::thread::{Action, FutexKey, Step, ThreadState};
-use crate::hypervisor::policy::IpiKind;
-use crate::ids::{LockId, ThreadId, VcpuId};
+use crate::vmexit::IpiKind;
+use crate::ids::{ThreadId, VcpuId};
 use crate::sim::state::Sim;
 use crate::time::Nanos;
 
@@ -68,17 +67,6 @@ impl Sim {
         }
     }
 
-    /// `sem->wait_lock` of the VM's mm, created on first contention.
-    fn mm_sem_wait_lock(&mut self, vm: usize) -> LockId {
-        if let Some(lock) = self.vms[vm].objects.mm_sem.wait_lock {
-            return lock;
-        }
-        let lock = LockId(self.locks.len() as u32);
-        self.locks.push(Spinlock::new(self.vms[vm].guest.spinlock, WAIT_LOCK_CLASS));
-        self.vms[vm].objects.mm_sem.wait_lock = Some(lock);
-        lock
-    }
-
     fn push_front(&mut self, t: ThreadId, steps: Vec<Step>) {
         let queue = &mut self.threads[t.idx()].steps;
         for s in steps.into_iter().rev() {
@@ -88,12 +76,12 @@ impl Sim {
 
     fn mm_sem_down_write(&mut self, t: ThreadId) {
         let vm = self.threads[t.idx()].vm.idx();
-        let sem = &mut self.vms[vm].objects.mm_sem;
+        let sem = &mut self.guests[vm].objects.mm_sem;
         if sem.owner.is_none() && sem.waiters.is_empty() {
             sem.owner = Some(t);
             return;
         }
-        let lock = self.mm_sem_wait_lock(vm);
+        let lock = self.guests[vm].mm_sem_wait_lock(&mut self.locks, WAIT_LOCK_CLASS);
         let func = KernelFn::Syscall;
         let steps = vec![
             Step::Lock { lock, func },
@@ -107,7 +95,7 @@ impl Sim {
 
     fn mm_sem_queue(&mut self, t: ThreadId) {
         let vm = self.threads[t.idx()].vm.idx();
-        let sem = &mut self.vms[vm].objects.mm_sem;
+        let sem = &mut self.guests[vm].objects.mm_sem;
         if sem.owner.is_none() && sem.waiters.is_empty() {
             // Released before we got wait_lock and nobody is ahead: rwsem_down_failed_common's
             // "no active locks" check wakes us, i.e. we own it without sleeping.
@@ -119,7 +107,7 @@ impl Sim {
 
     fn mm_sem_sleep(&mut self, v: VcpuId, t: ThreadId) {
         let vm = self.threads[t.idx()].vm.idx();
-        if !self.vms[vm].objects.mm_sem.waiters.contains(&t) {
+        if !self.guests[vm].objects.mm_sem.waiters.contains(&t) {
             return; // handed over (or taken) already
         }
         // As guest_block_current, minus its futex_wait count and deadlock check: a sleeper here
@@ -128,18 +116,18 @@ impl Sim {
         let current = self.vcpus[v.idx()].current.take();
         debug_assert_eq!(current, Some(t), "the sleeper runs on its vCPU");
         self.threads[t.idx()].state = ThreadState::Blocked(FutexKey::MmSem);
-        self.vms[vm].blocked_threads += 1;
+        self.guests[vm].blocked_threads += 1;
     }
 
     fn mm_sem_up_write(&mut self, t: ThreadId) {
         let vm = self.threads[t.idx()].vm.idx();
-        let sem = &mut self.vms[vm].objects.mm_sem;
+        let sem = &mut self.guests[vm].objects.mm_sem;
         debug_assert_eq!(sem.owner, Some(t), "only the owner releases mmap_sem");
         sem.owner = None;
         if sem.waiters.is_empty() {
             return;
         }
-        let lock = self.mm_sem_wait_lock(vm);
+        let lock = self.guests[vm].mm_sem_wait_lock(&mut self.locks, WAIT_LOCK_CLASS);
         let steps = vec![
             Step::Lock { lock, func: KernelFn::Syscall },
             Step::Do(Action::MmSem(MmSemOp::HandOff)),
@@ -151,7 +139,7 @@ impl Sim {
     /// Under wait_lock: the next Step is the Unlock, so the wake-up's work and IPI go before it.
     fn mm_sem_hand_off(&mut self, v: VcpuId, t: ThreadId) {
         let vm = self.threads[t.idx()].vm.idx();
-        let sem = &mut self.vms[vm].objects.mm_sem;
+        let sem = &mut self.guests[vm].objects.mm_sem;
         debug_assert!(sem.owner.is_none(), "nobody takes a released mmap_sem past its waiters");
         let Some(next) = sem.waiters.pop_front() else { return };
         sem.owner = Some(next);
@@ -167,7 +155,7 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use crate::api::load_scenario;
-    use crate::hypervisor::policy::IpiKind;
+    use crate::vmexit::IpiKind;
     use crate::sim::state::Sim;
     use crate::time::MS;
 
@@ -188,9 +176,9 @@ mod tests {
     fn an_uncontended_mmap_munmap_never_touches_the_wait_lock() {
         let sim = run("[[{loop = \"forever\", body = [{compute = \"20us\"}, {mmap = 8}, {munmap = 8}, {progress = true}]}], \
                        [{loop = \"forever\", body = [{compute = \"1ms\"}, {progress = true}]}]]");
-        let vm = &sim.vms[0];
+        let (vm, guest) = (&sim.vms[0], &sim.guests[0]);
         assert!(vm.stats.progress > 1000, "{}", vm.stats.progress);
-        assert_eq!(vm.objects.mm_sem.wait_lock, None, "the fast path took wait_lock");
+        assert_eq!(guest.objects.mm_sem.wait_lock, None, "the fast path took wait_lock");
         assert_eq!(vm.stats.ipis_sent.get(&IpiKind::Resched), None);
     }
 
@@ -200,8 +188,8 @@ mod tests {
         // shootdown); thread 1's mmaps nearly always find it held, so they sleep.
         let sim = run("[[{loop = \"forever\", body = [{compute = \"10us\"}, {munmap = 1000}, {progress = true}]}], \
                        [{loop = \"forever\", body = [{compute = \"20us\"}, {mmap = 1}, {progress = true}]}]]");
-        let vm = &sim.vms[0];
-        let wait_lock = vm.objects.mm_sem.wait_lock.expect("contention takes wait_lock");
+        let (vm, guest) = (&sim.vms[0], &sim.guests[0]);
+        let wait_lock = guest.objects.mm_sem.wait_lock.expect("contention takes wait_lock");
         assert_eq!(sim.locks[wait_lock.idx()].class, super::WAIT_LOCK_CLASS);
         // No futex op in the program: every reschedule IPI is an up_write waking a sleeper.
         let resched = vm.stats.ipis_sent.get(&IpiKind::Resched).copied().unwrap_or(0);
@@ -210,6 +198,6 @@ mod tests {
         // queued, so a wake-up on most of thread 0's ~190 iterations in 50 ms (115 seen).
         assert!(resched > 80, "{resched} reschedule IPIs");
         assert!(vm.stats.progress > 150, "{}", vm.stats.progress);
-        assert!(vm.objects.mm_sem.waiters.len() <= 1);
+        assert!(guest.objects.mm_sem.waiters.len() <= 1);
     }
 }

@@ -5,7 +5,7 @@
 use super::thread::{FutexKey, ThreadState};
 use crate::ids::{ThreadId, VcpuId};
 use crate::sim::state::{Activity, Event, Sim};
-use crate::hypervisor::policy::VcpuState;
+use crate::vmexit::{Exit, IpiKind};
 use crate::SimError;
 
 impl Sim {
@@ -21,7 +21,7 @@ impl Sim {
             Some(t) => t,
             None => {
                 let vm = self.vinfo[v.idx()].vm.idx();
-                let busiest = self.vminfo[vm]
+                let busiest = self.guests[vm]
                     .vcpus
                     .iter()
                     .copied()
@@ -44,12 +44,12 @@ impl Sim {
             return prev;
         }
         let vm = self.threads[t.idx()].vm.idx();
-        let n = self.vminfo[vm].vcpus.len();
-        let start = self.vms[vm].wake_cursor;
+        let n = self.guests[vm].vcpus.len();
+        let start = self.guests[vm].wake_cursor;
         for i in 0..n {
-            let u = self.vminfo[vm].vcpus[(start + i) % n];
+            let u = self.guests[vm].vcpus[(start + i) % n];
             if self.guest_idle(u) {
-                self.vms[vm].wake_cursor = (start + i + 1) % n;
+                self.guests[vm].wake_cursor = (start + i + 1) % n;
                 return u;
             }
         }
@@ -65,7 +65,7 @@ impl Sim {
         }
         self.threads[t.idx()].state = ThreadState::Ready;
         let vm = self.threads[t.idx()].vm.idx();
-        self.vms[vm].blocked_threads -= 1;
+        self.guests[vm].blocked_threads -= 1;
         let target = self.wake_target(t);
         self.threads[t.idx()].vcpu = target;
         self.vcpus[target.idx()].runqueue.push_back(t);
@@ -77,28 +77,28 @@ impl Sim {
         let t = self.vcpus[v.idx()].current.take().expect("a blocking vCPU runs a thread");
         self.threads[t.idx()].state = ThreadState::Blocked(key);
         let vm = self.threads[t.idx()].vm.idx();
-        self.vms[vm].blocked_threads += 1;
+        self.guests[vm].blocked_threads += 1;
         self.vms[vm].stats.futex_waits += 1;
-        if self.vms[vm].blocked_threads == self.vms[vm].live_threads && self.vms[vm].finished_at.is_none() {
+        if self.guests[vm].blocked_threads == self.guests[vm].live_threads && self.vms[vm].finished_at.is_none() {
             self.stop = Some(self.deadlock_report(vm));
         }
     }
 
     /// Every live thread of VM `vm` sleeps and only its own threads could wake them.
     fn deadlock_report(&self, vm: usize) -> SimError {
-        let waits = self.vms[vm]
+        let waits = self.guests[vm]
             .threads
             .iter()
             .filter_map(|t| match self.threads[t.idx()].state {
                 ThreadState::Blocked(key) => Some(format!(
                     "VM {:?} thread {} sleeps in futex_wait on {}",
-                    self.vminfo[vm].name,
+                    self.guests[vm].name,
                     self.threads[t.idx()].index,
                     match key {
                         FutexKey::Mutex(m) => format!("mutex {m}"),
                         FutexKey::Barrier(b) => format!(
                             "barrier {b} ({} of {} arrived)",
-                            self.vms[vm].objects.barriers[b].arrived, self.vms[vm].objects.barriers[b].parties
+                            self.guests[vm].objects.barriers[b].arrived, self.guests[vm].objects.barriers[b].parties
                         ),
                         FutexKey::Cond(c) => format!("condition variable {c}"),
                         FutexKey::MmSem => "the mm's mmap_sem (down_write)".to_string(),
@@ -115,8 +115,8 @@ impl Sim {
         let t = self.vcpus[v.idx()].current.take().expect("an exiting vCPU runs a thread");
         self.threads[t.idx()].state = ThreadState::Exited;
         let vm = self.threads[t.idx()].vm.idx();
-        self.vms[vm].live_threads -= 1;
-        if self.vms[vm].live_threads > 0 && self.vms[vm].blocked_threads == self.vms[vm].live_threads && self.vms[vm].finished_at.is_none() {
+        self.guests[vm].live_threads -= 1;
+        if self.guests[vm].live_threads > 0 && self.guests[vm].blocked_threads == self.guests[vm].live_threads && self.vms[vm].finished_at.is_none() {
             self.stop = Some(self.deadlock_report(vm));
         }
     }
@@ -127,20 +127,20 @@ impl Sim {
         if !vc.tick_armed && !vc.runqueue.is_empty() {
             vc.tick_armed = true;
             let vm = self.vinfo[v.idx()].vm.idx();
-            self.queue.push(self.now + self.vms[vm].guest.tick, Event::GuestTick(v));
+            self.queue.push(self.now + self.guests[vm].config.tick, Event::GuestTick(v));
         }
     }
 
-    /// Guest timer tick: round-robin between the threads of a vCPU (only at a preemptible
+    /// Guest timer tick (`Upcall::TimerTick`, running vCPUs only): round-robin between the threads of a vCPU (only at a preemptible
     /// point: user mode, no spinlock held) and push a queued thread to an idle sibling.
     pub fn on_guest_tick(&mut self, v: VcpuId) {
         self.vcpus[v.idx()].tick_armed = false;
-        if self.vinfo[v.idx()].state != VcpuState::Running || self.vcpus[v.idx()].runqueue.is_empty() {
-            return; // a preempted vCPU takes no ticks; re-armed when it dispatches again
+        if self.vcpus[v.idx()].runqueue.is_empty() {
+            return;
         }
         // Periodic balancing: hand a queued thread to an idle sibling.
         let vm = self.vinfo[v.idx()].vm.idx();
-        let idle = self.vminfo[vm].vcpus.iter().copied().find(|u| *u != v && self.guest_idle(*u));
+        let idle = self.guests[vm].vcpus.iter().copied().find(|u| *u != v && self.guest_idle(*u));
         if let Some(u) = idle {
             if let Some(t) = self.vcpus[v.idx()].runqueue.pop_back() {
                 self.threads[t.idx()].vcpu = u;
@@ -166,6 +166,6 @@ impl Sim {
     /// A reschedule IPI sent from interrupt context (tick balancing): delivered like any IPI but
     /// without an IPI-send step on a thread.
     fn send_ipi_from_interrupt(&mut self, from: VcpuId, to: VcpuId) {
-        self.deliver_ipis(from, crate::hypervisor::policy::IpiKind::Resched, &[to], 0, 0);
+        self.on_exit(from, Exit::IpiSend { kind: IpiKind::Resched, targets: vec![to], shootdown: 0, pages: 0 });
     }
 }

@@ -24,7 +24,7 @@ impl Sim {
     /// pthread_mutex_lock: CAS 0->1, else mark contended (2) and futex_wait.
     pub fn mutex_lock(&mut self, t: ThreadId, m: ObjIndex) {
         let vm = self.vm_of_thread(t);
-        let word = &mut self.vms[vm].objects.mutexes[m];
+        let word = &mut self.guests[vm].objects.mutexes[m];
         if *word == MutexWord::Free {
             *word = MutexWord::Locked;
             return;
@@ -42,7 +42,7 @@ impl Sim {
     /// After futex_wait returns: xchg(word, 2); got it if it was free.
     pub fn mutex_retry(&mut self, t: ThreadId, m: ObjIndex) {
         let vm = self.vm_of_thread(t);
-        let word = &mut self.vms[vm].objects.mutexes[m];
+        let word = &mut self.guests[vm].objects.mutexes[m];
         let old = std::mem::replace(word, MutexWord::Contended);
         if old != MutexWord::Free {
             self.mutex_wait(t, m);
@@ -52,7 +52,7 @@ impl Sim {
     /// pthread_mutex_unlock: set 0; if it was contended, futex_wake one waiter.
     pub fn mutex_unlock(&mut self, t: ThreadId, m: ObjIndex) {
         let vm = self.vm_of_thread(t);
-        let old = std::mem::replace(&mut self.vms[vm].objects.mutexes[m], MutexWord::Free);
+        let old = std::mem::replace(&mut self.guests[vm].objects.mutexes[m], MutexWord::Free);
         if old == MutexWord::Contended {
             let steps = self.futex_wake_steps(t, FutexKey::Mutex(m), 1);
             self.push_front_steps(t, steps);
@@ -63,7 +63,7 @@ impl Sim {
     /// get one futex_wake for all of them.
     pub fn barrier_arrive(&mut self, t: ThreadId, b: ObjIndex, wait: BarrierWait) {
         let vm = self.vm_of_thread(t);
-        let bar = &mut self.vms[vm].objects.barriers[b];
+        let bar = &mut self.guests[vm].objects.barriers[b];
         bar.arrived += 1;
         if bar.arrived == bar.parties {
             bar.arrived = 0;
@@ -72,7 +72,7 @@ impl Sim {
             for s in spinners {
                 self.poke_thread(s);
             }
-            let sleepers = self.vms[vm].objects.futex_waiters.get(&FutexKey::Barrier(b)).is_some_and(|q| !q.is_empty());
+            let sleepers = self.guests[vm].objects.futex_waiters.get(&FutexKey::Barrier(b)).is_some_and(|q| !q.is_empty());
             if sleepers {
                 let steps = self.futex_wake_steps(t, FutexKey::Barrier(b), usize::MAX);
                 self.push_front_steps(t, steps);
@@ -94,8 +94,8 @@ impl Sim {
 
     pub fn barrier_block_unless_open(&mut self, t: ThreadId, b: ObjIndex, generation: u64) {
         let vm = self.vm_of_thread(t);
-        self.vms[vm].objects.barriers[b].spinners.retain(|s| *s != t);
-        if self.vms[vm].objects.barriers[b].generation == generation {
+        self.guests[vm].objects.barriers[b].spinners.retain(|s| *s != t);
+        if self.guests[vm].objects.barriers[b].generation == generation {
             let steps = self.futex_wait_steps(t, FutexKey::Barrier(b), generation);
             self.push_front_steps(t, steps);
         }
@@ -105,7 +105,7 @@ impl Sim {
     /// unless signalled meanwhile, take the mutex back.
     pub fn cond_wait(&mut self, t: ThreadId, c: ObjIndex, m: ObjIndex) {
         let vm = self.vm_of_thread(t);
-        let seq = self.vms[vm].objects.conds[c];
+        let seq = self.guests[vm].objects.conds[c];
         let mut steps = vec![Step::Do(Action::MutexUnlock(m))];
         steps.extend(self.futex_wait_steps(t, FutexKey::Cond(c), seq));
         steps.push(Step::Do(Action::MutexLock(m)));
@@ -114,8 +114,8 @@ impl Sim {
 
     pub fn cond_signal(&mut self, t: ThreadId, c: ObjIndex, all: bool) {
         let vm = self.vm_of_thread(t);
-        self.vms[vm].objects.conds[c] += 1;
-        let waiters = self.vms[vm].objects.futex_waiters.get(&FutexKey::Cond(c)).is_some_and(|q| !q.is_empty());
+        self.guests[vm].objects.conds[c] += 1;
+        let waiters = self.guests[vm].objects.futex_waiters.get(&FutexKey::Cond(c)).is_some_and(|q| !q.is_empty());
         if waiters {
             let steps = self.futex_wake_steps(t, FutexKey::Cond(c), if all { usize::MAX } else { 1 });
             self.push_front_steps(t, steps);
@@ -125,7 +125,7 @@ impl Sim {
     /// With the queue's mutex held: put an item, or wait on `not_full` and retry.
     pub fn queue_put(&mut self, t: ThreadId, q: ObjIndex) {
         let vm = self.vm_of_thread(t);
-        let queue = &mut self.vms[vm].objects.queues[q];
+        let queue = &mut self.guests[vm].objects.queues[q];
         let (m, not_empty, not_full) = (queue.mutex, queue.not_empty, queue.not_full);
         let steps = if queue.items == queue.capacity {
             vec![Step::Do(Action::CondWait { cond: not_full, mutex: m }), Step::Do(Action::QueuePut(q))]
@@ -139,7 +139,7 @@ impl Sim {
     /// With the queue's mutex held: take an item, or wait on `not_empty` and retry.
     pub fn queue_get(&mut self, t: ThreadId, q: ObjIndex) {
         let vm = self.vm_of_thread(t);
-        let queue = &mut self.vms[vm].objects.queues[q];
+        let queue = &mut self.guests[vm].objects.queues[q];
         let (m, not_empty, not_full) = (queue.mutex, queue.not_empty, queue.not_full);
         let steps = if queue.items == 0 {
             vec![Step::Do(Action::CondWait { cond: not_empty, mutex: m }), Step::Do(Action::QueueGet(q))]
@@ -151,7 +151,7 @@ impl Sim {
     }
 
     pub fn queue_mutex(&self, t: ThreadId, q: ObjIndex) -> ObjIndex {
-        self.vms[self.vm_of_thread(t)].objects.queues[q].mutex
+        self.guests[self.vm_of_thread(t)].objects.queues[q].mutex
     }
 
     /// Run an instantaneous action of thread `t` on vCPU `v`.

@@ -2,7 +2,7 @@
 
 use super::kernel_fn::KernelFn;
 use crate::engine::rng::Stream;
-use crate::hypervisor::policy::IpiKind;
+use crate::vmexit::IpiKind;
 use crate::ids::{LockId, ThreadId, VcpuId, VmId};
 use crate::time::Nanos;
 use crate::workload::program::{BarrierWait, Dist, ObjIndex, Op};

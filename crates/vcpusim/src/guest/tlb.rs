@@ -5,17 +5,16 @@
 
 use super::config::TlbTargets;
 use super::kernel_fn::KernelFn;
-use super::objects::Shootdown;
 use super::thread::Step;
-use crate::hypervisor::policy::IpiKind;
+use crate::vmexit::IpiKind;
 use crate::ids::{ThreadId, VcpuId};
 use crate::sim::state::Sim;
 
 impl Sim {
     pub fn tlb_shootdown(&mut self, v: VcpuId, t: ThreadId, pages: u32) {
         let vm = self.threads[t.idx()].vm.idx();
-        let mode = self.vms[vm].guest.tlb_targets;
-        let targets: Vec<VcpuId> = self.vminfo[vm]
+        let mode = self.guests[vm].config.tlb_targets;
+        let targets: Vec<VcpuId> = self.guests[vm]
             .vcpus
             .iter()
             .copied()
@@ -28,17 +27,7 @@ impl Sim {
         if targets.is_empty() {
             return;
         }
-        let record = Shootdown { initiator: t, pending_acks: targets.len() as u32, pages, started: self.now };
-        let id = match self.free_shootdowns.pop() {
-            Some(id) => {
-                self.shootdowns[id as usize] = record;
-                id
-            }
-            None => {
-                self.shootdowns.push(record);
-                (self.shootdowns.len() - 1) as u32
-            }
-        };
+        let id = self.guests[vm].start_shootdown(t, targets.len() as u32, pages, self.now);
         self.vms[vm].stats.tlb_shootdowns += 1;
         let th = &mut self.threads[t.idx()];
         th.steps.push_front(Step::WaitAcks { shootdown: id });

@@ -12,6 +12,10 @@ use crate::hardware::topology::Topology;
 use crate::hypervisor::cpupool::Scope;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::time::Nanos;
+/// The guest's interrupt kinds belong to the VM-exit line (`vmexit.rs`); re-exported here for
+/// the policies that name them.
+pub use crate::vmexit::IpiKind;
+use crate::vmexit::{Channels, KernelFn, PvArea};
 
 /// Hypervisor-visible vCPU state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -206,24 +210,6 @@ pub enum YieldReason {
     PauseLoop,
 }
 
-/// Kinds of inter-processor interrupts a guest sends (seed 000 section 2.1, Figure 1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum IpiKind {
-    /// Reschedule IPI: a thread was woken for a remote vCPU.
-    Resched,
-    /// TLB-shootdown IPI: the sender waits for every recipient's acknowledgement.
-    TlbShootdown,
-}
-
-impl IpiKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            IpiKind::Resched => "resched",
-            IpiKind::TlbShootdown => "tlb",
-        }
-    }
-}
-
 /// Index of a policy-owned timer in the engine's [`TimerTable`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TimerId(pub u32);
@@ -317,16 +303,39 @@ pub struct PolicyCtx<'a> {
     timers: &'a mut TimerTable,
     /// The policy instance being called (the owner recorded for its timers).
     owner: u32,
+    /// The vCPUs' paravirtual areas, and the channels of them this policy declared.
+    pv: &'a [PvArea],
+    channels: Channels,
 }
 
 impl<'a> PolicyCtx<'a> {
     pub fn new(host: HostView<'a>, requests: &'a mut Vec<Request>, timers: &'a mut TimerTable) -> Self {
-        PolicyCtx { host, requests, timers, owner: 0 }
+        PolicyCtx { host, requests, timers, owner: 0, pv: &[], channels: Channels::NONE }
     }
-    /// The context of the policy instance `owner` (its cpupool's index): its timers are its own.
+    /// The context of a policy that declared `channels`, over the vCPUs' PV areas.
+    pub fn with_pv(self, pv: &'a [PvArea], channels: Channels) -> Self {
+        PolicyCtx { pv, channels, ..self }
+    }
+    /// The kernel function `v`'s guest published in its PV area, if this policy declared the
+    /// `kernel_fn` channel (`PolicyKind::channels`); `None` otherwise.
+    pub fn kernel_fn(&self, v: VcpuId) -> Option<KernelFn> {
+        if !self.channels.kernel_fn {
+            return None;
+        }
+        self.pv.get(v.idx()).map(|a| a.kernel_fn)
+    }
+    /// The context of the policy instance `owner` (its cpupool's index): its timers are its own,
     #[inline]
-    pub fn for_owner(host: HostView<'a>, requests: &'a mut Vec<Request>, timers: &'a mut TimerTable, owner: u32) -> Self {
-        PolicyCtx { host, requests, timers, owner }
+    /// and it reads the vCPUs' PV areas through the `channels` it declared.
+    pub fn for_owner(
+        host: HostView<'a>,
+        requests: &'a mut Vec<Request>,
+        timers: &'a mut TimerTable,
+        owner: u32,
+        pv: &'a [PvArea],
+        channels: Channels,
+    ) -> Self {
+        PolicyCtx { host, requests, timers, owner, pv, channels }
     }
     pub fn now(&self) -> Nanos {
         self.host.now
@@ -476,5 +485,23 @@ pub trait Policy {
     /// Check the policy's own invariants (used in check mode after every event).
     fn check(&self, _host: &HostView) -> Result<(), String> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vmexit::{Channels, KernelFn, PvArea};
+
+    #[test]
+    fn the_kernel_fn_channel_is_read_only_by_a_policy_that_declares_it() {
+        let topology = Topology::flat(1);
+        let host = HostView { now: 0, vcpus: &[], pcpus: &[], vms: &[], topology: &topology, scope: None };
+        let pv = [PvArea { kernel_fn: KernelFn::FutexWake, ..PvArea::default() }];
+        let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
+        let ctx = PolicyCtx::new(host, &mut requests, &mut timers).with_pv(&pv, Channels::NONE);
+        assert_eq!(ctx.kernel_fn(VcpuId(0)), None);
+        let ctx = ctx.with_pv(&pv, Channels { kernel_fn: true });
+        assert_eq!(ctx.kernel_fn(VcpuId(0)), Some(KernelFn::FutexWake));
     }
 }

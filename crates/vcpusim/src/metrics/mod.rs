@@ -1,6 +1,6 @@
-//! What happened in a run: per-VM counters, the result tables, the schedule trace.
+//! What happened in a run: per-VM counters, latency histograms, the schedule trace. The result
+//! tables are serialized by the runner (`run/report.rs`).
 
 pub mod histogram;
-pub mod report;
 pub mod trace;
 pub mod vm_stats;

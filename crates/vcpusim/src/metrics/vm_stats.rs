@@ -1,7 +1,7 @@
 //! Per-VM counters collected during a run.
 
 use super::histogram::Histogram;
-use crate::hypervisor::policy::IpiKind;
+use crate::vmexit::IpiKind;
 use crate::sim::state::TimeKind;
 use crate::time::Nanos;
 use std::collections::BTreeMap;

@@ -3,7 +3,8 @@
 use super::state::{Activity, Pcpu, Sim, TimeKind, Vcpu, Vm};
 use crate::engine::event_queue::EventQueue;
 use crate::engine::rng::stream;
-use crate::guest::kernel_fn::KernelFn;
+use crate::vmexit::{KernelFn, PvArea};
+use crate::guest::kernel::GuestKernel;
 use crate::guest::objects::{Barrier, MutexWord, Queue, SyncObjects};
 use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::{compile, Thread, ThreadState};
@@ -23,6 +24,7 @@ impl Sim {
         let npcpus = sc.host.topology.npcpus();
         let nvcpus: u32 = sc.vms.iter().map(|v| v.vcpus).sum();
         let mut pools = Vec::new();
+        let mut pool_channels = Vec::new();
         let mut pcpu_pool = vec![PoolId(0); npcpus];
         for (i, spec) in sc.host.pools.iter().enumerate() {
             let kind = policies::find(&spec.policy).map_err(|message| SimError::Scenario {
@@ -34,6 +36,7 @@ impl Sim {
             // host-wide) and schedules only what its pool holds.
             let shape = HostShape { npcpus: npcpus as u32, nvcpus, nvms: sc.vms.len() as u32, uvf: sc.host.uvf.filter(|_| kind.carries_uvf()) };
             let policy = kind.build(&spec.params, shape);
+            pool_channels.push(kind.channels());
             for p in spec.pcpus.iter() {
                 pcpu_pool[p.idx()] = PoolId(i as u32);
             }
@@ -58,12 +61,13 @@ impl Sim {
             pinfo: (0..npcpus as u32).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect(),
             vminfo: Vec::new(),
             vcpus: Vec::new(),
+            pv: Vec::new(),
+            pool_channels,
             pcpus: (0..npcpus).map(|_| Pcpu { online: false, last: None, slice_event: None, run_start: 0 }).collect(),
             vms: Vec::new(),
             threads: Vec::new(),
             locks: Vec::new(),
-            shootdowns: Vec::new(),
-            free_shootdowns: Vec::new(),
+            guests: Vec::new(),
             ipis_in_flight: 0,
             trace: trace.then(|| TraceSink::new(DEFAULT_MAX_EVENTS)),
             check,
@@ -135,7 +139,6 @@ impl Sim {
                 irq: None,
                 activity: Activity::Off,
                 time_kind: TimeKind::Overhead,
-                func: KernelFn::Idle,
                 seg_start: 0,
                 remaining: 0,
                 speed: Speed::ONE,
@@ -144,7 +147,10 @@ impl Sim {
                 mm_loaded: false,
                 tick_armed: false,
                 yielding: false,
+                runnable_since: 0,
+                func: KernelFn::Idle,
             });
+            self.pv.push(PvArea::default());
         }
         if let Some(tr) = self.trace.as_mut() {
             tr.name(1 + vm.0, None, format!("VM {}", spec.name));
@@ -200,20 +206,27 @@ impl Sim {
             self.vcpus[v.idx()].runqueue.push_back(t);
             thread_ids.push(t);
         }
-        self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids });
-        self.vms.push(Vm {
-            sched: VmSched { weight: spec.weight, cap: spec.cap, vm_type: spec.vm_type, u_factor: spec.u_factor, uvf: spec.uvf },
+        self.guests.push(GuestKernel {
+            vm,
+            name: spec.name.clone(),
+            config: spec.guest.clone(),
+            vcpus: vcpu_ids.clone(),
             live_threads: thread_ids.len(),
             threads: thread_ids,
             objects,
-            guest: spec.guest.clone(),
+            shootdowns: Vec::new(),
+            free_shootdowns: Vec::new(),
+            blocked_threads: 0,
+            wake_cursor: 0,
+        });
+        self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids });
+        self.vms.push(Vm {
+            sched: VmSched { weight: spec.weight, cap: spec.cap, vm_type: spec.vm_type, u_factor: spec.u_factor, uvf: spec.uvf },
             iterations: spec.iterations,
             finished_at: None,
-            blocked_threads: 0,
             progress_unit: program.progress_unit,
             workload: spec.workload.clone(),
             stats: VmStats::default(),
-            wake_cursor: 0,
         });
     }
 }

@@ -11,7 +11,8 @@ use super::state::{Activity, Event, Ipi, Sim, TimeKind};
 use crate::guest::kernel_fn::KernelFn;
 use crate::guest::spinlock::Acquire;
 use crate::guest::thread::{Action, SpinCond, Step};
-use crate::hypervisor::policy::{IpiKind, VcpuState};
+use crate::hypervisor::policy::VcpuState;
+use crate::vmexit::{Exit, IpiKind, Upcall};
 use crate::ids::{ThreadId, VcpuId};
 use crate::SimError;
 
@@ -88,7 +89,7 @@ impl Sim {
 
     /// Start a timed activity of `work` work-ns on running `v`: it ends when its pCPU has done
     /// that much work at the vCPU's current speed (`speed_changed` re-times it if that moves).
-    fn start_timed(&mut self, v: VcpuId, activity: Activity, kind: TimeKind, func: KernelFn, work: u64) {
+    pub(super) fn start_timed(&mut self, v: VcpuId, activity: Activity, kind: TimeKind, func: KernelFn, work: u64) {
         let vc = &mut self.vcpus[v.idx()];
         vc.activity = activity;
         vc.time_kind = kind;
@@ -144,7 +145,7 @@ impl Sim {
             return;
         }
         self.vcpus[v.idx()].seg_start = self.now;
-        self.dispatch(v);
+        self.upcall(v, Upcall::Resume);
     }
 
     pub fn on_activity_done(&mut self, v: VcpuId, epoch: u64) {
@@ -175,7 +176,7 @@ impl Sim {
                         unreachable!()
                     };
                     self.threads[t.idx()].step_remaining = None;
-                    self.deliver_ipis(v, kind, &targets, shootdown, pages);
+                    self.on_exit(v, Exit::IpiSend { kind, targets, shootdown, pages });
                     // The exit may have made the policy preempt the sender: only continue if not.
                     if !self.running(v) || self.vcpus[v.idx()].activity != Activity::Thread {
                         return;
@@ -184,7 +185,7 @@ impl Sim {
             }
             Activity::Off | Activity::Starting => return,
         }
-        self.dispatch(v);
+        self.upcall(v, Upcall::Resume);
     }
 
     /// Decide and start what running `v` does next.
@@ -214,9 +215,7 @@ impl Sim {
                     Some(t) => t,
                     None => {
                         // Guest idle loop: HLT exits to the hypervisor, which blocks the vCPU.
-                        let cost = self.costs.hlt_exit;
-                        self.vcpus[v.idx()].remaining = cost;
-                        self.start_timed(v, Activity::Overhead { halting: true }, TimeKind::Overhead, KernelFn::Idle, cost);
+                        self.on_exit(v, Exit::Hlt);
                         return;
                     }
                 },
@@ -305,7 +304,7 @@ impl Sim {
             Step::SendIpis { targets, .. } => {
                 if self.threads[t.idx()].step_remaining.is_none() {
                     // The first APIC access of the send exits: the hypervisor sees it coming.
-                    self.with_vcpu_policy(v, |pol, ctx| pol.ipi_send_started(ctx, v));
+                    self.on_exit(v, Exit::IpiSendStarted);
                     if !self.running(v) {
                         return StepOutcome::Busy;
                     }
@@ -329,12 +328,9 @@ impl Sim {
                 StepOutcome::Busy
             }
             Step::WaitAcks { shootdown } => {
-                let sd = &self.shootdowns[shootdown as usize];
-                if sd.pending_acks == 0 {
-                    let latency = self.now - sd.started;
-                    let vm = self.threads[t.idx()].vm.idx();
+                let vm = self.threads[t.idx()].vm.idx();
+                if let Some(latency) = self.guests[vm].finish_shootdown(shootdown, self.now) {
                     self.vms[vm].stats.tlb_shootdown.record(latency);
-                    self.free_shootdowns.push(shootdown);
                     self.threads[t.idx()].steps.pop_front();
                     StepOutcome::Continue
                 } else {
@@ -346,7 +342,7 @@ impl Sim {
                 let vm = self.threads[t.idx()].vm.idx();
                 let satisfied = match cond {
                     SpinCond::BarrierGeneration { barrier, generation } => {
-                        self.vms[vm].objects.barriers[barrier].generation != generation
+                        self.guests[vm].objects.barriers[barrier].generation != generation
                     }
                 };
                 let th = &mut self.threads[t.idx()];
@@ -366,7 +362,7 @@ impl Sim {
                 }
                 th.spin_budget_left = left;
                 let SpinCond::BarrierGeneration { barrier, .. } = cond;
-                let spinners = &mut self.vms[vm].objects.barriers[barrier].spinners;
+                let spinners = &mut self.guests[vm].objects.barriers[barrier].spinners;
                 if !spinners.contains(&t) {
                     spinners.push(t);
                 }
@@ -384,7 +380,7 @@ impl Sim {
     /// The IPI-send exit completed on `from`: the hypervisor delivers the virtual IPIs. A running
     /// target gets it after the delivery latency; a halted one is woken (policy `wake`); a
     /// preempted one keeps it pending until it runs again.
-    pub(crate) fn deliver_ipis(&mut self, from: VcpuId, kind: IpiKind, targets: &[VcpuId], shootdown: u32, pages: u32) {
+    pub(super) fn deliver_ipis(&mut self, from: VcpuId, kind: IpiKind, targets: &[VcpuId], shootdown: u32, pages: u32) {
         let vm = self.vinfo[from.idx()].vm.idx();
         *self.vms[vm].stats.ipis_sent.entry(kind).or_insert(0) += targets.len() as u64;
         for &to in targets {
@@ -403,34 +399,29 @@ impl Sim {
                     self.ipis_in_flight += 1;
                     self.queue.push(self.now + self.costs.ipi_delivery, Event::IpiArrive(to, ipi));
                 }
-                VcpuState::Runnable => self.vcpus[to.idx()].pending_ipis.push_back(ipi),
+                VcpuState::Runnable => self.upcall(to, Upcall::Interrupt(ipi)),
                 VcpuState::Halted => {
-                    self.vcpus[to.idx()].pending_ipis.push_back(ipi);
+                    self.upcall(to, Upcall::Interrupt(ipi));
                     self.wake_vcpu(to, Some(from));
                 }
             }
         }
     }
 
+    /// A virtual IPI reaches `v` after the delivery latency: inject it (interrupting a running
+    /// thread); a vCPU that halted meanwhile is woken.
     pub fn on_ipi_arrive(&mut self, v: VcpuId, ipi: Ipi) {
         self.ipis_in_flight -= 1;
-        self.vcpus[v.idx()].pending_ipis.push_back(ipi);
-        match self.vinfo[v.idx()].state {
-            VcpuState::Running => {
-                if self.vcpus[v.idx()].activity == Activity::Thread {
-                    // Interrupt the thread: pause its step and run the handler first.
-                    self.settle(v);
-                    self.dispatch(v);
-                }
-            }
-            VcpuState::Halted => self.wake_vcpu(v, None),
-            VcpuState::Runnable => {}
+        let halted = self.vinfo[v.idx()].state == VcpuState::Halted;
+        self.upcall(v, Upcall::Interrupt(ipi));
+        if halted {
+            self.wake_vcpu(v, None);
         }
     }
 
     fn finish_ipi_handler(&mut self, v: VcpuId, ipi: Ipi) {
         // The handler's EOI exits to the hypervisor.
-        self.with_vcpu_policy(v, |pol, ctx| pol.ipi_handled(ctx, v, ipi.kind));
+        self.on_exit(v, Exit::Eoi { kind: ipi.kind });
         match ipi.kind {
             // scheduler_ipi: the guest scheduler runs on return; dispatch() picks up new work.
             IpiKind::Resched => {}
@@ -439,10 +430,8 @@ impl Sim {
                     // An idle vCPU in lazy-TLB mode leaves the mm (leave_mm, Linux 3.2).
                     self.vcpus[v.idx()].mm_loaded = false;
                 }
-                let sd = &mut self.shootdowns[ipi.shootdown as usize];
-                sd.pending_acks -= 1;
-                if sd.pending_acks == 0 {
-                    let initiator = sd.initiator;
+                let vm = self.vinfo[v.idx()].vm.idx();
+                if let Some(initiator) = self.guests[vm].ack_shootdown(ipi.shootdown) {
                     self.poke_thread(initiator);
                 }
             }

@@ -20,11 +20,18 @@ impl Sim {
     /// it makes belong to it: their owner is the pool).
     #[inline]
     fn call_policy<R>(&mut self, pool: PoolId, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
+        if self.pool_channels[pool.idx()].kernel_fn {
+            // Publish each guest's kernel function to its PV area for a policy that reads it.
+            for (area, vc) in self.pv.iter_mut().zip(&self.vcpus) {
+                area.kernel_fn = vc.func;
+            }
+        }
         let mut requests = std::mem::take(&mut self.requests);
         let Cpupool { view, policy } = &mut self.pools[pool.idx()];
         let scope = Scope { pool: view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity, trivial: self.trivial_placement };
         let host = HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology, scope: Some(scope) };
-        let r = f(policy.as_mut(), &mut PolicyCtx::for_owner(host, &mut requests, &mut self.timers, pool.0));
+        let mut ctx = PolicyCtx::for_owner(host, &mut requests, &mut self.timers, pool.0, &self.pv, self.pool_channels[pool.idx()]);
+        let r = f(policy.as_mut(), &mut ctx);
         self.requests = requests;
         r
     }
@@ -191,6 +198,8 @@ impl Sim {
             self.vinfo[v.idx()].state = VcpuState::Runnable;
             // KVM marks a yielding vCPU preempted too (still runnable, kvm_sched_out).
             self.vinfo[v.idx()].preempted = true;
+            self.pv[v.idx()].preempted = true;
+            self.vcpus[v.idx()].runnable_since = self.now;
             // A pause-loop yield is voluntary: not a preemption; but a lock holder or ticket
             // waiter descheduled by it still stalls its lock, so LHP/LWP count it.
             if !self.vcpus[v.idx()].yielding {
@@ -242,6 +251,9 @@ impl Sim {
         info.last_pcpu = p;
         info.run_start = self.now;
         info.preempted = false;
+        let pv = &mut self.pv[v.idx()];
+        pv.preempted = false;
+        pv.steal_time_ns += self.now - self.vcpus[v.idx()].runnable_since;
         self.pinfo[p.idx()].current = Some(v);
         self.pcpus[p.idx()].run_start = self.now;
         self.vms[vm.idx()].stats.switches_in += 1;
@@ -287,6 +299,8 @@ impl Sim {
         }
         self.vinfo[v.idx()].state = VcpuState::Runnable;
         self.vinfo[v.idx()].preempted = false;
+        self.pv[v.idx()].preempted = false;
+        self.vcpus[v.idx()].runnable_since = self.now;
         let vm = self.vinfo[v.idx()].vm.idx();
         self.vms[vm].stats.wakeups += 1;
         let waker_pcpu = waker.and_then(|w| self.vinfo[w.idx()].pcpu);
@@ -298,8 +312,9 @@ impl Sim {
         }
     }
 
-    /// A pause-loop exit: the spinning vCPU traps to the hypervisor, which yields it.
-    pub fn pause_loop_exit(&mut self, v: VcpuId) {
+    /// A pause-loop exit (`Exit::PauseLoop`): the spinning vCPU traps to the hypervisor, which
+    /// yields it.
+    pub(super) fn pause_loop_exit(&mut self, v: VcpuId) {
         let Some(p) = self.vinfo[v.idx()].pcpu else { return };
         self.settle(v);
         let vm = self.vinfo[v.idx()].vm.idx();

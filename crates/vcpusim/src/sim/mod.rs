@@ -4,27 +4,15 @@ pub mod build;
 pub mod execute;
 pub mod hypervisor_ops;
 pub mod invariants;
+pub mod line;
 pub mod pools;
 pub mod sampling;
 pub mod speed;
 pub mod state;
 
-use crate::api::{RunOptions, RunOutput};
 use crate::error::SimError;
 use crate::ids::{PcpuId, VcpuId};
-use crate::metrics::report;
-use crate::scenario::spec::Scenario;
 use state::{Event, Sim};
-
-pub fn run(scenario: &Scenario, options: &RunOptions) -> Result<RunOutput, SimError> {
-    let seed = options.seed.unwrap_or(scenario.run.seed);
-    let mut sim = Sim::build(scenario, seed, options.trace, options.check || scenario.run.check)?;
-    sim.start();
-    let finished = sim.run_until(scenario.run.duration, scenario.run.max_events)?;
-    sim.take_samples(sim.now);
-    sim.finish();
-    Ok(report::build(&sim, scenario, seed, finished))
-}
 
 impl Sim {
     /// Give the policy every VM's settings, insert every vCPU and let every pCPU pick.
@@ -89,7 +77,7 @@ impl Sim {
             Event::ActivityDone(v, e) => self.on_activity_done(v, e),
             Event::PauseLoopExit(v, e) => {
                 if self.vcpus[v.idx()].epoch == e {
-                    self.pause_loop_exit(v);
+                    self.on_exit(v, crate::vmexit::Exit::PauseLoop);
                 }
             }
             Event::IpiArrive(v, ipi) => self.on_ipi_arrive(v, ipi),
@@ -103,7 +91,14 @@ impl Sim {
                 }
             }
             Event::PoolChange(p, to) => self.move_pcpu(p, to),
-            Event::GuestTick(v) => self.on_guest_tick(v),
+            Event::GuestTick(v) => {
+                if self.vinfo[v.idx()].state == crate::hypervisor::policy::VcpuState::Running {
+                    self.upcall(v, crate::vmexit::Upcall::TimerTick);
+                } else {
+                    // A preempted vCPU takes no ticks; the guest re-arms when it dispatches again.
+                    self.vcpus[v.idx()].tick_armed = false;
+                }
+            }
             Event::PcpuOnline(p) => {
                 self.pcpus[p.idx()].online = true;
                 self.reschedule(p);

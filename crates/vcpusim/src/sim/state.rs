@@ -1,31 +1,23 @@
 //! The state of one simulation run: every entity, indexed by id.
 
 use crate::engine::event_queue::{EventId, EventQueue};
-use crate::guest::config::GuestConfig;
-use crate::guest::kernel_fn::KernelFn;
-use crate::guest::objects::{Shootdown, SyncObjects};
+use crate::guest::kernel::GuestKernel;
+use crate::vmexit::KernelFn;
 use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::Thread;
 use crate::hardware::costs::{Costs, Ple};
 use crate::hardware::speed::{Speed, SpeedModel};
 use crate::hardware::topology::Topology;
 use crate::hypervisor::cpupool::{Affinity, Cpupool};
-use crate::hypervisor::policy::{IpiKind, PcpuInfo, Request, TimerId, TimerTable, VcpuInfo, VmInfo, VmSched};
+use crate::vmexit::{Channels, PvArea};
+use crate::hypervisor::policy::{PcpuInfo, Request, TimerId, TimerTable, VcpuInfo, VmInfo, VmSched};
 use crate::ids::{PcpuId, PoolId, ThreadId, VcpuId};
 use crate::metrics::trace::TraceSink;
 use crate::metrics::vm_stats::VmStats;
 use crate::time::Nanos;
 use std::collections::VecDeque;
 
-/// A pending virtual interrupt.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Ipi {
-    pub kind: IpiKind,
-    pub from: VcpuId,
-    /// For TLB shootdowns: which one, and how many pages to flush.
-    pub shootdown: u32,
-    pub pages: u32,
-}
+pub use crate::vmexit::Ipi;
 
 /// What a running vCPU is doing right now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,8 +63,6 @@ pub struct Vcpu {
     pub activity: Activity,
     /// What the current activity's time is charged to.
     pub time_kind: TimeKind,
-    /// The kernel function it is in (instruction pointer).
-    pub func: KernelFn,
     /// When the current accounting segment began.
     pub seg_start: Nanos,
     /// Remaining work (work-ns, `hardware/speed.rs`) of a timed overhead or IRQ handler; a
@@ -89,8 +79,13 @@ pub struct Vcpu {
     pub mm_loaded: bool,
     /// A guest tick is armed.
     pub tick_armed: bool,
+    /// Guest: the kernel function it is in (instruction pointer), published to its PV area
+    /// (`Sim::pv`) lazily: just before a call to a policy that declared the `kernel_fn` channel.
+    pub func: KernelFn,
     /// Leaving its pCPU by a pause-loop yield (voluntary: not a preemption).
     pub yielding: bool,
+    /// Since when it has been runnable but not running (for the PV area's steal time).
+    pub runnable_since: Nanos,
 }
 
 pub struct Pcpu {
@@ -107,18 +102,11 @@ pub struct Pcpu {
 pub struct Vm {
     /// The scheduling settings the policy was last given (`Policy::adjust`).
     pub sched: VmSched,
-    pub threads: Vec<ThreadId>,
-    pub objects: SyncObjects,
-    pub guest: GuestConfig,
     pub iterations: Option<u64>,
     pub finished_at: Option<Nanos>,
-    pub live_threads: usize,
-    pub blocked_threads: usize,
     pub progress_unit: &'static str,
     pub workload: String,
     pub stats: VmStats,
-    /// Round-robin cursor for the guest's idle-vCPU search.
-    pub wake_cursor: usize,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -173,12 +161,17 @@ pub struct Sim {
     pub pinfo: Vec<PcpuInfo>,
     pub vminfo: Vec<VmInfo>,
     pub vcpus: Vec<Vcpu>,
+    /// Each vCPU's paravirtual area (`vmexit::PvArea`): host-written preempted flag and steal
+    /// time, guest-published kernel function.
+    pub pv: Vec<PvArea>,
+    /// The paravirtual channels each pool's policy declared (`PolicyKind::channels`).
+    pub pool_channels: Vec<Channels>,
     pub pcpus: Vec<Pcpu>,
     pub vms: Vec<Vm>,
     pub threads: Vec<Thread>,
     pub locks: Vec<Spinlock>,
-    pub shootdowns: Vec<Shootdown>,
-    pub free_shootdowns: Vec<u32>,
+    /// One guest kernel per VM (`guest/kernel.rs`): its sync objects, futexes, shootdowns.
+    pub guests: Vec<GuestKernel>,
     /// IPIs sent and not yet arrived (for deadlock detection).
     pub ipis_in_flight: u64,
     pub trace: Option<TraceSink>,

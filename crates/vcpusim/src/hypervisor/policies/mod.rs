@@ -47,6 +47,11 @@ pub trait PolicyKind: Sync {
     fn honours_cap(&self) -> bool {
         false
     }
+    /// The paravirtual channels the policy reads (`vmexit::Channels`): guest state it may see,
+    /// as a real hypervisor sees it only through an interface the guest shares. None by default.
+    fn channels(&self) -> crate::vmexit::Channels {
+        crate::vmexit::Channels::NONE
+    }
 }
 
 /// All policies, in the order `vcpusim list` shows them.

@@ -2,8 +2,8 @@
 //! `summary.json`. Numbers are formatted with fixed precision so output is byte-identical for
 //! the same scenario and seed on any machine.
 
-use crate::api::RunOutput;
-use crate::hypervisor::policy::IpiKind;
+use crate::output::RunOutput;
+use crate::vmexit::IpiKind;
 use crate::scenario::spec::Scenario;
 use crate::sim::state::Sim;
 use crate::time::to_ms;

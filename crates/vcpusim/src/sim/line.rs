@@ -1,0 +1,45 @@
+//! The host's side of the VM-exit line (`vmexit.rs`): every exit a guest vCPU takes is carried
+//! out by `on_exit`, and every way the host enters a guest goes through `upcall`.
+
+use super::state::{Activity, Sim, TimeKind};
+use crate::hypervisor::policy::VcpuState;
+use crate::ids::VcpuId;
+use crate::vmexit::{Exit, KernelFn, Upcall};
+
+impl Sim {
+    /// Guest vCPU `v` traps to the host with `exit`.
+    pub fn on_exit(&mut self, v: VcpuId, exit: Exit) {
+        match exit {
+            Exit::Hlt => {
+                // The exit's cost first; `on_activity_done` then blocks the vCPU (`halt`) unless an
+                // interrupt or work arrived meanwhile.
+                let cost = self.costs.hlt_exit;
+                self.vcpus[v.idx()].remaining = cost;
+                self.start_timed(v, Activity::Overhead { halting: true }, TimeKind::Overhead, KernelFn::Idle, cost);
+            }
+            Exit::IpiSendStarted => self.with_vcpu_policy(v, |pol, ctx| pol.ipi_send_started(ctx, v)),
+            Exit::IpiSend { kind, targets, shootdown, pages } => self.deliver_ipis(v, kind, &targets, shootdown, pages),
+            Exit::PauseLoop => self.pause_loop_exit(v),
+            Exit::Eoi { kind } => self.with_vcpu_policy(v, |pol, ctx| pol.ipi_handled(ctx, v, kind)),
+            Exit::Hypercall(h) => unimplemented!("hypercall {h:?}: no guest mechanism makes hypercalls yet"),
+        }
+    }
+
+    /// The host enters guest vCPU `v` with `upcall`.
+    pub fn upcall(&mut self, v: VcpuId, upcall: Upcall) {
+        match upcall {
+            Upcall::Resume => self.dispatch(v),
+            Upcall::Interrupt(ipi) => {
+                self.vcpus[v.idx()].pending_ipis.push_back(ipi);
+                let vc = &self.vcpus[v.idx()];
+                if self.vinfo[v.idx()].state == VcpuState::Running && vc.activity == Activity::Thread {
+                    // Interrupt the thread: pause its step and run the handler first.
+                    self.settle(v);
+                    self.dispatch(v);
+                }
+            }
+            Upcall::TimerTick => self.on_guest_tick(v),
+            Upcall::PreemptNotice => unimplemented!("no policy sends preemption notices yet"),
+        }
+    }
+}

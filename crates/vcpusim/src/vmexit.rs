@@ -1,0 +1,175 @@
+//! The VM-exit line: where a guest kernel meets the host, as a real VM meets its hypervisor.
+//!
+//! ```text
+//!            guest kernel (one per VM: guest/)                 per-vCPU PV area
+//!   threads, guest scheduler, spinlocks, futex, TLB     ┌──────────────────────────────┐
+//!   shootdown, interrupt handlers                        │ host writes: preempted,      │
+//!        │                          ▲                    │   steal_time_ns              │
+//!        │ Exit                     │ Upcall             │ guest writes: kernel_fn      │
+//!        │ (Sim::on_exit)           │ (Sim::upcall)      │ (read by a policy only if it │
+//!        ▼                          │                    │  declares Channels::kernel_fn)│
+//!   ─────────────────────────── the line ────────────────└──────────────────────────────┘
+//!            host (sim/, hardware/, hypervisor/)
+//!   pCPUs, vCPU execution and accounting, IPI delivery, VMEXIT costs, PLE,
+//!   cpupools and their policies (which see exits, their own state, declared channels)
+//! ```
+//!
+//! The guest reaches the host only by an [`Exit`]; the host reaches the guest only by an
+//! [`Upcall`] and through the per-vCPU [`PvArea`]. This module is the vocabulary both sides
+//! share; it imports nothing of either. The host carries exits out in `sim/line.rs`.
+
+use crate::ids::VcpuId;
+use crate::time::Nanos;
+
+/// Kinds of inter-processor interrupts a guest sends (seed 000 section 2.1, Figure 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum IpiKind {
+    /// Reschedule IPI: a thread was woken for a remote vCPU.
+    Resched,
+    /// TLB-shootdown IPI: the sender waits for every recipient's acknowledgement.
+    TlbShootdown,
+}
+
+impl IpiKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            IpiKind::Resched => "resched",
+            IpiKind::TlbShootdown => "tlb",
+        }
+    }
+}
+
+
+/// A virtual interrupt on its way to (or pending in) a vCPU: its kind and sender, and for a TLB
+/// shootdown the guest's payload (which shootdown, how many pages to flush), which the host
+/// carries without reading (as the guest's flush info sits in guest memory).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ipi {
+    pub kind: IpiKind,
+    pub from: VcpuId,
+    /// For TLB shootdowns: which one, and how many pages to flush.
+    pub shootdown: u32,
+    pub pages: u32,
+}
+
+/// What a guest vCPU does that traps to the host (a VMEXIT). The host charges its cost, tells
+/// the vCPU's policy what a real hypervisor would see, and carries it out (`Sim::on_exit`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// The idle loop executed HLT: after the exit's cost the vCPU blocks, unless an interrupt or
+    /// work arrived meanwhile (KVM `kvm_vcpu_has_events`).
+    Hlt,
+    /// The first APIC access of an IPI send: the hypervisor sees the send coming before the ICR
+    /// write completes (seed 000 section 4.2: the early detection of an IPI-driven policy;
+    /// `Policy::ipi_send_started`).
+    IpiSendStarted,
+    /// The APIC ICR writes of an IPI send, once their cost is paid (one exit per target without
+    /// APICv, seed 000 section 4.2): the host delivers the virtual interrupts (`Policy::ipi_sent`
+    /// for each target; a halted target is woken).
+    IpiSend { kind: IpiKind, targets: Vec<VcpuId>, shootdown: u32, pages: u32 },
+    /// Pause-loop exiting: the vCPU spun in a PAUSE loop at CPL 0 longer than the PLE window;
+    /// the host yields it (`Policy::yield_vcpu`, `YieldReason::PauseLoop`).
+    PauseLoop,
+    /// The end-of-interrupt write of a handler (`Policy::ipi_handled`).
+    Eoi { kind: IpiKind },
+    /// A paravirtual hypercall. None is made yet: they are defined for the seeds that need them
+    /// (later issues), so that the line has its final shape.
+    Hypercall(Hypercall),
+}
+
+/// Paravirtual hypercalls (for later issues: no guest mechanism issues them yet).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hypercall {
+    /// Give up the pCPU (Xen `SCHEDOP_yield`, KVM `KVM_HC_SCHED_YIELD`).
+    Yield,
+    /// Wake a vCPU halted in a paravirtual spinlock's slow path (KVM `KVM_HC_KICK_CPU`).
+    Kick(VcpuId),
+    /// Block until an event arrives (Xen `SCHEDOP_poll`: pv spinlock slow path).
+    Poll,
+}
+
+/// What the host does to a guest vCPU (`Sim::upcall`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Upcall {
+    /// VM entry: the vCPU executes guest code again (after a switch-in, an exit's cost, a poke).
+    Resume,
+    /// A virtual interrupt is injected: it becomes pending, and a vCPU executing thread code
+    /// takes it at once (the thread's step pauses for the handler).
+    Interrupt(Ipi),
+    /// The guest's timer tick fires (only on a running vCPU: a preempted one takes none).
+    TimerTick,
+    /// Notice that the vCPU is about to be preempted (seed 003, IRS: the guest may migrate its
+    /// current thread away first). For later issues: never sent yet.
+    PreemptNotice,
+}
+
+/// The per-vCPU paravirtual area: memory the guest and the host share (as KVM's
+/// `kvm_steal_time`, whose `preempted` byte PV spinlocks read). It lives in the host's per-vCPU
+/// state (`Sim::pv`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PvArea {
+    /// Written by the host: descheduled while still runnable (KVM `KVM_VCPU_PREEMPTED`).
+    pub preempted: bool,
+    /// Written by the host: time spent runnable but not running (KVM `steal`).
+    pub steal_time_ns: Nanos,
+    /// Written by the guest: the kernel function it executes (seed 002's symbol lookup of the
+    /// instruction pointer). Published lazily: the host copies each guest's current one here
+    /// just before calling a policy that declared the `kernel_fn` channel (a store on every
+    /// change of function, in a second table, measured 0.95 of the base events/s on the
+    /// quickstart bench against 0.97 lazily, on a noisy shared machine).
+    pub kernel_fn: KernelFn,
+}
+
+impl Default for PvArea {
+    fn default() -> Self {
+        PvArea { preempted: false, steal_time_ns: 0, kernel_fn: KernelFn::Idle }
+    }
+}
+
+/// The paravirtual channels a policy reads (`PolicyKind::channels`). A policy sees guest state
+/// only through a channel it declares; none is declared by default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Channels {
+    /// The guest's published kernel function (`PvArea::kernel_fn`, `PolicyCtx::kernel_fn`).
+    pub kernel_fn: bool,
+}
+
+impl Channels {
+    pub const NONE: Channels = Channels { kernel_fn: false };
+}
+
+/// The guest-kernel function a vCPU is executing: what a hypervisor could read from the
+/// instruction pointer with the guest's symbol table (seed 002 section 3; seed 000 section 4.2
+/// used it to locate LHPs). Published in the PV area; policies see it only through an explicit
+/// paravirtual channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum KernelFn {
+    /// Not in the kernel: user code.
+    User,
+    /// The idle loop / HLT.
+    Idle,
+    /// Generic system-call work (Syscall ops, mmap).
+    Syscall,
+    /// futex_wait (kernel/futex.c).
+    FutexWait,
+    /// futex_wake (kernel/futex.c).
+    FutexWake,
+    /// Unmapping and flush_tlb_others / native_flush_tlb_others (arch/x86/mm/tlb.c).
+    FlushTlbOthers,
+    /// An IPI handler: smp_reschedule_interrupt or flush_tlb_func.
+    IpiHandler,
+}
+
+impl KernelFn {
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelFn::User => "user",
+            KernelFn::Idle => "idle",
+            KernelFn::Syscall => "syscall",
+            KernelFn::FutexWait => "futex_wait",
+            KernelFn::FutexWake => "futex_wake",
+            KernelFn::FlushTlbOthers => "flush_tlb_others",
+            KernelFn::IpiHandler => "ipi_handler",
+        }
+    }
+}
