@@ -88,9 +88,12 @@ def _vm_table(result: Result, title: str) -> Table:
     rows = list(csv.DictReader(io.StringIO(result.vms_csv)))
     header = rows[0].keys() if rows else next(csv.reader(io.StringIO(result.vms_csv)), [])
     columns = [c for c in VM_TABLE_COLUMNS if c in header]
+    # With cpupools, say which pool each VM is in (beside its pool's policy).
+    if "pool" in header and len({row["pool"] for row in rows}) > 1:
+        columns.insert(columns.index("policy") + 1, "pool")
     table = Table(title=Text(title))
     for column in columns:
-        if column in ("vm", "policy"):
+        if column in ("vm", "policy", "pool"):
             table.add_column(column, no_wrap=True)
         else:
             # Long headers wrap (never "cpu_ti…"): the names are the CSV's, users look them up.
