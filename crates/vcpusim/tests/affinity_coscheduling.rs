@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{num, run_spans, run_toml, vm_table, Span};
+use common::{num, run_spans, run_toml, vm_table, Rng, Span};
 
 /// Run with check mode and the trace on; the pCPU run spans.
 fn spans(text: &str) -> (vcpusim::api::RunOutput, Vec<Span>) {
@@ -144,33 +144,11 @@ fn hybrid_co_schedules_a_pinned_concurrent_vm_beside_pinned_hit_vms() {
     assert!(c[4] as f64 > 0.99 * running as f64, "con's vCPUs were not co-scheduled: {c:?}");
 }
 
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    /// A non-empty subset of `pcpus` as a cpulist.
-    fn mask(&mut self, pcpus: &[u32]) -> String {
-        let mut picked: Vec<u32> = pcpus.iter().copied().filter(|_| self.below(2) == 0).collect();
-        if picked.is_empty() {
-            picked.push(pcpus[self.below(pcpus.len() as u64) as usize]);
-        }
-        picked.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",")
-    }
-}
 
 /// A random host: pool0 (credit or cfs, or the co-scheduling policy itself) and a pool of gang
 /// or hybrid, VMs of random sizes, workloads, classes and per-vCPU hard and soft masks.
 fn random_scenario(seed: u64) -> String {
-    let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut r = Rng::new(seed);
     let npcpus = 4 + r.below(5) as u32;
     let cosched = ["gang", "hybrid"][r.below(2) as usize];
     let split = 1 + r.below(npcpus as u64 - 1) as u32; // pool0 = 0..split, "x" = split..npcpus

@@ -5,6 +5,9 @@
 //! running vCPU is inside its pool and its hard affinity", run after every event, and a
 //! `do_schedule` answer outside hard affinity fails the run at once.
 
+mod common;
+
+use common::Rng;
 use vcpusim::api::load_scenario;
 use vcpusim::hardware::cpumask::CpuMask;
 use vcpusim::hypervisor::cpupool::Affinity;
@@ -44,20 +47,6 @@ fn run_measured(sim: &mut Sim, until: u64) -> Vec<Vec<u64>> {
     on
 }
 
-/// A small deterministic generator for the random masks (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// A random non-empty mask over `n` pCPUs: a single pCPU (a pin) a third of the time, otherwise
 /// each pCPU with probability 1/2.
@@ -97,7 +86,7 @@ fn random_hard_masks_are_never_left_and_runs_pass_every_invariant() {
         );
         let mut sim = build(&text);
         let n = sim.pinfo.len() as u32;
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (seed + 1));
+        let mut rng = Rng::new(seed);
         for v in 0..sim.affinity.len() {
             let hard = random_mask(&mut rng, n);
             // A soft mask for some: random, possibly disjoint from the hard one.

@@ -68,3 +68,26 @@ pub fn spans_of(out: &RunOutput) -> Vec<Span> {
         })
         .collect()
 }
+
+/// A seeded generator for the random-scenario tests (PCG64, as the engine's streams).
+pub struct Rng(rand_pcg::Pcg64Mcg);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        use rand::SeedableRng;
+        Rng(rand_pcg::Pcg64Mcg::seed_from_u64(seed))
+    }
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        use rand::Rng as _;
+        self.0.random_range(0..n)
+    }
+    /// A non-empty subset of `pcpus` as a cpulist.
+    pub fn mask(&mut self, pcpus: &[u32]) -> String {
+        let mut picked: Vec<u32> = pcpus.iter().copied().filter(|_| self.below(2) == 0).collect();
+        if picked.is_empty() {
+            picked.push(pcpus[self.below(pcpus.len() as u64) as usize]);
+        }
+        picked.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",")
+    }
+}
