@@ -113,7 +113,7 @@ impl Sim {
         // As guest_block_current, minus its futex_wait count and deadlock check: a sleeper here
         // always has a running owner ahead of it (owners never sleep while holding the
         // semaphore in this model), so its VM cannot be deadlocked by it.
-        let current = self.vcpus[v.idx()].current.take();
+        let current = self.gvcpu_mut(v).current.take();
         debug_assert_eq!(current, Some(t), "the sleeper runs on its vCPU");
         self.threads[t.idx()].state = ThreadState::Blocked(FutexKey::MmSem);
         self.guests[vm].blocked_threads += 1;

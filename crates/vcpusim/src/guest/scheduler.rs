@@ -11,27 +11,25 @@ use crate::SimError;
 impl Sim {
     /// Guest view of an idle vCPU: no thread running or queued on it.
     fn guest_idle(&self, v: VcpuId) -> bool {
-        self.vcpus[v.idx()].current.is_none() && self.vcpus[v.idx()].runqueue.is_empty()
+        self.gvcpu(v).idle()
     }
 
     /// Pick the next thread for an idle vCPU: its own queue first, else pull one queued thread
     /// from the sibling with the longest queue (newidle balancing).
     pub fn guest_pick_next(&mut self, v: VcpuId) -> Option<ThreadId> {
-        let t = match self.vcpus[v.idx()].runqueue.pop_front() {
+        let (vm, i) = self.gslot(v);
+        let g = &mut self.guests[vm];
+        let t = match g.vcpus[i].runqueue.pop_front() {
             Some(t) => t,
             None => {
-                let vm = self.vinfo[v.idx()].vm.idx();
-                let busiest = self.guests[vm]
-                    .vcpus
-                    .iter()
-                    .copied()
-                    .filter(|u| *u != v && !self.vcpus[u.idx()].runqueue.is_empty())
-                    .max_by_key(|u| (self.vcpus[u.idx()].runqueue.len(), std::cmp::Reverse(u.0)))?;
-                self.vcpus[busiest.idx()].runqueue.pop_back()?
+                let busiest = (0..g.vcpus.len())
+                    .filter(|&u| u != i && !g.vcpus[u].runqueue.is_empty())
+                    .max_by_key(|&u| (g.vcpus[u].runqueue.len(), std::cmp::Reverse(g.vcpus[u].id.0)))?;
+                g.vcpus[busiest].runqueue.pop_back()?
             }
         };
-        self.vcpus[v.idx()].current = Some(t);
-        self.vcpus[v.idx()].mm_loaded = true;
+        g.vcpus[i].current = Some(t);
+        g.vcpus[i].mm_loaded = true;
         self.threads[t.idx()].vcpu = v;
         Some(t)
     }
@@ -47,8 +45,9 @@ impl Sim {
         let n = self.guests[vm].vcpus.len();
         let start = self.guests[vm].wake_cursor;
         for i in 0..n {
-            let u = self.guests[vm].vcpus[(start + i) % n];
-            if self.guest_idle(u) {
+            let u = &self.guests[vm].vcpus[(start + i) % n];
+            if u.idle() {
+                let u = u.id;
                 self.guests[vm].wake_cursor = (start + i + 1) % n;
                 return u;
             }
@@ -68,13 +67,13 @@ impl Sim {
         self.guests[vm].blocked_threads -= 1;
         let target = self.wake_target(t);
         self.threads[t.idx()].vcpu = target;
-        self.vcpus[target.idx()].runqueue.push_back(t);
+        self.gvcpu_mut(target).runqueue.push_back(t);
         (target != waker).then_some(target)
     }
 
     /// The running thread of `v` sleeps on a futex.
     pub fn guest_block_current(&mut self, v: VcpuId, key: FutexKey) {
-        let t = self.vcpus[v.idx()].current.take().expect("a blocking vCPU runs a thread");
+        let t = self.gvcpu_mut(v).current.take().expect("a blocking vCPU runs a thread");
         self.threads[t.idx()].state = ThreadState::Blocked(key);
         let vm = self.threads[t.idx()].vm.idx();
         self.guests[vm].blocked_threads += 1;
@@ -112,7 +111,7 @@ impl Sim {
 
     /// The thread's program ended (or its VM finished).
     pub fn guest_exit_current(&mut self, v: VcpuId) {
-        let t = self.vcpus[v.idx()].current.take().expect("an exiting vCPU runs a thread");
+        let t = self.gvcpu_mut(v).current.take().expect("an exiting vCPU runs a thread");
         self.threads[t.idx()].state = ThreadState::Exited;
         let vm = self.threads[t.idx()].vm.idx();
         self.guests[vm].live_threads -= 1;
@@ -123,40 +122,45 @@ impl Sim {
 
     /// Arm the guest tick on `v` when it has threads waiting behind the current one.
     pub fn arm_guest_tick(&mut self, v: VcpuId) {
-        let vc = &mut self.vcpus[v.idx()];
-        if !vc.tick_armed && !vc.runqueue.is_empty() {
-            vc.tick_armed = true;
-            let vm = self.vinfo[v.idx()].vm.idx();
-            self.queue.push(self.now + self.guests[vm].config.tick, Event::GuestTick(v));
+        let (vm, i) = self.gslot(v);
+        let g = &mut self.guests[vm];
+        let gv = &mut g.vcpus[i];
+        if !gv.tick_armed && !gv.runqueue.is_empty() {
+            gv.tick_armed = true;
+            self.queue.push(self.now + g.config.tick, Event::GuestTick(v));
         }
     }
 
     /// Guest timer tick (`Upcall::TimerTick`, running vCPUs only): round-robin between the threads of a vCPU (only at a preemptible
     /// point: user mode, no spinlock held) and push a queued thread to an idle sibling.
     pub fn on_guest_tick(&mut self, v: VcpuId) {
-        self.vcpus[v.idx()].tick_armed = false;
-        if self.vcpus[v.idx()].runqueue.is_empty() {
+        let (vm, i) = self.gslot(v);
+        self.guests[vm].vcpus[i].tick_armed = false;
+        if self.guests[vm].vcpus[i].runqueue.is_empty() {
             return;
         }
         // Periodic balancing: hand a queued thread to an idle sibling.
-        let vm = self.vinfo[v.idx()].vm.idx();
-        let idle = self.guests[vm].vcpus.iter().copied().find(|u| *u != v && self.guest_idle(*u));
+        let idle = self.guests[vm].vcpus.iter().position(|u| u.id != v && u.idle());
         if let Some(u) = idle {
-            if let Some(t) = self.vcpus[v.idx()].runqueue.pop_back() {
+            let g = &mut self.guests[vm];
+            if let Some(t) = g.vcpus[i].runqueue.pop_back() {
+                g.vcpus[u].runqueue.push_back(t);
+                let u = g.vcpus[u].id;
                 self.threads[t.idx()].vcpu = u;
-                self.vcpus[u.idx()].runqueue.push_back(t);
                 self.send_ipi_from_interrupt(v, u);
             }
         }
-        if let Some(cur) = self.vcpus[v.idx()].current {
+        if let Some(cur) = self.guests[vm].vcpus[i].current {
+            let gv = &self.guests[vm].vcpus[i];
             let preemptible = self.threads[cur.idx()].held.is_empty()
                 && self.vcpus[v.idx()].activity == Activity::Thread
-                && self.vcpus[v.idx()].func == crate::guest::kernel_fn::KernelFn::User
-                && !self.vcpus[v.idx()].runqueue.is_empty();
+                && gv.func == crate::guest::kernel_fn::KernelFn::User
+                && !gv.runqueue.is_empty();
             if preemptible {
                 self.settle(v);
-                self.vcpus[v.idx()].current = None;
-                self.vcpus[v.idx()].runqueue.push_back(cur);
+                let gv = &mut self.guests[vm].vcpus[i];
+                gv.current = None;
+                gv.runqueue.push_back(cur);
                 self.dispatch(v);
             }
         }

@@ -17,12 +17,12 @@ impl Sim {
         let targets: Vec<VcpuId> = self.guests[vm]
             .vcpus
             .iter()
-            .copied()
-            .filter(|u| *u != v)
+            .filter(|u| u.id != v)
             .filter(|u| match mode {
-                TlbTargets::AllInMask => self.vcpus[u.idx()].mm_loaded,
-                TlbTargets::SkipLazy => self.vcpus[u.idx()].mm_loaded && self.vcpus[u.idx()].current.is_some(),
+                TlbTargets::AllInMask => u.mm_loaded,
+                TlbTargets::SkipLazy => u.mm_loaded && u.current.is_some(),
             })
+            .map(|u| u.id)
             .collect();
         if targets.is_empty() {
             return;
