@@ -76,8 +76,8 @@ impl Sim {
             Op::Barrier { barrier, wait } => vec![Step::Do(Action::BarrierArrive { barrier, wait })],
             Op::CondWait { cond, mutex } => vec![Step::Do(Action::CondWait { cond, mutex })],
             Op::CondSignal { cond, all } => vec![Step::Do(Action::CondSignal { cond, all })],
-            Op::QueuePut(q) => vec![Step::Do(Action::MutexLock(self.queue_mutex(t, q))), Step::Do(Action::QueuePut(q))],
-            Op::QueueGet(q) => vec![Step::Do(Action::MutexLock(self.queue_mutex(t, q))), Step::Do(Action::QueueGet(q))],
+            Op::QueuePut(q) => vec![Step::Do(Action::MutexLock(self.guests[vm].queue_mutex(q))), Step::Do(Action::QueuePut(q))],
+            Op::QueueGet(q) => vec![Step::Do(Action::MutexLock(self.guests[vm].queue_mutex(q))), Step::Do(Action::QueueGet(q))],
             // Both hold mmap_sem for write across their work (guest/mm_sem.rs); munmap's TLB
             // shootdown runs under it too (unmap_region -> tlb_finish_mmu, Linux 3.2).
             Op::Mmap { pages } => vec![

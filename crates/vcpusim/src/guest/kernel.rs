@@ -10,11 +10,31 @@
 use super::config::GuestConfig;
 use super::objects::{futex_bucket, Shootdown, SyncObjects};
 use super::spinlock::Spinlock;
-use super::thread::FutexKey;
+use super::thread::{FutexKey, Step, Thread};
+use crate::hardware::costs::Costs;
 use crate::ids::{LockId, ThreadId, VcpuId, VmId};
 use crate::time::Nanos;
 use crate::vmexit::{Ipi, KernelFn};
 use std::collections::VecDeque;
+
+/// What a guest-kernel operation needs beyond its VM's own state: the host-wide thread and
+/// spinlock tables (ids are host-wide; a VM's operations touch only its own entries) and the
+/// costs its kernel paths take (the syscall entry). `Sim::guest_env` lends them.
+pub struct GuestEnv<'a> {
+    pub threads: &'a mut [Thread],
+    pub locks: &'a mut Vec<Spinlock>,
+    pub costs: &'a Costs,
+}
+
+impl GuestEnv<'_> {
+    /// Queue `steps` in front of thread `t`'s pending steps, in order.
+    pub fn push_front_steps(&mut self, t: ThreadId, steps: Vec<Step>) {
+        let q = &mut self.threads[t.idx()].steps;
+        for s in steps.into_iter().rev() {
+            q.push_front(s);
+        }
+    }
+}
 
 /// The guest kernel's state of one of its vCPUs (Linux: the per-CPU run queue and `current`,
 /// the interrupts the local APIC holds for it, the CPU's bit in `mm_cpumask`, its tick).

@@ -1,7 +1,7 @@
 //! The state of one simulation run: every entity, indexed by id.
 
 use crate::engine::event_queue::{EventId, EventQueue};
-use crate::guest::kernel::{GuestKernel, GuestVcpu};
+use crate::guest::kernel::{GuestEnv, GuestKernel, GuestVcpu};
 use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::Thread;
 use crate::hardware::costs::{Costs, Ple};
@@ -207,5 +207,11 @@ impl Sim {
     pub fn gvcpu_mut(&mut self, v: VcpuId) -> &mut GuestVcpu {
         let (vm, i) = self.gslot(v);
         &mut self.guests[vm].vcpus[i]
+    }
+
+    /// VM `vm`'s guest kernel and what its operations need from the host's tables.
+    #[inline]
+    pub fn guest_env(&mut self, vm: usize) -> (&mut GuestKernel, GuestEnv<'_>) {
+        (&mut self.guests[vm], GuestEnv { threads: &mut self.threads, locks: &mut self.locks, costs: &self.costs })
     }
 }
