@@ -190,27 +190,28 @@ impl Sim {
 
     /// Decide and start what running `v` does next.
     pub fn dispatch(&mut self, v: VcpuId) {
+        let (vm, i) = self.gslot(v);
         loop {
             if self.stop.is_some() || !self.running(v) {
                 return;
             }
             // Executing guest code from here on (a poke or an IPI arrival may now interrupt it).
             self.vcpus[v.idx()].activity = Activity::Thread;
-            let (vm, i) = self.gslot(v);
-            if self.guests[vm].vcpus[i].irq.is_some() {
+            let gv = &mut self.guests[vm].vcpus[i];
+            if gv.irq.is_some() {
                 // A handler interrupted by a deschedule resumes where it stopped.
                 let left = self.vcpus[v.idx()].remaining;
                 self.start_timed(v, Activity::Irq, TimeKind::Irq, KernelFn::IpiHandler, left);
                 return;
             }
-            if let Some(ipi) = self.guests[vm].vcpus[i].pending_ipis.pop_front() {
+            if let Some(ipi) = gv.pending_ipis.pop_front() {
                 let cost = self.costs.ipi_handler + ipi.pages as u64 * self.costs.tlb_flush_per_page;
-                self.guests[vm].vcpus[i].irq = Some(ipi);
+                gv.irq = Some(ipi);
                 self.vcpus[v.idx()].remaining = cost;
                 self.start_timed(v, Activity::Irq, TimeKind::Irq, KernelFn::IpiHandler, cost);
                 return;
             }
-            let t = match self.guests[vm].vcpus[i].current {
+            let t = match gv.current {
                 Some(t) => t,
                 None => match self.guest_pick_next(v) {
                     Some(t) => t,
@@ -221,7 +222,9 @@ impl Sim {
                     }
                 },
             };
-            self.arm_guest_tick(v);
+            if let Some(tick) = self.guests[vm].arm_tick(i) {
+                self.queue.push(self.now + tick, Event::GuestTick(v));
+            }
             match self.run_front_step(v, t) {
                 StepOutcome::Busy => {
                     self.zero_time_steps = 0;
