@@ -10,7 +10,8 @@ fn main() {
     println!("result {:?} now {}", r.is_ok(), sim.now);
     for (i, vi) in sim.vinfo.iter().enumerate() {
         let vc = &sim.vcpus[i];
-        println!("vcpu {i} vm {} {:?} pcpu {:?} preempted {} act {:?} kind {:?} cur {:?} rq {:?} pending {:?}", vi.vm, vi.state, vi.pcpu, vi.preempted, vc.activity, vc.time_kind, vc.current, vc.runqueue, vc.pending_ipis.len());
+        let gv = sim.gvcpu(vcpusim::ids::VcpuId(i as u32));
+        println!("vcpu {i} vm {} {:?} pcpu {:?} preempted {} act {:?} kind {:?} cur {:?} rq {:?} pending {:?}", vi.vm, vi.state, vi.pcpu, vi.preempted, vc.activity, vc.time_kind, gv.current, gv.runqueue, gv.pending_ipis.len());
     }
     for t in &sim.threads {
         println!("thread {} vm {} {:?} vcpu {} front {:?}", t.id, t.vm, t.state, t.vcpu, t.steps.front());

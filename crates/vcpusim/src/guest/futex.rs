@@ -6,6 +6,7 @@
 //! (wake_q, Linux 4.2+), per GuestConfig::futex_wake_ipi.
 
 use super::config::FutexWakeIpi;
+use super::kernel::{GuestEnv, GuestKernel};
 use super::kernel_fn::KernelFn;
 use super::thread::{Action, FutexKey, Step};
 use crate::vmexit::IpiKind;
@@ -22,13 +23,12 @@ const WAKE_ONE_NS: Nanos = 200;
 /// (get_futex_value_locked + queue_me's plist_add), assumed; a few cache misses.
 const QUEUE_NS: Nanos = 100;
 
-impl Sim {
+impl GuestKernel {
     /// A futex system call: enter the kernel, run `action` under the bucket lock (after
     /// `locked_ns` of work there).
-    fn futex_call(&mut self, t: ThreadId, key: FutexKey, func: KernelFn, locked_ns: Nanos, action: Action) -> Vec<Step> {
-        let vm = self.threads[t.idx()].vm.idx();
-        let lock = self.guests[vm].futex_bucket_lock(key, &mut self.locks, FUTEX_LOCK_CLASS);
-        let mut steps = vec![Step::Run { ns: self.costs.syscall, func }, Step::Lock { lock, func }];
+    fn futex_call(&mut self, env: &mut GuestEnv, key: FutexKey, func: KernelFn, locked_ns: Nanos, action: Action) -> Vec<Step> {
+        let lock = self.futex_bucket_lock(key, env.locks, FUTEX_LOCK_CLASS);
+        let mut steps = vec![Step::Run { ns: env.costs.syscall, func }, Step::Lock { lock, func }];
         if locked_ns > 0 {
             steps.push(Step::Run { ns: locked_ns, func });
         }
@@ -37,44 +37,39 @@ impl Sim {
     }
 
     /// Steps of futex_wait(key, expect): sleep unless the word changed.
-    pub fn futex_wait_steps(&mut self, t: ThreadId, key: FutexKey, expect: u64) -> Vec<Step> {
-        let mut steps = self.futex_call(t, key, KernelFn::FutexWait, QUEUE_NS, Action::FutexQueue { key, expect });
+    pub fn futex_wait_steps(&mut self, env: &mut GuestEnv, key: FutexKey, expect: u64) -> Vec<Step> {
+        let mut steps = self.futex_call(env, key, KernelFn::FutexWait, QUEUE_NS, Action::FutexQueue { key, expect });
         steps.push(Step::Do(Action::FutexSleep));
         steps
     }
 
     /// Steps of futex_wake(key, n).
-    pub fn futex_wake_steps(&mut self, t: ThreadId, key: FutexKey, n: usize) -> Vec<Step> {
-        self.futex_call(t, key, KernelFn::FutexWake, 0, Action::FutexWake { key, n })
+    pub fn futex_wake_steps(&mut self, env: &mut GuestEnv, key: FutexKey, n: usize) -> Vec<Step> {
+        self.futex_call(env, key, KernelFn::FutexWake, 0, Action::FutexWake { key, n })
     }
 
     /// Under the bucket lock: queue `t` if the futex word still holds `expect`.
-    pub fn futex_queue(&mut self, t: ThreadId, key: FutexKey, expect: u64) {
-        let vm = self.threads[t.idx()].vm.idx();
-        if self.guests[vm].objects.futex_value(key) == expect {
-            self.guests[vm].objects.futex_waiters.entry(key).or_default().push_back(t);
-            self.threads[t.idx()].futex_queued = Some(key);
+    pub fn futex_queue(&mut self, env: &mut GuestEnv, t: ThreadId, key: FutexKey, expect: u64) {
+        if self.objects.futex_value(key) == expect {
+            self.objects.futex_waiters.entry(key).or_default().push_back(t);
+            env.threads[t.idx()].futex_queued = Some(key);
         } else {
-            self.threads[t.idx()].futex_queued = None;
+            env.threads[t.idx()].futex_queued = None;
         }
     }
 
-    /// After the unlock: sleep if still queued (a waker may have dequeued it meanwhile).
-    pub fn futex_sleep(&mut self, v: VcpuId, t: ThreadId) {
-        let Some(key) = self.threads[t.idx()].futex_queued.take() else { return };
-        let vm = self.threads[t.idx()].vm.idx();
-        let queued = self.guests[vm].objects.futex_waiters.get(&key).is_some_and(|q| q.contains(&t));
-        if queued {
-            self.guest_block_current(v, key);
-        }
+    /// After the unlock: the futex `t` must sleep on, if it is still queued (a waker may have
+    /// dequeued it meanwhile).
+    pub fn futex_sleep_key(&mut self, env: &mut GuestEnv, t: ThreadId) -> Option<FutexKey> {
+        let key = env.threads[t.idx()].futex_queued.take()?;
+        self.objects.futex_waiters.get(&key).is_some_and(|q| q.contains(&t)).then_some(key)
     }
 
     /// Under the bucket lock: dequeue up to `n` waiters and make them runnable; the reschedule
     /// IPIs to remote vCPUs become a SendIpis step placed before or after the unlock.
-    pub fn futex_wake(&mut self, v: VcpuId, t: ThreadId, key: FutexKey, n: usize) {
-        let vm = self.threads[t.idx()].vm.idx();
+    pub fn futex_wake(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId, key: FutexKey, n: usize) {
         let mut woken = Vec::new();
-        if let Some(q) = self.guests[vm].objects.futex_waiters.get_mut(&key) {
+        if let Some(q) = self.objects.futex_waiters.get_mut(&key) {
             while woken.len() < n {
                 match q.pop_front() {
                     Some(w) => woken.push(w),
@@ -82,20 +77,19 @@ impl Sim {
                 }
             }
         }
-        self.vms[vm].stats.futex_wakes += 1;
         let mut targets: Vec<VcpuId> = Vec::new();
         for w in &woken {
-            if let Some(target) = self.guest_wake_thread(v, *w) {
+            if let Some(target) = self.wake_thread(env.threads, v, *w) {
                 if !targets.contains(&target) {
                     targets.push(target);
                 }
             }
         }
-        let th = &mut self.threads[t.idx()];
+        let th = &mut env.threads[t.idx()];
         let ipis = (!targets.is_empty())
             .then(|| Step::SendIpis { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0, func: KernelFn::FutexWake });
         // The front step now is the bucket Unlock.
-        match (ipis, self.guests[vm].config.futex_wake_ipi) {
+        match (ipis, self.config.futex_wake_ipi) {
             (Some(s), FutexWakeIpi::UnderLock) => th.steps.push_front(s),
             (Some(s), FutexWakeIpi::AfterUnlock) => th.steps.insert(1, s),
             (None, _) => {}
@@ -103,5 +97,24 @@ impl Sim {
         if !woken.is_empty() {
             th.steps.push_front(Step::Run { ns: WAKE_ONE_NS * woken.len() as u64, func: KernelFn::FutexWake });
         }
+    }
+}
+
+impl Sim {
+    /// `Action::FutexSleep` of thread `t` on vCPU `v`: block if still queued.
+    pub fn futex_sleep(&mut self, v: VcpuId, t: ThreadId) {
+        let vm = self.threads[t.idx()].vm.idx();
+        let (g, mut env) = self.guest_env(vm);
+        if let Some(key) = g.futex_sleep_key(&mut env, t) {
+            self.guest_block_current(v, key);
+        }
+    }
+
+    /// `Action::FutexWake` of thread `t` on vCPU `v` (`GuestKernel::futex_wake`).
+    pub fn futex_wake(&mut self, v: VcpuId, t: ThreadId, key: FutexKey, n: usize) {
+        let vm = self.threads[t.idx()].vm.idx();
+        self.vms[vm].stats.futex_wakes += 1;
+        let (g, mut env) = self.guest_env(vm);
+        g.futex_wake(&mut env, v, t, key, n);
     }
 }

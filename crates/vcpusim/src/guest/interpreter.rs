@@ -1,6 +1,8 @@
 //! Running a thread's program: fetch the next user op and expand it into kernel steps.
 
+use super::kernel::{GuestEnv, GuestKernel};
 use super::kernel_fn::KernelFn;
+use crate::hardware::costs::Costs;
 use super::mm_sem::MmSemOp;
 use super::thread::{Action, Code, Step};
 use crate::ids::{ThreadId, VcpuId};
@@ -11,15 +13,16 @@ use crate::workload::program::Op;
 /// Kernel work per page mapped or unmapped (page-table updates), assumed.
 const MM_WORK_PER_PAGE: Nanos = 250;
 
-impl Sim {
-    /// Move the program counter to the next op and queue its steps; exit at the end.
-    pub fn fetch_op(&mut self, v: VcpuId, t: ThreadId) {
-        let vm = self.threads[t.idx()].vm.idx();
+impl GuestKernel {
+    /// Move thread `t`'s program counter to the next op and queue its steps. Returns false when
+    /// the thread is done instead: its program ended, or its VM `finished` (its iteration
+    /// target reached); the caller exits it.
+    #[must_use = "a finished thread must exit"]
+    pub fn fetch_op(&mut self, env: &mut GuestEnv, t: ThreadId, finished: bool) -> bool {
         loop {
-            let th = &mut self.threads[t.idx()];
-            if self.vms[vm].finished_at.is_some() || th.pc >= th.code.len() {
-                self.guest_exit_current(v);
-                return;
+            let th = &mut env.threads[t.idx()];
+            if finished || th.pc >= th.code.len() {
+                return false;
             }
             match &th.code[th.pc] {
                 Code::LoopStart { count, end } => {
@@ -47,21 +50,20 @@ impl Sim {
                 Code::Op(op) => {
                     let op = op.clone();
                     th.pc += 1;
-                    let steps = self.expand(t, op);
-                    self.threads[t.idx()].steps.extend(steps);
-                    return;
+                    let steps = self.expand(env.costs, op);
+                    env.threads[t.idx()].steps.extend(steps);
+                    return true;
                 }
             }
         }
     }
 
-    fn expand(&mut self, t: ThreadId, op: Op) -> Vec<Step> {
-        let vm = self.threads[t.idx()].vm.idx();
+    fn expand(&self, costs: &Costs, op: Op) -> Vec<Step> {
         match op {
             Op::Compute(dist) => vec![Step::RunDist { dist, func: KernelFn::User }],
             Op::Syscall { work, lock } => {
-                let mut s = vec![Step::Run { ns: self.costs.syscall, func: KernelFn::Syscall }];
-                match lock.map(|l| self.guests[vm].objects.kernel_locks[l]) {
+                let mut s = vec![Step::Run { ns: costs.syscall, func: KernelFn::Syscall }];
+                match lock.map(|l| self.objects.kernel_locks[l]) {
                     Some(lock) => {
                         s.push(Step::Lock { lock, func: KernelFn::Syscall });
                         s.push(Step::RunDist { dist: work, func: KernelFn::Syscall });
@@ -76,18 +78,18 @@ impl Sim {
             Op::Barrier { barrier, wait } => vec![Step::Do(Action::BarrierArrive { barrier, wait })],
             Op::CondWait { cond, mutex } => vec![Step::Do(Action::CondWait { cond, mutex })],
             Op::CondSignal { cond, all } => vec![Step::Do(Action::CondSignal { cond, all })],
-            Op::QueuePut(q) => vec![Step::Do(Action::MutexLock(self.queue_mutex(t, q))), Step::Do(Action::QueuePut(q))],
-            Op::QueueGet(q) => vec![Step::Do(Action::MutexLock(self.queue_mutex(t, q))), Step::Do(Action::QueueGet(q))],
+            Op::QueuePut(q) => vec![Step::Do(Action::MutexLock(self.queue_mutex(q))), Step::Do(Action::QueuePut(q))],
+            Op::QueueGet(q) => vec![Step::Do(Action::MutexLock(self.queue_mutex(q))), Step::Do(Action::QueueGet(q))],
             // Both hold mmap_sem for write across their work (guest/mm_sem.rs); munmap's TLB
             // shootdown runs under it too (unmap_region -> tlb_finish_mmu, Linux 3.2).
             Op::Mmap { pages } => vec![
-                Step::Run { ns: self.costs.syscall, func: KernelFn::Syscall },
+                Step::Run { ns: costs.syscall, func: KernelFn::Syscall },
                 Step::Do(Action::MmSem(MmSemOp::DownWrite)),
                 Step::Run { ns: pages as Nanos * MM_WORK_PER_PAGE, func: KernelFn::Syscall },
                 Step::Do(Action::MmSem(MmSemOp::UpWrite)),
             ],
             Op::Munmap { pages } => vec![
-                Step::Run { ns: self.costs.syscall, func: KernelFn::Syscall },
+                Step::Run { ns: costs.syscall, func: KernelFn::Syscall },
                 Step::Do(Action::MmSem(MmSemOp::DownWrite)),
                 Step::Run { ns: pages as Nanos * MM_WORK_PER_PAGE, func: KernelFn::FlushTlbOthers },
                 Step::Do(Action::TlbShootdown { pages }),
@@ -95,6 +97,19 @@ impl Sim {
             ],
             Op::Progress => vec![Step::Do(Action::Progress)],
             Op::Loop { .. } => unreachable!("loops are compiled away"),
+        }
+    }
+
+}
+
+impl Sim {
+    /// `Action::FetchOp` of thread `t` on vCPU `v`: its next op's steps, or its exit.
+    pub fn fetch_op(&mut self, v: VcpuId, t: ThreadId) {
+        let vm = self.threads[t.idx()].vm.idx();
+        let finished = self.vms[vm].finished_at.is_some();
+        let (g, mut env) = self.guest_env(vm);
+        if !g.fetch_op(&mut env, t, finished) {
+            self.guest_exit_current(v);
         }
     }
 

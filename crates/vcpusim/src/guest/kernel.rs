@@ -1,24 +1,92 @@
 //! One guest kernel per VM: the state the VM's kernel owns (`Sim::guests[vm]`).
 //!
 //! Ids stay host-wide (`ThreadId`, `LockId`, `VcpuId` index the host-wide `Sim::threads`,
-//! `Sim::locks` and `Sim::vcpus` tables), so a guest kernel holds the ids of its own threads and
-//! vCPUs; the thread records and spinlocks themselves are still in those tables (see
-//! docs/architecture.md, "What is left of the split").
+//! `Sim::locks` and `Sim::vcpus` tables), so a guest kernel holds the ids of its own threads; the
+//! thread records and spinlocks themselves are still in those tables (see docs/architecture.md,
+//! "What is left of the split"). The guest's per-vCPU state is its own: `GuestKernel::vcpus`,
+//! indexed by the vCPU's index in its VM (`VcpuInfo::index`; the host keeps the (VM, index) of
+//! each vCPU in `Vcpu::slot`).
 
 use super::config::GuestConfig;
 use super::objects::{futex_bucket, Shootdown, SyncObjects};
 use super::spinlock::Spinlock;
-use super::thread::FutexKey;
+use super::thread::{FutexKey, Step, Thread};
+use crate::hardware::costs::Costs;
 use crate::ids::{LockId, ThreadId, VcpuId, VmId};
 use crate::time::Nanos;
+use crate::vmexit::{Ipi, KernelFn};
+use std::collections::VecDeque;
+
+/// What a guest-kernel operation needs beyond its VM's own state: the host-wide thread and
+/// spinlock tables (ids are host-wide; a VM's operations touch only its own entries) and the
+/// costs its kernel paths take (the syscall entry). `Sim::guest_env` lends them.
+pub struct GuestEnv<'a> {
+    pub threads: &'a mut [Thread],
+    pub locks: &'a mut Vec<Spinlock>,
+    pub costs: &'a Costs,
+}
+
+impl GuestEnv<'_> {
+    /// Queue `steps` in front of thread `t`'s pending steps, in order.
+    pub fn push_front_steps(&mut self, t: ThreadId, steps: Vec<Step>) {
+        let q = &mut self.threads[t.idx()].steps;
+        for s in steps.into_iter().rev() {
+            q.push_front(s);
+        }
+    }
+}
+
+/// The guest kernel's state of one of its vCPUs (Linux: the per-CPU run queue and `current`,
+/// the interrupts the local APIC holds for it, the CPU's bit in `mm_cpumask`, its tick).
+pub struct GuestVcpu {
+    /// The host-wide id of this vCPU.
+    pub id: VcpuId,
+    /// The thread it runs (None: idle).
+    pub current: Option<ThreadId>,
+    /// Threads queued on it.
+    pub runqueue: VecDeque<ThreadId>,
+    /// Interrupts delivered but not yet handled.
+    pub pending_ipis: VecDeque<Ipi>,
+    /// The handler being run.
+    pub irq: Option<Ipi>,
+    /// The kernel function it is in (instruction pointer), published to its PV area
+    /// (`Sim::pv`) lazily: just before a call to a policy that declared the `kernel_fn` channel.
+    pub func: KernelFn,
+    /// Whether this vCPU has the VM's address space loaded (in mm_cpumask), including lazily
+    /// while idle.
+    pub mm_loaded: bool,
+    /// A guest tick is armed.
+    pub tick_armed: bool,
+}
+
+impl GuestVcpu {
+    pub fn new(id: VcpuId) -> Self {
+        GuestVcpu {
+            id,
+            current: None,
+            runqueue: VecDeque::new(),
+            pending_ipis: VecDeque::new(),
+            irq: None,
+            func: KernelFn::Idle,
+            mm_loaded: false,
+            tick_armed: false,
+        }
+    }
+
+    /// Guest view of an idle vCPU: no thread running or queued on it.
+    #[inline]
+    pub fn idle(&self) -> bool {
+        self.current.is_none() && self.runqueue.is_empty()
+    }
+}
 
 pub struct GuestKernel {
     pub vm: VmId,
     /// The VM's name (for error reports).
     pub name: String,
     pub config: GuestConfig,
-    /// Its vCPUs, by index within the VM (host-wide ids).
-    pub vcpus: Vec<VcpuId>,
+    /// Its vCPUs' guest state, by index within the VM (each with its host-wide id).
+    pub vcpus: Vec<GuestVcpu>,
     /// Its threads (host-wide ids).
     pub threads: Vec<ThreadId>,
     pub objects: SyncObjects,
@@ -33,6 +101,16 @@ pub struct GuestKernel {
 }
 
 impl GuestKernel {
+    /// Whether vCPU `index` has an interrupt pending or work queued: what the host asks when
+    /// its HLT exit completes, the modelled equivalent of KVM's `kvm_vcpu_has_events` /
+    /// `kvm_arch_vcpu_runnable` (a real hypervisor reads the virtual APIC's IRR; the queued
+    /// work stands for the reschedule IPI that would have come with it).
+    #[inline]
+    pub fn has_events(&self, index: usize) -> bool {
+        let gv = &self.vcpus[index];
+        !gv.pending_ipis.is_empty() || !gv.runqueue.is_empty()
+    }
+
     /// A new spinlock of the guest's kind in the host-wide lock table.
     fn new_lock(&self, locks: &mut Vec<Spinlock>, class: &str) -> LockId {
         let id = LockId(locks.len() as u32);

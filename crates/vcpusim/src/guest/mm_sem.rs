@@ -24,6 +24,7 @@
 //! shootdown waits for a preempted vCPU keeps every other mmap/munmap of the VM sleeping.
 //! Readers (page faults take `down_read`) are not modelled: the workloads fault in user time.
 
+use super::kernel::{GuestEnv, GuestKernel};
 use super::kernel_fn::KernelFn;
 use super::thread::{Action, FutexKey, Step, ThreadState};
 use crate::vmexit::IpiKind;
@@ -56,32 +57,14 @@ pub enum MmSemOp {
     HandOff,
 }
 
-impl Sim {
-    pub fn mm_sem_action(&mut self, v: VcpuId, t: ThreadId, op: MmSemOp) {
-        match op {
-            MmSemOp::DownWrite => self.mm_sem_down_write(t),
-            MmSemOp::Queue => self.mm_sem_queue(t),
-            MmSemOp::Sleep => self.mm_sem_sleep(v, t),
-            MmSemOp::UpWrite => self.mm_sem_up_write(t),
-            MmSemOp::HandOff => self.mm_sem_hand_off(v, t),
-        }
-    }
-
-    fn push_front(&mut self, t: ThreadId, steps: Vec<Step>) {
-        let queue = &mut self.threads[t.idx()].steps;
-        for s in steps.into_iter().rev() {
-            queue.push_front(s);
-        }
-    }
-
-    fn mm_sem_down_write(&mut self, t: ThreadId) {
-        let vm = self.threads[t.idx()].vm.idx();
-        let sem = &mut self.guests[vm].objects.mm_sem;
+impl GuestKernel {
+    fn mm_sem_down_write(&mut self, env: &mut GuestEnv, t: ThreadId) {
+        let sem = &mut self.objects.mm_sem;
         if sem.owner.is_none() && sem.waiters.is_empty() {
             sem.owner = Some(t);
             return;
         }
-        let lock = self.guests[vm].mm_sem_wait_lock(&mut self.locks, WAIT_LOCK_CLASS);
+        let lock = self.mm_sem_wait_lock(env.locks, WAIT_LOCK_CLASS);
         let func = KernelFn::Syscall;
         let steps = vec![
             Step::Lock { lock, func },
@@ -90,12 +73,11 @@ impl Sim {
             Step::Unlock { lock },
             Step::Do(Action::MmSem(MmSemOp::Sleep)),
         ];
-        self.push_front(t, steps);
+        env.push_front_steps(t, steps);
     }
 
     fn mm_sem_queue(&mut self, t: ThreadId) {
-        let vm = self.threads[t.idx()].vm.idx();
-        let sem = &mut self.guests[vm].objects.mm_sem;
+        let sem = &mut self.objects.mm_sem;
         if sem.owner.is_none() && sem.waiters.is_empty() {
             // Released before we got wait_lock and nobody is ahead: rwsem_down_failed_common's
             // "no active locks" check wakes us, i.e. we own it without sleeping.
@@ -105,50 +87,64 @@ impl Sim {
         }
     }
 
-    fn mm_sem_sleep(&mut self, v: VcpuId, t: ThreadId) {
-        let vm = self.threads[t.idx()].vm.idx();
-        if !self.guests[vm].objects.mm_sem.waiters.contains(&t) {
+    /// `t`, running on vCPU `i`, sleeps unless the semaphore was handed over meanwhile.
+    fn mm_sem_sleep(&mut self, env: &mut GuestEnv, i: usize, t: ThreadId) {
+        if !self.objects.mm_sem.waiters.contains(&t) {
             return; // handed over (or taken) already
         }
-        // As guest_block_current, minus its futex_wait count and deadlock check: a sleeper here
-        // always has a running owner ahead of it (owners never sleep while holding the
-        // semaphore in this model), so its VM cannot be deadlocked by it.
-        let current = self.vcpus[v.idx()].current.take();
+        // As block_current, minus the futex_wait count and deadlock check of its caller: a
+        // sleeper here always has a running owner ahead of it (owners never sleep while holding
+        // the semaphore in this model), so its VM cannot be deadlocked by it.
+        let current = self.vcpus[i].current.take();
         debug_assert_eq!(current, Some(t), "the sleeper runs on its vCPU");
-        self.threads[t.idx()].state = ThreadState::Blocked(FutexKey::MmSem);
-        self.guests[vm].blocked_threads += 1;
+        env.threads[t.idx()].state = ThreadState::Blocked(FutexKey::MmSem);
+        self.blocked_threads += 1;
     }
 
-    fn mm_sem_up_write(&mut self, t: ThreadId) {
-        let vm = self.threads[t.idx()].vm.idx();
-        let sem = &mut self.guests[vm].objects.mm_sem;
+    fn mm_sem_up_write(&mut self, env: &mut GuestEnv, t: ThreadId) {
+        let sem = &mut self.objects.mm_sem;
         debug_assert_eq!(sem.owner, Some(t), "only the owner releases mmap_sem");
         sem.owner = None;
         if sem.waiters.is_empty() {
             return;
         }
-        let lock = self.guests[vm].mm_sem_wait_lock(&mut self.locks, WAIT_LOCK_CLASS);
+        let lock = self.mm_sem_wait_lock(env.locks, WAIT_LOCK_CLASS);
         let steps = vec![
             Step::Lock { lock, func: KernelFn::Syscall },
             Step::Do(Action::MmSem(MmSemOp::HandOff)),
             Step::Unlock { lock },
         ];
-        self.push_front(t, steps);
+        env.push_front_steps(t, steps);
     }
 
     /// Under wait_lock: the next Step is the Unlock, so the wake-up's work and IPI go before it.
-    fn mm_sem_hand_off(&mut self, v: VcpuId, t: ThreadId) {
-        let vm = self.threads[t.idx()].vm.idx();
-        let sem = &mut self.guests[vm].objects.mm_sem;
+    fn mm_sem_hand_off(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId) {
+        let sem = &mut self.objects.mm_sem;
         debug_assert!(sem.owner.is_none(), "nobody takes a released mmap_sem past its waiters");
         let Some(next) = sem.waiters.pop_front() else { return };
         sem.owner = Some(next);
         let func = KernelFn::Syscall;
         let mut steps = vec![Step::Run { ns: HAND_OFF_NS, func }];
-        if let Some(target) = self.guest_wake_thread(v, next) {
+        if let Some(target) = self.wake_thread(env.threads, v, next) {
             steps.push(Step::SendIpis { kind: IpiKind::Resched, targets: vec![target], shootdown: 0, pages: 0, func });
         }
-        self.push_front(t, steps);
+        env.push_front_steps(t, steps);
+    }
+}
+
+impl Sim {
+    /// `Action::MmSem(op)` of thread `t` on vCPU `v`.
+    pub fn mm_sem_action(&mut self, v: VcpuId, t: ThreadId, op: MmSemOp) {
+        let (vm, i) = self.gslot(v);
+        let (g, mut env) = self.guest_env(vm);
+        let env = &mut env;
+        match op {
+            MmSemOp::DownWrite => g.mm_sem_down_write(env, t),
+            MmSemOp::Queue => g.mm_sem_queue(t),
+            MmSemOp::Sleep => g.mm_sem_sleep(env, i, t),
+            MmSemOp::UpWrite => g.mm_sem_up_write(env, t),
+            MmSemOp::HandOff => g.mm_sem_hand_off(env, v, t),
+        }
     }
 }
 

@@ -1,55 +1,63 @@
 //! The guest kernel's thread scheduler: per-vCPU run queues, wake placement, blocking, idle
 //! balancing and tick-driven time slicing (a simplified Linux CFS as the guest sees it: it
 //! does not know whether a vCPU is preempted).
+//!
+//! The scheduler's decisions are `GuestKernel` methods over the VM's own state and its thread
+//! records (the host-wide `Sim::threads` table, passed in); the `impl Sim` wrappers below add
+//! only what crosses into the host: the tick event, the VM's counters, stopping the run on a
+//! deadlock, and the exits (a reschedule IPI, a re-dispatch).
 
-use super::thread::{FutexKey, ThreadState};
+use super::kernel::GuestKernel;
+use super::thread::{FutexKey, Thread, ThreadState};
 use crate::ids::{ThreadId, VcpuId};
 use crate::sim::state::{Activity, Event, Sim};
-use crate::vmexit::{Exit, IpiKind};
+use crate::time::Nanos;
+use crate::vmexit::{Exit, IpiKind, KernelFn};
 use crate::SimError;
 
-impl Sim {
-    /// Guest view of an idle vCPU: no thread running or queued on it.
-    fn guest_idle(&self, v: VcpuId) -> bool {
-        self.vcpus[v.idx()].current.is_none() && self.vcpus[v.idx()].runqueue.is_empty()
+impl GuestKernel {
+    /// The index in this VM of its vCPU `v` (a VM's vCPU ids are consecutive).
+    #[inline]
+    pub fn index_of(&self, v: VcpuId) -> usize {
+        let i = (v.0 - self.vcpus[0].id.0) as usize;
+        debug_assert_eq!(self.vcpus[i].id, v, "vCPU {v} is not in VM {}", self.vm);
+        i
     }
 
-    /// Pick the next thread for an idle vCPU: its own queue first, else pull one queued thread
-    /// from the sibling with the longest queue (newidle balancing).
-    pub fn guest_pick_next(&mut self, v: VcpuId) -> Option<ThreadId> {
-        let t = match self.vcpus[v.idx()].runqueue.pop_front() {
+    /// Pick the next thread for idle vCPU `i`: its own queue first, else pull one queued thread
+    /// from the sibling with the longest queue (newidle balancing). The thread becomes current.
+    pub fn pick_next(&mut self, threads: &mut [Thread], i: usize) -> Option<ThreadId> {
+        let t = match self.vcpus[i].runqueue.pop_front() {
             Some(t) => t,
             None => {
-                let vm = self.vinfo[v.idx()].vm.idx();
-                let busiest = self.guests[vm]
-                    .vcpus
-                    .iter()
-                    .copied()
-                    .filter(|u| *u != v && !self.vcpus[u.idx()].runqueue.is_empty())
-                    .max_by_key(|u| (self.vcpus[u.idx()].runqueue.len(), std::cmp::Reverse(u.0)))?;
-                self.vcpus[busiest.idx()].runqueue.pop_back()?
+                let vcpus = &self.vcpus;
+                let busiest = (0..vcpus.len())
+                    .filter(|&u| u != i && !vcpus[u].runqueue.is_empty())
+                    .max_by_key(|&u| (vcpus[u].runqueue.len(), std::cmp::Reverse(vcpus[u].id.0)))?;
+                self.vcpus[busiest].runqueue.pop_back()?
             }
         };
-        self.vcpus[v.idx()].current = Some(t);
-        self.vcpus[v.idx()].mm_loaded = true;
-        self.threads[t.idx()].vcpu = v;
+        let gv = &mut self.vcpus[i];
+        gv.current = Some(t);
+        gv.mm_loaded = true;
+        threads[t.idx()].vcpu = gv.id;
         Some(t)
     }
 
-    /// Where a woken thread goes: its previous vCPU if idle, else the next idle sibling, else its
-    /// previous vCPU (select_task_rq_fair's wake-affine / select_idle_sibling, simplified).
-    fn wake_target(&mut self, t: ThreadId) -> VcpuId {
-        let prev = self.threads[t.idx()].vcpu;
-        if self.guest_idle(prev) {
+    /// Where a woken thread goes (an index): its previous vCPU if idle, else the next idle
+    /// sibling, else its previous vCPU (select_task_rq_fair's wake-affine /
+    /// select_idle_sibling, simplified).
+    fn wake_target(&mut self, prev: VcpuId) -> usize {
+        let prev = self.index_of(prev);
+        if self.vcpus[prev].idle() {
             return prev;
         }
-        let vm = self.threads[t.idx()].vm.idx();
-        let n = self.guests[vm].vcpus.len();
-        let start = self.guests[vm].wake_cursor;
-        for i in 0..n {
-            let u = self.guests[vm].vcpus[(start + i) % n];
-            if self.guest_idle(u) {
-                self.guests[vm].wake_cursor = (start + i + 1) % n;
+        let n = self.vcpus.len();
+        let start = self.wake_cursor;
+        for k in 0..n {
+            let u = (start + k) % n;
+            if self.vcpus[u].idle() {
+                self.wake_cursor = (start + k + 1) % n;
                 return u;
             }
         }
@@ -58,47 +66,58 @@ impl Sim {
 
     /// Make blocked thread `t` runnable, woken by code running on vCPU `waker`. Returns the vCPU
     /// that needs a reschedule IPI (a remote one; ttwu_queue in Linux 3.2 always sends it).
-    pub fn guest_wake_thread(&mut self, waker: VcpuId, t: ThreadId) -> Option<VcpuId> {
-        if !matches!(self.threads[t.idx()].state, ThreadState::Blocked(_)) {
+    pub fn wake_thread(&mut self, threads: &mut [Thread], waker: VcpuId, t: ThreadId) -> Option<VcpuId> {
+        let th = &mut threads[t.idx()];
+        if !matches!(th.state, ThreadState::Blocked(_)) {
             // Woken between queuing on the futex and sleeping: it just doesn't sleep.
             return None;
         }
-        self.threads[t.idx()].state = ThreadState::Ready;
-        let vm = self.threads[t.idx()].vm.idx();
-        self.guests[vm].blocked_threads -= 1;
-        let target = self.wake_target(t);
-        self.threads[t.idx()].vcpu = target;
-        self.vcpus[target.idx()].runqueue.push_back(t);
-        (target != waker).then_some(target)
+        th.state = ThreadState::Ready;
+        self.blocked_threads -= 1;
+        let target = self.wake_target(th.vcpu);
+        let target_id = self.vcpus[target].id;
+        th.vcpu = target_id;
+        self.vcpus[target].runqueue.push_back(t);
+        (target_id != waker).then_some(target_id)
     }
 
-    /// The running thread of `v` sleeps on a futex.
-    pub fn guest_block_current(&mut self, v: VcpuId, key: FutexKey) {
-        let t = self.vcpus[v.idx()].current.take().expect("a blocking vCPU runs a thread");
-        self.threads[t.idx()].state = ThreadState::Blocked(key);
-        let vm = self.threads[t.idx()].vm.idx();
-        self.guests[vm].blocked_threads += 1;
-        self.vms[vm].stats.futex_waits += 1;
-        if self.guests[vm].blocked_threads == self.guests[vm].live_threads && self.vms[vm].finished_at.is_none() {
-            self.stop = Some(self.deadlock_report(vm));
-        }
+    /// The running thread of vCPU `i` sleeps on `key` (it leaves the vCPU); returns it.
+    pub fn block_current(&mut self, threads: &mut [Thread], i: usize, key: FutexKey) -> ThreadId {
+        let t = self.vcpus[i].current.take().expect("a blocking vCPU runs a thread");
+        threads[t.idx()].state = ThreadState::Blocked(key);
+        self.blocked_threads += 1;
+        t
     }
 
-    /// Every live thread of VM `vm` sleeps and only its own threads could wake them.
-    fn deadlock_report(&self, vm: usize) -> SimError {
-        let waits = self.guests[vm]
+    /// The running thread of vCPU `i` ended; returns it.
+    pub fn exit_current(&mut self, threads: &mut [Thread], i: usize) -> ThreadId {
+        let t = self.vcpus[i].current.take().expect("an exiting vCPU runs a thread");
+        threads[t.idx()].state = ThreadState::Exited;
+        self.live_threads -= 1;
+        t
+    }
+
+    /// Every live thread sleeps (and only the VM's own threads could wake them).
+    #[inline]
+    pub fn all_blocked(&self) -> bool {
+        self.live_threads > 0 && self.blocked_threads == self.live_threads
+    }
+
+    /// What every sleeping thread of this VM waits on, as a deadlock error at `now`.
+    pub fn deadlock_report(&self, threads: &[Thread], now: Nanos) -> SimError {
+        let waits = self
             .threads
             .iter()
-            .filter_map(|t| match self.threads[t.idx()].state {
+            .filter_map(|t| match threads[t.idx()].state {
                 ThreadState::Blocked(key) => Some(format!(
                     "VM {:?} thread {} sleeps in futex_wait on {}",
-                    self.guests[vm].name,
-                    self.threads[t.idx()].index,
+                    self.name,
+                    threads[t.idx()].index,
                     match key {
                         FutexKey::Mutex(m) => format!("mutex {m}"),
                         FutexKey::Barrier(b) => format!(
                             "barrier {b} ({} of {} arrived)",
-                            self.guests[vm].objects.barriers[b].arrived, self.guests[vm].objects.barriers[b].parties
+                            self.objects.barriers[b].arrived, self.objects.barriers[b].parties
                         ),
                         FutexKey::Cond(c) => format!("condition variable {c}"),
                         FutexKey::MmSem => "the mm's mmap_sem (down_write)".to_string(),
@@ -107,58 +126,112 @@ impl Sim {
                 _ => None,
             })
             .collect();
-        SimError::Deadlock { time_ns: self.now, waits }
+        SimError::Deadlock { time_ns: now, waits }
+    }
+
+    /// Arm the tick of vCPU `i` when it has threads waiting behind the current one; returns the
+    /// delay to the tick when it was armed now (the host times it).
+    #[inline]
+    pub fn arm_tick(&mut self, i: usize) -> Option<Nanos> {
+        let gv = &mut self.vcpus[i];
+        if !gv.tick_armed && !gv.runqueue.is_empty() {
+            gv.tick_armed = true;
+            Some(self.config.tick)
+        } else {
+            None
+        }
+    }
+
+    /// Periodic balancing at vCPU `i`'s tick: hand one queued thread to an idle sibling;
+    /// returns that sibling (it needs a reschedule IPI).
+    pub fn tick_balance(&mut self, threads: &mut [Thread], i: usize) -> Option<VcpuId> {
+        let u = self.vcpus.iter().enumerate().position(|(k, g)| k != i && g.idle())?;
+        let t = self.vcpus[i].runqueue.pop_back()?;
+        let to = self.vcpus[u].id;
+        self.vcpus[u].runqueue.push_back(t);
+        threads[t.idx()].vcpu = to;
+        Some(to)
+    }
+
+    /// Round-robin at vCPU `i`'s tick: whether its current thread is at a preemptible point
+    /// (user mode, no spinlock held) with another thread queued behind it. `in_thread` says the
+    /// vCPU is executing thread code (not a handler).
+    pub fn tick_preemptible(&self, threads: &[Thread], i: usize, in_thread: bool) -> bool {
+        let gv = &self.vcpus[i];
+        gv.current.is_some_and(|cur| {
+            threads[cur.idx()].held.is_empty() && in_thread && gv.func == KernelFn::User && !gv.runqueue.is_empty()
+        })
+    }
+
+    /// Put vCPU `i`'s current thread at the back of its run queue.
+    pub fn requeue_current(&mut self, i: usize) {
+        let gv = &mut self.vcpus[i];
+        let cur = gv.current.take().expect("a preempted thread was current");
+        gv.runqueue.push_back(cur);
+    }
+}
+
+impl Sim {
+    /// Pick the next thread for idle vCPU `v` (`GuestKernel::pick_next`).
+    pub fn guest_pick_next(&mut self, v: VcpuId) -> Option<ThreadId> {
+        let (vm, i) = self.gslot(v);
+        self.guests[vm].pick_next(&mut self.threads, i)
+    }
+
+    /// Make blocked thread `t` runnable (`GuestKernel::wake_thread`).
+    pub fn guest_wake_thread(&mut self, waker: VcpuId, t: ThreadId) -> Option<VcpuId> {
+        let vm = self.threads[t.idx()].vm.idx();
+        self.guests[vm].wake_thread(&mut self.threads, waker, t)
+    }
+
+    /// The running thread of `v` sleeps on a futex.
+    pub fn guest_block_current(&mut self, v: VcpuId, key: FutexKey) {
+        let (vm, i) = self.gslot(v);
+        self.guests[vm].block_current(&mut self.threads, i, key);
+        self.vms[vm].stats.futex_waits += 1;
+        self.check_deadlock(vm);
     }
 
     /// The thread's program ended (or its VM finished).
     pub fn guest_exit_current(&mut self, v: VcpuId) {
-        let t = self.vcpus[v.idx()].current.take().expect("an exiting vCPU runs a thread");
-        self.threads[t.idx()].state = ThreadState::Exited;
-        let vm = self.threads[t.idx()].vm.idx();
-        self.guests[vm].live_threads -= 1;
-        if self.guests[vm].live_threads > 0 && self.guests[vm].blocked_threads == self.guests[vm].live_threads && self.vms[vm].finished_at.is_none() {
-            self.stop = Some(self.deadlock_report(vm));
+        let (vm, i) = self.gslot(v);
+        self.guests[vm].exit_current(&mut self.threads, i);
+        self.check_deadlock(vm);
+    }
+
+    /// Stop the run when every live thread of unfinished VM `vm` sleeps.
+    fn check_deadlock(&mut self, vm: usize) {
+        if self.guests[vm].all_blocked() && self.vms[vm].finished_at.is_none() {
+            self.stop = Some(self.guests[vm].deadlock_report(&self.threads, self.now));
         }
     }
 
     /// Arm the guest tick on `v` when it has threads waiting behind the current one.
+    #[inline]
     pub fn arm_guest_tick(&mut self, v: VcpuId) {
-        let vc = &mut self.vcpus[v.idx()];
-        if !vc.tick_armed && !vc.runqueue.is_empty() {
-            vc.tick_armed = true;
-            let vm = self.vinfo[v.idx()].vm.idx();
-            self.queue.push(self.now + self.guests[vm].config.tick, Event::GuestTick(v));
+        let (vm, i) = self.gslot(v);
+        if let Some(tick) = self.guests[vm].arm_tick(i) {
+            self.queue.push(self.now + tick, Event::GuestTick(v));
         }
     }
 
-    /// Guest timer tick (`Upcall::TimerTick`, running vCPUs only): round-robin between the threads of a vCPU (only at a preemptible
-    /// point: user mode, no spinlock held) and push a queued thread to an idle sibling.
+    /// Guest timer tick (`Upcall::TimerTick`, running vCPUs only): push a queued thread to an
+    /// idle sibling and round-robin between the threads of a vCPU (only at a preemptible point:
+    /// user mode, no spinlock held).
     pub fn on_guest_tick(&mut self, v: VcpuId) {
-        self.vcpus[v.idx()].tick_armed = false;
-        if self.vcpus[v.idx()].runqueue.is_empty() {
+        let (vm, i) = self.gslot(v);
+        self.guests[vm].vcpus[i].tick_armed = false;
+        if self.guests[vm].vcpus[i].runqueue.is_empty() {
             return;
         }
-        // Periodic balancing: hand a queued thread to an idle sibling.
-        let vm = self.vinfo[v.idx()].vm.idx();
-        let idle = self.guests[vm].vcpus.iter().copied().find(|u| *u != v && self.guest_idle(*u));
-        if let Some(u) = idle {
-            if let Some(t) = self.vcpus[v.idx()].runqueue.pop_back() {
-                self.threads[t.idx()].vcpu = u;
-                self.vcpus[u.idx()].runqueue.push_back(t);
-                self.send_ipi_from_interrupt(v, u);
-            }
+        if let Some(u) = self.guests[vm].tick_balance(&mut self.threads, i) {
+            self.send_ipi_from_interrupt(v, u);
         }
-        if let Some(cur) = self.vcpus[v.idx()].current {
-            let preemptible = self.threads[cur.idx()].held.is_empty()
-                && self.vcpus[v.idx()].activity == Activity::Thread
-                && self.vcpus[v.idx()].func == crate::guest::kernel_fn::KernelFn::User
-                && !self.vcpus[v.idx()].runqueue.is_empty();
-            if preemptible {
-                self.settle(v);
-                self.vcpus[v.idx()].current = None;
-                self.vcpus[v.idx()].runqueue.push_back(cur);
-                self.dispatch(v);
-            }
+        let in_thread = self.vcpus[v.idx()].activity == Activity::Thread;
+        if self.guests[vm].tick_preemptible(&self.threads, i, in_thread) {
+            self.settle(v);
+            self.guests[vm].requeue_current(i);
+            self.dispatch(v);
         }
         self.arm_guest_tick(v);
     }

@@ -4,33 +4,48 @@
 //! when the hypervisor runs it again.
 
 use super::config::TlbTargets;
+use super::kernel::{GuestEnv, GuestKernel};
 use super::kernel_fn::KernelFn;
 use super::thread::Step;
 use crate::vmexit::IpiKind;
 use crate::ids::{ThreadId, VcpuId};
 use crate::sim::state::Sim;
+use crate::time::Nanos;
 
-impl Sim {
-    pub fn tlb_shootdown(&mut self, v: VcpuId, t: ThreadId, pages: u32) {
-        let vm = self.threads[t.idx()].vm.idx();
-        let mode = self.guests[vm].config.tlb_targets;
-        let targets: Vec<VcpuId> = self.guests[vm]
+impl GuestKernel {
+    /// Thread `t` on vCPU `v` starts a shootdown of `pages` pages at `now`: queue its IPI send
+    /// and its wait for the acknowledgements. Returns whether there was anyone to send to.
+    pub fn tlb_shootdown(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId, pages: u32, now: Nanos) -> bool {
+        let mode = self.config.tlb_targets;
+        let targets: Vec<VcpuId> = self
             .vcpus
             .iter()
-            .copied()
-            .filter(|u| *u != v)
+            .filter(|u| u.id != v)
             .filter(|u| match mode {
-                TlbTargets::AllInMask => self.vcpus[u.idx()].mm_loaded,
-                TlbTargets::SkipLazy => self.vcpus[u.idx()].mm_loaded && self.vcpus[u.idx()].current.is_some(),
+                TlbTargets::AllInMask => u.mm_loaded,
+                TlbTargets::SkipLazy => u.mm_loaded && u.current.is_some(),
             })
+            .map(|u| u.id)
             .collect();
         if targets.is_empty() {
-            return;
+            return false;
         }
-        let id = self.guests[vm].start_shootdown(t, targets.len() as u32, pages, self.now);
-        self.vms[vm].stats.tlb_shootdowns += 1;
-        let th = &mut self.threads[t.idx()];
+        let id = self.start_shootdown(t, targets.len() as u32, pages, now);
+        let th = &mut env.threads[t.idx()];
         th.steps.push_front(Step::WaitAcks { shootdown: id });
         th.steps.push_front(Step::SendIpis { kind: IpiKind::TlbShootdown, targets, shootdown: id, pages, func: KernelFn::FlushTlbOthers });
+        true
+    }
+}
+
+impl Sim {
+    /// `Action::TlbShootdown` of thread `t` on vCPU `v` (`GuestKernel::tlb_shootdown`).
+    pub fn tlb_shootdown(&mut self, v: VcpuId, t: ThreadId, pages: u32) {
+        let vm = self.threads[t.idx()].vm.idx();
+        let now = self.now;
+        let (g, mut env) = self.guest_env(vm);
+        if g.tlb_shootdown(&mut env, v, t, pages, now) {
+            self.vms[vm].stats.tlb_shootdowns += 1;
+        }
     }
 }

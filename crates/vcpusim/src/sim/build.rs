@@ -1,10 +1,10 @@
 //! Building a simulation from a validated scenario.
 
-use super::state::{Activity, Pcpu, Sim, TimeKind, Vcpu, Vm};
+use super::state::{Activity, GuestSlot, Pcpu, Sim, TimeKind, Vcpu, Vm};
 use crate::engine::event_queue::EventQueue;
 use crate::engine::rng::stream;
-use crate::vmexit::{KernelFn, PvArea};
-use crate::guest::kernel::GuestKernel;
+use crate::vmexit::PvArea;
+use crate::guest::kernel::{GuestKernel, GuestVcpu};
 use crate::guest::objects::{Barrier, MutexWord, Queue, SyncObjects};
 use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::{compile, Thread, ThreadState};
@@ -133,10 +133,7 @@ impl Sim {
                 run_time: 0,
             });
             self.vcpus.push(Vcpu {
-                current: None,
-                runqueue: VecDeque::new(),
-                pending_ipis: VecDeque::new(),
-                irq: None,
+                slot: GuestSlot { vm: vm.0, index: i as u32 },
                 activity: Activity::Off,
                 time_kind: TimeKind::Overhead,
                 seg_start: 0,
@@ -144,11 +141,8 @@ impl Sim {
                 speed: Speed::ONE,
                 epoch: 0,
                 ple_exits: 0,
-                mm_loaded: false,
-                tick_armed: false,
                 yielding: false,
                 runnable_since: 0,
-                func: KernelFn::Idle,
             });
             self.pv.push(PvArea::default());
         }
@@ -182,6 +176,7 @@ impl Sim {
             objects.kernel_locks.push(LockId(self.locks.len() as u32));
             self.locks.push(Spinlock::new(spec.guest.spinlock, name.clone()));
         }
+        let mut guest_vcpus: Vec<GuestVcpu> = vcpu_ids.iter().map(|v| GuestVcpu::new(*v)).collect();
         let mut thread_ids = Vec::new();
         for (i, ops) in program.threads.iter().enumerate() {
             let t = ThreadId(self.threads.len() as u32);
@@ -203,14 +198,14 @@ impl Sim {
                 wait_started: None,
                 rng: stream(seed, &format!("vm/{}/thread/{i}", spec.name)),
             });
-            self.vcpus[v.idx()].runqueue.push_back(t);
+            guest_vcpus[i % vcpu_ids.len()].runqueue.push_back(t);
             thread_ids.push(t);
         }
         self.guests.push(GuestKernel {
             vm,
             name: spec.name.clone(),
             config: spec.guest.clone(),
-            vcpus: vcpu_ids.clone(),
+            vcpus: guest_vcpus,
             live_threads: thread_ids.len(),
             threads: thread_ids,
             objects,

@@ -50,7 +50,7 @@ impl Sim {
         match vc.activity {
             Activity::Overhead { .. } | Activity::Irq => vc.remaining = vc.remaining.saturating_sub(speed.work_in(elapsed)),
             Activity::Thread => {
-                if let Some(t) = vc.current {
+                if let Some(t) = self.guests[vc.slot.vm as usize].vcpus[vc.slot.index as usize].current {
                     let th = &mut self.threads[t.idx()];
                     match kind {
                         TimeKind::UserSpin => {
@@ -93,11 +93,11 @@ impl Sim {
         let vc = &mut self.vcpus[v.idx()];
         vc.activity = activity;
         vc.time_kind = kind;
-        vc.func = func;
         vc.seg_start = self.now;
         vc.epoch += 1;
         let e = vc.epoch;
         let ns = vc.speed.time_for(work);
+        self.guests[vc.slot.vm as usize].vcpus[vc.slot.index as usize].func = func;
         self.queue.push(self.now + ns, Event::ActivityDone(v, e));
     }
 
@@ -106,10 +106,10 @@ impl Sim {
         let vc = &mut self.vcpus[v.idx()];
         vc.activity = Activity::Thread;
         vc.time_kind = kind;
-        vc.func = func;
         vc.seg_start = self.now;
         vc.epoch += 1;
         let e = vc.epoch;
+        self.guests[vc.slot.vm as usize].vcpus[vc.slot.index as usize].func = func;
         if let Some(b) = budget {
             self.queue.push(self.now + b, Event::ActivityDone(v, e));
         }
@@ -123,7 +123,7 @@ impl Sim {
     /// Let a spinning thread re-check what it waits for, soon (a zero-delay dispatch).
     pub fn poke_thread(&mut self, t: ThreadId) {
         let v = self.threads[t.idx()].vcpu;
-        if !self.running(v) || self.vcpus[v.idx()].current != Some(t) {
+        if !self.running(v) || self.gvcpu(v).current != Some(t) {
             return;
         }
         if self.vcpus[v.idx()].activity != Activity::Thread {
@@ -158,19 +158,19 @@ impl Sim {
             Activity::Overhead { halting: true } => {
                 // HLT does not block with an interrupt pending or work queued meanwhile
                 // (KVM: kvm_vcpu_has_events / kvm_arch_vcpu_runnable).
-                let vc = &self.vcpus[v.idx()];
-                if vc.pending_ipis.is_empty() && vc.runqueue.is_empty() {
+                let (vm, i) = self.gslot(v);
+                if !self.guests[vm].has_events(i) {
                     self.halt(v);
                     return;
                 }
             }
             Activity::Overhead { halting: false } => {}
             Activity::Irq => {
-                let ipi = self.vcpus[v.idx()].irq.take().expect("an IRQ activity has its IPI");
+                let ipi = self.gvcpu_mut(v).irq.take().expect("an IRQ activity has its IPI");
                 self.finish_ipi_handler(v, ipi);
             }
             Activity::Thread => {
-                let t = self.vcpus[v.idx()].current.expect("a thread activity has a thread");
+                let t = self.gvcpu(v).current.expect("a thread activity has a thread");
                 if let Some(Step::SendIpis { .. }) = self.threads[t.idx()].steps.front() {
                     let Some(Step::SendIpis { kind, targets, shootdown, pages, .. }) = self.threads[t.idx()].steps.pop_front() else {
                         unreachable!()
@@ -190,26 +190,28 @@ impl Sim {
 
     /// Decide and start what running `v` does next.
     pub fn dispatch(&mut self, v: VcpuId) {
+        let (vm, i) = self.gslot(v);
         loop {
             if self.stop.is_some() || !self.running(v) {
                 return;
             }
             // Executing guest code from here on (a poke or an IPI arrival may now interrupt it).
             self.vcpus[v.idx()].activity = Activity::Thread;
-            if self.vcpus[v.idx()].irq.is_some() {
+            let gv = &mut self.guests[vm].vcpus[i];
+            if gv.irq.is_some() {
                 // A handler interrupted by a deschedule resumes where it stopped.
                 let left = self.vcpus[v.idx()].remaining;
                 self.start_timed(v, Activity::Irq, TimeKind::Irq, KernelFn::IpiHandler, left);
                 return;
             }
-            if let Some(ipi) = self.vcpus[v.idx()].pending_ipis.pop_front() {
+            if let Some(ipi) = gv.pending_ipis.pop_front() {
                 let cost = self.costs.ipi_handler + ipi.pages as u64 * self.costs.tlb_flush_per_page;
-                self.vcpus[v.idx()].irq = Some(ipi);
+                gv.irq = Some(ipi);
                 self.vcpus[v.idx()].remaining = cost;
                 self.start_timed(v, Activity::Irq, TimeKind::Irq, KernelFn::IpiHandler, cost);
                 return;
             }
-            let t = match self.vcpus[v.idx()].current {
+            let t = match gv.current {
                 Some(t) => t,
                 None => match self.guest_pick_next(v) {
                     Some(t) => t,
@@ -220,7 +222,9 @@ impl Sim {
                     }
                 },
             };
-            self.arm_guest_tick(v);
+            if let Some(tick) = self.guests[vm].arm_tick(i) {
+                self.queue.push(self.now + tick, Event::GuestTick(v));
+            }
             match self.run_front_step(v, t) {
                 StepOutcome::Busy => {
                     self.zero_time_steps = 0;
@@ -290,10 +294,11 @@ impl Sim {
                 self.threads[t.idx()].steps.pop_front();
                 self.threads[t.idx()].held.retain(|l| *l != lock);
                 let next = {
-                    let (threads, vcpus, vinfo) = (&self.threads, &self.vcpus, &self.vinfo);
+                    let (threads, vcpus, vinfo, guests) = (&self.threads, &self.vcpus, &self.vinfo, &self.guests);
                     self.locks[lock.idx()].release(t, |w| {
                         let wv = threads[w.idx()].vcpu;
-                        vinfo[wv.idx()].state == VcpuState::Running && vcpus[wv.idx()].current == Some(w)
+                        let s = vcpus[wv.idx()].slot;
+                        vinfo[wv.idx()].state == VcpuState::Running && guests[s.vm as usize].vcpus[s.index as usize].current == Some(w)
                     })
                 };
                 if let Some(n) = next {
@@ -426,9 +431,10 @@ impl Sim {
             // scheduler_ipi: the guest scheduler runs on return; dispatch() picks up new work.
             IpiKind::Resched => {}
             IpiKind::TlbShootdown => {
-                if self.vcpus[v.idx()].current.is_none() {
+                let gv = self.gvcpu_mut(v);
+                if gv.current.is_none() {
                     // An idle vCPU in lazy-TLB mode leaves the mm (leave_mm, Linux 3.2).
-                    self.vcpus[v.idx()].mm_loaded = false;
+                    gv.mm_loaded = false;
                 }
                 let vm = self.vinfo[v.idx()].vm.idx();
                 if let Some(initiator) = self.guests[vm].ack_shootdown(ipi.shootdown) {

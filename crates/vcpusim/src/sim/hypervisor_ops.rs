@@ -22,8 +22,8 @@ impl Sim {
     fn call_policy<R>(&mut self, pool: PoolId, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
         if self.pool_channels[pool.idx()].kernel_fn {
             // Publish each guest's kernel function to its PV area for a policy that reads it.
-            for (area, vc) in self.pv.iter_mut().zip(&self.vcpus) {
-                area.kernel_fn = vc.func;
+            for gv in self.guests.iter().flat_map(|g| &g.vcpus) {
+                self.pv[gv.id.idx()].kernel_fn = gv.func;
             }
         }
         let mut requests = std::mem::take(&mut self.requests);
@@ -224,7 +224,7 @@ impl Sim {
     /// LHP: descheduled while its thread holds spinlocks (counted per lock class);
     /// LWP: descheduled while spinning in a ticket-lock queue.
     fn count_lock_preemptions(&mut self, v: VcpuId) {
-        let Some(t) = self.vcpus[v.idx()].current else { return };
+        let Some(t) = self.gvcpu(v).current else { return };
         let vm = self.vinfo[v.idx()].vm.idx();
         for i in 0..self.threads[t.idx()].held.len() {
             let l = self.threads[t.idx()].held[i];
@@ -286,7 +286,7 @@ impl Sim {
         self.vinfo[v.idx()].state = VcpuState::Halted;
         let vm = self.vinfo[v.idx()].vm.idx();
         self.vms[vm].stats.halts += 1;
-        self.vcpus[v.idx()].func = KernelFn::Idle;
+        self.gvcpu_mut(v).func = KernelFn::Idle;
         self.with_vcpu_policy(v, |pol, ctx| pol.sleep(ctx, v));
         self.reschedule(p);
     }

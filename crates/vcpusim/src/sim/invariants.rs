@@ -32,8 +32,9 @@ impl Sim {
         }
         // A thread is on at most one vCPU (current or queued), and Ready threads are somewhere.
         let mut seen = vec![0u8; self.threads.len()];
-        for (v, vc) in self.vcpus.iter().enumerate() {
-            for t in vc.current.iter().chain(vc.runqueue.iter()) {
+        for gv in self.guests.iter().flat_map(|g| &g.vcpus) {
+            let v = gv.id.idx();
+            for t in gv.current.iter().chain(gv.runqueue.iter()) {
                 seen[t.idx()] += 1;
                 if self.threads[t.idx()].vcpu.idx() != v {
                     return Err(format!("thread {t} sits on vCPU {v} but records vCPU {}", self.threads[t.idx()].vcpu));

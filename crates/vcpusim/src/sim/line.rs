@@ -32,7 +32,7 @@ impl Sim {
         match upcall {
             Upcall::Resume => self.dispatch(v),
             Upcall::Interrupt(ipi) => {
-                self.vcpus[v.idx()].pending_ipis.push_back(ipi);
+                self.gvcpu_mut(v).pending_ipis.push_back(ipi);
                 let vc = &self.vcpus[v.idx()];
                 if self.vinfo[v.idx()].state == VcpuState::Running && vc.activity == Activity::Thread {
                     // Interrupt the thread: pause its step and run the handler first.

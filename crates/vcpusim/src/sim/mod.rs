@@ -96,7 +96,7 @@ impl Sim {
                     self.upcall(v, crate::vmexit::Upcall::TimerTick);
                 } else {
                     // A preempted vCPU takes no ticks; the guest re-arms when it dispatches again.
-                    self.vcpus[v.idx()].tick_armed = false;
+                    self.gvcpu_mut(v).tick_armed = false;
                 }
             }
             Event::PcpuOnline(p) => {

@@ -62,7 +62,7 @@ impl Sim {
         let left = match vc.activity {
             Activity::Overhead { .. } | Activity::Irq => vc.remaining,
             _ => {
-                let t = vc.current.expect("a thread activity has a thread");
+                let t = self.guests[vc.slot.vm as usize].vcpus[vc.slot.index as usize].current.expect("a thread activity has a thread");
                 self.threads[t.idx()].step_remaining.unwrap_or(0)
             }
         };
@@ -80,7 +80,7 @@ impl Sim {
             // the last one; a timed step in progress has its remaining work recorded.
             Activity::Thread => {
                 matches!(vc.time_kind, TimeKind::User | TimeKind::Kernel | TimeKind::Overhead)
-                    && vc.current.is_some_and(|t| self.threads[t.idx()].step_remaining.is_some())
+                    && self.gvcpu(v).current.is_some_and(|t| self.threads[t.idx()].step_remaining.is_some())
             }
             Activity::Off | Activity::Starting => false,
         }

@@ -1,8 +1,7 @@
 //! The state of one simulation run: every entity, indexed by id.
 
 use crate::engine::event_queue::{EventId, EventQueue};
-use crate::guest::kernel::GuestKernel;
-use crate::vmexit::KernelFn;
+use crate::guest::kernel::{GuestEnv, GuestKernel, GuestVcpu};
 use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::Thread;
 use crate::hardware::costs::{Costs, Ple};
@@ -11,11 +10,10 @@ use crate::hardware::topology::Topology;
 use crate::hypervisor::cpupool::{Affinity, Cpupool};
 use crate::vmexit::{Channels, PvArea};
 use crate::hypervisor::policy::{PcpuInfo, Request, TimerId, TimerTable, VcpuInfo, VmInfo, VmSched};
-use crate::ids::{PcpuId, PoolId, ThreadId, VcpuId};
+use crate::ids::{PcpuId, PoolId, VcpuId};
 use crate::metrics::trace::TraceSink;
 use crate::metrics::vm_stats::VmStats;
 use crate::time::Nanos;
-use std::collections::VecDeque;
 
 pub use crate::vmexit::Ipi;
 
@@ -50,16 +48,21 @@ pub enum TimeKind {
     Overhead,
 }
 
-/// Simulation-side state of a vCPU: the hypervisor's view lives in `Sim::vinfo`.
+/// Where a vCPU's guest state lives: `Sim::guests[vm].vcpus[index]` (its VM and its index in
+/// it, as in `VcpuInfo`), kept beside the host's state so the hot path finds it with no extra
+/// load.
+#[derive(Clone, Copy, Debug)]
+pub struct GuestSlot {
+    pub vm: u32,
+    pub index: u32,
+}
+
+/// The host's state of a vCPU, what a hypervisor has: activity, epochs and time accounting,
+/// speed, PLE counters, yielding. The hypervisor's view handed to policies lives in
+/// `Sim::vinfo`; the guest kernel's per-vCPU state in `Sim::guests[vm].vcpus[index]` (`slot`).
 pub struct Vcpu {
-    /// Guest: the thread it runs (None: idle).
-    pub current: Option<ThreadId>,
-    /// Guest: threads queued on it.
-    pub runqueue: VecDeque<ThreadId>,
-    /// Interrupts delivered but not yet handled.
-    pub pending_ipis: VecDeque<Ipi>,
-    /// The handler being run.
-    pub irq: Option<Ipi>,
+    /// Where its guest state is.
+    pub slot: GuestSlot,
     pub activity: Activity,
     /// What the current activity's time is charged to.
     pub time_kind: TimeKind,
@@ -74,14 +77,6 @@ pub struct Vcpu {
     pub epoch: u64,
     /// Consecutive PLE exits since it was last scheduled in (grows the window).
     pub ple_exits: u32,
-    /// Guest: whether this vCPU has the VM's address space loaded (in mm_cpumask), including
-    /// lazily while idle.
-    pub mm_loaded: bool,
-    /// A guest tick is armed.
-    pub tick_armed: bool,
-    /// Guest: the kernel function it is in (instruction pointer), published to its PV area
-    /// (`Sim::pv`) lazily: just before a call to a policy that declared the `kernel_fn` channel.
-    pub func: KernelFn,
     /// Leaving its pCPU by a pause-loop yield (voluntary: not a preemption).
     pub yielding: bool,
     /// Since when it has been runnable but not running (for the PV area's steal time).
@@ -170,7 +165,8 @@ pub struct Sim {
     pub vms: Vec<Vm>,
     pub threads: Vec<Thread>,
     pub locks: Vec<Spinlock>,
-    /// One guest kernel per VM (`guest/kernel.rs`): its sync objects, futexes, shootdowns.
+    /// One guest kernel per VM (`guest/kernel.rs`): its per-vCPU state, sync objects, futexes,
+    /// shootdowns.
     pub guests: Vec<GuestKernel>,
     /// IPIs sent and not yet arrived (for deadlock detection).
     pub ipis_in_flight: u64,
@@ -189,4 +185,33 @@ pub struct Sim {
     pub speed_model: Box<dyn SpeedModel>,
     /// `speed_model.is_constant()`, cached: the default model must cost nothing.
     pub speed_constant: bool,
+}
+
+impl Sim {
+    /// Where `v`'s guest state is: (VM, index in the VM).
+    #[inline]
+    pub fn gslot(&self, v: VcpuId) -> (usize, usize) {
+        let s = self.vcpus[v.idx()].slot;
+        (s.vm as usize, s.index as usize)
+    }
+
+    /// The guest kernel's state of vCPU `v`.
+    #[inline]
+    pub fn gvcpu(&self, v: VcpuId) -> &GuestVcpu {
+        let (vm, i) = self.gslot(v);
+        &self.guests[vm].vcpus[i]
+    }
+
+    /// The guest kernel's state of vCPU `v`, to change.
+    #[inline]
+    pub fn gvcpu_mut(&mut self, v: VcpuId) -> &mut GuestVcpu {
+        let (vm, i) = self.gslot(v);
+        &mut self.guests[vm].vcpus[i]
+    }
+
+    /// VM `vm`'s guest kernel and what its operations need from the host's tables.
+    #[inline]
+    pub fn guest_env(&mut self, vm: usize) -> (&mut GuestKernel, GuestEnv<'_>) {
+        (&mut self.guests[vm], GuestEnv { threads: &mut self.threads, locks: &mut self.locks, costs: &self.costs })
+    }
 }
