@@ -57,6 +57,20 @@ pub struct Affinity {
     pub soft: CpuMask,
 }
 
+impl Affinity {
+    /// Where a vCPU with these masks may be homed in a pool of pCPUs `pool`: soft ∩ hard ∩ pool
+    /// when that is not empty, else hard ∩ pool (empty only if the hard mask misses the pool).
+    pub fn homes(&self, pool: &CpuMask) -> CpuMask {
+        let hard = self.hard.and(pool);
+        let soft = self.soft.and(&hard);
+        if soft.is_empty() {
+            hard
+        } else {
+            soft
+        }
+    }
+}
+
 /// One pool: its view and its scheduler instance (Xen `struct scheduler` inside `struct cpupool`).
 pub struct Cpupool {
     pub view: PoolView,

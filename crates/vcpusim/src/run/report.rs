@@ -53,8 +53,8 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         let ipi = |k: IpiKind| s.ipis_sent.get(&k).copied().unwrap_or(0);
         let row = [
             csv_field(&info.name),
-            sim.pools[sim.vcpu_pool[info.vcpus[0].idx()].idx()].policy.name().to_string(),
-            csv_field(&sim.pools[sim.vcpu_pool[info.vcpus[0].idx()].idx()].view.name),
+            sim.pools[sim.vm_pool(info.id).idx()].policy.name().to_string(),
+            csv_field(&sim.pools[sim.vm_pool(info.id).idx()].view.name),
             seed.to_string(),
             csv_field(&vm.workload),
             info.vcpus.len().to_string(),

@@ -115,9 +115,7 @@ impl Sim {
             // The first home: vCPUs spread round-robin over where each may run (hard ∩ pool),
             // preferring its soft affinity there, by host-wide vCPU number (with one pool and no
             // affinity: vCPU v on pCPU v mod P).
-            let hard = affinity.hard.and(&self.pools[pool.idx()].view.mask);
-            let soft = affinity.soft.and(&hard);
-            let allowed = if soft.is_empty() { hard } else { soft };
+            let allowed = affinity.homes(&self.pools[pool.idx()].view.mask);
             let home = allowed.iter().nth(v.idx() % allowed.count()).expect("the loader checks hard ∩ pool is not empty");
             self.vcpu_pool.push(pool);
             self.affinity.push(affinity);

@@ -23,7 +23,7 @@ impl Sim {
         // all VMs first, so that no insert sees a VM the policy does not know yet.
         for vm in 0..self.vminfo.len() {
             let sched = self.vms[vm].sched;
-            let pool = self.vcpu_pool[self.vminfo[vm].vcpus[0].idx()];
+            let pool = self.vm_pool(crate::ids::VmId(vm as u32));
             self.with_policy(pool, |pol, ctx| pol.adjust(ctx, crate::ids::VmId(vm as u32), &sched));
         }
         for v in 0..self.vinfo.len() as u32 {
@@ -108,7 +108,7 @@ impl Sim {
                 sched.vm_type = vm_type;
                 sched.u_factor = u_factor;
                 let sched = *sched;
-                let pool = self.vcpu_pool[self.vminfo[vm.idx()].vcpus[0].idx()];
+                let pool = self.vm_pool(vm);
                 self.with_policy(pool, |pol, ctx| pol.adjust(ctx, vm, &sched));
             }
         }

@@ -79,9 +79,7 @@ impl Sim {
     /// The first pCPU `v` may run on in `pool` (hard affinity ∩ pool, soft affinity there if it
     /// meets it), starting after its current home so that re-homed vCPUs spread.
     fn home_in_pool(&self, v: VcpuId, pool: PoolId) -> PcpuId {
-        let hard = self.affinity[v.idx()].hard.and(&self.pools[pool.idx()].view.mask);
-        let soft = self.affinity[v.idx()].soft.and(&hard);
-        let mask = if soft.is_empty() { hard } else { soft };
+        let mask = self.affinity[v.idx()].homes(&self.pools[pool.idx()].view.mask);
         let from = self.vinfo[v.idx()].last_pcpu;
         let next = mask.iter().find(|q| *q > from);
         next.or_else(|| mask.first()).expect("affinity was broken if it had no pCPU in the pool")
@@ -171,5 +169,11 @@ impl Sim {
     pub fn update_trivial_placement(&mut self) {
         let n = self.pinfo.len();
         self.trivial_placement = self.pools.len() == 1 && self.affinity.iter().all(|a| a.hard.count() == n && a.soft.count() == n);
+    }
+
+    /// The pool a VM is in: its vCPUs' (all in one pool unless `move_vcpu` moved some; then
+    /// vCPU 0's, which holds its settings' home for `adjust` and the report).
+    pub fn vm_pool(&self, vm: crate::ids::VmId) -> PoolId {
+        self.vcpu_pool[self.vminfo[vm.idx()].vcpus[0].idx()]
     }
 }
