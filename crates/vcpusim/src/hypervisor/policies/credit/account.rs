@@ -5,8 +5,12 @@ use super::*;
 
 impl Credit {
     /// `burn_credits`: charge 10 credits per ms run since `start_time`, keeping the sub-credit
-    /// remainder in `residual`. Only for the vCPU running on its pCPU.
+    /// remainder in `residual`. Only for the vCPU running on its pCPU. Xen 3.3 has no
+    /// `burn_credits` (its tick takes 100 credits from whoever runs: `unit_acct`), so nothing.
     pub(super) fn burn_credits(&mut self, v: VcpuId, now: Nanos) {
+        if self.cfg.xen.tick_sampled_debit() {
+            return;
+        }
         let svc = &mut self.vcpus[v.idx()];
         let delta = now as i64 - svc.start_time;
         if delta <= 0 {
@@ -19,7 +23,9 @@ impl Credit {
         svc.start_time += (credits * MS / CREDITS_PER_MSEC) as i64;
     }
 
-    /// `__csched_unit_acct_start`: put the vCPU (and its domain) on the active lists.
+    /// `__csched_unit_acct_start`: put the vCPU (and its domain) on the active lists. Its
+    /// domain's weight joins `prv->weight` with every active vCPU ("Make weight per-vcpu", Xen
+    /// 4.1), or (3.3) once, with the domain's first active vCPU.
     pub(super) fn acct_start(&mut self, v: VcpuId) {
         let vm = self.vcpus[v.idx()].vm;
         if self.vcpus[v.idx()].active {
@@ -27,28 +33,42 @@ impl Credit {
         }
         self.vcpus[v.idx()].active = true;
         self.doms[vm.idx()].active_units.insert(0, v);
-        self.weight += self.doms[vm.idx()].weight as u64;
+        let per_vcpu = self.cfg.xen.weight_per_vcpu();
+        if per_vcpu {
+            self.weight += self.doms[vm.idx()].weight as u64;
+        }
         if !self.active_sdom.contains(&vm) {
             self.active_sdom.insert(0, vm);
+            if !per_vcpu {
+                self.weight += self.doms[vm.idx()].weight as u64;
+            }
         }
     }
 
-    /// `__csched_unit_acct_stop_locked`: take the vCPU off the active lists.
+    /// `__csched_unit_acct_stop_locked`: take the vCPU off the active lists (and its weight out
+    /// of `prv->weight`, per vCPU or, in 3.3, with the domain's last active vCPU).
     pub(super) fn acct_stop(&mut self, v: VcpuId) {
         let vm = self.vcpus[v.idx()].vm;
         self.vcpus[v.idx()].active = false;
         self.doms[vm.idx()].active_units.retain(|u| *u != v);
-        self.weight -= self.doms[vm.idx()].weight as u64;
+        let per_vcpu = self.cfg.xen.weight_per_vcpu();
+        if per_vcpu {
+            self.weight -= self.doms[vm.idx()].weight as u64;
+        }
         if self.doms[vm.idx()].active_units.is_empty() {
             self.active_sdom.retain(|d| *d != vm);
+            if !per_vcpu {
+                self.weight -= self.doms[vm.idx()].weight as u64;
+            }
         }
     }
 
     /// `csched_acct`, every tslice on the master pCPU: share out `credit` over the active domains
-    /// by weight x active vCPUs, at most one full period of run time per active vCPU, unused
-    /// shares going to the domains after it; then set priorities from the sign of the credit,
-    /// floor it at -credits_per_tslice and retire (halving the credit of) vCPUs above +credits_per_tslice.
-    /// Every share is rounded up as credit.c does (`(x + d - 1) / d`, here `div_ceil`).
+    /// by weight x active vCPUs (Xen 4.1 on; by weight alone in 3.3), at most one full period of
+    /// run time per active vCPU, unused shares going to the domains after it; then set priorities
+    /// from the sign of the credit, floor it at -credits_per_tslice and retire vCPUs above
+    /// +credits_per_tslice, halving their credit (4.x) or zeroing it (3.3). Every share is rounded
+    /// up as credit.c does (`(x + d - 1) / d`, here `div_ceil`).
     pub(super) fn acct(&mut self, ctx: &mut PolicyCtx) {
         let weight_total = self.weight;
         let mut credit_total = self.credit;
@@ -64,19 +84,22 @@ impl Credit {
         let mut weight_left = weight_total;
         let mut credit_balance: i64 = 0;
         let mut credit_xtra = false;
+        let xen = self.cfg.xen;
 
         // list_for_each_safe: later moves to the head and removals do not change what is visited.
         for vm in self.active_sdom.clone() {
             let units = self.doms[vm.idx()].active_units.clone();
             let n = units.len() as u64;
             let w = self.doms[vm.idx()].weight as u64;
-            weight_left -= w * n;
+            // The domain's part of `prv->weight`: weight x active vCPUs, or (3.3) its weight.
+            let share = if xen.weight_per_vcpu() { w * n } else { w };
+            weight_left -= share;
 
             // A domain may earn at most one full period per active vCPU, more only while the
             // system-wide balance is negative.
             let mut credit_peak = n * cpt as u64;
             if self.credit_balance < 0 {
-                credit_peak += ((-self.credit_balance) as u64 * w * n).div_ceil(weight_total);
+                credit_peak += ((-self.credit_balance) as u64 * share).div_ceil(weight_total);
             }
             // Caps: `cap` percent of one pCPU's period for the domain, per active vCPU below.
             let cap = self.cap_percent(vm);
@@ -86,7 +109,7 @@ impl Credit {
                 credit_peak = credit_peak.min(credit_cap);
                 credit_cap = credit_cap.div_ceil(n);
             }
-            let mut credit_fair = (credit_total * w * n).div_ceil(weight_total);
+            let mut credit_fair = (credit_total * share).div_ceil(weight_total);
             if credit_fair < credit_peak {
                 credit_xtra = true;
             } else {
@@ -122,9 +145,11 @@ impl Credit {
                         self.unpark(ctx, v);
                     }
                     let svc = &mut self.vcpus[v.idx()];
-                    // "Upper bound on credits means UNIT stops earning".
+                    // "Upper bound on credits means UNIT stops earning": "Divide credits in half,
+                    // so that when it starts accounting again, it starts a little bit 'ahead'"
+                    // (4.x); 3.3 sets them to 0.
                     if svc.credit > cpt {
-                        svc.credit /= 2;
+                        svc.credit = if xen.halves_credit_over_peak() { svc.credit / 2 } else { 0 };
                         self.acct_stop(v);
                     }
                 }
@@ -143,7 +168,13 @@ impl Credit {
         if self.vcpus[v.idx()].pri == PRI_BOOST {
             self.vcpus[v.idx()].pri = PRI_UNDER;
         }
-        self.burn_credits(v, ctx.now());
+        if self.cfg.xen.tick_sampled_debit() {
+            // Xen 3.3: "atomic_sub(CSCHED_CREDITS_PER_TICK, &svc->credit)", whatever part of the
+            // tick the vCPU ran.
+            self.vcpus[v.idx()].credit -= CREDITS_PER_TICK_3_3;
+        } else {
+            self.burn_credits(v, ctx.now());
+        }
         if !self.vcpus[v.idx()].active {
             self.acct_start(v);
         } else {
@@ -213,12 +244,20 @@ impl Credit {
     }
 
     /// `sched_unit_unpause`: an awake vCPU is queued again, without a BOOST (credit.c clears the
-    /// PARKED flag only after the wake, so `csched_unit_wake` does not boost it).
+    /// PARKED flag only after the wake, so `csched_unit_wake` does not boost it), except in Xen
+    /// 4.4 and 4.7 (`Xen::unpark_boosts`).
     pub(super) fn unpark(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
         let svc = &self.vcpus[v.idx()];
         let running = self.pcpus[svc.processor.idx()].curr == Some(v);
         if svc.awake && !running && svc.queued_on.is_none() {
             self.rehome_if_disallowed(&ctx.host, v);
+            if self.cfg.xen.unpark_boosts() {
+                // 4.4 and 4.7 clear PARKED before vcpu_unpause, so csched_vcpu_wake boosts it
+                // (the comment there asks for the opposite; fixed in 4.13, commit 5c8c0ae7c4).
+                self.vcpus[v.idx()].parked = false;
+                self.queue_woken(ctx, v);
+                return;
+            }
             self.runq_insert(v);
             self.runq_tickle(ctx, v);
             let p = self.vcpus[v.idx()].processor.idx();

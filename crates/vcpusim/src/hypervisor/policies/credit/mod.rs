@@ -65,14 +65,16 @@ mod balance;
 mod pick;
 mod tickle;
 mod urgent;
+pub mod version;
 
-use super::{HostShape, PolicyKind};
+use super::{HostFeature, HostShape, PolicyKind};
 use crate::hypervisor::policy::{Decision, HostView, IpiKind, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason};
 use crate::hypervisor::uvf::overlay::UrgentBase;
 use crate::hypervisor::uvf::{Uvf, UvfVm};
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
-use crate::time::{Nanos, MS, SEC, US};
+use crate::time::{format_duration, Nanos, MS, SEC, US};
+use version::Xen;
 
 // ---- Constants of xen/common/sched/credit.c and xen/common/sched/private.h ----
 
@@ -84,6 +86,9 @@ const MAX_TSLICE: Nanos = 1000 * MS;
 const TICKS_PER_TSLICE: u64 = 3;
 /// `CSCHED_CREDITS_PER_MSEC`: a running vCPU burns 10 credits per ms.
 const CREDITS_PER_MSEC: u64 = 10;
+/// Xen 3.3's `CSCHED_CREDITS_PER_TICK`: the running vCPU pays 100 credits at each 10 ms tick
+/// (`csched_vcpu_acct`), however long it ran; 3.3 has no `burn_credits`.
+const CREDITS_PER_TICK_3_3: i64 = 100;
 /// `SCHED_DEFAULT_RATELIMIT_US` (private.h): 1000 us; `XEN_SYSCTL_SCHED_RATELIMIT_MAX` 500 ms.
 const DEFAULT_RATELIMIT: Nanos = 1000 * US;
 const MAX_RATELIMIT: Nanos = 500 * MS;
@@ -132,34 +137,42 @@ impl PolicyKind for CreditKind {
     }
     fn params(&self) -> Vec<ParamSpec> {
         vec![
+            ParamSpec::choice(
+                "xen",
+                Xen::NAMES,
+                Xen::DEFAULT,
+                "the Xen release whose credit1 to follow: 3.3 (seed 004; tick-sampled debits, no ratelimit, \
+                 no yield, no PLE), 4.4 (seed 001), 4.7 (seed 002), 4.18 (today's code); the rules that differ \
+                 are in docs/model.md section 7.2",
+            ),
             ParamSpec::duration(
                 "tslice",
                 DEFAULT_TSLICE,
                 "timeslice and accounting period (sched_credit_tslice_ms, CSCHED_DEFAULT_TSLICE_MS = 30 ms \
-                 in xen/common/sched/credit.c); the tick is a third of it",
+                 in xen/common/sched/credit.c); the tick is a third of it; fixed at 30 ms in Xen 3.3",
             )
             .range(MIN_TSLICE as f64, MAX_TSLICE as f64),
             ParamSpec::duration(
                 "ratelimit",
                 DEFAULT_RATELIMIT,
-                "a vCPU that has run less than this is not preempted, except when it yields \
+                "a vCPU that has run less than this is not preempted, except (Xen 4.8 on) when it yields \
                  (sched_ratelimit_us, SCHED_DEFAULT_RATELIMIT_US = 1000 us in xen/common/sched/private.h); \
-                 0 disables it as in Xen before 4.2; capped at tslice",
+                 0 disables it; capped at tslice; absent in Xen 3.3 (introduced in 4.2), where it is 0",
             )
             .range(0.0, MAX_RATELIMIT as f64),
             ParamSpec::duration(
                 "load_balance_ratelimit",
                 DEFAULT_LOAD_BALANCE_RATELIMIT,
                 "minimum time between two work-stealing attempts of one pCPU (load-balance-ratelimit, \
-                 CSCHED_DEFAULT_LOAD_BALANCE_RATELIMIT_US = 1000 us, Xen 4.18); 0 steals at every chance \
-                 as older Xen did",
+                 CSCHED_DEFAULT_LOAD_BALANCE_RATELIMIT_US = 1000 us, Xen 4.18); absent before 4.18, where \
+                 it is 0 (steal at every chance)",
             )
             .range(0.0, MAX_LOAD_BALANCE_RATELIMIT as f64),
             ParamSpec::duration(
                 "migration_delay",
                 0,
                 "a vCPU that ran less than this long ago is cache-hot and is not stolen \
-                 (vcpu_migration_delay, default 0 in xen/common/sched/credit.c)",
+                 (vcpu_migration_delay, default 0 in xen/common/sched/credit.c); absent in Xen 3.3",
             )
             .range(0.0, MAX_MIGRATION_DELAY as f64),
             ParamSpec::boolean(
@@ -183,15 +196,73 @@ impl PolicyKind for CreditKind {
     fn build(&self, params: &Params, host: HostShape) -> Box<dyn Policy> {
         Box::new(Credit::new(CreditConfig::from_params(params), host))
     }
+    /// The tunables the chosen Xen lacks take the value that version behaves as (0: none; 30 ms
+    /// for 3.3's slice); writing another value for them is an error naming the version.
+    fn resolve_params(&self, params: &mut Params, given: &dyn Fn(&str) -> bool) -> Result<(), (&'static str, String)> {
+        let xen = xen_of(params);
+        let absent: [(&'static str, bool, Nanos, &str); 4] = [
+            ("tslice", xen.has_tslice_param(), DEFAULT_TSLICE, "sched_credit_tslice_ms arrived in Xen 4.2"),
+            ("ratelimit", xen.has_ratelimit(), 0, "sched_ratelimit_us arrived in Xen 4.2"),
+            (
+                "load_balance_ratelimit",
+                xen.has_load_balance_ratelimit(),
+                0,
+                "load-balance-ratelimit arrived in Xen 4.18",
+            ),
+            ("migration_delay", xen.has_migration_delay(), 0, "vcpu_migration_delay is not in Xen 3.3"),
+        ];
+        for (name, exists, value, why) in absent {
+            if exists {
+                continue;
+            }
+            let written = params.duration(name);
+            if given(name) && written != value {
+                return Err((
+                    name,
+                    format!(
+                        "xen = \"{xen}\" has no {name} ({why}): it behaves as {}; leave {name} out, write {}, \
+                         or choose a later xen ({})",
+                        format_duration(value),
+                        format_duration(value),
+                        Xen::NAMES.join(", ")
+                    ),
+                ));
+            }
+            params.set(name, crate::params::ParamValue::Duration(value));
+        }
+        Ok(())
+    }
+    fn lacks(&self, params: &Params, feature: HostFeature) -> Option<String> {
+        let xen = xen_of(params);
+        let (has, what, since) = match feature {
+            HostFeature::PauseLoopExiting => (
+                xen.has_ple(),
+                "pause-loop exiting",
+                "Xen 4.0 (xen/arch/x86/hvm/vmx/vmcs.c ple_window, vmx.c EXIT_REASON_PAUSE_INSTRUCTION)",
+            ),
+            HostFeature::SoftAffinity => {
+                (xen.has_soft_affinity(), "soft affinity", "Xen 4.5 (cpu_soft_affinity, CSCHED_BALANCE_SOFT_AFFINITY)")
+            }
+            HostFeature::Cpupools => (xen.has_cpupools(), "cpupools", "Xen 4.1 (xen/common/cpupool.c)"),
+        };
+        (!has).then(|| format!("xen = \"{xen}\" (policy \"credit\") has no {what}: it arrived in {since}"))
+    }
     /// Xen's PLE window is fixed: VMX `ple_window` 4096 without grow/shrink (arch/x86/hvm/vmx/vmx.c).
     fn ple_grow(&self) -> u64 {
         1
     }
 }
 
+/// The `xen` parameter (loaded scenarios hold one of `Xen::NAMES`).
+fn xen_of(params: &Params) -> Xen {
+    Xen::parse(params.choice("xen")).expect("the xen parameter is one of Xen::NAMES")
+}
+
 /// Tunables and the values `__csched_set_tslice` derives from them.
 #[derive(Clone, Debug, PartialEq)]
 struct CreditConfig {
+    /// Which Xen's credit1 to follow (`version.rs`).
+    xen: Xen,
     tslice: Nanos,
     ratelimit: Nanos,
     load_balance_ratelimit: Nanos,
@@ -214,12 +285,30 @@ impl CreditConfig {
             params.duration("migration_delay"),
         );
         cfg.work_conserving = params.boolean("work_conserving");
+        cfg.with_xen(xen_of(params))
+    }
+
+    /// The same tunables under `xen`: what that version lacks takes the value it behaves as
+    /// (`CreditKind::resolve_params` already refused any other), so the rules never read a
+    /// tunable their version does not have.
+    fn with_xen(self, xen: Xen) -> Self {
+        let tslice = if xen.has_tslice_param() { self.tslice } else { DEFAULT_TSLICE };
+        let keep = |has: bool, value: Nanos| if has { value } else { 0 };
+        let mut cfg = Self::new(
+            tslice,
+            keep(xen.has_ratelimit(), self.ratelimit),
+            keep(xen.has_load_balance_ratelimit(), self.load_balance_ratelimit),
+            keep(xen.has_migration_delay(), self.migration_delay),
+        );
+        cfg.work_conserving = self.work_conserving;
+        cfg.xen = xen;
         cfg
     }
 
     fn new(tslice: Nanos, ratelimit: Nanos, load_balance_ratelimit: Nanos, migration_delay: Nanos) -> Self {
         let ticks = if tslice < TICKS_PER_TSLICE * MS { 1 } else { TICKS_PER_TSLICE };
         CreditConfig {
+            xen: Xen::V4_18,
             tslice,
             // csched_init: "sched_ratelimit_us > sched_credit_tslice_ms is undefined; Setting ratelimit to tslice".
             ratelimit: ratelimit.min(tslice),
@@ -444,6 +533,12 @@ impl Credit {
         }
     }
 
+    /// `has_soft_affinity`, where the version has soft affinity (Xen 4.5 on); older versions
+    /// ignore soft masks (the loader refuses `cpus_soft` for them).
+    fn soft(&self, host: &HostView, v: VcpuId) -> bool {
+        self.cfg.xen.has_soft_affinity() && host.has_soft(v)
+    }
+
     fn pri_of_curr(&self, p: usize) -> Pri {
         self.pcpus[p].curr.map_or(PRI_IDLE, |c| self.vcpus[c.idx()].pri)
     }
@@ -497,7 +592,7 @@ impl Policy for Credit {
         "credit"
     }
 
-    /// `csched_unit_insert` + the unpause wake (see the file header).
+    /// `csched_unit_insert` + the unpause wake (see the file header; `Xen::insert_picks_pcpu`).
     fn insert_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
         self.fit_to(&ctx.host);
         let info = ctx.host.vcpu(v);
@@ -515,10 +610,16 @@ impl Policy for Credit {
             self.master_ticker = Some(ticker);
             ctx.set_timer(&ticker, ctx.now() + self.cfg.tslice);
         }
-        let p = self.cpu_pick(&ctx.host, v, true);
-        let svc = &mut self.vcpus[v.idx()];
-        svc.processor = PcpuId(p as u32);
-        svc.migrating = true;
+        if self.cfg.xen.insert_picks_pcpu() {
+            // Xen 4.8 on: csched_unit_insert -> csched_res_pick (MIGRATING: the unpause wake is
+            // not a BOOST).
+            let p = self.cpu_pick(&ctx.host, v, true);
+            let svc = &mut self.vcpus[v.idx()];
+            svc.processor = PcpuId(p as u32);
+            svc.migrating = true;
+        }
+        // Before 4.8 csched_vcpu_insert leaves the paused vCPU where domain creation put it
+        // (its first pCPU here), and the unpause is an ordinary wake: a BOOST.
         self.queue_woken(ctx, v);
     }
 
@@ -527,7 +628,13 @@ impl Policy for Credit {
     fn adjust(&mut self, ctx: &mut PolicyCtx, vm: VmId, sched: &VmSched) {
         self.fit_to(&ctx.host);
         let dom = &mut self.doms[vm.idx()];
-        let active = dom.active_units.len() as u64;
+        // `prv->weight` holds the domain's weight once per active vCPU (Xen 4.1 on), or once if
+        // it has any (3.3's csched_dom_cntl: "if ( !list_empty(&sdom->active_sdom_elem) )").
+        let active = if self.cfg.xen.weight_per_vcpu() {
+            dom.active_units.len() as u64
+        } else {
+            u64::from(!dom.active_units.is_empty())
+        };
         self.weight = self.weight - dom.weight as u64 * active + sched.weight as u64 * active;
         dom.weight = sched.weight;
         dom.cap = sched.cap;
@@ -604,11 +711,14 @@ impl Policy for Credit {
         self.uvf_sleep(v);
     }
 
-    /// `csched_unit_yield`: only a flag; `do_schedule` skips the ratelimit and queues the vCPU
-    /// behind one lower-priority vCPU. PLE exits arrive here (Xen's `vmx.c` PAUSE exit calls
-    /// `vcpu_yield`).
+    /// `csched_unit_yield`: only a flag; `do_schedule` queues the vCPU behind one lower-priority
+    /// vCPU and (4.8 on) skips the ratelimit. PLE exits arrive here (Xen's `vmx.c` PAUSE exit calls
+    /// `vcpu_yield`). Xen 3.3 has no yield operation: schedule.c's `do_yield` only raises
+    /// `SCHEDULE_SOFTIRQ`, so the vCPU is re-queued like a preempted one.
     fn yield_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId, reason: YieldReason) {
-        self.vcpus[v.idx()].yielding = true;
+        if self.cfg.xen.has_yield_flag() {
+            self.vcpus[v.idx()].yielding = true;
+        }
         match reason {
             // Seed 000 section 4.3: a pause-loop exit cancels urgency.
             YieldReason::PauseLoop => self.uvf_cancel(ctx, v),
@@ -661,17 +771,35 @@ impl Policy for Credit {
         // 500 us urgent tslice is shorter than the 1 ms ratelimit, which would otherwise hide it).
         let urgent = self.pick_urgent(ctx, p, prev.filter(|_| prev_runnable));
 
-        // Ratelimit: keep a vCPU that has run less than `ratelimit`, unless it yields.
+        // Ratelimit (Xen 4.2 on; `ratelimit` is 0 for 3.3): keep a vCPU that has run less than
+        // `ratelimit`, unless (4.8 on) it yielded.
+        let xen = self.cfg.xen;
         if let Some(c) = prev.filter(|_| urgent.is_none()) {
             let yielding = self.vcpus[c.idx()].yielding;
-            if !yielding && self.cfg.ratelimit > 0 && prev_runnable && runtime < self.cfg.ratelimit {
-                // Not yielding, so taking it back off the queue loses no YIELD flag.
+            let spared = yielding && xen.ratelimit_spares_yielder();
+            if !spared && self.cfg.ratelimit > 0 && prev_runnable && runtime < self.cfg.ratelimit {
+                // Taken back off the queue with its YIELD flag, if any: 4.4 and 4.7 return before
+                // "Clear YIELD flag before scheduling out", so a yielder kept here stays flagged.
                 self.runq_remove(c);
+                self.vcpus[c.idx()].yielding = yielding;
                 self.vcpus[c.idx()].start_time += now as i64;
-                // Literally credit.c: a vCPU that has run under CSCHED_MIN_TIMER gets exactly that.
-                let slice = if runtime < MIN_TIMER { MIN_TIMER } else { self.cfg.ratelimit - runtime };
+                let slice = if !xen.ratelimit_slice_is_remainder() {
+                    // 4.4 and 4.7: `tslice = MICROSECS(prv->ratelimit_us)`, a whole ratelimit.
+                    self.cfg.ratelimit
+                } else if runtime < MIN_TIMER {
+                    // Literally credit.c: a vCPU that has run under CSCHED_MIN_TIMER gets exactly that.
+                    MIN_TIMER
+                } else {
+                    self.cfg.ratelimit - runtime
+                };
                 return Decision::run(c, Some(slice));
             }
+        }
+        if let Some(c) = prev.filter(|_| !xen.yield_flag_kept_while_queued()) {
+            // 4.4 and 4.7: "Clear YIELD flag before scheduling out", after the re-queue placed
+            // it: the flag moves a yielder behind one lower-priority vCPU once, and a waiting
+            // yielder is not flagged (so it can be stolen).
+            self.vcpus[c.idx()].yielding = false;
         }
 
         // The head of the local queue, unless it is OVER or idle and a peer has better work.
@@ -680,7 +808,7 @@ impl Policy for Credit {
         if let Some(u) = urgent {
             self.runq_remove(u);
             snext = Some(u);
-        } else if head_pri <= PRI_OVER && self.load_balance_allowed(p, now) {
+        } else if head_pri <= PRI_OVER && (!xen.has_load_balance_ratelimit() || self.load_balance_allowed(p, now)) {
             self.pcpus[p].last_load_balance = Some(now);
             snext = self.load_balance(&ctx.host, p, head_pri);
         }
@@ -849,12 +977,11 @@ impl Policy for Credit {
                 ));
             }
         }
-        let active_weight: u64 = self
-            .vcpus
-            .iter()
-            .filter(|s| s.active)
-            .map(|s| self.doms[s.vm.idx()].weight as u64)
-            .sum();
+        let active_weight: u64 = if self.cfg.xen.weight_per_vcpu() {
+            self.vcpus.iter().filter(|s| s.active).map(|s| self.doms[s.vm.idx()].weight as u64).sum()
+        } else {
+            self.active_sdom.iter().map(|vm| self.doms[vm.idx()].weight as u64).sum()
+        };
         if active_weight != self.weight {
             return Err(format!("credit: active weight is {} but the active vCPUs add up to {active_weight}", self.weight));
         }
