@@ -1,6 +1,7 @@
 //! Unit tests of the credit policy, with a fake host that plays the engine.
 
 use super::*;
+use super::version::Xen;
 use crate::hardware::cpumask::CpuMask;
 use crate::hardware::topology::Topology;
 use crate::engine::event_queue::{EventId, EventQueue};
@@ -44,6 +45,49 @@ pub(super) struct FakeHost {
 
 pub(super) fn cfg() -> CreditConfig {
     CreditConfig::new(DEFAULT_TSLICE, DEFAULT_RATELIMIT, DEFAULT_LOAD_BALANCE_RATELIMIT, 0)
+}
+
+/// The default tunables as the loader resolves them for `xen` (`CreditKind::resolve_params`).
+pub(super) fn cfg_for(xen: Xen) -> CreditConfig {
+    cfg().with_xen(xen)
+}
+
+/// A hand-set host under `xen`: `nvcpus` vCPUs of one VM (weight 256) on `n` flat pCPUs, UNDER
+/// except those in `over`; pCPU `p` runs `runs[p]` (since time 0) and queues `queues[p]` in that
+/// order, and a vCPU named nowhere is halted. The engine's view agrees, so `check` holds.
+pub(super) fn hand_set(xen: Xen, n: u32, nvcpus: u32, over: &[usize], runs: &[Option<usize>], queues: &[&[usize]]) -> FakeHost {
+    let mut h = FakeHost::new(Topology::flat(n), &[(nvcpus, 256)], cfg_for(xen));
+    h.adjust(0);
+    h.call(|pol, ctx| pol.fit_to(&ctx.host));
+    for _ in 0..nvcpus {
+        h.policy.vcpus.push(CreditVcpu::new(VmId(0), PcpuId(0)));
+    }
+    for v in 0..nvcpus as usize {
+        h.vcpus[v].state = VcpuState::Halted;
+        if over.contains(&v) {
+            h.policy.vcpus[v].pri = PRI_OVER;
+        }
+    }
+    for p in 0..n as usize {
+        if let Some(v) = runs[p] {
+            let svc = &mut h.policy.vcpus[v];
+            (svc.processor, svc.awake) = (PcpuId(p as u32), true);
+            h.policy.pcpus[p].curr = Some(VcpuId(v as u32));
+            h.policy.idlers[p] = false;
+            let info = &mut h.vcpus[v];
+            (info.state, info.pcpu, info.last_pcpu) = (VcpuState::Running, Some(PcpuId(p as u32)), PcpuId(p as u32));
+            h.pcpus[p].current = Some(VcpuId(v as u32));
+        }
+        for &v in queues[p] {
+            let svc = &mut h.policy.vcpus[v];
+            (svc.processor, svc.awake) = (PcpuId(p as u32), true);
+            h.policy.runq_insert(VcpuId(v as u32));
+            h.vcpus[v].state = VcpuState::Runnable;
+            h.vcpus[v].last_pcpu = PcpuId(p as u32);
+        }
+    }
+    h.check();
+    h
 }
 
 impl FakeHost {

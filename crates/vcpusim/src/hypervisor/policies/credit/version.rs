@@ -279,3 +279,298 @@ mod tests {
         assert_eq!(Xen::parse("4.8"), None);
     }
 }
+
+/// Each rule of a version, driven through the policy: every test computes an outcome under all
+/// four versions and compares it with that version's expectation; the expectations of versions
+/// whose code differs there are asserted to differ, so a test of one version's rule fails under
+/// the others. (4.4 and 4.7 share the yield, ratelimit and steal code byte for byte; the MIGRATING
+/// and kick-cur-away tests tell them apart.)
+#[cfg(test)]
+mod rules {
+    use super::super::tests::{cfg_for, hand_set, Ev, FakeHost};
+    use super::super::{CreditVcpu, Pri, DEFAULT_TSLICE, PRI_BOOST, PRI_UNDER};
+    use super::Xen;
+    use crate::hardware::topology::Topology;
+    use crate::hypervisor::policy::{Policy, VcpuState, YieldReason};
+    use crate::ids::{PcpuId, VcpuId, VmId};
+    use crate::time::{Nanos, MS, US};
+    use std::fmt::Debug;
+
+    const ALL: [Xen; 4] = [Xen::V3_3, Xen::V4_4, Xen::V4_7, Xen::V4_18];
+
+    /// `outcome(xen) == expected(xen)` for every version, and the expectations of `distinct`
+    /// (one version per group of identical code) differ pairwise.
+    fn per_version<T: PartialEq + Debug>(distinct: &[Xen], outcome: impl Fn(Xen) -> T, expected: impl Fn(Xen) -> T) {
+        for (i, a) in distinct.iter().enumerate() {
+            for b in &distinct[i + 1..] {
+                assert_ne!(expected(*a), expected(*b), "the test cannot tell Xen {a} from Xen {b}");
+            }
+        }
+        for xen in ALL {
+            assert_eq!(outcome(xen), expected(xen), "Xen {xen}");
+        }
+    }
+
+    fn ids(list: &[VcpuId]) -> Vec<usize> {
+        list.iter().map(|v| v.idx()).collect()
+    }
+
+    /// Yield: `r` runs on the one pCPU, `a` (UNDER) and `o` (OVER) wait; `r` yields 10 us after it
+    /// started. Who runs next, for how long, the queue, and `r`'s YIELD flag.
+    fn after_yield(xen: Xen) -> (Option<usize>, Option<Nanos>, Vec<usize>, bool) {
+        let (r, a, o) = (0, 1, 2);
+        let mut h = hand_set(xen, 1, 3, &[o], &[Some(r)], &[&[a, o]]);
+        h.now = 10 * US;
+        let d = h.call(|pol, ctx| {
+            pol.yield_vcpu(ctx, VcpuId(r as u32), YieldReason::PauseLoop);
+            pol.do_schedule(ctx, PcpuId(0))
+        });
+        (d.next.map(|v| v.idx()), d.slice, ids(&h.policy.pcpus[0].runq), h.policy.vcpus[r].yielding)
+    }
+
+    #[test]
+    fn yield_rule_of_each_version() {
+        let (r, a, o) = (0, 1, 2);
+        per_version(&[Xen::V3_3, Xen::V4_4, Xen::V4_18], after_yield, |xen| match xen {
+            // No yield operation: re-queued at the tail of UNDER, ahead of the OVER vCPU; no
+            // ratelimit, so `a` runs at once.
+            Xen::V3_3 => (Some(a), Some(DEFAULT_TSLICE), vec![r, o], false),
+            // The ratelimit binds a yielder: it keeps the pCPU for a whole ratelimit, flagged.
+            Xen::V4_4 | Xen::V4_7 => (Some(r), Some(MS), vec![a, o], true),
+            // The yielder skips the ratelimit and waits behind the OVER vCPU, still flagged.
+            Xen::V4_18 => (Some(a), Some(DEFAULT_TSLICE), vec![o, r], true),
+        });
+        // 4.4 and 4.7: when the ratelimit ends the flag puts it behind `o`, then is cleared.
+        for xen in [Xen::V4_4, Xen::V4_7] {
+            let mut h = hand_set(xen, 1, 3, &[o], &[Some(r)], &[&[a, o]]);
+            h.now = 10 * US;
+            h.call(|pol, ctx| {
+                pol.yield_vcpu(ctx, VcpuId(r as u32), YieldReason::PauseLoop);
+                pol.do_schedule(ctx, PcpuId(0))
+            });
+            h.now += MS;
+            let d = h.call(|pol, ctx| pol.do_schedule(ctx, PcpuId(0)));
+            assert_eq!(d.next, Some(VcpuId(a as u32)), "Xen {xen}");
+            assert_eq!(ids(&h.policy.pcpus[0].runq), vec![o, r], "Xen {xen}");
+            assert!(!h.policy.vcpus[r].yielding, "Xen {xen}: a queued yielder is not flagged");
+        }
+    }
+
+    /// Ratelimit: `r` has run 300 us on the one pCPU when the halted `w` wakes (a BOOST). Who
+    /// runs after the reschedule the wake asked for, and for how long.
+    fn after_boosted_wake(xen: Xen) -> (Option<usize>, Option<Nanos>) {
+        let (r, w) = (0, 1);
+        let mut h = hand_set(xen, 1, 2, &[], &[Some(r)], &[&[]]);
+        h.now = 300 * US;
+        h.vcpus[w].state = VcpuState::Runnable;
+        h.call(|pol, ctx| pol.wake(ctx, VcpuId(w as u32), None));
+        assert_eq!(h.policy.vcpus[w].pri, PRI_BOOST, "Xen {xen}");
+        assert_eq!(h.events.pop().map(|(_, e)| e), Some(Ev::Resched(0)), "Xen {xen}: the wake tickles the pCPU");
+        let d = h.call(|pol, ctx| pol.do_schedule(ctx, PcpuId(0)));
+        (d.next.map(|v| v.idx()), d.slice)
+    }
+
+    #[test]
+    fn ratelimit_rule_of_each_version() {
+        let (r, w) = (0, 1);
+        per_version(&[Xen::V3_3, Xen::V4_4, Xen::V4_18], after_boosted_wake, |xen| match xen {
+            // No ratelimit: the BOOST preempts at once.
+            Xen::V3_3 => (Some(w), Some(DEFAULT_TSLICE)),
+            // A whole ratelimit more (`tslice = MICROSECS(prv->ratelimit_us)`).
+            Xen::V4_4 | Xen::V4_7 => (Some(r), Some(MS)),
+            // What is left of it (`prv->ratelimit - runtime`).
+            Xen::V4_18 => (Some(r), Some(700 * US)),
+        });
+    }
+
+    /// Stealing: pCPU 1 idles; pCPU 0 runs x0 with y0 waiting, pCPU 3 runs x3 with y3 waiting,
+    /// and on pCPU 2 y2 (which has run 2 ms) yields to the waiting x2. Which vCPU pCPU 1 steals.
+    fn stolen(xen: Xen) -> Option<usize> {
+        let (x0, y0, y2, x2, x3, y3) = (0, 1, 2, 3, 4, 5);
+        let mut h = hand_set(xen, 4, 6, &[], &[Some(x0), None, Some(y2), Some(x3)], &[&[y0], &[], &[x2], &[y3]]);
+        h.now = 2 * MS;
+        let d = h.call(|pol, ctx| {
+            pol.yield_vcpu(ctx, VcpuId(y2 as u32), YieldReason::PauseLoop);
+            pol.do_schedule(ctx, PcpuId(2))
+        });
+        assert_eq!(d.next, Some(VcpuId(x2 as u32)), "Xen {xen}");
+        assert_eq!(h.policy.vcpus[y2].yielding, xen == Xen::V4_18, "Xen {xen}: the waiting yielder's flag");
+        h.call(|pol, ctx| pol.do_schedule(ctx, PcpuId(1))).next.map(|v| v.idx())
+    }
+
+    #[test]
+    fn steal_rule_of_each_version() {
+        let (y0, y2, y3) = (1, 2, 5);
+        per_version(&[Xen::V3_3, Xen::V4_4, Xen::V4_18], stolen, |xen| match xen {
+            // From the thief's neighbour round the host: pCPU 2's waiting yielder.
+            Xen::V3_3 => Some(y2),
+            // The node's first busy pCPU: pCPU 0.
+            Xen::V4_4 | Xen::V4_7 => Some(y0),
+            // From the balance bias (pCPU 0) on: pCPU 2's yielder is skipped, pCPU 3's taken.
+            Xen::V4_18 => Some(y3),
+        });
+    }
+
+    /// BOOST on a move and on the first wake: the priority of a vCPU the tick flagged for
+    /// migration once it is woken on its new pCPU, and of a vCPU just inserted.
+    fn boosts(xen: Xen) -> (Pri, Pri) {
+        let mut h = hand_set(xen, 2, 1, &[], &[Some(0), None], &[&[], &[]]);
+        h.policy.vcpus[0].migrate_pending = true;
+        h.now = 5 * MS;
+        h.call(|pol, ctx| pol.do_schedule(ctx, PcpuId(0)));
+        let moved = h.policy.vcpus[0].pri;
+        let mut h = FakeHost::new(Topology::flat(2), &[(1, 256)], cfg_for(xen));
+        h.adjust(0);
+        h.call(|pol, ctx| pol.insert_vcpu(ctx, VcpuId(0)));
+        (moved, h.policy.vcpus[0].pri)
+    }
+
+    #[test]
+    fn migrating_and_insert_boost_rules_tell_4_4_from_4_7() {
+        per_version(&[Xen::V4_4, Xen::V4_7, Xen::V4_18], boosts, |xen| match xen {
+            // No MIGRATING flag: vcpu_migrate's wake is a BOOST; so is the unpause after creation.
+            Xen::V3_3 | Xen::V4_4 => (PRI_BOOST, PRI_BOOST),
+            // MIGRATING (4.7), but csched_vcpu_insert does not pick a pCPU yet (4.8).
+            Xen::V4_7 => (PRI_UNDER, PRI_BOOST),
+            Xen::V4_18 => (PRI_UNDER, PRI_UNDER),
+        });
+    }
+
+    /// The priority of a parked vCPU when `csched_acct` unparks it.
+    fn unparked(xen: Xen) -> Pri {
+        let mut h = hand_set(xen, 1, 2, &[], &[Some(0)], &[&[]]);
+        let svc = &mut h.policy.vcpus[1];
+        (svc.awake, svc.parked) = (true, true);
+        h.vcpus[1].state = VcpuState::Runnable;
+        h.call(|pol, ctx| pol.unpark(ctx, VcpuId(1)));
+        assert_eq!(h.policy.vcpus[1].queued_on, Some(PcpuId(0)), "Xen {xen}");
+        h.policy.vcpus[1].pri
+    }
+
+    #[test]
+    fn unpark_boosts_in_4_4_and_4_7_only() {
+        per_version(&[Xen::V3_3, Xen::V4_4], unparked, |xen| match xen {
+            Xen::V4_4 | Xen::V4_7 => PRI_BOOST,
+            Xen::V3_3 | Xen::V4_18 => PRI_UNDER,
+        });
+    }
+
+    /// Accounting: VM A (4 vCPUs) and VM B (1 vCPU), equal weights, all active, on 2 pCPUs (600
+    /// credits a period); A's first vCPU holds 250 credits. After one `csched_acct`: A's second
+    /// vCPU's credit, B's, A's first vCPU's and whether it is still active; then what a tick
+    /// charges a vCPU that ran 1 ms.
+    fn accounting(xen: Xen) -> (i64, i64, i64, bool, i64) {
+        let mut h = FakeHost::new(Topology::flat(2), &[(4, 256), (1, 256)], cfg_for(xen));
+        h.adjust(0);
+        h.adjust(1);
+        h.call(|pol, ctx| pol.fit_to(&ctx.host));
+        for v in 0..5 {
+            let mut svc = CreditVcpu::new(VmId(u32::from(v == 4)), PcpuId(0));
+            svc.awake = true;
+            h.policy.vcpus.push(svc);
+        }
+        for v in 0..5 {
+            h.policy.acct_start(VcpuId(v));
+        }
+        h.policy.vcpus[0].credit = 250;
+        h.call(|pol, ctx| pol.acct(ctx));
+        let p = &h.policy;
+        let acct = (p.vcpus[1].credit, p.vcpus[4].credit, p.vcpus[0].credit, p.vcpus[0].active);
+        // The tick: vCPU 1 runs on pCPU 0 from 0 to 1 ms.
+        let mut h = hand_set(xen, 1, 1, &[], &[Some(0)], &[&[]]);
+        h.now = MS;
+        h.call(|pol, ctx| pol.unit_acct(ctx, VcpuId(0), 0));
+        (acct.0, acct.1, acct.2, acct.3, -h.policy.vcpus[0].credit)
+    }
+
+    #[test]
+    fn accounting_rules_of_3_3_and_4_x() {
+        per_version(&[Xen::V3_3, Xen::V4_4], accounting, |xen| match xen {
+            // By domain weight: A and B 300 each; B's single vCPU gets its peak, A's four 75;
+            // A's first passes +300 and is zeroed; the tick takes 100 credits.
+            Xen::V3_3 => (75, 300, 0, false, 100),
+            // By weight x active vCPUs: 120 each; (250 + 120) / 2 = 185 retired; 1 ms costs 10.
+            _ => (120, 120, 185, false, 10),
+        });
+    }
+
+    /// Tickling: pCPU 0 runs an UNDER vCPU, pCPUs 1-3 idle; a halted vCPU wakes (BOOST) on
+    /// pCPU 0. Which pCPUs are told to reschedule.
+    fn tickled(xen: Xen) -> Vec<usize> {
+        let mut h = hand_set(xen, 4, 2, &[], &[Some(0), None, None, None], &[&[], &[], &[], &[]]);
+        h.vcpus[1].state = VcpuState::Runnable;
+        h.call(|pol, ctx| pol.wake(ctx, VcpuId(1), None));
+        std::iter::from_fn(|| h.events.pop())
+            .filter_map(|(_, e)| match e {
+                Ev::Resched(p) => Some(p),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tickle_rule_of_3_3_and_4_x() {
+        per_version(&[Xen::V3_3, Xen::V4_4], tickled, |xen| match xen {
+            // The pCPU (BOOST beats UNDER) and every idler.
+            Xen::V3_3 => vec![0, 1, 2, 3],
+            // One idler, rotating (`opt_tickle_one_idle`), and not the busy pCPU.
+            _ => vec![1],
+        });
+    }
+
+    /// Placement: 2 cores x 2 threads; the vCPU waits on pCPU 1, whose sibling 0 idles, and the
+    /// other core (pCPUs 2, 3) idles. Where `csched_cpu_pick` puts it.
+    fn picked(xen: Xen) -> usize {
+        let mut h = FakeHost::new(Topology::new(4, 1, 1, 2).unwrap(), &[(1, 256)], cfg_for(xen));
+        h.call(|pol, ctx| pol.fit_to(&ctx.host));
+        let mut svc = CreditVcpu::new(VmId(0), PcpuId(1));
+        svc.awake = true;
+        h.policy.vcpus.push(svc);
+        h.policy.idlers = vec![true, false, true, true];
+        h.policy.pcpus[1].runq.push(VcpuId(0));
+        h.call(|pol, ctx| pol.cpu_pick(&ctx.host, VcpuId(0), false))
+    }
+
+    #[test]
+    fn cpu_pick_rule_of_3_3_and_4_x() {
+        per_version(&[Xen::V3_3, Xen::V4_4], picked, |xen| match xen {
+            // Its own pCPU counts as idle, so its core has as many idlers as the other: it stays.
+            Xen::V3_3 => 1,
+            // Its busy pCPU does not count; the fully idle core wins (thread 2, the first idler).
+            _ => 2,
+        });
+    }
+
+    /// Kick cur away: pCPU 0 runs `cur` (UNDER, hard affinity `cur_hard`); pCPU 1 idles; a vCPU
+    /// pinned to pCPU 0 wakes there as a BOOST. Whether `cur` is flagged to move.
+    fn kicked(xen: Xen, cur_hard: &'static [u32]) -> bool {
+        let mut h = FakeHost::new(Topology::flat(2), &[(2, 256)], cfg_for(xen)).with_affinity(&[(cur_hard, &[]), (&[0], &[])]);
+        h.adjust(0);
+        h.call(|pol, ctx| pol.fit_to(&ctx.host));
+        for _ in 0..2 {
+            let mut svc = CreditVcpu::new(VmId(0), PcpuId(0));
+            svc.awake = true;
+            h.policy.vcpus.push(svc);
+        }
+        h.policy.pcpus[0].curr = Some(VcpuId(0));
+        h.policy.idlers = vec![false, true];
+        h.policy.vcpus[1].pri = PRI_BOOST;
+        h.policy.runq_insert(VcpuId(1));
+        h.call(|pol, ctx| pol.runq_tickle(ctx, VcpuId(1)));
+        h.policy.vcpus[0].migrate_pending
+    }
+
+    #[test]
+    fn kick_cur_away_rule_tells_4_4_4_7_and_4_18_apart() {
+        let outcome = |xen| (kicked(xen, &[0, 1]), kicked(xen, &[0]));
+        per_version(&[Xen::V4_4, Xen::V4_7, Xen::V4_18], outcome, |xen| match xen {
+            // Always.
+            Xen::V4_4 => (true, true),
+            // Only if an idler suits cur.
+            Xen::V4_7 => (true, false),
+            // 3.3 has no such branch; 4.13 on tests new's affinity, so never.
+            Xen::V3_3 | Xen::V4_18 => (false, false),
+        });
+    }
+}
+
