@@ -517,11 +517,12 @@ impl Credit {
         }
         if !self.pool_known {
             // A pool's instance owns only its pCPUs (csched_alloc_pdata / init_pdata run for
-            // those): the others are never idle here, and `prv->credit` counts the pool's pCPUs.
+            // those), and `prv->credit` counts the pool's pCPUs. No pCPU is an idler yet: init_pdata
+            // adds a pCPU to `prv->idlers` when it is brought up, and the engine brings each pCPU
+            // online at its first `do_schedule` (a seeded time in [0, start_skew)), which sets its
+            // bit. Until then a tickle or a placement cannot count on it.
             self.pool_known = true;
-            for p in 0..self.pcpus.len() {
-                self.idlers[p] = host.owns_pcpu(PcpuId(p as u32));
-            }
+            self.idlers.iter_mut().for_each(|i| *i = false);
             self.credit = self.cfg.credits_per_tslice as u64 * host.npcpus() as u64;
         }
         if self.balance_bias.is_empty() {

@@ -69,6 +69,8 @@ pub(super) fn hand_set(xen: Xen, n: u32, nvcpus: u32, over: &[usize], runs: &[Op
         }
     }
     for p in 0..n as usize {
+        // Every pCPU is online: the busy ones run, the others idle.
+        h.policy.idlers[p] = runs[p].is_none();
         if let Some(v) = runs[p] {
             let svc = &mut h.policy.vcpus[v];
             (svc.processor, svc.awake) = (PcpuId(p as u32), true);
@@ -645,6 +647,7 @@ fn cpu_pick_prefers_own_idle_pcpu_then_idle_core() {
     let topo = Topology::new(4, 1, 1, 2).unwrap();
     let mut h = FakeHost::new(topo, &[(1, 256)], cfg());
     h.policy.fit_to(&HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo, scope: None });
+    h.policy.idlers = vec![true; 4];
     let mut svc = CreditVcpu::new(VmId(0), PcpuId(1));
     svc.awake = true;
     h.policy.vcpus.push(svc);
@@ -672,6 +675,8 @@ fn cpu_pick_prefers_own_idle_pcpu_then_idle_core() {
 fn affine_host(n: u32, masks: &[(&[u32], &[u32])], processor: u32) -> FakeHost {
     let mut h = FakeHost::new(Topology::flat(n), &[(masks.len() as u32, 256)], cfg()).with_affinity(masks);
     h.call(|pol, ctx| pol.fit_to(&ctx.host));
+    // Every pCPU online and idle.
+    h.policy.idlers = vec![true; n as usize];
     for _ in masks {
         let mut svc = CreditVcpu::new(VmId(0), PcpuId(processor));
         svc.awake = true;
@@ -890,3 +895,4 @@ fn runs_are_deterministic() {
     };
     assert_eq!(run(), run());
 }
+
