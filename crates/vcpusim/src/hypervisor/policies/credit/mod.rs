@@ -1,7 +1,10 @@
-//! Xen's Credit1 scheduler, read from xen/common/sched/credit.c (Xen 4.18+ HEAD, with the 1 ms
+//! Xen's Credit1 scheduler, read from xen/common/sched/credit.c (Xen 4.18, with the 1 ms
 //! load-balance ratelimit and yielded-vCPUs-are-not-stolen patches) and summarised in
 //! reference/scheduler-facts.md section 1. Function names in comments are the C functions each
-//! piece models.
+//! piece models. `[host.params] xen` selects the credit1 of Xen 3.3, 4.4, 4.7 or 4.18 (the
+//! default): `version.rs` names every rule that differs (yield, ratelimit, stealing, 3.3's
+//! tick-sampled debits and tickling, BOOSTs on moves and unparks, placement), and the code below
+//! asks it where the versions part.
 //!
 //! In one paragraph: every pCPU has its own run queue ordered by priority, FIFO within a priority
 //! (BOOST > UNDER > OVER > idle). Every 30 ms the master pCPU (`csched_acct`) hands out
@@ -49,6 +52,12 @@
 //! - A running vCPU flagged `_VPF_migrating` (by the tick's `_csched_cpu_pick`) is moved inside the
 //!   `do_schedule` that takes it off its pCPU (schedule.c's `vcpu_migrate` runs right after the
 //!   context switch), instead of a separate migration step.
+//! - A pCPU joins `prv->idlers` when the engine brings it online (its first `do_schedule`), as
+//!   `init_pdata` adds it when the pCPU comes up.
+//! - Across versions (docs/model.md section 7.2.1): the tick stops on an idle pCPU in every version
+//!   (4.8 on; before, it only sorted an empty queue there); 3.3's accounting runs on its own 30 ms
+//!   timer instead of the master's every third tick (same instants); 3.3's tickle reschedules its
+//!   mask in ascending pCPU order; 4.4's per-domain NUMA node affinity is not modelled.
 //!
 //! The urgent-vCPU-first overlay of seed 000 (`[host.uvf]`) rides on top when configured:
 //! `credit/urgent.rs`.

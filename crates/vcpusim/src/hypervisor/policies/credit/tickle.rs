@@ -80,8 +80,10 @@ impl Credit {
                     }
                 } else if !new_idlers_empty {
                     // "Which of the idlers suitable for new shall we wake up?" (one, rotating:
-                    // opt_tickle_one_idle).
-                    self.last_tickle_cpu = cycle(self.last_tickle_cpu, &suitable).expect("suitable is not empty");
+                    // opt_tickle_one_idle). 4.5-4.7 rotate over every idler of the pool instead
+                    // (`cpumask_cycle(last_tickle_cpu, &idle_mask)`; 4.8 cycles the suitable ones).
+                    let rotor = if xen.tickle_rotor_over_all_idlers() { &self.idlers } else { &suitable };
+                    self.last_tickle_cpu = cycle(self.last_tickle_cpu, rotor).expect("an idler exists");
                     target = Some(self.last_tickle_cpu);
                 }
                 // "Did we find anyone?"

@@ -214,6 +214,14 @@ impl Xen {
         }
     }
 
+    /// Which idlers `__runq_tickle`'s rotor (`last_tickle_cpu`) cycles over once an idler suits
+    /// the woken vCPU. 4.5-4.7: every idler of the pool (`cpumask_cycle(..., &idle_mask)`), so the
+    /// tickled one may be outside the vCPU's affinity (it then finds nothing to steal). 4.4: its
+    /// `idle_mask` is already the step's suitable idlers; 4.8 on cycles the suitable ones.
+    pub fn tickle_rotor_over_all_idlers(self) -> bool {
+        self == Xen::V4_7
+    }
+
     /// `CSCHED_FLAG_UNIT_PINNED` (a one-pCPU hard mask): `__runq_tickle` tickles that pCPU when it
     /// idles. Xen 4.11 on.
     pub fn pinned_shortcut(self) -> bool {
@@ -558,6 +566,41 @@ mod rules {
         h.policy.runq_insert(VcpuId(1));
         h.call(|pol, ctx| pol.runq_tickle(ctx, VcpuId(1)));
         h.policy.vcpus[0].migrate_pending
+    }
+
+    /// The tickle rotor: pCPU 0 runs an UNDER vCPU; pCPUs 1 and 3 idle; a vCPU allowed on pCPUs
+    /// 0, 2 and 3 wakes on pCPU 0. Which idler is tickled (the rotor starts after pCPU 3).
+    fn rotor_tickled(xen: Xen) -> Vec<usize> {
+        let mut h = FakeHost::new(Topology::flat(4), &[(2, 256)], cfg_for(xen)).with_affinity(&[(&[], &[]), (&[0, 2, 3], &[])]);
+        h.adjust(0);
+        h.call(|pol, ctx| pol.fit_to(&ctx.host));
+        for _ in 0..2 {
+            let mut svc = CreditVcpu::new(VmId(0), PcpuId(0));
+            svc.awake = true;
+            h.policy.vcpus.push(svc);
+        }
+        h.policy.pcpus[0].curr = Some(VcpuId(0));
+        h.policy.idlers = vec![false, true, false, true];
+        h.policy.runq_insert(VcpuId(1));
+        h.call(|pol, ctx| pol.runq_tickle(ctx, VcpuId(1)));
+        std::iter::from_fn(|| h.events.pop())
+            .filter_map(|(_, e)| match e {
+                Ev::Resched(p) => Some(p),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tickle_rotor_of_4_7_cycles_every_idler() {
+        per_version(&[Xen::V4_7, Xen::V4_18], rotor_tickled, |xen| match xen {
+            // 3.3: the pCPU is busy, so every idler the vCPU may use.
+            Xen::V3_3 => vec![3],
+            // 4.7: the rotor's next idler, pCPU 1, although the vCPU may not run there.
+            Xen::V4_7 => vec![1],
+            // 4.4 (its idle mask is the suitable idlers) and 4.8 on: the next suitable idler.
+            Xen::V4_4 | Xen::V4_18 => vec![3],
+        });
     }
 
     #[test]
