@@ -149,7 +149,7 @@ pub fn alike_mixes(count: usize, seed: u64, per_vcpu: bool) -> Vec<Mix> {
         let pcpus = 4 + rng.below(13) as u32;
         let counts: Vec<u32> = (0..2 + rng.below(4)).map(|_| 1 + rng.below(pcpus as u64) as u32).collect();
         let total: u32 = counts.iter().sum();
-        if total <= pcpus || total % pcpus != 0 {
+        if total <= pcpus || !total.is_multiple_of(pcpus) {
             continue;
         }
         let unit = 16 * (1 + rng.below(4) as u32);

@@ -142,7 +142,8 @@ impl PolicyKind for CreditKind {
         "Xen Credit1 (xen/common/sched/credit.c): per-pCPU run queues ordered BOOST > UNDER > OVER, \
          FIFO within a priority; 300 credits per pCPU every 30 ms split by domain weight over active \
          vCPUs, 10 credits burned per ms run at each 10 ms tick; BOOST for vCPUs waking from a block; \
-         30 ms slices with a 1 ms ratelimit; pCPUs with only OVER or no work steal from peers."
+         30 ms slices with a 1 ms ratelimit; pCPUs with only OVER or no work steal from peers. As Xen 4.18 \
+         by default; `xen` selects the credit1 of Xen 3.3, 4.4 or 4.7."
     }
     fn params(&self) -> Vec<ParamSpec> {
         vec![
