@@ -67,6 +67,11 @@ QUICK_SCALE = 0.05
 #: enough for Credit's slowest case (LU at weight 32 takes ~1200 s).
 COMPLETION_LIMIT = ("20000s", "2000s")  # full, quick
 
+#: Section 6.1: "the virtualized system ran Xen 3.3.0". The Credit runs follow Xen 3.3's credit1
+#: (``[host.params] xen``; docs/model.md section 7.2.1: tick-sampled debits, per-domain weights, no
+#: ratelimit, no yield, and no pause-loop exiting, so PLE is off in them).
+XEN = "3.3"
+
 #: Section 6.2 runs V1 non-work-conserving (caps), section 6.4 work-conserving.
 CAPPED = False
 WORK_CONSERVING = True
@@ -104,7 +109,7 @@ class Scheduler:
 
 CONCURRENT, THROUGHPUT = "concurrent", "throughput"
 
-#: Default Xen: the credit scheduler (xen/common/sched/credit.c).
+#: Default Xen: the credit scheduler of Xen 3.3 (xen/common/sched_credit.c at 3.3.0; ``XEN``).
 CREDIT = Scheduler("Credit", "credit")
 #: Hybrid Scheduler with every VM under test set concurrent, CPS (section 6.2; Figure 10).
 CON = Scheduler("CON", "hybrid", ("con", 0.0), ("con", 0.0))
@@ -121,8 +126,11 @@ HYBRID_PHASE = Scheduler("Hybrid(Phase-CON+HIT)", "hybrid", ("con", PHASE_U_FACT
 def host(scheduler: Scheduler, work_conserving: bool) -> dict:
     """The 8-pCPU host under ``scheduler``; ``work_conserving = False`` caps every VM at its
     weight's share of the host (section 6.2: V1's share at weight 128 is 128/(128+256) although
-    V0 is idle), the same key for Credit and Hybrid."""
-    return {"pcpus": PCPUS, "policy": scheduler.policy, "params": {"work_conserving": work_conserving}}
+    V0 is idle), the same key for Credit and Hybrid. Credit runs the Xen the seed ran (``XEN``)."""
+    params: dict = {"work_conserving": work_conserving}
+    if scheduler.policy == "credit":
+        params["xen"] = XEN
+    return {"pcpus": PCPUS, "policy": scheduler.policy, "params": params}
 
 
 def dom0() -> dict:
