@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError:  # the package itself draws nothing; its figures are an extra
+    raise SystemExit("the experiment scripts draw figures with matplotlib: pip install \".[plot]\"") from None
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402

@@ -213,3 +213,23 @@ def test_bad_set_is_a_user_error_with_the_files_message(cli, small_toml, tmp_pat
         done = cli(command, small_toml, *args, "--set", setting)
         assert_user_error(done, str(small_toml), *fragments) if "novalue" not in setting else assert_user_error(done, *fragments)
         assert not (tmp_path / "out").exists()
+
+
+def test_dependencies_are_ranges_with_the_tested_lower_bounds():
+    """pyproject.toml's lower bounds are the versions tests/lower-bounds.txt pins (the suite is run
+    with them, see that file), and no dependency is pinned to one version."""
+    import tomllib
+
+    from conftest import REPO
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    pins = dict(line.split("==") for line in (REPO / "tests" / "lower-bounds.txt").read_text().splitlines()
+                if line and not line.startswith("#"))
+    required = project["dependencies"] + project["optional-dependencies"]["test"]
+    for requirement in required:
+        assert "==" not in requirement, requirement
+        name, lower = requirement.split(">=")[0], requirement.split(">=")[1].split(",")[0]
+        assert name in pins, f"{name} has no tested lower bound in tests/lower-bounds.txt"
+        pinned = tuple(int(p) for p in pins[name].split("."))
+        assert pinned[: len(lower.split("."))] == tuple(int(p) for p in lower.split(".")), (name, lower, pins[name])
+    assert "matplotlib" not in " ".join(project["dependencies"]), "plotting is an extra: the package draws nothing"
