@@ -233,3 +233,9 @@ def test_the_package_ships_type_information():
     stub = package.joinpath("_core.pyi").read_text()
     for name in ("def run(", "def tables(", "def load(", "__version__", "class ScenarioError"):
         assert name in stub, name
+
+
+def test_summary_numbers_are_json_numbers(small):
+    summary = vcpusim.run(small).summary
+    assert isinstance(summary["host_busy_share"], float) and 0 < summary["host_busy_share"] <= 1
+    assert summary["host_busy_share"] == round(summary["host_busy_share"], 4)

@@ -142,7 +142,8 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         "sim_time_ns": sim.now,
         "events": sim.events,
         "all_targets_reached": finished,
-        "host_busy_share": format!("{:.4}", totals_cpu as f64 / (sim_time as f64 * npcpus)),
+        // A JSON number rounded to 4 decimals (ryu prints the shortest form, the same everywhere).
+        "host_busy_share": (totals_cpu as f64 / (sim_time as f64 * npcpus) * 1e4).round() / 1e4,
         "trace_dropped_events": sim.trace.as_ref().map(|t| t.dropped).unwrap_or(0),
     });
     let run_identity = [
