@@ -67,7 +67,7 @@ fn size(section: &Section, key: &str, required: bool) -> Result<Option<u32>, Sim
 
 /// Parse and validate a scenario; `source` names it in messages (a path, or "<python>").
 pub fn from_toml_str(text: &str, source: &str) -> Result<Scenario, SimError> {
-    let root: toml::Table = text.parse().map_err(|e| syntax_error(text, source, &e))?;
+    let root = parse_tables(text, source)?;
     let top = Section::new(source, "", &root);
     top.allow_only(TOP_KEYS)?;
     let (host, change_index) = host(&top)?;
@@ -202,6 +202,12 @@ fn vm_with_uvf(top: &Section) -> Option<usize> {
         }
         _ => None,
     }
+}
+
+/// The scenario's TOML as tables, before any key is checked: the one TOML parser of the project
+/// (the Python side reads and edits scenarios through it, so both accept the same dialect).
+pub fn parse_tables(text: &str, source: &str) -> Result<toml::Table, SimError> {
+    text.parse().map_err(|e| syntax_error(text, source, &e))
 }
 
 /// A TOML parse error with the 1-based line and column of where it starts.
