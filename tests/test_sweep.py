@@ -47,6 +47,20 @@ def test_results_are_saved_by_content_and_a_rerun_in_any_order_skips_them(scenar
     assert [r.files() for r in again] == [first[3].files(), vcpusim.run(extra).files(), first[1].files(), first[0].files()]
 
 
+def test_results_of_another_engine_build_are_not_reused(scenarios, tmp_path, monkeypatch):
+    out = tmp_path / "sweep"
+    vcpusim.run_many(scenarios[:2], processes=1, progress=False, out_dir=out)
+    before = _folders(out)
+    ran = []
+    real = vcpusim.sweep._run_in_worker
+    monkeypatch.setattr(vcpusim.sweep, "_run_in_worker", lambda *a: ran.append(a[1]) or real(*a))
+    # Another build of the engine (another model): every run is computed again, into new folders.
+    monkeypatch.setattr(vcpusim.sweep, "engine_fingerprint", lambda: "another build")
+    vcpusim.run_many(scenarios[:2], processes=1, progress=False, out_dir=out)
+    assert len(ran) == 2
+    assert len(set(_folders(out)) - set(before)) == 2
+
+
 def test_a_damaged_saved_run_is_run_again(scenarios, tmp_path):
     out = tmp_path / "sweep"
     first = vcpusim.run_many(scenarios[:3], processes=1, progress=False, out_dir=out)

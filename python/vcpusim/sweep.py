@@ -1,8 +1,8 @@
 """Run many scenarios at once: local processes (`run_many`) or a Ray cluster (`run_many_ray`).
 
 With ``out_dir``, each result is saved the moment it finishes, in a folder named by a hash of
-what produced it (the scenario's text, which holds its seed, its source name, and the trace and
-check flags): ``out_dir/<key>/`` with the result files, ``scenario.toml`` and ``run.json`` (the
+what produced it (the scenario's text, which holds its seed, its source name, the trace and
+check flags, and the engine build, so a rebuilt vcpusim with another model recomputes): ``out_dir/<key>/`` with the result files, ``scenario.toml`` and ``run.json`` (the
 inputs and the size and SHA-256 of every file). It is written to a temporary folder and renamed,
 so a folder that exists was complete when written; on reading, every file is checked against
 ``run.json`` and a damaged folder is run again (with a warning). A sweep that dies loses nothing
@@ -19,6 +19,7 @@ alone is reported as failed, after every other run has finished and been saved.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import os
@@ -81,9 +82,18 @@ def _check_processes(processes: Any, where: str) -> int:
     return processes
 
 
+@functools.lru_cache(maxsize=1)
+def engine_fingerprint() -> str:
+    """SHA-256 of the compiled engine (the ``_core`` extension file): results saved by another
+    build of vcpusim (another model) are not this build's results, so they are not reused."""
+    return hashlib.sha256(Path(_core.__file__).read_bytes()).hexdigest()
+
+
 def run_key(scenario: Scenario, trace: bool, check: bool) -> str:
-    """The name of a run's result folder: a hash of everything its output depends on."""
-    identity = json.dumps({"text": scenario.text, "source": scenario.source, "trace": trace, "check": check}, sort_keys=True)
+    """The name of a run's result folder: a hash of everything its output depends on, the
+    engine build included (:func:`engine_fingerprint`)."""
+    identity = json.dumps({"text": scenario.text, "source": scenario.source, "trace": trace, "check": check,
+                           "engine": engine_fingerprint()}, sort_keys=True)
     return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:KEY_CHARS]
 
 
