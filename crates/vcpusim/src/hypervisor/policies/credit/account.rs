@@ -202,12 +202,14 @@ impl Credit {
         let now = ctx.now();
         let period = self.cfg.tick_period;
         let ticker = *self.pcpus[p].ticker.get_or_insert_with(|| ctx.init_timer((TIMER_TICK << KIND_SHIFT) | p as u64));
+        self.pcpus[p].ticking = true;
         ctx.set_timer(&ticker, now + period - now % period);
     }
 
     /// `stop_timer(&spc->ticker)` when the pCPU goes idle.
     pub(super) fn stop_tick(&mut self, ctx: &mut PolicyCtx, p: usize) {
         if let Some(ticker) = self.pcpus[p].ticker {
+            self.pcpus[p].ticking = false;
             ctx.stop_timer(&ticker);
         }
     }

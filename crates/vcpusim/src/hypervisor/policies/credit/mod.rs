@@ -409,6 +409,8 @@ struct CreditPcpu {
     last_load_balance: Option<Nanos>,
     /// `spc->ticker`: `csched_tick`, armed while the pCPU runs a vCPU (made at its first start).
     ticker: Option<Timer>,
+    /// The ticker is armed (between `start_tick` and `stop_tick`).
+    ticking: bool,
 }
 
 /// Per-domain private data (`struct csched_dom`).
@@ -500,6 +502,7 @@ impl Credit {
             idle_bias: npcpus.saturating_sub(1),
             last_load_balance: None,
             ticker: None,
+            ticking: false,
         };
         Credit {
             credit: (cfg.credits_per_tslice as u64) * npcpus as u64,
@@ -850,11 +853,16 @@ impl Policy for Credit {
             }
         }
 
-        // "Stop credit tick when going to idle, restart it when coming from idle."
-        match (prev.is_some(), snext.is_some()) {
-            (true, false) => self.stop_tick(ctx, p),
-            (false, true) => self.start_tick(ctx, p),
-            _ => {}
+        // "Stop credit tick when going to idle, restart it when coming from idle." (4.13; 4.x's
+        // tick_suspend alike); 3.3's ticker runs from the pCPU's first schedule on, idle or not.
+        if self.cfg.xen.ticker_stops_when_idle() {
+            match (prev.is_some(), snext.is_some()) {
+                (true, false) => self.stop_tick(ctx, p),
+                (false, true) => self.start_tick(ctx, p),
+                _ => {}
+            }
+        } else if !self.pcpus[p].ticking {
+            self.start_tick(ctx, p);
         }
 
         match snext {
@@ -932,6 +940,7 @@ impl Policy for Credit {
             last_load_balance: None,
             // The same ticker, stopped when the pCPU left.
             ticker: self.pcpus[p].ticker,
+            ticking: false,
         };
         self.pcpus[p] = fresh;
         self.idlers[p] = true;

@@ -162,6 +162,16 @@ impl Xen {
         self >= Xen::V4_4
     }
 
+    /// The pCPU's ticker stops while the pCPU is idle and restarts when it runs a vCPU. 3.3 has
+    /// no way to stop it: `csched_start_tickers` arms every pCPU's ticker at boot and
+    /// `csched_tick` re-arms it every 10 ms, idle or not (sched_credit.c at 3.3.0). From 4.0 the
+    /// idle loop stops it through `sched_tick_suspend` (`csched_tick_suspend`, when the pCPU
+    /// enters a C-state); from 4.13 credit stops it itself when going idle (commit 969f58bde2).
+    /// 4.4 and 4.7 are modelled as the latter (a busy host's idle pCPUs sleep).
+    pub fn ticker_stops_when_idle(self) -> bool {
+        self >= Xen::V4_4
+    }
+
     /// `csched_acct` unparks with `test_and_clear_bit(PARKED)` *before* `vcpu_unpause`, so
     /// `csched_vcpu_wake` boosts the unparked vCPU, in 4.4 and 4.7 (through 4.12; commit
     /// 5c8c0ae7c4, Xen 4.13, moved the clear after the unpause). 3.3 clears it after the unpause.
