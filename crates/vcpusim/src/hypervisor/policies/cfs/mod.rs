@@ -19,7 +19,7 @@
 //! dry they are throttled until the period timer refills it (see [`Bandwidth`]; docs/model.md
 //! section 7.2 lists what is modelled and what is not).
 
-use super::placement::{self, LoadView, Placement};
+use super::placement::Placement;
 use super::{HostShape, PolicyKind};
 use crate::hypervisor::policy::{Decision, IpiKind, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason};
 use crate::hypervisor::uvf::overlay::UrgentBase;
@@ -40,7 +40,13 @@ const BW_TIMER: u64 = 1 << 33;
 /// Candidates kvm_vcpu_on_spin tries before giving up on `-ESRCH` results (kvm_main.c).
 const DIRECTED_YIELD_TRIES: u32 = 3;
 
+mod balance;
+mod bandwidth;
+mod kvm;
+mod select;
 mod urgent;
+
+use bandwidth::Bandwidth;
 
 pub struct CfsKind;
 
@@ -135,34 +141,6 @@ struct CfsVm {
     uvf: UvfVm,
 }
 
-/// CFS bandwidth control of one VM's cgroup (`struct cfs_bandwidth`, kernel/sched/fair.c),
-/// at the level this simulator needs:
-/// - `quota` per `period` for the whole VM (`cpu.cfs_quota_us` / `cpu.cfs_period_us`);
-/// - `runtime` is the pool left this period (`cfs_b->runtime`). Each `update_curr` of a vCPU of
-///   the VM charges its run time to it directly (`__account_cfs_rq_runtime`), as if the per-cfs_rq
-///   slices of `sched_cfs_bandwidth_slice` (5 ms, `assign_cfs_rq_runtime`) were infinitesimal;
-/// - when it runs dry the pCPUs running the VM's vCPUs reschedule (`resched_curr`), and the VM is
-///   throttled as a whole (`throttle_cfs_rq` on every pCPU at once): queued vCPUs leave their run
-///   queues, running ones leave at their pCPU's `do_schedule` (`check_cfs_rq_runtime` in
-///   `put_prev_entity`), waking ones are not enqueued;
-/// - the period timer (`sched_cfs_period_timer` -> `do_sched_cfs_period_timer`) refills it to
-///   `quota` less the overrun of the period before (the negative `runtime_remaining` that
-///   `distribute_cfs_runtime` pays back first) and, if that leaves run time, unthrottles every
-///   vCPU on its run queue (`unthrottle_cfs_rq`), rescheduling the pCPUs that were idle.
-#[derive(Clone, Debug, Default)]
-struct Bandwidth {
-    /// Run time per period; 0 = `RUNTIME_INF` (no cap).
-    quota: Nanos,
-    /// Run time left this period (negative: overrun to pay back at the refill).
-    runtime: i64,
-    /// The VM's vCPUs are throttled (set by `throttle`, cleared by the refill).
-    throttled: bool,
-    /// Exhaustion seen by `update_curr`, throttle not yet done (`pending_throttle`).
-    pending: bool,
-    /// `cfs_b->period_timer`, armed while the VM has a quota.
-    period_timer: Option<Timer>,
-}
-
 pub struct Cfs {
     latency: Nanos,
     min_gran: Nanos,
@@ -244,136 +222,6 @@ impl Cfs {
         e.vruntime += Self::vdelta(delta, self.weight[c.idx()]);
         self.update_min_vruntime(p);
         self.account_runtime(ctx.host.vcpu(c).vm, delta);
-    }
-
-    /// `__account_cfs_rq_runtime`: charge `delta` of run time to the VM's bandwidth pool; when it
-    /// runs dry, note the VM for `flush_throttles` (Linux: `resched_curr`, then the throttle at
-    /// `put_prev_entity`).
-    fn account_runtime(&mut self, vm: VmId, delta: Nanos) {
-        let Some(b) = self.bw.get_mut(vm.idx()) else { return };
-        if b.quota == 0 {
-            return;
-        }
-        b.runtime -= delta as i64;
-        if b.runtime <= 0 && !b.throttled && !b.pending {
-            b.pending = true;
-            self.pending_throttle.push(vm);
-        }
-    }
-
-    /// The VM has a quota and no run time left this period.
-    fn exhausted(&self, vm: VmId) -> bool {
-        self.bw.get(vm.idx()).is_some_and(|b| b.quota > 0 && b.runtime <= 0)
-    }
-
-    /// Throttle the VMs `update_curr` found out of run time; `except` is the pCPU whose
-    /// `do_schedule` is running (it needs no reschedule request).
-    #[inline]
-    fn flush_throttles(&mut self, ctx: &mut PolicyCtx, except: Option<usize>) {
-        // Called after every call that may run update_curr: nearly always nothing to do.
-        if !self.pending_throttle.is_empty() {
-            self.throttle_pending(ctx, except);
-        }
-    }
-
-    fn throttle_pending(&mut self, ctx: &mut PolicyCtx, except: Option<usize>) {
-        while let Some(vm) = self.pending_throttle.pop() {
-            self.bw[vm.idx()].pending = false;
-            if self.exhausted(vm) {
-                self.throttle(ctx, vm, except);
-            }
-        }
-    }
-
-    /// `throttle_cfs_rq` on every pCPU of the VM: queued vCPUs leave their run queues; pCPUs
-    /// running one reschedule (not held back by UVF: the cgroup has no run time), and
-    /// `do_schedule` throttles it there.
-    fn throttle(&mut self, ctx: &mut PolicyCtx, vm: VmId, except: Option<usize>) {
-        self.bw[vm.idx()].throttled = true;
-        for &v in &ctx.host.vm(vm).vcpus {
-            let e = &self.se[v.idx()];
-            let Some(p) = e.rq else { continue };
-            if e.queued {
-                self.throttle_one(v, p);
-            } else if self.rqs[p].curr == Some(v) && except != Some(p) && !self.rqs[p].need_resched {
-                self.rqs[p].need_resched = true;
-                ctx.reschedule(PcpuId(p as u32));
-            }
-        }
-    }
-
-    /// Take `v` off its run queue as throttled; it returns to run queue `on` when unthrottled.
-    fn throttle_one(&mut self, v: VcpuId, on: usize) {
-        self.dequeue(v);
-        self.uvf_sleep(v);
-        let e = &mut self.se[v.idx()];
-        e.throttled = true;
-        e.throttled_on = on;
-    }
-
-    /// The period timer of `vm` (`sched_cfs_period_timer`): refill, and unthrottle if the refill
-    /// leaves run time (`distribute_cfs_runtime` -> `unthrottle_cfs_rq`).
-    fn period_timer(&mut self, ctx: &mut PolicyCtx, vm: VmId) {
-        let b = &mut self.bw[vm.idx()];
-        let Some(timer) = b.period_timer else { return };
-        if b.quota == 0 {
-            return;
-        }
-        ctx.set_timer(&timer, ctx.now() + self.cfs_period);
-        // __refill_cfs_bandwidth_runtime sets runtime = quota; the throttled cfs_rqs' overrun
-        // (runtime_remaining < 0) is paid from it first.
-        b.runtime = b.quota as i64 + b.runtime.min(0);
-        if b.runtime > 0 {
-            self.unthrottle(ctx, vm);
-        }
-    }
-
-    /// `unthrottle_cfs_rq` for every throttled vCPU of `vm`: back on the run queue it was
-    /// throttled on (or a fallback if that pCPU left the pool or its affinity), placed as a
-    /// waking entity; an idle pCPU that gets work reschedules ("determine whether we need to wake
-    /// up potentially idle cpu"); busy ones find it at their next tick.
-    fn unthrottle(&mut self, ctx: &mut PolicyCtx, vm: VmId) {
-        self.bw[vm.idx()].throttled = false;
-        for &v in &ctx.host.vm(vm).vcpus {
-            if !self.se[v.idx()].throttled {
-                continue;
-            }
-            self.se[v.idx()].throttled = false;
-            let on = self.se[v.idx()].throttled_on;
-            let p = if ctx.host.may_run(v, PcpuId(on as u32)) { on } else { self.fallback_pcpu(ctx, v, on) };
-            self.place_waking(v, p);
-            self.enqueue(v, p);
-            if self.rqs[p].curr.is_none() {
-                self.resched(ctx, p);
-            }
-        }
-    }
-
-    /// The VM's cap as a quota (`tg_set_cfs_bandwidth`): runtime starts full and the period timer
-    /// runs while there is a quota; removing the cap unthrottles.
-    fn set_bandwidth(&mut self, ctx: &mut PolicyCtx, vm: VmId, cap: u32) {
-        if self.bw.len() <= vm.idx() {
-            self.bw.resize(vm.idx() + 1, Bandwidth::default());
-        }
-        let quota = (cap as u128 * self.cfs_period as u128 / 100) as Nanos;
-        let b = &mut self.bw[vm.idx()];
-        if b.quota == quota {
-            return;
-        }
-        b.quota = quota;
-        b.runtime = quota as i64;
-        if quota == 0 {
-            if let Some(t) = b.period_timer {
-                ctx.stop_timer(&t);
-            }
-            self.unthrottle(ctx, vm);
-            return;
-        }
-        let timer = *b.period_timer.get_or_insert_with(|| ctx.init_timer(BW_TIMER + vm.idx() as u64));
-        ctx.set_timer(&timer, ctx.now() + self.cfs_period);
-        if b.throttled {
-            self.unthrottle(ctx, vm);
-        }
     }
 
     fn update_min_vruntime(&mut self, p: usize) {
@@ -509,142 +357,6 @@ impl Cfs {
         e.vruntime = e.vruntime.max(min.saturating_sub(self.latency / 2));
     }
 
-    /// select_task_rq_fair for a waking vCPU thread (Linux 3.2, the seed's host kernel): with
-    /// `cpu` the pCPU whose exit does the wakeup, the wakee moves there when wake_affine finds
-    /// the two loads close enough, else stays with its previous pCPU; select_idle_sibling then
-    /// prefers an idle pCPU in that target's last-level cache (a socket here).
-    ///
-    /// The task's cpumask (hard affinity ∩ pool) bounds every step as in 3.2: the waker's pCPU is
-    /// a candidate only if allowed (`want_affine = cpumask_test_cpu(cpu, tsk_cpus_allowed(p))`),
-    /// select_idle_sibling scans `sched_domain_span ∩ tsk_cpus_allowed`, and a result the task may
-    /// not use goes to `select_fallback_rq` (core.c `select_task_rq`).
-    fn select_pcpu(&self, ctx: &PolicyCtx, v: VcpuId, waker: Option<PcpuId>) -> usize {
-        if let Some(p) = self.place(ctx, v) {
-            return p;
-        }
-        let host = &ctx.host;
-        let info = host.vcpu(v);
-        let prev = info.last_pcpu.idx();
-        if let Some(p) = self.soft_idle(ctx, v, prev) {
-            return p;
-        }
-        let cpu = waker.filter(|w| host.may_run(v, *w)).map_or(prev, |p| p.idx());
-        let target = if cpu == prev || self.wake_affine(v, cpu, prev) { cpu } else { prev };
-        let chosen = self.select_idle_sibling(ctx, v, target, cpu, prev);
-        if host.may_run(v, PcpuId(chosen as u32)) {
-            chosen
-        } else {
-            self.fallback_pcpu(ctx, v, prev)
-        }
-    }
-
-    /// `select_fallback_rq` (3.2 core.c): an allowed pCPU on the previous pCPU's node, else any
-    /// allowed pCPU (the engine guarantees one: hard ∩ pool is never empty).
-    fn fallback_pcpu(&self, ctx: &PolicyCtx, v: VcpuId, prev: usize) -> usize {
-        let host = &ctx.host;
-        let node = host.topology.place(PcpuId(prev as u32)).node;
-        let allowed = || host.pcpu_ids().filter(|p| host.may_run(v, *p));
-        allowed()
-            .find(|p| host.topology.place(*p).node == node)
-            .or_else(|| allowed().next())
-            .map_or(prev, |p| p.idx())
-    }
-
-    /// Soft affinity (`[[vm]] cpus_soft`): Linux has none; ours, so that one scenario means the
-    /// same under cfs and credit, is "an idle preferred pCPU first": the previous pCPU if it is
-    /// preferred and idle, else the first idle preferred pCPU; None leaves the 3.2 path to decide.
-    fn soft_idle(&self, ctx: &PolicyCtx, v: VcpuId, prev: usize) -> Option<usize> {
-        let host = &ctx.host;
-        if !host.has_soft(v) {
-            return None;
-        }
-        let idle = |p: PcpuId| self.rqs[p.idx()].nr_running == 0;
-        let prev_id = PcpuId(prev as u32);
-        if host.prefers(v, prev_id) && idle(prev_id) {
-            return Some(prev);
-        }
-        host.pcpu_ids().find(|p| host.prefers(v, *p) && idle(*p)).map(|p| p.idx())
-    }
-
-    /// The placement's view of the host for `v`: run-queue loads, and which pCPUs hold one of
-    /// its siblings (queued or running).
-    fn placement_view(&self, ctx: &PolicyCtx, v: VcpuId) -> (Vec<u64>, Vec<bool>) {
-        let loads = self.rqs.iter().map(|rq| rq.load).collect();
-        let mut holds_sibling = vec![false; self.rqs.len()];
-        for &s in ctx.host.vm_of(v).vcpus.iter().filter(|&&s| s != v) {
-            if let Some(p) = self.se[s.idx()].rq {
-                holds_sibling[p] = true;
-            }
-        }
-        (loads, holds_sibling)
-    }
-
-    /// The pCPU a (re)entering vCPU joins under `balance` / `lc-balance`; None under `default`,
-    /// whose choice is select_task_rq_fair's.
-    fn place(&self, ctx: &PolicyCtx, v: VcpuId) -> Option<usize> {
-        if self.placement == Placement::Default {
-            return None;
-        }
-        let (loads, holds_sibling) = self.placement_view(ctx, v);
-        let (pool, usable) = self.pool_masks(ctx, Some(v));
-        let view = LoadView { loads: &loads, holds_sibling: &holds_sibling, pool: &pool, usable: &usable };
-        placement::select_waking(self.placement, &view, ctx.host.vcpu(v).last_pcpu.idx())
-    }
-
-    /// Which pCPUs are the pool's, and which of them `v` may run on (all of the pool's for None).
-    fn pool_masks(&self, ctx: &PolicyCtx, v: Option<VcpuId>) -> (Vec<bool>, Vec<bool>) {
-        let host = &ctx.host;
-        let pool: Vec<bool> = (0..self.rqs.len()).map(|p| host.owns_pcpu(PcpuId(p as u32))).collect();
-        let usable = match v {
-            None => pool.clone(),
-            Some(v) => (0..self.rqs.len()).map(|p| host.may_run(v, PcpuId(p as u32))).collect(),
-        };
-        (pool, usable)
-    }
-
-    /// May the load balancer move queued `v` to `dest` under the placement? `loads` are the
-    /// run-queue loads (only read by `lc-balance`).
-    fn may_move(&self, ctx: &PolicyCtx, v: VcpuId, dest: usize, loads: &[u64], pool: &[bool]) -> bool {
-        // can_migrate_task: "!cpumask_test_cpu(this_cpu, tsk_cpus_allowed(p))" -> pinned.
-        if !ctx.host.may_run(v, PcpuId(dest as u32)) {
-            return false;
-        }
-        if self.placement == Placement::Default {
-            return true;
-        }
-        let dest_holds_sibling =
-            ctx.host.vm_of(v).vcpus.iter().any(|&s| s != v && self.se[s.idx()].rq == Some(dest));
-        placement::may_move_to(self.placement, loads, pool, dest, dest_holds_sibling)
-    }
-
-    /// wake_affine (3.2, non-sync wakeup: KVM's kvm_vcpu_kick uses wake_up_interruptible):
-    /// pull the wakee to the waker's pCPU if that leaves it no more loaded than the previous
-    /// pCPU plus half the domain's imbalance margin, or if both pCPUs are nearly empty.
-    fn wake_affine(&self, v: VcpuId, this: usize, prev: usize) -> bool {
-        let this_load = self.rqs[this].load;
-        let prev_load = self.rqs[prev].load;
-        let w = self.weight[v.idx()];
-        let balanced = this_load == 0 || 100 * (this_load + w) <= (100 + (self.imbalance_pct - 100) / 2) * prev_load;
-        // cpu_avg_load_per_task(this_cpu)
-        let per_task = this_load / self.rqs[this].nr_running.max(1);
-        balanced || (this_load <= prev_load && this_load + prev_load <= per_task)
-    }
-
-    /// select_idle_sibling (3.2): the target itself when it is the waker's or the previous pCPU
-    /// and idle, else the first idle pCPU sharing its last-level cache, else the target.
-    fn select_idle_sibling(&self, ctx: &PolicyCtx, v: VcpuId, target: usize, cpu: usize, prev: usize) -> usize {
-        let idle = |p: usize| self.rqs[p].nr_running == 0;
-        if (target == cpu || target == prev) && idle(target) {
-            return target;
-        }
-        let host = &ctx.host;
-        let topo = host.topology;
-        let socket = topo.place(PcpuId(target as u32)).socket;
-        (0..self.rqs.len())
-            .find(|&p| idle(p) && topo.place(PcpuId(p as u32)).socket == socket && host.may_run(v, PcpuId(p as u32)))
-            .unwrap_or(target)
-    }
-
     /// check_preempt_wakeup: preempt curr if the wakee is ahead by more than the granularity.
     fn check_preempt_wakeup(&mut self, ctx: &mut PolicyCtx, v: VcpuId, p: usize) {
         match self.rqs[p].curr {
@@ -680,82 +392,6 @@ impl Cfs {
         }
     }
 
-    /// Pull one queued vCPU to `this` from the busiest run queue if that shrinks the imbalance
-    /// (load_balance / detach_tasks). Cache-hot vCPUs stay unless `this` is idle. When the
-    /// placement bars every queued vCPU of the busiest queue from `this`, the next busiest is
-    /// tried, as load_balance retries without the busiest CPU when all its tasks are pinned
-    /// (`all_pinned` -> `goto redo`, fair.c 3.2); under `default` nothing is barred.
-    fn balance(&mut self, ctx: &mut PolicyCtx, this: usize) -> bool {
-        let now = ctx.now();
-        let this_load = self.rqs[this].load;
-        let idle = self.rqs[this].nr_running == 0;
-        let view_ctx: &PolicyCtx = ctx;
-        // Only a non-default placement can bar every candidate and need the loads; the default
-        // path allocates nothing (newidle balancing runs at every halt).
-        let loads: Vec<u64> =
-            if self.placement == Placement::Default { Vec::new() } else { self.rqs.iter().map(|rq| rq.load).collect() };
-        let pool: Vec<bool> = if self.placement == Placement::Default { Vec::new() } else { self.pool_masks(view_ctx, None).0 };
-        let mut barred_queues: Vec<usize> = Vec::new();
-        loop {
-            let busiest = (0..self.rqs.len())
-                .filter(|&q| q != this && !self.rqs[q].tree.is_empty() && !barred_queues.contains(&q) && view_ctx.host.owns_pcpu(PcpuId(q as u32)))
-                .max_by_key(|&q| (self.rqs[q].load, std::cmp::Reverse(q)));
-            let Some(b) = busiest else { return false };
-            let b_load = self.rqs[b].load;
-            if b_load * 100 <= this_load * self.imbalance_pct || b_load <= this_load {
-                return false;
-            }
-            let gap = b_load - this_load;
-            let mut all_barred = true;
-            let candidate = self.rqs[b]
-                .tree
-                .iter()
-                .map(|(_, v)| *v)
-                .filter(|&v| {
-                    // Soft affinity (ours, as credit's steal does): a vCPU is not pulled off a
-                    // preferred run queue whose pCPU will pick it up itself (nothing runs there).
-                    let host = &view_ctx.host;
-                    let leaves_soft = host.has_soft(v) && !host.prefers(v, PcpuId(this as u32)) && host.prefers(v, PcpuId(b as u32));
-                    let allowed = self.may_move(view_ctx, v, this, &loads, &pool) && !(leaves_soft && self.rqs[b].curr.is_none());
-                    all_barred &= !allowed;
-                    allowed
-                })
-                .filter(|v| {
-                    let w = self.weight[v.idx()];
-                    let shrinks = (gap as i128 - 2 * w as i128).unsigned_abs() < gap as u128;
-                    let hot = now.saturating_sub(self.se[v.idx()].last_ran) < self.migration_cost;
-                    (shrinks || idle) && (idle || !hot)
-                })
-                .min_by_key(|v| ((gap as i128 - 2 * self.weight[v.idx()] as i128).unsigned_abs(), v.0));
-            if let Some(v) = candidate {
-                self.migrate(v, this);
-                return true;
-            }
-            if !all_barred {
-                return false;
-            }
-            barred_queues.push(b);
-        }
-    }
-
-    /// Under `balance`, siblings never share a run queue while the VM has no more vCPUs than
-    /// the host has pCPUs (beyond that, stacking is unavoidable).
-    fn check_no_stacked_siblings(&self, host: &crate::hypervisor::policy::HostView) -> Result<(), String> {
-        for vm in host.pool_vms().filter(|vm| vm.vcpus.len() <= host.npcpus()) {
-            let mut holder: Vec<Option<VcpuId>> = vec![None; self.rqs.len()];
-            for &s in &vm.vcpus {
-                let Some(p) = self.se[s.idx()].rq else { continue };
-                if let Some(other) = holder[p].replace(s) {
-                    return Err(format!(
-                        "cfs: placement = \"balance\" stacked vCPUs {other} and {s} of VM {:?} on pCPU {p}",
-                        vm.name
-                    ));
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Start every pCPU's tick, once.
     fn start_ticks(&mut self, ctx: &mut PolicyCtx) {
         if !self.ticks_started {
@@ -771,43 +407,6 @@ impl Cfs {
         }
     }
 
-    /// kvm_vcpu_on_spin: try to yield to a preempted sibling, round robin from the last boosted.
-    fn directed_yield(&mut self, ctx: &mut PolicyCtx, v: VcpuId) -> bool {
-        let vm = ctx.host.vcpu(v).vm;
-        let siblings = &ctx.host.vm(vm).vcpus;
-        if siblings.len() < 2 {
-            return false;
-        }
-        let me = ctx.host.vcpu(v).pcpu.expect("a yielding vCPU is running").idx();
-        let start = self.last_boosted[vm.idx()];
-        let mut failures = 0;
-        for i in 1..=siblings.len() {
-            let idx = (start + i) % siblings.len();
-            let target = siblings[idx];
-            let info = ctx.host.vcpu(target);
-            if target == v || info.state != VcpuState::Runnable || !info.preempted {
-                continue;
-            }
-            let Some(tp) = self.se[target.idx()].rq else { continue };
-            // yield_to: -ESRCH when both run queues hold a single task.
-            if self.rqs[me].nr_running == 1 && self.rqs[tp].nr_running == 1 {
-                failures += 1;
-                if failures >= DIRECTED_YIELD_TRIES {
-                    return false;
-                }
-                continue;
-            }
-            // yield_to_task_fair: target becomes the next buddy on its rq, the yielder the
-            // skip buddy on its own; both run queues reschedule.
-            self.rqs[tp].next_buddy = Some(target);
-            self.rqs[me].skip_buddy = Some(v);
-            self.last_boosted[vm.idx()] = idx;
-            self.resched(ctx, tp);
-            self.resched(ctx, me);
-            return true;
-        }
-        false
-    }
 }
 
 impl Policy for Cfs {
