@@ -4,7 +4,7 @@
 //! `do_sched_cfs_period_timer`, `distribute_cfs_runtime`. docs/model.md section 7.1, "Caps",
 //! lists what is modelled and what is not.
 
-use super::{Cfs, BW_TIMER};
+use super::{Cfs, Enqueue, BW_TIMER};
 use crate::hypervisor::policy::{PolicyCtx, Timer};
 use crate::hypervisor::uvf::overlay::UrgentBase;
 use crate::ids::{PcpuId, VcpuId, VmId};
@@ -54,6 +54,11 @@ impl Cfs {
         }
     }
 
+    /// The VM is throttled (`throttled_hierarchy`).
+    pub(super) fn throttled_vm(&self, vm: usize) -> bool {
+        self.bw.get(vm).is_some_and(|b| b.throttled)
+    }
+
     /// The VM has a quota and no run time left this period.
     pub(super) fn exhausted(&self, vm: VmId) -> bool {
         self.bw.get(vm.idx()).is_some_and(|b| b.quota > 0 && b.runtime <= 0)
@@ -87,8 +92,8 @@ impl Cfs {
             let e = &self.se[v.idx()];
             let Some(p) = e.rq else { continue };
             if e.queued {
-                self.throttle_one(v, p);
-            } else if self.rqs[p].curr == Some(v) && except != Some(p) && !self.rqs[p].need_resched {
+                self.throttle_one(ctx.now(), v, p);
+            } else if self.curr_task(p) == Some(v) && except != Some(p) && !self.rqs[p].need_resched {
                 self.rqs[p].need_resched = true;
                 ctx.reschedule(PcpuId(p as u32));
             }
@@ -96,8 +101,9 @@ impl Cfs {
     }
 
     /// Take `v` off its run queue as throttled; it returns to run queue `on` when unthrottled.
-    pub(super) fn throttle_one(&mut self, v: VcpuId, on: usize) {
-        self.dequeue(v);
+    pub(super) fn throttle_one(&mut self, now: Nanos, v: VcpuId, on: usize) {
+        let vm = self.vm_index(v);
+        self.dequeue_task(now, v, vm, true);
         self.uvf_sleep(v);
         let e = &mut self.se[v.idx()];
         e.throttled = true;
@@ -134,9 +140,11 @@ impl Cfs {
             self.se[v.idx()].throttled = false;
             let on = self.se[v.idx()].throttled_on;
             let p = if ctx.host.may_run(v, PcpuId(on as u32)) { on } else { self.fallback_pcpu(ctx, v, on) };
-            self.place_waking(v, p);
-            self.enqueue(v, p);
-            if self.rqs[p].curr.is_none() {
+            // Back as a waking entity: its lag relative to the run queue it left.
+            let old_min = self.groups[self.gi(vm.idx(), on)].rq.min_vruntime;
+            self.se[v.idx()].vruntime = self.se[v.idx()].vruntime.saturating_sub(old_min);
+            self.enqueue_task(ctx.now(), v, vm.idx(), p, Enqueue::Wakeup);
+            if self.rqs[p].root.curr.is_none() {
                 self.resched(ctx, p);
             }
         }
