@@ -93,11 +93,17 @@ impl PolicyKind for CfsKind {
             ParamSpec::duration("migration_cost", 500 * US, "sysctl_sched_migration_cost: a vCPU that ran this recently is cache-hot and not pulled by the balancer; a pCPU whose average idle time is below it does no newidle balancing")
                 .range(0.0, 1e9),
             ParamSpec::boolean("directed_yield", true, "on a pause-loop exit, yield to a sibling vCPU (kvm_vcpu_on_spin); false: plain yield"),
-            ParamSpec::choice("kvm", KvmVersion::NAMES, "3.16", "kvm_vcpu_on_spin / yield_to as of this Linux version: 3.2 (any runnable sibling; the seed's host), 3.9 (yield_to answers -ESRCH when both run queues hold one task, which the bool return of 3.9-3.15 turns into a boost without a yield), 3.10 (only siblings preempted while runnable), 3.16 (int return: give up after three -ESRCH)"),
+            ParamSpec::choice("kvm", KvmVersion::NAMES, "3.2", "kvm_vcpu_on_spin / yield_to as of this Linux version: 3.2 (any runnable sibling; the seed's host), 3.9 (yield_to answers -ESRCH when both run queues hold one task, which the bool return of 3.9-3.15 turns into a boost without a yield), 3.10 (only siblings preempted while runnable), 3.16 (int return: give up after three -ESRCH)"),
             ParamSpec::duration("cfs_period", 100 * MS, "CFS bandwidth period for capped VMs ([[vm]] cap): cpu.cfs_period_us, default 100 ms (sched_fair.c default_cfs_period); a VM may run cap/100 x this per period")
                 .range(MS as f64, SEC as f64),
             ParamSpec::choice("placement", Placement::NAMES, "default", "vCPU-to-pCPU placement, usually set as [host] placement: default (the Linux 3.2 wake and fork paths and load balancer), balance (siblings never share a run queue; Sukwong and Kim, EuroSys'11) or lc-balance (load-conscious balance, seed 000 section 3.2)"),
         ]
+    }
+    /// KVM 3.2's VMX pause-loop window is fixed (`ple_window`, arch/x86/kvm/vmx.c); the
+    /// per-vCPU growing window (`ple_window_grow` = 2) came with Linux 3.18 ("KVM: VMX:
+    /// dynamise PLE window"; absent from 3.16's vmx.c) and is `[host.ple] grow = 2`.
+    fn ple_grow(&self) -> u64 {
+        1
     }
     fn carries_uvf(&self) -> bool {
         true
