@@ -709,3 +709,108 @@ fn decay_load_missed(load: u64, missed: u64, idx: usize) -> u64 {
     }
     load
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Cfs, CfsKind, Enqueue};
+    use super::*;
+    use crate::hardware::topology::Topology;
+    use crate::hypervisor::policies::{HostShape, PolicyKind};
+    use crate::hypervisor::policy::{HostView, PcpuInfo, Policy, TimerTable, VcpuInfo, VcpuState, VmInfo, VmSched};
+    use crate::ids::VmId;
+    use crate::params::Params;
+    use crate::time::MS;
+
+    /// One VM of `n` vCPUs on `npcpus` flat pCPUs: the host tables a policy call needs.
+    struct Host {
+        vcpus: Vec<VcpuInfo>,
+        pcpus: Vec<PcpuInfo>,
+        vms: Vec<VmInfo>,
+        topology: Topology,
+        timers: TimerTable,
+    }
+
+    impl Host {
+        fn new(npcpus: u32, n: u32) -> Self {
+            let vcpus = (0..n)
+                .map(|i| VcpuInfo {
+                    id: VcpuId(i),
+                    vm: VmId(0),
+                    index: i,
+                    state: VcpuState::Runnable,
+                    pcpu: None,
+                    last_pcpu: PcpuId(0),
+                    run_start: 0,
+                    preempted: false,
+                    run_time: 0,
+                })
+                .collect();
+            let pcpus = (0..npcpus).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect();
+            let vms = vec![VmInfo { id: VmId(0), name: "vm0".into(), vcpus: (0..n).map(VcpuId).collect() }];
+            Host { vcpus, pcpus, vms, topology: Topology::flat(npcpus), timers: TimerTable::default() }
+        }
+
+        /// Run `f` with a policy context at `now`.
+        fn call<R>(&mut self, now: u64, f: impl FnOnce(&mut PolicyCtx) -> R) -> R {
+            let view = HostView { now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topology, scope: None };
+            let mut requests = Vec::new();
+            let mut ctx = PolicyCtx::new(view, &mut requests, &mut self.timers);
+            f(&mut ctx)
+        }
+    }
+
+    #[test]
+    fn a_newly_idle_pcpu_pulls_several_vcpus_in_one_pass_up_to_the_imbalance() {
+        // Six queued vCPUs of one VM on pCPU 0 of 2, none running, none run yet (cache-cold):
+        // the VM's group entity there has all its shares (2048), pCPU 1 none. The domain average
+        // is 1024, so the imbalance is 1024 of root load; converted into the group's own units
+        // (x 6144 / 2048) that is three vCPUs, and balance_tasks pulls all three in one pass.
+        let mut host = Host::new(2, 6);
+        let params = Params::defaults(&CfsKind.params());
+        let mut c = Cfs::new(&params, HostShape { npcpus: 2, nvcpus: 6, nvms: 1, uvf: None });
+        host.call(0, |ctx| {
+            c.adjust(ctx, VmId(0), &VmSched::with_weight(256));
+            c.start_ticks(ctx);
+            for v in 0..6 {
+                c.vcpu_vm[v] = 0;
+                c.enqueue_task(0, VcpuId(v as u32), 0, 0, Enqueue::Relative);
+            }
+        });
+        assert_eq!((c.rqs[0].nr_running, c.weighted_cpuload(0)), (6, 2048));
+        host.call(10 * MS, |ctx| c.idle_balance(ctx, 1));
+        assert_eq!((c.rqs[0].nr_running, c.rqs[1].nr_running), (3, 3), "pulled {} vCPUs", c.rqs[1].nr_running);
+        assert_eq!(c.rqs[1].sd[0].nr_balance_failed, 0);
+        host.call(10 * MS, |ctx| c.check(&ctx.host)).unwrap();
+    }
+
+    #[test]
+    fn cache_hot_vcpus_stay_until_balancing_failed_more_than_cache_nice_tries() {
+        // Two queued vCPUs on pCPU 0 that ran 0.1 ms ago (hot: migration_cost is 0.5 ms), pCPU 1
+        // idle: periodic (idle) balancing fails and counts each failure; once the count is above
+        // SD_MC_INIT's cache_nice_tries (1), a hot vCPU may move.
+        let mut host = Host::new(2, 2);
+        let params = Params::defaults(&CfsKind.params());
+        let mut c = Cfs::new(&params, HostShape { npcpus: 2, nvcpus: 2, nvms: 1, uvf: None });
+        host.call(0, |ctx| {
+            c.adjust(ctx, VmId(0), &VmSched::with_weight(256));
+            c.start_ticks(ctx);
+            for v in 0..2 {
+                c.vcpu_vm[v] = 0;
+                c.enqueue_task(0, VcpuId(v as u32), 0, 0, Enqueue::Relative);
+            }
+        });
+        let now = 10 * MS;
+        for v in 0..2 {
+            c.se[v].last_ran = now - MS / 10;
+        }
+        for failures in 1..=2 {
+            let (moved, _) = host.call(now, |ctx| c.load_balance(ctx, 1, 0, CpuIdle::Idle));
+            assert!(!moved, "a hot vCPU moved after {} failures", failures - 1);
+            assert_eq!(c.rqs[1].sd[0].nr_balance_failed, failures);
+        }
+        let (moved, _) = host.call(now, |ctx| c.load_balance(ctx, 1, 0, CpuIdle::Idle));
+        assert!(moved, "a hot vCPU should move after 2 failures (nr_balance_failed > cache_nice_tries)");
+        assert_eq!((c.rqs[0].nr_running, c.rqs[1].nr_running), (1, 1));
+        assert_eq!(c.rqs[1].sd[0].nr_balance_failed, 0);
+    }
+}
