@@ -84,7 +84,7 @@ impl Run {
     }
 
     fn progress(&self) -> u64 {
-        self.sim.vms[0].stats.progress
+        self.sim.guests[0].stats.progress
     }
 
     /// The op ends exactly at `start + offset`.
@@ -141,8 +141,8 @@ fn default_model_is_constant_and_nominal() {
     assert!(sim.speed_constant);
     sim.start();
     sim.run_until(CONTEXT_SWITCH + WORK - 1, None).expect("runs");
-    assert_eq!(sim.vms[0].stats.progress, 0);
+    assert_eq!(sim.guests[0].stats.progress, 0);
     sim.run_until(CONTEXT_SWITCH + WORK, None).expect("runs");
-    assert_eq!(sim.vms[0].stats.progress, 1);
+    assert_eq!(sim.guests[0].stats.progress, 1);
     assert_eq!(sim.vcpus[0].speed, Speed::ONE);
 }

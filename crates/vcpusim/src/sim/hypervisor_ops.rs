@@ -3,7 +3,6 @@
 //! which vCPU runs where.
 
 use super::state::{Activity, Event, Sim, TimeKind};
-use crate::guest::kernel_fn::KernelFn;
 use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Request, VcpuState, YieldReason};
 use crate::hypervisor::cpupool::{Cpupool, Scope};
 use crate::ids::{PcpuId, PoolId, VcpuId};
@@ -21,9 +20,9 @@ impl Sim {
     #[inline]
     fn call_policy<R>(&mut self, pool: PoolId, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
         if self.pool_channels[pool.idx()].kernel_fn {
-            // Publish each guest's kernel function to its PV area for a policy that reads it.
-            for gv in self.guests.iter().flat_map(|g| &g.vcpus) {
-                self.pv[gv.id.idx()].kernel_fn = gv.func;
+            // Each guest publishes its kernel functions to its PV areas for a policy that reads them.
+            for g in &self.guests {
+                g.publish_kernel_fn(&mut self.pv);
             }
         }
         let mut requests = std::mem::take(&mut self.requests);
@@ -222,24 +221,27 @@ impl Sim {
     }
 
     /// LHP: descheduled while its thread holds spinlocks (counted per lock class);
-    /// LWP: descheduled while spinning in a ticket-lock queue.
+    /// LWP: descheduled while spinning in a ticket-lock queue. What the thread holds and waits
+    /// for is the guest's to say (`GuestKernel::lock_state`); the counts are the host's.
     fn count_lock_preemptions(&mut self, v: VcpuId) {
-        let Some(t) = self.gvcpu(v).current else { return };
+        let (g, i) = self.gslot(v);
+        let Some((held, ticket_waiter)) = self.guests[g].lock_state(&self.threads, &self.locks, i) else { return };
         let vm = self.vinfo[v.idx()].vm.idx();
-        for i in 0..self.threads[t.idx()].held.len() {
-            let l = self.threads[t.idx()].held[i];
-            let class = self.locks[l.idx()].class.clone();
-            *self.vms[vm].stats.lhp.entry(class).or_insert(0) += 1;
+        let stats = &mut self.vms[vm].stats;
+        for l in held {
+            let class = &self.locks[l.idx()].class;
+            match stats.lhp.get_mut(class) {
+                Some(n) => *n += 1,
+                None => {
+                    stats.lhp.insert(class.clone(), 1);
+                }
+            }
             if let Some(tr) = self.trace.as_mut() {
                 tr.instant(1 + vm as u32, self.vinfo[v.idx()].index, "lock-holder preempted", self.now);
             }
         }
-        if let Some(crate::guest::thread::Step::Lock { lock, .. }) = self.threads[t.idx()].steps.front() {
-            // Only a ticket lock stalls its other waiters behind a descheduled waiter.
-            let l = &self.locks[lock.idx()];
-            if l.kind == crate::workload::program::SpinlockKind::Ticket && l.waiters.contains(&t) {
-                self.vms[vm].stats.lwp += 1;
-            }
+        if ticket_waiter {
+            stats.lwp += 1;
         }
     }
 
@@ -286,7 +288,7 @@ impl Sim {
         self.vinfo[v.idx()].state = VcpuState::Halted;
         let vm = self.vinfo[v.idx()].vm.idx();
         self.vms[vm].stats.halts += 1;
-        self.gvcpu_mut(v).func = KernelFn::Idle;
+        // The guest's kernel function is already `Idle`: it set it when it executed HLT.
         self.with_vcpu_policy(v, |pol, ctx| pol.sleep(ctx, v));
         self.reschedule(p);
     }

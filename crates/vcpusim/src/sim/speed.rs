@@ -61,10 +61,8 @@ impl Sim {
         vc.speed = speed;
         let left = match vc.activity {
             Activity::Overhead { .. } | Activity::Irq => vc.remaining,
-            _ => {
-                let t = self.guests[vc.slot.vm as usize].vcpus[vc.slot.index as usize].current.expect("a thread activity has a thread");
-                self.threads[t.idx()].step_remaining.unwrap_or(0)
-            }
+            // The guest's step holds what is left of its work.
+            _ => self.guests[vc.slot.vm as usize].work_left(&self.threads, vc.slot.index as usize).unwrap_or(0),
         };
         let e = self.vcpus[v.idx()].epoch;
         self.queue.push(self.now + speed.time_for(left), Event::ActivityDone(v, e));
@@ -80,7 +78,7 @@ impl Sim {
             // the last one; a timed step in progress has its remaining work recorded.
             Activity::Thread => {
                 matches!(vc.time_kind, TimeKind::User | TimeKind::Kernel | TimeKind::Overhead)
-                    && self.gvcpu(v).current.is_some_and(|t| self.threads[t.idx()].step_remaining.is_some())
+                    && self.guests[vc.slot.vm as usize].work_left(&self.threads, vc.slot.index as usize).is_some()
             }
             Activity::Off | Activity::Starting => false,
         }
