@@ -9,9 +9,10 @@
 use std::cell::Cell;
 use std::rc::Rc;
 use vcpusim::api::load_scenario;
-use vcpusim::hardware::speed::{Speed, SpeedModel, SPEED_ONE};
+use vcpusim::hardware::speed::{Speed, SPEED_ONE};
 use vcpusim::hypervisor::policy::HostView;
 use vcpusim::ids::{PcpuId, VcpuId};
+use vcpusim::sim::speed::SpeedModel;
 use vcpusim::sim::state::{Activity, Sim, TimeKind};
 
 /// start_skew 0: the pCPU comes online at t = 0; the default context switch (3 µs) comes first.
