@@ -58,6 +58,7 @@ impl Sim {
             insert_on_wake: vec![false; nvcpus as usize],
             trivial_placement: false,
             requests: Vec::new(),
+            request_buffers: Vec::new(),
             timers: Default::default(),
             vinfo: Vec::new(),
             pinfo: (0..npcpus as u32).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect(),

@@ -25,14 +25,11 @@ impl Sim {
                 g.publish_kernel_fn(&mut self.pv);
             }
         }
-        let mut requests = std::mem::take(&mut self.requests);
         let Cpupool { view, policy } = &mut self.pools[pool.idx()];
         let scope = Scope { pool: view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity, trivial: self.trivial_placement };
         let host = HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology, scope: Some(scope) };
-        let mut ctx = PolicyCtx::for_owner(host, &mut requests, &mut self.timers, pool.0, &self.pv, self.pool_channels[pool.idx()]);
-        let r = f(policy.as_mut(), &mut ctx);
-        self.requests = requests;
-        r
+        let mut ctx = PolicyCtx::for_owner(host, &mut self.requests, &mut self.timers, pool.0, &self.pv, self.pool_channels[pool.idx()]);
+        f(policy.as_mut(), &mut ctx)
     }
 
     /// Call the policy of `pool`, then carry out what it asked for.
@@ -51,11 +48,16 @@ impl Sim {
     /// Reschedules run synchronously: a vCPU whose exit made the policy preempt it must not run
     /// another guest instruction first (seed 000 section 3.1.1: preemption right after the
     /// reschedule-IPI exit, inside the futex critical section).
+    ///
+    /// Each batch is the list pending when it starts; what its requests cause waits for the next
+    /// batch (a nested flush, inside `reschedule`, takes those first). Batch lists are reused
+    /// (`request_buffers`), so a reschedule request costs no allocation.
     pub fn flush_requests(&mut self) {
         while !self.requests.is_empty() {
-            let batch = std::mem::take(&mut self.requests);
-            for r in batch {
-                match r {
+            let spare = self.request_buffers.pop().unwrap_or_default();
+            let mut batch = std::mem::replace(&mut self.requests, spare);
+            for k in 0..batch.len() {
+                match batch[k] {
                     Request::Reschedule(p) => self.reschedule(p),
                     Request::SetTimer { timer, at } => {
                         // Xen set_timer: a pending expiry is cancelled, the new one pushed here
@@ -81,6 +83,8 @@ impl Sim {
                     }
                 }
             }
+            batch.clear();
+            self.request_buffers.push(batch);
         }
     }
 
@@ -109,7 +113,10 @@ impl Sim {
             Some(n) => self.vinfo.get(n.idx()).is_some_and(|info| {
                 let here = self.pinfo[p.idx()].current == Some(n);
                 let state_ok = if here { info.state == VcpuState::Running } else { info.state == VcpuState::Runnable };
-                state_ok && self.vcpu_pool[n.idx()] == self.pcpu_pool[p.idx()] && self.affinity[n.idx()].hard.contains(p)
+                // With one pool and no mask short of the host, pool and affinity hold trivially.
+                state_ok
+                    && (self.trivial_placement
+                        || (self.vcpu_pool[n.idx()] == self.pcpu_pool[p.idx()] && self.affinity[n.idx()].hard.contains(p)))
             }),
         };
         if ok && d.slice != Some(0) {

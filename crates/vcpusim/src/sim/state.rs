@@ -133,6 +133,8 @@ pub struct Sim {
     pub trivial_placement: bool,
     /// Requests of policy calls not carried out yet.
     pub requests: Vec<Request>,
+    /// Emptied request lists, reused by `flush_requests` (one per nesting level in use).
+    pub request_buffers: Vec<Vec<Request>>,
     /// Policy-owned timers (Xen `init_timer`): key, owner pool and the pending expiry event.
     pub timers: TimerTable,
     pub vinfo: Vec<VcpuInfo>,
