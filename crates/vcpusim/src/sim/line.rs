@@ -11,7 +11,7 @@ use crate::vmexit::{Exit, IpiKind, Upcall};
 impl Sim {
     /// Guest vCPU `v` traps to the host with `exit`. (Inlined: each caller passes one kind, and
     /// the match folds away.)
-    #[inline]
+    #[inline(always)]
     pub fn on_exit(&mut self, v: VcpuId, exit: Exit) {
         match exit {
             Exit::Hlt => {
@@ -32,7 +32,7 @@ impl Sim {
     }
 
     /// The host enters guest vCPU `v` with `upcall`. (Inlined, as `on_exit`.)
-    #[inline]
+    #[inline(always)]
     pub fn upcall(&mut self, v: VcpuId, upcall: Upcall) {
         match upcall {
             Upcall::Resume => self.dispatch(v),

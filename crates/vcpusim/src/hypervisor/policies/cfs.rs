@@ -186,6 +186,8 @@ pub struct Cfs {
     cfs_period: Nanos,
     /// Per-VM bandwidth control (quota 0 for uncapped VMs).
     bw: Vec<Bandwidth>,
+    /// How many VMs have a quota: with none, the per-call bandwidth checks are skipped.
+    capped: usize,
     /// VMs whose pool ran dry in an `update_curr`, to throttle once the caller can ask for
     /// reschedules (`flush_throttles`).
     pending_throttle: Vec<VmId>,
@@ -217,6 +219,7 @@ impl Cfs {
             ticks_started: false,
             cfs_period: params.duration("cfs_period"),
             bw: vec![Bandwidth::default(); host.nvms as usize],
+            capped: 0,
             pending_throttle: Vec::new(),
             uvf: host.uvf.map(|cfg| Uvf::new(cfg, host.nvcpus as usize, host.npcpus as usize)),
         }
@@ -243,7 +246,9 @@ impl Cfs {
         e.sum_exec += delta;
         e.vruntime += Self::vdelta(delta, self.weight[c.idx()]);
         self.update_min_vruntime(p);
-        self.account_runtime(ctx.host.vcpu(c).vm, delta);
+        if self.capped > 0 {
+            self.account_runtime(ctx.host.vcpu(c).vm, delta);
+        }
     }
 
     /// `__account_cfs_rq_runtime`: charge `delta` of run time to the VM's bandwidth pool; when it
@@ -264,6 +269,12 @@ impl Cfs {
     /// The VM has a quota and no run time left this period.
     fn exhausted(&self, vm: VmId) -> bool {
         self.bw.get(vm.idx()).is_some_and(|b| b.quota > 0 && b.runtime <= 0)
+    }
+
+    /// `v`'s VM is `exhausted` (answered at once when no VM has a quota).
+    #[inline]
+    fn vcpu_exhausted(&self, ctx: &PolicyCtx, v: VcpuId) -> bool {
+        self.capped > 0 && self.exhausted(ctx.host.vcpu(v).vm)
     }
 
     /// Throttle the VMs `update_curr` found out of run time; `except` is the pCPU whose
@@ -360,6 +371,12 @@ impl Cfs {
         if b.quota == quota {
             return;
         }
+        match (b.quota, quota) {
+            (0, _) => self.capped += 1,
+            (_, 0) => self.capped -= 1,
+            _ => {}
+        }
+        let b = &mut self.bw[vm.idx()];
         b.quota = quota;
         b.runtime = quota as i64;
         if quota == 0 {
@@ -863,7 +880,7 @@ impl Policy for Cfs {
         }
         self.place_waking(v, p);
         self.enqueue(v, p);
-        if self.exhausted(ctx.host.vcpu(v).vm) {
+        if self.vcpu_exhausted(ctx, v) {
             // enqueue_task_fair onto a throttled cfs_rq: runnable, but not until the refill.
             self.throttle_one(v, p);
             self.flush_throttles(ctx, None);
@@ -955,7 +972,7 @@ impl Policy for Cfs {
                 let e = &mut self.se[c.idx()];
                 e.queued = true;
                 self.rqs[p].tree.insert((e.vruntime, c));
-                if self.exhausted(ctx.host.vcpu(c).vm) {
+                if self.vcpu_exhausted(ctx, c) {
                     self.throttle_one(c, p);
                     prev = None;
                 } else if !ctx.host.may_run(c, pcpu) {
@@ -1039,7 +1056,7 @@ impl Policy for Cfs {
                 self.rqs[p].tree.insert((e.vruntime, v));
                 self.rqs[p].curr = None;
             }
-            if self.exhausted(ctx.host.vcpu(v).vm) {
+            if self.vcpu_exhausted(ctx, v) {
                 // Its cgroup has no run time: it waits, throttled, for the refill on `to`.
                 self.throttle_one(v, to);
                 continue;
