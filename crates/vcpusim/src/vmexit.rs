@@ -169,8 +169,8 @@ pub enum Next {
     /// The VM's workload reached its iteration target. The host then enters this vCPU again.
     TargetReached,
     /// The guest cannot go on (every thread sleeps, or a program loops without time passing):
-    /// the run stops with this error.
-    Stop(SimError),
+    /// the run stops with this error (boxed: it is rare, and keeps `Next` small on the hot path).
+    Stop(Box<SimError>),
 }
 
 /// The per-vCPU paravirtual area: memory the guest and the host share (as KVM's

@@ -79,13 +79,13 @@ impl GuestKernel {
             entry = Entry::Resume;
             self.zero_time_steps += 1;
             if self.zero_time_steps > MAX_ZERO_TIME_STEPS {
-                return Next::Stop(SimError::Limit {
+                return Next::Stop(Box::new(SimError::Limit {
                     message: format!(
                         "VM {:?} thread {} ran {MAX_ZERO_TIME_STEPS} steps without simulated time passing; \
                          its program loops without a timed op (compute, syscall, mmap...)",
                         self.name, env.threads[t.idx()].index
                     ),
-                });
+                }));
             }
             if let Some(u) = self.pokes.pop_front() {
                 return Next::Poke(u);
@@ -283,7 +283,7 @@ impl GuestKernel {
     /// After a thread slept or exited: every live thread of an unfinished VM sleeping is a
     /// deadlock (only the VM's own threads could wake them), reported as `Next::Stop`.
     fn deadlock(&self, threads: &[Thread], now: Nanos) -> Option<Next> {
-        (self.all_blocked() && self.finished_at.is_none()).then(|| Next::Stop(self.deadlock_report(threads, now)))
+        (self.all_blocked() && self.finished_at.is_none()).then(|| Next::Stop(Box::new(self.deadlock_report(threads, now))))
     }
 
     /// The host paused vCPU `i`'s thread activity after `elapsed` ns in which `work` work-ns got

@@ -29,7 +29,8 @@ impl Sim {
             return;
         }
         let kind = vc.time_kind;
-        let vm = self.vinfo[v.idx()].vm.idx();
+        // The vCPU's VM is also where its guest state is (`slot.vm`, the same index as `VcpuInfo::vm`).
+        let vm = vc.slot.vm as usize;
         self.vms[vm].stats.charge(kind, elapsed);
         // Work done in the segment at the speed it ran at (floor: never credit undone work);
         // spins are time, not work (`hardware/speed.rs`).
@@ -203,7 +204,7 @@ impl Sim {
                 }
                 Next::TargetReached => self.unfinished_targets -= 1,
                 Next::Stop(err) => {
-                    self.stop = Some(err);
+                    self.stop = Some(*err);
                     return;
                 }
             }

@@ -16,8 +16,9 @@ impl Sim {
     }
 
     /// Call the policy of `pool` with a fresh context; its requests wait in `self.requests` (timers
-    /// it makes belong to it: their owner is the pool).
-    #[inline]
+    /// it makes belong to it: their owner is the pool). Always inlined: the context is built in
+    /// the caller's frame, and the calls (two per pause-loop exit) skip a prologue each.
+    #[inline(always)]
     fn call_policy<R>(&mut self, pool: PoolId, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
         if self.pool_channels[pool.idx()].kernel_fn {
             // Each guest publishes its kernel functions to its PV areas for a policy that reads them.
