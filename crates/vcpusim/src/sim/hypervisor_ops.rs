@@ -57,8 +57,8 @@ impl Sim {
         while !self.requests.is_empty() {
             let spare = self.request_buffers.pop().unwrap_or_default();
             let mut batch = std::mem::replace(&mut self.requests, spare);
-            for k in 0..batch.len() {
-                match batch[k] {
+            for &r in &batch {
+                match r {
                     Request::Reschedule(p) => self.reschedule(p),
                     Request::SetTimer { timer, at } => {
                         // Xen set_timer: a pending expiry is cancelled, the new one pushed here
