@@ -9,7 +9,6 @@ Each set's ``common.py`` points ``OUT`` at its own ``out/`` folder and adds the 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib
 import math
 import time
@@ -17,7 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError:  # the package itself draws nothing; its figures are an extra
+    raise SystemExit("the experiment scripts draw figures with matplotlib: pip install \".[plot]\"") from None
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
@@ -120,9 +122,9 @@ def run_cases(fig: str, cases: Sequence[Case], seeds: Sequence[int], duration: s
 
     Rows hold the case's labels, ``seed``, every vms.csv column, every metrics.csv metric of
     that VM as a column, ``sim_s`` (simulated seconds) and ``ms_per_unit`` (execution time per
-    unit of progress, NaN when there was none). Runs are saved under
-    ``out_root/<fig>/<hash of the scenario set>/`` as they finish: rerunning the same set
-    resumes, a changed set starts afresh in another folder.
+    unit of progress, NaN when there was none). Runs are saved under ``out_root/<fig>/`` as they
+    finish, each in a folder named by a hash of its scenario (``vcpusim.run_many``): a rerun, or a
+    changed set, computes only the runs not saved yet.
     """
     scenarios, keys = [], []
     for case in cases:
@@ -132,8 +134,7 @@ def run_cases(fig: str, cases: Sequence[Case], seeds: Sequence[int], duration: s
             data["run"] = {**data.get("run", {}), "duration": case.duration or duration, "seed": seed}
             scenarios.append(vcpusim.Scenario.from_dict(data, _source(fig, case.labels, seed)))
             keys.append((case.labels, seed))
-    digest = hashlib.sha256("\0".join(s.source + "\0" + s.text for s in scenarios).encode()).hexdigest()[:12]
-    out_dir = Path(out_root if out_root is not None else OUT.runs) / fig / digest
+    out_dir = Path(out_root if out_root is not None else OUT.runs) / fig
     results = vcpusim.run_many(scenarios, processes=settings.processes, out_dir=out_dir)
 
     frames = []

@@ -147,3 +147,95 @@ def test_catalog_lists_policies_and_workloads():
     catalog = vcpusim.catalog()
     assert {"cfs", "credit"} <= {p["name"] for p in catalog["policies"]}
     assert {"barrier", "cpu-bound"} <= {w["name"] for w in catalog["workloads"]}
+
+
+#: TOML 1.1 forms the Rust loader reads: a trailing comma and newlines in an inline table, \x escapes.
+TOML_11 = SMALL_SCENARIO.replace('[run]\nduration = "200ms"', '[run]\nduration = "\\x32\\x30\\x30ms"').replace(
+    'workload = "barrier"\n', 'workload = "barrier"\nparams = {\n  work = "1ms",\n}\n'
+)
+
+
+def test_to_dict_and_replace_read_every_form_the_loader_reads():
+    scenario = vcpusim.Scenario(TOML_11, "toml11.toml")
+    with pytest.raises(tomllib.TOMLDecodeError):
+        tomllib.loads(TOML_11)  # Python's own parser reads TOML 1.0 only
+    data = scenario.to_dict()
+    assert data["run"]["duration"] == "200ms"
+    assert data["vm"][0]["params"] == {"work": "1ms"}
+    assert scenario.replace(seed=7).seed == 7
+    assert scenario.with_policy("credit").policy == "credit"
+
+
+def test_to_dict_is_a_fresh_copy(small):
+    data = small.to_dict()
+    data["host"]["pcpus"] = 99
+    assert small.to_dict()["host"]["pcpus"] == 4
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda s: vcpusim.run(s, seed=-1), ValueError, "run: seed: expected an integer from 0 to 18446744073709551615, got -1"),
+    (lambda s: vcpusim.run(s, seed=2**64), ValueError, "run: seed: expected an integer from 0 to 18446744073709551615, got 18446744073709551616"),
+    (lambda s: vcpusim.run(s, seed="3"), TypeError, "run: seed: expected an integer .* got str '3'"),
+    (lambda s: vcpusim.run(s, trace=1), TypeError, "run: trace: expected True or False, got int 1"),
+    (lambda s: vcpusim.run(s, trace_max_events=0), ValueError, "run: trace_max_events: expected a positive integer, got int 0"),
+    (lambda s: s.replace(params=5), TypeError, r"replace: params: expected a dict of \[host.params\] keys to values, got int 5"),
+    (lambda s: s.replace(policy=3), TypeError, "replace: policy: expected a policy name"),
+    (lambda s: s.replace(seed=-2), ValueError, "replace: seed: expected an integer"),
+    (lambda s: s.replace(duration=5), TypeError, 'replace: duration: expected a duration with a unit such as "2s", got int 5'),
+    (lambda s: s.replace(pcpus="8"), TypeError, "replace: pcpus: expected an integer, got str '8'"),
+    (lambda s: vcpusim.Scenario.from_dict([1]), TypeError, "from_dict: data: expected a dict of scenario tables, got list"),
+])
+def test_api_argument_errors_name_the_argument(small, call, error, message):
+    with pytest.raises(error, match=message):
+        call(small)
+
+
+def test_a_none_in_from_dict_names_its_key(small):
+    data = small.to_dict()
+    data["vm"][1]["vcpus"] = None
+    with pytest.raises(vcpusim.ScenarioError, match=r"my-sweep: vm\[1\]\.vcpus: None cannot be written as TOML"):
+        vcpusim.Scenario.from_dict(data, source="my-sweep")
+
+
+def test_override_sets_dotted_keys_with_the_loaders_validation(small):
+    changed = small.override({"host.policy": "credit", "vm.parallel.vcpus": 2, "vm.seq.params.chunk": "2ms"})
+    data = changed.to_dict()
+    assert changed.policy == "credit"
+    assert data["vm"][0]["vcpus"] == 2 and data["vm"][1]["params"] == {"chunk": "2ms"}
+    assert small.override({"vm.1.vcpus": 2}).to_dict()["vm"][1]["vcpus"] == 2
+    assert small.override({"run.duration": "50ms"}).duration_ns == 50_000_000
+    with pytest.raises(vcpusim.ScenarioError, match=r"small.toml: vm\[0\]\.vcpus: expected an integer of at least 1, got 0 \(after override vm.parallel.vcpus=0\)"):
+        small.override({"vm.parallel.vcpus": 0})
+    with pytest.raises(vcpusim.ScenarioError, match=r"override vm.nope.vcpus: no \[\[vm\]\] entry named 'nope' \(entries: parallel, seq"):
+        small.override({"vm.nope.vcpus": 1})
+    with pytest.raises(vcpusim.ScenarioError, match=r"override host.pcpus.x: host.pcpus is a value \(4\), not a table"):
+        small.override({"host.pcpus.x": 1})
+
+
+def test_vms_iterations_is_a_nullable_integer(quickstart):
+    vms = vcpusim.run(vcpusim.Scenario.from_toml(quickstart).with_duration("300ms")).vms.set_index("vm")
+    assert str(vms["iterations"].dtype) == "Int64"
+    assert vms.loc["parallel", "iterations"] == 2000
+    assert vms["iterations"].isna().sum() == 4  # the seq VMs have no target
+
+
+def test_version_is_the_packages():
+    from importlib.metadata import version
+
+    assert vcpusim.__version__ == version("vcpusim")
+
+
+def test_the_package_ships_type_information():
+    from importlib.resources import files
+
+    package = files("vcpusim")
+    assert package.joinpath("py.typed").is_file()
+    stub = package.joinpath("_core.pyi").read_text()
+    for name in ("def run(", "def tables(", "def load(", "__version__", "class ScenarioError"):
+        assert name in stub, name
+
+
+def test_summary_numbers_are_json_numbers(small):
+    summary = vcpusim.run(small).summary
+    assert isinstance(summary["host_busy_share"], float) and 0 < summary["host_busy_share"] <= 1
+    assert summary["host_busy_share"] == round(summary["host_busy_share"], 4)

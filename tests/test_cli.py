@@ -161,3 +161,75 @@ def test_bad_bench_duration_is_a_user_error(cli):
 def test_console_script_is_declared():
     scripts = entry_points(group="console_scripts", name="vcpusim")
     assert [s.value for s in scripts] == ["vcpusim.cli:main"]
+
+
+def test_version_and_help_usage(cli):
+    from importlib.metadata import version
+
+    done = cli("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"vcpusim {version('vcpusim')}"
+    done = cli("run", "--help")
+    assert done.returncode == 0
+    usage = done.stdout.strip().splitlines()[0]
+    assert usage == "Usage: vcpusim run [OPTIONS] FILE", usage
+    assert "{" not in done.stdout
+
+
+def test_seed_out_of_range_is_a_usage_error_not_a_traceback(cli, small_toml, tmp_path):
+    done = cli("run", small_toml, "--out", tmp_path / "o", "--seed", "18446744073709551616")
+    assert done.returncode == 2, done.stderr
+    assert "--seed" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_set_overrides_keys_like_the_file(cli, small_toml, tmp_path):
+    out = tmp_path / "o"
+    done = cli("run", small_toml, "--out", out, "--quiet", "--set", "host.policy=credit", "--set", "vm.parallel.vcpus=2",
+               "--set", "run.duration=50ms")
+    assert done.returncode == 0, done.stderr
+    rows = read_csv(out / "vms.csv")
+    assert {r["policy"] for r in rows} == {"credit"}
+    assert rows[0]["vcpus"] == "2"
+    assert json.loads((out / "summary.json").read_text())["sim_time_ns"] == 50_000_000
+    # The same run written in the file gives the same bytes.
+    edited = SMALL_SCENARIO.replace('policy = "cfs"', 'policy = "credit"').replace("vcpus = 4", "vcpus = 2").replace("200ms", "50ms")
+    path = write_scenario(tmp_path, edited, small_toml.name)  # same name: summary.json names the file
+    done = cli("run", path, "--out", tmp_path / "file", "--quiet")
+    assert done.returncode == 0, done.stderr
+    for name in ("vms.csv", "metrics.csv"):
+        assert (out / name).read_bytes() == (tmp_path / "file" / name).read_bytes()
+
+
+@pytest.mark.parametrize("setting, fragments", [
+    ("vm.parallel.vcpus=0", ["vm[0].vcpus: expected an integer of at least 1, got 0", "(after --set vm.parallel.vcpus=0)"]),
+    ("host.policy=fifo", ["fifo", "cfs", "credit"]),
+    ("host.schduler=1", ["host.schduler", "unknown key"]),
+    ("vm.nope.vcpus=1", ["--set vm.nope.vcpus: no [[vm]] entry named 'nope'"]),
+    ("novalue", ["--set 'novalue': expected KEY=VALUE"]),
+])
+def test_bad_set_is_a_user_error_with_the_files_message(cli, small_toml, tmp_path, setting, fragments):
+    for command in ("run", "validate"):
+        args = ["--out", tmp_path / "out"] if command == "run" else []
+        done = cli(command, small_toml, *args, "--set", setting)
+        assert_user_error(done, str(small_toml), *fragments) if "novalue" not in setting else assert_user_error(done, *fragments)
+        assert not (tmp_path / "out").exists()
+
+
+def test_dependencies_are_ranges_with_the_tested_lower_bounds():
+    """pyproject.toml's lower bounds are the versions tests/lower-bounds.txt pins (the suite is run
+    with them, see that file), and no dependency is pinned to one version."""
+    import tomllib
+
+    from conftest import REPO
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    pins = dict(line.split("==") for line in (REPO / "tests" / "lower-bounds.txt").read_text().splitlines()
+                if line and not line.startswith("#"))
+    required = project["dependencies"] + project["optional-dependencies"]["test"]
+    for requirement in required:
+        assert "==" not in requirement, requirement
+        name, lower = requirement.split(">=")[0], requirement.split(">=")[1].split(",")[0]
+        assert name in pins, f"{name} has no tested lower bound in tests/lower-bounds.txt"
+        pinned = tuple(int(p) for p in pins[name].split("."))
+        assert pinned[: len(lower.split("."))] == tuple(int(p) for p in lower.split(".")), (name, lower, pins[name])
+    assert "matplotlib" not in " ".join(project["dependencies"]), "plotting is an extra: the package draws nothing"

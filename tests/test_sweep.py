@@ -21,32 +21,90 @@ def test_two_processes_give_the_same_results_as_sequential_runs(scenarios):
     assert [r.files() for r in parallel] == [r.files() for r in sequential]
 
 
-def test_results_are_saved_as_they_finish_and_a_rerun_skips_them(scenarios, tmp_path):
+def _folders(out):
+    return sorted(p.name for p in out.iterdir() if p.is_dir())
+
+
+def test_results_are_saved_by_content_and_a_rerun_in_any_order_skips_them(scenarios, tmp_path, monkeypatch):
     out = tmp_path / "sweep"
     first = vcpusim.run_many(scenarios, processes=2, progress=False, out_dir=out)
-    assert sorted(p.name for p in out.iterdir()) == ["0", "1", "2", "3"]
-    for i, result in enumerate(first):
-        assert vcpusim.Result.read(out / str(i)) == result
-        assert (out / str(i) / "scenario.toml").read_text() == scenarios[i].text
+    keys = [vcpusim.sweep.run_key(s, False, False) for s in scenarios]
+    assert _folders(out) == sorted(keys)
+    for key, scenario, result in zip(keys, scenarios, first):
+        assert vcpusim.Result.read(out / key) == result
+        assert (out / key / "scenario.toml").read_text() == scenario.text
+    index = (out / "index.csv").read_text().splitlines()
+    assert index[0] == "position,folder,source,finished"
+    assert [line.split(",")[1] for line in index[1:]] == keys
 
-    # Mark run 0 on disk and drop run 2, as if the sweep had died before finishing it.
-    marked = (out / "0" / "summary.json").read_text().rstrip() + "\n"
-    (out / "0" / "summary.json").write_text(marked)
-    for file in (out / "2").iterdir():
-        file.unlink()
-    (out / "2").rmdir()
-
-    again = vcpusim.run_many(scenarios, processes=2, progress=False, out_dir=out)
-    assert again[0].summary_json == marked, "run 0 was read from disk, not recomputed"
-    assert again[2] == first[2], "run 2 was recomputed, with the same result"
-    assert (out / "2").is_dir()
+    # Reordered, with one run dropped and one added: only the new one runs.
+    ran = []
+    real = vcpusim.sweep._run_in_worker
+    monkeypatch.setattr(vcpusim.sweep, "_run_in_worker", lambda *a: ran.append(a[1]) or real(*a))
+    extra = scenarios[0].with_seed(99)
+    again = vcpusim.run_many([scenarios[3], extra, scenarios[1], scenarios[0]], processes=1, progress=False, out_dir=out)
+    assert len(ran) == 1, "only the new run was computed"
+    assert [r.files() for r in again] == [first[3].files(), vcpusim.run(extra).files(), first[1].files(), first[0].files()]
 
 
-def test_resuming_into_a_folder_of_another_sweep_is_refused(scenarios, tmp_path):
+def test_results_of_another_engine_build_are_not_reused(scenarios, tmp_path, monkeypatch):
     out = tmp_path / "sweep"
-    vcpusim.run_many(scenarios[:1], processes=1, progress=False, out_dir=out)
-    with pytest.raises(vcpusim.VcpusimError, match="different run"):
-        vcpusim.run_many(scenarios[1:2], processes=1, progress=False, out_dir=out)
+    vcpusim.run_many(scenarios[:2], processes=1, progress=False, out_dir=out)
+    before = _folders(out)
+    ran = []
+    real = vcpusim.sweep._run_in_worker
+    monkeypatch.setattr(vcpusim.sweep, "_run_in_worker", lambda *a: ran.append(a[1]) or real(*a))
+    # Another build of the engine (another model): every run is computed again, into new folders.
+    monkeypatch.setattr(vcpusim.sweep, "engine_fingerprint", lambda: "another build")
+    vcpusim.run_many(scenarios[:2], processes=1, progress=False, out_dir=out)
+    assert len(ran) == 2
+    assert len(set(_folders(out)) - set(before)) == 2
+
+
+def test_a_damaged_saved_run_is_run_again(scenarios, tmp_path):
+    out = tmp_path / "sweep"
+    first = vcpusim.run_many(scenarios[:3], processes=1, progress=False, out_dir=out)
+    keys = [vcpusim.sweep.run_key(s, False, False) for s in scenarios[:3]]
+    # A truncated file, a missing one, and a folder without its record, as a dying disk leaves them.
+    summary = out / keys[0] / "summary.json"
+    summary.write_bytes(summary.read_bytes()[:10])
+    (out / keys[1] / "metrics.csv").unlink()
+    (out / keys[2] / "run.json").unlink()
+    with pytest.warns(RuntimeWarning) as caught:
+        again = vcpusim.run_many(scenarios[:3], processes=1, progress=False, out_dir=out)
+    messages = " | ".join(str(w.message) for w in caught)
+    assert "summary.json is truncated or changed" in messages
+    assert "metrics.csv is missing" in messages
+    assert "run.json is missing or unreadable" in messages
+    assert [r.files() for r in again] == [r.files() for r in first]
+    for key, result in zip(keys, first):
+        assert vcpusim.Result.read(out / key) == result
+
+
+def test_a_killed_worker_loses_no_run(scenarios, tmp_path, monkeypatch):
+    import sweep_helpers
+
+    monkeypatch.setenv(sweep_helpers.MARKER_ENV, str(tmp_path / "killed"))
+    monkeypatch.setattr(vcpusim.sweep, "_run_in_worker", sweep_helpers.killing_worker)
+    victim = vcpusim.Scenario(scenarios[1].text, "kill-once")
+    runs = [scenarios[0], victim, scenarios[2], scenarios[3]]
+    results = vcpusim.run_many(runs, processes=2, progress=False, out_dir=tmp_path / "sweep")
+    assert (tmp_path / "killed").exists(), "the worker was killed"
+    assert [r.files() for r in results] == [vcpusim.run(s).files() for s in runs]
+    assert len(_folders(tmp_path / "sweep")) == 4
+
+
+def test_a_run_that_kills_its_worker_every_time_is_reported_and_the_others_are_saved(scenarios, tmp_path, monkeypatch):
+    import sweep_helpers
+
+    monkeypatch.setattr(vcpusim.sweep, "_run_in_worker", sweep_helpers.killing_worker)
+    killer = vcpusim.Scenario(scenarios[1].text, "always-kill")
+    out = tmp_path / "sweep"
+    with pytest.raises(vcpusim.VcpusimError, match=r"run 1 \(always-kill\) failed: its worker process died"):
+        vcpusim.run_many([scenarios[0], killer, scenarios[2], scenarios[3]], processes=2, progress=False, out_dir=out)
+    others = [scenarios[0], scenarios[2], scenarios[3]]
+    assert _folders(out) == sorted(vcpusim.sweep.run_key(s, False, False) for s in others)
+    assert "always-kill" in (out / "index.csv").read_text()
 
 
 def test_a_failing_run_does_not_lose_the_others(scenarios, tmp_path):
@@ -54,7 +112,7 @@ def test_a_failing_run_does_not_lose_the_others(scenarios, tmp_path):
     failing = scenarios[0].replace(max_events=10)
     with pytest.raises(vcpusim.LimitError, match=r"run 1 \(small\.toml\)"):
         vcpusim.run_many([scenarios[0], failing, scenarios[1]], processes=2, progress=False, out_dir=out)
-    assert sorted(p.name for p in out.iterdir()) == ["0", "2"]
+    assert _folders(out) == sorted(vcpusim.sweep.run_key(s, False, False) for s in (scenarios[0], scenarios[1]))
 
 
 def test_progress_bar_does_not_change_results(scenarios):
@@ -66,3 +124,50 @@ def test_progress_bar_does_not_change_results(scenarios):
 def test_ray_sweep_without_ray_says_how_to_get_it(scenarios):
     with pytest.raises(ImportError, match=r"vcpusim\[ray\]"):
         vcpusim.run_many_ray(scenarios)
+
+
+UNGUARDED = """\
+import vcpusim
+sc = vcpusim.Scenario.from_dict({small!r}, "small")
+results = vcpusim.run_many([sc, sc.with_seed(2)], processes=2, progress=False)
+print("done", len(results))
+"""
+
+
+def test_run_many_without_the_main_guard_says_so_instead_of_a_broken_pool(tmp_path):
+    import subprocess
+    import sys
+    import tomllib
+
+    small = tomllib.loads(SMALL_SCENARIO)
+    script = tmp_path / "sweep_script.py"
+    script.write_text(UNGUARDED.format(small=small))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert "BrokenProcessPool" not in done.stderr
+    assert f"{script}" in done.stderr and "line 3" in done.stderr, done.stderr
+    assert 'if __name__ == "__main__":' in done.stderr, done.stderr
+
+    # The same code under the guard runs; one process needs no guard at all.
+    guarded = UNGUARDED.format(small=small).replace("results =", 'if __name__ == "__main__":\n    results =')
+    guarded = guarded.replace('\nprint("done"', '\n    print("done"')
+    script.write_text(guarded)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "done 2"
+    script.write_text(UNGUARDED.format(small=small).replace("processes=2", "processes=1"))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda s: vcpusim.run_many("file.toml"), TypeError, "run_many: scenarios: expected a list of scenarios .* got one str 'file.toml'"),
+    (lambda s: vcpusim.run_many(5), TypeError, "run_many: scenarios: expected a list of scenarios, got int 5"),
+    (lambda s: vcpusim.run_many([s, 5]), TypeError, r"run_many: scenarios\[1\]: expected a Scenario"),
+    (lambda s: vcpusim.run_many([s], processes="2"), TypeError, "run_many: processes: expected a positive integer or None .* got str '2'"),
+    (lambda s: vcpusim.run_many([s], processes=0), ValueError, "run_many: processes: expected a positive integer or None .* got 0"),
+    (lambda s: vcpusim.run_many([s], processes=1, trace="yes"), TypeError, "run_many: trace: expected True or False, got str 'yes'"),
+])
+def test_run_many_argument_errors_name_the_argument(scenarios, call, error, message):
+    with pytest.raises(error, match=message):
+        call(scenarios[0])

@@ -67,6 +67,21 @@ QUICK_SCALE = 0.05
 #: enough for Credit's slowest case (LU at weight 32 takes ~1200 s).
 COMPLETION_LIMIT = ("20000s", "2000s")  # full, quick
 
+#: Section 6.1: "the virtualized system ran Xen 3.3.0". The Credit runs follow Xen 3.3's credit1
+#: (``[host.params] xen``; docs/model.md section 7.2.1: tick-sampled debits, per-domain weights, no
+#: ratelimit, no yield, and no pause-loop exiting, so PLE is off in them).
+XEN = "3.3"
+
+#: Xen 3.3 took no PAUSE exits (VMX pause-loop exiting came with Xen 4.0), under Credit or under
+#: the Hybrid Scheduler built on it: PLE is off in every run, so both schedulers meet the same
+#: guests. Credit under ``xen = "3.3"`` has it off by default; the hybrid's default is on.
+PLE = {"enabled": False}
+
+#: Section 6.1: "all VMs ran ... the Linux 2.6.18 kernel". Its x86 spinlocks are the byte locks of
+#: include/asm-x86_64/spinlock.h (``lock; decb``, spin on ``cmpb $0``): unfair test-and-set, not
+#: the ticket locks that came with 2.6.25. Every VM's guest uses them.
+GUEST = {"spinlock": "tas"}
+
 #: Section 6.2 runs V1 non-work-conserving (caps), section 6.4 work-conserving.
 CAPPED = False
 WORK_CONSERVING = True
@@ -104,7 +119,7 @@ class Scheduler:
 
 CONCURRENT, THROUGHPUT = "concurrent", "throughput"
 
-#: Default Xen: the credit scheduler (xen/common/sched/credit.c).
+#: Default Xen: the credit scheduler of Xen 3.3 (xen/common/sched_credit.c at 3.3.0; ``XEN``).
 CREDIT = Scheduler("Credit", "credit")
 #: Hybrid Scheduler with every VM under test set concurrent, CPS (section 6.2; Figure 10).
 CON = Scheduler("CON", "hybrid", ("con", 0.0), ("con", 0.0))
@@ -121,8 +136,11 @@ HYBRID_PHASE = Scheduler("Hybrid(Phase-CON+HIT)", "hybrid", ("con", PHASE_U_FACT
 def host(scheduler: Scheduler, work_conserving: bool) -> dict:
     """The 8-pCPU host under ``scheduler``; ``work_conserving = False`` caps every VM at its
     weight's share of the host (section 6.2: V1's share at weight 128 is 128/(128+256) although
-    V0 is idle), the same key for Credit and Hybrid."""
-    return {"pcpus": PCPUS, "policy": scheduler.policy, "params": {"work_conserving": work_conserving}}
+    V0 is idle), the same key for Credit and Hybrid. Credit runs the Xen the seed ran (``XEN``)."""
+    params: dict = {"work_conserving": work_conserving}
+    if scheduler.policy == "credit":
+        params["xen"] = XEN
+    return {"pcpus": PCPUS, "policy": scheduler.policy, "params": params, "ple": dict(PLE)}
 
 
 def dom0() -> dict:
@@ -179,7 +197,7 @@ def bench_vm(name: str, bench: str, scheduler: Scheduler, *, weight: int = DEFAU
 def single_vm(scheduler: Scheduler, bench: str, weight: int, work_scale: float, *,
               work_conserving: bool = CAPPED, rounds: int = 1, params: dict | None = None) -> dict:
     """Section 6.2's scenario: V0 idle beside V1 running ``bench`` at ``weight``, capped."""
-    return {"host": host(scheduler, work_conserving),
+    return {"host": host(scheduler, work_conserving), "guest": dict(GUEST),
             "vm": [dom0(), bench_vm("v1", bench, scheduler, weight=weight, work_scale=work_scale,
                                     rounds=rounds, params=params)]}
 
@@ -198,7 +216,7 @@ def multi_vm(scheduler: Scheduler, benches: list[str], work_scale: float) -> dic
     in order, each repeated forever, work-conserving."""
     vms = [dom0()] + [bench_vm(f"v{i + 1}", b, scheduler, work_scale=work_scale, rounds=0)
                       for i, b in enumerate(benches)]
-    return {"host": host(scheduler, WORK_CONSERVING), "vm": vms}
+    return {"host": host(scheduler, WORK_CONSERVING), "guest": dict(GUEST), "vm": vms}
 
 
 # --- Measures ------------------------------------------------------------------------------------

@@ -5,10 +5,14 @@
     result = vcpusim.run(scenario.with_policy("credit"), seed=2)
     result.vms          # pandas DataFrame, one row per VM
     result.write("out") # vms.csv, metrics.csv, summary.json, exactly as the CLI writes them
+
+``run_many`` runs many scenarios in worker processes; a script that calls it needs the
+``if __name__ == "__main__":`` guard (see :func:`vcpusim.run_many`).
 """
 
 from ._core import DeadlockError, InternalError, LimitError, ScenarioError, VcpusimError
-from .api import Result, Scenario, bench, catalog, interval_shares, load, run
+from ._core import __version__
+from .api import Result, Scenario, TraceCutWarning, bench, catalog, interval_shares, load, run
 from .sweep import run_many, run_many_ray
 
 __all__ = [
@@ -26,6 +30,6 @@ __all__ = [
     "DeadlockError",
     "LimitError",
     "InternalError",
+    "TraceCutWarning",
+    "__version__",
 ]
-
-__version__ = "0.1.0"

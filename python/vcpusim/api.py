@@ -12,18 +12,87 @@ import functools
 import io
 import json
 import os
-import tomllib
+import tempfile
+import warnings
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import tomli_w
 
 from . import _core
-from ._core import ScenarioError
+from ._core import ScenarioError, VcpusimError
 
 #: The files one run writes, in the order the CLI lists them.
 RESULT_FILES = ("vms.csv", "metrics.csv", "summary.json")
 TRACE_FILE = "trace.json"
+#: Seeds are unsigned 64-bit integers (the Rust engine's u64).
+MAX_SEED = 2**64 - 1
+
+
+class TraceCutWarning(UserWarning):
+    """A traced run recorded more events than the trace keeps: the trace stops early. Trace a
+    window instead (``trace_from`` / ``trace_to``; ``--trace-from`` / ``--trace-to`` on the CLI)."""
+
+
+def _type_name(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}" if isinstance(value, (str, int, float)) else type(value).__name__
+
+
+def check_seed(seed: Any, where: str) -> None:
+    """``seed`` is None or an integer 0..2**64-1; otherwise an error naming ``where``."""
+    if seed is None:
+        return
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"{where}: seed: expected an integer from 0 to {MAX_SEED}, got {_type_name(seed)}")
+    if not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"{where}: seed: expected an integer from 0 to {MAX_SEED}, got {seed}")
+
+
+def check_flag(value: Any, name: str, where: str) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{where}: {name}: expected True or False, got {_type_name(value)}")
+
+
+def _duration_text(value: Any, name: str, where: str) -> str | None:
+    """A duration argument as the engine reads it: a string with a unit ("2s") or integer ns."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return f"{value}ns"
+    raise TypeError(f"{where}: {name}: expected a duration such as \"2s\" or a number of ns, got {_type_name(value)}")
+
+
+def check_writable(directory: str | os.PathLike, what: str = "results") -> Path:
+    """Create ``directory`` if needed and prove a file can be written there, before any work is
+    done; otherwise a :class:`VcpusimError` naming the directory and the reason."""
+    directory = Path(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".vcpusim-probe-", dir=directory)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise VcpusimError(f"cannot write {what} to {directory}: {e.strerror or e}") from None
+    return directory
+
+
+def _none_path(data: Any, path: str = "") -> str | None:
+    """The dotted path of the first None in nested tables (TOML has no null), or None."""
+    if data is None:
+        return path or "(the scenario)"
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            found = _none_path(value, f"{path}.{key}" if path else str(key))
+            if found:
+                return found
+    elif isinstance(data, (list, tuple)):
+        for i, value in enumerate(data):
+            found = _none_path(value, f"{path}[{i}]")
+            if found:
+                return found
+    return None
 
 
 class Scenario:
@@ -53,6 +122,14 @@ class Scenario:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "<python>") -> "Scenario":
         """A scenario from the same structure as the TOML file (``{"host": {...}, "vm": [...]}``)."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"from_dict: data: expected a dict of scenario tables, got {_type_name(data)}")
+        missing = _none_path(data)
+        if missing:
+            raise ScenarioError(
+                f"{source}: {missing}: None cannot be written as TOML (TOML has no null): "
+                "leave the key out for its default"
+            )
         try:
             text = tomli_w.dumps(dict(data))
         except (TypeError, ValueError) as e:
@@ -92,8 +169,12 @@ class Scenario:
         return list(self._info["vms"])
 
     def to_dict(self) -> dict:
-        """The TOML as nested dicts (a fresh copy: changing it does not change the scenario)."""
-        return tomllib.loads(self._text)
+        """The TOML as nested dicts (a fresh copy: changing it does not change the scenario).
+
+        Parsed by the Rust loader's own TOML parser (``_core.tables``), so every form a scenario
+        file may use (TOML 1.1: trailing commas and newlines in inline tables, ``\\xHH`` escapes)
+        reads the same here as in ``vcpusim run``."""
+        return json.loads(_core.tables(self._text, self._source))
 
     # --- variants ----------------------------------------------------------------------------
 
@@ -115,6 +196,20 @@ class Scenario:
         policy's ``[host.params]`` (they belong to the old policy). ``params`` replaces
         ``[host.params]``. ``duration`` and ``sample_every`` are strings with a unit ("2s").
         """
+        where = "replace"
+        if policy is not None and not isinstance(policy, str):
+            raise TypeError(f"{where}: policy: expected a policy name (str), got {_type_name(policy)}")
+        if params is not None and not isinstance(params, Mapping):
+            raise TypeError(f"{where}: params: expected a dict of [host.params] keys to values, got {_type_name(params)}")
+        check_seed(seed, where)
+        for name, value in (("duration", duration), ("sample_every", sample_every)):
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{where}: {name}: expected a duration with a unit such as \"2s\", got {_type_name(value)}")
+        for name, value in (("pcpus", pcpus), ("max_events", max_events)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise TypeError(f"{where}: {name}: expected an integer, got {_type_name(value)}")
+        if check is not None:
+            check_flag(check, "check", where)
         data = copy.deepcopy(self.to_dict())
         host = data.setdefault("host", {})
         if policy is not None:
@@ -131,6 +226,31 @@ class Scenario:
             if value is not None:
                 run[key] = value
         return Scenario.from_dict(data, self._source)
+
+    def override(self, values: Mapping[str, Any], what: str = "override") -> "Scenario":
+        """A copy with scenario keys set by dotted path, validated again exactly as a file is:
+        ``{"host.policy": "credit", "vm.par.vcpus": 4, "run.duration": "2s"}``.
+
+        A path walks tables by key; in an array of tables (``[[vm]]``, ``[[host.pool]]``) the next
+        part picks an entry by its ``name`` (or its 0-based index). Missing tables are created.
+        As in :meth:`replace`, a new ``host.policy`` drops the old policy's ``[host.params]``
+        unless ``host.params...`` is set too. ``what`` names the overrides in error messages
+        (the CLI says ``--set``)."""
+        if not isinstance(values, Mapping):
+            raise TypeError(f"{what}: expected a dict of dotted keys to values, got {_type_name(values)}")
+        data = self.to_dict()
+        host = data.get("host") if isinstance(data.get("host"), dict) else {}
+        new_policy = values.get("host.policy")
+        sets_params = any(str(k).startswith("host.params") for k in values)
+        if new_policy is not None and new_policy != host.get("policy") and not sets_params:
+            host.pop("params", None)
+        for key, value in values.items():
+            set_path(data, key, value, f"{self._source}: {what} {key}")
+        try:
+            return Scenario.from_dict(data, self._source)
+        except ScenarioError as e:
+            shown = ", ".join(f"{k}={v!r}" for k, v in values.items())
+            raise ScenarioError(f"{e} (after {what} {shown})") from None
 
     def with_policy(self, policy: str, **params: Any) -> "Scenario":
         return self.replace(policy=policy, params=params or None)
@@ -159,25 +279,70 @@ class Scenario:
         return (Scenario, (self._text, self._source))
 
 
-class Result:
-    """What one run produced: the exact texts Rust wrote, with parsed views of them."""
+def _array_entry(items: list, parts: list[str], label: str, table: str) -> tuple[dict, int]:
+    """The entry of an array of tables that the next parts name (by ``name``, longest match first,
+    since names may hold dots; or by index) and how many parts that took."""
+    for take in range(len(parts), 0, -1):
+        name = ".".join(parts[:take])
+        for item in items:
+            if isinstance(item, dict) and item.get("name") == name:
+                return item, take
+    if parts[0].isdigit() and int(parts[0]) < len(items):
+        return items[int(parts[0])], 1
+    names = ", ".join(str(i.get("name")) for i in items if isinstance(i, dict) and "name" in i)
+    raise ScenarioError(f"{label}: no [[{table}]] entry named {parts[0]!r} (entries: {names or 'none named'}; or give an index)")
 
-    def __init__(self, vms_csv: str, metrics_csv: str, summary_json: str, trace_json: str | None = None):
+
+def set_path(data: dict, key: str, value: Any, label: str) -> None:
+    """Set ``value`` at dotted ``key`` in scenario tables (see :meth:`Scenario.override`)."""
+    if not isinstance(key, str) or not key or any(p == "" for p in key.split(".")):
+        raise ScenarioError(f"{label}: expected a dotted key such as host.policy or vm.NAME.vcpus")
+    parts = key.split(".")
+    node: Any = data
+    walked: list[str] = []
+    while len(parts) > 1:
+        part = parts.pop(0)
+        walked.append(part)
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if isinstance(child, list):
+            entry, took = _array_entry(child, parts, label, ".".join(walked))
+            walked.extend(parts[:took])
+            del parts[:took]
+            if not parts:
+                raise ScenarioError(f"{label}: name a key of the [[{'.'.join(walked[:-took])}]] entry after its name")
+            child = entry
+        if not isinstance(child, dict):
+            raise ScenarioError(f"{label}: {'.'.join(walked)} is a value ({child!r}), not a table")
+        node = child
+    node[parts[0]] = value
+
+
+class Result:
+    """What one run produced: the exact texts Rust wrote, with parsed views of them, and the
+    run's warnings (such as a trace cut at its event cap; not part of the files)."""
+
+    def __init__(self, vms_csv: str, metrics_csv: str, summary_json: str, trace_json: str | None = None,
+                 warnings: list[str] | None = None):
         self.vms_csv = vms_csv
         self.metrics_csv = metrics_csv
         self.summary_json = summary_json
         self.trace_json = trace_json
+        self.warnings = list(warnings or [])
 
     @classmethod
     def _from_core(cls, output: Mapping[str, Any]) -> "Result":
-        return cls(output["vms_csv"], output["metrics_csv"], output["summary_json"], output["trace_json"])
+        return cls(output["vms_csv"], output["metrics_csv"], output["summary_json"], output["trace_json"],
+                   output.get("warnings"))
 
     @functools.cached_property
     def vms(self):
-        """One row per VM (pandas DataFrame)."""
+        """One row per VM (pandas DataFrame). ``iterations`` is a nullable integer (``Int64``):
+        empty for VMs without an iteration target."""
         import pandas as pd  # imported on first use: the CLI and worker processes do not need it
 
-        return pd.read_csv(io.StringIO(self.vms_csv))
+        return pd.read_csv(io.StringIO(self.vms_csv), dtype={"iterations": "Int64"})
 
     @functools.cached_property
     def metrics(self):
@@ -216,27 +381,54 @@ class Result:
         return files
 
     def write(self, directory: str | os.PathLike) -> Path:
-        """Write vms.csv, metrics.csv, summary.json (and trace.json when traced) into directory."""
+        """Write vms.csv, metrics.csv, summary.json (and trace.json when traced) into directory.
+
+        All or nothing: every file is first written beside its place under a temporary name and
+        only then renamed over the old one, so a failure (a full disk) leaves the directory as it
+        was and names it in the error. A ``trace.json`` of an earlier run is removed when this
+        result has no trace, so a folder never mixes two runs."""
         directory = Path(directory)
+        temporary: list[Path] = []
         try:
             directory.mkdir(parents=True, exist_ok=True)
             for name, content in self.files().items():
+                fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=directory)
+                temporary.append(Path(tmp))
                 # Bytes, not text mode: no newline translation, the files are exactly Rust's.
-                (directory / name).write_bytes(content.encode("utf-8"))
+                _write_file(fd, content.encode("utf-8"))
+            for tmp, name in zip(temporary, self.files()):
+                os.replace(tmp, directory / name)
+            temporary.clear()
+            if self.trace_json is None:
+                (directory / TRACE_FILE).unlink(missing_ok=True)
         except OSError as e:
-            raise _core.VcpusimError(f"cannot write results to {directory}: {e.strerror or e}") from None
+            raise VcpusimError(f"cannot write results to {directory}: {e.strerror or e}") from None
+        finally:
+            for tmp in temporary:
+                tmp.unlink(missing_ok=True)
         return directory
 
     @classmethod
     def read(cls, directory: str | os.PathLike) -> "Result":
-        """Read back what :meth:`write` wrote."""
+        """Read back what :meth:`write` wrote. A ``trace.json`` that belongs to another run than
+        ``summary.json`` (left by an older vcpusim) is refused with an error naming it."""
         directory = Path(directory)
 
         def text(name: str) -> str:
-            return (directory / name).read_bytes().decode("utf-8")
+            try:
+                return (directory / name).read_bytes().decode("utf-8")
+            except (OSError, UnicodeDecodeError) as e:
+                raise VcpusimError(f"cannot read {directory / name}: {getattr(e, 'strerror', None) or e}") from None
 
-        trace = text(TRACE_FILE) if (directory / TRACE_FILE).exists() else None
-        return cls(text("vms.csv"), text("metrics.csv"), text("summary.json"), trace)
+        summary = text("summary.json")
+        trace = None
+        if (directory / TRACE_FILE).exists():
+            trace = text(TRACE_FILE)
+            problem = _trace_mismatch(trace, summary)
+            if problem:
+                raise VcpusimError(f"{directory / TRACE_FILE} is not the trace of the run in {directory / 'summary.json'} "
+                                   f"({problem}): remove it or run again")
+        return cls(text("vms.csv"), text("metrics.csv"), summary, trace)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Result) and self.files() == other.files()
@@ -246,10 +438,38 @@ class Result:
 
     # Cached DataFrames are not pickled; they are rebuilt from the text on first use.
     def __getstate__(self):
-        return {k: getattr(self, k) for k in ("vms_csv", "metrics_csv", "summary_json", "trace_json")}
+        return {k: getattr(self, k) for k in ("vms_csv", "metrics_csv", "summary_json", "trace_json", "warnings")}
 
     def __setstate__(self, state):
+        state.setdefault("warnings", [])
         self.__dict__.update(state)
+
+
+def _write_file(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to the open file ``fd`` and close it (one place, so tests can make it
+    fail as a full disk would)."""
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        f.flush()
+
+
+#: The keys of a trace's ``otherData`` that say which run it belongs to, and summary.json's names.
+_TRACE_IDENTITY = {"scenario": "scenario", "seed": "seed", "events": "events", "sim_time_ns": "sim_time_ns"}
+
+
+def _trace_mismatch(trace: str, summary_json: str) -> str | None:
+    """Why the trace is not the one of that summary (its first line names its run), or None."""
+    first = trace.split("\n", 1)[0]
+    head = first.removesuffix('"traceEvents":[').rstrip(",")
+    try:
+        other = json.loads(head + "}")["otherData"]
+        summary = json.loads(summary_json)
+    except (ValueError, KeyError, TypeError):
+        return "its first line does not name its run, as vcpusim writes it"
+    for key, summary_key in _TRACE_IDENTITY.items():
+        if other.get(key) != summary.get(summary_key):
+            return f"{key} {other.get(key)!r} against {summary.get(summary_key)!r}"
+    return None
 
 
 def interval_shares(samples, by: list[str], pcpus: int):
@@ -283,16 +503,59 @@ def load(path: str | os.PathLike) -> Scenario:
     return Scenario.from_toml(path)
 
 
-def run(scenario: "Scenario | Mapping[str, Any] | str | os.PathLike", seed: int | None = None, trace: bool = False, check: bool = False) -> Result:
+def run(
+    scenario: "Scenario | Mapping[str, Any] | str | os.PathLike",
+    seed: int | None = None,
+    trace: bool = False,
+    check: bool = False,
+    *,
+    trace_from: str | int | None = None,
+    trace_to: str | int | None = None,
+    trace_max_events: int | None = None,
+    progress: bool | Callable[[int, int, int], None] = False,
+) -> Result:
     """Run a scenario (a :class:`Scenario`, a dict of its tables, or a scenario file) and return
     its :class:`Result`.
 
-    ``seed`` overrides ``[run] seed``; ``trace`` records a Chrome trace; ``check`` verifies engine
-    invariants after every event (slow). The GIL is released while the simulation runs.
+    ``seed`` overrides ``[run] seed``; ``trace`` records a Chrome trace; ``trace_from`` /
+    ``trace_to`` (durations such as ``"2s"``, or ns) trace only that window of simulated time
+    (and imply ``trace``); ``trace_max_events`` caps the trace's records (default 2,000,000; it
+    implies ``trace`` too); ``check`` verifies engine invariants after every event (slow).
+    ``progress=True`` shows a progress bar on stderr (simulated time, elapsed, time left); a
+    callable is called as ``progress(now_ns, duration_ns, events)`` about every 50 ms.
+
+    The GIL is released while the simulation runs; Ctrl-C stops it within a fraction of a
+    second with ``KeyboardInterrupt`` (and no result). A trace cut at its event cap raises a
+    :class:`TraceCutWarning`.
     """
+    where = "run"
     scenario = as_scenario(scenario)
-    output = _core.run(scenario.text, scenario.source, seed=seed, trace=trace, check=check)
-    return Result._from_core(output)
+    check_seed(seed, where)
+    check_flag(trace, "trace", where)
+    check_flag(check, "check", where)
+    window = {"trace_from": _duration_text(trace_from, "trace_from", where),
+              "trace_to": _duration_text(trace_to, "trace_to", where)}
+    if trace_max_events is not None:
+        if isinstance(trace_max_events, bool) or not isinstance(trace_max_events, int) or trace_max_events < 1:
+            raise ValueError(f"{where}: trace_max_events: expected a positive integer, got {_type_name(trace_max_events)}")
+        window["trace_max_events"] = trace_max_events
+    if progress is True:
+        from .progress import RunProgress
+
+        with RunProgress(f"running {scenario.source}", scenario.duration_ns) as bar:
+            output = _core.run(scenario.text, scenario.source, seed=seed, trace=trace, check=check,
+                               progress=bar.update, **window)
+    elif progress is False or progress is None:
+        output = _core.run(scenario.text, scenario.source, seed=seed, trace=trace, check=check, **window)
+    elif callable(progress):
+        output = _core.run(scenario.text, scenario.source, seed=seed, trace=trace, check=check,
+                           progress=progress, **window)
+    else:
+        raise TypeError(f"{where}: progress: expected True, False or a callable, got {_type_name(progress)}")
+    result = Result._from_core(output)
+    for message in result.warnings:
+        warnings.warn(f"{scenario.source}: {message}", TraceCutWarning, stacklevel=2)
+    return result
 
 
 def catalog() -> dict:

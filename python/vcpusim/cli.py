@@ -1,12 +1,14 @@
 """The `vcpusim` command.
 
-    vcpusim run FILE --out DIR [--seed N] [--trace]
-    vcpusim validate FILE
+    vcpusim run FILE --out DIR [--seed N] [--set KEY=VALUE ...] [--trace] [--trace-from T] [--trace-to T]
+    vcpusim validate FILE [--set KEY=VALUE ...]
     vcpusim list [--json]
     vcpusim bench [--json]
+    vcpusim --version
 
 Mistakes in a scenario or on the command line print `error: <message>` to stderr and exit with
-status 2, without a traceback; a bug in vcpusim itself exits with status 3.
+status 2, without a traceback; a bug in vcpusim itself exits with status 3; Ctrl-C stops a run
+within a fraction of a second, writes nothing and exits with status 130 (128 + SIGINT).
 """
 
 from __future__ import annotations
@@ -17,20 +19,33 @@ import json
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator, List, Optional
 
 import typer
+from typer.core import TyperCommand
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from . import _core
-from .api import Result, Scenario, bench as run_bench, catalog
+from .api import MAX_SEED, Result, Scenario, bench as run_bench, catalog, check_writable
+from .progress import RunProgress
 
 #: The per-VM columns `vcpusim run` shows (the contract columns of vms.csv).
 VM_TABLE_COLUMNS = ("vm", "policy", "cpu_time_ms", "spin_time_ms", "tlb_wait_ms", "lhp_count", "progress", "completion_time_ms")
 USER_ERROR_EXIT = 2
 INTERNAL_ERROR_EXIT = 3
+#: What shells report for a process stopped by Ctrl-C: 128 + SIGINT (2).
+INTERRUPTED_EXIT = 130
+
+class _Command(TyperCommand):
+    """Usage lines in the usual form (`vcpusim run [OPTIONS] FILE`): typer writes a required
+    argument as `{FILE}`, which reads as a placeholder to fill in."""
+
+    def collect_usage_pieces(self, ctx):
+        return [piece[1:-1] if piece.startswith("{") and piece.endswith("}") else piece
+                for piece in super().collect_usage_pieces(ctx)]
+
 
 app = typer.Typer(
     help="Deterministic discrete-event simulator of vCPU scheduling on consolidated virtualized hosts.",
@@ -46,6 +61,19 @@ if not stdout.is_terminal:
 stderr = Console(stderr=True)
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        print(f"vcpusim {_core.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """Deterministic discrete-event simulator of vCPU scheduling on consolidated virtualized hosts."""
+
+
 @contextmanager
 def _errors_as_messages() -> Iterator[None]:
     """Turn vcpusim's exceptions into `error: ...` on stderr and an exit status."""
@@ -57,31 +85,90 @@ def _errors_as_messages() -> Iterator[None]:
     except _core.VcpusimError as e:
         print(f"error: {e}", file=sys.stderr)
         raise typer.Exit(USER_ERROR_EXIT) from None
+    except (TypeError, ValueError) as e:
+        # Arguments the engine refused (a --trace-from it cannot read).
+        print(f"error: {e}", file=sys.stderr)
+        raise typer.Exit(USER_ERROR_EXIT) from None
 
 
-@app.command()
+SET_HELP = (
+    "Override a scenario key, validated as if written in the file: host.policy=credit, "
+    "vm.NAME.vcpus=4 ([[vm]] entries by name), run.duration=2s, host.params.KEY=VALUE. "
+    "VALUE is read as TOML (4, true, \"text\"), else as a string. Repeatable."
+)
+
+
+def _load(file: Path, sets: List[str]) -> Scenario:
+    """The scenario file with the --set overrides applied (same loader, same messages)."""
+    scenario = Scenario.from_toml(file)
+    if not sets:
+        return scenario
+    values = {}
+    for item in sets:
+        key, eq, text = item.partition("=")
+        if not eq or not key.strip():
+            raise _core.ScenarioError(f"--set {item!r}: expected KEY=VALUE, such as host.policy=credit or vm.NAME.vcpus=4")
+        values[key.strip()] = _toml_value(text.strip())
+    return scenario.override(values, what="--set")
+
+
+def _toml_value(text: str):
+    """A --set value: a TOML value (4, 2.5, true, "x", [1, 2]) read by the loader's own parser;
+    anything that is not one (credit, 2s, 0-3) is taken as the string it is."""
+    try:
+        return json.loads(_core.tables(f"value = {text}", "--set"))["value"]
+    except _core.ScenarioError:
+        return text
+
+
+@app.command(cls=_Command)
 def run(
-    file: Path = typer.Argument(..., help="Scenario TOML file."),
-    out: Path = typer.Option(..., "--out", "-o", help="Directory for vms.csv, metrics.csv, summary.json (and trace.json)."),
-    seed: Optional[int] = typer.Option(None, "--seed", min=0, help="Override the scenario's [run] seed."),
+    file: Path = typer.Argument(..., metavar="FILE", help="Scenario TOML file."),
+    out: Path = typer.Option(..., "--out", "-o", metavar="DIR", help="Directory for vms.csv, metrics.csv, summary.json (and trace.json)."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=MAX_SEED, metavar="N", help="Override the scenario's [run] seed (0 to 2^64-1)."),
+    sets: List[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
     trace: bool = typer.Option(False, "--trace", help="Also write trace.json (Chrome trace events; open in Perfetto)."),
+    trace_from: Optional[str] = typer.Option(None, "--trace-from", metavar="TIME", help="Trace from this simulated time on (such as 2s; implies --trace)."),
+    trace_to: Optional[str] = typer.Option(None, "--trace-to", metavar="TIME", help="Trace up to this simulated time (such as 2.5s; implies --trace)."),
+    trace_max_events: Optional[int] = typer.Option(None, "--trace-max-events", min=1, metavar="N", help="Keep at most N trace events (default 2000000; implies --trace)."),
     check: bool = typer.Option(False, "--check", help="Check engine invariants after every event (slow)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the per-VM table."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the per-VM table or the progress bar."),
 ) -> None:
-    """Run a scenario and write its results to DIR."""
+    """Run a scenario and write its results to DIR (Ctrl-C stops it and writes nothing)."""
+    created = not out.exists()
     with _errors_as_messages():
-        scenario = Scenario.from_toml(file)
-        with stderr.status(Text(f"running {file} ...")):
-            result = _run(scenario, seed, trace, check)
+        scenario = _load(file, sets)
+        check_writable(out)  # before simulating: a bad --out fails at once
+        with RunProgress(f"running {file}", scenario.duration_ns, enabled=not quiet and stderr.is_terminal, console=stderr) as bar:
+            try:
+                output = _core.run(scenario.text, scenario.source, seed=seed, trace=trace, check=check,
+                                   trace_from=trace_from, trace_to=trace_to, trace_max_events=trace_max_events,
+                                   progress=bar.update)
+            except KeyboardInterrupt:
+                output = None
+        if output is None:
+            if created:
+                _remove_if_empty(out)
+            print(f"interrupted: stopped at t = {bar.now_ns / 1e9:.3f} s of {scenario.duration_ns / 1e9:g} s simulated; "
+                  f"nothing written to {out}", file=sys.stderr)
+            raise typer.Exit(INTERRUPTED_EXIT)
+        result = Result._from_core(output)
+        stale = not result.trace_json and (out / "trace.json").exists()
         result.write(out)
+    for message in result.warnings:
+        print(f"warning: {message}", file=sys.stderr)
+    if stale:
+        print(f"removed {out / 'trace.json'}, left by an earlier traced run", file=sys.stderr)
     if not quiet:
         stdout.print(_vm_table(result, title=f"{file} (seed {seed if seed is not None else scenario.seed})"))
     print(f"wrote {', '.join(str(out / name) for name in result.files())}")
 
 
-def _run(scenario: Scenario, seed: Optional[int], trace: bool, check: bool) -> Result:
-    output = _core.run(scenario.text, scenario.source, seed=seed, trace=trace, check=check)
-    return Result._from_core(output)
+def _remove_if_empty(directory: Path) -> None:
+    try:
+        directory.rmdir()
+    except OSError:
+        pass
 
 
 def _vm_table(result: Result, title: str) -> Table:
@@ -114,11 +201,14 @@ def _show_number(text: str) -> str:
     return text if value.is_integer() and "." not in text else f"{value:.1f}"
 
 
-@app.command()
-def validate(file: Path = typer.Argument(..., help="Scenario TOML file.")) -> None:
+@app.command(cls=_Command)
+def validate(
+    file: Path = typer.Argument(..., metavar="FILE", help="Scenario TOML file."),
+    sets: List[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
+) -> None:
     """Check a scenario without running it."""
     with _errors_as_messages():
-        info = Scenario.from_toml(file).info
+        info = _load(file, sets).info
     vms = info["vms"]
     shown = ", ".join(vms[:8]) + (f", ... ({len(vms)} VMs)" if len(vms) > 8 else "")
     print(

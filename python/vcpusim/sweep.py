@@ -1,26 +1,48 @@
 """Run many scenarios at once: local processes (`run_many`) or a Ray cluster (`run_many_ray`).
 
-With ``out_dir``, result i is saved to ``out_dir/<i>/`` the moment it finishes (written to a
-temporary folder, then renamed, so a folder that exists is complete). A sweep that dies loses
-nothing already computed, and running the same sweep again skips the finished runs.
+With ``out_dir``, each result is saved the moment it finishes, in a folder named by a hash of
+what produced it (the scenario's text, which holds its seed, its source name, the trace and
+check flags, and the engine build, so a rebuilt vcpusim with another model recomputes): ``out_dir/<key>/`` with the result files, ``scenario.toml`` and ``run.json`` (the
+inputs and the size and SHA-256 of every file). It is written to a temporary folder and renamed,
+so a folder that exists was complete when written; on reading, every file is checked against
+``run.json`` and a damaged folder is run again (with a warning). A sweep that dies loses nothing
+already computed, running it again (in any order, with runs added or removed) skips the finished
+runs, and ``out_dir/index.csv`` lists which folder holds which run of the last sweep.
+
+Worker processes are started with "spawn": a script that calls ``run_many`` must do so under
+``if __name__ == "__main__":`` (the workers import the script again); without the guard
+``run_many`` stops at once with an error saying so. A worker that dies (killed, out of memory)
+loses only the runs it had; they are run again, and a run whose worker dies even when it runs
+alone is reported as failed, after every other run has finished and been saved.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
+import hashlib
 import json
 import os
 import shutil
+import sys
+import warnings
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import _core
-from .api import Result, Scenario, as_scenario
+from .api import RESULT_FILES, TRACE_FILE, Result, Scenario, _type_name, as_scenario, check_flag, check_writable
 
-#: Written beside the results: what produced them, to refuse resuming a different sweep.
+#: Written beside the results: what produced them and the size and hash of every file.
 RUN_FILE = "run.json"
 SCENARIO_FILE = "scenario.toml"
+INDEX_FILE = "index.csv"
+#: Length of the hex key naming a result folder (64 bits of SHA-256).
+KEY_CHARS = 16
+#: Pooled attempts at the runs a dying worker took down, before each is run alone.
+POOLED_ATTEMPTS = 2
 
 
 def _run_in_worker(text: str, source: str, trace: bool, check: bool) -> tuple:
@@ -31,50 +53,133 @@ def _run_in_worker(text: str, source: str, trace: bool, check: bool) -> tuple:
         return ("error", type(e).__name__, str(e))
 
 
-def _as_scenarios(scenarios: Iterable[Scenario | Mapping[str, Any] | str | os.PathLike]) -> list[Scenario]:
-    return [as_scenario(s) for s in scenarios]
+def _as_scenarios(scenarios: Any, where: str) -> list[Scenario]:
+    if isinstance(scenarios, (str, os.PathLike, Mapping, Scenario)):
+        raise TypeError(
+            f"{where}: scenarios: expected a list of scenarios (Scenario objects, dicts of tables or file paths), "
+            f"got one {_type_name(scenarios)}; to run one scenario use vcpusim.run, or pass [it]"
+        )
+    try:
+        items = list(scenarios)
+    except TypeError:
+        raise TypeError(f"{where}: scenarios: expected a list of scenarios, got {_type_name(scenarios)}") from None
+    out = []
+    for i, s in enumerate(items):
+        try:
+            out.append(as_scenario(s))
+        except TypeError as e:
+            raise TypeError(f"{where}: scenarios[{i}]: {e}") from None
+    return out
+
+
+def _check_processes(processes: Any, where: str) -> int:
+    if processes is None:
+        return os.cpu_count() or 1
+    if isinstance(processes, bool) or not isinstance(processes, int):
+        raise TypeError(f"{where}: processes: expected a positive integer or None (one per CPU), got {_type_name(processes)}")
+    if processes < 1:
+        raise ValueError(f"{where}: processes: expected a positive integer or None (one per CPU), got {processes}")
+    return processes
+
+
+@functools.lru_cache(maxsize=1)
+def engine_fingerprint() -> str:
+    """SHA-256 of the compiled engine (the ``_core`` extension file): results saved by another
+    build of vcpusim (another model) are not this build's results, so they are not reused."""
+    return hashlib.sha256(Path(_core.__file__).read_bytes()).hexdigest()
+
+
+def run_key(scenario: Scenario, trace: bool, check: bool) -> str:
+    """The name of a run's result folder: a hash of everything its output depends on, the
+    engine build included (:func:`engine_fingerprint`)."""
+    identity = json.dumps({"text": scenario.text, "source": scenario.source, "trace": trace, "check": check,
+                           "engine": engine_fingerprint()}, sort_keys=True)
+    return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:KEY_CHARS]
 
 
 class _SweepDir:
-    """The on-disk record of a sweep: ``<out_dir>/<i>/`` per finished run."""
+    """The on-disk record of a sweep: ``<out_dir>/<key>/`` per finished run."""
 
     def __init__(self, out_dir: str | os.PathLike | None, trace: bool, check: bool):
-        self.root = Path(out_dir) if out_dir is not None else None
+        self.root = check_writable(out_dir, "sweep results") if out_dir is not None else None
         self.trace = trace
         self.check = check
 
     def _identity(self, scenario: Scenario) -> dict:
         return {"source": scenario.source, "trace": self.trace, "check": self.check}
 
-    def finished(self, index: int, scenario: Scenario) -> Result | None:
-        """The saved result of run ``index``, if it finished earlier with the same inputs."""
+    def folder(self, scenario: Scenario) -> Path:
+        assert self.root is not None
+        return self.root / run_key(scenario, self.trace, self.check)
+
+    def finished(self, scenario: Scenario) -> Result | None:
+        """The saved result of this run, if an earlier sweep finished it and its folder is whole."""
         if self.root is None:
             return None
-        folder = self.root / str(index)
+        folder = self.folder(scenario)
         if not folder.is_dir():
             return None
-        try:
-            same_text = (folder / SCENARIO_FILE).read_bytes().decode("utf-8") == scenario.text
-            same_run = json.loads((folder / RUN_FILE).read_text(encoding="utf-8")) == self._identity(scenario)
-        except (OSError, ValueError):
-            same_text = same_run = False
-        if not (same_text and same_run):
-            raise _core.VcpusimError(
-                f"{folder} holds the result of a different run than scenario {index} "
-                f"({scenario.source}); use another out_dir or remove that folder"
-            )
-        return Result.read(folder)
+        problem = self._damage(folder, scenario)
+        if problem is None:
+            return Result.read(folder)
+        warnings.warn(f"{folder}: {problem}; running {scenario.source} again", RuntimeWarning, stacklevel=3)
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
 
-    def save(self, index: int, scenario: Scenario, result: Result) -> None:
+    def _damage(self, folder: Path, scenario: Scenario) -> str | None:
+        """What is wrong with a saved folder (missing, truncated or changed files), or None."""
+        try:
+            record = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
+            files = record["files"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return f"{RUN_FILE} is missing or unreadable"
+        if {k: v for k, v in record.items() if k != "files"} != self._identity(scenario):
+            return f"{RUN_FILE} names other inputs"
+        expected = set(RESULT_FILES) | {SCENARIO_FILE} | ({TRACE_FILE} if self.trace else set())
+        if set(files) != expected:
+            return f"{RUN_FILE} lists {sorted(files)}, expected {sorted(expected)}"
+        for name, want in files.items():
+            try:
+                data = (folder / name).read_bytes()
+            except OSError:
+                return f"{name} is missing"
+            if len(data) != want.get("bytes") or hashlib.sha256(data).hexdigest() != want.get("sha256"):
+                return f"{name} is truncated or changed ({len(data)} bytes, {want.get('bytes')} written)"
+        if (folder / SCENARIO_FILE).read_bytes().decode("utf-8") != scenario.text:
+            return f"{SCENARIO_FILE} is another scenario"
+        return None
+
+    def save(self, scenario: Scenario, result: Result) -> None:
         if self.root is None:
             return
-        folder = self.root / str(index)
-        partial = self.root / f".{index}.partial"
+        folder = self.folder(scenario)
+        partial = folder.with_name(f".{folder.name}.partial")
         shutil.rmtree(partial, ignore_errors=True)
         result.write(partial)
-        (partial / SCENARIO_FILE).write_bytes(scenario.text.encode("utf-8"))
-        (partial / RUN_FILE).write_text(json.dumps(self._identity(scenario)), encoding="utf-8")
-        os.replace(partial, folder)  # atomic: a folder named <i> is always complete
+        try:
+            (partial / SCENARIO_FILE).write_bytes(scenario.text.encode("utf-8"))
+            files = {name: (partial / name).read_bytes() for name in [*result.files(), SCENARIO_FILE]}
+            record = {**self._identity(scenario),
+                      "files": {n: {"bytes": len(d), "sha256": hashlib.sha256(d).hexdigest()} for n, d in files.items()}}
+            (partial / RUN_FILE).write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
+            shutil.rmtree(folder, ignore_errors=True)  # a damaged earlier copy
+            os.replace(partial, folder)  # atomic: a folder named <key> is always complete
+        except OSError as e:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise _core.VcpusimError(f"cannot write sweep results to {self.root}: {e.strerror or e}") from None
+
+    def write_index(self, scenarios: Sequence[Scenario], results: Sequence[Result | None]) -> None:
+        """``index.csv``: position in the last sweep, folder, source, and whether it finished."""
+        if self.root is None:
+            return
+        lines = ["position,folder,source,finished"]
+        for i, (s, r) in enumerate(zip(scenarios, results)):
+            source = s.source.replace('"', '""')
+            lines.append(f'{i},{run_key(s, self.trace, self.check)},"{source}",{"yes" if r is not None else "no"}')
+        try:
+            (self.root / INDEX_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        except OSError as e:
+            raise _core.VcpusimError(f"cannot write sweep results to {self.root}: {e.strerror or e}") from None
 
 
 class _Failures:
@@ -112,6 +217,57 @@ def _progress_bar(enabled: bool):
     )
 
 
+GUARD_MESSAGE = (
+    "run_many starts worker processes, which import {script} again; the call to run_many at line "
+    "{line} runs at import time, so every worker would start the sweep again. Put the code that "
+    "calls run_many under  if __name__ == \"__main__\":  (as in the README)"
+)
+
+
+def _check_main_guard(where: str) -> None:
+    """Stop with a clear error when the calling script runs ``run_many`` at import time.
+
+    Spawned workers run the main script again as ``__mp_main__`` (multiprocessing.spawn), so a call
+    that is not under the ``__main__`` guard would start pools from inside the workers and the
+    sweep would die with BrokenProcessPool. Checked in two places: in a worker that is still
+    importing the main script (the call itself is the proof), and in the parent, where the first
+    frame of the main script's top-level code is looked up in the script's syntax tree."""
+    from multiprocessing import current_process
+
+    if getattr(current_process(), "_inheriting", False):
+        raise _core.VcpusimError(f"{where}: " + GUARD_MESSAGE.format(script="the main script", line="?"))
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    spec = getattr(main, "__spec__", None)
+    if path is None or (spec is not None and spec.name.split(".")[-1] == "__main__"):
+        return  # interactive, a notebook, or `python -m pkg`: spawn does not run it again
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_globals is main.__dict__ and frame.f_code.co_name == "<module>"):
+        frame = frame.f_back
+    if frame is None:
+        return
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return
+    line = frame.f_lineno
+    for stmt in tree.body:
+        if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+            if not _is_main_guard(stmt):
+                raise _core.VcpusimError(f"{where}: " + GUARD_MESSAGE.format(script=path, line=line))
+            return
+
+
+def _is_main_guard(stmt: ast.stmt) -> bool:
+    """``if __name__ == "__main__":`` (either side)."""
+    if not isinstance(stmt, ast.If) or not isinstance(stmt.test, ast.Compare):
+        return False
+    sides = [stmt.test.left, *stmt.test.comparators]
+    names = {s.id for s in sides if isinstance(s, ast.Name)}
+    consts = {s.value for s in sides if isinstance(s, ast.Constant)}
+    return "__name__" in names and "__main__" in consts
+
+
 def run_many(
     scenarios: Iterable[Scenario | Mapping[str, Any] | str | os.PathLike],
     processes: int | None = None,
@@ -124,36 +280,56 @@ def run_many(
     at a time (default: one per CPU), and return the results in the order of ``scenarios``.
     ``processes=1`` runs them in this process, one after another.
 
-    If some runs fail, the others still finish (and are saved), then the first failure is raised.
+    The workers are separate processes that import the calling script again, so a script must
+    call ``run_many`` under the main guard::
+
+        import vcpusim
+
+        if __name__ == "__main__":
+            results = vcpusim.run_many([...], processes=2, out_dir="sweep/")
+
+    With ``out_dir`` (checked to be writable before the first run) each result is saved as it
+    finishes, under a folder named by a hash of its scenario (see the module doc), and a rerun
+    skips finished runs. If some runs fail, the others still finish (and are saved), then the
+    first failure is raised; a run whose worker process dies is run again, alone.
     """
-    scenarios = _as_scenarios(scenarios)
+    where = "run_many"
+    scenarios = _as_scenarios(scenarios, where)
+    workers = _check_processes(processes, where)
+    for name, value in (("progress", progress), ("trace", trace), ("check", check)):
+        check_flag(value, name, where)
+    if workers > 1:
+        _check_main_guard(where)
     record = _SweepDir(out_dir, trace, check)
-    results: list[Result | None] = [record.finished(i, s) for i, s in enumerate(scenarios)]
+    results: list[Result | None] = [record.finished(s) for s in scenarios]
     todo = [i for i, r in enumerate(results) if r is None]
     failures = _Failures(scenarios)
 
     def finish(index: int, outcome: tuple) -> None:
         if outcome[0] == "ok":
             results[index] = Result._from_core(outcome[1])
-            record.save(index, scenarios[index], results[index])
+            record.save(scenarios[index], results[index])
         else:
             failures.add(index, outcome[1], outcome[2])
 
-    with _progress_bar(progress) as bar:
-        task = bar.add_task("runs", total=len(scenarios), completed=len(scenarios) - len(todo))
-        workers = processes if processes is not None else (os.cpu_count() or 1)
-        if workers <= 1 or len(todo) <= 1:
-            for i in todo:
-                finish(i, _run_in_worker(scenarios[i].text, scenarios[i].source, trace, check))
-                bar.advance(task)
-        else:
-            _run_in_pool(scenarios, todo, min(workers, len(todo)), trace, check, finish, lambda: bar.advance(task))
+    try:
+        with _progress_bar(progress) as bar:
+            task = bar.add_task("runs", total=len(scenarios), completed=len(scenarios) - len(todo))
+            if workers <= 1 or len(todo) <= 1:
+                for i in todo:
+                    finish(i, _run_in_worker(scenarios[i].text, scenarios[i].source, trace, check))
+                    bar.advance(task)
+            else:
+                _run_in_pools(scenarios, todo, min(workers, len(todo)), trace, check, finish,
+                              lambda: bar.advance(task), failures)
+    finally:
+        record.write_index(scenarios, results)
 
     failures.raise_if_any()
     return results  # type: ignore[return-value]  # every entry is set once failures are raised
 
 
-def _run_in_pool(
+def _run_in_pools(
     scenarios: Sequence[Scenario],
     todo: Sequence[int],
     workers: int,
@@ -161,20 +337,56 @@ def _run_in_pool(
     check: bool,
     finish: Callable[[int, tuple], None],
     advance: Callable[[], None],
+    failures: _Failures,
 ) -> None:
+    """Run ``todo`` in a pool of ``workers``. When a worker dies, the pool reports every run it
+    had not finished as lost, without saying which one was running in the dead worker: those are
+    run again in a new pool, and the ones lost again are then run alone, one worker each, so
+    only a run that kills its worker by itself is reported as failed."""
+    lost = list(todo)
+    for _ in range(POOLED_ATTEMPTS):
+        lost = _pool_round(scenarios, lost, min(workers, len(lost)), trace, check, finish, advance)
+        if not lost:
+            return
+    for i in lost:
+        if _pool_round(scenarios, [i], 1, trace, check, finish, advance):
+            failures.add(i, "VcpusimError", "its worker process died (killed, or out of memory), even running alone")
+            advance()
+
+
+def _pool_round(
+    scenarios: Sequence[Scenario],
+    items: Sequence[int],
+    workers: int,
+    trace: bool,
+    check: bool,
+    finish: Callable[[int, tuple], None],
+    advance: Callable[[], None],
+) -> list[int]:
+    """One pool over ``items``; returns the runs lost to a dead worker (empty when none died)."""
+    lost: list[int] = []
     # "spawn": fresh workers that share nothing with this process (no inherited threads or locks,
     # such as the progress bar's refresh thread).
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-        pending = {pool.submit(_run_in_worker, scenarios[i].text, scenarios[i].source, trace, check): i for i in todo}
+        # Looked up at each call (not bound at import), so tests can stand in for the worker.
+        work = _run_in_worker
+        pending = {pool.submit(work, scenarios[i].text, scenarios[i].source, trace, check): i for i in items}
         try:
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    finish(pending.pop(future), future.result())
+                    index = pending.pop(future)
+                    try:
+                        outcome = future.result()
+                    except BrokenProcessPool:
+                        lost.append(index)
+                        continue
+                    finish(index, outcome)
                     advance()
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
+    return sorted(lost)
 
 
 def run_many_ray(
@@ -188,34 +400,40 @@ def run_many_ray(
 ) -> list[Result]:
     """Like :func:`run_many`, on a Ray cluster (``address``; default: start or join a local one).
     Needs the optional dependency: ``pip install 'vcpusim[ray]'``."""
+    where = "run_many_ray"
+    scenarios = _as_scenarios(scenarios, where)
+    for name, value in (("progress", progress), ("trace", trace), ("check", check)):
+        check_flag(value, name, where)
     try:
         import ray
     except ImportError:
         raise ImportError("run_many_ray needs Ray, which is not installed: pip install 'vcpusim[ray]'") from None
 
-    scenarios = _as_scenarios(scenarios)
     record = _SweepDir(out_dir, trace, check)
-    results: list[Result | None] = [record.finished(i, s) for i, s in enumerate(scenarios)]
+    results: list[Result | None] = [record.finished(s) for s in scenarios]
     todo = [i for i, r in enumerate(results) if r is None]
     failures = _Failures(scenarios)
     if not ray.is_initialized():
         ray.init(address=address, **ray_init)
     remote_run = ray.remote(_run_in_worker)
 
-    with _progress_bar(progress) as bar:
-        task = bar.add_task("runs", total=len(scenarios), completed=len(scenarios) - len(todo))
-        pending = {remote_run.remote(scenarios[i].text, scenarios[i].source, trace, check): i for i in todo}
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            for ref in done:
-                index = pending.pop(ref)
-                outcome = ray.get(ref)
-                if outcome[0] == "ok":
-                    results[index] = Result._from_core(outcome[1])
-                    record.save(index, scenarios[index], results[index])
-                else:
-                    failures.add(index, outcome[1], outcome[2])
-                bar.advance(task)
+    try:
+        with _progress_bar(progress) as bar:
+            task = bar.add_task("runs", total=len(scenarios), completed=len(scenarios) - len(todo))
+            pending = {remote_run.remote(scenarios[i].text, scenarios[i].source, trace, check): i for i in todo}
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                for ref in done:
+                    index = pending.pop(ref)
+                    outcome = ray.get(ref)
+                    if outcome[0] == "ok":
+                        results[index] = Result._from_core(outcome[1])
+                        record.save(scenarios[index], results[index])
+                    else:
+                        failures.add(index, outcome[1], outcome[2])
+                    bar.advance(task)
+    finally:
+        record.write_index(scenarios, results)
 
     failures.raise_if_any()
     return results  # type: ignore[return-value]

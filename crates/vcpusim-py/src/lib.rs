@@ -3,13 +3,19 @@
 //! Every entry point releases the GIL while Rust works and runs under `catch_unwind`, so a bug
 //! that panics reaches Python as `vcpusim.InternalError` with the panic message, never as pyo3's
 //! `PanicException` (a BaseException that `except Exception` would not catch).
+//!
+//! `run` watches the simulation (`api::run_watched`): every [`WATCH_INTERVAL`] of wall time it
+//! takes the GIL back for a moment to run Python's signal handlers (`py.check_signals()`, so
+//! Ctrl-C raises `KeyboardInterrupt` and stops the run with no result) and to call the caller's
+//! progress callback.
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use vcpusim::api::{self, RunOptions, RunOutput};
+use std::time::{Duration, Instant};
+use vcpusim::api::{self, Progress, RunOptions, RunOutput};
 use vcpusim::bench::{run_standard, BenchOptions};
 use vcpusim::time::parse_duration;
 use vcpusim::SimError;
@@ -20,9 +26,15 @@ create_exception!(vcpusim, DeadlockError, VcpusimError, "Every simulated thread 
 create_exception!(vcpusim, LimitError, VcpusimError, "A run limit (such as max_events) was reached.");
 create_exception!(vcpusim, InternalError, VcpusimError, "A bug in vcpusim: a broken invariant or a Rust panic.");
 
-/// Why a guarded call failed: an error the library reported, or a panic.
+/// How often a running simulation looks at Python: pending signals (Ctrl-C) and the progress
+/// callback. Ctrl-C is answered within this plus [`vcpusim::sim::WATCH_EVERY_EVENTS`] events.
+const WATCH_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Why a guarded call failed: an error the library reported, a Python exception raised while
+/// it ran (a signal handler's KeyboardInterrupt, the progress callback's error), or a panic.
 enum Failure {
     Sim(SimError),
+    Python(PyErr),
     Panic(String),
 }
 
@@ -45,6 +57,7 @@ impl From<Failure> for PyErr {
                     _ => VcpusimError::new_err(message),
                 }
             }
+            Failure::Python(err) => err,
             Failure::Panic(message) => InternalError::new_err(format!("internal error (a bug in vcpusim, please report it): {message}")),
         }
     }
@@ -109,20 +122,90 @@ fn load<'py>(py: Python<'py>, text: &str, source: &str) -> PyResult<Bound<'py, P
     Ok(summary)
 }
 
-/// Load and run a scenario. Returns `{"vms_csv", "metrics_csv", "summary_json", "trace_json"}`
-/// (`trace_json` is None unless `trace`).
+/// The scenario's TOML tables as JSON text, parsed by the loader's parser (not validated).
 #[pyfunction]
-#[pyo3(signature = (text, source="<python>", seed=None, trace=false, check=false))]
-fn run<'py>(py: Python<'py>, text: &str, source: &str, seed: Option<u64>, trace: bool, check: bool) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (text, source="<python>"))]
+fn tables(py: Python<'_>, text: &str, source: &str) -> PyResult<String> {
+    Ok(guarded(py, || Ok(api::scenario_tables_json(text, source)?))?)
+}
+
+/// A duration argument ("2s", "150ms") in ns, or an error naming the argument.
+fn duration_arg(name: &str, text: &str) -> PyResult<u64> {
+    parse_duration(text).map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("{name}: {e}")))
+}
+
+/// Load and run a scenario. Returns `{"vms_csv", "metrics_csv", "summary_json", "trace_json",
+/// "warnings"}` (`trace_json` is None unless traced). `trace_from` / `trace_to` (durations such
+/// as "2s") trace only that window of simulated time and imply `trace`, as does
+/// `trace_max_events` (the cap on trace records, default 2,000,000). `progress`, if given, is
+/// called as `progress(now_ns, duration_ns, events)` about every 50 ms of wall time; an
+/// exception it raises stops the run and propagates, as does Ctrl-C (KeyboardInterrupt).
+#[pyfunction]
+#[pyo3(signature = (text, source="<python>", seed=None, trace=false, check=false, trace_from=None, trace_to=None, trace_max_events=None, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn run<'py>(
+    py: Python<'py>,
+    text: &str,
+    source: &str,
+    seed: Option<u64>,
+    trace: bool,
+    check: bool,
+    trace_from: Option<&str>,
+    trace_to: Option<&str>,
+    trace_max_events: Option<usize>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let trace_window = match (trace_from, trace_to) {
+        (None, None) => None,
+        (from, to) => {
+            let from = from.map(|t| duration_arg("trace_from", t)).transpose()?.unwrap_or(0);
+            let to = to.map(|t| duration_arg("trace_to", t)).transpose()?.unwrap_or(u64::MAX);
+            if from >= to {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "trace_from ({}) must come before trace_to ({})",
+                    trace_from.unwrap_or("0"),
+                    trace_to.unwrap_or("the end")
+                )));
+            }
+            Some((from, to))
+        }
+    };
+    let options = RunOptions { seed, trace, check, trace_window, trace_max_events };
     let output: RunOutput = guarded(py, || {
         let scenario = api::load_scenario(text, source)?;
-        Ok(api::run(&scenario, &RunOptions { seed, trace, check })?)
+        let mut raised: Option<PyErr> = None;
+        let mut last = Instant::now();
+        let watched = api::run_watched(&scenario, &options, |at: &Progress| {
+            if last.elapsed() < WATCH_INTERVAL {
+                return true;
+            }
+            last = Instant::now();
+            let looked = Python::attach(|py| -> PyResult<()> {
+                py.check_signals()?;
+                if let Some(callback) = &progress {
+                    callback.call1(py, (at.now_ns, at.duration_ns, at.events))?;
+                }
+                Ok(())
+            });
+            match looked {
+                Ok(()) => true,
+                Err(e) => {
+                    raised = Some(e);
+                    false
+                }
+            }
+        });
+        match (watched, raised) {
+            (Err(SimError::Interrupted { .. }), Some(e)) => Err(Failure::Python(e)),
+            (result, _) => Ok(result?),
+        }
     })?;
     let result = PyDict::new(py);
     result.set_item("vms_csv", output.vms_csv)?;
     result.set_item("metrics_csv", output.metrics_csv)?;
     result.set_item("summary_json", output.summary_json)?;
     result.set_item("trace_json", output.trace_json)?;
+    result.set_item("warnings", output.warnings)?;
     Ok(result)
 }
 
@@ -169,6 +252,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InternalError", py.get_type::<InternalError>())?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(tables, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(catalog, m)?)?;
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;

@@ -130,7 +130,7 @@ struct RunFacts {
 }
 
 fn run_quietly(scenario: &Scenario) -> Result<RunFacts, SimError> {
-    let output = api::run(scenario, &RunOptions { seed: None, trace: false, check: false })?;
+    let output = api::run(scenario, &RunOptions::default())?;
     let summary: serde_json::Value = serde_json::from_str(&output.summary_json).map_err(|e| internal(format!("summary.json is not JSON: {e}")))?;
     let integer = |key: &str| {
         summary

@@ -17,6 +17,8 @@ pub enum SimError {
     Invariant { time_ns: u64, message: String },
     /// Writing results failed.
     Io { path: String, message: String },
+    /// The caller's watcher asked the run to stop (Ctrl-C in the CLI or in Python): no result.
+    Interrupted { time_ns: u64 },
 }
 
 impl fmt::Display for SimError {
@@ -37,6 +39,9 @@ impl fmt::Display for SimError {
                 write!(f, "invariant violated at t={time_ns} ns: {message}")
             }
             SimError::Io { path, message } => write!(f, "cannot write {path}: {message}"),
+            SimError::Interrupted { time_ns } => {
+                write!(f, "interrupted at t = {:.3} s of simulated time", *time_ns as f64 / 1e9)
+            }
         }
     }
 }
@@ -52,6 +57,7 @@ impl SimError {
             SimError::Limit { .. } => "limit",
             SimError::Invariant { .. } => "invariant",
             SimError::Io { .. } => "io",
+            SimError::Interrupted { .. } => "interrupted",
         }
     }
 }

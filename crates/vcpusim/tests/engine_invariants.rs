@@ -77,3 +77,22 @@ fn custom_program_with_every_sync_object_completes_under_every_policy() {
         assert!(num(&t, "workers", "tlb_shootdowns") > 0.0);
     }
 }
+
+/// Credit under each Xen version it models (`[host.params] xen`; 3.3 without PLE, with its tick
+/// debit, tickling and placement), in check mode.
+#[test]
+fn credit_holds_invariants_under_every_xen_version() {
+    for xen in ["3.3", "4.4", "4.7", "4.18"] {
+        for (workload, extra) in [("barrier", ""), ("mutex", ""), ("tlb", ""), ("pipeline", "threads = 6")] {
+            let text = mix("credit", workload, extra)
+                .replace("policy = \"credit\"\n", &format!("policy = \"credit\"\n[host.params]\nxen = \"{xen}\"\n"));
+            let out = run_toml(&text, true);
+            let t = vm_table(&out);
+            assert!(num(&t, "par", "progress") > 0.0, "xen {xen}/{workload} made no progress:\n{}", out.vms_csv);
+            assert!(num(&t, "hog", "cpu_time_ms") > 0.0, "xen {xen}/{workload}: the hog never ran");
+            if xen == "3.3" {
+                assert_eq!(num(&t, "par", "ple_exit_count"), 0.0, "Xen 3.3 has no pause-loop exiting");
+            }
+        }
+    }
+}

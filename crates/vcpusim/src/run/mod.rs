@@ -5,15 +5,33 @@
 pub mod report;
 
 use crate::error::SimError;
-use crate::output::{RunOptions, RunOutput};
+use crate::output::{Progress, RunOptions, RunOutput};
 use crate::scenario::spec::Scenario;
 use crate::sim::state::Sim;
 
 pub fn run(scenario: &Scenario, options: &RunOptions) -> Result<RunOutput, SimError> {
+    run_watched(scenario, options, |_| true)
+}
+
+/// [`run`], telling `watch` where the run is every `sim::WATCH_EVERY_EVENTS` events; a false
+/// answer stops it with `SimError::Interrupted` and no output.
+pub fn run_watched(scenario: &Scenario, options: &RunOptions, mut watch: impl FnMut(&Progress) -> bool) -> Result<RunOutput, SimError> {
     let seed = options.seed.unwrap_or(scenario.run.seed);
-    let mut sim = Sim::build(scenario, seed, options.trace, options.check || scenario.run.check)?;
+    let trace = options.trace || options.trace_window.is_some() || options.trace_max_events.is_some();
+    let mut sim = Sim::build(scenario, seed, trace, options.check || scenario.run.check)?;
+    if let Some(tr) = sim.trace.as_mut() {
+        if let Some((from, to)) = options.trace_window {
+            tr.set_window(from, to);
+        }
+        if let Some(max) = options.trace_max_events {
+            tr.set_max(max);
+        }
+    }
     sim.start();
-    let finished = sim.run_until(scenario.run.duration, scenario.run.max_events)?;
+    let duration_ns = scenario.run.duration;
+    let finished = sim.run_watched(duration_ns, scenario.run.max_events, |now_ns, events| {
+        watch(&Progress { now_ns, duration_ns, events })
+    })?;
     sim.take_samples(sim.now);
     sim.finish();
     Ok(report::build(&sim, scenario, seed, finished))

@@ -144,13 +144,39 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         "sim_time_ns": sim.now,
         "events": sim.events,
         "all_targets_reached": finished,
-        "host_busy_share": format!("{:.4}", totals_cpu as f64 / (sim_time as f64 * npcpus)),
+        // A JSON number rounded to 4 decimals (ryu prints the shortest form, the same everywhere).
+        "host_busy_share": (totals_cpu as f64 / (sim_time as f64 * npcpus) * 1e4).round() / 1e4,
         "trace_dropped_events": sim.trace.as_ref().map(|t| t.dropped).unwrap_or(0),
     });
+    let run_identity = [
+        ("scenario", serde_json::json!(sc.source)),
+        ("seed", serde_json::json!(seed)),
+        ("events", serde_json::json!(sim.events)),
+        ("sim_time_ns", serde_json::json!(sim.now)),
+    ];
     RunOutput {
         vms_csv: vms,
         metrics_csv: metrics,
         summary_json: serde_json::to_string_pretty(&summary).expect("JSON values serialize") + "\n",
-        trace_json: sim.trace.as_ref().map(|t| t.to_json()),
+        trace_json: sim.trace.as_ref().map(|t| t.to_json(&run_identity)),
+        warnings: sim.trace.as_ref().and_then(|t| trace_cut_warning(t, sim.now)).into_iter().collect(),
     }
+}
+
+/// The warning for a trace that reached its event cap: how much it holds and how to get the rest.
+fn trace_cut_warning(trace: &crate::metrics::trace::TraceSink, end: u64) -> Option<String> {
+    let until = trace.complete_until?;
+    let seconds = |ns: u64| format!("{:.3} s", ns as f64 / 1e9);
+    let span = match trace.window() {
+        Some((from, to)) => format!("of the window {} to {}", seconds(from), seconds(to.min(end))),
+        None => format!("of the run's {}", seconds(end)),
+    };
+    Some(format!(
+        "the trace is cut: it holds every event up to t = {} {span}; {} later events were dropped \
+         (at most {} are kept); trace a shorter window (--trace-from/--trace-to, or trace_from/trace_to \
+         in Python) or keep more (--trace-max-events, trace_max_events)",
+        seconds(until),
+        trace.dropped,
+        trace.max(),
+    ))
 }

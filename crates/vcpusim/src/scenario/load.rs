@@ -67,7 +67,7 @@ fn size(section: &Section, key: &str, required: bool) -> Result<Option<u32>, Sim
 
 /// Parse and validate a scenario; `source` names it in messages (a path, or "<python>").
 pub fn from_toml_str(text: &str, source: &str) -> Result<Scenario, SimError> {
-    let root: toml::Table = text.parse().map_err(|e| syntax_error(text, source, &e))?;
+    let root = parse_tables(text, source)?;
     let top = Section::new(source, "", &root);
     top.allow_only(TOP_KEYS)?;
     let (host, change_index) = host(&top)?;
@@ -204,6 +204,12 @@ fn vm_with_uvf(top: &Section) -> Option<usize> {
     }
 }
 
+/// The scenario's TOML as tables, before any key is checked: the one TOML parser of the project
+/// (the Python side reads and edits scenarios through it, so both accept the same dialect).
+pub fn parse_tables(text: &str, source: &str) -> Result<toml::Table, SimError> {
+    text.parse().map_err(|e| syntax_error(text, source, &e))
+}
+
 /// A TOML parse error with the 1-based line and column of where it starts.
 fn syntax_error(text: &str, source: &str, e: &toml::de::Error) -> SimError {
     let span = e.span().unwrap_or(0..0);
@@ -247,7 +253,8 @@ fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
     let kind = policy_kind(&host, policy_name)?;
     let params = policy_params(&host, kind)?;
     let params = with_placement(&host, kind, params)?;
-    let ple = sections::ple(host.table("ple")?.as_ref(), kind.ple_grow())?;
+    let ple_section = host.table("ple")?;
+    let mut ple = sections::ple(ple_section.as_ref(), kind.ple_grow())?;
     let costs = sections::costs(host.table("costs")?.as_ref())?;
     let start_skew = match host.get("start_skew") {
         Some(v) => super::section::duration_value(host.file, &host.key("start_skew"), v, false)?,
@@ -266,6 +273,22 @@ fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
     }
     let default_pool = PoolSpec { name: DEFAULT_POOL.to_string(), pcpus: CpuMask::empty(), policy: kind.name().to_string(), params: params.clone() };
     let pools = pools(&host, &topology, default_pool, kind)?;
+    if pools.len() > 1 {
+        if let Some((name, why)) = lacking(&pools, policies::HostFeature::Cpupools) {
+            return Err(host.error_at("pool", format!("[[host.pool]] needs cpupools, but in pool {name:?}, {why}; leave out [[host.pool]]")));
+        }
+    }
+    if let Some((name, why)) = lacking(&pools, policies::HostFeature::PauseLoopExiting) {
+        // Pause-loop exiting is on by default; a version without it turns it off, and writing
+        // `enabled = true` for it is an error.
+        if let Some(section) = ple_section.as_ref().filter(|s| ple.enabled && s.get("enabled").is_some()) {
+            return Err(section.error_at(
+                "enabled",
+                format!("got true, but in pool {name:?}, {why}; set enabled = false or leave it out (it is off there)"),
+            ));
+        }
+        ple.enabled = false;
+    }
     let (change_index, pool_changes) = pool_changes(&host, &topology, &pools)?.into_iter().unzip();
     let spec = HostSpec { topology, policy: kind.name().to_string(), params, costs, ple, start_skew, uvf, pools, pool_changes };
     Ok((spec, change_index))
@@ -280,13 +303,29 @@ fn policy_kind(section: &Section, name: &str) -> Result<&'static dyn policies::P
 }
 
 /// `section.params` (`[host.params]` or a pool's `params`) checked against `kind`'s parameter
-/// specs, defaults filled in.
+/// specs, defaults filled in (those that depend on another parameter by `resolve_params`).
 fn policy_params(section: &Section, kind: &dyn policies::PolicyKind) -> Result<Params, SimError> {
     let specs = kind.params();
-    match section.table("params")? {
-        Some(params) => params.params(&specs),
-        None => Ok(Params::defaults(&specs)),
-    }
+    let table = section.table("params")?;
+    let mut params = match &table {
+        Some(t) => t.params(&specs)?,
+        None => Params::defaults(&specs),
+    };
+    let given = |name: &str| table.as_ref().is_some_and(|t| t.get(name).is_some());
+    kind.resolve_params(&mut params, &given).map_err(|(key, message)| match &table {
+        Some(t) => t.error_at(key, message),
+        None => section.error_at("params", message),
+    })?;
+    Ok(params)
+}
+
+/// The first pool whose policy, with its parameters, lacks `feature` (credit with `xen = "3.3"`
+/// has no pause-loop exiting), with the policy's reason.
+fn lacking(pools: &[PoolSpec], feature: policies::HostFeature) -> Option<(String, String)> {
+    pools.iter().find_map(|p| {
+        let kind = policies::find(&p.policy).expect("pool policies are checked against the registry");
+        kind.lacks(&p.params, feature).map(|why| (p.name.clone(), why))
+    })
 }
 
 /// A cpulist string (`"0-3,8"`) written at the full key path `key` in `section`'s file.
@@ -642,6 +681,15 @@ fn placement_keys(
             ));
         }
     }
+    if let Some(value) = section.get("cpus_soft") {
+        let kind = policies::find(&spec.policy).expect("pool policies are checked against the registry");
+        if let Some(why) = kind.lacks(&spec.params, policies::HostFeature::SoftAffinity) {
+            return Err(section.error_at(
+                "cpus_soft",
+                format!("got {}, but in VM {name:?}'s pool {:?}, {why}; leave cpus_soft out", show_toml(value), spec.name),
+            ));
+        }
+    }
     let cpus_soft = affinity(section, "cpus_soft", vcpus, npcpus)?;
     if host.uvf.is_some() && section.get("uvf").is_some() {
         let kind = policies::find(&spec.policy).expect("pool policies are checked against the registry");
@@ -927,6 +975,37 @@ mod tests {
         assert_error(&minimal("[host.uvf]", "[vm.uvf]\nearly_dp = true"), "vm[0].uvf.early_dp: early_dp = true needs resched_dp");
         assert_error(&minimal("[host.uvf]", "[vm.uvf]\ntlb_c = true"), "vm[0].uvf.tlb_c: unknown key; did you mean \"tlb_co\"?");
         assert_error(&minimal("[host.uvf]", "[vm.uvf]\nresched_co = \"0us\""), "vm[0].uvf.resched_co:");
+    }
+
+    #[test]
+    fn credit_xen_versions_resolve_their_tunables_and_refuse_what_they_lack() {
+        let credit = |params: &str, rest: &str| minimal(&format!("policy = \"credit\"\n{rest}\n[host.params]\n{params}"), "");
+        // The default is today's Xen, with its tunables and PLE.
+        let s = load(&credit("", "")).unwrap();
+        assert_eq!(s.host.params.choice("xen"), "4.18");
+        assert_eq!(s.host.params.duration("load_balance_ratelimit"), crate::time::MS);
+        assert!(s.host.ple.enabled);
+        // 4.4 has the ratelimit but no load-balance ratelimit; 3.3 neither, nor PLE.
+        let s = load(&credit("xen = \"4.4\"", "")).unwrap();
+        assert_eq!((s.host.params.duration("ratelimit"), s.host.params.duration("load_balance_ratelimit")), (crate::time::MS, 0));
+        assert!(s.host.ple.enabled);
+        let s = load(&credit("xen = \"3.3\"", "")).unwrap();
+        assert_eq!((s.host.params.duration("ratelimit"), s.host.params.duration("tslice")), (0, 30 * crate::time::MS));
+        assert!(!s.host.ple.enabled, "Xen 3.3 has no pause-loop exiting");
+        // Writing what a version has not is an error naming the key, the value and the version.
+        assert_error(&credit("xen = \"3.3\"\nratelimit = \"1ms\"", ""), "host.params.ratelimit: xen = \"3.3\" has no ratelimit");
+        assert_error(&credit("xen = \"4.7\"\nload_balance_ratelimit = \"2ms\"", ""), "host.params.load_balance_ratelimit: xen = \"4.7\" has no");
+        assert_error(&credit("xen = \"3.3\"\ntslice = \"10ms\"", ""), "host.params.tslice: xen = \"3.3\" has no tslice");
+        assert!(load(&credit("xen = \"3.3\"\nratelimit = \"0ms\"", "")).is_ok(), "the value it behaves as may be written");
+        assert_error(&credit("xen = \"4.8\"", ""), "host.params.xen: expected one of 3.3, 4.4, 4.7, 4.18, got \"4.8\"");
+        assert_error(&credit("xen = \"3.3\"", "[host.ple]\nenabled = true"), "host.ple.enabled: got true, but in pool \"pool0\", xen = \"3.3\" (policy \"credit\") has no pause-loop exiting: it arrived in Xen 4.0");
+        assert!(load(&credit("xen = \"3.3\"", "[host.ple]\nenabled = false")).is_ok());
+        // Soft affinity arrived in 4.5, cpupools in 4.1.
+        let soft = minimal("policy = \"credit\"\n[host.params]\nxen = \"4.4\"", "cpus_soft = \"1\"");
+        assert_error(&soft, "vm[0].cpus_soft: got \"1\", but in VM \"a\"'s pool \"pool0\", xen = \"4.4\" (policy \"credit\") has no soft affinity");
+        assert!(load(&minimal("policy = \"credit\"\n[host.params]\nxen = \"4.7\"", "cpus_soft = \"1\"")).is_ok());
+        let pooled = pools(&[("params = { tslice = \"1ms\" }", "params = { xen = \"3.3\" }"), ("cpus_soft = \"11\"\n", "")], "");
+        assert_error(&pooled, "host.pool: [[host.pool]] needs cpupools, but in pool \"fast\", xen = \"3.3\" (policy \"credit\") has no cpupools");
     }
 
     #[test]

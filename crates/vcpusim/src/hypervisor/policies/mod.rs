@@ -52,6 +52,29 @@ pub trait PolicyKind: Sync {
     fn channels(&self) -> crate::vmexit::Channels {
         crate::vmexit::Channels::NONE
     }
+    /// Fill in the parameter defaults that depend on another parameter, and refuse a parameter
+    /// the modelled version lacks (credit's `xen`: 3.3 has no ratelimit). `given(name)` says
+    /// whether the scenario wrote `name`; an error is (parameter name, message). Nothing by default.
+    fn resolve_params(&self, _params: &mut Params, _given: &dyn Fn(&str) -> bool) -> Result<(), (&'static str, String)> {
+        Ok(())
+    }
+    /// Why the host software modelled with these parameters lacks `feature` (credit with
+    /// `xen = "3.3"` has no pause-loop exiting), or `None` if it has it. The loader refuses a
+    /// scenario that uses a lacking feature and turns off what is on by default.
+    fn lacks(&self, _params: &Params, _feature: HostFeature) -> Option<String> {
+        None
+    }
+}
+
+/// A host feature a policy's modelled version may lack (`PolicyKind::lacks`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostFeature {
+    /// Pause-loop exiting (`[host.ple]`).
+    PauseLoopExiting,
+    /// Soft affinity (`[[vm]] cpus_soft`).
+    SoftAffinity,
+    /// Cpupools (`[[host.pool]]`).
+    Cpupools,
 }
 
 /// All policies, in the order `vcpusim list` shows them.

@@ -6,7 +6,7 @@
 //! so the default 18 ms allows 180 credits. Like a CFS vCPU borrowing virtual time, it pays the
 //! borrowed run back through the credits it burns.
 //!
-//! Departures from plain Credit while UVF is on (`do_schedule` in credit.rs): an eligible urgent
+//! Departures from plain Credit while UVF is on (`do_schedule` in credit/mod.rs): an eligible urgent
 //! vCPU preempts regardless of priority and of the 1 ms ratelimit (the seed's urgent tslice,
 //! 500 us, is shorter than the ratelimit, which would otherwise hide it); a protected urgent
 //! runner keeps its pCPU through slice ends, tickles and tick-flagged migrations until the UVF

@@ -486,8 +486,17 @@ impl Policy for Hybrid {
         }
     }
 
-    fn yield_vcpu(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId, _reason: YieldReason) {
-        // The seed has no yield: a vCPU given a pCPU keeps it for the slot (section 5.1).
+    /// A pause-loop exit (the only yield the engine has). The seed defines no yield, and its Xen
+    /// 3.3 took no PAUSE exits at all (VMX pause-loop exiting came with Xen 4.0, vmx.c
+    /// `EXIT_REASON_PAUSE_INSTRUCTION` -> `do_sched_op(SCHEDOP_yield)`); on a host that takes
+    /// them, the yielder is treated as credit treats it (`csched_vcpu_yield` and `__runq_insert`,
+    /// xen/common/sched_credit.c, Xen 4.1+: queued behind one lower-priority vCPU): its pCPU
+    /// picks for the rest of the slot as after a halt, without it ([`Hybrid::yield_slot`]).
+    /// docs/model.md 7.5.
+    fn yield_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId, reason: YieldReason) {
+        match reason {
+            YieldReason::PauseLoop => self.yield_slot(&ctx.host, v),
+        }
     }
 
     fn do_schedule(&mut self, ctx: &mut PolicyCtx, pcpu: PcpuId) -> Decision {

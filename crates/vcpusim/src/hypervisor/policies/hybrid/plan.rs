@@ -23,6 +23,10 @@
 //!    (a high-throughput vCPU, or a concurrent VM's master if its whole VM fits on pCPUs still
 //!    empty), else steals the high-throughput vCPU of largest PE.
 //!
+//! Inside a slot (`pick_mid_slot`, `place_woken`, `yield_slot`): a pCPU whose vCPU halted, or
+//! made a pause-loop exit, runs another high-throughput vCPU for the rest of the slot; a woken
+//! vCPU runs at once only where nothing runs (or rejoins its co-scheduled VM).
+//!
 //! Every queue change keeps Algorithm 1's distinct run queues (checked by `Hybrid::check`).
 
 use super::{allocation, Hybrid};
@@ -329,6 +333,24 @@ impl Hybrid {
         if !self.pick_hit(host, p, Need::Positive) && self.cfg.work_conserving {
             self.pick_hit(host, p, Need::Any);
         }
+    }
+
+    /// `v` made a pause-loop exit (a yield) inside a slot. A high-throughput vCPU gives the rest
+    /// of the slot to the vCPU its pCPU would pick after a halt ([`Self::pick_mid_slot`]: the
+    /// first other vCPU of its queue with PE > 0, else one stolen, else, work-conserving, any),
+    /// and keeps its place in its queue for the next pick; with no one else to run it keeps the
+    /// pCPU. As credit's yield (Xen 4.1+ `__runq_insert` puts the yielder behind one
+    /// lower-priority vCPU), this is what lets a preempted ticket-lock waiter queued on the
+    /// same pCPU run instead of the spinners waiting for it (docs/model.md 7.5). A co-scheduled
+    /// vCPU keeps its pCPU: its siblings all run (CPS runs them together for the slot).
+    pub(super) fn yield_slot(&mut self, host: &HostView, v: VcpuId) {
+        let home = self.vcpus[v.idx()].home;
+        if self.pcpus[home.idx()].assigned != Some(v) || !self.is_hit_vcpu(host, v) {
+            return;
+        }
+        // `v` stays assigned while the others are looked at, so no pick returns it; a pick
+        // replaces it, no pick leaves it there.
+        let _ = self.pick_hit(host, home, Need::Positive) || (self.cfg.work_conserving && self.pick_hit(host, home, Need::Any));
     }
 
     /// A vCPU woke inside a slot: a member of a VM co-scheduled now rejoins its siblings at once;

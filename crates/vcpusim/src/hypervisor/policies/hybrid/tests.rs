@@ -226,6 +226,84 @@ fn halted_gang_member_lends_its_pcpu_and_rejoins_on_wake() {
     assert_eq!(h.running(1), 0);
 }
 
+/// A pause-loop exit of the vCPU running on `p`, as the engine delivers it: `yield_vcpu`, then
+/// `do_schedule` on its pCPU.
+fn pause_loop_exit(h: &mut FakeHost, p: PcpuId) -> VcpuId {
+    let v = h.pcpus[p.idx()].current.expect("a vCPU runs there");
+    h.call(|pol, ctx| pol.yield_vcpu(ctx, v, YieldReason::PauseLoop));
+    h.schedule(p);
+    h.check();
+    v
+}
+
+#[test]
+fn a_high_throughput_vcpu_that_yields_gives_the_rest_of_the_slot_to_the_next_of_its_queue() {
+    // One HIT VM of 4 vCPUs on 2 pCPUs: two homed on each, one of each pair runs per slot.
+    let mut h = hybrid_host(2, &[(4, 256, HIT, 0.0)], true);
+    h.advance_to(10 * MS);
+    let yielder = pause_loop_exit(&mut h, PcpuId(0));
+    let next = h.pcpus[0].current.expect("the pCPU is not left idle");
+    assert_ne!(next, yielder, "the vCPU queued behind the yielder runs");
+    assert_eq!(h.vcpus[yielder.idx()].state, VcpuState::Runnable);
+    // The next to yield hands the pCPU back: the yielder kept its place in the queue.
+    h.advance_to(11 * MS);
+    pause_loop_exit(&mut h, PcpuId(0));
+    assert_eq!(h.pcpus[0].current, Some(yielder));
+    // Alone in its queue (nothing else to run), a vCPU keeps its pCPU.
+    let mut h = hybrid_host(2, &[(2, 256, HIT, 0.0)], true);
+    h.advance_to(10 * MS);
+    let v = pause_loop_exit(&mut h, PcpuId(1));
+    assert_eq!(h.pcpus[1].current, Some(v));
+}
+
+#[test]
+fn a_co_scheduled_vcpu_that_yields_keeps_its_pcpu() {
+    // A concurrent VM of 2 vCPUs and a HIT VM of 2 on 2 pCPUs: when the concurrent VM holds both
+    // pCPUs, a yield does not break its co-scheduled slot (`coscheduled` checks every event).
+    let mut h = hybrid_host(2, &[(2, 256, CON, 0.0), (2, 256, HIT, 0.0)], true);
+    let mut t = 0;
+    while h.running(0) != 2 {
+        assert!(t < SEC, "the concurrent VM never ran");
+        t += 30 * MS;
+        h.advance_to(t);
+    }
+    h.advance_to(t + MS);
+    let v = pause_loop_exit(&mut h, PcpuId(0));
+    assert_eq!(h.pcpus[0].current, Some(v));
+    assert_eq!(h.running(0), 2);
+}
+
+#[test]
+fn shares_follow_weights_and_caps_when_every_running_vcpu_yields_every_millisecond() {
+    // Dissipation charges whoever runs, so handing the rest of slots around changes no share
+    // that PE can repay: the first mix in both modes. The second leaves slack in capped mode (VM
+    // 0 is capped at 1 of 4 pCPUs, VM 1 has only 2 vCPUs): a yield never runs a vCPU without PE
+    // there, or VM 0 would exceed its cap. (VM 1 is owed all of its two vCPUs' time, so what it
+    // yields cannot be repaid: work-conserving it gets 40% instead of 50% when it yields every
+    // millisecond, as under credit a yielder gives its time away; capped, 49.8%.)
+    let mixes: [(&[VmDesc], bool, &[f64]); 3] = [
+        (&[(4, 256, HIT, 0.0), (4, 512, HIT, 0.0), (2, 256, CON, 0.0)], true, &[0.25, 0.5, 0.25]),
+        (&[(4, 256, HIT, 0.0), (4, 512, HIT, 0.0), (2, 256, CON, 0.0)], false, &[0.25, 0.5, 0.25]),
+        (&[(4, 256, HIT, 0.0), (2, 768, HIT, 0.0)], false, &[0.25, 0.5]),
+    ];
+    for (vms, wc, want) in mixes {
+        let mut h = hybrid_host(4, vms, wc);
+        let mut t = 0;
+        while t < 10 * SEC {
+            t += MS;
+            h.advance_to(t);
+            for p in 0..4 {
+                if h.pcpus[p].current.is_some() {
+                    pause_loop_exit(&mut h, PcpuId(p as u32));
+                }
+            }
+        }
+        for (vm, w) in want.iter().enumerate() {
+            assert_share(&h, vm, 4, *w);
+        }
+    }
+}
+
 #[test]
 fn no_two_concurrent_vcpus_share_a_queue_under_random_halts_and_wakes() {
     // `check` (after every event) asserts the distinct-queue invariant and PE conservation;

@@ -1,0 +1,133 @@
+//! Work stealing: `csched_load_balance` and `csched_runq_steal`, with the load-balance ratelimit.
+
+use super::version::StealWalk;
+use super::*;
+
+/// Whether some vCPU might have a useful soft affinity in this pool: one whose soft mask does not
+/// cover the pool (a necessary condition of `has_soft_affinity`). Without one, a soft balance step
+/// of `csched_load_balance` skips every vCPU and can be left out.
+fn any_soft(host: &HostView) -> bool {
+    host.scope.is_some_and(|s| s.affinity.iter().any(|a| !s.pool.mask.is_subset(&a.soft)))
+}
+
+impl Credit {
+    pub(super) fn cache_hot(&self, v: VcpuId, now: Nanos) -> bool {
+        let delay = self.cfg.migration_delay;
+        delay > 0 && now.saturating_sub(self.vcpus[v.idx()].last_sched_time) < delay
+    }
+
+    /// `csched_runq_steal`: the first vCPU queued on `peer` with priority strictly above `pri`
+    /// that has not yielded (Xen 4.18), is not cache-hot and may run on `cpu` in this balance step
+    /// (`__csched_unit_is_migrateable` with `affinity_balance_cpumask`); in the soft step a vCPU
+    /// without a useful soft affinity is skipped ("check if we have any soft-affine work to steal,
+    /// before starting to look at hard-affine work").
+    pub(super) fn runq_steal(&mut self, host: &HostView, peer: usize, cpu: usize, pri: Pri, step: Step) -> Option<VcpuId> {
+        // "Don't steal from an idle CPU's runq because it's about to pick up work from it itself."
+        self.pcpus[peer].curr?;
+        let mut found = None;
+        for &v in &self.pcpus[peer].runq {
+            let svc = &self.vcpus[v.idx()];
+            // "If next available UNIT here is not of strictly higher priority than ours, this
+            // PCPU is useless to us."
+            if svc.pri <= pri {
+                break;
+            }
+            // "Don't steal a UNIT which has yielded; it's waiting for a reason" (Xen 4.18; in 4.4
+            // and 4.7 a waiting vCPU never carries the flag, cleared when it was queued).
+            if svc.yielding && self.cfg.xen.steal_skips_yielder() {
+                continue;
+            }
+            if step == Step::Soft && !self.soft(host, v) {
+                continue;
+            }
+            if self.cache_hot(v, host.now) || !in_balance_mask(host, v, cpu, step) {
+                continue;
+            }
+            found = Some(v);
+            break;
+        }
+        let v = found?;
+        self.runq_remove(v);
+        self.vcpus[v.idx()].processor = PcpuId(cpu as u32);
+        Some(v)
+    }
+
+    /// `csched_load_balance`: for each affinity balance step (soft-affine work first, then
+    /// hard-affine work), visit the busy peers node by node, round-robin from each node's balance
+    /// bias (4.4 and 4.7: from the node's first busy pCPU; 3.3: `load_balance_3_3`), skipping
+    /// those with at most one runnable vCPU (Xen 4.9's shortcut; older versions look and find
+    /// nothing to steal there: an idle peer is skipped and a busy one has an empty queue); the
+    /// first steal ends it.
+    pub(super) fn load_balance(&mut self, host: &HostView, cpu: usize, pri: Pri) -> Option<VcpuId> {
+        let walk = self.cfg.xen.steal_walk();
+        if walk == StealWalk::Ring {
+            return self.load_balance_3_3(host, cpu, pri);
+        }
+        let topo = host.topology;
+        let nodes = self.balance_bias.len().max(1);
+        let node = topo.place(PcpuId(cpu as u32)).node as usize;
+        let soft = self.cfg.xen.has_soft_affinity() && any_soft(host);
+        for step in BALANCE_STEPS {
+            // A soft step with no soft-affine vCPU in the pool steals nothing and changes nothing.
+            if step == Step::Soft && !soft {
+                continue;
+            }
+            for k in 0..nodes {
+                let peer_node = (node + k) % nodes;
+                let workers: Vec<bool> = (0..self.pcpus.len())
+                    .map(|p| {
+                        p != cpu
+                            && !self.idlers[p]
+                            && host.owns_pcpu(PcpuId(p as u32))
+                            && topo.place(PcpuId(p as u32)).node as usize == peer_node
+                    })
+                    .collect();
+                let first = match walk {
+                    // "peer_cpu = cpumask_first(&workers)".
+                    StealWalk::NodesFromFirst => workers.iter().position(|&w| w),
+                    _ => cycle(self.balance_bias[peer_node], &workers),
+                };
+                let Some(first) = first else { continue };
+                let mut peer = first;
+                loop {
+                    if self.nr_runnable(peer) > 1 {
+                        if let Some(v) = self.runq_steal(host, peer, cpu, pri, step) {
+                            // "start from the next pCPU ... so we don't risk stealing always from the same ones".
+                            self.balance_bias[peer_node] = peer;
+                            return Some(v);
+                        }
+                    }
+                    peer = cycle(peer, &workers).unwrap_or(first);
+                    if peer == first {
+                        break;
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Xen 3.3's `csched_load_balance`: "Peek at non-idling CPUs in the system, starting with our
+    /// immediate neighbour", round the whole host (no nodes, no affinity steps); the first steal
+    /// ends it.
+    fn load_balance_3_3(&mut self, host: &HostView, cpu: usize, pri: Pri) -> Option<VcpuId> {
+        let mut workers: Vec<bool> =
+            (0..self.pcpus.len()).map(|p| p != cpu && !self.idlers[p] && host.owns_pcpu(PcpuId(p as u32))).collect();
+        let mut peer = cpu;
+        while let Some(next) = cycle(peer, &workers) {
+            peer = next;
+            workers[peer] = false;
+            if let Some(v) = self.runq_steal(host, peer, cpu, pri, Step::Hard) {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    pub(super) fn load_balance_allowed(&self, p: usize, now: Nanos) -> bool {
+        match self.pcpus[p].last_load_balance {
+            None => true,
+            Some(last) => now - last > self.cfg.load_balance_ratelimit,
+        }
+    }
+}
