@@ -22,19 +22,30 @@ impl UrgentBase for Cfs {
         e.rq.filter(|_| e.queued)
     }
     fn running_on(&self, p: usize) -> Option<VcpuId> {
-        self.rqs[p].curr
+        self.curr_task(p)
     }
     fn charge_running(&mut self, ctx: &PolicyCtx, p: usize) {
         self.update_curr(ctx, p);
     }
-    /// Virtual time: `v`'s vruntime at most the allowance ahead of the displaced vCPU's (the
-    /// leftmost other queued one when none is named).
+    /// Virtual time at the level the two entities share (`find_matching_se`): `v`'s vruntime
+    /// against the displaced vCPU's when they are of one VM, else their VMs' group entities'
+    /// on `p`. With no displaced vCPU, against the leftmost other VM's group entity, else the
+    /// leftmost other vCPU of `v`'s VM.
     fn within_allowance(&self, v: VcpuId, p: usize, displaced: Option<VcpuId>, allowance: Nanos) -> bool {
-        let reference = match displaced {
-            Some(c) => Some(self.se[c.idx()].vruntime),
-            None => self.rqs[p].tree.iter().find(|(_, x)| *x != v).map(|(vr, _)| *vr),
+        let vm = self.vm_index(v);
+        let gse = |vm: usize| self.groups[self.gi(vm, p)].se.vruntime;
+        let (mine, reference) = match displaced {
+            Some(c) if self.vm_index(c) == vm => (self.se[v.idx()].vruntime, Some(self.se[c.idx()].vruntime)),
+            Some(c) => (gse(vm), Some(gse(self.vm_index(c)))),
+            None => match self.rqs[p].root.tree.iter().find(|(_, x)| *x as usize != vm) {
+                Some(&(vr, _)) => (gse(vm), Some(vr)),
+                None => {
+                    let g = &self.groups[self.gi(vm, p)];
+                    (self.se[v.idx()].vruntime, g.rq.tree.iter().find(|(_, x)| *x != v.0).map(|(vr, _)| *vr))
+                }
+            },
         };
-        reference.is_none_or(|r| self.se[v.idx()].vruntime <= r.saturating_add(allowance))
+        reference.is_none_or(|r| mine <= r.saturating_add(allowance))
     }
     fn resched(&mut self, ctx: &mut PolicyCtx, p: usize) {
         Cfs::resched(self, ctx, p);
