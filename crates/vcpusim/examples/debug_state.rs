@@ -10,7 +10,8 @@ fn main() {
     println!("result {:?} now {}", r.is_ok(), sim.now);
     for (i, vi) in sim.vinfo.iter().enumerate() {
         let vc = &sim.vcpus[i];
-        let gv = sim.gvcpu(vcpusim::ids::VcpuId(i as u32));
+        let (g, k) = sim.gslot(vcpusim::ids::VcpuId(i as u32));
+        let gv = &sim.guests[g].vcpus[k];
         println!("vcpu {i} vm {} {:?} pcpu {:?} preempted {} act {:?} kind {:?} cur {:?} rq {:?} pending {:?}", vi.vm, vi.state, vi.pcpu, vi.preempted, vc.activity, vc.time_kind, gv.current, gv.runqueue, gv.pending_ipis.len());
     }
     for t in &sim.threads {

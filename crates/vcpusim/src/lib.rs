@@ -4,8 +4,8 @@
 //! `hardware` (pCPUs, topology, virtualization costs, PLE) -> `hypervisor` (vCPU states, the
 //! policy interface, the policies). The host (`sim`: vCPU execution, IPI delivery, pools) and
 //! one guest kernel per VM (`guest`: threads, scheduler, spinlocks, futex, IPIs, TLB shootdown;
-//! `workload`: programs) meet at the VM-exit line (`vmexit`): exits up, upcalls and a PV area
-//! down. `metrics` collects what happened; `run` runs a scenario and serializes its results
+//! `workload`: programs) meet at the VM-exit line (`vmexit`): exits and the guest's answers to
+//! "what does this vCPU do next" (`Next`) up, upcalls and a PV area down. `metrics` collects what happened; `run` runs a scenario and serializes its results
 //! (`output`); `scenario` reads TOML; `api` is what the Python bindings call.
 
 pub mod api;

@@ -15,9 +15,13 @@
 //! ```
 //!
 //! The guest reaches the host only by an [`Exit`]; the host reaches the guest only by an
-//! [`Upcall`] and through the per-vCPU [`PvArea`]. This module is the vocabulary both sides
-//! share; it imports nothing of either. The host carries exits out in `sim/line.rs`.
+//! [`Upcall`] and through the per-vCPU [`PvArea`]. When the host resumes a vCPU, the guest
+//! answers what it does next with a [`Next`] (timed work of a [`TimeKind`], a spin, an exit, or
+//! a request such as arming its timer), and the host runs it. This module is the vocabulary
+//! both sides share; it imports nothing of either. The host carries exits out and runs the
+//! answers in `sim/line.rs` and `sim/execute.rs`; the guest computes them in `guest/run.rs`.
 
+use crate::error::SimError;
 use crate::ids::VcpuId;
 use crate::time::Nanos;
 
@@ -101,6 +105,72 @@ pub enum Upcall {
     /// Notice that the vCPU is about to be preempted (seed 003, IRS: the guest may migrate its
     /// current thread away first). For later issues: never sent yet.
     PreemptNotice,
+}
+
+/// Where a slice of a vCPU's time went (the CPU-time split of DESIGN.md "Results"): the kind of
+/// work or spin a guest asks for in a [`Next`], and the host's own overheads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeKind {
+    User,
+    Kernel,
+    /// Spinning on a kernel spinlock.
+    Spin,
+    /// Spinning for TLB-shootdown acknowledgements.
+    TlbWait,
+    /// Spinning in user space (spin barriers).
+    UserSpin,
+    Irq,
+    /// Hypervisor overheads: context switches, IPI-send exits, HLT exits, PLE exits.
+    Overhead,
+}
+
+/// How the host enters a guest vCPU to ask what it does next (`GuestKernel::run`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entry {
+    /// VM entry after a switch-in, the end of timed work or an exit's cost, or a poke.
+    Resume,
+    /// VM entry right after the host carried out an [`Exit`] the guest returned in a
+    /// [`Next::Exit`] (the vCPU was not descheduled meanwhile): the guest continues past the
+    /// trapping instruction. An `IpiSendStarted` exit after which the host descheduled the vCPU
+    /// is taken again when the vCPU next runs (`Entry::Resume`): the send had not started.
+    AfterExit,
+}
+
+/// What a guest vCPU does next: the guest's answer when the host enters it
+/// (`GuestKernel::run`, `Sim::dispatch`). The host runs timed work and spins (charging their
+/// time, advancing work at the vCPU's speed, arming PLE for kernel spins), carries out exits and
+/// requests, and reports back when work ends (`GuestKernel::step_done`, `handler_done`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Next {
+    /// Execute `work` work-ns of the current thread's step, charged as `kind` (`User`, `Kernel`,
+    /// or `Overhead` for an IPI send's APIC writes: one VMEXIT per target).
+    Run { kind: TimeKind, work: Nanos },
+    /// Run an interrupt handler of `work` work-ns (`TimeKind::Irq`).
+    Handler { work: Nanos },
+    /// Resume the handler a deschedule interrupted, with the work the host still holds for it
+    /// (`Vcpu::remaining`).
+    ResumeHandler,
+    /// Spin, charged as `kind`: `Spin` or `TlbWait` (a PAUSE loop at CPL 0, which pause-loop
+    /// exiting sees) or `UserSpin` (user space, which it does not), until a poke or, with a
+    /// `budget`, until that much time has passed.
+    Spin { kind: TimeKind, budget: Option<Nanos> },
+    /// The current step's work was all done when it was interrupted: end it at once.
+    Complete,
+    /// Trap to the host. After `Hlt` the vCPU is in the exit; after any other, the host enters
+    /// it again with `Entry::AfterExit` if it still runs it.
+    Exit(Exit),
+    /// A store that a thread spinning on vCPU `VcpuId` polls (a lock handed to it, the last
+    /// acknowledgement it waits for): that vCPU re-checks at once. Not an exit: it is how the
+    /// model ends an open-ended spin. The host then enters this vCPU again.
+    Poke(VcpuId),
+    /// Arm the guest's timer on this vCPU to fire that long from now (`Upcall::TimerTick`).
+    /// The host then enters this vCPU again.
+    SetTimer(Nanos),
+    /// The VM's workload reached its iteration target. The host then enters this vCPU again.
+    TargetReached,
+    /// The guest cannot go on (every thread sleeps, or a program loops without time passing):
+    /// the run stops with this error (boxed: it is rare, and keeps `Next` small on the hot path).
+    Stop(Box<SimError>),
 }
 
 /// The per-vCPU paravirtual area: memory the guest and the host share (as KVM's

@@ -162,6 +162,22 @@ fn a_thread_locking_a_mutex_twice_is_reported_as_a_deadlock_naming_it() {
 }
 
 #[test]
+fn a_program_looping_without_a_timed_op_is_stopped_as_runaway_naming_vm_and_thread() {
+    // Uncontended lock and unlock stay in user space: no op of the loop takes simulated time (a
+    // forever loop like this is refused at load; a counted one is caught while it runs).
+    let text = "[host]\npcpus = 1\n[[vm]]\nname = \"spinner\"\nvcpus = 1\nworkload = \"program\"\n\
+                [vm.program]\nmutexes = 1\nthreads = [[{compute = \"1ms\"}, {loop = 2000000, body = [{lock = 0}, {unlock = 0}]}]]\n\
+                [run]\nduration = \"1s\"\n";
+    let sc = load_scenario(text, "<test>").unwrap();
+    match run(&sc, &RunOptions::default()) {
+        Err(SimError::Limit { message }) => {
+            assert!(message.contains("VM \"spinner\" thread 0") && message.contains("without simulated time passing"), "{message}")
+        }
+        other => panic!("expected the runaway guard, got {other:?}"),
+    }
+}
+
+#[test]
 fn event_budget_stops_the_run_with_a_clear_message() {
     let text = "[host]\npcpus = 2\n[[vm]]\nname = \"a\"\nvcpus = 2\nworkload = \"mutex\"\n[run]\nduration = \"10s\"\nmax_events = 1000\n";
     let sc = load_scenario(text, "<test>").unwrap();

@@ -9,9 +9,10 @@
 use std::cell::Cell;
 use std::rc::Rc;
 use vcpusim::api::load_scenario;
-use vcpusim::hardware::speed::{Speed, SpeedModel, SPEED_ONE};
+use vcpusim::hardware::speed::{Speed, SPEED_ONE};
 use vcpusim::hypervisor::policy::HostView;
 use vcpusim::ids::{PcpuId, VcpuId};
+use vcpusim::sim::speed::SpeedModel;
 use vcpusim::sim::state::{Activity, Sim, TimeKind};
 
 /// start_skew 0: the pCPU comes online at t = 0; the default context switch (3 µs) comes first.
@@ -84,7 +85,7 @@ impl Run {
     }
 
     fn progress(&self) -> u64 {
-        self.sim.vms[0].stats.progress
+        self.sim.guests[0].stats.progress
     }
 
     /// The op ends exactly at `start + offset`.
@@ -141,8 +142,8 @@ fn default_model_is_constant_and_nominal() {
     assert!(sim.speed_constant);
     sim.start();
     sim.run_until(CONTEXT_SWITCH + WORK - 1, None).expect("runs");
-    assert_eq!(sim.vms[0].stats.progress, 0);
+    assert_eq!(sim.guests[0].stats.progress, 0);
     sim.run_until(CONTEXT_SWITCH + WORK, None).expect("runs");
-    assert_eq!(sim.vms[0].stats.progress, 1);
+    assert_eq!(sim.guests[0].stats.progress, 1);
     assert_eq!(sim.vcpus[0].speed, Speed::ONE);
 }

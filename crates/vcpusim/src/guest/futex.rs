@@ -11,7 +11,6 @@ use super::kernel_fn::KernelFn;
 use super::thread::{Action, FutexKey, Step};
 use crate::vmexit::IpiKind;
 use crate::ids::{ThreadId, VcpuId};
-use crate::sim::state::Sim;
 use crate::time::Nanos;
 
 /// Lock class of the futex hash-bucket spinlocks (seed 000 Figure 3's "futex-queue" lock).
@@ -97,24 +96,5 @@ impl GuestKernel {
         if !woken.is_empty() {
             th.steps.push_front(Step::Run { ns: WAKE_ONE_NS * woken.len() as u64, func: KernelFn::FutexWake });
         }
-    }
-}
-
-impl Sim {
-    /// `Action::FutexSleep` of thread `t` on vCPU `v`: block if still queued.
-    pub fn futex_sleep(&mut self, v: VcpuId, t: ThreadId) {
-        let vm = self.threads[t.idx()].vm.idx();
-        let (g, mut env) = self.guest_env(vm);
-        if let Some(key) = g.futex_sleep_key(&mut env, t) {
-            self.guest_block_current(v, key);
-        }
-    }
-
-    /// `Action::FutexWake` of thread `t` on vCPU `v` (`GuestKernel::futex_wake`).
-    pub fn futex_wake(&mut self, v: VcpuId, t: ThreadId, key: FutexKey, n: usize) {
-        let vm = self.threads[t.idx()].vm.idx();
-        self.vms[vm].stats.futex_wakes += 1;
-        let (g, mut env) = self.guest_env(vm);
-        g.futex_wake(&mut env, v, t, key, n);
     }
 }

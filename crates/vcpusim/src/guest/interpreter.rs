@@ -5,8 +5,7 @@ use super::kernel_fn::KernelFn;
 use crate::hardware::costs::Costs;
 use super::mm_sem::MmSemOp;
 use super::thread::{Action, Code, Step};
-use crate::ids::{ThreadId, VcpuId};
-use crate::sim::state::Sim;
+use crate::ids::ThreadId;
 use crate::time::Nanos;
 use crate::workload::program::Op;
 
@@ -100,27 +99,4 @@ impl GuestKernel {
         }
     }
 
-}
-
-impl Sim {
-    /// `Action::FetchOp` of thread `t` on vCPU `v`: its next op's steps, or its exit.
-    pub fn fetch_op(&mut self, v: VcpuId, t: ThreadId) {
-        let vm = self.threads[t.idx()].vm.idx();
-        let finished = self.vms[vm].finished_at.is_some();
-        let (g, mut env) = self.guest_env(vm);
-        if !g.fetch_op(&mut env, t, finished) {
-            self.guest_exit_current(v);
-        }
-    }
-
-    /// One unit of VM progress; the VM finishes when it reaches its iteration target.
-    pub fn count_progress(&mut self, t: ThreadId) {
-        let vm = self.threads[t.idx()].vm.idx();
-        let v = &mut self.vms[vm];
-        v.stats.progress += 1;
-        if v.finished_at.is_none() && v.iterations.is_some_and(|n| v.stats.progress >= n) {
-            v.finished_at = Some(self.now);
-            self.unfinished_targets -= 1;
-        }
-    }
 }

@@ -2,28 +2,32 @@
 //!
 //! Ids stay host-wide (`ThreadId`, `LockId`, `VcpuId` index the host-wide `Sim::threads`,
 //! `Sim::locks` and `Sim::vcpus` tables), so a guest kernel holds the ids of its own threads; the
-//! thread records and spinlocks themselves are still in those tables (see docs/architecture.md,
-//! "What is left of the split"). The guest's per-vCPU state is its own: `GuestKernel::vcpus`,
-//! indexed by the vCPU's index in its VM (`VcpuInfo::index`; the host keeps the (VM, index) of
-//! each vCPU in `Vcpu::slot`).
+//! thread records and spinlocks themselves are still in those tables, lent to its methods as a
+//! `GuestEnv` (see docs/architecture.md, "What is left of the split"). The guest's per-vCPU
+//! state is its own: `GuestKernel::vcpus`, indexed by the vCPU's index in its VM
+//! (`VcpuInfo::index`; the host keeps the (VM, index) of each vCPU in `Vcpu::slot`).
 
 use super::config::GuestConfig;
 use super::objects::{futex_bucket, Shootdown, SyncObjects};
 use super::spinlock::Spinlock;
+use super::stats::GuestStats;
 use super::thread::{FutexKey, Step, Thread};
 use crate::hardware::costs::Costs;
 use crate::ids::{LockId, ThreadId, VcpuId, VmId};
 use crate::time::Nanos;
-use crate::vmexit::{Ipi, KernelFn};
+use crate::vmexit::{Ipi, KernelFn, PvArea};
 use std::collections::VecDeque;
 
 /// What a guest-kernel operation needs beyond its VM's own state: the host-wide thread and
-/// spinlock tables (ids are host-wide; a VM's operations touch only its own entries) and the
-/// costs its kernel paths take (the syscall entry). `Sim::guest_env` lends them.
+/// spinlock tables (ids are host-wide; a VM's operations touch only its own entries), the costs
+/// its kernel paths take (the syscall entry, an IPI handler), the PV areas it may read (indexed
+/// by host-wide vCPU id) and the time. `Sim::guest_env` lends them.
 pub struct GuestEnv<'a> {
     pub threads: &'a mut [Thread],
     pub locks: &'a mut Vec<Spinlock>,
     pub costs: &'a Costs,
+    pub pv: &'a [PvArea],
+    pub now: Nanos,
 }
 
 impl GuestEnv<'_> {
@@ -98,6 +102,18 @@ pub struct GuestKernel {
     pub blocked_threads: usize,
     /// Round-robin cursor for the idle-vCPU search of wake placement.
     pub wake_cursor: usize,
+    /// What the kernel counts about itself (progress, futex and shootdown counts, latencies).
+    pub stats: GuestStats,
+    /// The workload's iteration target (`[[vm]] iterations`), and when it was reached: from then
+    /// on its threads exit at their next op fetch.
+    pub iterations: Option<u64>,
+    pub finished_at: Option<Nanos>,
+    /// vCPUs whose spinning thread must re-check what it polls, in the order the stores
+    /// happened; `run` hands them to the host one at a time (`Next::Poke`).
+    pub pokes: VecDeque<VcpuId>,
+    /// Instantaneous steps run in a row without any of its vCPUs starting timed work or a spin
+    /// (the runaway-program guard, `guest/run.rs`).
+    pub zero_time_steps: u64,
 }
 
 impl GuestKernel {

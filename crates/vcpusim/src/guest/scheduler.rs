@@ -3,17 +3,28 @@
 //! does not know whether a vCPU is preempted).
 //!
 //! The scheduler's decisions are `GuestKernel` methods over the VM's own state and its thread
-//! records (the host-wide `Sim::threads` table, passed in); the `impl Sim` wrappers below add
-//! only what crosses into the host: the tick event, the VM's counters, stopping the run on a
-//! deadlock, and the exits (a reschedule IPI, a re-dispatch).
+//! records (the host-wide `Sim::threads` table, passed in). What crosses into the host goes by
+//! the line: `guest/run.rs` asks for the tick timer (`Next::SetTimer`) and reports a deadlock
+//! (`Next::Stop`); the tick arrives as `Upcall::TimerTick` (`timer_tick`, below), whose
+//! balancing IPI the host sends as an `Exit::IpiSend`.
 
 use super::kernel::GuestKernel;
 use super::thread::{FutexKey, Thread, ThreadState};
 use crate::ids::{ThreadId, VcpuId};
-use crate::sim::state::{Activity, Event, Sim};
 use crate::time::Nanos;
-use crate::vmexit::{Exit, IpiKind, KernelFn};
+use crate::vmexit::KernelFn;
 use crate::SimError;
+
+/// What the guest tick (`GuestKernel::timer_tick`) asks of the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tick {
+    /// A sibling that was handed a queued thread: it needs a reschedule IPI (sent from
+    /// interrupt context, with no IPI-send step on a thread).
+    pub resched_ipi: Option<VcpuId>,
+    /// The current thread is at a preemptible point with another queued behind it: if the tick
+    /// interrupted thread code, the guest round-robins (`round_robin`) on return from it.
+    pub round_robin: bool,
+}
 
 impl GuestKernel {
     /// The index in this VM of its vCPU `v` (a VM's vCPU ids are consecutive).
@@ -163,82 +174,34 @@ impl GuestKernel {
         })
     }
 
-    /// Put vCPU `i`'s current thread at the back of its run queue.
-    pub fn requeue_current(&mut self, i: usize) {
+    /// Round-robin on return from vCPU `i`'s tick: its current thread goes to the back of its
+    /// run queue (`run` then picks the next one).
+    pub fn round_robin(&mut self, i: usize) {
         let gv = &mut self.vcpus[i];
         let cur = gv.current.take().expect("a preempted thread was current");
         gv.runqueue.push_back(cur);
     }
-}
 
-impl Sim {
-    /// Pick the next thread for idle vCPU `v` (`GuestKernel::pick_next`).
-    pub fn guest_pick_next(&mut self, v: VcpuId) -> Option<ThreadId> {
-        let (vm, i) = self.gslot(v);
-        self.guests[vm].pick_next(&mut self.threads, i)
-    }
-
-    /// Make blocked thread `t` runnable (`GuestKernel::wake_thread`).
-    pub fn guest_wake_thread(&mut self, waker: VcpuId, t: ThreadId) -> Option<VcpuId> {
-        let vm = self.threads[t.idx()].vm.idx();
-        self.guests[vm].wake_thread(&mut self.threads, waker, t)
-    }
-
-    /// The running thread of `v` sleeps on a futex.
-    pub fn guest_block_current(&mut self, v: VcpuId, key: FutexKey) {
-        let (vm, i) = self.gslot(v);
-        self.guests[vm].block_current(&mut self.threads, i, key);
-        self.vms[vm].stats.futex_waits += 1;
-        self.check_deadlock(vm);
-    }
-
-    /// The thread's program ended (or its VM finished).
-    pub fn guest_exit_current(&mut self, v: VcpuId) {
-        let (vm, i) = self.gslot(v);
-        self.guests[vm].exit_current(&mut self.threads, i);
-        self.check_deadlock(vm);
-    }
-
-    /// Stop the run when every live thread of unfinished VM `vm` sleeps.
-    fn check_deadlock(&mut self, vm: usize) {
-        if self.guests[vm].all_blocked() && self.vms[vm].finished_at.is_none() {
-            self.stop = Some(self.guests[vm].deadlock_report(&self.threads, self.now));
+    /// `Upcall::TimerTick` on running vCPU `i`: the tick is spent. With threads queued behind
+    /// the current one, push one to an idle sibling and say whether the current one may be
+    /// rotated (at a preemptible point: user mode, no spinlock held); `None` when nothing is
+    /// queued (the tick stays disarmed).
+    pub fn timer_tick(&mut self, threads: &mut [Thread], i: usize) -> Option<Tick> {
+        self.vcpus[i].tick_armed = false;
+        if self.vcpus[i].runqueue.is_empty() {
+            return None;
         }
+        let resched_ipi = self.tick_balance(threads, i);
+        // The host acts on this only if the tick interrupted thread code and the balancing IPI
+        // left the vCPU running; neither changes what is tested here.
+        let round_robin = self.tick_preemptible(threads, i, true);
+        Some(Tick { resched_ipi, round_robin })
     }
 
-    /// Arm the guest tick on `v` when it has threads waiting behind the current one.
+    /// The tick of vCPU `i` fired while the host had it descheduled: a preempted vCPU takes no
+    /// ticks, and the guest re-arms when it runs again.
     #[inline]
-    pub fn arm_guest_tick(&mut self, v: VcpuId) {
-        let (vm, i) = self.gslot(v);
-        if let Some(tick) = self.guests[vm].arm_tick(i) {
-            self.queue.push(self.now + tick, Event::GuestTick(v));
-        }
-    }
-
-    /// Guest timer tick (`Upcall::TimerTick`, running vCPUs only): push a queued thread to an
-    /// idle sibling and round-robin between the threads of a vCPU (only at a preemptible point:
-    /// user mode, no spinlock held).
-    pub fn on_guest_tick(&mut self, v: VcpuId) {
-        let (vm, i) = self.gslot(v);
-        self.guests[vm].vcpus[i].tick_armed = false;
-        if self.guests[vm].vcpus[i].runqueue.is_empty() {
-            return;
-        }
-        if let Some(u) = self.guests[vm].tick_balance(&mut self.threads, i) {
-            self.send_ipi_from_interrupt(v, u);
-        }
-        let in_thread = self.vcpus[v.idx()].activity == Activity::Thread;
-        if self.guests[vm].tick_preemptible(&self.threads, i, in_thread) {
-            self.settle(v);
-            self.guests[vm].requeue_current(i);
-            self.dispatch(v);
-        }
-        self.arm_guest_tick(v);
-    }
-
-    /// A reschedule IPI sent from interrupt context (tick balancing): delivered like any IPI but
-    /// without an IPI-send step on a thread.
-    fn send_ipi_from_interrupt(&mut self, from: VcpuId, to: VcpuId) {
-        self.on_exit(from, Exit::IpiSend { kind: IpiKind::Resched, targets: vec![to], shootdown: 0, pages: 0 });
+    pub fn tick_missed(&mut self, i: usize) {
+        self.vcpus[i].tick_armed = false;
     }
 }

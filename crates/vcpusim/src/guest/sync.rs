@@ -1,13 +1,13 @@
 //! User-level synchronization built on futexes, as glibc builds it: mutexes
 //! (nptl lowlevellock), barriers, condition variables, and bounded queues made of a mutex and
 //! two condition variables. Uncontended paths stay in user space; only contention enters the
-//! kernel. Each operation is a `GuestKernel` method that queues thread `t`'s next steps.
+//! kernel. Each operation is a `GuestKernel` method that queues thread `t`'s next steps;
+//! `guest/run.rs` dispatches a thread's actions to them.
 
 use super::kernel::{GuestEnv, GuestKernel};
 use super::objects::MutexWord;
 use super::thread::{Action, FutexKey, SpinCond, Step};
-use crate::ids::{ThreadId, VcpuId};
-use crate::sim::state::Sim;
+use crate::ids::ThreadId;
 use crate::workload::program::{BarrierWait, ObjIndex};
 
 impl GuestKernel {
@@ -132,36 +132,5 @@ impl GuestKernel {
 
     pub fn queue_mutex(&self, q: ObjIndex) -> ObjIndex {
         self.objects.queues[q].mutex
-    }
-}
-
-impl Sim {
-    /// Run an instantaneous action of thread `t` on vCPU `v`.
-    pub fn do_action(&mut self, v: VcpuId, t: ThreadId, action: Action) {
-        let vm = self.threads[t.idx()].vm.idx();
-        let (g, mut env) = self.guest_env(vm);
-        let env = &mut env;
-        match action {
-            Action::FetchOp => self.fetch_op(v, t),
-            Action::MutexLock(m) => g.mutex_lock(env, t, m),
-            Action::MutexRetry(m) => g.mutex_retry(env, t, m),
-            Action::MutexUnlock(m) => g.mutex_unlock(env, t, m),
-            Action::BarrierArrive { barrier, wait } => {
-                for s in g.barrier_arrive(env, t, barrier, wait) {
-                    self.poke_thread(s);
-                }
-            }
-            Action::BarrierBlockUnlessOpen { barrier, generation } => g.barrier_block_unless_open(env, t, barrier, generation),
-            Action::CondWait { cond, mutex } => g.cond_wait(env, t, cond, mutex),
-            Action::CondSignal { cond, all } => g.cond_signal(env, t, cond, all),
-            Action::QueuePut(q) => g.queue_put(env, t, q),
-            Action::QueueGet(q) => g.queue_get(env, t, q),
-            Action::FutexQueue { key, expect } => g.futex_queue(env, t, key, expect),
-            Action::FutexSleep => self.futex_sleep(v, t),
-            Action::FutexWake { key, n } => self.futex_wake(v, t, key, n),
-            Action::TlbShootdown { pages } => self.tlb_shootdown(v, t, pages),
-            Action::MmSem(op) => self.mm_sem_action(v, t, op),
-            Action::Progress => self.count_progress(t),
-        }
     }
 }

@@ -9,13 +9,11 @@ use super::kernel_fn::KernelFn;
 use super::thread::Step;
 use crate::vmexit::IpiKind;
 use crate::ids::{ThreadId, VcpuId};
-use crate::sim::state::Sim;
-use crate::time::Nanos;
 
 impl GuestKernel {
-    /// Thread `t` on vCPU `v` starts a shootdown of `pages` pages at `now`: queue its IPI send
-    /// and its wait for the acknowledgements. Returns whether there was anyone to send to.
-    pub fn tlb_shootdown(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId, pages: u32, now: Nanos) -> bool {
+    /// Thread `t` on vCPU `v` starts a shootdown of `pages` pages now: queue its IPI send and its
+    /// wait for the acknowledgements. Returns whether there was anyone to send to.
+    pub fn tlb_shootdown(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId, pages: u32) -> bool {
         let mode = self.config.tlb_targets;
         let targets: Vec<VcpuId> = self
             .vcpus
@@ -30,22 +28,10 @@ impl GuestKernel {
         if targets.is_empty() {
             return false;
         }
-        let id = self.start_shootdown(t, targets.len() as u32, pages, now);
+        let id = self.start_shootdown(t, targets.len() as u32, pages, env.now);
         let th = &mut env.threads[t.idx()];
         th.steps.push_front(Step::WaitAcks { shootdown: id });
         th.steps.push_front(Step::SendIpis { kind: IpiKind::TlbShootdown, targets, shootdown: id, pages, func: KernelFn::FlushTlbOthers });
         true
-    }
-}
-
-impl Sim {
-    /// `Action::TlbShootdown` of thread `t` on vCPU `v` (`GuestKernel::tlb_shootdown`).
-    pub fn tlb_shootdown(&mut self, v: VcpuId, t: ThreadId, pages: u32) {
-        let vm = self.threads[t.idx()].vm.idx();
-        let now = self.now;
-        let (g, mut env) = self.guest_env(vm);
-        if g.tlb_shootdown(&mut env, v, t, pages, now) {
-            self.vms[vm].stats.tlb_shootdowns += 1;
-        }
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Every timed piece of work a vCPU does (a thread's compute or kernel step, an IPI handler, a
 //! hypervisor overhead charged to it) is an amount of *work*, counted in work-ns: nanoseconds at
-//! speed 1.0. The pCPU it runs on advances that work at a *speed* the host's `SpeedModel` gives,
+//! speed 1.0. The pCPU it runs on advances that work at a *speed* the host's `SpeedModel`
+//! (`sim/speed.rs`) gives,
 //! and the speed may change while the work is in progress (an SMT sibling or CMT module partner
 //! becomes busy, the vCPU runs on another NUMA node than its memory). This is SimGrid's model
 //! (`CpuImpl::execution_start` in src/kernel/resource/CpuImpl.cpp): an execution is an action
@@ -18,7 +19,9 @@
 //!                               re-time ActivityDone at now + ceil(remaining / 0.5)
 //! ```
 //!
-//! The engine side (`sim/execute.rs`):
+//! This file is the arithmetic of work and speed, below everything. The hook a contention model
+//! plugs into (`SpeedModel`, which reads the host's view of who runs where) is in `sim/speed.rs`,
+//! with the engine side (`sim/speed.rs`, `sim/execute.rs`):
 //! - `start_timed` schedules `ActivityDone` at `now + time_for(remaining, speed)`;
 //! - `settle` subtracts `work_in(elapsed, speed)` from what is left;
 //! - `Sim::speed_changed(pcpu)` asks the model again for the vCPU running there and, if its
@@ -44,9 +47,6 @@
 //! re-time the rest up to 1 ns later than the uninterrupted end; at speed 1.0 both roundings are
 //! exact and nothing moves, which is what keeps the default model's outputs byte-identical.
 
-use crate::hardware::topology::Topology;
-use crate::hypervisor::policy::HostView;
-use crate::ids::{PcpuId, VcpuId};
 use crate::time::Nanos;
 
 /// The nominal speed (1.0) in the fixed-point unit: parts per million.
@@ -96,51 +96,6 @@ impl Speed {
         }
         let w = elapsed as u128 * self.0 as u128 / SPEED_ONE as u128;
         w.min(Nanos::MAX as u128) as Nanos
-    }
-}
-
-/// The hook a contention model plugs into (seed 001: AMD CMT module sharing, NUMA distance).
-///
-/// The engine asks it for the speed of vCPU `v` running on pCPU `p`, given what the host looks
-/// like (`HostView`: topology, which pCPU runs which vCPU, each vCPU's VM). It asks when `v` is
-/// switched in and whenever `Sim::speed_changed(p)` is called; after a switch on pCPU `p` it
-/// calls `speed_changed` for every pCPU in `coupled(p)`. A model must be a pure function of the
-/// view (no wall clock, no hidden randomness) so runs stay deterministic.
-pub trait SpeedModel {
-    /// The name a scenario would use.
-    fn name(&self) -> &'static str;
-
-    /// The speed of `v` running on `p`. The view already shows `v` on `p`.
-    fn speed(&self, host: &HostView, v: VcpuId, p: PcpuId) -> Speed;
-
-    /// True if every answer is `Speed::ONE` forever: the engine then never asks, so the default
-    /// model costs nothing.
-    fn is_constant(&self) -> bool {
-        false
-    }
-
-    /// The pCPUs (other than `p`) whose running vCPU's speed may change when `p` starts or stops
-    /// running a vCPU: its SMT siblings or CMT module partners, say. Default: none.
-    fn coupled(&self, _topology: &Topology, _p: PcpuId) -> Vec<PcpuId> {
-        Vec::new()
-    }
-}
-
-/// The default model: every pCPU runs every vCPU at nominal speed, whatever else runs.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ConstantSpeed;
-
-impl SpeedModel for ConstantSpeed {
-    fn name(&self) -> &'static str {
-        "constant"
-    }
-
-    fn speed(&self, _host: &HostView, _v: VcpuId, _p: PcpuId) -> Speed {
-        Speed::ONE
-    }
-
-    fn is_constant(&self) -> bool {
-        true
     }
 }
 

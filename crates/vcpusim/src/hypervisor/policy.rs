@@ -280,7 +280,7 @@ impl TimerTable {
 }
 
 /// A request a policy makes; the engine carries it out after the policy call returns.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Request {
     /// Run `do_schedule` on this pCPU now (Xen: raise SCHEDULE_SOFTIRQ; Linux: resched_curr).
     Reschedule(PcpuId),

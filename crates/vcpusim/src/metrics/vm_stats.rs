@@ -1,8 +1,8 @@
-//! Per-VM counters collected during a run.
+//! Per-VM counters the host collects during a run: what a hypervisor sees of a VM (its time
+//! split, IPIs, exits, preemptions and lock preemptions). What the guest kernel counts about
+//! itself is in `guest/stats.rs`.
 
-use super::histogram::Histogram;
-use crate::vmexit::IpiKind;
-use crate::sim::state::TimeKind;
+use crate::vmexit::{IpiKind, TimeKind};
 use crate::time::Nanos;
 use std::collections::BTreeMap;
 
@@ -31,15 +31,9 @@ pub struct VmStats {
     pub switches_in: u64,
     pub halts: u64,
     pub wakeups: u64,
-    pub progress: u64,
     /// vCPUs whose hard affinity lost its last pCPU in their pool and was reset to every pCPU
     /// (Xen's "Breaking affinity" in cpu_disable_scheduler).
     pub affinity_broken: u64,
-    pub spin_wait: Histogram,
-    pub tlb_shootdown: Histogram,
-    pub futex_waits: u64,
-    pub futex_wakes: u64,
-    pub tlb_shootdowns: u64,
 }
 
 impl VmStats {

@@ -50,6 +50,8 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         let info = &sim.vminfo[i];
         let spec = &sc.vms[i];
         let s = &vm.stats;
+        let guest = &sim.guests[i];
+        let gs = &guest.stats;
         let ipi = |k: IpiKind| s.ipis_sent.get(&k).copied().unwrap_or(0);
         let row = [
             csv_field(&info.name),
@@ -81,7 +83,7 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             s.lwp.to_string(),
             ipi(IpiKind::Resched).to_string(),
             ipi(IpiKind::TlbShootdown).to_string(),
-            s.tlb_shootdowns.to_string(),
+            gs.tlb_shootdowns.to_string(),
             s.ple_exits.to_string(),
             s.yields.to_string(),
             s.urgent_entered.to_string(),
@@ -89,11 +91,11 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             s.preemptions.to_string(),
             s.switches_in.to_string(),
             s.halts.to_string(),
-            s.futex_waits.to_string(),
-            s.progress.to_string(),
+            gs.futex_waits.to_string(),
+            gs.progress.to_string(),
             csv_field(vm.progress_unit),
-            vm.iterations.map(|n| n.to_string()).unwrap_or_default(),
-            vm.finished_at.map(|t| f3(to_ms(t))).unwrap_or_default(),
+            guest.iterations.map(|n| n.to_string()).unwrap_or_default(),
+            guest.finished_at.map(|t| f3(to_ms(t))).unwrap_or_default(),
         ];
         vms.push_str(&row.join(","));
         vms.push('\n');
@@ -102,7 +104,7 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         let mut put = |metric: &str, value: String| {
             writeln!(metrics, "{name},{metric},{value}").expect("writing to a String cannot fail");
         };
-        for (label, h) in [("spin_wait", &s.spin_wait), ("tlb_shootdown_latency", &s.tlb_shootdown)] {
+        for (label, h) in [("spin_wait", &gs.spin_wait), ("tlb_shootdown_latency", &gs.tlb_shootdown)] {
             put(&format!("{label}_count"), h.count.to_string());
             put(&format!("{label}_mean_us"), f3(h.mean() / 1e3));
             put(&format!("{label}_p50_us"), f3(h.quantile(0.5) as f64 / 1e3));
@@ -113,7 +115,7 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             put(&format!("lhp_count[{class}]"), n.to_string());
         }
         put("wakeups", s.wakeups.to_string());
-        put("futex_wakes", s.futex_wakes.to_string());
+        put("futex_wakes", gs.futex_wakes.to_string());
         if let Some(samples) = &sim.samples {
             for (at, per_vm) in &samples.rows {
                 put(&format!("pcpu_time_ms[{:.3}s]", *at as f64 / 1e9), f3(to_ms(per_vm[i])));

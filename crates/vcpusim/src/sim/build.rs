@@ -7,8 +7,10 @@ use crate::vmexit::PvArea;
 use crate::guest::kernel::{GuestKernel, GuestVcpu};
 use crate::guest::objects::{Barrier, MutexWord, Queue, SyncObjects};
 use crate::guest::spinlock::Spinlock;
+use crate::guest::stats::GuestStats;
 use crate::guest::thread::{compile, Thread, ThreadState};
-use crate::hardware::speed::{ConstantSpeed, Speed};
+use crate::hardware::speed::Speed;
+use super::speed::ConstantSpeed;
 use crate::hypervisor::policies::{self, HostShape};
 use crate::hypervisor::cpupool::{Affinity, Cpupool, PoolView};
 use crate::hypervisor::policy::{PcpuInfo, VcpuInfo, VcpuState, VmInfo, VmSched};
@@ -56,6 +58,7 @@ impl Sim {
             insert_on_wake: vec![false; nvcpus as usize],
             trivial_placement: false,
             requests: Vec::new(),
+            request_buffers: Vec::new(),
             timers: Default::default(),
             vinfo: Vec::new(),
             pinfo: (0..npcpus as u32).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect(),
@@ -71,7 +74,6 @@ impl Sim {
             ipis_in_flight: 0,
             trace: trace.then(|| TraceSink::new(DEFAULT_MAX_EVENTS)),
             check,
-            zero_time_steps: 0,
             stop: None,
             unfinished_targets: sc.vms.iter().filter(|v| v.iterations.is_some()).count(),
             samples: sc.run.sample_every.map(super::sampling::Samples::new),
@@ -211,12 +213,15 @@ impl Sim {
             free_shootdowns: Vec::new(),
             blocked_threads: 0,
             wake_cursor: 0,
+            stats: GuestStats::default(),
+            iterations: spec.iterations,
+            finished_at: None,
+            pokes: VecDeque::new(),
+            zero_time_steps: 0,
         });
         self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids });
         self.vms.push(Vm {
             sched: VmSched { weight: spec.weight, cap: spec.cap, vm_type: spec.vm_type, u_factor: spec.u_factor, uvf: spec.uvf },
-            iterations: spec.iterations,
-            finished_at: None,
             progress_unit: program.progress_unit,
             workload: spec.workload.clone(),
             stats: VmStats::default(),

@@ -3,7 +3,6 @@
 //! which vCPU runs where.
 
 use super::state::{Activity, Event, Sim, TimeKind};
-use crate::guest::kernel_fn::KernelFn;
 use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Request, VcpuState, YieldReason};
 use crate::hypervisor::cpupool::{Cpupool, Scope};
 use crate::ids::{PcpuId, PoolId, VcpuId};
@@ -17,23 +16,21 @@ impl Sim {
     }
 
     /// Call the policy of `pool` with a fresh context; its requests wait in `self.requests` (timers
-    /// it makes belong to it: their owner is the pool).
-    #[inline]
+    /// it makes belong to it: their owner is the pool). Always inlined: the context is built in
+    /// the caller's frame, and the calls (two per pause-loop exit) skip a prologue each.
+    #[inline(always)]
     fn call_policy<R>(&mut self, pool: PoolId, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
         if self.pool_channels[pool.idx()].kernel_fn {
-            // Publish each guest's kernel function to its PV area for a policy that reads it.
-            for gv in self.guests.iter().flat_map(|g| &g.vcpus) {
-                self.pv[gv.id.idx()].kernel_fn = gv.func;
+            // Each guest publishes its kernel functions to its PV areas for a policy that reads them.
+            for g in &self.guests {
+                g.publish_kernel_fn(&mut self.pv);
             }
         }
-        let mut requests = std::mem::take(&mut self.requests);
         let Cpupool { view, policy } = &mut self.pools[pool.idx()];
         let scope = Scope { pool: view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity, trivial: self.trivial_placement };
         let host = HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology, scope: Some(scope) };
-        let mut ctx = PolicyCtx::for_owner(host, &mut requests, &mut self.timers, pool.0, &self.pv, self.pool_channels[pool.idx()]);
-        let r = f(policy.as_mut(), &mut ctx);
-        self.requests = requests;
-        r
+        let mut ctx = PolicyCtx::for_owner(host, &mut self.requests, &mut self.timers, pool.0, &self.pv, self.pool_channels[pool.idx()]);
+        f(policy.as_mut(), &mut ctx)
     }
 
     /// Call the policy of `pool`, then carry out what it asked for.
@@ -52,10 +49,15 @@ impl Sim {
     /// Reschedules run synchronously: a vCPU whose exit made the policy preempt it must not run
     /// another guest instruction first (seed 000 section 3.1.1: preemption right after the
     /// reschedule-IPI exit, inside the futex critical section).
+    ///
+    /// Each batch is the list pending when it starts; what its requests cause waits for the next
+    /// batch (a nested flush, inside `reschedule`, takes those first). Batch lists are reused
+    /// (`request_buffers`), so a reschedule request costs no allocation.
     pub fn flush_requests(&mut self) {
         while !self.requests.is_empty() {
-            let batch = std::mem::take(&mut self.requests);
-            for r in batch {
+            let spare = self.request_buffers.pop().unwrap_or_default();
+            let mut batch = std::mem::replace(&mut self.requests, spare);
+            for &r in &batch {
                 match r {
                     Request::Reschedule(p) => self.reschedule(p),
                     Request::SetTimer { timer, at } => {
@@ -82,6 +84,8 @@ impl Sim {
                     }
                 }
             }
+            batch.clear();
+            self.request_buffers.push(batch);
         }
     }
 
@@ -110,7 +114,10 @@ impl Sim {
             Some(n) => self.vinfo.get(n.idx()).is_some_and(|info| {
                 let here = self.pinfo[p.idx()].current == Some(n);
                 let state_ok = if here { info.state == VcpuState::Running } else { info.state == VcpuState::Runnable };
-                state_ok && self.vcpu_pool[n.idx()] == self.pcpu_pool[p.idx()] && self.affinity[n.idx()].hard.contains(p)
+                // With one pool and no mask short of the host, pool and affinity hold trivially.
+                state_ok
+                    && (self.trivial_placement
+                        || (self.vcpu_pool[n.idx()] == self.pcpu_pool[p.idx()] && self.affinity[n.idx()].hard.contains(p)))
             }),
         };
         if ok && d.slice != Some(0) {
@@ -222,24 +229,27 @@ impl Sim {
     }
 
     /// LHP: descheduled while its thread holds spinlocks (counted per lock class);
-    /// LWP: descheduled while spinning in a ticket-lock queue.
+    /// LWP: descheduled while spinning in a ticket-lock queue. What the thread holds and waits
+    /// for is the guest's to say (`GuestKernel::lock_state`); the counts are the host's.
     fn count_lock_preemptions(&mut self, v: VcpuId) {
-        let Some(t) = self.gvcpu(v).current else { return };
+        let (g, i) = self.gslot(v);
+        let Some((held, ticket_waiter)) = self.guests[g].lock_state(&self.threads, &self.locks, i) else { return };
         let vm = self.vinfo[v.idx()].vm.idx();
-        for i in 0..self.threads[t.idx()].held.len() {
-            let l = self.threads[t.idx()].held[i];
-            let class = self.locks[l.idx()].class.clone();
-            *self.vms[vm].stats.lhp.entry(class).or_insert(0) += 1;
+        let stats = &mut self.vms[vm].stats;
+        for l in held {
+            let class = &self.locks[l.idx()].class;
+            match stats.lhp.get_mut(class) {
+                Some(n) => *n += 1,
+                None => {
+                    stats.lhp.insert(class.clone(), 1);
+                }
+            }
             if let Some(tr) = self.trace.as_mut() {
                 tr.instant(1 + vm as u32, self.vinfo[v.idx()].index, "lock-holder preempted", self.now);
             }
         }
-        if let Some(crate::guest::thread::Step::Lock { lock, .. }) = self.threads[t.idx()].steps.front() {
-            // Only a ticket lock stalls its other waiters behind a descheduled waiter.
-            let l = &self.locks[lock.idx()];
-            if l.kind == crate::workload::program::SpinlockKind::Ticket && l.waiters.contains(&t) {
-                self.vms[vm].stats.lwp += 1;
-            }
+        if ticket_waiter {
+            stats.lwp += 1;
         }
     }
 
@@ -286,7 +296,7 @@ impl Sim {
         self.vinfo[v.idx()].state = VcpuState::Halted;
         let vm = self.vinfo[v.idx()].vm.idx();
         self.vms[vm].stats.halts += 1;
-        self.gvcpu_mut(v).func = KernelFn::Idle;
+        // The guest's kernel function is already `Idle`: it set it when it executed HLT.
         self.with_vcpu_policy(v, |pol, ctx| pol.sleep(ctx, v));
         self.reschedule(p);
     }

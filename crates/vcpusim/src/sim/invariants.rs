@@ -30,16 +30,11 @@ impl Sim {
                 return Err(format!("vCPU {} is {:?} but still executing", vi.id, vi.state));
             }
         }
-        // A thread is on at most one vCPU (current or queued), and Ready threads are somewhere.
+        // A thread is on at most one vCPU (current or queued), and Ready threads are somewhere;
+        // a vCPU running a thread is preempted in its PV area exactly when it is not Running.
         let mut seen = vec![0u8; self.threads.len()];
-        for gv in self.guests.iter().flat_map(|g| &g.vcpus) {
-            let v = gv.id.idx();
-            for t in gv.current.iter().chain(gv.runqueue.iter()) {
-                seen[t.idx()] += 1;
-                if self.threads[t.idx()].vcpu.idx() != v {
-                    return Err(format!("thread {t} sits on vCPU {v} but records vCPU {}", self.threads[t.idx()].vcpu));
-                }
-            }
+        for g in &self.guests {
+            g.check(&self.threads, &self.pv, |v| self.vinfo[v.idx()].state == VcpuState::Running, &mut seen)?;
         }
         for (i, th) in self.threads.iter().enumerate() {
             let expected = u8::from(th.state == ThreadState::Ready);

@@ -1,13 +1,17 @@
 //! The host's side of the VM-exit line (`vmexit.rs`): every exit a guest vCPU takes is carried
-//! out by `on_exit`, and every way the host enters a guest goes through `upcall`.
+//! out by `on_exit`, and every way the host enters a guest goes through `upcall`, which calls the
+//! guest kernel's method for it (`GuestKernel::run` through `dispatch`, `interrupt`,
+//! `timer_tick`). The host never writes the guest's state itself.
 
-use super::state::{Activity, Sim, TimeKind};
+use super::state::{Activity, Event, Sim, TimeKind};
 use crate::hypervisor::policy::VcpuState;
 use crate::ids::VcpuId;
-use crate::vmexit::{Exit, KernelFn, Upcall};
+use crate::vmexit::{Exit, IpiKind, Upcall};
 
 impl Sim {
-    /// Guest vCPU `v` traps to the host with `exit`.
+    /// Guest vCPU `v` traps to the host with `exit`. (Inlined: each caller passes one kind, and
+    /// the match folds away.)
+    #[inline(always)]
     pub fn on_exit(&mut self, v: VcpuId, exit: Exit) {
         match exit {
             Exit::Hlt => {
@@ -15,7 +19,7 @@ impl Sim {
                 // interrupt or work arrived meanwhile.
                 let cost = self.costs.hlt_exit;
                 self.vcpus[v.idx()].remaining = cost;
-                self.start_timed(v, Activity::Overhead { halting: true }, TimeKind::Overhead, KernelFn::Idle, cost);
+                self.start_timed(v, Activity::Overhead { halting: true }, TimeKind::Overhead, cost);
             }
             Exit::IpiSendStarted => self.with_vcpu_policy(v, |pol, ctx| pol.ipi_send_started(ctx, v)),
             Exit::IpiSend { kind, targets, shootdown, pages } => self.deliver_ipis(v, kind, &targets, shootdown, pages),
@@ -27,12 +31,14 @@ impl Sim {
         }
     }
 
-    /// The host enters guest vCPU `v` with `upcall`.
+    /// The host enters guest vCPU `v` with `upcall`. (Inlined, as `on_exit`.)
+    #[inline(always)]
     pub fn upcall(&mut self, v: VcpuId, upcall: Upcall) {
         match upcall {
             Upcall::Resume => self.dispatch(v),
             Upcall::Interrupt(ipi) => {
-                self.gvcpu_mut(v).pending_ipis.push_back(ipi);
+                let (vm, i) = self.gslot(v);
+                self.guests[vm].interrupt(i, ipi);
                 let vc = &self.vcpus[v.idx()];
                 if self.vinfo[v.idx()].state == VcpuState::Running && vc.activity == Activity::Thread {
                     // Interrupt the thread: pause its step and run the handler first.
@@ -40,8 +46,33 @@ impl Sim {
                     self.dispatch(v);
                 }
             }
-            Upcall::TimerTick => self.on_guest_tick(v),
+            Upcall::TimerTick => self.timer_tick(v),
             Upcall::PreemptNotice => self.model_gap(format!("preemption notice to vCPU {v}: no guest handler yet (seed 003)")),
+        }
+    }
+
+    /// The guest's timer fired on `v` (`Event::GuestTick`, armed by `Next::SetTimer`). A vCPU the
+    /// host does not run takes no tick (`tick_missed`); a running one runs the guest's tick
+    /// (`GuestKernel::timer_tick`), whose balancing IPI the host sends from interrupt context,
+    /// and, if the tick interrupted thread code at a preemptible point and the vCPU still runs,
+    /// the guest round-robins on return; then the guest re-arms its timer if threads still wait.
+    fn timer_tick(&mut self, v: VcpuId) {
+        let (vm, i) = self.gslot(v);
+        if self.vinfo[v.idx()].state != VcpuState::Running {
+            self.guests[vm].tick_missed(i);
+            return;
+        }
+        let Some(tick) = self.guests[vm].timer_tick(&mut self.threads, i) else { return };
+        if let Some(u) = tick.resched_ipi {
+            self.on_exit(v, Exit::IpiSend { kind: IpiKind::Resched, targets: vec![u], shootdown: 0, pages: 0 });
+        }
+        if tick.round_robin && self.vcpus[v.idx()].activity == Activity::Thread {
+            self.settle(v);
+            self.guests[vm].round_robin(i);
+            self.dispatch(v);
+        }
+        if let Some(delay) = self.guests[vm].arm_tick(i) {
+            self.queue.push(self.now + delay, Event::GuestTick(v));
         }
     }
 

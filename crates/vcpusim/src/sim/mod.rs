@@ -112,14 +112,7 @@ impl Sim {
                 }
             }
             Event::PoolChange(p, to) => self.move_pcpu(p, to),
-            Event::GuestTick(v) => {
-                if self.vinfo[v.idx()].state == crate::hypervisor::policy::VcpuState::Running {
-                    self.upcall(v, crate::vmexit::Upcall::TimerTick);
-                } else {
-                    // A preempted vCPU takes no ticks; the guest re-arms when it dispatches again.
-                    self.gvcpu_mut(v).tick_armed = false;
-                }
-            }
+            Event::GuestTick(v) => self.upcall(v, crate::vmexit::Upcall::TimerTick),
             Event::PcpuOnline(p) => {
                 self.pcpus[p.idx()].online = true;
                 self.reschedule(p);

@@ -1,4 +1,6 @@
-//! Speed changes of running vCPUs (the engine side of `hardware/speed.rs`).
+//! Speed changes of running vCPUs: the hook a contention model plugs into (`SpeedModel`) and the
+//! engine side of `hardware/speed.rs` (whose `Speed` is the arithmetic). The model lives here,
+//! with the host, because it reads the host's view (who runs where, and which VM each vCPU is).
 //!
 //! A running vCPU's timed work advances at `Vcpu::speed`. When something that can change that
 //! speed happens, the work done so far is settled at the old speed and the activity's
@@ -8,8 +10,55 @@
 //! (`Sim::speed_constant`).
 
 use super::state::{Activity, Event, Sim, TimeKind};
-use crate::hardware::speed::{Speed, SpeedModel};
+use crate::hardware::speed::Speed;
+use crate::hardware::topology::Topology;
+use crate::hypervisor::policy::HostView;
 use crate::ids::{PcpuId, VcpuId};
+
+/// The hook a contention model plugs into (seed 001: AMD CMT module sharing, NUMA distance).
+///
+/// The engine asks it for the speed of vCPU `v` running on pCPU `p`, given what the host looks
+/// like (`HostView`: topology, which pCPU runs which vCPU, each vCPU's VM). It asks when `v` is
+/// switched in and whenever `Sim::speed_changed(p)` is called; after a switch on pCPU `p` it
+/// calls `speed_changed` for every pCPU in `coupled(p)`. A model must be a pure function of the
+/// view (no wall clock, no hidden randomness) so runs stay deterministic.
+pub trait SpeedModel {
+    /// The name a scenario would use.
+    fn name(&self) -> &'static str;
+
+    /// The speed of `v` running on `p`. The view already shows `v` on `p`.
+    fn speed(&self, host: &HostView, v: VcpuId, p: PcpuId) -> Speed;
+
+    /// True if every answer is `Speed::ONE` forever: the engine then never asks, so the default
+    /// model costs nothing.
+    fn is_constant(&self) -> bool {
+        false
+    }
+
+    /// The pCPUs (other than `p`) whose running vCPU's speed may change when `p` starts or stops
+    /// running a vCPU: its SMT siblings or CMT module partners, say. Default: none.
+    fn coupled(&self, _topology: &Topology, _p: PcpuId) -> Vec<PcpuId> {
+        Vec::new()
+    }
+}
+
+/// The default model: every pCPU runs every vCPU at nominal speed, whatever else runs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ConstantSpeed;
+
+impl SpeedModel for ConstantSpeed {
+    fn name(&self) -> &'static str {
+        "constant"
+    }
+
+    fn speed(&self, _host: &HostView, _v: VcpuId, _p: PcpuId) -> Speed {
+        Speed::ONE
+    }
+
+    fn is_constant(&self) -> bool {
+        true
+    }
+}
 
 impl Sim {
     /// Replace the speed model (tests, and later a scenario's contention model) and re-evaluate
@@ -61,10 +110,8 @@ impl Sim {
         vc.speed = speed;
         let left = match vc.activity {
             Activity::Overhead { .. } | Activity::Irq => vc.remaining,
-            _ => {
-                let t = self.guests[vc.slot.vm as usize].vcpus[vc.slot.index as usize].current.expect("a thread activity has a thread");
-                self.threads[t.idx()].step_remaining.unwrap_or(0)
-            }
+            // The guest's step holds what is left of its work.
+            _ => self.guests[vc.slot.vm as usize].work_left(&self.threads, vc.slot.index as usize).unwrap_or(0),
         };
         let e = self.vcpus[v.idx()].epoch;
         self.queue.push(self.now + speed.time_for(left), Event::ActivityDone(v, e));
@@ -80,7 +127,7 @@ impl Sim {
             // the last one; a timed step in progress has its remaining work recorded.
             Activity::Thread => {
                 matches!(vc.time_kind, TimeKind::User | TimeKind::Kernel | TimeKind::Overhead)
-                    && self.gvcpu(v).current.is_some_and(|t| self.threads[t.idx()].step_remaining.is_some())
+                    && self.guests[vc.slot.vm as usize].work_left(&self.threads, vc.slot.index as usize).is_some()
             }
             Activity::Off | Activity::Starting => false,
         }

@@ -1,11 +1,12 @@
 //! The state of one simulation run: every entity, indexed by id.
 
 use crate::engine::event_queue::{EventId, EventQueue};
-use crate::guest::kernel::{GuestEnv, GuestKernel, GuestVcpu};
+use crate::guest::kernel::{GuestEnv, GuestKernel};
 use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::Thread;
 use crate::hardware::costs::{Costs, Ple};
-use crate::hardware::speed::{Speed, SpeedModel};
+use crate::hardware::speed::Speed;
+use super::speed::SpeedModel;
 use crate::hardware::topology::Topology;
 use crate::hypervisor::cpupool::{Affinity, Cpupool};
 use crate::vmexit::{Channels, PvArea};
@@ -15,7 +16,7 @@ use crate::metrics::trace::TraceSink;
 use crate::metrics::vm_stats::VmStats;
 use crate::time::Nanos;
 
-pub use crate::vmexit::Ipi;
+pub use crate::vmexit::{Ipi, TimeKind};
 
 /// What a running vCPU is doing right now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,22 +31,6 @@ pub enum Activity {
     Thread,
     /// Waiting for a dispatch event (just scheduled in).
     Starting,
-}
-
-/// Where a slice of a vCPU's time went (the CPU-time split of DESIGN.md "Results").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimeKind {
-    User,
-    Kernel,
-    /// Spinning on a kernel spinlock.
-    Spin,
-    /// Spinning for TLB-shootdown acknowledgements.
-    TlbWait,
-    /// Spinning in user space (spin barriers).
-    UserSpin,
-    Irq,
-    /// Hypervisor overheads: context switches, IPI-send exits, HLT exits, PLE exits.
-    Overhead,
 }
 
 /// Where a vCPU's guest state lives: `Sim::guests[vm].vcpus[index]` (its VM and its index in
@@ -97,8 +82,6 @@ pub struct Pcpu {
 pub struct Vm {
     /// The scheduling settings the policy was last given (`Policy::adjust`).
     pub sched: VmSched,
-    pub iterations: Option<u64>,
-    pub finished_at: Option<Nanos>,
     pub progress_unit: &'static str,
     pub workload: String,
     pub stats: VmStats,
@@ -150,6 +133,8 @@ pub struct Sim {
     pub trivial_placement: bool,
     /// Requests of policy calls not carried out yet.
     pub requests: Vec<Request>,
+    /// Emptied request lists, reused by `flush_requests` (one per nesting level in use).
+    pub request_buffers: Vec<Vec<Request>>,
     /// Policy-owned timers (Xen `init_timer`): key, owner pool and the pending expiry event.
     pub timers: TimerTable,
     pub vinfo: Vec<VcpuInfo>,
@@ -172,8 +157,6 @@ pub struct Sim {
     pub ipis_in_flight: u64,
     pub trace: Option<TraceSink>,
     pub check: bool,
-    /// Instantaneous steps run in a row without time passing (runaway-loop guard).
-    pub zero_time_steps: u64,
     pub stop: Option<crate::error::SimError>,
     /// VMs with an iteration target that have not reached it.
     pub unfinished_targets: usize,
@@ -195,23 +178,9 @@ impl Sim {
         (s.vm as usize, s.index as usize)
     }
 
-    /// The guest kernel's state of vCPU `v`.
-    #[inline]
-    pub fn gvcpu(&self, v: VcpuId) -> &GuestVcpu {
-        let (vm, i) = self.gslot(v);
-        &self.guests[vm].vcpus[i]
-    }
-
-    /// The guest kernel's state of vCPU `v`, to change.
-    #[inline]
-    pub fn gvcpu_mut(&mut self, v: VcpuId) -> &mut GuestVcpu {
-        let (vm, i) = self.gslot(v);
-        &mut self.guests[vm].vcpus[i]
-    }
-
     /// VM `vm`'s guest kernel and what its operations need from the host's tables.
     #[inline]
     pub fn guest_env(&mut self, vm: usize) -> (&mut GuestKernel, GuestEnv<'_>) {
-        (&mut self.guests[vm], GuestEnv { threads: &mut self.threads, locks: &mut self.locks, costs: &self.costs })
+        (&mut self.guests[vm], GuestEnv { threads: &mut self.threads, locks: &mut self.locks, costs: &self.costs, pv: &self.pv, now: self.now })
     }
 }

@@ -1,0 +1,410 @@
+//! The guest's side of executing a vCPU: what it does next, and what happens when the work the
+//! host ran for it ends.
+//!
+//! The host enters a vCPU (`Upcall::Resume`: `Sim::dispatch`) and asks `GuestKernel::run` what
+//! it does next. The guest answers with a `vmexit::Next`: timed work of a kind (a thread step, an
+//! interrupt handler), a spin, an exit (HLT, the first APIC access of an IPI send), or a request
+//! (poke a spinner, arm its timer, the iteration target reached, stop). Instantaneous steps
+//! (actions, lock and unlock, the interpreter) run inside `run` without the host. The host runs
+//! timed work and spins, and reports back: `executed` when it pauses them (the work done so
+//! far), `step_done` / `handler_done` when they end. Interrupt delivery (`interrupt`) and the
+//! guest tick (`guest/scheduler.rs`) are the other upcalls.
+//!
+//! Order inside `run`, as Linux returns to a vCPU: finish an interrupted handler, take the next
+//! pending interrupt, run the current thread's front step, pick a thread, else HLT (the idle
+//! loop). The host enters `run` again after every request it carried out, so a pass resumes
+//! from the top exactly as the single loop it replaced (`sim/execute.rs` before issue 10).
+
+use super::kernel::{GuestEnv, GuestKernel};
+use super::kernel_fn::KernelFn;
+use super::spinlock::{Acquire, Spinlock};
+use super::thread::{Action, SpinCond, Step, Thread};
+use crate::ids::{LockId, ThreadId, VcpuId};
+use crate::time::Nanos;
+use crate::vmexit::{Entry, Exit, Ipi, IpiKind, Next, PvArea, TimeKind};
+use crate::workload::program::SpinlockKind;
+use crate::SimError;
+
+/// Instantaneous steps a guest may run in a row, with none of its vCPUs starting timed work or
+/// a spin, before the run is declared runaway (a program that loops without a timed op).
+const MAX_ZERO_TIME_STEPS: u64 = 1_000_000;
+
+impl GuestKernel {
+    /// The host enters vCPU `i` (`entry`): what does it do next?
+    pub fn run(&mut self, env: &mut GuestEnv, i: usize, entry: Entry) -> Next {
+        if let Some(u) = self.pokes.pop_front() {
+            return Next::Poke(u);
+        }
+        let gv = &mut self.vcpus[i];
+        if gv.irq.is_some() {
+            // A handler interrupted by a deschedule resumes where it stopped.
+            gv.func = KernelFn::IpiHandler;
+            return Next::ResumeHandler;
+        }
+        if let Some(ipi) = gv.pending_ipis.pop_front() {
+            let work = env.costs.ipi_handler + ipi.pages as u64 * env.costs.tlb_flush_per_page;
+            gv.irq = Some(ipi);
+            gv.func = KernelFn::IpiHandler;
+            return Next::Handler { work };
+        }
+        let mut entry = entry;
+        loop {
+            let t = match self.vcpus[i].current {
+                Some(t) => t,
+                None => match self.pick_next(env.threads, i) {
+                    Some(t) => t,
+                    None => {
+                        // The idle loop: HLT exits to the hypervisor, which blocks the vCPU.
+                        self.vcpus[i].func = KernelFn::Idle;
+                        return Next::Exit(Exit::Hlt);
+                    }
+                },
+            };
+            if let Some(tick) = self.arm_tick(i) {
+                return Next::SetTimer(tick);
+            }
+            match self.run_front_step(env, i, t, entry) {
+                // Busy: timed work, a spin, or the send's exit.
+                Some(next @ (Next::Run { .. } | Next::Spin { .. } | Next::Complete | Next::Exit(_))) => {
+                    self.zero_time_steps = 0;
+                    return next;
+                }
+                // The step finished at once but the host must act (target reached, stop).
+                Some(next) => {
+                    self.zero_time_steps += 1;
+                    return next;
+                }
+                None => {}
+            }
+            entry = Entry::Resume;
+            self.zero_time_steps += 1;
+            if self.zero_time_steps > MAX_ZERO_TIME_STEPS {
+                return Next::Stop(Box::new(SimError::Limit {
+                    message: format!(
+                        "VM {:?} thread {} ran {MAX_ZERO_TIME_STEPS} steps without simulated time passing; \
+                         its program loops without a timed op (compute, syscall, mmap...)",
+                        self.name, env.threads[t.idx()].index
+                    ),
+                }));
+            }
+            if let Some(u) = self.pokes.pop_front() {
+                return Next::Poke(u);
+            }
+        }
+    }
+
+    /// Run thread `t`'s front step on vCPU `i`: `None` when it finished at once (run the next
+    /// one), else what the vCPU does now.
+    fn run_front_step(&mut self, env: &mut GuestEnv, i: usize, t: ThreadId, entry: Entry) -> Option<Next> {
+        let now = env.now;
+        let Thread { steps, step_remaining, rng, held, wait_started, spin_budget_left, .. } = &mut env.threads[t.idx()];
+        if steps.is_empty() {
+            steps.push_back(Step::Do(Action::FetchOp));
+        }
+        match steps.front_mut().expect("just ensured") {
+            &mut Step::Run { ns, func } => {
+                let left = *step_remaining.get_or_insert(ns);
+                if left == 0 {
+                    steps.pop_front();
+                    *step_remaining = None;
+                    return None;
+                }
+                let kind = if func == KernelFn::User { TimeKind::User } else { TimeKind::Kernel };
+                self.vcpus[i].func = func;
+                Some(Next::Run { kind, work: left })
+            }
+            front @ Step::RunDist { .. } => {
+                let Step::RunDist { dist, func } = &*front else { unreachable!() };
+                let (ns, func) = (dist.sample(rng), *func);
+                *front = Step::Run { ns, func };
+                None
+            }
+            &mut Step::Lock { lock, func } => match env.locks[lock.idx()].try_acquire(t) {
+                Acquire::Got => {
+                    steps.pop_front();
+                    held.push(lock);
+                    // Only contended acquisitions: uncontended ones would bury the tail in zeros.
+                    if let Some(started) = wait_started.take() {
+                        self.stats.spin_wait.record(now - started);
+                    }
+                    None
+                }
+                Acquire::Spin => {
+                    wait_started.get_or_insert(now);
+                    self.vcpus[i].func = func;
+                    Some(Next::Spin { kind: TimeKind::Spin, budget: None })
+                }
+            },
+            &mut Step::Unlock { lock } => {
+                steps.pop_front();
+                held.retain(|l| *l != lock);
+                self.release(env, t, lock);
+                None
+            }
+            Step::SendIpis { targets, func, .. } => {
+                let func = *func;
+                if step_remaining.is_none() && entry != Entry::AfterExit {
+                    // The first APIC access of the send exits: the hypervisor sees it coming.
+                    return Some(Next::Exit(Exit::IpiSendStarted));
+                }
+                // One APIC ICR write (a VMEXIT) per target without APICv (seed 000 section 4.2).
+                let cost = env.costs.ipi_send * targets.len().max(1) as u64;
+                let left = *step_remaining.get_or_insert(cost);
+                if left == 0 {
+                    // Only reachable if the exit time was already spent: deliver now.
+                    return Some(Next::Complete);
+                }
+                self.vcpus[i].func = func;
+                Some(Next::Run { kind: TimeKind::Overhead, work: left })
+            }
+            &mut Step::WaitAcks { shootdown } => {
+                if let Some(latency) = self.finish_shootdown(shootdown, now) {
+                    self.stats.tlb_shootdown.record(latency);
+                    steps.pop_front();
+                    None
+                } else {
+                    self.vcpus[i].func = KernelFn::FlushTlbOthers;
+                    Some(Next::Spin { kind: TimeKind::TlbWait, budget: None })
+                }
+            }
+            &mut Step::UserSpin { cond, budget } => {
+                let SpinCond::BarrierGeneration { barrier, generation } = cond;
+                if self.objects.barriers[barrier].generation != generation {
+                    steps.pop_front();
+                    *spin_budget_left = None;
+                    return None;
+                }
+                let left = spin_budget_left.or(budget);
+                if left == Some(0) {
+                    steps.pop_front();
+                    *spin_budget_left = None;
+                    return None;
+                }
+                *spin_budget_left = left;
+                let spinners = &mut self.objects.barriers[barrier].spinners;
+                if !spinners.contains(&t) {
+                    spinners.push(t);
+                }
+                self.vcpus[i].func = KernelFn::User;
+                Some(Next::Spin { kind: TimeKind::UserSpin, budget: left })
+            }
+            Step::Do(_) => {
+                let Some(Step::Do(action)) = steps.pop_front() else { unreachable!() };
+                self.do_action(env, i, t, action)
+            }
+        }
+    }
+
+    /// Release spinlock `lock` held by `t`: a ticket lock passes to the next ticket, a
+    /// test-and-set lock to a spinner whose vCPU runs it (a vCPU running a thread is executing
+    /// exactly when its PV area does not say preempted: `vcpu_is_preempted`). The new holder,
+    /// if spinning, is poked.
+    fn release(&mut self, env: &mut GuestEnv, t: ThreadId, lock: LockId) {
+        let (threads, pv) = (&*env.threads, env.pv);
+        let first = self.vcpus[0].id.0;
+        let vcpus = &self.vcpus;
+        let next = env.locks[lock.idx()].release(t, |w| {
+            let wv = threads[w.idx()].vcpu;
+            !pv[wv.idx()].preempted && vcpus[(wv.0 - first) as usize].current == Some(w)
+        });
+        if let Some(n) = next {
+            self.poke(env.threads, n);
+        }
+    }
+
+    /// The vCPU to poke so that thread `t` re-checks what it spins on: its vCPU, if `t` is the
+    /// thread that vCPU runs (a queued or sleeping thread re-checks when it runs anyway).
+    fn poke_target(&self, threads: &[Thread], t: ThreadId) -> Option<VcpuId> {
+        let u = threads[t.idx()].vcpu;
+        (self.vcpus[self.index_of(u)].current == Some(t)).then_some(u)
+    }
+
+    /// Thread `t` may stop spinning (what it polls changed): queue its vCPU for the host
+    /// (`Next::Poke`, handed out by `run` in order).
+    pub(super) fn poke(&mut self, threads: &[Thread], t: ThreadId) {
+        if let Some(u) = self.poke_target(threads, t) {
+            self.pokes.push_back(u);
+        }
+    }
+
+    /// Run thread `t`'s instantaneous action on vCPU `i`; `Some` when the host must act.
+    fn do_action(&mut self, env: &mut GuestEnv, i: usize, t: ThreadId, action: Action) -> Option<Next> {
+        let v = self.vcpus[i].id;
+        match action {
+            Action::FetchOp => {
+                let finished = self.finished_at.is_some();
+                if !self.fetch_op(env, t, finished) {
+                    self.exit_current(env.threads, i);
+                    return self.deadlock(env.threads, env.now);
+                }
+            }
+            Action::MutexLock(m) => self.mutex_lock(env, t, m),
+            Action::MutexRetry(m) => self.mutex_retry(env, t, m),
+            Action::MutexUnlock(m) => self.mutex_unlock(env, t, m),
+            Action::BarrierArrive { barrier, wait } => {
+                for s in self.barrier_arrive(env, t, barrier, wait) {
+                    self.poke(env.threads, s);
+                }
+            }
+            Action::BarrierBlockUnlessOpen { barrier, generation } => self.barrier_block_unless_open(env, t, barrier, generation),
+            Action::CondWait { cond, mutex } => self.cond_wait(env, t, cond, mutex),
+            Action::CondSignal { cond, all } => self.cond_signal(env, t, cond, all),
+            Action::QueuePut(q) => self.queue_put(env, t, q),
+            Action::QueueGet(q) => self.queue_get(env, t, q),
+            Action::FutexQueue { key, expect } => self.futex_queue(env, t, key, expect),
+            Action::FutexSleep => {
+                if let Some(key) = self.futex_sleep_key(env, t) {
+                    self.block_current(env.threads, i, key);
+                    self.stats.futex_waits += 1;
+                    return self.deadlock(env.threads, env.now);
+                }
+            }
+            Action::FutexWake { key, n } => {
+                self.stats.futex_wakes += 1;
+                self.futex_wake(env, v, t, key, n);
+            }
+            Action::TlbShootdown { pages } => {
+                if self.tlb_shootdown(env, v, t, pages) {
+                    self.stats.tlb_shootdowns += 1;
+                }
+            }
+            Action::MmSem(op) => self.mm_sem_action(env, i, t, op),
+            Action::Progress => {
+                self.stats.progress += 1;
+                if self.finished_at.is_none() && self.iterations.is_some_and(|n| self.stats.progress >= n) {
+                    self.finished_at = Some(env.now);
+                    return Some(Next::TargetReached);
+                }
+            }
+        }
+        None
+    }
+
+    /// After a thread slept or exited: every live thread of an unfinished VM sleeping is a
+    /// deadlock (only the VM's own threads could wake them), reported as `Next::Stop`.
+    fn deadlock(&self, threads: &[Thread], now: Nanos) -> Option<Next> {
+        (self.all_blocked() && self.finished_at.is_none()).then(|| Next::Stop(Box::new(self.deadlock_report(threads, now))))
+    }
+
+    /// The host paused vCPU `i`'s thread activity after `elapsed` ns in which `work` work-ns got
+    /// done (`Sim::settle`): the current step keeps what is left of it. A kernel spin has nothing
+    /// to keep; a user spin's budget is time.
+    #[inline]
+    pub fn executed(&self, threads: &mut [Thread], i: usize, kind: TimeKind, elapsed: Nanos, work: impl FnOnce() -> Nanos) {
+        let Some(t) = self.vcpus[i].current else { return };
+        let th = &mut threads[t.idx()];
+        match kind {
+            TimeKind::UserSpin => {
+                if let Some(left) = th.spin_budget_left.as_mut() {
+                    *left = left.saturating_sub(elapsed);
+                }
+            }
+            TimeKind::Spin | TimeKind::TlbWait => {}
+            _ => {
+                if let Some(r) = th.step_remaining.as_mut() {
+                    *r = r.saturating_sub(work());
+                }
+            }
+        }
+    }
+
+    /// The work left of vCPU `i`'s current thread step, if one is in progress (the host re-times
+    /// it when the vCPU's speed changes: `sim/speed.rs`).
+    #[inline]
+    pub fn work_left(&self, threads: &[Thread], i: usize) -> Option<Nanos> {
+        self.vcpus[i].current.and_then(|t| threads[t.idx()].step_remaining)
+    }
+
+    /// The timed step the host ran for vCPU `i` ended (its work is done): an IPI send's APIC
+    /// writes complete with the `IpiSend` exit that delivers them; any other step is over.
+    pub fn step_done(&mut self, threads: &mut [Thread], i: usize) -> Option<Exit> {
+        let t = self.vcpus[i].current.expect("a thread activity has a thread");
+        let th = &mut threads[t.idx()];
+        if !matches!(th.steps.front(), Some(Step::SendIpis { .. })) {
+            return None;
+        }
+        let Some(Step::SendIpis { kind, targets, shootdown, pages, .. }) = th.steps.pop_front() else { unreachable!() };
+        th.step_remaining = None;
+        Some(Exit::IpiSend { kind, targets, shootdown, pages })
+    }
+
+    /// `Upcall::Interrupt`: the virtual interrupt becomes pending on vCPU `i` (the local APIC's
+    /// IRR); `run` takes it before thread code.
+    #[inline]
+    pub fn interrupt(&mut self, i: usize, ipi: Ipi) {
+        self.vcpus[i].pending_ipis.push_back(ipi);
+    }
+
+    /// The handler the host ran for vCPU `i` ended: it EOIs (the host carries out `Exit::Eoi`,
+    /// then `interrupt_return`).
+    pub fn handler_done(&mut self, i: usize) -> Ipi {
+        self.vcpus[i].irq.take().expect("an IRQ activity has its IPI")
+    }
+
+    /// After the EOI of `ipi`'s handler on vCPU `i`. A reschedule IPI (`scheduler_ipi`) needs
+    /// nothing more: `run` picks up the queued thread. A TLB IPI (`flush_tlb_func`, Linux 3.2):
+    /// an idle vCPU in lazy-TLB mode leaves the mm (`leave_mm`), and the acknowledgement goes to
+    /// the initiator; the last one lets it stop waiting (returns its vCPU to poke).
+    pub fn interrupt_return(&mut self, threads: &[Thread], i: usize, ipi: Ipi) -> Option<VcpuId> {
+        match ipi.kind {
+            IpiKind::Resched => None,
+            IpiKind::TlbShootdown => {
+                let gv = &mut self.vcpus[i];
+                if gv.current.is_none() {
+                    gv.mm_loaded = false;
+                }
+                let initiator = self.ack_shootdown(ipi.shootdown)?;
+                self.poke_target(threads, initiator)
+            }
+        }
+    }
+
+    /// Publish each vCPU's kernel function to its PV area (the host asks just before calling a
+    /// policy that declared the `kernel_fn` channel).
+    pub fn publish_kernel_fn(&self, pv: &mut [PvArea]) {
+        for gv in &self.vcpus {
+            pv[gv.id.idx()].kernel_fn = gv.func;
+        }
+    }
+
+    /// The spinlocks vCPU `i`'s current thread holds, and whether it waits in a ticket lock's
+    /// queue (its front step takes that lock and it is a waiter: only a ticket lock stalls the
+    /// waiters behind a descheduled one), for the host's lock-holder and lock-waiter preemption
+    /// counts; `None` when it runs no thread.
+    pub fn lock_state<'a>(&self, threads: &'a [Thread], locks: &[Spinlock], i: usize) -> Option<(&'a [LockId], bool)> {
+        let t = self.vcpus[i].current?;
+        let th = &threads[t.idx()];
+        let ticket_waiter = match th.steps.front() {
+            Some(Step::Lock { lock, .. }) => {
+                let l = &locks[lock.idx()];
+                l.kind == SpinlockKind::Ticket && l.waiters.contains(&t)
+            }
+            _ => false,
+        };
+        Some((&th.held, ticket_waiter))
+    }
+
+    /// Check-mode invariants of this guest: every thread on a vCPU (current or queued) records
+    /// that vCPU (`seen` counts, per host-wide thread id, the vCPUs each is on);
+    /// a vCPU running a thread is preempted in its PV area exactly when the host does not run it
+    /// (`running`), which is what `release` relies on.
+    pub fn check(&self, threads: &[Thread], pv: &[PvArea], running: impl Fn(VcpuId) -> bool, seen: &mut [u8]) -> Result<(), String> {
+        for gv in &self.vcpus {
+            let v = gv.id;
+            for t in gv.current.iter().chain(gv.runqueue.iter()) {
+                seen[t.idx()] += 1;
+                if threads[t.idx()].vcpu != v {
+                    return Err(format!("thread {t} sits on vCPU {v} but records vCPU {}", threads[t.idx()].vcpu));
+                }
+            }
+            if gv.current.is_some() && pv[v.idx()].preempted == running(v) {
+                return Err(format!(
+                    "vCPU {v} runs a thread and is {} but its PV area says preempted = {}",
+                    if running(v) { "running" } else { "not running" },
+                    pv[v.idx()].preempted
+                ));
+            }
+        }
+        Ok(())
+    }
+}
