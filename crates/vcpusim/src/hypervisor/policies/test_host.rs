@@ -10,6 +10,31 @@ use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::time::Nanos;
 
 /// A fake host where the test plays the engine.
+/// The VMs of a test host, `vms` = (number of vCPUs, weight) per VM: every vCPU runnable and
+/// never run, numbered host-wide in VM order; one `VmInfo` and one `VmSched` per VM.
+pub(crate) fn vms_of(vms: &[(u32, u32)]) -> (Vec<VcpuInfo>, Vec<VmInfo>, Vec<VmSched>) {
+    let mut vcpus = Vec::new();
+    let (mut vm_infos, mut sched) = (Vec::new(), Vec::new());
+    for (i, &(n, weight)) in vms.iter().enumerate() {
+        let vm = VmId(i as u32);
+        let first = vcpus.len() as u32;
+        vcpus.extend((0..n).map(|index| VcpuInfo {
+            id: VcpuId(first + index),
+            vm,
+            index,
+            state: VcpuState::Runnable,
+            pcpu: None,
+            last_pcpu: PcpuId(0),
+            run_start: 0,
+            preempted: false,
+            run_time: 0,
+        }));
+        vm_infos.push(VmInfo { id: vm, name: format!("vm{i}"), vcpus: (first..first + n).map(VcpuId).collect() });
+        sched.push(VmSched::with_weight(weight));
+    }
+    (vcpus, vm_infos, sched)
+}
+
 pub struct FakeHost {
     pub now: Nanos,
     pub vcpus: Vec<VcpuInfo>,
@@ -57,28 +82,7 @@ impl FakeHost {
         configure: impl FnOnce(&mut [VmSched]),
         build: impl FnOnce(HostShape) -> Box<dyn Policy>,
     ) -> Self {
-        let mut vcpus = Vec::new();
-        let (mut vm_infos, mut sched) = (Vec::new(), Vec::new());
-        for (i, (n, weight)) in vms.iter().enumerate() {
-            let mut ids = Vec::new();
-            for index in 0..*n {
-                let id = VcpuId(vcpus.len() as u32);
-                ids.push(id);
-                vcpus.push(VcpuInfo {
-                    id,
-                    vm: VmId(i as u32),
-                    index,
-                    state: VcpuState::Runnable,
-                    pcpu: None,
-                    last_pcpu: PcpuId(0),
-                    run_start: 0,
-                    preempted: false,
-                    run_time: 0,
-                });
-            }
-            vm_infos.push(VmInfo { id: VmId(i as u32), name: format!("vm{i}"), vcpus: ids });
-            sched.push(VmSched::with_weight(*weight));
-        }
+        let (vcpus, vm_infos, mut sched) = vms_of(vms);
         configure(&mut sched);
         let pcpus = (0..npcpus).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect();
         let shape = HostShape { npcpus, nvcpus: vcpus.len() as u32, nvms: vms.len() as u32, uvf };

@@ -716,7 +716,7 @@ mod tests {
     use super::*;
     use crate::hardware::topology::Topology;
     use crate::hypervisor::policies::{HostShape, PolicyKind};
-    use crate::hypervisor::policy::{HostView, PcpuInfo, Policy, TimerTable, VcpuInfo, VcpuState, VmInfo, VmSched};
+    use crate::hypervisor::policy::{HostView, PcpuInfo, Policy, TimerTable, VcpuInfo, VmInfo, VmSched};
     use crate::ids::VmId;
     use crate::params::Params;
     use crate::time::MS;
@@ -732,21 +732,8 @@ mod tests {
 
     impl Host {
         fn new(npcpus: u32, n: u32) -> Self {
-            let vcpus = (0..n)
-                .map(|i| VcpuInfo {
-                    id: VcpuId(i),
-                    vm: VmId(0),
-                    index: i,
-                    state: VcpuState::Runnable,
-                    pcpu: None,
-                    last_pcpu: PcpuId(0),
-                    run_start: 0,
-                    preempted: false,
-                    run_time: 0,
-                })
-                .collect();
+            let (vcpus, vms, _) = crate::hypervisor::policies::test_host::vms_of(&[(n, 256)]);
             let pcpus = (0..npcpus).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect();
-            let vms = vec![VmInfo { id: VmId(0), name: "vm0".into(), vcpus: (0..n).map(VcpuId).collect() }];
             Host { vcpus, pcpus, vms, topology: Topology::flat(npcpus), timers: TimerTable::default() }
         }
 

@@ -101,28 +101,7 @@ impl FakeHost {
     /// Like `new`, with the urgent-vCPU-first overlay configured as `[host.uvf]` would.
     pub(super) fn with_uvf(topo: Topology, vms: &[(u32, u32)], cfg: CreditConfig, uvf: Option<UvfHost>) -> Self {
         let npcpus = topo.npcpus() as u32;
-        let mut vcpus = Vec::new();
-        let (mut vm_infos, mut sched) = (Vec::new(), Vec::new());
-        for (i, &(n, weight)) in vms.iter().enumerate() {
-            let mut ids = Vec::new();
-            for k in 0..n {
-                let id = VcpuId(vcpus.len() as u32);
-                ids.push(id);
-                vcpus.push(VcpuInfo {
-                    id,
-                    vm: VmId(i as u32),
-                    index: k,
-                    state: VcpuState::Runnable,
-                    pcpu: None,
-                    last_pcpu: PcpuId(0),
-                    run_start: 0,
-                    preempted: false,
-                    run_time: 0,
-                });
-            }
-            vm_infos.push(VmInfo { id: VmId(i as u32), name: format!("vm{i}"), vcpus: ids });
-            sched.push(VmSched::with_weight(weight));
-        }
+        let (vcpus, vm_infos, sched) = crate::hypervisor::policies::test_host::vms_of(vms);
         let shape = HostShape { npcpus, nvcpus: vcpus.len() as u32, nvms: vm_infos.len() as u32, uvf };
         let n = vcpus.len();
         FakeHost {
