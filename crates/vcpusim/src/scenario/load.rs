@@ -14,7 +14,7 @@ use super::suggest::with_suggestion;
 use crate::error::SimError;
 use crate::guest::config::GuestConfig;
 use crate::hardware::cpumask::{parse_cpulist, CpuMask};
-use crate::hardware::topology::Topology;
+use crate::hardware::topology::{LlcScope, Topology};
 use crate::hypervisor::policies;
 use crate::hypervisor::policy::VmType;
 use crate::ids::PcpuId;
@@ -28,8 +28,8 @@ use toml::Value;
 
 const TOP_KEYS: &[&str] = &["host", "guest", "vm", "run"];
 const HOST_KEYS: &[&str] = &[
-    "pcpus", "policy", "sockets", "numa_nodes", "threads_per_core", "start_skew", "placement", "params", "ple", "costs", "uvf",
-    "pool", "pool_change",
+    "pcpus", "policy", "sockets", "numa_nodes", "threads_per_core", "cores_per_module", "llc", "start_skew", "placement", "params",
+    "ple", "costs", "uvf", "pool", "pool_change",
 ];
 const VM_KEYS: &[&str] = &[
     "name", "count", "vcpus", "weight", "type", "u_factor", "sched_pe", "workload", "threads", "iterations", "params", "program",
@@ -248,6 +248,14 @@ fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
         )));
     }
     let topology = Topology::new(pcpus, sockets, numa_nodes, threads_per_core).map_err(|m| host.error(m))?;
+    let cores_per_module = size(&host, "cores_per_module", false)?.unwrap_or(1);
+    let llc = match host.string("llc")? {
+        None => LlcScope::default(),
+        Some(name) => LlcScope::parse(name).ok_or_else(|| {
+            host.error_at("llc", format!("unknown last-level-cache scope {name:?}; expected {}", LlcScope::NAMES))
+        })?,
+    };
+    let topology = topology.with_modules(cores_per_module, llc).map_err(|m| host.error_at("cores_per_module", m))?;
 
     let policy_name = host.string("policy")?.unwrap_or(DEFAULT_POLICY);
     let kind = policy_kind(&host, policy_name)?;
@@ -1181,6 +1189,14 @@ mod tests {
         // Topology::new's own checks are reported under `host` too.
         assert_error(&minimal("numa_nodes = 3", ""), "host: the 2 cores cannot be split evenly over numa_nodes = 3");
         assert_error(&minimal("", "count = 100000000"), "vm[0].count: expected at most 65536");
+        assert_error(
+            &minimal("cores_per_module = 4", ""),
+            "host.cores_per_module: cores_per_module = 4 does not divide the 2 cores of each NUMA node",
+        );
+        assert_error(&minimal("llc = \"l3\"", ""), "host.llc: unknown last-level-cache scope \"l3\"; expected \"node\"");
+        let cmt = load(&minimal("cores_per_module = 2\nllc = \"module\"", "")).unwrap();
+        assert_eq!(cmt.host.topology.siblings(PcpuId(1)).count(), 2);
+        assert_eq!(cmt.host.topology.llc, LlcScope::Module);
         assert_error(
             &minimal("sockets = 65536\nthreads_per_core = 65536", ""),
             "host: sockets = 65536 with threads_per_core = 65536 needs at least 4294967296 pcpus",

@@ -164,10 +164,12 @@ pub(super) struct SdState {
     pub(super) nr_balance_failed: u32,
 }
 
-/// The power of pCPU `p`: 1024, or `smt_gain / threads` when its core has several in the pool.
+/// The power of pCPU `p`: 1024, or `smt_gain / threads` when its sibling group (a core's threads,
+/// or a CMT module's cores: Linux's `set_cpu_sibling_map` links AMD compute-unit peers as thread
+/// siblings, topology.rs) has several in the pool.
 pub(super) fn cpu_power(topo: &Topology, pool: &[usize], p: usize) -> u64 {
-    let core = topo.place(PcpuId(p as u32)).core;
-    let threads = pool.iter().filter(|&&q| topo.place(PcpuId(q as u32)).core == core).count() as u64;
+    let module = topo.place(PcpuId(p as u32)).module;
+    let threads = pool.iter().filter(|&&q| topo.place(PcpuId(q as u32)).module == module).count() as u64;
     if threads > 1 {
         (POWER_SCALE * (SMT_GAIN / threads)) >> 10
     } else {
@@ -183,7 +185,8 @@ pub(super) fn build(topo: &Topology, pool: &[usize], npcpus: usize) -> Vec<Vec<D
         let me = place(p);
         let span_of = |same: &dyn Fn(usize) -> bool| -> Vec<usize> { pool.iter().copied().filter(|&q| same(q)).collect() };
         let levels: [(SdParams, Vec<usize>); 4] = [
-            (SD_SIBLING, span_of(&|q| place(q).core == me.core)),
+            // cpu_smt_mask: the sibling group (core threads, or a CMT module).
+            (SD_SIBLING, span_of(&|q| place(q).module == me.module)),
             (SD_MC, span_of(&|q| place(q).socket == me.socket && place(q).node == me.node)),
             (SD_CPU, span_of(&|q| place(q).node == me.node)),
             (SD_NODE, pool.to_vec()),
@@ -232,7 +235,7 @@ fn child_span(topo: &Topology, pool: &[usize], sd: SdParams, q: usize) -> Vec<us
     pool.iter()
         .copied()
         .filter(|&x| match sd.name {
-            "SIBLING" => place(x).core == me.core,
+            "SIBLING" => place(x).module == me.module,
             "MC" => place(x).socket == me.socket && place(x).node == me.node,
             "CPU" => place(x).node == me.node,
             _ => true,

@@ -20,9 +20,10 @@ impl Credit {
         let master = self.vcpus[v.idx()].processor.idx();
         let mut cpu = master;
         let mut spc = None;
+        // per_cpu(cpu_sibling_mask): a core's threads, or a CMT module's cores (topology.rs).
         let siblings = |p: usize| -> Vec<bool> {
-            let core = topo.place(PcpuId(p as u32)).core;
-            (0..n).map(|q| topo.place(PcpuId(q as u32)).core == core).collect()
+            let module = topo.place(PcpuId(p as u32)).module;
+            (0..n).map(|q| topo.place(PcpuId(q as u32)).module == module).collect()
         };
         let socket_mates = |p: usize| -> Vec<bool> {
             let socket = topo.place(PcpuId(p as u32)).socket;
@@ -114,11 +115,12 @@ impl Credit {
         }
         cpus[cpu] = false;
         while let Some(nxt) = cycle(cpu, &cpus) {
-            // cpu_sibling_map (threads of a core) on one socket, cpu_core_map (the socket) across.
+            // cpu_sibling_map (threads of a core, or a CMT module's cores) on one socket,
+            // cpu_core_map (the socket) across.
             let same_socket = place(cpu).socket == place(nxt).socket;
             let group = |a: usize, b: usize| {
                 if same_socket {
-                    place(a).core == place(b).core
+                    place(a).module == place(b).module
                 } else {
                     place(a).socket == place(b).socket
                 }
