@@ -14,6 +14,7 @@ from ._core import DeadlockError, InternalError, LimitError, ScenarioError, Vcpu
 from ._core import __version__
 from .api import Result, Scenario, TraceCutWarning, bench, catalog, interval_shares, load, run
 from .sweep import run_many, run_many_ray
+from .advise import advise
 
 __all__ = [
     "Scenario",
@@ -22,6 +23,7 @@ __all__ = [
     "run",
     "run_many",
     "run_many_ray",
+    "advise",
     "catalog",
     "bench",
     "interval_shares",

@@ -149,7 +149,8 @@ class Scenario:
 
     @property
     def info(self) -> dict:
-        """Summary from the loader: pcpus, policy, vms (names), vcpus, duration_ns, seed."""
+        """Summary from the loader: pcpus, policy, vms (names), vcpus, duration_ns, seed, and
+        topology (one dict per pCPU: pcpu, socket, node, module, core, thread, llc)."""
         return dict(self._info)
 
     @property

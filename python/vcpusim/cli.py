@@ -2,6 +2,7 @@
 
     vcpusim run FILE --out DIR [--seed N] [--set KEY=VALUE ...] [--trace] [--trace-from T] [--trace-to T]
     vcpusim validate FILE [--set KEY=VALUE ...]
+    vcpusim advise FILE [--vm NAME ...] [--processes N] [--set KEY=VALUE ...] [--csv PATH]
     vcpusim list [--json]
     vcpusim bench [--json]
     vcpusim --version
@@ -215,6 +216,44 @@ def validate(
         f"ok: {file}: {info['pcpus']} pCPUs, policy {info['policy']}, {info['vcpus']} vCPUs in VMs {shown}; "
         f"duration {info['duration_ns'] / 1e9:g} s, seed {info['seed']}"
     )
+
+
+@app.command(cls=_Command)
+def advise(
+    file: Path = typer.Argument(..., metavar="FILE", help="Scenario TOML file."),
+    vm: List[str] = typer.Option([], "--vm", metavar="NAME", help="Advise only this [[vm]] (repeatable; default: every VM)."),
+    processes: Optional[int] = typer.Option(None, "--processes", min=1, help="Parallel runs (default: one per CPU)."),
+    sets: List[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
+    csv_path: Optional[Path] = typer.Option(None, "--csv", metavar="PATH", help="Also write the candidate table as CSV."),
+) -> None:
+    """Simulate candidate vCPU affinities for each VM (packed, spread, one core per module,
+    node-local, as configured, none) and print the best as xl and libvirt configuration."""
+    from .advise import advise as run_advise
+
+    with _errors_as_messages():
+        scenario = _load(file, sets)
+        if csv_path is not None:
+            check_writable(csv_path.parent if str(csv_path.parent) else Path("."), "the --csv file")
+        table = run_advise(scenario, vms=vm or None, processes=processes, progress=False)
+    for name in dict.fromkeys(table["vm"]):
+        mine = table[table["vm"] == name]
+        unit = mine["progress_unit"].iloc[0]
+        shown = Table(title=f"VM {name}: candidate affinities (throughput = {unit} per simulated second)")
+        for column in ("candidate", "cpus", "pcpus", "throughput", "competing_modules", "remote_memory_share", "best"):
+            shown.add_column(column, justify="left" if column in ("candidate", "cpus") else "right")
+        for _, row in mine.iterrows():
+            def num(x, fmt):
+                return "" if x is None or x != x else format(x, fmt)
+            shown.add_row(row["candidate"], row["cpus"], str(row["pcpus"]), num(row["throughput"], ".3f"),
+                          num(row["competing_modules"], ".2f"), num(row["remote_memory_share"], ".3f"),
+                          "*" if row["best"] else "")
+        stdout.print(shown)
+        best = mine[mine["best"]].iloc[0]
+        print(f"best for {name}: {best['why']}")
+        print(f"  xl:      {best['xl']}")
+        print("  libvirt: " + best["libvirt"].replace("\n", "\n           "))
+    if csv_path is not None:
+        table.drop(columns=["libvirt"]).to_csv(csv_path, index=False)
 
 
 @app.command("list")
