@@ -13,7 +13,8 @@
 from ._core import DeadlockError, InternalError, LimitError, ScenarioError, VcpusimError
 from ._core import __version__
 from .api import Result, Scenario, TraceCutWarning, bench, catalog, interval_shares, load, run
-from .sweep import run_many, run_many_ray
+from .runs import run_many, run_many_ray
+from .grids import aggregate, sweep, sweep_cases, tidy
 
 __all__ = [
     "Scenario",
@@ -22,6 +23,10 @@ __all__ = [
     "run",
     "run_many",
     "run_many_ray",
+    "sweep",
+    "sweep_cases",
+    "tidy",
+    "aggregate",
     "catalog",
     "bench",
     "interval_shares",
