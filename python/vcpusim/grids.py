@@ -14,7 +14,9 @@ the values each takes. It is given in Python or in the scenario's ``[sweep]`` ta
     seed = [1, 2, 3]
 
 (the Rust loader accepts that table, checks each entry is a non-empty array, and a plain run
-ignores it). The points are the Cartesian product, the first key varying slowest. Each point is
+ignores it). The points are the Cartesian product, the first key varying slowest: in a grid
+given in Python, its order; in a ``[sweep]`` table, the keys sorted by name (TOML tables have no
+order, and the loader's parser keeps none). Each point is
 the base scenario without its ``[sweep]`` table, with the point's values set, validated as a file
 is; a bad key or value is an error naming the key and the point before anything runs.
 
@@ -58,8 +60,9 @@ SIM_COLUMN = "sim_s"
 
 
 def grid_of(scenario: Scenario) -> dict[str, list]:
-    """The ``[sweep]`` table of a scenario as a grid (dotted key -> values); empty without one.
-    Nested tables (``vm.par.vcpus = [...]`` written unquoted) are read as dotted keys."""
+    """The ``[sweep]`` table of a scenario as a grid (dotted key -> values, keys sorted by name as
+    the loader gives them); empty without one. Nested tables (``vm.par.vcpus = [...]`` written
+    unquoted) are read as dotted keys."""
     table = scenario.to_dict().get(SWEEP_TABLE)
     grid: dict[str, list] = {}
 
