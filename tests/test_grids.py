@@ -174,3 +174,55 @@ def test_ray_runs_the_same_sweep(base, tmp_path):
     pd.testing.assert_frame_equal(remote, local)
     again = vcpusim.sweep(base, grid, processes=1, progress=False, out=tmp_path / "ray")
     pd.testing.assert_frame_equal(again, remote)
+
+
+class _Ref:
+    """An object reference: hashable, holds the result."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+class _FakeRay:
+    """Stands in for the ray module (when Ray is not installed, as in CI): remote calls run at
+    once in this process; ``wait`` hands results back one at a time, last submitted first."""
+
+    def __init__(self):
+        self.initialized, self.calls = False, []
+
+    def is_initialized(self):
+        return self.initialized
+
+    def init(self, address=None, **kwargs):
+        self.initialized, self.address = True, address
+
+    def remote(self, function):
+        fake = self
+
+        class Remote:
+            @staticmethod
+            def remote(*args):
+                fake.calls.append(args[1])
+                return _Ref(function(*args))
+
+        return Remote
+
+    def wait(self, refs, num_returns=1):
+        return [refs[-1]], refs[:-1]
+
+    def get(self, ref):
+        return ref.value
+
+
+def test_the_ray_code_path_with_a_stand_in_for_ray(base, tmp_path, monkeypatch):
+    fake = _FakeRay()
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    grid = {"host.policy": ["cfs", "gang"], "seed": [1, 2]}
+    remote = vcpusim.sweep(base, grid, ray="ray://head:10001", progress=False, out=tmp_path / "r")
+    assert fake.address == "ray://head:10001" and len(fake.calls) == 4
+    pd.testing.assert_frame_equal(remote, vcpusim.sweep(base, grid, processes=1, progress=False))
+    # Resumed from the saved runs: nothing goes to the cluster again.
+    vcpusim.sweep(base, grid, ray="ray://head:10001", progress=False, out=tmp_path / "r")
+    assert len(fake.calls) == 4
+    with pytest.raises(TypeError, match="sweep: ray: expected a Ray address"):
+        vcpusim.sweep(base, grid, ray=True)
