@@ -28,7 +28,9 @@ def base():
 
 
 def test_a_grid_is_the_product_of_its_values_one_row_per_run_and_vm(base):
-    grid = {"host.policy": ["cfs", "credit"], "vm.parallel.threads": [2, 4], "seed": range(1, 3)}
+    import numpy as np
+
+    grid = {"host.policy": ["cfs", "credit"], "vm.parallel.threads": np.array([2, 4]), "seed": range(1, 3)}
     table = vcpusim.sweep(base, grid, processes=1, progress=False)
     vms = base.info["vms"]
     assert len(table) == 2 * 2 * 2 * len(vms)

@@ -88,7 +88,8 @@ def _check_grid(grid: Any, where: str) -> dict[str, list]:
             raise TypeError(f"{where}: grid: keys are dotted scenario keys such as \"host.policy\", got {key!r}")
         if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
             raise TypeError(f"{where}: grid[{key!r}]: expected a list of values to sweep, got {_type_name(values)}")
-        values = list(values)
+        # numpy scalars (np.arange, a DataFrame column) as the Python values TOML takes.
+        values = [v.item() if hasattr(v, "item") and not isinstance(v, (str, bytes)) else v for v in values]
         if not values:
             raise ValueError(f"{where}: grid[{key!r}]: expected at least one value, got an empty list")
         out[key] = values
