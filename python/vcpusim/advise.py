@@ -232,7 +232,7 @@ def advise(scenario: "Scenario | Mapping[str, Any] | str | os.PathLike", vms: Se
     the ``if __name__ == "__main__":`` guard."""
     import pandas as pd
 
-    from .sweep import run_many
+    from .runs import run_many
 
     where = "advise"
     base = as_scenario(scenario)

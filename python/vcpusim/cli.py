@@ -1,6 +1,7 @@
 """The `vcpusim` command.
 
     vcpusim run FILE --out DIR [--seed N] [--set KEY=VALUE ...] [--trace] [--trace-from T] [--trace-to T]
+    vcpusim sweep FILE --out DIR [--set KEY=VALUE ...] [--grid KEY=VALUES ...] [--processes N] [--ray ADDRESS]
     vcpusim validate FILE [--set KEY=VALUE ...]
     vcpusim advise FILE [--vm NAME ...] [--processes N] [--set KEY=VALUE ...] [--csv PATH]
     vcpusim list [--json]
@@ -200,6 +201,72 @@ def _show_number(text: str) -> str:
     except ValueError:
         return text
     return text if value.is_integer() and "." not in text else f"{value:.1f}"
+
+
+GRID_HELP = (
+    "Sweep a scenario key over values (replaces the [sweep] table's entry for it): "
+    "host.policy=cfs,credit or vm.NAME.vcpus=[1,2,4] (a TOML array, else comma-separated values, "
+    "each read as --set reads one). seed=1,2,3 sets run.seed. Repeatable."
+)
+
+
+def _grid_value(text: str) -> list:
+    """A --grid value list: a TOML array, else comma-separated --set values."""
+    value = _toml_value(text)
+    if isinstance(value, list):
+        return value
+    return [_toml_value(part.strip()) for part in text.split(",")]
+
+
+@app.command(cls=_Command)
+def sweep(
+    file: Path = typer.Argument(..., metavar="FILE", help="Scenario TOML file, with a [sweep] table or --grid."),
+    out: Path = typer.Option(..., "--out", "-o", metavar="DIR", help="Directory for sweep.csv, sweep.parquet and the saved runs (runs/)."),
+    sets: List[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
+    grid: List[str] = typer.Option([], "--grid", metavar="KEY=VALUES", help=GRID_HELP),
+    processes: Optional[int] = typer.Option(None, "--processes", "-j", min=1, metavar="N", help="Worker processes (default: one per CPU)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray", metavar="ADDRESS", help="Run on this Ray cluster (auto, ray://host:10001) instead of local processes; needs vcpusim[ray]."),
+    trace: bool = typer.Option(False, "--trace", help="Also write each run's trace.json (under DIR/runs/)."),
+    check: bool = typer.Option(False, "--check", help="Check engine invariants after every event (slow)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Run every combination of the [sweep] table's values (or --grid's) and write one table, a row
+    per run and VM. Runs are saved as they finish: run it again after a crash or Ctrl-C and only
+    the unfinished runs are computed."""
+    import warnings
+
+    from .grids import RUNS_DIR, grid_of, points, point_scenario, sweep_cases, TABLE_CSV, TABLE_PARQUET
+    from .runs import _SweepDir
+
+    with _errors_as_messages():
+        base = _load(file, sets)
+        axes = grid_of(base)
+        for item in grid:
+            key, eq, text = item.partition("=")
+            if not eq or not key.strip() or not text.strip():
+                raise _core.ScenarioError(f"--grid {item!r}: expected KEY=VALUES, such as host.policy=cfs,credit or seed=1,2,3")
+            axes[key.strip()] = _grid_value(text.strip())
+        if not axes:
+            raise _core.ScenarioError(f"{file}: no [sweep] table and no --grid: nothing to sweep")
+        cases = [(point, point_scenario(base, point)) for point in points(axes)]
+        check_writable(out, "sweep results")
+        record = _SweepDir(out / RUNS_DIR, trace, check)
+        saved = sum(record.folder(s).is_dir() for _, s in cases)
+        print(f"sweep {file}: {len(cases)} runs over {', '.join(f'{k} ({len(v)})' for k, v in axes.items())}; "
+              f"{saved} saved earlier", file=sys.stderr)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                table = sweep_cases(cases, out=out, processes=processes, ray=ray_address,
+                                    progress=not quiet and stderr.is_terminal, trace=trace, check=check)
+            except KeyboardInterrupt:
+                print(f"interrupted: the runs that finished are saved under {out / RUNS_DIR}; "
+                      "run the same command again to finish the sweep", file=sys.stderr)
+                raise typer.Exit(INTERRUPTED_EXIT)
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    written = [out / TABLE_CSV] + ([out / TABLE_PARQUET] if (out / TABLE_PARQUET).exists() else [])
+    print(f"wrote {', '.join(map(str, written))} ({len(table)} rows)")
 
 
 @app.command(cls=_Command)

@@ -54,7 +54,14 @@ impl Sim {
                 TimeKind::Irq => "irq",
                 TimeKind::Overhead => "overhead",
             };
-            tr.span(1 + vm as u32, self.vinfo[v.idx()].index, name, self.now - elapsed, self.now);
+            let index = self.vinfo[v.idx()].index;
+            if matches!(kind, TimeKind::Kernel | TimeKind::Spin) {
+                // The guest kernel function it was in (vmexit::KernelFn; the guest's current one).
+                let function = self.guests[vm].vcpus[index as usize].func.name();
+                tr.span_with(1 + vm as u32, index, name, self.now - elapsed, self.now, &[("function", function.into())]);
+            } else {
+                tr.span(1 + vm as u32, index, name, self.now - elapsed, self.now);
+            }
         }
     }
 
@@ -219,8 +226,8 @@ impl Sim {
         *self.vms[vm].stats.ipis_sent.entry(kind).or_insert(0) += targets.len() as u64;
         for &to in targets {
             let ipi = Ipi { kind, from, shootdown, pages };
-            if let Some(tr) = self.trace.as_mut() {
-                tr.instant(1 + vm as u32, self.vinfo[from.idx()].index, kind.name(), self.now);
+            if self.trace.is_some() {
+                self.trace_ipi_sent(from, to, kind);
             }
             // The send exits on the sender's pool; a recipient in another pool is that pool's
             // business too (each policy acts only on the vCPUs it holds).
@@ -233,8 +240,16 @@ impl Sim {
                     self.ipis_in_flight += 1;
                     self.queue.push(self.now + self.costs.ipi_delivery, Event::IpiArrive(to, ipi));
                 }
-                VcpuState::Runnable => self.upcall(to, Upcall::Interrupt(ipi)),
+                VcpuState::Runnable => {
+                    if self.trace.is_some() {
+                        self.trace_ipi_received(to, from, kind);
+                    }
+                    self.upcall(to, Upcall::Interrupt(ipi))
+                }
                 VcpuState::Halted => {
+                    if self.trace.is_some() {
+                        self.trace_ipi_received(to, from, kind);
+                    }
                     self.upcall(to, Upcall::Interrupt(ipi));
                     self.wake_vcpu(to, Some(from));
                 }
@@ -247,6 +262,9 @@ impl Sim {
     pub fn on_ipi_arrive(&mut self, v: VcpuId, ipi: Ipi) {
         self.ipis_in_flight -= 1;
         let halted = self.vinfo[v.idx()].state == VcpuState::Halted;
+        if self.trace.is_some() {
+            self.trace_ipi_received(v, ipi.from, ipi.kind);
+        }
         self.upcall(v, Upcall::Interrupt(ipi));
         if halted {
             self.wake_vcpu(v, None);

@@ -222,9 +222,8 @@ impl Sim {
         vc.activity = Activity::Off;
         vc.epoch += 1;
         vc.ple_exits = 0;
-        if let Some(t) = self.trace.as_mut() {
-            let name = format!("{}/v{}", self.vminfo[vm.idx()].name, self.vinfo[v.idx()].index);
-            t.span(0, p.0, &name, self.pcpus[p.idx()].run_start, self.now);
+        if self.trace.is_some() {
+            self.trace_switch_out(v, p);
         }
     }
 
@@ -245,7 +244,8 @@ impl Sim {
                 }
             }
             if let Some(tr) = self.trace.as_mut() {
-                tr.instant(1 + vm as u32, self.vinfo[v.idx()].index, "lock-holder preempted", self.now);
+                let args = [("lock_class", class.as_str().into())];
+                tr.instant_with(1 + vm as u32, self.vinfo[v.idx()].index, "lock-holder preempted", self.now, &args);
             }
         }
         if ticket_waiter {
@@ -287,6 +287,9 @@ impl Sim {
             let e = vc.epoch;
             self.queue.push(self.now, Event::Dispatch(v, e));
         }
+        if self.trace.is_some() {
+            self.trace_switch_in(v, p);
+        }
     }
 
     /// The guest on `v` executed HLT and the exit cost is paid: block it.
@@ -311,6 +314,9 @@ impl Sim {
         self.vinfo[v.idx()].preempted = false;
         self.pv[v.idx()].preempted = false;
         self.vcpus[v.idx()].runnable_since = self.now;
+        if self.trace.is_some() {
+            self.trace_wake(v);
+        }
         let vm = self.vinfo[v.idx()].vm.idx();
         self.vms[vm].stats.wakeups += 1;
         let waker_pcpu = waker.and_then(|w| self.vinfo[w.idx()].pcpu);

@@ -8,6 +8,7 @@ pub mod line;
 pub mod pools;
 pub mod sampling;
 pub mod speed;
+pub mod tracing;
 pub mod state;
 
 use crate::error::SimError;
@@ -23,6 +24,9 @@ pub const WATCH_EVERY_EVENTS: u64 = 1024;
 impl Sim {
     /// Give the policy every VM's settings, insert every vCPU and let every pCPU pick.
     pub fn start(&mut self) {
+        if self.trace.is_some() {
+            self.trace_start();
+        }
         // Masks may have been set between build and start (tests do).
         self.update_trivial_placement();
         // Xen: a domain's scheduling parameters are set (`sched_adjust`) before its vCPUs run;
@@ -140,9 +144,11 @@ impl Sim {
                 if let Some(tr) = self.trace.as_mut() {
                     let vm = self.vinfo[v.idx()].vm.idx();
                     let name = format!("{}/v{}", self.vminfo[vm].name, self.vinfo[v.idx()].index);
-                    tr.span(0, p.0, &name, self.pcpus[p.idx()].run_start, self.now);
+                    let args = [("vm", self.vminfo[vm].name.as_str().into()), ("vcpu", self.vinfo[v.idx()].index.into()), ("left", "end".into())];
+                    tr.span_with(0, p.0, &name, self.pcpus[p.idx()].run_start, self.now, &args);
                 }
             }
         }
+        self.trace_end();
     }
 }
