@@ -50,8 +50,12 @@ impl VmStats {
         *slot += ns;
     }
 
+    /// The sum of the time columns (cpu_time_ms), saturating: check mode compares it with their
+    /// checked sum, so an overflow is an invariant error, never a wrapped number.
     pub fn cpu_ns(&self) -> Nanos {
-        self.user_ns + self.kernel_ns + self.spin_ns + self.tlb_wait_ns + self.user_spin_ns + self.irq_ns + self.overhead_ns
+        [self.user_ns, self.kernel_ns, self.spin_ns, self.tlb_wait_ns, self.user_spin_ns, self.irq_ns, self.overhead_ns]
+            .iter()
+            .fold(0, |a: Nanos, &c| a.saturating_add(c))
     }
 
     pub fn lhp_count(&self) -> u64 {

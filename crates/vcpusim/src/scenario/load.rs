@@ -70,7 +70,7 @@ pub fn from_toml_str(text: &str, source: &str) -> Result<Scenario, SimError> {
     let root = parse_tables(text, source)?;
     let top = Section::new(source, "", &root);
     top.allow_only(TOP_KEYS)?;
-    let (host, change_index) = host(&top)?;
+    let (mut host, change_index) = host(&top)?;
     let guest = match top.table("guest")? {
         Some(section) => sections::guest_config(&section, &GuestConfig::default())?,
         None => GuestConfig::default(),
@@ -116,6 +116,7 @@ pub fn from_toml_str(text: &str, source: &str) -> Result<Scenario, SimError> {
         ));
     }
     replay_pool_changes(source, &host, &change_index, &vms)?;
+    super::bounds::check(&top, &mut host, &vms, &run)?;
     Ok(Scenario { source: source.to_string(), host, vms, run })
 }
 

@@ -72,7 +72,8 @@ impl Sim {
         vc.epoch += 1;
         let e = vc.epoch;
         let ns = vc.speed.time_for(work);
-        self.queue.push(self.now + ns, Event::ActivityDone(v, e));
+        // Saturating: work that would end past the end of time simply does not end in the run.
+        self.queue.push(self.now.saturating_add(ns), Event::ActivityDone(v, e));
     }
 
     /// Start spinning (no end event but the budget's); arm the PLE exit for kernel spins.
