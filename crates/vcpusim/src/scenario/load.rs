@@ -27,11 +27,11 @@ use std::collections::BTreeMap;
 use toml::Value;
 
 const TOP_KEYS: &[&str] = &["host", "guest", "vm", "run"];
-const HOST_KEYS: &[&str] = &[
+pub(super) const HOST_KEYS: &[&str] = &[
     "pcpus", "policy", "sockets", "numa_nodes", "threads_per_core", "start_skew", "placement", "params", "ple", "costs", "uvf",
     "pool", "pool_change",
 ];
-const VM_KEYS: &[&str] = &[
+pub(super) const VM_KEYS: &[&str] = &[
     "name", "count", "vcpus", "weight", "type", "u_factor", "sched_pe", "workload", "threads", "iterations", "params", "program",
     "guest", "uvf", "pool", "cpus", "cpus_soft", "cap",
 ];

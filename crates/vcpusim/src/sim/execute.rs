@@ -87,7 +87,8 @@ impl Sim {
         if let Some(b) = budget {
             self.queue.push(self.now + b, Event::ActivityDone(v, e));
         }
-        // PLE fires only for PAUSE loops at CPL 0 (Intel SDM; scheduler-facts.md section 4).
+        // PLE fires only for PAUSE loops at CPL 0 (Intel SDM vol. 3C, "PAUSE-loop exiting": "a series
+        // of executions of PAUSE at CPL 0"); KVM's handle_pause (arch/x86/kvm/vmx.c) takes the exit.
         if self.ple.enabled && kind != TimeKind::UserSpin {
             let window = self.ple.window_ns(self.vcpus[v.idx()].ple_exits);
             self.queue.push(self.now + window, Event::PauseLoopExit(v, e));
