@@ -143,6 +143,7 @@ impl Sim {
                 ple_exits: 0,
                 yielding: false,
                 runnable_since: 0,
+                woken: false,
             });
             self.pv.push(PvArea::default());
         }
