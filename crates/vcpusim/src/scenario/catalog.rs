@@ -5,7 +5,7 @@
 //! loader checks against; `[host]` and `[[vm]]`, which the loader reads by hand, are described
 //! here and a test holds their names equal to the loader's key lists.
 
-use super::load::{DEFAULT_POLICY, HOST_KEYS, VM_KEYS};
+use super::load::DEFAULT_POLICY;
 use super::program_ops;
 use super::sections::{self, SectionKey};
 use super::uvf_sections;
@@ -200,6 +200,7 @@ pub fn catalog_json() -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::load::{HOST_KEYS, VM_KEYS};
     use super::*;
 
     fn parsed() -> Value {

@@ -152,17 +152,16 @@ fn check_mutex_use(file: &str, path: &str, ops: &[Op], held: &mut BTreeSet<usize
                 // Locking a mutex it holds is a self-deadlock; the run reports it naming the mutex.
                 held.insert(*m);
             }
-            Op::MutexUnlock(m) => {
-                if !held.remove(m) {
-                    return Err(error(
-                        file,
-                        &format!("{at}.unlock"),
-                        format!(
-                            "unlocks mutex {m}, which this thread does not hold here; a thread unlocks only a mutex \
-                             it locked (POSIX: an error-checking mutex refuses with EPERM, a default one is undefined)"
-                        ),
-                    ));
-                }
+            // The guard releases the mutex when the thread holds it.
+            Op::MutexUnlock(m) if !held.remove(m) => {
+                return Err(error(
+                    file,
+                    &format!("{at}.unlock"),
+                    format!(
+                        "unlocks mutex {m}, which this thread does not hold here; a thread unlocks only a mutex \
+                         it locked (POSIX: an error-checking mutex refuses with EPERM, a default one is undefined)"
+                    ),
+                ));
             }
             Op::CondWait { cond, mutex } if !held.contains(mutex) => {
                 return Err(error(
