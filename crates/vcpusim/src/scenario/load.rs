@@ -29,11 +29,11 @@ use toml::Value;
 /// `sweep` is the grid of `vcpusim sweep` (python/vcpusim/grids.py): a run ignores it, the
 /// loader only checks its shape ([`sweep_table`]).
 const TOP_KEYS: &[&str] = &["host", "guest", "vm", "run", "sweep"];
-const HOST_KEYS: &[&str] = &[
+pub(super) const HOST_KEYS: &[&str] = &[
     "pcpus", "policy", "sockets", "numa_nodes", "threads_per_core", "cores_per_module", "llc", "start_skew", "placement", "params",
     "ple", "costs", "uvf", "pool", "pool_change",
 ];
-const VM_KEYS: &[&str] = &[
+pub(super) const VM_KEYS: &[&str] = &[
     "name", "count", "vcpus", "weight", "type", "u_factor", "sched_pe", "workload", "threads", "iterations", "params", "program",
     "guest", "uvf", "pool", "cpus", "cpus_soft", "cap",
 ];
@@ -75,7 +75,7 @@ pub fn from_toml_str(text: &str, source: &str) -> Result<Scenario, SimError> {
     if let Some(section) = top.table("sweep")? {
         sweep_table(&section)?;
     }
-    let (host, change_index) = host(&top)?;
+    let (mut host, change_index) = host(&top)?;
     let guest = match top.table("guest")? {
         Some(section) => sections::guest_config(&section, &GuestConfig::default())?,
         None => GuestConfig::default(),
@@ -121,6 +121,7 @@ pub fn from_toml_str(text: &str, source: &str) -> Result<Scenario, SimError> {
         ));
     }
     replay_pool_changes(source, &host, &change_index, &vms)?;
+    super::bounds::check(&top, &mut host, &vms, &run)?;
     Ok(Scenario { source: source.to_string(), host, vms, run })
 }
 

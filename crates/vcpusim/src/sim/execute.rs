@@ -79,7 +79,8 @@ impl Sim {
         vc.epoch += 1;
         let e = vc.epoch;
         let ns = vc.speed.time_for(work);
-        self.queue.push(self.now + ns, Event::ActivityDone(v, e));
+        // Saturating: work that would end past the end of time simply does not end in the run.
+        self.queue.push(self.now.saturating_add(ns), Event::ActivityDone(v, e));
     }
 
     /// Start spinning (no end event but the budget's); arm the PLE exit for kernel spins.
@@ -93,7 +94,8 @@ impl Sim {
         if let Some(b) = budget {
             self.queue.push(self.now + b, Event::ActivityDone(v, e));
         }
-        // PLE fires only for PAUSE loops at CPL 0 (Intel SDM; scheduler-facts.md section 4).
+        // PLE fires only for PAUSE loops at CPL 0 (Intel SDM vol. 3C, "PAUSE-loop exiting": "a series
+        // of executions of PAUSE at CPL 0"); KVM's handle_pause (arch/x86/kvm/vmx.c) takes the exit.
         if self.ple.enabled && kind != TimeKind::UserSpin {
             let window = self.ple.window_ns(self.vcpus[v.idx()].ple_exits);
             self.queue.push(self.now + window, Event::PauseLoopExit(v, e));

@@ -207,6 +207,7 @@ impl Sim {
             self.vinfo[v.idx()].preempted = true;
             self.pv[v.idx()].preempted = true;
             self.vcpus[v.idx()].runnable_since = self.now;
+            self.vcpus[v.idx()].woken = false;
             // A pause-loop yield is voluntary: not a preemption; but a lock holder or ticket
             // waiter descheduled by it still stalls its lock, so LHP/LWP count it.
             if !self.vcpus[v.idx()].yielding {
@@ -261,12 +262,15 @@ impl Sim {
         info.last_pcpu = p;
         info.run_start = self.now;
         info.preempted = false;
+        let waited = self.now - self.vcpus[v.idx()].runnable_since;
         let pv = &mut self.pv[v.idx()];
         pv.preempted = false;
-        pv.steal_time_ns += self.now - self.vcpus[v.idx()].runnable_since;
+        pv.steal_time_ns += waited;
         self.pinfo[p.idx()].current = Some(v);
         self.pcpus[p.idx()].run_start = self.now;
-        self.vms[vm.idx()].stats.switches_in += 1;
+        let stats = &mut self.vms[vm.idx()].stats;
+        stats.switches_in += 1;
+        stats.waited(waited, self.vcpus[v.idx()].woken);
         let cost = if self.pcpus[p.idx()].last != Some(v) { self.costs.context_switch } else { 0 };
         self.pcpus[p.idx()].last = Some(v);
         if !self.speed_constant {
@@ -314,6 +318,7 @@ impl Sim {
         self.vinfo[v.idx()].preempted = false;
         self.pv[v.idx()].preempted = false;
         self.vcpus[v.idx()].runnable_since = self.now;
+        self.vcpus[v.idx()].woken = true;
         if self.trace.is_some() {
             self.trace_wake(v);
         }

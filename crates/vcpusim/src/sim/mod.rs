@@ -132,10 +132,18 @@ impl Sim {
         }
     }
 
-    /// Charge the last segments and close the trace spans at the end time.
+    /// Charge the last segments, add the runnable waits still open to the steal time (a vCPU
+    /// waiting at the end was denied that time all the same) and close the trace spans at the
+    /// end time.
     pub fn finish(&mut self) {
         for v in 0..self.vinfo.len() {
             let v = VcpuId(v as u32);
+            if self.vinfo[v.idx()].state == crate::hypervisor::policy::VcpuState::Runnable {
+                let open = self.now - self.vcpus[v.idx()].runnable_since;
+                self.vcpus[v.idx()].runnable_since = self.now;
+                self.pv[v.idx()].steal_time_ns += open;
+                self.vms[self.vinfo[v.idx()].vm.idx()].stats.runnable_wait_ns += open;
+            }
             if let Some(p) = self.vinfo[v.idx()].pcpu {
                 self.settle(v);
                 let start = self.vinfo[v.idx()].run_start;
