@@ -1,6 +1,7 @@
 //! Scenarios: the TOML format, its validation and the validated form.
 
 pub mod catalog;
+pub mod contention_sections;
 pub mod load;
 pub mod spec;
 pub mod program_ops;
