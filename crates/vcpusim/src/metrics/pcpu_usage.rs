@@ -114,15 +114,14 @@ impl PcpuUsage {
         for &(vm, p, ns) in running {
             now[vm * self.npcpus + p.idx()] += ns;
         }
-        let nvms = self.competing.len();
         let mut host = vec![0.0; self.npcpus];
-        for vm in 0..nvms {
+        for (vm, stopped) in vm_until.iter().enumerate().take(self.competing.len()) {
             let row = vm * self.npcpus;
             let in_window = |p: usize| now[row + p] - self.at_window_start[row + p];
             for (p, h) in host.iter_mut().enumerate() {
                 *h += in_window(p) as f64;
             }
-            let until = vm_until[vm].map_or(end, |t| t.min(end));
+            let until = stopped.map_or(end, |t| t.min(end));
             if until <= start {
                 continue;
             }

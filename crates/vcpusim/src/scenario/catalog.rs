@@ -6,6 +6,7 @@
 use super::load::DEFAULT_POLICY;
 use super::program_ops;
 use super::sections::{self, SectionKey};
+use super::contention_sections;
 use super::uvf_sections;
 use crate::hypervisor::policies;
 use crate::params::{ParamKind, ParamSpec, ParamValue};
@@ -23,6 +24,8 @@ struct Catalog {
     host_costs: Vec<KeyEntry>,
     host_uvf: Vec<KeyEntry>,
     vm_uvf: Vec<KeyEntry>,
+    host_contention: Vec<KeyEntry>,
+    vm_contention: Vec<KeyEntry>,
     run: Vec<KeyEntry>,
 }
 
@@ -128,6 +131,8 @@ fn catalog() -> Catalog {
         host_costs: section_entries(&sections::costs_keys()),
         host_uvf: section_entries(&uvf_sections::host_uvf_keys()),
         vm_uvf: section_entries(&uvf_sections::vm_uvf_keys()),
+        host_contention: section_entries(&contention_sections::host_contention_keys()),
+        vm_contention: section_entries(&contention_sections::vm_contention_keys()),
         run: section_entries(&sections::run_keys()),
     }
 }
@@ -193,6 +198,11 @@ mod tests {
             ["ipi_send", "ipi_delivery", "ipi_handler", "context_switch", "hlt_exit", "tlb_flush_per_page", "syscall"]
         );
         assert_eq!(names(&json["run"]), ["duration", "seed", "max_events", "check", "sample_every"]);
+        let sources = ["module_frontend", "module_fpu", "llc", "numa_remote"];
+        assert_eq!(names(&json["host_contention"]), sources);
+        assert_eq!(names(&json["vm_contention"]), sources);
+        assert_eq!(json["host_contention"][0]["default"], false);
+        assert!(json["vm_contention"][0]["default"].is_null(), "unset: the workload's sensitivity");
         let tick = &json["guest"][3];
         assert_eq!((tick["type"].as_str(), tick["default"].as_str()), (Some("duration"), Some("4ms")));
         assert_eq!(json["host_ple"][1]["default"], 4096);
@@ -200,7 +210,7 @@ mod tests {
         assert_eq!(json["run"][0]["default"], "10s");
         assert!(json["run"][2]["default"].is_null(), "max_events has no default");
         assert_eq!(json["guest"][2]["expected"], "one of ticket, tas");
-        for section in ["guest", "host_ple", "host_costs", "run"] {
+        for section in ["guest", "host_ple", "host_costs", "run", "host_contention", "vm_contention"] {
             for key in json[section].as_array().unwrap() {
                 assert!(!key["doc"].as_str().unwrap().is_empty(), "{section}.{} has no doc", key["name"]);
             }
