@@ -258,3 +258,26 @@ pub fn resolve_memory_nodes(spec: &VmSpec, node_affinity: Option<&[u32]>, numa_n
         (MemoryNodes::Auto, _) => (0..numa_nodes).collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vm(memory_nodes: &str) -> VmSpec {
+        let text = format!(
+            "[host]\npcpus = 8\nnuma_nodes = 4\n[[vm]]\nname = \"a\"\nvcpus = 1\nworkload = \"idle\"\nmemory_nodes = {memory_nodes}\n"
+        );
+        crate::api::load_scenario(&text, "<test>").expect("loads").vms.remove(0)
+    }
+
+    #[test]
+    fn memory_nodes_resolve_to_the_named_nodes_the_node_affinity_or_every_node() {
+        // Named nodes win over any node affinity, sorted.
+        assert_eq!(resolve_memory_nodes(&vm("[3, 1]"), Some(&[0]), 4), [1, 3]);
+        // "auto" follows the node affinity when there is one ...
+        assert_eq!(resolve_memory_nodes(&vm("\"auto\""), Some(&[2, 0, 2]), 4), [0, 2]);
+        // ... and is every node without one (Xen 4.4 stripes the domain).
+        assert_eq!(resolve_memory_nodes(&vm("\"auto\""), None, 4), [0, 1, 2, 3]);
+        assert_eq!(resolve_memory_nodes(&vm("\"auto\""), Some(&[]), 4), [0, 1, 2, 3]);
+    }
+}
