@@ -1,5 +1,5 @@
 """The machinery every experiment set shares (experiments/asplos13, experiments/hybrid): settings
-from the command line, running scenario cases over seeds with ``vcpusim.run_many`` (saved as they
+from the command line, running scenario cases over seeds with ``vcpusim.sweep_cases`` (saved as they
 finish so a rerun resumes), one long table of runs, mean and spread over seeds, CSV and PNG
 output, and the paper's claims printed beside ours.
 
@@ -120,33 +120,22 @@ def run_cases(fig: str, cases: Sequence[Case], seeds: Sequence[int], duration: s
               settings: Settings, out_root: Path | None = None) -> pd.DataFrame:
     """Run every case on every seed and return one row per (case, seed, VM).
 
-    Rows hold the case's labels, ``seed``, every vms.csv column, every metrics.csv metric of
-    that VM as a column, ``sim_s`` (simulated seconds) and ``ms_per_unit`` (execution time per
-    unit of progress, NaN when there was none). Runs are saved under ``out_root/<fig>/`` as they
-    finish, each in a folder named by a hash of its scenario (``vcpusim.run_many``): a rerun, or a
-    changed set, computes only the runs not saved yet.
+    Rows hold every vms.csv column, every metrics.csv metric of that VM as a column, ``sim_s``
+    (simulated seconds), the case's labels and ``ms_per_unit`` (execution time per unit of
+    progress, NaN when there was none): ``vcpusim.sweep_cases``'s table in the layout of the
+    runs.csv files. Runs are saved under ``out_root/<fig>/`` as they finish, each in a folder
+    named by a hash of its scenario: a rerun, or a changed set, computes only the runs not saved yet.
     """
-    scenarios, keys = [], []
+    labelled = []
     for case in cases:
         for seed in seeds:
             data = dict(case.scenario)
             # A case may carry other [run] keys (say sample_every); duration and seed are the set's.
             data["run"] = {**data.get("run", {}), "duration": case.duration or duration, "seed": seed}
-            scenarios.append(vcpusim.Scenario.from_dict(data, _source(fig, case.labels, seed)))
-            keys.append((case.labels, seed))
-    out_dir = Path(out_root if out_root is not None else OUT.runs) / fig
-    results = vcpusim.run_many(scenarios, processes=settings.processes, out_dir=out_dir)
-
-    frames = []
-    for (labels, seed), result in zip(keys, results):
-        vms = result.vms.copy()
-        metrics = result.metrics.pivot(index="vm", columns="metric", values="value")
-        vms = vms.merge(metrics, left_on="vm", right_index=True, how="left")
-        vms["sim_s"] = result.summary["sim_time_ns"] / 1e9
-        for k, v in labels.items():
-            vms[k] = v
-        frames.append(vms)
-    df = pd.concat(frames, ignore_index=True).copy()  # one block per dtype: the columns added below are cheap
+            labelled.append((case.labels, vcpusim.Scenario.from_dict(data, _source(fig, case.labels, seed))))
+    runs_dir = Path(out_root if out_root is not None else OUT.runs) / fig
+    df = vcpusim.sweep_cases(labelled, runs_dir=runs_dir, processes=settings.processes, labels_first=False)
+    df = df.drop(columns=vcpusim.grids.RUN_COLUMN)
     progress = df["progress"].astype(float)
     df["ms_per_unit"] = np.where(progress > 0, df["sim_s"] * 1e3 / progress.where(progress > 0, 1), np.nan)
     # LHPs by lock class are only reported for classes that had one: absent means zero.
@@ -158,15 +147,8 @@ def run_cases(fig: str, cases: Sequence[Case], seeds: Sequence[int], duration: s
 # --- Aggregating and writing ---------------------------------------------------------------------
 
 
-def aggregate(df: pd.DataFrame, by: Sequence[str], values: Sequence[str]) -> pd.DataFrame:
-    """Mean, standard deviation, min and max over seeds of each value, per group ``by``.
-
-    Columns: ``by``, then ``<value>_mean``, ``_std``, ``_min``, ``_max``, and ``n`` (runs)."""
-    g = df.groupby(list(by), sort=False)
-    out = g[list(values)].agg(["mean", "std", "min", "max"])
-    out.columns = [f"{v}_{stat}" for v, stat in out.columns]
-    out["n"] = g.size()
-    return out.reset_index()
+#: Mean, std, min and max over seeds per group (``vcpusim.aggregate``).
+aggregate = vcpusim.aggregate
 
 
 def out_dir(fig: str) -> Path:

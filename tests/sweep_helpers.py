@@ -1,4 +1,4 @@
-"""Stand-ins for vcpusim.sweep._run_in_worker that kill their own worker process, importable by
+"""Stand-ins for vcpusim.runs._run_in_worker that kill their own worker process, importable by
 the spawned workers (pytest puts tests/ on sys.path, and spawn hands sys.path to the workers)."""
 
 from __future__ import annotations
@@ -21,6 +21,6 @@ def killing_worker(text: str, source: str, trace: bool, check: bool) -> tuple:
         if not marker.exists():
             marker.write_text("killed once")
             os.kill(os.getpid(), signal.SIGKILL)
-    from vcpusim.sweep import _run_in_worker
+    from vcpusim.runs import _run_in_worker
 
     return _run_in_worker(text, source, trace, check)

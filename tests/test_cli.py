@@ -97,6 +97,20 @@ def test_list_shows_policies_and_workloads_with_parameters(cli):
         assert {"name", "default", "doc"} <= param.keys()
 
 
+def test_list_prints_the_host_and_vm_keys_too(cli):
+    # Issue 16, defect 14: the docs say `list` prints every key; [host] and [[vm]] were missing.
+    done = cli("list")
+    assert done.returncode == 0, done.stderr
+    for title in ("[host]", "[[vm]]"):
+        assert title in done.stdout, title
+    for key in ("start_skew", "threads_per_core", "cpus_soft", "iterations", "u_factor"):
+        assert key in done.stdout, key
+    catalog = json.loads(cli("list", "--json").stdout)
+    assert [k["name"] for k in catalog["host"]][:2] == ["pcpus", "policy"]
+    vm = {k["name"]: k for k in catalog["vm"]}
+    assert vm["weight"]["default"] == 256 and vm["name"]["default"] is None
+
+
 def test_bench_json_reports_speed(cli):
     done = cli("bench", "--json", "--duration", "100ms", "--memory-short", "50ms", "--memory-long", "200ms", "--repeats", "2")
     assert done.returncode == 0, done.stderr

@@ -62,7 +62,7 @@ def test_rerun_resumes_from_saved_runs(reduced_fig08, monkeypatch):
     # With one process, runs go through sweep._run_in_worker in this process; the stub records
     # any call, so an empty record means every run came from the saved folders.
     called = []
-    monkeypatch.setattr(common.vcpusim.sweep, "_run_in_worker", lambda *a: called.append(a))
+    monkeypatch.setattr(common.vcpusim.runs, "_run_in_worker", lambda *a: called.append(a))
     again, _ = fig08_mix.measure(common.Settings(quick=True, seeds=1, processes=1), apps=APPS, duration="1s", seeds=[1])
     assert not called
     assert again["progress"].tolist() == par["progress"].tolist()

@@ -232,7 +232,7 @@ def test_run_many_checks_out_dir_before_the_first_run(tmp_path, monkeypatch):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     ran = []
-    monkeypatch.setattr(vcpusim.sweep, "_run_in_worker", lambda *a: ran.append(a))
+    monkeypatch.setattr(vcpusim.runs, "_run_in_worker", lambda *a: ran.append(a))
     with pytest.raises(vcpusim.VcpusimError, match=f"cannot write sweep results to {blocker / 'sweep'}"):
         vcpusim.run_many([vcpusim.Scenario(SMALL_SCENARIO)], processes=1, progress=False, out_dir=blocker / "sweep")
     assert not ran

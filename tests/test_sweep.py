@@ -28,7 +28,7 @@ def _folders(out):
 def test_results_are_saved_by_content_and_a_rerun_in_any_order_skips_them(scenarios, tmp_path, monkeypatch):
     out = tmp_path / "sweep"
     first = vcpusim.run_many(scenarios, processes=2, progress=False, out_dir=out)
-    keys = [vcpusim.sweep.run_key(s, False, False) for s in scenarios]
+    keys = [vcpusim.runs.run_key(s, False, False) for s in scenarios]
     assert _folders(out) == sorted(keys)
     for key, scenario, result in zip(keys, scenarios, first):
         assert vcpusim.Result.read(out / key) == result
@@ -39,8 +39,8 @@ def test_results_are_saved_by_content_and_a_rerun_in_any_order_skips_them(scenar
 
     # Reordered, with one run dropped and one added: only the new one runs.
     ran = []
-    real = vcpusim.sweep._run_in_worker
-    monkeypatch.setattr(vcpusim.sweep, "_run_in_worker", lambda *a: ran.append(a[1]) or real(*a))
+    real = vcpusim.runs._run_in_worker
+    monkeypatch.setattr(vcpusim.runs, "_run_in_worker", lambda *a: ran.append(a[1]) or real(*a))
     extra = scenarios[0].with_seed(99)
     again = vcpusim.run_many([scenarios[3], extra, scenarios[1], scenarios[0]], processes=1, progress=False, out_dir=out)
     assert len(ran) == 1, "only the new run was computed"
@@ -52,10 +52,10 @@ def test_results_of_another_engine_build_are_not_reused(scenarios, tmp_path, mon
     vcpusim.run_many(scenarios[:2], processes=1, progress=False, out_dir=out)
     before = _folders(out)
     ran = []
-    real = vcpusim.sweep._run_in_worker
-    monkeypatch.setattr(vcpusim.sweep, "_run_in_worker", lambda *a: ran.append(a[1]) or real(*a))
+    real = vcpusim.runs._run_in_worker
+    monkeypatch.setattr(vcpusim.runs, "_run_in_worker", lambda *a: ran.append(a[1]) or real(*a))
     # Another build of the engine (another model): every run is computed again, into new folders.
-    monkeypatch.setattr(vcpusim.sweep, "engine_fingerprint", lambda: "another build")
+    monkeypatch.setattr(vcpusim.runs, "engine_fingerprint", lambda: "another build")
     vcpusim.run_many(scenarios[:2], processes=1, progress=False, out_dir=out)
     assert len(ran) == 2
     assert len(set(_folders(out)) - set(before)) == 2
@@ -64,7 +64,7 @@ def test_results_of_another_engine_build_are_not_reused(scenarios, tmp_path, mon
 def test_a_damaged_saved_run_is_run_again(scenarios, tmp_path):
     out = tmp_path / "sweep"
     first = vcpusim.run_many(scenarios[:3], processes=1, progress=False, out_dir=out)
-    keys = [vcpusim.sweep.run_key(s, False, False) for s in scenarios[:3]]
+    keys = [vcpusim.runs.run_key(s, False, False) for s in scenarios[:3]]
     # A truncated file, a missing one, and a folder without its record, as a dying disk leaves them.
     summary = out / keys[0] / "summary.json"
     summary.write_bytes(summary.read_bytes()[:10])
@@ -85,7 +85,7 @@ def test_a_killed_worker_loses_no_run(scenarios, tmp_path, monkeypatch):
     import sweep_helpers
 
     monkeypatch.setenv(sweep_helpers.MARKER_ENV, str(tmp_path / "killed"))
-    monkeypatch.setattr(vcpusim.sweep, "_run_in_worker", sweep_helpers.killing_worker)
+    monkeypatch.setattr(vcpusim.runs, "_run_in_worker", sweep_helpers.killing_worker)
     victim = vcpusim.Scenario(scenarios[1].text, "kill-once")
     runs = [scenarios[0], victim, scenarios[2], scenarios[3]]
     results = vcpusim.run_many(runs, processes=2, progress=False, out_dir=tmp_path / "sweep")
@@ -97,13 +97,13 @@ def test_a_killed_worker_loses_no_run(scenarios, tmp_path, monkeypatch):
 def test_a_run_that_kills_its_worker_every_time_is_reported_and_the_others_are_saved(scenarios, tmp_path, monkeypatch):
     import sweep_helpers
 
-    monkeypatch.setattr(vcpusim.sweep, "_run_in_worker", sweep_helpers.killing_worker)
+    monkeypatch.setattr(vcpusim.runs, "_run_in_worker", sweep_helpers.killing_worker)
     killer = vcpusim.Scenario(scenarios[1].text, "always-kill")
     out = tmp_path / "sweep"
     with pytest.raises(vcpusim.VcpusimError, match=r"run 1 \(always-kill\) failed: its worker process died"):
         vcpusim.run_many([scenarios[0], killer, scenarios[2], scenarios[3]], processes=2, progress=False, out_dir=out)
     others = [scenarios[0], scenarios[2], scenarios[3]]
-    assert _folders(out) == sorted(vcpusim.sweep.run_key(s, False, False) for s in others)
+    assert _folders(out) == sorted(vcpusim.runs.run_key(s, False, False) for s in others)
     assert "always-kill" in (out / "index.csv").read_text()
 
 
@@ -112,7 +112,7 @@ def test_a_failing_run_does_not_lose_the_others(scenarios, tmp_path):
     failing = scenarios[0].replace(max_events=10)
     with pytest.raises(vcpusim.LimitError, match=r"run 1 \(small\.toml\)"):
         vcpusim.run_many([scenarios[0], failing, scenarios[1]], processes=2, progress=False, out_dir=out)
-    assert _folders(out) == sorted(vcpusim.sweep.run_key(s, False, False) for s in (scenarios[0], scenarios[1]))
+    assert _folders(out) == sorted(vcpusim.runs.run_key(s, False, False) for s in (scenarios[0], scenarios[1]))
 
 
 def test_progress_bar_does_not_change_results(scenarios):

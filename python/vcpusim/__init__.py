@@ -6,14 +6,20 @@
     result.vms          # pandas DataFrame, one row per VM
     result.write("out") # vms.csv, metrics.csv, summary.json, exactly as the CLI writes them
 
-``run_many`` runs many scenarios in worker processes; a script that calls it needs the
-``if __name__ == "__main__":`` guard (see :func:`vcpusim.run_many`).
+    result.plot.breakdown()  # matplotlib (the "plot" extra)
+
+``vcpusim.sweep(scenario, grid={"host.policy": [...], "seed": range(3)}, out="dir")`` runs every
+combination and returns one tidy table (a row per run and VM), saved as CSV and Parquet and
+resumable; ``run_many`` runs a list of scenarios. Both start worker processes: a script that
+calls them needs the ``if __name__ == "__main__":`` guard (see :func:`vcpusim.run_many`).
 """
 
 from ._core import DeadlockError, InternalError, LimitError, ScenarioError, VcpusimError
 from ._core import __version__
 from .api import Result, Scenario, TraceCutWarning, bench, catalog, interval_shares, load, run
-from .sweep import run_many, run_many_ray
+from .runs import run_many, run_many_ray
+from .grids import aggregate, sweep, sweep_cases, tidy
+from .advise import advise
 
 __all__ = [
     "Scenario",
@@ -22,6 +28,11 @@ __all__ = [
     "run",
     "run_many",
     "run_many_ray",
+    "sweep",
+    "sweep_cases",
+    "tidy",
+    "aggregate",
+    "advise",
     "catalog",
     "bench",
     "interval_shares",

@@ -149,7 +149,8 @@ class Scenario:
 
     @property
     def info(self) -> dict:
-        """Summary from the loader: pcpus, policy, vms (names), vcpus, duration_ns, seed."""
+        """Summary from the loader: pcpus, policy, vms (names), vcpus, duration_ns, seed, and
+        topology (one dict per pCPU: pcpu, socket, node, module, core, thread, llc)."""
         return dict(self._info)
 
     @property
@@ -267,6 +268,11 @@ class Scenario:
             f"Scenario({self._source!r}: {info['pcpus']} pCPUs, policy {info['policy']!r}, "
             f"VMs {info['vms']}, duration {info['duration_ns'] / 1e9:g} s, seed {info['seed']})"
         )
+
+    def _repr_html_(self) -> str:
+        from .plot import scenario_html
+
+        return scenario_html(self)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Scenario) and (self._text, self._source) == (other._text, other._source)
@@ -429,6 +435,20 @@ class Result:
                 raise VcpusimError(f"{directory / TRACE_FILE} is not the trace of the run in {directory / 'summary.json'} "
                                    f"({problem}): remove it or run again")
         return cls(text("vms.csv"), text("metrics.csv"), summary, trace)
+
+    @property
+    def plot(self):
+        """Plots of this run (matplotlib, ``pip install "vcpusim[plot]"``): ``plot.timeline()``
+        (pCPU or vCPU Gantt chart of a traced run), ``plot.shares()`` (each VM's share over time,
+        with ``[run] sample_every``), ``plot.breakdown()`` (each VM's CPU time by activity)."""
+        from .plot import ResultPlots
+
+        return ResultPlots(self)
+
+    def _repr_html_(self) -> str:
+        from .plot import result_html
+
+        return result_html(self)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Result) and self.files() == other.files()

@@ -1,7 +1,9 @@
 """The `vcpusim` command.
 
     vcpusim run FILE --out DIR [--seed N] [--set KEY=VALUE ...] [--trace] [--trace-from T] [--trace-to T]
+    vcpusim sweep FILE --out DIR [--set KEY=VALUE ...] [--grid KEY=VALUES ...] [--processes N] [--ray ADDRESS]
     vcpusim validate FILE [--set KEY=VALUE ...]
+    vcpusim advise FILE [--vm NAME ...] [--processes N] [--set KEY=VALUE ...] [--csv PATH]
     vcpusim list [--json]
     vcpusim bench [--json]
     vcpusim --version
@@ -201,6 +203,72 @@ def _show_number(text: str) -> str:
     return text if value.is_integer() and "." not in text else f"{value:.1f}"
 
 
+GRID_HELP = (
+    "Sweep a scenario key over values (replaces the [sweep] table's entry for it): "
+    "host.policy=cfs,credit or vm.NAME.vcpus=[1,2,4] (a TOML array, else comma-separated values, "
+    "each read as --set reads one). seed=1,2,3 sets run.seed. Repeatable."
+)
+
+
+def _grid_value(text: str) -> list:
+    """A --grid value list: a TOML array, else comma-separated --set values."""
+    value = _toml_value(text)
+    if isinstance(value, list):
+        return value
+    return [_toml_value(part.strip()) for part in text.split(",")]
+
+
+@app.command(cls=_Command)
+def sweep(
+    file: Path = typer.Argument(..., metavar="FILE", help="Scenario TOML file, with a [sweep] table or --grid."),
+    out: Path = typer.Option(..., "--out", "-o", metavar="DIR", help="Directory for sweep.csv, sweep.parquet and the saved runs (runs/)."),
+    sets: List[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
+    grid: List[str] = typer.Option([], "--grid", metavar="KEY=VALUES", help=GRID_HELP),
+    processes: Optional[int] = typer.Option(None, "--processes", "-j", min=1, metavar="N", help="Worker processes (default: one per CPU)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray", metavar="ADDRESS", help="Run on this Ray cluster (auto, ray://host:10001) instead of local processes; needs vcpusim[ray]."),
+    trace: bool = typer.Option(False, "--trace", help="Also write each run's trace.json (under DIR/runs/)."),
+    check: bool = typer.Option(False, "--check", help="Check engine invariants after every event (slow)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Run every combination of the [sweep] table's values (or --grid's) and write one table, a row
+    per run and VM. Runs are saved as they finish: run it again after a crash or Ctrl-C and only
+    the unfinished runs are computed."""
+    import warnings
+
+    from .grids import RUNS_DIR, grid_of, points, point_scenario, sweep_cases, TABLE_CSV, TABLE_PARQUET
+    from .runs import _SweepDir
+
+    with _errors_as_messages():
+        base = _load(file, sets)
+        axes = grid_of(base)
+        for item in grid:
+            key, eq, text = item.partition("=")
+            if not eq or not key.strip() or not text.strip():
+                raise _core.ScenarioError(f"--grid {item!r}: expected KEY=VALUES, such as host.policy=cfs,credit or seed=1,2,3")
+            axes[key.strip()] = _grid_value(text.strip())
+        if not axes:
+            raise _core.ScenarioError(f"{file}: no [sweep] table and no --grid: nothing to sweep")
+        cases = [(point, point_scenario(base, point)) for point in points(axes)]
+        check_writable(out, "sweep results")
+        record = _SweepDir(out / RUNS_DIR, trace, check)
+        saved = sum(record.folder(s).is_dir() for _, s in cases)
+        print(f"sweep {file}: {len(cases)} runs over {', '.join(f'{k} ({len(v)})' for k, v in axes.items())}; "
+              f"{saved} saved earlier", file=sys.stderr)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                table = sweep_cases(cases, out=out, processes=processes, ray=ray_address,
+                                    progress=not quiet and stderr.is_terminal, trace=trace, check=check)
+            except KeyboardInterrupt:
+                print(f"interrupted: the runs that finished are saved under {out / RUNS_DIR}; "
+                      "run the same command again to finish the sweep", file=sys.stderr)
+                raise typer.Exit(INTERRUPTED_EXIT)
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    written = [out / TABLE_CSV] + ([out / TABLE_PARQUET] if (out / TABLE_PARQUET).exists() else [])
+    print(f"wrote {', '.join(map(str, written))} ({len(table)} rows)")
+
+
 @app.command(cls=_Command)
 def validate(
     file: Path = typer.Argument(..., metavar="FILE", help="Scenario TOML file."),
@@ -217,6 +285,44 @@ def validate(
     )
 
 
+@app.command(cls=_Command)
+def advise(
+    file: Path = typer.Argument(..., metavar="FILE", help="Scenario TOML file."),
+    vm: List[str] = typer.Option([], "--vm", metavar="NAME", help="Advise only this [[vm]] (repeatable; default: every VM)."),
+    processes: Optional[int] = typer.Option(None, "--processes", min=1, help="Parallel runs (default: one per CPU)."),
+    sets: List[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
+    csv_path: Optional[Path] = typer.Option(None, "--csv", metavar="PATH", help="Also write the candidate table as CSV."),
+) -> None:
+    """Simulate candidate vCPU affinities for each VM (packed, spread, one core per module,
+    node-local, as configured, none) and print the best as xl and libvirt configuration."""
+    from .advise import advise as run_advise
+
+    with _errors_as_messages():
+        scenario = _load(file, sets)
+        if csv_path is not None:
+            check_writable(csv_path.parent if str(csv_path.parent) else Path("."), "the --csv file")
+        table = run_advise(scenario, vms=vm or None, processes=processes, progress=False)
+    for name in dict.fromkeys(table["vm"]):
+        mine = table[table["vm"] == name]
+        unit = mine["progress_unit"].iloc[0]
+        shown = Table(title=f"VM {name}: candidate affinities (throughput = {unit} per simulated second)")
+        for column in ("candidate", "cpus", "pcpus", "throughput", "competing_modules", "remote_memory_share", "best"):
+            shown.add_column(column, justify="left" if column in ("candidate", "cpus") else "right")
+        for _, row in mine.iterrows():
+            def num(x, fmt):
+                return "" if x is None or x != x else format(x, fmt)
+            shown.add_row(row["candidate"], row["cpus"], str(row["pcpus"]), num(row["throughput"], ".3f"),
+                          num(row["competing_modules"], ".2f"), num(row["remote_memory_share"], ".3f"),
+                          "*" if row["best"] else "")
+        stdout.print(shown)
+        best = mine[mine["best"]].iloc[0]
+        print(f"best for {name}: {best['why']}")
+        print(f"  xl:      {best['xl']}")
+        print("  libvirt: " + best["libvirt"].replace("\n", "\n           "))
+    if csv_path is not None:
+        table.drop(columns=["libvirt"]).to_csv(csv_path, index=False)
+
+
 @app.command("list")
 def list_(json_output: bool = typer.Option(False, "--json", help="Print the catalog as JSON.")) -> None:
     """List policies and workloads with their parameters and defaults."""
@@ -227,7 +333,7 @@ def list_(json_output: bool = typer.Option(False, "--json", help="Print the cata
         entries = catalog()
     for section, title, what in (("policies", "Policies", "[host] policy"), ("workloads", "Workloads", "[[vm]] workload")):
         stdout.print(_catalog_table(entries.get(section, []), f"{title}  ({what} = NAME, parameters under {_params_table(section)})"))
-    for section, title in (("host_ple", "[host.ple]"), ("host_costs", "[host.costs]"), ("host_uvf", "[host.uvf]"), ("vm_uvf", "[vm.uvf]"), ("host_contention", "[host.contention]"), ("vm_contention", "[vm.contention]"), ("guest", "[guest] / [vm.guest]"), ("run", "[run]")):
+    for section, title in (("host", "[host]"), ("vm", "[[vm]]"), ("host_ple", "[host.ple]"), ("host_costs", "[host.costs]"), ("host_uvf", "[host.uvf]"), ("vm_uvf", "[vm.uvf]"), ("host_contention", "[host.contention]"), ("vm_contention", "[vm.contention]"), ("guest", "[guest] / [vm.guest]"), ("run", "[run]")):
         if entries.get(section):
             stdout.print(_settings_table(entries[section], title))
 

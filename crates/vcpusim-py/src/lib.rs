@@ -106,7 +106,9 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Validate a scenario and return a short summary of it:
-/// `{"source", "pcpus", "policy", "vms": [names], "vcpus", "duration_ns", "seed"}`.
+/// `{"source", "pcpus", "policy", "vms": [names], "vcpus", "duration_ns", "seed", "topology"}`,
+/// where `topology` lists every pCPU as `{"pcpu", "socket", "node", "module", "core", "thread",
+/// "llc"}` (hardware/topology.rs numbering; `module` is the sibling group: a core without CMT).
 #[pyfunction]
 #[pyo3(signature = (text, source="<python>"))]
 fn load<'py>(py: Python<'py>, text: &str, source: &str) -> PyResult<Bound<'py, PyDict>> {
@@ -119,6 +121,21 @@ fn load<'py>(py: Python<'py>, text: &str, source: &str) -> PyResult<Bound<'py, P
     summary.set_item("vcpus", scenario.vms.iter().map(|v| v.vcpus as u64).sum::<u64>())?;
     summary.set_item("duration_ns", scenario.run.duration)?;
     summary.set_item("seed", scenario.run.seed)?;
+    let topology = &scenario.host.topology;
+    let places = pyo3::types::PyList::empty(py);
+    for p in 0..topology.npcpus() {
+        let pl = topology.place(vcpusim::ids::PcpuId(p as u32));
+        let d = PyDict::new(py);
+        d.set_item("pcpu", p)?;
+        d.set_item("socket", pl.socket)?;
+        d.set_item("node", pl.node)?;
+        d.set_item("module", pl.module)?;
+        d.set_item("core", pl.core)?;
+        d.set_item("thread", pl.thread)?;
+        d.set_item("llc", pl.llc)?;
+        places.append(d)?;
+    }
+    summary.set_item("topology", places)?;
     Ok(summary)
 }
 

@@ -17,6 +17,10 @@ pub enum SimError {
     Invariant { time_ns: u64, message: String },
     /// Writing results failed.
     Io { path: String, message: String },
+    /// A program misused a synchronization object at run time (unlocking a mutex it does not
+    /// hold, waiting on a condition variable without its mutex): VM, thread, op and object.
+    /// Custom programs are checked for this when loaded; this catches what only a run shows.
+    Program { time_ns: u64, message: String },
     /// The caller's watcher asked the run to stop (Ctrl-C in the CLI or in Python): no result.
     Interrupted { time_ns: u64 },
 }
@@ -39,6 +43,9 @@ impl fmt::Display for SimError {
                 write!(f, "invariant violated at t={time_ns} ns: {message}")
             }
             SimError::Io { path, message } => write!(f, "cannot write {path}: {message}"),
+            SimError::Program { time_ns, message } => {
+                write!(f, "program error at t={:.3} ms: {message}", *time_ns as f64 / 1e6)
+            }
             SimError::Interrupted { time_ns } => {
                 write!(f, "interrupted at t = {:.3} s of simulated time", *time_ns as f64 / 1e9)
             }
@@ -52,7 +59,8 @@ impl SimError {
     /// A stable name for the error kind (the Python exception class is chosen by it).
     pub fn kind(&self) -> &'static str {
         match self {
-            SimError::Scenario { .. } | SimError::Syntax { .. } => "scenario",
+            // A misused object is the scenario's program's fault: ScenarioError in Python.
+            SimError::Scenario { .. } | SimError::Syntax { .. } | SimError::Program { .. } => "scenario",
             SimError::Deadlock { .. } => "deadlock",
             SimError::Limit { .. } => "limit",
             SimError::Invariant { .. } => "invariant",

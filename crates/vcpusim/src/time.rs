@@ -8,6 +8,10 @@ pub const US: Nanos = 1_000;
 pub const MS: Nanos = 1_000_000;
 pub const SEC: Nanos = 1_000_000_000;
 
+/// The longest duration a scenario may give (2^63 - 1 ns, about 292 years): half the range, so
+/// that `now + duration` never wraps for any time within a run.
+pub const MAX_DURATION: Nanos = u64::MAX / 2;
+
 /// Parse a duration with a unit: `"100ns"`, `"2.5us"`, `"30ms"`, `"2s"`, `"1min"`.
 /// Returns a message that says what was expected when the text is not a non-negative duration.
 pub fn parse_duration(text: &str) -> Result<Nanos, String> {
@@ -38,7 +42,7 @@ pub fn parse_duration(text: &str) -> Result<Nanos, String> {
         return Err(format!("expected a non-negative duration, got {text:?}"));
     }
     let ns = value * scale as f64;
-    if ns > u64::MAX as f64 / 2.0 {
+    if ns > MAX_DURATION as f64 {
         return Err(format!("duration {text:?} is too long"));
     }
     Ok(ns.round() as Nanos)

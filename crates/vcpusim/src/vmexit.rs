@@ -107,7 +107,7 @@ pub enum Upcall {
     PreemptNotice,
 }
 
-/// Where a slice of a vCPU's time went (the CPU-time split of DESIGN.md "Results"): the kind of
+/// Where a slice of a vCPU's time went (the CPU-time split of vms.csv, docs/model.md §9): the kind of
 /// work or spin a guest asks for in a [`Next`], and the host's own overheads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimeKind {

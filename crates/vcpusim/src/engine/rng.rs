@@ -3,7 +3,8 @@
 //! Each stream is derived from the run seed and a stable label naming the entity
 //! (`"vm/parallel/thread/3"`), never from creation order, so adding a VM does not change another
 //! VM's draws, and two policies compared on one seed see the same workload randomness
-//! (common random numbers, DESIGN.md "Fidelity rules").
+//! (common random numbers, the variance-reduction technique of Law and Kelton, *Simulation
+//! Modeling and Analysis*, chapter "Variance-Reduction Techniques").
 
 use rand_pcg::Pcg64Mcg;
 

@@ -45,6 +45,9 @@ pub struct Shootdown {
 #[derive(Clone, Debug, Default)]
 pub struct SyncObjects {
     pub mutexes: Vec<MutexWord>,
+    /// The thread holding each mutex (glibc keeps it in `__data.__owner`; an error-checking
+    /// mutex compares it in pthread_mutex_unlock and returns EPERM). Only the misuse checks read it.
+    pub mutex_owner: Vec<Option<ThreadId>>,
     pub barriers: Vec<Barrier>,
     /// Condition-variable sequence numbers (the futex word of old-style glibc condvars).
     pub conds: Vec<u64>,

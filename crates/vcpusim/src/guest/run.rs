@@ -42,7 +42,8 @@ impl GuestKernel {
             return Next::ResumeHandler;
         }
         if let Some(ipi) = gv.pending_ipis.pop_front() {
-            let work = env.costs.ipi_handler + ipi.pages as u64 * env.costs.tlb_flush_per_page;
+            // Saturating: the loader bounds the product (`scenario/bounds.rs`), a Rust caller may not.
+            let work = env.costs.ipi_handler.saturating_add(u64::from(ipi.pages).saturating_mul(env.costs.tlb_flush_per_page));
             gv.irq = Some(ipi);
             gv.func = KernelFn::IpiHandler;
             return Next::Handler { work };
@@ -148,7 +149,8 @@ impl GuestKernel {
                     return Some(Next::Exit(Exit::IpiSendStarted));
                 }
                 // One APIC ICR write (a VMEXIT) per target without APICv (seed 000 section 4.2).
-                let cost = env.costs.ipi_send * targets.len().max(1) as u64;
+                // Saturating, as the handler's work above.
+                let cost = env.costs.ipi_send.saturating_mul(targets.len().max(1) as u64);
                 let left = *step_remaining.get_or_insert(cost);
                 if left == 0 {
                     // Only reachable if the exit time was already spent: deliver now.
@@ -240,14 +242,22 @@ impl GuestKernel {
             }
             Action::MutexLock(m) => self.mutex_lock(env, t, m),
             Action::MutexRetry(m) => self.mutex_retry(env, t, m),
-            Action::MutexUnlock(m) => self.mutex_unlock(env, t, m),
+            Action::MutexUnlock(m) => {
+                if let Err(message) = self.mutex_unlock(env, t, m) {
+                    return Some(Next::Stop(Box::new(SimError::Program { time_ns: env.now, message })));
+                }
+            }
             Action::BarrierArrive { barrier, wait } => {
                 for s in self.barrier_arrive(env, t, barrier, wait) {
                     self.poke(env.threads, s);
                 }
             }
             Action::BarrierBlockUnlessOpen { barrier, generation } => self.barrier_block_unless_open(env, t, barrier, generation),
-            Action::CondWait { cond, mutex } => self.cond_wait(env, t, cond, mutex),
+            Action::CondWait { cond, mutex } => {
+                if let Err(message) = self.cond_wait(env, t, cond, mutex) {
+                    return Some(Next::Stop(Box::new(SimError::Program { time_ns: env.now, message })));
+                }
+            }
             Action::CondSignal { cond, all } => self.cond_signal(env, t, cond, all),
             Action::QueuePut(q) => self.queue_put(env, t, q),
             Action::QueueGet(q) => self.queue_get(env, t, q),

@@ -124,20 +124,35 @@ impl GuestKernel {
                     "VM {:?} thread {} sleeps in futex_wait on {}",
                     self.name,
                     threads[t.idx()].index,
-                    match key {
-                        FutexKey::Mutex(m) => format!("mutex {m}"),
-                        FutexKey::Barrier(b) => format!(
-                            "barrier {b} ({} of {} arrived)",
-                            self.objects.barriers[b].arrived, self.objects.barriers[b].parties
-                        ),
-                        FutexKey::Cond(c) => format!("condition variable {c}"),
-                        FutexKey::MmSem => "the mm's mmap_sem (down_write)".to_string(),
-                    }
+                    self.object_name(key)
                 )),
                 _ => None,
             })
             .collect();
         SimError::Deadlock { time_ns: now, waits }
+    }
+
+    /// A futex's object as the program names it. A queue's mutex and condition variables come
+    /// after the program's own (`sim/build.rs`), so they are named by their queue, not by an
+    /// index the program never declared.
+    pub fn object_name(&self, key: FutexKey) -> String {
+        let queues = &self.objects.queues;
+        match key {
+            FutexKey::Mutex(m) => match queues.iter().position(|q| q.mutex == m) {
+                Some(q) => format!("the mutex of queue {q}"),
+                None => format!("mutex {m}"),
+            },
+            FutexKey::Barrier(b) => format!(
+                "barrier {b} ({} of {} arrived)",
+                self.objects.barriers[b].arrived, self.objects.barriers[b].parties
+            ),
+            FutexKey::Cond(c) => match queues.iter().enumerate().find(|(_, q)| q.not_empty == c || q.not_full == c) {
+                Some((i, q)) if q.not_empty == c => format!("queue {i} (empty: waiting for an item, {} of {})", q.items, q.capacity),
+                Some((i, q)) => format!("queue {i} (full: waiting for room, {} of {})", q.items, q.capacity),
+                None => format!("condition variable {c}"),
+            },
+            FutexKey::MmSem => "the mm's mmap_sem (down_write)".to_string(),
+        }
     }
 
     /// Arm the tick of vCPU `i` when it has threads waiting behind the current one; returns the

@@ -16,6 +16,7 @@ impl GuestKernel {
         let word = &mut self.objects.mutexes[m];
         if *word == MutexWord::Free {
             *word = MutexWord::Locked;
+            self.objects.mutex_owner[m] = Some(t);
             return;
         }
         *word = MutexWord::Contended;
@@ -31,18 +32,46 @@ impl GuestKernel {
     /// After futex_wait returns: xchg(word, 2); got it if it was free.
     pub fn mutex_retry(&mut self, env: &mut GuestEnv, t: ThreadId, m: ObjIndex) {
         let old = std::mem::replace(&mut self.objects.mutexes[m], MutexWord::Contended);
-        if old != MutexWord::Free {
+        if old == MutexWord::Free {
+            self.objects.mutex_owner[m] = Some(t);
+        } else {
             self.mutex_wait(env, t, m);
         }
     }
 
-    /// pthread_mutex_unlock: set 0; if it was contended, futex_wake one waiter.
-    pub fn mutex_unlock(&mut self, env: &mut GuestEnv, t: ThreadId, m: ObjIndex) {
+    /// pthread_mutex_unlock: set 0; if it was contended, futex_wake one waiter. Unlocking a
+    /// mutex `t` does not hold is refused as an error-checking mutex refuses it (EPERM from
+    /// `pthread_mutex_unlock`, glibc nptl/pthread_mutex_unlock.c): the run stops with the message
+    /// returned here, naming the thread, the op and the mutex (a default mutex would carry on with
+    /// undefined behaviour, which no result should rest on).
+    pub fn mutex_unlock(&mut self, env: &mut GuestEnv, t: ThreadId, m: ObjIndex) -> Result<(), String> {
+        self.check_owner(env, t, m, || format!("unlock of {}", self.object_name(FutexKey::Mutex(m))))?;
+        self.objects.mutex_owner[m] = None;
         let old = std::mem::replace(&mut self.objects.mutexes[m], MutexWord::Free);
         if old == MutexWord::Contended {
             let steps = self.futex_wake_steps(env, FutexKey::Mutex(m), 1);
             env.push_front_steps(t, steps);
         }
+        Ok(())
+    }
+
+    /// `Err` naming the VM, thread `t`, the op (`op()`) and mutex `m` unless `t` holds `m`.
+    fn check_owner(&self, env: &GuestEnv, t: ThreadId, m: ObjIndex, op: impl FnOnce() -> String) -> Result<(), String> {
+        let owner = self.objects.mutex_owner[m];
+        if owner == Some(t) {
+            return Ok(());
+        }
+        let holder = match owner {
+            Some(o) => format!("thread {} holds it", env.threads[o.idx()].index),
+            None => "nobody holds it".to_string(),
+        };
+        Err(format!(
+            "VM {:?} thread {}: {}, but the thread does not hold {} ({holder})",
+            self.name,
+            env.threads[t.idx()].index,
+            op(),
+            self.object_name(FutexKey::Mutex(m))
+        ))
     }
 
     /// Arrive at a barrier. The last arriver opens it: spinners see the new generation (the
@@ -86,13 +115,18 @@ impl GuestKernel {
     }
 
     /// pthread_cond_wait (old glibc condvar: a sequence-number futex): drop the mutex, sleep
-    /// unless signalled meanwhile, take the mutex back.
-    pub fn cond_wait(&mut self, env: &mut GuestEnv, t: ThreadId, c: ObjIndex, m: ObjIndex) {
+    /// unless signalled meanwhile, take the mutex back. POSIX requires the caller to hold the
+    /// mutex; a wait without it is refused (an error naming thread, condition variable and mutex).
+    pub fn cond_wait(&mut self, env: &mut GuestEnv, t: ThreadId, c: ObjIndex, m: ObjIndex) -> Result<(), String> {
+        self.check_owner(env, t, m, || {
+            format!("cond_wait on {} with {}", self.object_name(FutexKey::Cond(c)), self.object_name(FutexKey::Mutex(m)))
+        })?;
         let seq = self.objects.conds[c];
         let mut steps = vec![Step::Do(Action::MutexUnlock(m))];
         steps.extend(self.futex_wait_steps(env, FutexKey::Cond(c), seq));
         steps.push(Step::Do(Action::MutexLock(m)));
         env.push_front_steps(t, steps);
+        Ok(())
     }
 
     pub fn cond_signal(&mut self, env: &mut GuestEnv, t: ThreadId, c: ObjIndex, all: bool) {

@@ -8,7 +8,8 @@ use crate::time::{Nanos, US};
 #[derive(Clone, Debug, PartialEq)]
 pub struct Costs {
     /// A VMEXIT/VMENTRY round trip for sending an IPI (APIC ICR write), charged to the sender.
-    /// 1-2 us per round trip (scheduler-facts.md section 5, [I]); seed 000 section 4.2 notes that
+    /// Assumed: 1-2 us is the commonly quoted round trip, not checked against a measurement; seed
+    /// 000 section 4.2 notes that
     /// IPI preparation takes several such exits.
     pub ipi_send: Nanos,
     /// Latency from the send until the virtual interrupt is injected into a running target.

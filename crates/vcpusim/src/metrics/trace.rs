@@ -1,26 +1,88 @@
-//! Schedule trace in Chrome trace-event JSON (opens in Perfetto / chrome://tracing).
+//! Schedule trace in the Chrome trace-event JSON that Perfetto imports (ui.perfetto.dev;
+//! Perfetto's importer is src/trace_processor/importers/json/json_trace_parser_impl.cc, which
+//! reads `X` slices with `args`, `C` counters, `i` instants, `M` names, and v2 flows: `bind_id`
+//! with `flow_out` / `flow_in` on `X` slices, not on instants).
 //!
-//! Process 0 "host" has one track per pCPU showing which vCPU runs; each VM is a process with
-//! one track per vCPU showing what it does (user, kernel, spin, tlb-wait ...), plus instants for
-//! IPIs and lock-holder preemptions. Timestamps are microseconds with ns precision.
+//! Tracks:
+//! - process 0 "host": one thread track per pCPU whose slices name the vCPU on it (`vm/vN`,
+//!   args `vm`, `vcpu`, `left`: why it left: `preempted`, `yield`, `halt`, `end`), and counter
+//!   tracks of the vCPUs waiting for a pCPU (`runnable vCPUs`, per pool when there are several);
+//! - one process per VM with a thread track per vCPU: what it does while it runs (`user`,
+//!   `kernel` and `spin` with arg `function`, the guest kernel function; `tlb-wait`, `user-spin`,
+//!   `irq`, `overhead`) and its state while it does not: `runnable: preempted` / `runnable:
+//!   yielded` (args `pcpu` it left and `held_by`, the vCPU that took that pCPU next),
+//!   `runnable: woken` and `halted`; instants for lock-holder preemptions (arg `lock_class`);
+//!   zero-length `ipi ...` slices joined by a flow arrow from the sender to the recipient, where the
+//!   interrupt reaches the guest; counters of its running vCPUs and its share of the host
+//!   (running vCPUs / pCPUs).
 //!
-//! A trace keeps at most `max` records (spans and instants; [`DEFAULT_MAX_EVENTS`]): past that it
-//! counts what it drops and remembers until when it is complete, so the caller can warn. A
-//! window (`--trace-from/--trace-to`) keeps only what overlaps `[from, to)`, spans clipped to it,
-//! so a late stretch of a long run fits under the cap. The first line of the JSON carries
-//! `otherData` (dropped count, complete-until time, window, and the run's identity handed to
-//! [`TraceSink::to_json`]), so a reader can tell which run a trace belongs to without parsing it.
+//! Timestamps are microseconds with ns precision. A trace keeps at most `max` records (slices,
+//! instants, counter values; [`DEFAULT_MAX_EVENTS`]): past that it counts what it drops and
+//! remembers until when it is complete, so the caller can warn. A window (`--trace-from/--trace-to`)
+//! keeps only what overlaps `[from, to)`, slices clipped to it (a counter's first value inside the
+//! window is its first change there), so a late stretch of a long run fits under the cap. The
+//! first line of the JSON carries `otherData` (dropped count, complete-until time, window, and the
+//! run's identity handed to [`TraceSink::to_json`]), so a reader can tell which run a trace
+//! belongs to without parsing it.
 
 use crate::time::Nanos;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write;
 
 /// Default cap on recorded events, so a long traced run cannot exhaust memory.
 pub const DEFAULT_MAX_EVENTS: usize = 2_000_000;
 
+/// A flow arrow's end carried by a zero-length slice (Perfetto's JSON flow v2).
+#[derive(Clone, Copy, Debug)]
+enum Flow {
+    Out(u64),
+    In(u64),
+}
+
 #[derive(Clone, Debug)]
 enum Rec {
-    Span { pid: u32, tid: u32, name: String, start: Nanos, dur: Nanos },
-    Instant { pid: u32, tid: u32, name: String, at: Nanos },
+    /// `args`: a JSON object's text, or empty.
+    Span { pid: u32, tid: u32, name: String, start: Nanos, dur: Nanos, args: String, flow: Option<Flow> },
+    Instant { pid: u32, tid: u32, name: String, at: Nanos, args: String },
+    Counter { pid: u32, name: String, at: Nanos, value: f64 },
+}
+
+/// Why a vCPU is off its pCPU, for its state track.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OffReason {
+    /// Descheduled while still runnable (its slice ended, or another vCPU was preferred).
+    Preempted,
+    /// Gave its pCPU up while runnable (a pause-loop exit's yield).
+    Yielded,
+    /// Halted (HLT), waiting for an interrupt.
+    Halted,
+    /// Woken from HLT, waiting for a pCPU.
+    Woken,
+    /// Not yet run since the start.
+    Starting,
+}
+
+impl OffReason {
+    fn slice_name(self) -> &'static str {
+        match self {
+            OffReason::Preempted => "runnable: preempted",
+            OffReason::Yielded => "runnable: yielded",
+            OffReason::Halted => "halted",
+            OffReason::Woken => "runnable: woken",
+            OffReason::Starting => "runnable: starting",
+        }
+    }
+}
+
+/// A vCPU's current stretch off its pCPU.
+#[derive(Clone, Debug)]
+struct OffCpu {
+    pid: u32,
+    tid: u32,
+    since: Nanos,
+    reason: OffReason,
+    pcpu: Option<u32>,
+    held_by: Option<String>,
 }
 
 pub struct TraceSink {
@@ -33,11 +95,39 @@ pub struct TraceSink {
     pub complete_until: Option<Nanos>,
     /// Only `[from, to)` is recorded.
     window: Option<(Nanos, Nanos)>,
+    /// Each vCPU's stretch off its pCPU, by host-wide vCPU index.
+    off: Vec<Option<OffCpu>>,
+    /// Per pCPU: the vCPUs descheduled there (index, since) whose pCPU holder is not known yet.
+    waiting_on: Vec<Vec<(usize, Nanos)>>,
+    /// Per vCPU: flow ids of IPIs sent to it and not yet delivered, in sending order.
+    pending_flows: Vec<VecDeque<u64>>,
+    next_flow: u64,
+    /// Each counter's last value, so only changes are recorded.
+    counters: BTreeMap<(u32, String), f64>,
+}
+
+fn grow<T: Default>(v: &mut Vec<T>, i: usize) -> &mut T {
+    if v.len() <= i {
+        v.resize_with(i + 1, T::default);
+    }
+    &mut v[i]
 }
 
 impl TraceSink {
     pub fn new(max: usize) -> Self {
-        TraceSink { names: Vec::new(), recs: Vec::new(), max, dropped: 0, complete_until: None, window: None }
+        TraceSink {
+            names: Vec::new(),
+            recs: Vec::new(),
+            max,
+            dropped: 0,
+            complete_until: None,
+            window: None,
+            off: Vec::new(),
+            waiting_on: Vec::new(),
+            pending_flows: Vec::new(),
+            next_flow: 1,
+            counters: BTreeMap::new(),
+        }
     }
 
     /// Record only what overlaps `[from, to)` of simulated time.
@@ -73,23 +163,123 @@ impl TraceSink {
         false
     }
 
+    fn outside(&self, at: Nanos) -> bool {
+        self.window.is_some_and(|(from, to)| at < from || at >= to)
+    }
+
     pub fn span(&mut self, pid: u32, tid: u32, name: &str, start: Nanos, end: Nanos) {
+        self.span_with(pid, tid, name, start, end, &[]);
+    }
+
+    /// A slice with args (key, JSON value).
+    pub fn span_with(&mut self, pid: u32, tid: u32, name: &str, start: Nanos, end: Nanos, args: &[(&str, serde_json::Value)]) {
         let (start, end) = match self.window {
             Some((from, to)) => (start.max(from), end.min(to)),
             None => (start, end),
         };
         if end > start && self.room(end) {
-            self.recs.push(Rec::Span { pid, tid, name: name.to_string(), start, dur: end - start });
+            self.recs.push(Rec::Span { pid, tid, name: name.to_string(), start, dur: end - start, args: args_text(args), flow: None });
         }
     }
 
     pub fn instant(&mut self, pid: u32, tid: u32, name: &str, at: Nanos) {
-        if self.window.is_some_and(|(from, to)| at < from || at >= to) {
+        self.instant_with(pid, tid, name, at, &[]);
+    }
+
+    pub fn instant_with(&mut self, pid: u32, tid: u32, name: &str, at: Nanos, args: &[(&str, serde_json::Value)]) {
+        if self.outside(at) {
             return;
         }
         if self.room(at) {
-            self.recs.push(Rec::Instant { pid, tid, name: name.to_string(), at });
+            self.recs.push(Rec::Instant { pid, tid, name: name.to_string(), at, args: args_text(args) });
         }
+    }
+
+    /// A counter track's value from `at` on (recorded only when it changes).
+    pub fn counter(&mut self, pid: u32, name: &str, at: Nanos, value: f64) {
+        let key = (pid, name.to_string());
+        if self.counters.get(&key) == Some(&value) {
+            return;
+        }
+        self.counters.insert(key, value);
+        if !self.outside(at) && self.room(at) {
+            self.recs.push(Rec::Counter { pid, name: name.to_string(), at, value });
+        }
+    }
+
+    /// A zero-length slice where a flow arrow starts or ends.
+    fn flow_mark(&mut self, pid: u32, tid: u32, name: &str, at: Nanos, args: &[(&str, serde_json::Value)], flow: Flow) {
+        if !self.outside(at) && self.room(at) {
+            self.recs.push(Rec::Span { pid, tid, name: name.to_string(), start: at, dur: 0, args: args_text(args), flow: Some(flow) });
+        }
+    }
+
+    /// An IPI leaves the sender's track; `to` (a host-wide vCPU index) receives it later, at
+    /// [`TraceSink::ipi_received`] (IPIs to one vCPU arrive in sending order).
+    pub fn ipi_sent(&mut self, pid: u32, tid: u32, name: &str, at: Nanos, to: usize, args: &[(&str, serde_json::Value)]) {
+        let id = self.next_flow;
+        self.next_flow += 1;
+        self.flow_mark(pid, tid, name, at, args, Flow::Out(id));
+        grow(&mut self.pending_flows, to).push_back(id);
+    }
+
+    /// The oldest IPI pending for vCPU `to` reaches its guest (the arrow's end).
+    pub fn ipi_received(&mut self, to: usize, pid: u32, tid: u32, name: &str, at: Nanos, args: &[(&str, serde_json::Value)]) {
+        if let Some(id) = grow(&mut self.pending_flows, to).pop_front() {
+            self.flow_mark(pid, tid, name, at, args, Flow::In(id));
+        }
+    }
+
+    /// vCPU `v` (host-wide index; track `pid`/`tid`) leaves pCPU `pcpu` (or never had one) at `at`.
+    pub fn vcpu_off(&mut self, v: usize, pid: u32, tid: u32, at: Nanos, pcpu: Option<u32>, reason: OffReason) {
+        self.close_off(v, at);
+        if let (Some(p), OffReason::Preempted | OffReason::Yielded) = (pcpu, reason) {
+            grow(&mut self.waiting_on, p as usize).push((v, at));
+        }
+        *grow(&mut self.off, v) = Some(OffCpu { pid, tid, since: at, reason, pcpu, held_by: None });
+    }
+
+    /// Halted vCPU `v` is woken: it now waits for a pCPU.
+    pub fn vcpu_woken(&mut self, v: usize, at: Nanos) {
+        let Some(Some(off)) = self.off.get(v) else { return };
+        if off.reason != OffReason::Halted {
+            return;
+        }
+        let (pid, tid) = (off.pid, off.tid);
+        self.vcpu_off(v, pid, tid, at, None, OffReason::Woken);
+    }
+
+    /// vCPU `v` runs on pCPU `pcpu` from `at`, as `label` (`vm/vN`): its stretch off ends, and
+    /// the vCPUs descheduled on that pCPU learn who holds it.
+    pub fn vcpu_on(&mut self, v: usize, at: Nanos, pcpu: u32, label: &str) {
+        self.close_off(v, at);
+        let waiting = std::mem::take(grow(&mut self.waiting_on, pcpu as usize));
+        for (w, since) in waiting {
+            if let Some(Some(off)) = self.off.get_mut(w) {
+                if off.since == since && off.held_by.is_none() {
+                    off.held_by = Some(label.to_string());
+                }
+            }
+        }
+    }
+
+    /// End every vCPU's stretch off its pCPU at `at` (the end of the run).
+    pub fn close_all(&mut self, at: Nanos) {
+        for v in 0..self.off.len() {
+            self.close_off(v, at);
+        }
+    }
+
+    fn close_off(&mut self, v: usize, at: Nanos) {
+        let Some(off) = self.off.get_mut(v).and_then(Option::take) else { return };
+        let mut args: Vec<(&str, serde_json::Value)> = Vec::new();
+        if let Some(p) = off.pcpu {
+            args.push(("pcpu", p.into()));
+        }
+        if let Some(h) = off.held_by {
+            args.push(("held_by", h.into()));
+        }
+        self.span_with(off.pid, off.tid, off.reason.slice_name(), off.since, at, &args);
     }
 
     /// The trace as Chrome trace-event JSON. `run` names the run it belongs to (key, JSON value;
@@ -114,9 +304,10 @@ impl TraceSink {
             }
             first = false;
         };
+        let quote = |s: &str| serde_json::to_string(s).expect("a string serializes");
         for (pid, tid, name) in &self.names {
             sep(&mut out);
-            let name = serde_json::to_string(name).expect("a string serializes");
+            let name = quote(name);
             match tid {
                 None => write!(out, "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{pid},\"args\":{{\"name\":{name}}}}}"),
                 Some(t) => write!(
@@ -126,19 +317,38 @@ impl TraceSink {
             }
             .expect("writing to a String cannot fail");
         }
+        let with_args = |args: &str| if args.is_empty() { String::new() } else { format!(",\"args\":{args}") };
         for r in &self.recs {
             sep(&mut out);
             match r {
-                Rec::Span { pid, tid, name, start, dur } => write!(
+                Rec::Span { pid, tid, name, start, dur, args, flow } => {
+                    let flow = match flow {
+                        None => String::new(),
+                        Some(Flow::Out(id)) => format!(",\"bind_id\":{id},\"flow_out\":true"),
+                        Some(Flow::In(id)) => format!(",\"bind_id\":{id},\"flow_in\":true"),
+                    };
+                    write!(
+                        out,
+                        "{{\"ph\":\"X\",\"name\":{},\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"dur\":{}{}{flow}}}",
+                        quote(name),
+                        us(*start),
+                        us(*dur),
+                        with_args(args)
+                    )
+                }
+                Rec::Instant { pid, tid, name, at, args } => write!(
                     out,
-                    "{{\"ph\":\"X\",\"name\":\"{name}\",\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"dur\":{}}}",
-                    us(*start),
-                    us(*dur)
+                    "{{\"ph\":\"i\",\"s\":\"t\",\"name\":{},\"pid\":{pid},\"tid\":{tid},\"ts\":{}{}}}",
+                    quote(name),
+                    us(*at),
+                    with_args(args)
                 ),
-                Rec::Instant { pid, tid, name, at } => write!(
+                Rec::Counter { pid, name, at, value } => write!(
                     out,
-                    "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{name}\",\"pid\":{pid},\"tid\":{tid},\"ts\":{}}}",
-                    us(*at)
+                    "{{\"ph\":\"C\",\"name\":{},\"pid\":{pid},\"ts\":{},\"args\":{{\"value\":{}}}}}",
+                    quote(name),
+                    us(*at),
+                    serde_json::Value::from(*value)
                 ),
             }
             .expect("writing to a String cannot fail");
@@ -146,6 +356,15 @@ impl TraceSink {
         out.push_str("\n]}\n");
         out
     }
+}
+
+/// Slice args as a JSON object's text ("" for none).
+fn args_text(args: &[(&str, serde_json::Value)]) -> String {
+    if args.is_empty() {
+        return String::new();
+    }
+    let map: serde_json::Map<String, serde_json::Value> = args.iter().map(|(k, v)| ((*k).to_string(), v.clone())).collect();
+    serde_json::to_string(&map).expect("JSON values serialize")
 }
 
 #[cfg(test)]
@@ -202,5 +421,66 @@ mod tests {
         }
         assert_eq!(v["otherData"]["dropped_events"], 0, "what falls outside the window is not 'dropped'");
         assert_eq!((v["otherData"]["window_from_ns"].as_u64(), v["otherData"]["window_to_ns"].as_u64()), (Some(1000), Some(2000)));
+    }
+
+    fn events(t: &TraceSink) -> Vec<serde_json::Value> {
+        let v: serde_json::Value = serde_json::from_str(&t.to_json(&[])).unwrap();
+        v["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] != "M").cloned().collect()
+    }
+
+    #[test]
+    fn off_cpu_states_name_the_pcpu_holder_and_close_at_the_end() {
+        let mut t = TraceSink::new(100);
+        t.vcpu_off(0, 1, 0, 1000, Some(3), OffReason::Preempted);
+        t.vcpu_off(1, 1, 1, 1500, Some(2), OffReason::Halted);
+        t.vcpu_on(5, 1200, 3, "b/v0"); // another vCPU takes pCPU 3: it holds what vCPU 0 waits for
+        t.vcpu_on(6, 1300, 3, "c/v0"); // a later holder does not replace the first
+        t.vcpu_woken(1, 2000);
+        t.vcpu_on(0, 2500, 1, "a/v0");
+        t.close_all(3000);
+        let got: Vec<(String, f64, f64, serde_json::Value)> =
+            events(&t).iter().map(|e| (e["name"].as_str().unwrap().into(), e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap(), e["args"].clone())).collect();
+        let want = [
+            ("halted", 1.5, 0.5, serde_json::json!({"pcpu": 2})),
+            ("runnable: preempted", 1.0, 1.5, serde_json::json!({"pcpu": 3, "held_by": "b/v0"})),
+            ("runnable: woken", 2.0, 1.0, serde_json::Value::Null),
+        ];
+        assert_eq!(got.len(), want.len(), "{got:?}");
+        for (g, w) in got.iter().zip(want) {
+            assert_eq!((g.0.as_str(), g.1, g.2, &g.3), (w.0, w.1, w.2, &w.3));
+        }
+    }
+
+    #[test]
+    fn ipis_are_flows_from_sender_to_recipient_in_sending_order() {
+        let mut t = TraceSink::new(100);
+        t.ipi_sent(1, 0, "resched", 1000, 7, &[("to", "a/v1".into())]);
+        t.ipi_sent(1, 2, "tlb", 1100, 7, &[]);
+        t.ipi_received(7, 1, 1, "resched received", 1400, &[]);
+        t.ipi_received(7, 1, 1, "tlb received", 1500, &[]);
+        t.ipi_received(7, 1, 1, "nothing pending", 1600, &[]);
+        let e = events(&t);
+        assert_eq!(e.len(), 4);
+        assert!(e.iter().all(|e| e["ph"] == "X" && e["dur"].as_f64() == Some(0.0)));
+        assert_eq!((e[0]["bind_id"].as_u64(), e[0]["flow_out"].as_bool()), (Some(1), Some(true)));
+        assert_eq!((e[2]["bind_id"].as_u64(), e[2]["flow_in"].as_bool(), e[2]["name"].as_str()), (Some(1), Some(true), Some("resched received")));
+        assert_eq!((e[3]["bind_id"].as_u64(), e[1]["bind_id"].as_u64()), (Some(2), Some(2)));
+        assert_eq!(e[0]["args"]["to"], "a/v1");
+    }
+
+    #[test]
+    fn counters_record_changes_only_and_respect_the_window() {
+        let mut t = TraceSink::new(100);
+        t.set_window(1000, 2000);
+        t.counter(0, "runnable vCPUs", 500, 3.0); // before the window: remembered, not written
+        t.counter(0, "runnable vCPUs", 1200, 3.0); // no change
+        t.counter(0, "runnable vCPUs", 1300, 2.0);
+        t.counter(1, "share of the host", 1400, 0.5);
+        t.counter(0, "runnable vCPUs", 2500, 1.0);
+        let e = events(&t);
+        let got: Vec<(u64, &str, f64, f64)> =
+            e.iter().map(|e| (e["pid"].as_u64().unwrap(), e["name"].as_str().unwrap(), e["ts"].as_f64().unwrap(), e["args"]["value"].as_f64().unwrap())).collect();
+        assert_eq!(got, [(0, "runnable vCPUs", 1.3, 2.0), (1, "share of the host", 1.4, 0.5)]);
+        assert!(e.iter().all(|e| e["ph"] == "C"));
     }
 }

@@ -1,7 +1,8 @@
 //! Per-VM counters the host collects during a run: what a hypervisor sees of a VM (its time
-//! split, IPIs, exits, preemptions and lock preemptions). What the guest kernel counts about
-//! itself is in `guest/stats.rs`.
+//! split, its vCPUs' runnable waits, IPIs, exits, preemptions and lock preemptions). What the
+//! guest kernel counts about itself is in `guest/stats.rs`.
 
+use super::histogram::Histogram;
 use crate::vmexit::{IpiKind, TimeKind};
 use crate::time::Nanos;
 use std::collections::BTreeMap;
@@ -34,6 +35,18 @@ pub struct VmStats {
     /// vCPUs whose hard affinity lost its last pCPU in their pool and was reset to every pCPU
     /// (Xen's "Breaking affinity" in cpu_disable_scheduler).
     pub affinity_broken: u64,
+    /// Time its vCPUs were runnable but not running, summed over them, the waits still open at
+    /// the end of the run included: the steal time a guest is told of (KVM: the vCPU thread's
+    /// `sched_info.run_delay`, arch/x86/kvm/x86.c `accumulate_steal_time`, Linux 3.2; Xen: time
+    /// in RUNSTATE_runnable, xen/common/schedule.c `vcpu_runstate_change`, 4.4).
+    pub runnable_wait_ns: Nanos,
+    /// One sample per runnable wait that ended on a pCPU: from the moment a vCPU became runnable
+    /// (created, preempted, yielding, or woken) to its switch-in (Xen 4.4's `schedule()` traces
+    /// the same span, `now - next->runstate.state_entry_time`, in TRC_SCHED_SWITCH_INFNEXT).
+    pub runnable_wait: Histogram,
+    /// The waits of `runnable_wait` that began with a wake-up (Halted → Runnable): scheduling
+    /// latency, wake to run, as `perf sched latency` measures it for a task.
+    pub sched_latency: Histogram,
     /// Work done and work lost to each contention source (seed 001's model; zero without it).
     pub contention: ContentionTally,
 }
@@ -72,11 +85,26 @@ impl VmStats {
         *slot += ns;
     }
 
+    /// The sum of the time columns (cpu_time_ms), saturating: check mode compares it with their
+    /// checked sum, so an overflow is an invariant error, never a wrapped number.
     pub fn cpu_ns(&self) -> Nanos {
-        self.user_ns + self.kernel_ns + self.spin_ns + self.tlb_wait_ns + self.user_spin_ns + self.irq_ns + self.overhead_ns
+        [self.user_ns, self.kernel_ns, self.spin_ns, self.tlb_wait_ns, self.user_spin_ns, self.irq_ns, self.overhead_ns]
+            .iter()
+            .fold(0, |a: Nanos, &c| a.saturating_add(c))
     }
 
     pub fn lhp_count(&self) -> u64 {
         self.lhp.values().sum()
+    }
+
+    /// A runnable wait of `waited` ns ended with the vCPU put on a pCPU; `woken`: it began with a
+    /// wake-up.
+    #[inline]
+    pub fn waited(&mut self, waited: Nanos, woken: bool) {
+        self.runnable_wait_ns += waited;
+        self.runnable_wait.record(waited);
+        if woken {
+            self.sched_latency.record(waited);
+        }
     }
 }

@@ -34,5 +34,9 @@ pub fn run_watched(scenario: &Scenario, options: &RunOptions, mut watch: impl Fn
     })?;
     sim.take_samples(sim.now);
     sim.finish();
+    if sim.check {
+        // Once more with the last segments charged: what the tables will say.
+        sim.check_invariants().map_err(|message| SimError::Invariant { time_ns: sim.now, message })?;
+    }
     Ok(report::build(&sim, scenario, seed, finished))
 }

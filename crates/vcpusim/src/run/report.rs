@@ -15,6 +15,7 @@ pub const VM_COLUMNS: &[&str] = &[
     "vm", "policy", "pool", "seed", "workload", "vcpus", "weight", "cap", "threads",
     "cpu_time_ms", "user_time_ms", "kernel_time_ms", "spin_time_ms", "tlb_wait_ms", "user_spin_ms",
     "irq_time_ms", "overhead_ms", "cpu_share", "entitled_share",
+    "steal_time_ms", "steal_share", "sched_latency_p50_us", "sched_latency_p99_us",
     "lhp_count", "lhp_futex_count", "lwp_count", "ipi_resched_count", "ipi_tlb_count", "tlb_shootdowns",
     "ple_exit_count", "yields", "urgent_count", "affinity_broken",
     "preemptions", "switches_in", "halts", "futex_waits",
@@ -81,6 +82,10 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
                 let capped = if vm.sched.cap > 0 { by_weight.min(vm.sched.cap as f64 / 100.0) } else { by_weight };
                 capped / npcpus
             }),
+            f3(to_ms(s.runnable_wait_ns)),
+            format!("{:.4}", s.runnable_wait_ns as f64 / (sim_time as f64 * info.vcpus.len() as f64)),
+            f3(s.sched_latency.quantile(0.5) as f64 / 1e3),
+            f3(s.sched_latency.quantile(0.99) as f64 / 1e3),
             s.lhp_count().to_string(),
             s.lhp.get(crate::guest::futex::FUTEX_LOCK_CLASS).copied().unwrap_or(0).to_string(),
             s.lwp.to_string(),
@@ -120,6 +125,17 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             put(&format!("{label}_p50_us"), f3(h.quantile(0.5) as f64 / 1e3));
             put(&format!("{label}_p99_us"), f3(h.quantile(0.99) as f64 / 1e3));
             put(&format!("{label}_max_us"), f3(h.max as f64 / 1e3));
+        }
+        for (label, h) in [("runnable_wait", &s.runnable_wait), ("sched_latency", &s.sched_latency)] {
+            put(&format!("{label}_count"), h.count.to_string());
+            put(&format!("{label}_mean_us"), f3(h.mean() / 1e3));
+            for (q, name) in [(0.5, "p50"), (0.9, "p90"), (0.99, "p99")] {
+                put(&format!("{label}_{name}_us"), f3(h.quantile(q) as f64 / 1e3));
+            }
+            put(&format!("{label}_max_us"), f3(h.max as f64 / 1e3));
+        }
+        for v in &info.vcpus {
+            put(&format!("steal_time_ms[v{}]", sim.vinfo[v.idx()].index), f3(to_ms(sim.pv[v.idx()].steal_time_ns)));
         }
         for (class, n) in &s.lhp {
             put(&format!("lhp_count[{class}]"), n.to_string());

@@ -1,7 +1,9 @@
-//! The catalog `vcpusim list` prints: every policy and workload with its parameters, and the keys
-//! of the fixed sections (`[guest]`, `[host.ple]`, `[host.costs]`, `[host.uvf]`, `[vm.uvf]`, `[run]`), each with its type,
-//! default, accepted values and meaning. Built from the same spec lists the loader checks
-//! against, so it cannot disagree with it.
+//! The catalog `vcpusim list` prints: every policy and workload with its parameters, the keys of
+//! `[host]` and `[[vm]]`, and the keys of the fixed sections (`[guest]`, `[host.ple]`,
+//! `[host.costs]`, `[host.uvf]`, `[vm.uvf]`, `[run]`), each with its type, default, accepted
+//! values and meaning. The fixed sections and parameters are built from the same spec lists the
+//! loader checks against; `[host]` and `[[vm]]`, which the loader reads by hand, are described
+//! here and a test holds their names equal to the loader's key lists.
 
 use super::load::DEFAULT_POLICY;
 use super::program_ops;
@@ -19,6 +21,8 @@ use serde_json::Value;
 struct Catalog {
     policies: Vec<PolicyEntry>,
     workloads: Vec<WorkloadEntry>,
+    host: Vec<KeyEntry>,
+    vm: Vec<KeyEntry>,
     guest: Vec<KeyEntry>,
     host_ple: Vec<KeyEntry>,
     host_costs: Vec<KeyEntry>,
@@ -97,6 +101,66 @@ fn section_entries(keys: &[SectionKey]) -> Vec<KeyEntry> {
         .collect()
 }
 
+/// `[host]` keys as docs/scenario-format.md describes them: (name, type, default as written in a
+/// scenario or "" for none, meaning).
+const HOST_KEY_DOCS: &[(&str, &str, &str, &str)] = &[
+    ("pcpus", "int 1-65536, required", "", "hardware threads of the host"),
+    ("policy", "string", "cfs", "the default pool's scheduler: a policy name from the table above; its parameters under [host.params]"),
+    ("sockets", "int 1-65536", "1", "sockets"),
+    ("numa_nodes", "int 1-65536", "1", "NUMA nodes; must divide, or be a multiple of, sockets"),
+    ("threads_per_core", "int 1-65536", "1", "SMT threads per core"),
+    ("cores_per_module", "int 1-65536", "1", "cores per AMD CMT module (2 on Bulldozer/Piledriver), seen as siblings; a host has SMT threads or modules, not both"),
+    ("llc", "string", "socket", "which pCPUs share a last-level cache: socket, node or module"),
+    ("start_skew", "duration", "30ms", "each pCPU makes its first scheduling decision at a seeded random time in [0, start_skew); must be shorter than [run] duration (the default is cut to half a run of 30 ms or less)"),
+    ("placement", "string", "default", "where a waking vCPU goes: default (the policy's own rule), balance or lc-balance (cfs only; seed 000 section 3.2)"),
+    ("params", "table", "", "[host.params]: the policy's parameters (see Policies)"),
+    ("ple", "table", "", "[host.ple]: pause-loop exiting (below)"),
+    ("costs", "table", "", "[host.costs]: virtualization costs (below)"),
+    ("uvf", "table", "", "[host.uvf]: the urgent-vCPU-first overlay (below); off when absent"),
+    ("pool", "array of tables", "", "[[host.pool]]: Xen cpupools, each with name, pcpus, policy and params"),
+    ("pool_change", "array of tables", "", "[[host.pool_change]]: at, pcpu, to: a pCPU moved between pools at run time"),
+    ("contention", "table", "", "[host.contention]: seed 001's contention sources (below); all off when absent"),
+];
+
+/// `[[vm]]` keys, as [`HOST_KEY_DOCS`].
+const VM_KEY_DOCS: &[(&str, &str, &str, &str)] = &[
+    ("name", "string, required", "", "letters, digits, -, _ and .; unique after count expansion"),
+    ("count", "int 1-65536", "1", "expand into count identical VMs name-0 .. name-(count-1)"),
+    ("vcpus", "int 1-65536, required", "", "vCPUs"),
+    ("weight", "int 1-4294967295", "256", "proportional-share weight (Xen CSCHED_DEFAULT_WEIGHT)"),
+    ("type", "hit or con", "hit", "seed 004's VM class: high-throughput or concurrent; read by hybrid only"),
+    ("u_factor", "number in [0, 1]", "0", "seed 004's master-vCPU u-factor (PCPS when > 0); type = con only; read by hybrid only"),
+    ("sched_pe", "array of tables", "", "[[vm.sched_pe]]: at, type, u_factor: run-time class changes"),
+    ("workload", "string, required", "", "a workload from the table above, or program for a custom [vm.program]"),
+    ("threads", "int 1-65536", "", "guest threads; default: the workload's (usually one per vCPU)"),
+    ("iterations", "int >= 1", "", "finish when progress reaches this; unset: run for the whole duration"),
+    ("params", "table", "", "[vm.params]: the workload's parameters (see Workloads)"),
+    ("program", "table", "", "[vm.program]: mutexes, barriers, conds, queues, kernel_locks and threads (op lists) of a custom program"),
+    ("guest", "table", "", "[vm.guest]: this VM's [guest] keys (below)"),
+    ("uvf", "table", "", "[vm.uvf]: urgent-vCPU-first features of this VM (below)"),
+    ("pool", "string", "pool0", "the cpupool the VM's vCPUs run in"),
+    ("cpus", "cpulist or array of cpulists", "", "hard affinity (xl cpus=); default every pCPU"),
+    ("cpus_soft", "cpulist or array of cpulists", "", "soft affinity (xl cpus_soft=); default every pCPU"),
+    ("cap", "int >= 0", "0", "CPU cap in percent of one pCPU over all its vCPUs (0: none); credit and cfs enforce it"),
+    ("memory_nodes", "\"auto\" or array of node numbers", "auto", "NUMA nodes holding the VM's memory, pages spread evenly; auto: its node affinity, else every node"),
+    ("contention", "table", "", "[vm.contention]: this VM's contention sensitivities (below); default: its workload's"),
+];
+
+fn described_keys(docs: &[(&'static str, &'static str, &'static str, &'static str)]) -> Vec<KeyEntry> {
+    docs.iter()
+        .map(|&(name, kind, default, doc)| KeyEntry {
+            name,
+            kind,
+            default: match default {
+                "" => Value::Null,
+                d => d.parse::<i64>().map(Value::from).unwrap_or_else(|_| Value::from(d)),
+            },
+            expected: kind.to_string(),
+            doc,
+        })
+        .collect()
+}
+
 fn catalog() -> Catalog {
     let policies = policies::registry()
         .iter()
@@ -126,6 +190,8 @@ fn catalog() -> Catalog {
     Catalog {
         policies,
         workloads,
+        host: described_keys(HOST_KEY_DOCS),
+        vm: described_keys(VM_KEY_DOCS),
         guest: section_entries(&sections::guest_keys()),
         host_ple: section_entries(&sections::ple_keys(grow)),
         host_costs: section_entries(&sections::costs_keys()),
@@ -144,6 +210,7 @@ pub fn catalog_json() -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::load::{HOST_KEYS, VM_KEYS};
     use super::*;
 
     fn parsed() -> Value {
@@ -186,6 +253,16 @@ mod tests {
         let custom = listed.last().unwrap();
         assert_eq!(custom["name"], "program");
         assert_eq!(custom["progress_unit"], "Progress ops executed");
+    }
+
+    #[test]
+    fn host_and_vm_keys_are_the_loaders() {
+        let json = parsed();
+        assert_eq!(names(&json["host"]), HOST_KEYS);
+        assert_eq!(names(&json["vm"]), VM_KEYS);
+        assert_eq!(json["host"][1]["default"], DEFAULT_POLICY);
+        assert_eq!(json["vm"][3]["default"], super::super::load::DEFAULT_WEIGHT);
+        assert!(json["vm"][0]["default"].is_null());
     }
 
     #[test]

@@ -27,12 +27,14 @@ use crate::workload::{
 use std::collections::BTreeMap;
 use toml::Value;
 
-const TOP_KEYS: &[&str] = &["host", "guest", "vm", "run"];
-const HOST_KEYS: &[&str] = &[
+/// `sweep` is the grid of `vcpusim sweep` (python/vcpusim/grids.py): a run ignores it, the
+/// loader only checks its shape ([`sweep_table`]).
+const TOP_KEYS: &[&str] = &["host", "guest", "vm", "run", "sweep"];
+pub(super) const HOST_KEYS: &[&str] = &[
     "pcpus", "policy", "sockets", "numa_nodes", "threads_per_core", "cores_per_module", "llc", "start_skew", "placement", "params",
     "ple", "costs", "uvf", "pool", "pool_change", "contention",
 ];
-const VM_KEYS: &[&str] = &[
+pub(super) const VM_KEYS: &[&str] = &[
     "name", "count", "vcpus", "weight", "type", "u_factor", "sched_pe", "workload", "threads", "iterations", "params", "program",
     "guest", "uvf", "pool", "cpus", "cpus_soft", "cap", "memory_nodes", "contention",
 ];
@@ -71,7 +73,10 @@ pub fn from_toml_str(text: &str, source: &str) -> Result<Scenario, SimError> {
     let root = parse_tables(text, source)?;
     let top = Section::new(source, "", &root);
     top.allow_only(TOP_KEYS)?;
-    let (host, change_index) = host(&top)?;
+    if let Some(section) = top.table("sweep")? {
+        sweep_table(&section)?;
+    }
+    let (mut host, change_index) = host(&top)?;
     let guest = match top.table("guest")? {
         Some(section) => sections::guest_config(&section, &GuestConfig::default())?,
         None => GuestConfig::default(),
@@ -117,6 +122,7 @@ pub fn from_toml_str(text: &str, source: &str) -> Result<Scenario, SimError> {
         ));
     }
     replay_pool_changes(source, &host, &change_index, &vms)?;
+    super::bounds::check(&top, &mut host, &vms, &run)?;
     Ok(Scenario { source: source.to_string(), host, vms, run })
 }
 
@@ -209,6 +215,31 @@ fn vm_with_uvf(top: &Section) -> Option<usize> {
 /// (the Python side reads and edits scenarios through it, so both accept the same dialect).
 pub fn parse_tables(text: &str, source: &str) -> Result<toml::Table, SimError> {
     text.parse().map_err(|e| syntax_error(text, source, &e))
+}
+
+/// The `[sweep]` table: each key a scenario key (dotted, or written as nested tables), each value
+/// the non-empty array of values it takes. Which keys exist, and whether each value is valid there,
+/// is checked by the sweep itself, which loads every point of the grid through this loader.
+fn sweep_table(section: &Section) -> Result<(), SimError> {
+    if section.table.is_empty() {
+        return Err(section.error("empty; expected keys such as \"host.policy\" = [\"cfs\", \"credit\"]"));
+    }
+    for (key, value) in section.table {
+        match value {
+            Value::Table(_) => sweep_table(&section.table(key)?.expect("a table value is a table"))?,
+            Value::Array(values) if !values.is_empty() => {}
+            other => {
+                return Err(section.error_at(
+                    key,
+                    format!(
+                        "expected the array of values to sweep, such as [\"cfs\", \"credit\"] or [1, 2, 4], got {}",
+                        show_toml(other)
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A TOML parse error with the 1-based line and column of where it starts.
@@ -1059,6 +1090,19 @@ mod tests {
         assert_eq!(worker.program.threads.len(), worker.threads as usize);
         assert_eq!(worker.program.progress_unit, "Progress ops executed");
         assert_eq!(worker.guest.spinlock, crate::workload::program::SpinlockKind::TestAndSet);
+    }
+
+    #[test]
+    fn a_sweep_table_is_accepted_and_its_shape_checked() {
+        // A run ignores the grid: the scenario is the same with or without it.
+        let plain = load(&minimal("", "")).unwrap();
+        let grid = "\n[sweep]\n\"host.policy\" = [\"cfs\", \"credit\"]\nseed = [1, 2]\nvm.a.vcpus = [1, 2]\n";
+        let swept = load(&format!("{}{grid}", minimal("", ""))).unwrap();
+        assert_eq!(format!("{plain:?}"), format!("{swept:?}"));
+        assert_error(&format!("{}\n[sweep]\n", minimal("", "")), "sweep: empty; expected keys");
+        assert_error(&format!("{}\n[sweep]\nseed = 3\n", minimal("", "")), "sweep.seed: expected the array of values to sweep");
+        assert_error(&format!("{}\n[sweep]\nvm.a.vcpus = []\n", minimal("", "")), "sweep.vm.a.vcpus: expected the array");
+        assert_error(&format!("sweep = 1\n{}", minimal("", "")), "sweep: expected a table");
     }
 
     #[test]

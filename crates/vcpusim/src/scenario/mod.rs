@@ -1,5 +1,6 @@
 //! Scenarios: the TOML format, its validation and the validated form.
 
+pub mod bounds;
 pub mod catalog;
 pub mod contention_sections;
 pub mod load;

@@ -11,7 +11,13 @@ use super::suggest::{did_you_mean, unknown_key_message};
 use crate::error::SimError;
 use crate::params::show_toml;
 use crate::workload::program::{BarrierWait, Dist, Op, Program};
+use std::collections::BTreeSet;
 use toml::Value;
+
+/// The most objects of one kind (`mutexes`, `conds`) a program may declare: each is a word of
+/// guest state allocated before the run, and 2^20 is far more than any modelled program uses
+/// (a guard against a typo that would ask for gigabytes).
+pub const MAX_OBJECTS: usize = 1 << 20;
 
 /// The pseudo-workload name that selects a custom program.
 pub const WORKLOAD_NAME: &str = "program";
@@ -71,7 +77,20 @@ pub fn parse_program(
     if let Some(names) = section.array("kernel_locks")? {
         for (i, name) in names.iter().enumerate() {
             match name {
-                Value::String(s) if !s.trim().is_empty() => program.kernel_locks.push(s.clone()),
+                Value::String(s) if !s.trim().is_empty() => {
+                    if let Some(j) = program.kernel_locks.iter().position(|n| n == s) {
+                        let key = format!("{}[{i}]", section.key("kernel_locks"));
+                        return Err(error(
+                            file,
+                            &key,
+                            format!(
+                                "{s:?} is already kernel_locks[{j}]; each entry is one lock, named by its lock class \
+                                 (lhp_count[{s}]), so names must differ"
+                            ),
+                        ));
+                    }
+                    program.kernel_locks.push(s.clone())
+                }
                 other => {
                     let key = format!("{}[{i}]", section.key("kernel_locks"));
                     return Err(error(
@@ -94,7 +113,10 @@ pub fn parse_program(
     let reader = OpReader { file, program: &program };
     let mut threads = Vec::with_capacity(lists.len());
     for (t, list) in lists.iter().enumerate() {
-        threads.push(reader.ops(&format!("{threads_key}[{t}]"), list)?);
+        let path = format!("{threads_key}[{t}]");
+        let ops = reader.ops(&path, list)?;
+        check_mutex_use(file, &path, &ops, &mut BTreeSet::new())?;
+        threads.push(ops);
     }
     let nthreads = match (threads.len(), vm_threads) {
         (1, n) => n.unwrap_or(default_threads),
@@ -115,9 +137,69 @@ pub fn parse_program(
     Ok((program, nthreads))
 }
 
-/// A count of objects: a non-negative integer, 0 when absent.
+/// Mutex discipline, checked on the program text: a thread unlocks only a mutex it holds, and
+/// calls cond_wait only holding the wait's mutex (POSIX pthread_mutex_unlock: EPERM for an
+/// error-checking mutex the caller does not own, undefined for a default one;
+/// pthread_cond_wait: "shall be called with mutex locked by the calling thread"). A thread's ops
+/// run in order and loops have no conditions, so this is exact: after a loop body's first pass
+/// each mutex is in the state its last op in the body left it, the same after every later pass,
+/// so two passes see every state a body starts from. `held` is what the thread holds before `ops`.
+fn check_mutex_use(file: &str, path: &str, ops: &[Op], held: &mut BTreeSet<usize>) -> Result<(), SimError> {
+    for (i, op) in ops.iter().enumerate() {
+        let at = format!("{path}[{i}]");
+        match op {
+            Op::MutexLock(m) => {
+                // Locking a mutex it holds is a self-deadlock; the run reports it naming the mutex.
+                held.insert(*m);
+            }
+            // The guard releases the mutex when the thread holds it.
+            Op::MutexUnlock(m) if !held.remove(m) => {
+                return Err(error(
+                    file,
+                    &format!("{at}.unlock"),
+                    format!(
+                        "unlocks mutex {m}, which this thread does not hold here; a thread unlocks only a mutex \
+                         it locked (POSIX: an error-checking mutex refuses with EPERM, a default one is undefined)"
+                    ),
+                ));
+            }
+            Op::CondWait { cond, mutex } if !held.contains(mutex) => {
+                return Err(error(
+                    file,
+                    &format!("{at}.mutex"),
+                    format!(
+                        "cond_wait on condition variable {cond} releases mutex {mutex}, which this thread does not hold \
+                         here; lock it first (POSIX: pthread_cond_wait is called with the mutex locked by the caller)"
+                    ),
+                ));
+            }
+            Op::Loop { count, body } => {
+                let passes = if *count == Some(1) { 1 } else { 2 };
+                for pass in 0..passes {
+                    check_mutex_use(file, &format!("{at}.body"), body, held).map_err(|e| match e {
+                        SimError::Scenario { file, key, message } if pass == 1 => {
+                            SimError::Scenario { file, key, message: format!("{message} (on the loop's second pass)") }
+                        }
+                        other => other,
+                    })?;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A count of objects: a non-negative integer up to [`MAX_OBJECTS`], 0 when absent.
 fn count(section: &Section, key: &str) -> Result<usize, SimError> {
-    Ok(section.int(key, 0, u32::MAX as i64)?.unwrap_or(0) as usize)
+    let n = section.int(key, 0, i64::MAX)?.unwrap_or(0);
+    if n > MAX_OBJECTS as i64 {
+        return Err(section.error_at(
+            key,
+            format!("expected at most {MAX_OBJECTS} (each is allocated before the run; a guard against typos), got {n}"),
+        ));
+    }
+    Ok(n as usize)
 }
 
 /// An array of positive sizes (barrier parties, queue capacities), empty when absent.
@@ -433,7 +515,9 @@ mod tests {
                 {barrier = 0},
                 {barrier = 0, wait = "spin"},
                 {barrier = 0, wait = "spin-then-block", spin = "50us"},
+                {lock = 0},
                 {cond_wait = 0, mutex = 0},
+                {unlock = 0},
                 {signal = 0},
                 {broadcast = 0},
                 {put = 0},
@@ -465,7 +549,9 @@ mod tests {
             Op::Barrier { barrier: 0, wait: BarrierWait::Block },
             Op::Barrier { barrier: 0, wait: BarrierWait::Spin },
             Op::Barrier { barrier: 0, wait: BarrierWait::SpinThenBlock(50 * US) },
+            Op::MutexLock(0),
             Op::CondWait { cond: 0, mutex: 0 },
+            Op::MutexUnlock(0),
             Op::CondSignal { cond: 0, all: false },
             Op::CondSignal { cond: 0, all: true },
             Op::QueuePut(0),

@@ -157,8 +157,8 @@ pub fn costs_keys() -> Vec<SectionKey> {
         key(
             "ipi_send",
             d.ipi_send,
-            "VMEXIT/VMENTRY round trip for sending an IPI (APIC ICR write), charged to the sender; 1-2 us \
-             per round trip (scheduler-facts.md section 5)",
+            "VMEXIT/VMENTRY round trip for sending an IPI (APIC ICR write), charged to the sender; assumed \
+             (1-2 us is the commonly quoted round trip, not checked against a measurement)",
         ),
         key(
             "ipi_delivery",

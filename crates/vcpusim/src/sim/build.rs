@@ -153,6 +153,7 @@ impl Sim {
                 ple_exits: 0,
                 yielding: false,
                 runnable_since: 0,
+                woken: false,
             });
             self.pv.push(PvArea::default());
         }
@@ -166,6 +167,7 @@ impl Sim {
         // Queues bring their own mutex and two condition variables after the program's own.
         let mut objects = SyncObjects {
             mutexes: vec![MutexWord::Free; program.mutexes + program.queues.len()],
+            mutex_owner: vec![None; program.mutexes + program.queues.len()],
             barriers: program.barriers.iter().map(|p| Barrier { parties: *p, arrived: 0, generation: 0, spinners: Vec::new() }).collect(),
             conds: vec![0; program.conds + 2 * program.queues.len()],
             queues: program

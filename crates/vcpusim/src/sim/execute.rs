@@ -58,7 +58,14 @@ impl Sim {
                 TimeKind::Irq => "irq",
                 TimeKind::Overhead => "overhead",
             };
-            tr.span(1 + vm as u32, self.vinfo[v.idx()].index, name, self.now - elapsed, self.now);
+            let index = self.vinfo[v.idx()].index;
+            if matches!(kind, TimeKind::Kernel | TimeKind::Spin) {
+                // The guest kernel function it was in (vmexit::KernelFn; the guest's current one).
+                let function = self.guests[vm].vcpus[index as usize].func.name();
+                tr.span_with(1 + vm as u32, index, name, self.now - elapsed, self.now, &[("function", function.into())]);
+            } else {
+                tr.span(1 + vm as u32, index, name, self.now - elapsed, self.now);
+            }
         }
     }
 
@@ -76,7 +83,8 @@ impl Sim {
         vc.epoch += 1;
         let e = vc.epoch;
         let ns = vc.speed.time_for(work);
-        self.queue.push(self.now + ns, Event::ActivityDone(v, e));
+        // Saturating: work that would end past the end of time simply does not end in the run.
+        self.queue.push(self.now.saturating_add(ns), Event::ActivityDone(v, e));
     }
 
     /// Start spinning (no end event but the budget's); arm the PLE exit for kernel spins.
@@ -90,7 +98,8 @@ impl Sim {
         if let Some(b) = budget {
             self.queue.push(self.now + b, Event::ActivityDone(v, e));
         }
-        // PLE fires only for PAUSE loops at CPL 0 (Intel SDM; scheduler-facts.md section 4).
+        // PLE fires only for PAUSE loops at CPL 0 (Intel SDM vol. 3C, "PAUSE-loop exiting": "a series
+        // of executions of PAUSE at CPL 0"); KVM's handle_pause (arch/x86/kvm/vmx.c) takes the exit.
         if self.ple.enabled && kind != TimeKind::UserSpin {
             let window = self.ple.window_ns(self.vcpus[v.idx()].ple_exits);
             self.queue.push(self.now + window, Event::PauseLoopExit(v, e));
@@ -223,8 +232,8 @@ impl Sim {
         *self.vms[vm].stats.ipis_sent.entry(kind).or_insert(0) += targets.len() as u64;
         for &to in targets {
             let ipi = Ipi { kind, from, shootdown, pages };
-            if let Some(tr) = self.trace.as_mut() {
-                tr.instant(1 + vm as u32, self.vinfo[from.idx()].index, kind.name(), self.now);
+            if self.trace.is_some() {
+                self.trace_ipi_sent(from, to, kind);
             }
             // The send exits on the sender's pool; a recipient in another pool is that pool's
             // business too (each policy acts only on the vCPUs it holds).
@@ -237,8 +246,16 @@ impl Sim {
                     self.ipis_in_flight += 1;
                     self.queue.push(self.now + self.costs.ipi_delivery, Event::IpiArrive(to, ipi));
                 }
-                VcpuState::Runnable => self.upcall(to, Upcall::Interrupt(ipi)),
+                VcpuState::Runnable => {
+                    if self.trace.is_some() {
+                        self.trace_ipi_received(to, from, kind);
+                    }
+                    self.upcall(to, Upcall::Interrupt(ipi))
+                }
                 VcpuState::Halted => {
+                    if self.trace.is_some() {
+                        self.trace_ipi_received(to, from, kind);
+                    }
                     self.upcall(to, Upcall::Interrupt(ipi));
                     self.wake_vcpu(to, Some(from));
                 }
@@ -251,6 +268,9 @@ impl Sim {
     pub fn on_ipi_arrive(&mut self, v: VcpuId, ipi: Ipi) {
         self.ipis_in_flight -= 1;
         let halted = self.vinfo[v.idx()].state == VcpuState::Halted;
+        if self.trace.is_some() {
+            self.trace_ipi_received(v, ipi.from, ipi.kind);
+        }
         self.upcall(v, Upcall::Interrupt(ipi));
         if halted {
             self.wake_vcpu(v, None);

@@ -207,6 +207,7 @@ impl Sim {
             self.vinfo[v.idx()].preempted = true;
             self.pv[v.idx()].preempted = true;
             self.vcpus[v.idx()].runnable_since = self.now;
+            self.vcpus[v.idx()].woken = false;
             // A pause-loop yield is voluntary: not a preemption; but a lock holder or ticket
             // waiter descheduled by it still stalls its lock, so LHP/LWP count it.
             if !self.vcpus[v.idx()].yielding {
@@ -223,9 +224,8 @@ impl Sim {
         vc.activity = Activity::Off;
         vc.epoch += 1;
         vc.ple_exits = 0;
-        if let Some(t) = self.trace.as_mut() {
-            let name = format!("{}/v{}", self.vminfo[vm.idx()].name, self.vinfo[v.idx()].index);
-            t.span(0, p.0, &name, self.pcpus[p.idx()].run_start, self.now);
+        if self.trace.is_some() {
+            self.trace_switch_out(v, p);
         }
     }
 
@@ -246,7 +246,8 @@ impl Sim {
                 }
             }
             if let Some(tr) = self.trace.as_mut() {
-                tr.instant(1 + vm as u32, self.vinfo[v.idx()].index, "lock-holder preempted", self.now);
+                let args = [("lock_class", class.as_str().into())];
+                tr.instant_with(1 + vm as u32, self.vinfo[v.idx()].index, "lock-holder preempted", self.now, &args);
             }
         }
         if ticket_waiter {
@@ -262,12 +263,15 @@ impl Sim {
         info.last_pcpu = p;
         info.run_start = self.now;
         info.preempted = false;
+        let waited = self.now - self.vcpus[v.idx()].runnable_since;
         let pv = &mut self.pv[v.idx()];
         pv.preempted = false;
-        pv.steal_time_ns += self.now - self.vcpus[v.idx()].runnable_since;
+        pv.steal_time_ns += waited;
         self.pinfo[p.idx()].current = Some(v);
         self.pcpus[p.idx()].run_start = self.now;
-        self.vms[vm.idx()].stats.switches_in += 1;
+        let stats = &mut self.vms[vm.idx()].stats;
+        stats.switches_in += 1;
+        stats.waited(waited, self.vcpus[v.idx()].woken);
         let cost = if self.pcpus[p.idx()].last != Some(v) { self.costs.context_switch } else { 0 };
         self.pcpus[p.idx()].last = Some(v);
         if !self.speed_constant {
@@ -289,6 +293,9 @@ impl Sim {
             vc.activity = Activity::Starting;
             let e = vc.epoch;
             self.queue.push(self.now, Event::Dispatch(v, e));
+        }
+        if self.trace.is_some() {
+            self.trace_switch_in(v, p);
         }
     }
 
@@ -314,6 +321,10 @@ impl Sim {
         self.vinfo[v.idx()].preempted = false;
         self.pv[v.idx()].preempted = false;
         self.vcpus[v.idx()].runnable_since = self.now;
+        self.vcpus[v.idx()].woken = true;
+        if self.trace.is_some() {
+            self.trace_wake(v);
+        }
         let vm = self.vinfo[v.idx()].vm.idx();
         self.vms[vm].stats.wakeups += 1;
         let waker_pcpu = waker.and_then(|w| self.vinfo[w.idx()].pcpu);

@@ -65,23 +65,38 @@ impl Sim {
                 }
             }
         }
-        // Per-pCPU time is conserved: time charged to guests equals time vCPUs spent on pCPUs,
-        // and no more than the pCPUs had.
-        let charged: u64 = self.vms.iter().map(|vm| vm.stats.cpu_ns()).sum::<u64>()
-            + self
-                .vcpus
-                .iter()
+        // Time is conserved, VM by VM: the time columns of vms.csv (user, kernel, spin, TLB wait,
+        // user spin, IRQ, overhead) sum without overflow to what cpu_time_ms reports, and that
+        // plus the open segments equals the time its vCPUs spent on pCPUs; all of it no more than
+        // the pCPUs had.
+        let mut on_pcpu_total: u64 = 0;
+        for (vm, state) in self.vms.iter().enumerate() {
+            let s = &state.stats;
+            let columns = [s.user_ns, s.kernel_ns, s.spin_ns, s.tlb_wait_ns, s.user_spin_ns, s.irq_ns, s.overhead_ns];
+            let sum = columns.iter().try_fold(0u64, |a, &c| a.checked_add(c));
+            if sum != Some(s.cpu_ns()) {
+                return Err(format!("VM {vm}: time columns {columns:?} do not sum to cpu_time {} ns", s.cpu_ns()));
+            }
+            let vcpus = self.vminfo[vm].vcpus.iter().map(|v| v.idx());
+            let open: u64 = vcpus
+                .clone()
+                .map(|v| &self.vcpus[v])
                 .filter(|vc| !matches!(vc.activity, Activity::Off | Activity::Starting))
                 .map(|vc| self.now - vc.seg_start)
-                .sum::<u64>();
-        let on_pcpu: u64 = self
-            .vinfo
-            .iter()
-            .map(|vi| vi.run_time + if vi.state == VcpuState::Running { self.now - vi.run_start } else { 0 })
-            .sum();
-        if charged != on_pcpu {
-            return Err(format!("time not conserved: {charged} ns charged to guests, {on_pcpu} ns on pCPUs"));
+                .sum();
+            let on_pcpu: u64 = vcpus
+                .map(|v| &self.vinfo[v])
+                .map(|vi| vi.run_time + if vi.state == VcpuState::Running { self.now - vi.run_start } else { 0 })
+                .sum();
+            if s.cpu_ns().checked_add(open) != Some(on_pcpu) {
+                return Err(format!(
+                    "VM {vm}: time not conserved: {} ns charged (+ {open} ns open), {on_pcpu} ns on pCPUs",
+                    s.cpu_ns()
+                ));
+            }
+            on_pcpu_total += on_pcpu;
         }
+        let on_pcpu = on_pcpu_total;
         if on_pcpu > self.now * self.pinfo.len() as u64 {
             return Err(format!("{on_pcpu} ns of vCPU time on {} pCPUs in {} ns", self.pinfo.len(), self.now));
         }

@@ -9,6 +9,7 @@ pub mod line;
 pub mod pools;
 pub mod sampling;
 pub mod speed;
+pub mod tracing;
 pub mod state;
 
 use crate::error::SimError;
@@ -24,6 +25,9 @@ pub const WATCH_EVERY_EVENTS: u64 = 1024;
 impl Sim {
     /// Give the policy every VM's settings, insert every vCPU and let every pCPU pick.
     pub fn start(&mut self) {
+        if self.trace.is_some() {
+            self.trace_start();
+        }
         // Masks may have been set between build and start (tests do).
         self.update_trivial_placement();
         // Xen: a domain's scheduling parameters are set (`sched_adjust`) before its vCPUs run;
@@ -132,13 +136,21 @@ impl Sim {
         }
     }
 
-    /// Charge the last segments and close the trace spans at the end time.
+    /// Charge the last segments, add the runnable waits still open to the steal time (a vCPU
+    /// waiting at the end was denied that time all the same) and close the trace spans at the
+    /// end time.
     pub fn finish(&mut self) {
         // The competing-modules windows up to now (the last one partial) before the runs end.
         self.close_usage_windows(self.now);
         self.close_last_usage_window();
         for v in 0..self.vinfo.len() {
             let v = VcpuId(v as u32);
+            if self.vinfo[v.idx()].state == crate::hypervisor::policy::VcpuState::Runnable {
+                let open = self.now - self.vcpus[v.idx()].runnable_since;
+                self.vcpus[v.idx()].runnable_since = self.now;
+                self.pv[v.idx()].steal_time_ns += open;
+                self.vms[self.vinfo[v.idx()].vm.idx()].stats.runnable_wait_ns += open;
+            }
             if let Some(p) = self.vinfo[v.idx()].pcpu {
                 self.settle(v);
                 let start = self.vinfo[v.idx()].run_start;
@@ -149,9 +161,11 @@ impl Sim {
                 if let Some(tr) = self.trace.as_mut() {
                     let vm = self.vinfo[v.idx()].vm.idx();
                     let name = format!("{}/v{}", self.vminfo[vm].name, self.vinfo[v.idx()].index);
-                    tr.span(0, p.0, &name, self.pcpus[p.idx()].run_start, self.now);
+                    let args = [("vm", self.vminfo[vm].name.as_str().into()), ("vcpu", self.vinfo[v.idx()].index.into()), ("left", "end".into())];
+                    tr.span_with(0, p.0, &name, self.pcpus[p.idx()].run_start, self.now, &args);
                 }
             }
         }
+        self.trace_end();
     }
 }

@@ -64,8 +64,12 @@ pub struct Vcpu {
     pub ple_exits: u32,
     /// Leaving its pCPU by a pause-loop yield (voluntary: not a preemption).
     pub yielding: bool,
-    /// Since when it has been runnable but not running (for the PV area's steal time).
+    /// Since when it has been runnable but not running (for the PV area's steal time and the
+    /// runnable-wait metrics).
     pub runnable_since: Nanos,
+    /// Its current runnable wait began with a wake-up (so it is a scheduling latency), not at
+    /// creation, a preemption or a yield.
+    pub woken: bool,
 }
 
 pub struct Pcpu {

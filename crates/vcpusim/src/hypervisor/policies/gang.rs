@@ -3,8 +3,9 @@
 //! This is the coscheduling baseline of seed 004 (004_2f4d1756ca892fd2.txt, section 2.2 and
 //! Figure 1b: "synchronously assigns each VCPU to a PCPU ... while guaranteeing CPU fairness
 //! according to the weights"; section 3.2, the CPS strategy: "all VCPUs in the VM are coscheduled
-//! to PCPUs") and the scheme of VMware ESX 2.x (reference/scheduler-facts.md section 6: a VM is
-//! co-started only when there are enough pCPUs for all its vCPUs).
+//! to PCPUs") and the scheme of VMware ESX 2.x (VMware, "The CPU Scheduler in VMware vSphere 5.1",
+//! technical white paper, 2013, "Strict Co-Scheduling in ESX 2.x": a VM is co-started only when
+//! there are enough pCPUs for all its vCPUs).
 //!
 //! How it works:
 //! - Time is cut into gang slices. At every slice boundary (one policy timer, like Xen's

@@ -1,6 +1,6 @@
 //! Xen's Credit1 scheduler, read from xen/common/sched/credit.c (Xen 4.18, with the 1 ms
-//! load-balance ratelimit and yielded-vCPUs-are-not-stolen patches) and summarised in
-//! reference/scheduler-facts.md section 1. Function names in comments are the C functions each
+//! load-balance ratelimit and yielded-vCPUs-are-not-stolen patches; the older releases from the
+//! release tags of xen-project/xen). Function names in comments are the C functions each
 //! piece models. `[host.params] xen` selects the credit1 of Xen 3.3, 4.4, 4.7 or 4.18 (the
 //! default): `version.rs` names every rule that differs (yield, ratelimit, stealing, 3.3's
 //! tick-sampled debits and tickling, BOOSTs on moves and unparks, placement), and the code below

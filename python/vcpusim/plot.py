@@ -1,0 +1,203 @@
+"""Plots of one result (``result.plot.timeline()``, ``.shares()``, ``.breakdown()``) and the HTML
+that notebooks show for results and scenarios.
+
+The plots use matplotlib, an optional dependency (``pip install "vcpusim[plot]"``), imported on
+first use; each returns the matplotlib ``Axes`` it drew on (pass ``ax=`` to draw on your own).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .api import Result, Scenario
+
+#: vms.csv's time columns that split each VM's CPU time (they sum to ``cpu_time_ms``), in the
+#: order the breakdown stacks them, with their legend labels.
+BREAKDOWN_COLUMNS = (
+    ("user_time_ms", "user"),
+    ("kernel_time_ms", "kernel"),
+    ("spin_time_ms", "spin (kernel spinlocks)"),
+    ("user_spin_ms", "spin (user)"),
+    ("tlb_wait_ms", "TLB-shootdown wait"),
+    ("irq_time_ms", "interrupts"),
+    ("overhead_ms", "hypervisor overhead"),
+)
+#: What the vCPU rows of a timeline show for each state slice of the trace (metrics/trace.rs).
+VCPU_STATE_COLOURS = {
+    "user": "tab:green",
+    "kernel": "tab:blue",
+    "spin": "tab:red",
+    "user-spin": "tab:pink",
+    "tlb-wait": "tab:orange",
+    "irq": "tab:purple",
+    "overhead": "tab:gray",
+    "runnable: preempted": "gold",
+    "runnable: yielded": "khaki",
+    "runnable: woken": "wheat",
+    "runnable: starting": "wheat",
+    "halted": "whitesmoke",
+}
+#: vms.csv columns a notebook shows for a result.
+HTML_COLUMNS = ("vm", "policy", "vcpus", "cpu_time_ms", "spin_time_ms", "tlb_wait_ms", "lhp_count", "progress",
+                "completion_time_ms")
+
+
+def _pyplot():
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError("plots need matplotlib, which is not installed: pip install \"vcpusim[plot]\"") from None
+    return plt
+
+
+def _axes(ax, size):
+    if ax is not None:
+        return ax
+    _, ax = _pyplot().subplots(figsize=size)
+    return ax
+
+
+def _seconds(value: Any, name: str) -> float | None:
+    """A window bound: seconds (a number) or a duration string ("1.5s", "200ms")."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        units = (("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0))
+        for unit, scale in units:
+            if value.endswith(unit):
+                try:
+                    return float(value[: -len(unit)]) * scale
+                except ValueError:
+                    break
+    raise ValueError(f"plot: {name}: expected seconds (a number) or a duration such as \"1.5s\", got {value!r}")
+
+
+class ResultPlots:
+    """``result.plot``: the plots of one :class:`~vcpusim.Result`."""
+
+    def __init__(self, result: "Result"):
+        self._result = result
+
+    def breakdown(self, ax=None):
+        """Each VM's CPU time split by what it did (user, kernel, spinning, TLB waits, interrupts,
+        hypervisor overhead): one stacked bar per VM, in ms."""
+        vms = self._result.vms
+        ax = _axes(ax, (max(5, 0.8 * len(vms) + 2), 4))
+        bottom = [0.0] * len(vms)
+        for column, label in BREAKDOWN_COLUMNS:
+            if column not in vms:
+                continue
+            values = vms[column].astype(float).tolist()
+            ax.bar(vms["vm"], values, bottom=bottom, label=label)
+            bottom = [b + v for b, v in zip(bottom, values)]
+        ax.set_ylabel("CPU time (ms)")
+        ax.set_title(f"CPU time by activity ({self._result.summary['policy']})")
+        ax.legend(fontsize="small")
+        return ax
+
+    def shares(self, ax=None):
+        """Each VM's share of the host over time, from ``[run] sample_every`` (one line per VM,
+        each point the share over the interval ending there)."""
+        samples = self._result.samples
+        if samples.empty:
+            raise ValueError("plot.shares needs a CPU-usage time series: set [run] sample_every (say \"100ms\") "
+                             "in the scenario, or scenario.replace(sample_every=\"100ms\")")
+        ax = _axes(ax, (7, 4))
+        for vm, rows in samples.groupby("vm", sort=False):
+            ax.step(rows["t_s"], rows["share"], where="pre", label=vm)  # each value covers the interval before it
+        ax.set_xlabel("simulated time (s)")
+        ax.set_ylabel("share of the host")
+        ax.set_ylim(bottom=0)
+        ax.set_title("CPU share over time")
+        ax.legend(fontsize="small")
+        return ax
+
+    def timeline(self, start: Any = None, end: Any = None, tracks: str = "pcpus", ax=None):
+        """A Gantt chart from the run's trace (run with ``trace=True`` or ``trace_from`` /
+        ``trace_to``): ``tracks="pcpus"`` draws one row per pCPU coloured by the VM on it;
+        ``"vcpus"`` one row per vCPU coloured by its state (running user/kernel/spin ...,
+        runnable, halted). ``start`` / ``end`` bound the window (seconds, or "1.5s")."""
+        trace = self._result.trace_json
+        if trace is None:
+            raise ValueError("plot.timeline needs a traced run: vcpusim.run(..., trace=True), or trace_from/trace_to "
+                             "for a window")
+        if tracks not in ("pcpus", "vcpus"):
+            raise ValueError(f"plot.timeline: tracks: expected \"pcpus\" or \"vcpus\", got {tracks!r}")
+        lo, hi = _seconds(start, "start"), _seconds(end, "end")
+        events = json.loads(trace)["traceEvents"]
+        processes = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
+        threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+        rows: dict[tuple[int, int], list] = {}
+        for e in events:
+            if e["ph"] != "X" or e.get("dur", 0) <= 0:
+                continue
+            on_host = e["pid"] == 0
+            if (tracks == "pcpus") != on_host:
+                continue
+            if not on_host and e["name"] not in VCPU_STATE_COLOURS:
+                continue
+            t0, t1 = e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6
+            if (lo is not None and t1 <= lo) or (hi is not None and t0 >= hi):
+                continue
+            colour_key = e["args"]["vm"] if on_host else e["name"]
+            rows.setdefault((e["pid"], e["tid"]), []).append((t0, t1 - t0, colour_key))
+        order = sorted(threads) if tracks == "vcpus" else sorted(k for k in threads if k[0] == 0)
+        order = [k for k in order if (k[0] == 0) == (tracks == "pcpus")]
+        ax = _axes(ax, (10, max(2.5, 0.35 * len(order) + 1)))
+        palette = _pyplot().get_cmap("tab10")
+        vm_colours: dict[str, Any] = {}
+        used: dict[str, Any] = {}
+        for y, key in enumerate(order):
+            # One collection per row and colour: a busy window holds many thousands of slices.
+            bars: dict[str, list] = {}
+            for t0, width, colour_key in rows.get(key, []):
+                bars.setdefault(colour_key, []).append((t0, width))
+            for colour_key, spans in bars.items():
+                if tracks == "pcpus":
+                    colour = vm_colours.setdefault(colour_key, palette(len(vm_colours) % 10))
+                else:
+                    colour = VCPU_STATE_COLOURS[colour_key]
+                used.setdefault(colour_key, colour)
+                ax.broken_barh(spans, (y - 0.4, 0.8), facecolors=colour, linewidth=0)
+        labels = [threads[k] if k[0] == 0 else f"{processes.get(k[0], k[0]).removeprefix('VM ')} {threads[k]}" for k in order]
+        ax.set_yticks(range(len(order)))
+        ax.set_yticklabels(labels)
+        ax.invert_yaxis()
+        if lo is not None or hi is not None:
+            ax.set_xlim(left=lo, right=hi)
+        ax.set_xlabel("simulated time (s)")
+        ax.set_title("pCPUs (colour: VM)" if tracks == "pcpus" else "vCPUs (colour: state)")
+        from matplotlib.patches import Patch
+
+        ax.legend(handles=[Patch(color=c, label=k) for k, c in used.items()], fontsize="small",
+                  loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        return ax
+
+
+def result_html(result: "Result") -> str:
+    """A notebook's view of a result: the run in one line and the per-VM table."""
+    s = result.summary
+    head = (f"<p><b>vcpusim result</b>: {html.escape(str(s.get('scenario')))}, policy {html.escape(str(s.get('policy')))}, "
+            f"{s.get('pcpus')} pCPUs, seed {s.get('seed')}, {s.get('sim_time_ns', 0) / 1e9:g} s simulated, "
+            f"{s.get('events'):,} events, host busy {s.get('host_busy_share', 0):.1%}</p>")
+    vms = result.vms
+    table = vms[[c for c in HTML_COLUMNS if c in vms.columns]].to_html(index=False, na_rep="-", float_format=lambda v: f"{v:.1f}")
+    warnings = "".join(f"<p>warning: {html.escape(w)}</p>" for w in result.warnings)
+    return head + table + warnings
+
+
+def scenario_html(scenario: "Scenario") -> str:
+    """A notebook's view of a scenario: its summary and, folded, its TOML."""
+    info = scenario.info
+    rows = [("source", scenario.source), ("policy", info["policy"]), ("pCPUs", info["pcpus"]),
+            ("VMs", ", ".join(info["vms"])), ("vCPUs", info["vcpus"]), ("duration", f"{info['duration_ns'] / 1e9:g} s"),
+            ("seed", info["seed"])]
+    body = "".join(f"<tr><th style=\"text-align:left\">{k}</th><td style=\"text-align:left\">{html.escape(str(v))}</td></tr>"
+                   for k, v in rows)
+    return (f"<table><caption><b>vcpusim scenario</b></caption>{body}</table>"
+            f"<details><summary>TOML</summary><pre>{html.escape(scenario.text)}</pre></details>")

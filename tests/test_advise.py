@@ -1,0 +1,129 @@
+"""The placement advisor (issue 12 part 6): candidates from the topology, the pick, the output."""
+
+import subprocess
+import sys
+
+import pytest
+
+import vcpusim
+from vcpusim.advise import candidates, cpulist, libvirt_xml, parse_cpulist, xl_line
+
+SEED_HOST = """
+[host]
+pcpus = 32
+sockets = 2
+numa_nodes = 4
+cores_per_module = 2
+llc = "node"
+policy = "credit"
+"""
+
+INTEL_SMT_HOST = """
+[host]
+pcpus = 16
+sockets = 2
+numa_nodes = 2
+threads_per_core = 2
+policy = "credit"
+"""
+
+ONE_SOCKET_8_MODULES = """
+[host]
+pcpus = 16
+cores_per_module = 2
+policy = "credit"
+"""
+
+
+def scenario(host: str, vcpus: int, extra: str = "") -> vcpusim.Scenario:
+    return vcpusim.Scenario(host + f"""
+[[vm]]
+name = "par"
+vcpus = {vcpus}
+workload = "barrier"
+
+[[vm]]
+name = "noise"
+vcpus = 2
+cpus = "0-1"
+workload = "cpu-bound"
+{extra}
+[run]
+duration = "100ms"
+""")
+
+
+def test_candidates_on_the_seed_host_are_the_seeds_distributions():
+    topo = scenario(SEED_HOST, 16).info["topology"]
+    got = dict(candidates(topo, 16))
+    assert cpulist(got["packed"]) == "0-15"
+    assert cpulist(got["spread"]) == "0-7,16-23"  # the seed's 8-8
+    assert got["one-per-module"] == list(range(0, 32, 2))  # section IV-C: even pCPUs
+    # Two whole nodes are 0-15, the packed set again: run once, under the first name.
+    assert "node-local" not in got
+    assert cpulist(got["none"]) == "0-31"
+    # Eight vCPUs: one module per node pair, dealt over the four nodes.
+    eight = dict(candidates(topo, 8))
+    assert eight["one-per-module"] == [0, 2, 8, 10, 16, 18, 24, 26]
+    assert "node-local" not in eight  # node 0 is 0-7, the packed set
+
+
+def test_candidates_leave_out_other_vms_pinned_pcpus_and_drop_duplicates():
+    topo = scenario(SEED_HOST, 4).info["topology"]
+    got = candidates(topo, 4, taken=[0, 1])
+    named = dict(got)
+    assert named["packed"] == [2, 3, 4, 5]
+    assert not set(named["one-per-module"]) & {0, 1}
+    # node-local prefers a node with no pinned pCPU.
+    assert cpulist(named["node-local"]) == "8-15"
+    sets = [tuple(p) for _, p in got]
+    assert len(sets) == len(set(sets))
+    # No CMT or SMT: no one-per-module candidate (it would be `spread` or `packed` again).
+    flat = vcpusim.Scenario("[host]\npcpus = 4\n[[vm]]\nname = \"a\"\nvcpus = 2\nworkload = \"barrier\"\n")
+    assert "one-per-module" not in dict(candidates(flat.info["topology"], 2))
+
+
+def test_cpulists_and_configuration_text():
+    assert cpulist([5, 0, 1, 2, 7, 8]) == "0-2,5,7-8"
+    assert parse_cpulist("0-2,5") == [0, 1, 2, 5]
+    assert xl_line([0, 2, 4]) == 'cpus = "0,2,4"'
+    xml = libvirt_xml([0, 2], 2)
+    assert xml == "<cputune>\n  <vcpupin vcpu='0' cpuset='0,2'/>\n  <vcpupin vcpu='1' cpuset='0,2'/>\n</cputune>"
+
+
+@pytest.mark.parametrize("host,vcpus", [(SEED_HOST, 8), (INTEL_SMT_HOST, 4), (ONE_SOCKET_8_MODULES, 6)])
+def test_the_pick_is_never_worse_than_any_printed_candidate(host, vcpus):
+    table = vcpusim.advise(scenario(host, vcpus), vms=["par"], processes=1)
+    assert set(table["vm"]) == {"par"}
+    assert table["best"].sum() == 1
+    best = table[table["best"]].iloc[0]
+    assert best["throughput"] == table["throughput"].max()
+    assert best["throughput"] > 0
+    assert best["why"]
+    assert best["xl"] == f'cpus = "{best["cpus"]}"'
+    # Every candidate was actually simulated with its own affinity: the one-pCPU-per-vCPU
+    # candidates can differ from the unpinned one.
+    assert len(table) >= 4
+
+
+def test_advise_refuses_unknown_vms_with_the_names():
+    with pytest.raises(ValueError, match="no \\[\\[vm\\]\\] named 'nope' \\(entries: par, noise\\)"):
+        vcpusim.advise(scenario(SEED_HOST, 4), vms=["nope"], processes=1)
+    with pytest.raises(TypeError, match="vms: expected a list"):
+        vcpusim.advise(scenario(SEED_HOST, 4), vms="par", processes=1)
+
+
+def test_cli_prints_the_pick_as_xl_and_libvirt(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(scenario(ONE_SOCKET_8_MODULES, 4).text)
+    out = subprocess.run([sys.executable, "-m", "vcpusim", "advise", str(path), "--vm", "par", "--processes", "1",
+                          "--csv", str(tmp_path / "c.csv")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "best for par:" in out.stdout
+    assert "xl:      cpus = \"" in out.stdout
+    assert "<vcpupin vcpu='3' cpuset=" in out.stdout
+    assert (tmp_path / "c.csv").read_text().startswith("vm,candidate,cpus,pcpus,throughput")
+    bad = subprocess.run([sys.executable, "-m", "vcpusim", "advise", str(path), "--vm", "nope"], capture_output=True, text=True)
+    assert bad.returncode == 2
+    assert "error: advise: vms: no [[vm]] named 'nope'" in bad.stderr
+    assert "Traceback" not in bad.stderr

@@ -1,0 +1,73 @@
+"""Result.plot (timeline, shares, breakdown) and the notebook HTML of results and scenarios."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import vcpusim
+from conftest import SMALL_SCENARIO
+
+matplotlib = pytest.importorskip("matplotlib")
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def traced():
+    scenario = vcpusim.Scenario(SMALL_SCENARIO, "small.toml").replace(sample_every="50ms")
+    return vcpusim.run(scenario, trace_from="100ms", trace_to="120ms")
+
+
+def test_breakdown_stacks_each_vms_cpu_time(traced):
+    ax = traced.plot.breakdown()
+    vms = traced.vms
+    # The stacked bars of each VM add up to its cpu_time_ms (the time columns split it).
+    tops = {}
+    for patch in ax.patches:
+        x = round(patch.get_x() + patch.get_width() / 2)
+        tops[x] = max(tops.get(x, 0.0), patch.get_y() + patch.get_height())
+    assert [round(tops[i], 6) for i in range(len(vms))] == [round(v, 6) for v in vms["cpu_time_ms"]]
+    plt.close("all")
+
+
+def test_shares_draws_each_vms_share_per_interval(traced):
+    ax = traced.plot.shares()
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert set(lines) == set(traced.vms["vm"])
+    samples = traced.samples
+    for vm, line in lines.items():
+        assert list(line.get_ydata()) == pytest.approx(samples[samples["vm"] == vm]["share"].tolist())
+    plain = vcpusim.run(vcpusim.Scenario(SMALL_SCENARIO, "small.toml"))
+    with pytest.raises(ValueError, match="sample_every"):
+        plain.plot.shares()
+    plt.close("all")
+
+
+def test_timeline_draws_the_traced_window_per_pcpu_and_per_vcpu(traced):
+    ax = traced.plot.timeline()
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["pCPU 0", "pCPU 1", "pCPU 2", "pCPU 3"]
+    assert {t.get_text() for t in ax.get_legend().get_texts()} <= set(traced.vms["vm"])
+    bars = sum(len(c.get_paths()) for c in ax.collections)
+    slices = [e for e in json.loads(traced.trace_json)["traceEvents"] if e["ph"] == "X" and e["pid"] == 0 and e["dur"] > 0]
+    assert bars == len(slices) > 10, "one bar per slice on the pCPUs"
+    ax = traced.plot.timeline(start="105ms", end=0.11, tracks="vcpus")
+    assert len(ax.get_yticklabels()) == 6  # 4 + 1 + 1 vCPUs
+    assert ax.get_xlim() == pytest.approx((0.105, 0.11))
+    states = {t.get_text() for t in ax.get_legend().get_texts()}
+    assert states & {"runnable: preempted", "halted"} and states & {"user", "kernel", "spin"}
+    with pytest.raises(ValueError, match="needs a traced run"):
+        vcpusim.run(vcpusim.Scenario(SMALL_SCENARIO, "small.toml")).plot.timeline()
+    with pytest.raises(ValueError, match="tracks"):
+        traced.plot.timeline(tracks="threads")
+    with pytest.raises(ValueError, match="start"):
+        traced.plot.timeline(start="soon")
+    plt.close("all")
+
+
+def test_notebooks_show_results_and_scenarios_as_html(traced):
+    html = traced._repr_html_()
+    assert "vcpusim result" in html and "<table" in html and "parallel" in html and "seq-0" in html
+    scenario = vcpusim.Scenario(SMALL_SCENARIO, "small<1>.toml")
+    html = scenario._repr_html_()
+    assert "vcpusim scenario" in html and "small&lt;1&gt;.toml" in html and "[[vm]]" in html
