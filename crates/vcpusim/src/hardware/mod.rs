@@ -1,6 +1,7 @@
 //! The physical host: topology, the costs of virtualization events, and the speed at which a
 //! pCPU advances a vCPU's work.
 
+pub mod contention;
 pub mod costs;
 pub mod cpumask;
 pub mod speed;

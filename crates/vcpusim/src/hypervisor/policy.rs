@@ -57,13 +57,19 @@ pub struct PcpuInfo {
     pub current: Option<VcpuId>,
 }
 
-/// A VM as any hypervisor knows a domain: its id, name and vCPUs. Scheduling settings reach the
-/// policy separately, through [`Policy::adjust`], and each policy keeps what it needs.
+/// A VM as any hypervisor knows a domain: its id, name, vCPUs and where its memory is. Scheduling
+/// settings reach the policy separately, through [`Policy::adjust`], and each policy keeps what
+/// it needs.
 #[derive(Clone, Debug)]
 pub struct VmInfo {
     pub id: VmId,
     pub name: String,
     pub vcpus: Vec<VcpuId>,
+    /// The NUMA nodes holding the domain's memory, sorted, pages spread evenly over them (Xen
+    /// allocates a domain's memory and knows where: `d->node_affinity` guides
+    /// `alloc_domheap_pages`). Resolved from `[[vm]] memory_nodes` by
+    /// `sim/build.rs` `resolve_memory_nodes`; read by the contention model (sim/contention.rs).
+    pub memory_nodes: Vec<u32>,
 }
 
 /// A VM's scheduling settings, handed to [`Policy::adjust`] (Xen: the `xen_domctl_scheduler_op`

@@ -2,5 +2,6 @@
 //! tables are serialized by the runner (`run/report.rs`).
 
 pub mod histogram;
+pub mod pcpu_usage;
 pub mod trace;
 pub mod vm_stats;

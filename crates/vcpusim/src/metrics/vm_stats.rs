@@ -47,6 +47,28 @@ pub struct VmStats {
     /// The waits of `runnable_wait` that began with a wake-up (Halted → Runnable): scheduling
     /// latency, wake to run, as `perf sched latency` measures it for a task.
     pub sched_latency: Histogram,
+    /// Work done and work lost to each contention source (seed 001's model; zero without it).
+    pub contention: ContentionTally,
+}
+
+/// What the contention model (`hardware/contention.rs`) cost a VM: the work its vCPUs did
+/// (work-ns) and, per source, the work they would have done more in the same time with that
+/// source's factor at 1.0 (`Factors::lost`). vms.csv `slowdown_<source>` = lost / done.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ContentionTally {
+    pub work_ns: u64,
+    pub lost_ns: [u64; crate::hardware::contention::SOURCES],
+}
+
+impl ContentionTally {
+    /// Work lost to `source` per unit of work done (0 when nothing was done).
+    pub fn slowdown(&self, source: crate::hardware::contention::Source) -> f64 {
+        if self.work_ns == 0 {
+            0.0
+        } else {
+            self.lost_ns[source.index()] as f64 / self.work_ns as f64
+        }
+    }
 }
 
 impl VmStats {

@@ -3,6 +3,7 @@
 //! the same scenario and seed on any machine.
 
 use crate::output::RunOutput;
+use crate::hardware::contention::Source;
 use crate::vmexit::IpiKind;
 use crate::scenario::spec::Scenario;
 use crate::sim::state::Sim;
@@ -19,6 +20,8 @@ pub const VM_COLUMNS: &[&str] = &[
     "ple_exit_count", "yields", "urgent_count", "affinity_broken",
     "preemptions", "switches_in", "halts", "futex_waits",
     "progress", "progress_unit", "iterations", "completion_time_ms",
+    "competing_modules", "remote_memory_share",
+    "slowdown_module_frontend", "slowdown_module_fpu", "slowdown_llc", "slowdown_numa_remote",
 ];
 
 fn csv_field(s: &str) -> String {
@@ -101,7 +104,14 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             csv_field(vm.progress_unit),
             guest.iterations.map(|n| n.to_string()).unwrap_or_default(),
             guest.finished_at.map(|t| f3(to_ms(t))).unwrap_or_default(),
+            f3(sim.usage.competing[i].average()),
+            format!("{:.4}", remote_memory_share(sim, i)),
+            format!("{:.4}", s.contention.slowdown(Source::ModuleFrontend)),
+            format!("{:.4}", s.contention.slowdown(Source::ModuleFpu)),
+            format!("{:.4}", s.contention.slowdown(Source::Llc)),
+            format!("{:.4}", s.contention.slowdown(Source::NumaRemote)),
         ];
+        debug_assert_eq!(row.len(), VM_COLUMNS.len());
         vms.push_str(&row.join(","));
         vms.push('\n');
 
@@ -129,6 +139,9 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         }
         for (class, n) in &s.lhp {
             put(&format!("lhp_count[{class}]"), n.to_string());
+        }
+        for p in 0..sim.pinfo.len() as u32 {
+            put(&format!("pcpu_busy_ms[{p}]"), f3(to_ms(sim.usage.busy(i, crate::ids::PcpuId(p)))));
         }
         put("wakeups", s.wakeups.to_string());
         put("futex_wakes", gs.futex_wakes.to_string());
@@ -162,6 +175,8 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         "all_targets_reached": finished,
         // A JSON number rounded to 4 decimals (ryu prints the shortest form, the same everywhere).
         "host_busy_share": (totals_cpu as f64 / (sim_time as f64 * npcpus) * 1e4).round() / 1e4,
+        // Seed 001's competing modules over every VM's busy time (metrics/pcpu_usage.rs).
+        "competing_modules": (sim.usage.host_competing.average() * 1e3).round() / 1e3,
         "trace_dropped_events": sim.trace.as_ref().map(|t| t.dropped).unwrap_or(0),
     });
     let run_identity = [
@@ -177,6 +192,22 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         trace_json: sim.trace.as_ref().map(|t| t.to_json(&run_identity)),
         warnings: sim.trace.as_ref().and_then(|t| trace_cut_warning(t, sim.now)).into_iter().collect(),
     }
+}
+
+/// Share of VM `i`'s run time on pCPUs outside its memory nodes (`VmInfo::memory_nodes`); 0 for
+/// a VM that never ran.
+fn remote_memory_share(sim: &Sim, i: usize) -> f64 {
+    let memory = &sim.vminfo[i].memory_nodes;
+    let (mut remote, mut total) = (0u64, 0u64);
+    for p in 0..sim.pinfo.len() as u32 {
+        let p = crate::ids::PcpuId(p);
+        let busy = sim.usage.busy(i, p);
+        total += busy;
+        if !memory.contains(&sim.topology.place(p).node) {
+            remote += busy;
+        }
+    }
+    if total == 0 { 0.0 } else { remote as f64 / total as f64 }
 }
 
 /// The warning for a trace that reached its event cap: how much it holds and how to get the rest.

@@ -8,6 +8,7 @@
 use super::load::DEFAULT_POLICY;
 use super::program_ops;
 use super::sections::{self, SectionKey};
+use super::contention_sections;
 use super::uvf_sections;
 use crate::hypervisor::policies;
 use crate::params::{ParamKind, ParamSpec, ParamValue};
@@ -27,6 +28,8 @@ struct Catalog {
     host_costs: Vec<KeyEntry>,
     host_uvf: Vec<KeyEntry>,
     vm_uvf: Vec<KeyEntry>,
+    host_contention: Vec<KeyEntry>,
+    vm_contention: Vec<KeyEntry>,
     run: Vec<KeyEntry>,
 }
 
@@ -116,6 +119,7 @@ const HOST_KEY_DOCS: &[(&str, &str, &str, &str)] = &[
     ("uvf", "table", "", "[host.uvf]: the urgent-vCPU-first overlay (below); off when absent"),
     ("pool", "array of tables", "", "[[host.pool]]: Xen cpupools, each with name, pcpus, policy and params"),
     ("pool_change", "array of tables", "", "[[host.pool_change]]: at, pcpu, to: a pCPU moved between pools at run time"),
+    ("contention", "table", "", "[host.contention]: seed 001's contention sources (below); all off when absent"),
 ];
 
 /// `[[vm]]` keys, as [`HOST_KEY_DOCS`].
@@ -138,6 +142,8 @@ const VM_KEY_DOCS: &[(&str, &str, &str, &str)] = &[
     ("cpus", "cpulist or array of cpulists", "", "hard affinity (xl cpus=); default every pCPU"),
     ("cpus_soft", "cpulist or array of cpulists", "", "soft affinity (xl cpus_soft=); default every pCPU"),
     ("cap", "int >= 0", "0", "CPU cap in percent of one pCPU over all its vCPUs (0: none); credit and cfs enforce it"),
+    ("memory_nodes", "\"auto\" or array of node numbers", "auto", "NUMA nodes holding the VM's memory, pages spread evenly; auto: its node affinity, else every node"),
+    ("contention", "table", "", "[vm.contention]: this VM's contention sensitivities (below); default: its workload's"),
 ];
 
 fn described_keys(docs: &[(&'static str, &'static str, &'static str, &'static str)]) -> Vec<KeyEntry> {
@@ -191,6 +197,8 @@ fn catalog() -> Catalog {
         host_costs: section_entries(&sections::costs_keys()),
         host_uvf: section_entries(&uvf_sections::host_uvf_keys()),
         vm_uvf: section_entries(&uvf_sections::vm_uvf_keys()),
+        host_contention: section_entries(&contention_sections::host_contention_keys()),
+        vm_contention: section_entries(&contention_sections::vm_contention_keys()),
         run: section_entries(&sections::run_keys()),
     }
 }
@@ -267,6 +275,11 @@ mod tests {
             ["ipi_send", "ipi_delivery", "ipi_handler", "context_switch", "hlt_exit", "tlb_flush_per_page", "syscall"]
         );
         assert_eq!(names(&json["run"]), ["duration", "seed", "max_events", "check", "sample_every"]);
+        let sources = ["module_frontend", "module_fpu", "llc", "numa_remote"];
+        assert_eq!(names(&json["host_contention"]), sources);
+        assert_eq!(names(&json["vm_contention"]), sources);
+        assert_eq!(json["host_contention"][0]["default"], false);
+        assert!(json["vm_contention"][0]["default"].is_null(), "unset: the workload's sensitivity");
         let tick = &json["guest"][3];
         assert_eq!((tick["type"].as_str(), tick["default"].as_str()), (Some("duration"), Some("4ms")));
         assert_eq!(json["host_ple"][1]["default"], 4096);
@@ -274,7 +287,7 @@ mod tests {
         assert_eq!(json["run"][0]["default"], "10s");
         assert!(json["run"][2]["default"].is_null(), "max_events has no default");
         assert_eq!(json["guest"][2]["expected"], "one of ticket, tas");
-        for section in ["guest", "host_ple", "host_costs", "run"] {
+        for section in ["guest", "host_ple", "host_costs", "run", "host_contention", "vm_contention"] {
             for key in json[section].as_array().unwrap() {
                 assert!(!key["doc"].as_str().unwrap().is_empty(), "{section}.{} has no doc", key["name"]);
             }

@@ -9,6 +9,7 @@ use super::program_ops::{self, parse_program};
 use super::section::{error, Section};
 use super::sections;
 use super::uvf_sections;
+use super::contention_sections;
 use super::spec::{HostSpec, PoolChange, PoolSpec, Scenario, VmClassChange, VmSpec, DEFAULT_POOL};
 use super::suggest::with_suggestion;
 use crate::error::SimError;
@@ -31,11 +32,11 @@ use toml::Value;
 const TOP_KEYS: &[&str] = &["host", "guest", "vm", "run", "sweep"];
 pub(super) const HOST_KEYS: &[&str] = &[
     "pcpus", "policy", "sockets", "numa_nodes", "threads_per_core", "cores_per_module", "llc", "start_skew", "placement", "params",
-    "ple", "costs", "uvf", "pool", "pool_change",
+    "ple", "costs", "uvf", "pool", "pool_change", "contention",
 ];
 pub(super) const VM_KEYS: &[&str] = &[
     "name", "count", "vcpus", "weight", "type", "u_factor", "sched_pe", "workload", "threads", "iterations", "params", "program",
-    "guest", "uvf", "pool", "cpus", "cpus_soft", "cap",
+    "guest", "uvf", "pool", "cpus", "cpus_soft", "cap", "memory_nodes", "contention",
 ];
 /// Keys of one `[[host.pool]]` entry.
 const POOL_KEYS: &[&str] = &["name", "pcpus", "policy", "params"];
@@ -329,7 +330,9 @@ fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
         ple.enabled = false;
     }
     let (change_index, pool_changes) = pool_changes(&host, &topology, &pools)?.into_iter().unzip();
-    let spec = HostSpec { topology, policy: kind.name().to_string(), params, costs, ple, start_skew, uvf, pools, pool_changes };
+    let contention = host.table("contention")?.map(|s| contention_sections::host_contention(&s)).transpose()?.unwrap_or_default();
+    let spec =
+        HostSpec { topology, policy: kind.name().to_string(), params, costs, ple, start_skew, uvf, pools, pool_changes, contention };
     Ok((spec, change_index))
 }
 
@@ -618,6 +621,18 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec) -> Result<Vec<VmS
     let sched_pe = sched_pe(section, (vm_type, u_factor))?;
     let (pool, cpus, cpus_soft) = placement_keys(section, host, name, vcpus)?;
     let cap = cap(section)?;
+    let memory_nodes = contention_sections::memory_nodes(section, host.topology.numa_nodes)?;
+    let contention = match section.table("contention")? {
+        // Sensitivities without the host's contention model would silently do nothing.
+        Some(c) if !host.contention.any() => {
+            return Err(c.error(
+                "per-VM contention sensitivities need the contention model turned on: add a [host.contention] \
+                 section with at least one source set to true",
+            ))
+        }
+        Some(c) => contention_sections::vm_contention(&c, crate::workload::sensitivity::of(workload_name))?,
+        None => crate::workload::sensitivity::of(workload_name),
+    };
     if cap > 0 {
         let spec = &host.pools[pool];
         let kind = policies::find(&spec.policy).expect("pool policies are checked against the registry");
@@ -676,6 +691,8 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec) -> Result<Vec<VmS
         cpus,
         cpus_soft,
         cap,
+        memory_nodes,
+        contention,
     };
     if count == 1 {
         return Ok(vec![spec]);

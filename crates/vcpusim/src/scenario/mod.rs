@@ -2,6 +2,7 @@
 
 pub mod bounds;
 pub mod catalog;
+pub mod contention_sections;
 pub mod load;
 pub mod spec;
 pub mod program_ops;

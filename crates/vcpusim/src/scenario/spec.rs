@@ -40,6 +40,21 @@ pub struct HostSpec {
     /// `[[host.pool_change]]`: pCPUs moved between pools at run time, in time order (stable for
     /// equal times, as written).
     pub pool_changes: Vec<PoolChange>,
+    /// `[host.contention]`: the contention sources turned on (seed 001; hardware/contention.rs).
+    /// All off (the default, and without the table): every pCPU runs at nominal speed.
+    pub contention: crate::hardware::contention::Switches,
+}
+
+/// `[[vm]] memory_nodes`: which NUMA nodes hold the VM's memory, its pages spread evenly over
+/// them. Resolved at build (`sim/build.rs` `resolve_memory_nodes`) into `VmInfo::memory_nodes`.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum MemoryNodes {
+    /// Where the toolstack puts it (`"auto"`, the default): with a node affinity, its nodes;
+    /// without, every node (Xen 4.4 stripes a domain without node affinity over all nodes).
+    #[default]
+    Auto,
+    /// These nodes, sorted, distinct, each below `numa_nodes`.
+    Nodes(Vec<u32>),
 }
 
 /// Name of the default pool (Xen's `Pool-0`, spelled as a scenario name).
@@ -107,6 +122,12 @@ pub struct VmSpec {
     pub cpus_soft: Vec<crate::hardware::cpumask::CpuMask>,
     /// `cap`: at most this percent of one pCPU for the whole VM (`xl sched-credit -c`); 0 = none.
     pub cap: u32,
+    /// `memory_nodes`: where the VM's memory lives (default `"auto"`).
+    pub memory_nodes: MemoryNodes,
+    /// The VM's sensitivity to each contention source: its workload's row
+    /// (workload/sensitivity.rs) with `[vm.contention]` applied. Read only with
+    /// `[host.contention]`.
+    pub contention: crate::hardware::contention::Sensitivity,
 }
 
 /// One `[[vm.sched_pe]]` entry: at `at` the VM's class becomes (`vm_type`, `u_factor`).

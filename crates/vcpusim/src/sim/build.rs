@@ -10,14 +10,16 @@ use crate::guest::spinlock::Spinlock;
 use crate::guest::stats::GuestStats;
 use crate::guest::thread::{compile, Thread, ThreadState};
 use crate::hardware::speed::Speed;
+use super::contention::ContentionModel;
 use super::speed::ConstantSpeed;
 use crate::hypervisor::policies::{self, HostShape};
 use crate::hypervisor::cpupool::{Affinity, Cpupool, PoolView};
 use crate::hypervisor::policy::{PcpuInfo, VcpuInfo, VcpuState, VmInfo, VmSched};
 use crate::ids::{LockId, PcpuId, PoolId, ThreadId, VcpuId, VmId};
 use crate::metrics::trace::{TraceSink, DEFAULT_MAX_EVENTS};
+use crate::metrics::pcpu_usage::PcpuUsage;
 use crate::metrics::vm_stats::VmStats;
-use crate::scenario::spec::Scenario;
+use crate::scenario::spec::{MemoryNodes, Scenario, VmSpec};
 use crate::SimError;
 use std::collections::VecDeque;
 
@@ -79,6 +81,8 @@ impl Sim {
             samples: sc.run.sample_every.map(super::sampling::Samples::new),
             speed_model: Box::new(ConstantSpeed),
             speed_constant: true,
+            speed_factors: Vec::new(),
+            usage: PcpuUsage::new(&sc.host.topology, sc.vms.len()),
             online_at: (0..npcpus)
                 .map(|p| {
                     use rand::Rng;
@@ -101,6 +105,12 @@ impl Sim {
             }
         }
         sim.update_trivial_placement();
+        if sc.host.contention.any() {
+            // `[host.contention]` with a source on: seed 001's contention model. Without, the
+            // constant model stays and nothing of this runs (outputs as before).
+            let sensitivities = sc.vms.iter().map(|v| v.contention).collect();
+            sim.set_speed_model(Box::new(ContentionModel::new(sc.host.contention, sensitivities, &sim.topology)));
+        }
         for change in &sc.host.pool_changes {
             sim.queue.push(change.at, super::state::Event::PoolChange(change.pcpu, PoolId(change.to as u32)));
         }
@@ -221,12 +231,55 @@ impl Sim {
             pokes: VecDeque::new(),
             zero_time_steps: 0,
         });
-        self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids });
+        // No node affinity is modelled yet: "auto" is every node (xen44 passes the domain's).
+        let memory_nodes = resolve_memory_nodes(spec, None, self.topology.numa_nodes);
+        self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids, memory_nodes });
         self.vms.push(Vm {
             sched: VmSched { weight: spec.weight, cap: spec.cap, vm_type: spec.vm_type, u_factor: spec.u_factor, uvf: spec.uvf },
             progress_unit: program.progress_unit,
             workload: spec.workload.clone(),
             stats: VmStats::default(),
         });
+    }
+}
+
+/// The NUMA nodes holding VM `spec`'s memory (`[[vm]] memory_nodes`), sorted: the nodes it names,
+/// or for `"auto"` the domain's node affinity if it has one (Xen 4.4's `alloc_domheap_pages`
+/// allocates from `d->node_affinity`, which xl's automatic placement sets), else every node of
+/// the host (without node affinity, Xen 4.4 spreads a domain's pages over all nodes). The loader
+/// has checked that named nodes are below `numa_nodes`.
+pub fn resolve_memory_nodes(spec: &VmSpec, node_affinity: Option<&[u32]>, numa_nodes: u32) -> Vec<u32> {
+    match (&spec.memory_nodes, node_affinity) {
+        (MemoryNodes::Nodes(nodes), _) => nodes.clone(),
+        (MemoryNodes::Auto, Some(nodes)) if !nodes.is_empty() => {
+            let mut nodes = nodes.to_vec();
+            nodes.sort_unstable();
+            nodes.dedup();
+            nodes
+        }
+        (MemoryNodes::Auto, _) => (0..numa_nodes).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vm(memory_nodes: &str) -> VmSpec {
+        let text = format!(
+            "[host]\npcpus = 8\nnuma_nodes = 4\n[[vm]]\nname = \"a\"\nvcpus = 1\nworkload = \"idle\"\nmemory_nodes = {memory_nodes}\n"
+        );
+        crate::api::load_scenario(&text, "<test>").expect("loads").vms.remove(0)
+    }
+
+    #[test]
+    fn memory_nodes_resolve_to_the_named_nodes_the_node_affinity_or_every_node() {
+        // Named nodes win over any node affinity, sorted.
+        assert_eq!(resolve_memory_nodes(&vm("[3, 1]"), Some(&[0]), 4), [1, 3]);
+        // "auto" follows the node affinity when there is one ...
+        assert_eq!(resolve_memory_nodes(&vm("\"auto\""), Some(&[2, 0, 2]), 4), [0, 2]);
+        // ... and is every node without one (Xen 4.4 stripes the domain).
+        assert_eq!(resolve_memory_nodes(&vm("\"auto\""), None, 4), [0, 1, 2, 3]);
+        assert_eq!(resolve_memory_nodes(&vm("\"auto\""), Some(&[]), 4), [0, 1, 2, 3]);
     }
 }

@@ -35,6 +35,10 @@ impl Sim {
         // Work done in the segment at the speed it ran at (floor: never credit undone work);
         // spins are time, not work (`hardware/speed.rs`).
         let speed = vc.speed;
+        if !self.speed_constant {
+            self.count_contention(v, vm, kind, elapsed, speed);
+        }
+        let vc = &mut self.vcpus[v.idx()];
         match vc.activity {
             Activity::Overhead { .. } | Activity::Irq => vc.remaining = vc.remaining.saturating_sub(speed.work_in(elapsed)),
             Activity::Thread => {

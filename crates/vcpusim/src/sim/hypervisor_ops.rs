@@ -217,6 +217,7 @@ impl Sim {
         }
         let start = self.vinfo[v.idx()].run_start;
         self.vinfo[v.idx()].run_time += self.now - start;
+        self.usage.add_busy(vm.idx(), p, self.now - start);
         self.vinfo[v.idx()].pcpu = None;
         self.pinfo[p.idx()].current = None;
         let vc = &mut self.vcpus[v.idx()];
@@ -275,7 +276,9 @@ impl Sim {
         self.pcpus[p.idx()].last = Some(v);
         if !self.speed_constant {
             // A new pCPU (a migration, another NUMA node) or a new neighbourhood: ask again.
-            self.vcpus[v.idx()].speed = self.speed_model.speed(&self.host_view(self.pcpu_pool[p.idx()]), v, p);
+            let (speed, factors) = self.speed_model.speed_parts(&self.host_view(self.pcpu_pool[p.idx()]), v, p);
+            self.vcpus[v.idx()].speed = speed;
+            self.speed_factors[v.idx()] = factors;
         }
         let vc = &mut self.vcpus[v.idx()];
         vc.epoch += 1;

@@ -1,6 +1,7 @@
 //! One simulation run: build, event loop, results.
 
 pub mod build;
+pub mod contention;
 pub mod execute;
 pub mod hypervisor_ops;
 pub mod invariants;
@@ -77,6 +78,9 @@ impl Sim {
             }
             let (at, ev) = self.queue.pop().expect("peeked");
             self.take_samples(at);
+            if at >= self.usage.next_window_end() {
+                self.close_usage_windows(at);
+            }
             self.now = at;
             self.events += 1;
             if max_events.is_some_and(|m| self.events > m) {
@@ -136,6 +140,9 @@ impl Sim {
     /// waiting at the end was denied that time all the same) and close the trace spans at the
     /// end time.
     pub fn finish(&mut self) {
+        // The competing-modules windows up to now (the last one partial) before the runs end.
+        self.close_usage_windows(self.now);
+        self.close_last_usage_window();
         for v in 0..self.vinfo.len() {
             let v = VcpuId(v as u32);
             if self.vinfo[v.idx()].state == crate::hypervisor::policy::VcpuState::Runnable {
@@ -149,6 +156,8 @@ impl Sim {
                 let start = self.vinfo[v.idx()].run_start;
                 self.vinfo[v.idx()].run_time += self.now - start;
                 self.vinfo[v.idx()].run_start = self.now;
+                let vm = self.vinfo[v.idx()].vm.idx();
+                self.usage.add_busy(vm, p, self.now - start);
                 if let Some(tr) = self.trace.as_mut() {
                     let vm = self.vinfo[v.idx()].vm.idx();
                     let name = format!("{}/v{}", self.vminfo[vm].name, self.vinfo[v.idx()].index);

@@ -1,3 +1,6 @@
+//! `[run] sample_every` and the competing-modules windows (`metrics/pcpu_usage.rs`, closed the
+//! same way, between events).
+//!
 //! `[run] sample_every`: each VM's cumulative pCPU time at every multiple of the interval, the
 //! time series XenMon gives (seed 004 section 6.2 samples V1's CPU usage this way for Figure 8).
 //! Samples are taken between events, from the vCPUs' accumulated run time plus the part of the
@@ -37,5 +40,32 @@ impl Sim {
             }
             samples.rows.push((at, per_vm));
         }
+    }
+}
+
+impl Sim {
+    /// Close every competing-modules window (`metrics/pcpu_usage.rs`) that ends at or before
+    /// `until`. Called before the events at `until` run, so every run in progress started
+    /// before the window ends.
+    pub fn close_usage_windows(&mut self, until: Nanos) {
+        while self.usage.next_window_end() <= until {
+            let end = self.usage.next_window_end();
+            self.close_usage_window_at(end);
+        }
+    }
+
+    /// Close the last, partial window at the end of the run (`finish`).
+    pub fn close_last_usage_window(&mut self) {
+        self.close_usage_window_at(self.now);
+    }
+
+    fn close_usage_window_at(&mut self, end: Nanos) {
+        let running: Vec<_> = self
+            .vinfo
+            .iter()
+            .filter_map(|info| info.pcpu.map(|p| (info.vm.idx(), p, end.saturating_sub(info.run_start))))
+            .collect();
+        let until: Vec<_> = self.guests.iter().map(|g| g.finished_at).collect();
+        self.usage.close_window(end, &running, &until);
     }
 }

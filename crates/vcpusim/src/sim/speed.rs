@@ -10,6 +10,7 @@
 //! (`Sim::speed_constant`).
 
 use super::state::{Activity, Event, Sim, TimeKind};
+use crate::hardware::contention::Factors;
 use crate::hardware::speed::Speed;
 use crate::hardware::topology::Topology;
 use crate::hypervisor::policy::HostView;
@@ -29,6 +30,13 @@ pub trait SpeedModel {
     /// The speed of `v` running on `p`. The view already shows `v` on `p`.
     fn speed(&self, host: &HostView, v: VcpuId, p: PcpuId) -> Speed;
 
+    /// The speed and its split into contention factors (`hardware/contention.rs`), which the
+    /// engine keeps per vCPU to count the work each source cost (vms.csv `slowdown_<source>`).
+    /// Default: `speed` with no split (every factor 1.0).
+    fn speed_parts(&self, host: &HostView, v: VcpuId, p: PcpuId) -> (Speed, Factors) {
+        (self.speed(host, v, p), Factors::NOMINAL)
+    }
+
     /// True if every answer is `Speed::ONE` forever: the engine then never asks, so the default
     /// model costs nothing.
     fn is_constant(&self) -> bool {
@@ -36,9 +44,10 @@ pub trait SpeedModel {
     }
 
     /// The pCPUs (other than `p`) whose running vCPU's speed may change when `p` starts or stops
-    /// running a vCPU: its SMT siblings or CMT module partners, say. Default: none.
-    fn coupled(&self, _topology: &Topology, _p: PcpuId) -> Vec<PcpuId> {
-        Vec::new()
+    /// running a vCPU: its SMT siblings or CMT module partners, say. A slice, so asking costs no
+    /// allocation (a model precomputes its lists). Default: none.
+    fn coupled(&self, _topology: &Topology, _p: PcpuId) -> &[PcpuId] {
+        &[]
     }
 }
 
@@ -66,13 +75,14 @@ impl Sim {
     pub fn set_speed_model(&mut self, model: Box<dyn SpeedModel>) {
         self.speed_constant = model.is_constant();
         self.speed_model = model;
+        self.speed_factors.resize(self.vcpus.len(), Factors::NOMINAL);
         for p in 0..self.pinfo.len() as u32 {
             self.speed_changed(PcpuId(p));
         }
         if self.speed_constant {
             // A constant model answers 1.0 and is never asked again: reset what an earlier one set.
             for v in 0..self.vcpus.len() as u32 {
-                self.set_vcpu_speed(VcpuId(v), Speed::ONE);
+                self.set_vcpu_speed_parts(VcpuId(v), Speed::ONE, Factors::NOMINAL);
             }
         }
     }
@@ -81,16 +91,35 @@ impl Sim {
     /// again and, if the speed moved, re-time the vCPU's current work.
     pub fn speed_changed(&mut self, p: PcpuId) {
         let Some(v) = self.pinfo[p.idx()].current else { return };
-        let speed = self.speed_model.speed(&self.host_view(self.pcpu_pool[p.idx()]), v, p);
-        self.set_vcpu_speed(v, speed);
+        let (speed, factors) = self.speed_model.speed_parts(&self.host_view(self.pcpu_pool[p.idx()]), v, p);
+        self.set_vcpu_speed_parts(v, speed, factors);
     }
 
     /// A switch on `p` happened: the pCPUs the model couples to it re-evaluate their speeds.
     pub(crate) fn notify_coupled(&mut self, p: PcpuId) {
-        for q in self.speed_model.coupled(&self.topology, p) {
+        // By index: the list is the model's, and re-evaluating needs the whole Sim.
+        let n = self.speed_model.coupled(&self.topology, p).len();
+        for i in 0..n {
+            let q = self.speed_model.coupled(&self.topology, p)[i];
             if q != p {
                 self.speed_changed(q);
             }
+        }
+    }
+
+    /// Work done in a settled segment of `elapsed` ns at `speed`: count what each contention
+    /// factor cost the VM (`VmStats::contention`). Called by `settle` for timed work only, and
+    /// only when the model is not constant.
+    pub(super) fn count_contention(&mut self, v: VcpuId, vm: usize, kind: TimeKind, elapsed: u64, speed: Speed) {
+        if !matches!(kind, TimeKind::User | TimeKind::Kernel | TimeKind::Overhead | TimeKind::Irq) {
+            return; // spins are time, not work
+        }
+        let work = speed.work_in(elapsed);
+        let lost = self.speed_factors[v.idx()].lost(work);
+        let tally = &mut self.vms[vm].stats.contention;
+        tally.work_ns += work;
+        for (sum, l) in tally.lost_ns.iter_mut().zip(lost) {
+            *sum += l;
         }
     }
 
@@ -98,14 +127,26 @@ impl Sim {
     /// (`settle`: remaining -= floor(elapsed × old)) and its end re-timed at
     /// `now + ceil(remaining / new)`. Spins are time, not work: only the speed is stored.
     pub fn set_vcpu_speed(&mut self, v: VcpuId, speed: Speed) {
-        if self.vcpus[v.idx()].speed == speed {
+        self.set_vcpu_speed_parts(v, speed, Factors::NOMINAL);
+    }
+
+    /// [`Sim::set_vcpu_speed`] with the speed's split into contention factors. A new split at the
+    /// same speed settles too, so each segment's lost work is counted with the factors it ran at.
+    pub fn set_vcpu_speed_parts(&mut self, v: VcpuId, speed: Speed, factors: Factors) {
+        if self.vcpus[v.idx()].speed == speed && self.speed_factors.get(v.idx()).is_none_or(|f| *f == factors) {
             return;
         }
         if !self.doing_work(v) {
             self.vcpus[v.idx()].speed = speed;
+            if let Some(f) = self.speed_factors.get_mut(v.idx()) {
+                *f = factors;
+            }
             return;
         }
         self.settle(v);
+        if let Some(f) = self.speed_factors.get_mut(v.idx()) {
+            *f = factors;
+        }
         let vc = &mut self.vcpus[v.idx()];
         vc.speed = speed;
         let left = match vc.activity {

@@ -172,6 +172,11 @@ pub struct Sim {
     pub speed_model: Box<dyn SpeedModel>,
     /// `speed_model.is_constant()`, cached: the default model must cost nothing.
     pub speed_constant: bool,
+    /// Each vCPU's current speed split into contention factors (`SpeedModel::speed_parts`), for
+    /// the per-VM slowdown counts; sized by `set_speed_model` (empty under the constant model).
+    pub speed_factors: Vec<crate::hardware::contention::Factors>,
+    /// Busy time of every pCPU by VM and the seed-001 competing-modules average (`pcpu_usage.rs`).
+    pub usage: crate::metrics::pcpu_usage::PcpuUsage,
 }
 
 impl Sim {

@@ -9,13 +9,32 @@ pub fn run_toml(text: &str, check: bool) -> RunOutput {
     run(&sc, &RunOptions { check, ..Default::default() }).unwrap_or_else(|e| panic!("run failed: {e}"))
 }
 
-/// vms.csv as a map VM name -> column -> value (quoted fields are not needed for numbers).
+/// One CSV line's cells, honouring double-quoted fields (`progress_unit` may hold commas).
+pub fn csv_cells(line: &str) -> Vec<String> {
+    let mut cells = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                chars.next();
+                cells.last_mut().unwrap().push('"');
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => cells.push(String::new()),
+            c => cells.last_mut().unwrap().push(c),
+        }
+    }
+    cells
+}
+
+/// vms.csv as a map VM name -> column -> value.
 pub fn vm_table(out: &RunOutput) -> BTreeMap<String, BTreeMap<String, String>> {
     let mut lines = out.vms_csv.lines();
-    let header: Vec<&str> = lines.next().expect("a header").split(',').collect();
+    let header: Vec<String> = csv_cells(lines.next().expect("a header"));
     lines
         .map(|l| {
-            let cells: Vec<&str> = l.split(',').collect();
+            let cells = csv_cells(l);
             let row: BTreeMap<String, String> =
                 header.iter().zip(cells.iter()).map(|(h, c)| (h.to_string(), c.to_string())).collect();
             (row["vm"].clone(), row)
