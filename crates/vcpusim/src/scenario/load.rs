@@ -29,11 +29,11 @@ use toml::Value;
 const TOP_KEYS: &[&str] = &["host", "guest", "vm", "run"];
 const HOST_KEYS: &[&str] = &[
     "pcpus", "policy", "sockets", "numa_nodes", "threads_per_core", "cores_per_module", "llc", "start_skew", "placement", "params",
-    "ple", "costs", "uvf", "pool", "pool_change",
+    "ple", "costs", "uvf", "pool", "pool_change", "node_memory",
 ];
 const VM_KEYS: &[&str] = &[
     "name", "count", "vcpus", "weight", "type", "u_factor", "sched_pe", "workload", "threads", "iterations", "params", "program",
-    "guest", "uvf", "pool", "cpus", "cpus_soft", "cap",
+    "guest", "uvf", "pool", "cpus", "cpus_soft", "cap", "memory", "numa_placement",
 ];
 /// Keys of one `[[host.pool]]` entry.
 const POOL_KEYS: &[&str] = &["name", "pcpus", "policy", "params"];
@@ -298,7 +298,19 @@ fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
         ple.enabled = false;
     }
     let (change_index, pool_changes) = pool_changes(&host, &topology, &pools)?.into_iter().unzip();
-    let spec = HostSpec { topology, policy: kind.name().to_string(), params, costs, ple, start_skew, uvf, pools, pool_changes };
+    let node_memory_mib = super::numa_sections::node_memory(&host, topology.numa_nodes)?;
+    let spec = HostSpec {
+        topology,
+        policy: kind.name().to_string(),
+        params,
+        costs,
+        ple,
+        start_skew,
+        uvf,
+        pools,
+        pool_changes,
+        node_memory_mib,
+    };
     Ok((spec, change_index))
 }
 
@@ -587,6 +599,7 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec) -> Result<Vec<VmS
     let sched_pe = sched_pe(section, (vm_type, u_factor))?;
     let (pool, cpus, cpus_soft) = placement_keys(section, host, name, vcpus)?;
     let cap = cap(section)?;
+    let (memory_mib, numa_placement) = super::numa_sections::vm_numa(section, host, name, pool)?;
     if cap > 0 {
         let spec = &host.pools[pool];
         let kind = policies::find(&spec.policy).expect("pool policies are checked against the registry");
@@ -645,6 +658,8 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec) -> Result<Vec<VmS
         cpus,
         cpus_soft,
         cap,
+        memory_mib,
+        numa_placement,
     };
     if count == 1 {
         return Ok(vec![spec]);

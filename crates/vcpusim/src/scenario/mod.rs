@@ -2,6 +2,7 @@
 
 pub mod catalog;
 pub mod load;
+pub mod numa_sections;
 pub mod spec;
 pub mod program_ops;
 pub mod section;

@@ -38,7 +38,7 @@ impl Credit {
                 continue;
             }
             // affinity_balance_cpumask(unit, balance_step, cpus); cpumask_and(cpus, online, cpus).
-            let mut cpus: Vec<bool> = (0..n).map(|p| in_balance_mask(host, v, p, step)).collect();
+            let mut cpus: Vec<bool> = (0..n).map(|p| self.in_balance_mask(host, v, p, step)).collect();
             // "If present, prefer vc's current processor".
             cpu = if cpus[master] { master } else { cycle(master, &cpus).unwrap_or(master) };
             // "iff unit is the currently running and the only runnable unit on cpu, we add cpu to

@@ -48,7 +48,7 @@ impl Credit {
                     continue;
                 }
                 // "Are there idlers suitable for new (for this balance step)?"
-                let suitable: Vec<bool> = (0..n).map(|p| self.idlers[p] && in_balance_mask(&host, v, p, step)).collect();
+                let suitable: Vec<bool> = (0..n).map(|p| self.idlers[p] && self.in_balance_mask(&host, v, p, step)).collect();
                 let new_idlers_empty = !suitable.iter().any(|&b| b);
                 // "Let's not be too harsh! If there aren't idlers suitable for new in its soft
                 // affinity mask, make sure we check its hard affinity as well".

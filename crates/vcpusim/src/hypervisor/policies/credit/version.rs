@@ -90,11 +90,31 @@ impl Xen {
     }
 
     /// Soft affinity (`cpu_soft_affinity`, `CSCHED_BALANCE_SOFT_AFFINITY`): Xen 4.5 on. 4.4 has
-    /// the per-domain NUMA node affinity in its place (`CSCHED_BALANCE_NODE_AFFINITY`, not
-    /// modelled: it is skipped for a domain whose node affinity is automatic or spans every node),
-    /// 3.3 neither.
+    /// the per-domain NUMA node affinity in its place (`prefer_step`), 3.3 neither.
     pub fn has_soft_affinity(self) -> bool {
         self >= Xen::V4_7
+    }
+
+    /// What the first balance step of `_csched_cpu_pick`, `__runq_tickle` and
+    /// `csched_load_balance` / `csched_runq_steal` prefers. 4.3 and 4.4:
+    /// `CSCHED_BALANCE_NODE_AFFINITY`, the domain's node affinity (`csched_balance_cpumask`:
+    /// `node_affinity_cpumask` ∩ `cpu_affinity`), taken by a vCPU whose domain's affinity is
+    /// explicit, short of every pCPU and meets its affinity (`__vcpu_has_node_affinity`). 4.5 on
+    /// (commit db6b221591, "sched: introduce soft-affinity and use it instead d->node-affinity"):
+    /// `CSCHED_BALANCE_SOFT_AFFINITY`, the vCPU's soft affinity, under `has_soft_affinity`. The
+    /// loops are otherwise the same code. 3.3 has no balance steps.
+    pub fn prefer_step(self) -> PreferStep {
+        match self {
+            Xen::V3_3 => PreferStep::None,
+            Xen::V4_4 => PreferStep::Node,
+            Xen::V4_7 | Xen::V4_18 => PreferStep::Soft,
+        }
+    }
+
+    /// The domain's NUMA node affinity steers the scheduler (`prefer_step` is `Node`), so xl's
+    /// automatic NUMA placement (`numa_placement`) matters: Xen 4.3 and 4.4.
+    pub fn has_node_affinity_step(self) -> bool {
+        self.prefer_step() == PreferStep::Node
     }
 
     /// Cpupools (`xen/common/cpupool.c`): Xen 4.1 on.
@@ -273,6 +293,17 @@ pub enum KickCur {
     Never,
     Always,
     IfAnIdlerSuitsCur,
+}
+
+/// The first balance step (see `Xen::prefer_step`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PreferStep {
+    /// No balance steps (3.3).
+    None,
+    /// `CSCHED_BALANCE_NODE_AFFINITY`: the domain's node affinity (4.3, 4.4).
+    Node,
+    /// `CSCHED_BALANCE_SOFT_AFFINITY`: the vCPU's soft affinity (4.5 on).
+    Soft,
 }
 
 /// The order of `csched_load_balance`'s walk over the busy peers (see `Xen::steal_walk`).
