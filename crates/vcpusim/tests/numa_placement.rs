@@ -209,3 +209,13 @@ fn pinning_after_creation_updates_only_an_automatic_node_affinity() {
         sim.run_until(100 * MS, None).unwrap();
     }
 }
+
+/// The example of docs/scenario-format.md ("NUMA placement under Xen 4.4") loads, and xl's
+/// placement gives it nodes 0 and 2 with its memory there.
+#[test]
+fn the_documented_example_gets_nodes_0_and_2() {
+    let doc = include_str!("../../../docs/scenario-format.md");
+    let section = doc.split("### NUMA placement under Xen 4.4").nth(1).expect("the section");
+    let example = section.split("```toml\n").nth(1).and_then(|b| b.split("```").next()).expect("a toml block");
+    assert_eq!(node_affinities(example), vec![(false, vec![0, 2], vec![0, 2])]);
+}

@@ -57,7 +57,9 @@
 //! - Across versions (docs/model.md section 7.2.1): the tick stops on an idle pCPU in every version
 //!   (4.8 on; before, it only sorted an empty queue there); 3.3's accounting runs on its own 30 ms
 //!   timer instead of the master's every third tick (same instants); 3.3's tickle reschedules its
-//!   mask in ascending pCPU order; 4.4's per-domain NUMA node affinity is not modelled.
+//!   mask in ascending pCPU order. 4.4's first balance step prefers the domain's NUMA node
+//!   affinity (`CSCHED_BALANCE_NODE_AFFINITY`) where 4.5 on prefer soft affinity: the same loops,
+//!   `Xen::prefer_step` (docs/model.md section 7.2.2).
 //!
 //! The urgent-vCPU-first overlay of seed 000 (`[host.uvf]`) rides on top when configured:
 //! `credit/urgent.rs`.

@@ -8,7 +8,7 @@ impl Credit {
     /// `__runq_tickle`: a vCPU was queued on its processor; decide which pCPU must reschedule.
     /// Only pCPUs the new vCPU may run on are tickled: its processor ("cur" is considered only if
     /// the vCPU may run there, which `wake` and `migrate` keep true as Xen does), or an idler of
-    /// its soft step first, then of its hard step. Xen 3.3 tickles differently
+    /// its soft step (4.4: node-affinity step) first, then of its hard step. Xen 3.3 tickles differently
     /// (`runq_tickle_3_3`); 4.4 and 4.7 differ in the "kick cur away" test and leave the tickled
     /// pCPUs in the idlers (`version.rs`).
     pub(super) fn runq_tickle(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
