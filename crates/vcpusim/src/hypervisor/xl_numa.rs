@@ -106,8 +106,10 @@ pub fn get_numa_candidate(
     if nr_nodes > MAX_NODES {
         return None;
     }
+    // Suitable pCPUs per node (nodemap_to_nr_cpus's count, once per node).
+    let node_cpus: Vec<u32> = (0..nr_nodes).map(|n| topology.node_mask(n).and(suitable).count() as u32).collect();
     // libxl_cpumap_to_nodemap: the nodes holding a suitable pCPU.
-    let suitable_nodes: Vec<u32> = (0..nr_nodes).filter(|&n| topology.node_mask(n).intersects(suitable)).collect();
+    let suitable_nodes: Vec<u32> = (0..nr_nodes).filter(|&n| node_cpus[n as usize] > 0).collect();
     let nr_suit_nodes = suitable_nodes.len();
     // count_cpus_per_node over the whole host: every node of a Topology has as many pCPUs.
     let cpus_per_node = (topology.npcpus() as u32 / nr_nodes).max(1);
@@ -123,7 +125,7 @@ pub fn get_numa_candidate(
             if min_free_kib > 0 && free < min_free_kib {
                 continue;
             }
-            let nr_cpus = nodes.iter().map(|&n| topology.node_mask(n).and(suitable).count() as u32).sum();
+            let nr_cpus = nodes.iter().map(|&n| node_cpus[n as usize]).sum();
             if min_cpus > 0 && nr_cpus < min_cpus {
                 continue;
             }
@@ -224,6 +226,15 @@ mod tests {
         // A 4-vCPU domain fits one node: the one with the most free memory.
         let small = get_numa_candidate(&t, need_memory_kib(GIB, 4), 4, &all, &[GIB * 8, GIB * 9, GIB * 9, GIB], &none);
         assert_eq!(small.map(|c| (c.nodes, c.nr_cpus)), Some((vec![1], 8)));
+    }
+
+    #[test]
+    fn more_than_16_nodes_skips_placement() {
+        let t = Topology::new(17, 1, 17, 1).unwrap();
+        let all = CpuMask::full(17);
+        assert_eq!(get_numa_candidate(&t, GIB, 1, &all, &[80 * GIB; 17], &[0; 17]), None);
+        let t = Topology::new(16, 1, 16, 1).unwrap();
+        assert_eq!(get_numa_candidate(&t, GIB, 1, &CpuMask::full(16), &[80 * GIB; 16], &[0; 16]).map(|c| c.nodes), Some(vec![0]));
     }
 
     #[test]
