@@ -110,6 +110,11 @@ impl CpuMask {
         some && proper
     }
 
+    /// Whether `self ∩ a ∩ b` is not empty, without allocating.
+    pub fn meets_both(&self, a: &CpuMask, b: &CpuMask) -> bool {
+        self.words.iter().zip(&a.words).zip(&b.words).any(|((x, y), z)| x & y & z != 0)
+    }
+
     /// The lowest pCPU, if any.
     pub fn first(&self) -> Option<PcpuId> {
         self.iter().next()

@@ -1,6 +1,8 @@
 //! The hypervisor: vCPU states, the policy interface and the policies.
 
 pub mod cpupool;
+pub mod node_affinity;
 pub mod policies;
 pub mod policy;
 pub mod uvf;
+pub mod xl_numa;

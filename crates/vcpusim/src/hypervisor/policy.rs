@@ -10,6 +10,7 @@
 use crate::engine::event_queue::EventId;
 use crate::hardware::topology::Topology;
 use crate::hypervisor::cpupool::Scope;
+use crate::hypervisor::node_affinity::NodeAffinity;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::time::Nanos;
 /// The guest's interrupt kinds belong to the VM-exit line (`vmexit.rs`); re-exported here for
@@ -57,14 +58,17 @@ pub struct PcpuInfo {
     pub current: Option<VcpuId>,
 }
 
-/// A VM as any hypervisor knows a domain: its id, name, vCPUs and where its memory is. Scheduling
-/// settings reach the policy separately, through [`Policy::adjust`], and each policy keeps what
-/// it needs.
+/// A VM as any hypervisor knows a domain: its id, name, vCPUs, NUMA node affinity and the nodes
+/// holding its memory. Scheduling settings reach the policy separately, through
+/// [`Policy::adjust`], and each policy keeps what it needs.
 #[derive(Clone, Debug)]
 pub struct VmInfo {
     pub id: VmId,
     pub name: String,
     pub vcpus: Vec<VcpuId>,
+    /// The domain's node affinity (Xen `d->node_affinity`, `hypervisor/node_affinity.rs`); read
+    /// by credit as Xen 4.4.
+    pub node_affinity: NodeAffinity,
     /// The NUMA nodes holding the domain's memory, sorted, pages spread evenly over them (Xen
     /// allocates a domain's memory and knows where: `d->node_affinity` guides
     /// `alloc_domheap_pages`). Resolved from `[[vm]] memory_nodes` by
@@ -202,6 +206,25 @@ impl<'a> HostView<'a> {
     #[inline]
     pub fn prefers(&self, v: VcpuId, p: PcpuId) -> bool {
         self.may_run(v, p) && self.scope.is_none_or(|s| s.trivial || s.affinity[v.idx()].soft.contains(p))
+    }
+    /// Whether `v`'s domain has a node affinity that matters here (Xen 4.4
+    /// `__vcpu_has_node_affinity(vc, mask)` with mask = hard ∩ pool): explicit (not
+    /// `auto_node_affinity`), not spanning every pCPU, and meeting hard ∩ pool.
+    pub fn has_node_affinity(&self, v: VcpuId) -> bool {
+        let na = &self.vm_of(v).node_affinity;
+        if na.auto || na.cpus.count() >= self.pcpus.len() {
+            return false;
+        }
+        match self.scope.filter(|s| !s.trivial) {
+            None => !na.cpus.is_empty(),
+            Some(s) => na.cpus.meets_both(&s.affinity[v.idx()].hard, &s.pool.mask),
+        }
+    }
+    /// Whether `p` is in `v`'s domain's node affinity (`sdom->node_affinity_cpumask`) and `v`
+    /// may run there.
+    #[inline]
+    pub fn node_affine(&self, v: VcpuId, p: PcpuId) -> bool {
+        self.may_run(v, p) && self.vm_of(v).node_affinity.cpus.contains(p)
     }
     /// Whether `v`'s hard affinity restricts it within the pool (some pool pCPU is excluded).
     pub fn is_pinned(&self, v: VcpuId) -> bool {

@@ -120,6 +120,7 @@ const HOST_KEY_DOCS: &[(&str, &str, &str, &str)] = &[
     ("pool", "array of tables", "", "[[host.pool]]: Xen cpupools, each with name, pcpus, policy and params"),
     ("pool_change", "array of tables", "", "[[host.pool_change]]: at, pcpu, to: a pCPU moved between pools at run time"),
     ("contention", "table", "", "[host.contention]: seed 001's contention sources (below); all off when absent"),
+    ("node_memory", "size or array of sizes", "", "free memory of each NUMA node when the first VM is created (xl's placement reads it); default: unlimited, equal on every node"),
 ];
 
 /// `[[vm]]` keys, as [`HOST_KEY_DOCS`].
@@ -144,6 +145,8 @@ const VM_KEY_DOCS: &[(&str, &str, &str, &str)] = &[
     ("cap", "int >= 0", "0", "CPU cap in percent of one pCPU over all its vCPUs (0: none); credit and cfs enforce it"),
     ("memory_nodes", "\"auto\" or array of node numbers", "auto", "NUMA nodes holding the VM's memory, pages spread evenly; auto: its node affinity, else every node"),
     ("contention", "table", "", "[vm.contention]: this VM's contention sensitivities (below); default: its workload's"),
+    ("memory", "size", "1GB", "the VM's memory (xl memory=): what xl's automatic NUMA placement must find free"),
+    ("numa_placement", "\"auto\", \"off\" or { nodes = [...] }", "", "who sets the domain's NUMA node affinity (credit as Xen 4.4): xl's automatic placement, none (derived from cpus), or these nodes; default auto under Xen 4.4 without cpus, else off"),
 ];
 
 fn described_keys(docs: &[(&'static str, &'static str, &'static str, &'static str)]) -> Vec<KeyEntry> {

@@ -62,6 +62,31 @@ pub fn duration_value(file: &str, key: &str, value: &Value, positive: bool) -> R
     Ok(ns)
 }
 
+/// Units a memory size may carry, with their size in MiB. Decimal and binary spellings mean the
+/// same (binary) size, as xl counts `memory=` in MiB and Xen reports node memory in pages.
+const MEMORY_UNITS: &[(&str, u64)] =
+    &[("MiB", 1), ("MB", 1), ("M", 1), ("GiB", 1024), ("GB", 1024), ("G", 1024), ("TiB", 1 << 20), ("TB", 1 << 20), ("T", 1 << 20)];
+
+/// The largest memory size accepted, in MiB (1 EiB: far above any host, safe from overflow).
+const MAX_MEMORY_MIB: u64 = 1 << 40;
+
+/// A memory size string with a unit (`"4GB"`, `"512MB"`, `"1TiB"`), in MiB; at least 1 MiB.
+pub fn memory_value(file: &str, key: &str, value: &Value) -> Result<u64, SimError> {
+    let expected = "a memory size with a unit, such as \"4GB\" or \"512MB\" (MB, GB, TB: binary, as xl counts)";
+    let Value::String(text) = value else {
+        return Err(error(file, key, format!("expected {expected}, got {}", show_toml(value))));
+    };
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = (&t[..split], t[split..].trim());
+    let factor = MEMORY_UNITS.iter().find(|(u, _)| *u == unit).map(|(_, f)| *f);
+    match (digits.parse::<u64>(), factor) {
+        (Ok(n), Some(f)) if n > 0 && n.checked_mul(f).is_some_and(|m| m <= MAX_MEMORY_MIB) => Ok(n * f),
+        (Ok(n), Some(_)) if n > 0 => Err(error(file, key, format!("expected at most 1048576TB, got {text:?}"))),
+        _ => Err(error(file, key, format!("expected {expected}, more than 0; got {text:?}"))),
+    }
+}
+
 /// A table of the scenario and its key path.
 #[derive(Clone)]
 pub struct Section<'a> {

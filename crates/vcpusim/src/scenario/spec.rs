@@ -43,6 +43,32 @@ pub struct HostSpec {
     /// `[host.contention]`: the contention sources turned on (seed 001; hardware/contention.rs).
     /// All off (the default, and without the table): every pCPU runs at nominal speed.
     pub contention: crate::hardware::contention::Switches,
+    /// `node_memory`: each NUMA node's free memory in MiB when the first VM is created (what
+    /// xl's placement reads from `libxl_get_numainfo`); [`UNBOUNDED_NODE_MEMORY_MIB`] each when
+    /// not given.
+    pub node_memory_mib: Vec<u64>,
+}
+
+/// `node_memory` when the scenario gives none: more than any VM asks for, equal on every node,
+/// so xl's placement (`hypervisor/xl_numa.rs`) decides by vCPU counts and what earlier VMs took.
+pub const UNBOUNDED_NODE_MEMORY_MIB: u64 = 1 << 40;
+
+/// `[[vm]] memory` when not given, in MiB. xl's own default (libxl_create.c: `max_memkb = 32 *
+/// 1024`) boots no current guest; 1 GiB is a small real one. It only matters to xl's placement.
+pub const DEFAULT_VM_MEMORY_MIB: u64 = 1024;
+
+/// `[[vm]] numa_placement`: who sets the domain's NUMA node affinity (Xen 4.4 credit reads it;
+/// `hypervisor/node_affinity.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NumaPlacement {
+    /// xl's automatic placement at creation (`hypervisor/xl_numa.rs`) sets it; `cpus`, if given,
+    /// is applied after creation (`xl vcpu-pin`) and does not reset it (seed 001 section III-G).
+    Auto,
+    /// Automatic node affinity, derived from the vCPUs' affinity (xl with `cpus=` in the config,
+    /// or seed 001 section IV-A's tool that resets it to all nodes).
+    Off,
+    /// Set explicitly to these nodes (as xl's placement would have; all nodes = `Off`).
+    Nodes(Vec<u32>),
 }
 
 /// `[[vm]] memory_nodes`: which NUMA nodes hold the VM's memory, its pages spread evenly over
@@ -128,6 +154,10 @@ pub struct VmSpec {
     /// (workload/sensitivity.rs) with `[vm.contention]` applied. Read only with
     /// `[host.contention]`.
     pub contention: crate::hardware::contention::Sensitivity,
+    /// `memory` in MiB (xl `memory=`): what xl's NUMA placement must find free.
+    pub memory_mib: u64,
+    /// `numa_placement`, its default resolved by the loader (see `NumaPlacement`).
+    pub numa_placement: NumaPlacement,
 }
 
 /// One `[[vm.sched_pe]]` entry: at `at` the VM's class becomes (`vm_type`, `u_factor`).

@@ -19,7 +19,9 @@ use crate::ids::{LockId, PcpuId, PoolId, ThreadId, VcpuId, VmId};
 use crate::metrics::trace::{TraceSink, DEFAULT_MAX_EVENTS};
 use crate::metrics::pcpu_usage::PcpuUsage;
 use crate::metrics::vm_stats::VmStats;
-use crate::scenario::spec::{MemoryNodes, Scenario, VmSpec};
+use crate::hypervisor::node_affinity::NodeAffinity;
+use crate::hypervisor::xl_numa;
+use crate::scenario::spec::{MemoryNodes, NumaPlacement, Scenario, VmSpec};
 use crate::SimError;
 use std::collections::VecDeque;
 
@@ -98,8 +100,9 @@ impl Sim {
                 tr.name(0, Some(p as u32), name);
             }
         }
-        for (i, spec) in sc.vms.iter().enumerate() {
-            sim.add_vm(spec, seed);
+        let numa = numa_placement(sc);
+        for (i, (spec, (node_affinity, memory_nodes))) in sc.vms.iter().zip(numa).enumerate() {
+            sim.add_vm(spec, seed, node_affinity, memory_nodes);
             for change in &spec.sched_pe {
                 sim.queue.push(change.at, super::state::Event::VmReconfigure(VmId(i as u32), change.vm_type, change.u_factor));
             }
@@ -117,7 +120,7 @@ impl Sim {
         Ok(sim)
     }
 
-    fn add_vm(&mut self, spec: &crate::scenario::spec::VmSpec, seed: u64) {
+    fn add_vm(&mut self, spec: &VmSpec, seed: u64, node_affinity: NodeAffinity, memory_nodes: Vec<u32>) {
         let vm = VmId(self.vminfo.len() as u32);
         let pool = PoolId(spec.pool as u32);
         let first_vcpu = self.vinfo.len() as u32;
@@ -231,9 +234,7 @@ impl Sim {
             pokes: VecDeque::new(),
             zero_time_steps: 0,
         });
-        // No node affinity is modelled yet: "auto" is every node (xen44 passes the domain's).
-        let memory_nodes = resolve_memory_nodes(spec, None, self.topology.numa_nodes);
-        self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids, memory_nodes });
+        self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids, node_affinity, memory_nodes });
         self.vms.push(Vm {
             sched: VmSched { weight: spec.weight, cap: spec.cap, vm_type: spec.vm_type, u_factor: spec.u_factor, uvf: spec.uvf },
             progress_unit: program.progress_unit,
@@ -241,6 +242,50 @@ impl Sim {
             stats: VmStats::default(),
         });
     }
+}
+
+/// Each VM's node affinity and memory nodes, the VMs created in file order as `xl create` would
+/// create them one after the other: a VM with `numa_placement = "auto"` gets xl's automatic
+/// placement (`hypervisor/xl_numa.rs`) from the free memory left by the VMs before it and their
+/// vCPUs (each VM's `cpus` applied right after its creation); `{ nodes = [...] }` sets them; `"off"`
+/// leaves the affinity automatic (`NodeAffinity::automatic`: the nodes of the vCPUs' affinity).
+/// Memory then follows (`resolve_memory_nodes`): what the domain needs (`need_memory_kib`, memory
+/// and shadow) leaves those nodes' free memory, spread evenly
+/// (Xen's page allocator cycles over the domain's node affinity, `alloc_heap_pages`).
+pub fn numa_placement(sc: &Scenario) -> Vec<(NodeAffinity, Vec<u32>)> {
+    let topology = &sc.host.topology;
+    let numa_nodes = topology.numa_nodes;
+    let mut free_kib: Vec<u64> = sc.host.node_memory_mib.iter().map(|m| m * 1024).collect();
+    let mut out: Vec<(NodeAffinity, Vec<u32>)> = Vec::with_capacity(sc.vms.len());
+    for spec in &sc.vms {
+        let pool = &sc.host.pools[spec.pool].pcpus;
+        let need = xl_numa::need_memory_kib(spec.memory_mib * 1024, spec.vcpus);
+        let node_affinity = match &spec.numa_placement {
+            NumaPlacement::Off => NodeAffinity::automatic(topology, &spec.cpus, pool),
+            NumaPlacement::Nodes(nodes) => NodeAffinity::set(topology, nodes, &spec.cpus, pool),
+            NumaPlacement::Auto => {
+                let existing: Vec<xl_numa::Existing> = sc
+                    .vms
+                    .iter()
+                    .zip(&out)
+                    .map(|(vm, (na, _))| xl_numa::Existing { vcpu_affinity: &vm.cpus, node_affinity: &na.nodes })
+                    .collect();
+                let on_node = xl_numa::vcpus_on_nodes(topology, pool, &existing);
+                match xl_numa::place_domain(topology, need, spec.vcpus, pool, &free_kib, &on_node) {
+                    Some(nodes) => NodeAffinity::set(topology, &nodes, &spec.cpus, pool),
+                    // "Not even a suitable placement candidate!": affinity with all nodes.
+                    None => NodeAffinity::automatic(topology, &spec.cpus, pool),
+                }
+            }
+        };
+        let memory_nodes = resolve_memory_nodes(spec, Some(&node_affinity.nodes), numa_nodes);
+        let share = need / memory_nodes.len().max(1) as u64;
+        for &n in &memory_nodes {
+            free_kib[n as usize] = free_kib[n as usize].saturating_sub(share);
+        }
+        out.push((node_affinity, memory_nodes));
+    }
+    out
 }
 
 /// The NUMA nodes holding VM `spec`'s memory (`[[vm]] memory_nodes`), sorted: the nodes it names,

@@ -67,6 +67,10 @@ impl Sim {
         self.with_policy(from, |pol, ctx| pol.remove_pcpu(ctx, p));
         self.pcpu_pool[p.idx()] = to;
         self.pools[to.idx()].view.add(p);
+        // cpupool_unassign_cpu / cpupool_assign_cpu: domain_update_node_affinity for the domains.
+        for vm in 0..self.vminfo.len() {
+            self.update_node_affinity(crate::ids::VmId(vm as u32));
+        }
         if let Some(tr) = self.trace.as_mut() {
             let name = format!("pool change: {} -> {}", self.pools[from.idx()].view.name, self.pools[to.idx()].view.name);
             tr.instant(0, p.0, &name, self.now);
@@ -121,6 +125,7 @@ impl Sim {
         }
         self.vinfo[v.idx()].last_pcpu = self.home_in_pool(v, to);
         let vm = self.vinfo[v.idx()].vm;
+        self.update_node_affinity(vm);
         let sched = self.vms[vm.idx()].sched;
         self.with_policy(to, |pol, ctx| pol.adjust(ctx, vm, &sched));
         // sched_move_domain: the new scheduler picks the unit's resource (`pick_resource`).
@@ -161,8 +166,22 @@ impl Sim {
         }
         self.affinity[v.idx()] = crate::hypervisor::cpupool::Affinity { hard, soft };
         self.update_trivial_placement();
+        self.update_node_affinity(self.vinfo[v.idx()].vm);
         self.with_policy(pool, |pol, ctx| pol.adjust_affinity(ctx, v));
         Ok(())
+    }
+
+    /// Xen's `domain_update_node_affinity` (domain.c), called when a vCPU's affinity or the
+    /// domain's pool changes: an automatic node affinity is recomputed from the vCPUs' hard
+    /// affinity ∩ the pool; an explicit one is left alone. Memory stays where it was allocated.
+    pub fn update_node_affinity(&mut self, vm: crate::ids::VmId) {
+        if !self.vminfo[vm.idx()].node_affinity.auto {
+            return;
+        }
+        let pool = &self.pools[self.vm_pool(vm).idx()].view.mask;
+        let hard = self.vminfo[vm.idx()].vcpus.iter().map(|v| &self.affinity[v.idx()].hard);
+        let na = crate::hypervisor::node_affinity::NodeAffinity::automatic(&self.topology, hard, pool);
+        self.vminfo[vm.idx()].node_affinity = na;
     }
 
     /// Recompute `trivial_placement` after pools or masks changed.

@@ -61,8 +61,14 @@ pub trait PolicyKind: Sync {
     /// Why the host software modelled with these parameters lacks `feature` (credit with
     /// `xen = "3.3"` has no pause-loop exiting), or `None` if it has it. The loader refuses a
     /// scenario that uses a lacking feature and turns off what is on by default.
-    fn lacks(&self, _params: &Params, _feature: HostFeature) -> Option<String> {
-        None
+    fn lacks(&self, _params: &Params, feature: HostFeature) -> Option<String> {
+        match feature {
+            HostFeature::NodeAffinity => Some(format!(
+                "policy {:?} does not schedule by a domain's NUMA node affinity (credit as Xen 4.4 does)",
+                self.name()
+            )),
+            _ => None,
+        }
     }
 }
 
@@ -75,6 +81,10 @@ pub enum HostFeature {
     SoftAffinity,
     /// Cpupools (`[[host.pool]]`).
     Cpupools,
+    /// A scheduler that reads the domain's NUMA node affinity, so xl's automatic NUMA placement
+    /// steers it (`[[vm]] numa_placement`; credit as Xen 4.3 and 4.4). Policies lack it unless
+    /// they say otherwise.
+    NodeAffinity,
 }
 
 /// All policies, in the order `vcpusim list` shows them.

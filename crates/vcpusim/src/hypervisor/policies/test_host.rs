@@ -29,7 +29,13 @@ pub(crate) fn vms_of(vms: &[(u32, u32)]) -> (Vec<VcpuInfo>, Vec<VmInfo>, Vec<VmS
             preempted: false,
             run_time: 0,
         }));
-        vm_infos.push(VmInfo { id: vm, name: format!("vm{i}"), vcpus: (first..first + n).map(VcpuId).collect(), memory_nodes: vec![0] });
+        vm_infos.push(VmInfo {
+            id: vm,
+            name: format!("vm{i}"),
+            vcpus: (first..first + n).map(VcpuId).collect(),
+            node_affinity: Default::default(),
+            memory_nodes: vec![0],
+        });
         sched.push(VmSched::with_weight(weight));
     }
     (vcpus, vm_infos, sched)

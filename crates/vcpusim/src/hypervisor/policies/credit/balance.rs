@@ -3,11 +3,16 @@
 use super::version::StealWalk;
 use super::*;
 
-/// Whether some vCPU might have a useful soft affinity in this pool: one whose soft mask does not
-/// cover the pool (a necessary condition of `has_soft_affinity`). Without one, a soft balance step
-/// of `csched_load_balance` skips every vCPU and can be left out.
-fn any_soft(host: &HostView) -> bool {
-    host.scope.is_some_and(|s| s.affinity.iter().any(|a| !s.pool.mask.is_subset(&a.soft)))
+/// Whether some vCPU might take the first balance step in this pool. 4.5 on: one whose soft mask
+/// does not cover the pool (a necessary condition of `has_soft_affinity`); 4.4: a VM of the pool
+/// whose node affinity is explicit (necessary for `__vcpu_has_node_affinity`). Without one, that
+/// step of `csched_load_balance` skips every vCPU and can be left out.
+fn any_soft(host: &HostView, step: PreferStep) -> bool {
+    match step {
+        PreferStep::Soft => host.scope.is_some_and(|s| s.affinity.iter().any(|a| !s.pool.mask.is_subset(&a.soft))),
+        PreferStep::Node => host.pool_vms().any(|vm| !vm.node_affinity.auto),
+        PreferStep::None => false,
+    }
 }
 
 impl Credit {
@@ -40,7 +45,7 @@ impl Credit {
             if step == Step::Soft && !self.soft(host, v) {
                 continue;
             }
-            if self.cache_hot(v, host.now) || !in_balance_mask(host, v, cpu, step) {
+            if self.cache_hot(v, host.now) || !self.in_balance_mask(host, v, cpu, step) {
                 continue;
             }
             found = Some(v);
@@ -52,8 +57,8 @@ impl Credit {
         Some(v)
     }
 
-    /// `csched_load_balance`: for each affinity balance step (soft-affine work first, then
-    /// hard-affine work), visit the busy peers node by node, round-robin from each node's balance
+    /// `csched_load_balance`: for each affinity balance step (soft-affine work first, or in 4.4
+    /// node-affine work, then hard-affine work), visit the busy peers node by node, round-robin from each node's balance
     /// bias (4.4 and 4.7: from the node's first busy pCPU; 3.3: `load_balance_3_3`), skipping
     /// those with at most one runnable vCPU (Xen 4.9's shortcut; older versions look and find
     /// nothing to steal there: an idle peer is skipped and a busy one has an empty queue); the
@@ -66,7 +71,7 @@ impl Credit {
         let topo = host.topology;
         let nodes = self.balance_bias.len().max(1);
         let node = topo.place(PcpuId(cpu as u32)).node as usize;
-        let soft = self.cfg.xen.has_soft_affinity() && any_soft(host);
+        let soft = any_soft(host, self.cfg.xen.prefer_step());
         for step in BALANCE_STEPS {
             // A soft step with no soft-affine vCPU in the pool steals nothing and changes nothing.
             if step == Step::Soft && !soft {

@@ -57,7 +57,9 @@
 //! - Across versions (docs/model.md section 7.2.1): the tick stops on an idle pCPU in every version
 //!   (4.8 on; before, it only sorted an empty queue there); 3.3's accounting runs on its own 30 ms
 //!   timer instead of the master's every third tick (same instants); 3.3's tickle reschedules its
-//!   mask in ascending pCPU order; 4.4's per-domain NUMA node affinity is not modelled.
+//!   mask in ascending pCPU order. 4.4's first balance step prefers the domain's NUMA node
+//!   affinity (`CSCHED_BALANCE_NODE_AFFINITY`) where 4.5 on prefer soft affinity: the same loops,
+//!   `Xen::prefer_step` (docs/model.md section 7.2.2).
 //!
 //! The urgent-vCPU-first overlay of seed 000 (`[host.uvf]`) rides on top when configured:
 //! `credit/urgent.rs`.
@@ -83,7 +85,7 @@ use crate::hypervisor::uvf::{Uvf, UvfVm};
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{format_duration, Nanos, MS, SEC, US};
-use version::Xen;
+use version::{PreferStep, Xen};
 
 // ---- Constants of xen/common/sched/credit.c and xen/common/sched/private.h ----
 
@@ -254,6 +256,18 @@ impl PolicyKind for CreditKind {
                 (xen.has_soft_affinity(), "soft affinity", "Xen 4.5 (cpu_soft_affinity, CSCHED_BALANCE_SOFT_AFFINITY)")
             }
             HostFeature::Cpupools => (xen.has_cpupools(), "cpupools", "Xen 4.1 (xen/common/cpupool.c)"),
+            HostFeature::NodeAffinity if xen.prefer_step() == version::PreferStep::Soft => {
+                return Some(format!(
+                    "xen = \"{xen}\" (policy \"credit\") no longer schedules by a domain's NUMA node affinity: \
+                     Xen 4.5 replaced it with per-vCPU soft affinity (commit db6b221591), which xl's placement \
+                     then sets; write cpus_soft for that"
+                ))
+            }
+            HostFeature::NodeAffinity => (
+                xen.has_node_affinity_step(),
+                "per-domain NUMA node affinity",
+                "Xen 4.3 (CSCHED_BALANCE_NODE_AFFINITY) and left the scheduler in 4.5",
+            ),
         };
         (!has).then(|| format!("xen = \"{xen}\" (policy \"credit\") has no {what}: it arrived in {since}"))
     }
@@ -471,7 +485,9 @@ fn weight_of(mask: &[bool]) -> usize {
 }
 
 /// The steps of `for_each_affinity_balance_step` (private.h): `BALANCE_SOFT_AFFINITY` first, then
-/// `BALANCE_HARD_AFFINITY`.
+/// `BALANCE_HARD_AFFINITY`. In Xen 4.3 and 4.4 the first step is `CSCHED_BALANCE_NODE_AFFINITY`
+/// and the second `CSCHED_BALANCE_CPU_AFFINITY` (`for_each_csched_balance_step`): the same loops
+/// with the domain's node affinity where 4.5 put the vCPU's soft affinity (`Xen::prefer_step`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
     Soft,
@@ -479,17 +495,6 @@ enum Step {
 }
 
 const BALANCE_STEPS: [Step; 2] = [Step::Soft, Step::Hard];
-
-/// Whether pCPU `p` is in `affinity_balance_cpumask(v, step)` ∩ the pool: soft ∩ hard for the soft
-/// step (only used when `has_soft_affinity`, so never empty and no fallback to hard is needed),
-/// hard for the hard step.
-fn in_balance_mask(host: &HostView, v: VcpuId, p: usize, step: Step) -> bool {
-    let p = PcpuId(p as u32);
-    match step {
-        Step::Soft => host.prefers(v, p),
-        Step::Hard => host.may_run(v, p),
-    }
-}
 
 
 impl Credit {
@@ -547,10 +552,29 @@ impl Credit {
         }
     }
 
-    /// `has_soft_affinity`, where the version has soft affinity (Xen 4.5 on); older versions
-    /// ignore soft masks (the loader refuses `cpus_soft` for them).
+    /// Whether `v` takes the first balance step: `has_soft_affinity` from Xen 4.5 on,
+    /// `__vcpu_has_node_affinity` in 4.4 (its domain's node affinity is explicit, short of every
+    /// pCPU and meets hard ∩ pool), never in 3.3. Older versions ignore soft masks (the loader
+    /// refuses `cpus_soft` for them).
     fn soft(&self, host: &HostView, v: VcpuId) -> bool {
-        self.cfg.xen.has_soft_affinity() && host.has_soft(v)
+        match self.cfg.xen.prefer_step() {
+            PreferStep::Soft => host.has_soft(v),
+            PreferStep::Node => host.has_node_affinity(v),
+            PreferStep::None => false,
+        }
+    }
+
+    /// Whether pCPU `p` is in `affinity_balance_cpumask(v, step)` ∩ the pool: for the first step
+    /// soft ∩ hard (4.5 on) or the domain's `node_affinity_cpumask` ∩ hard (4.4,
+    /// `csched_balance_cpumask`); only used when `soft` holds, so never empty and the fallback to
+    /// hard is never needed. Hard for the hard step.
+    fn in_balance_mask(&self, host: &HostView, v: VcpuId, p: usize, step: Step) -> bool {
+        let p = PcpuId(p as u32);
+        match step {
+            Step::Soft if self.cfg.xen.prefer_step() == PreferStep::Node => host.node_affine(v, p),
+            Step::Soft => host.prefers(v, p),
+            Step::Hard => host.may_run(v, p),
+        }
     }
 
     fn pri_of_curr(&self, p: usize) -> Pri {

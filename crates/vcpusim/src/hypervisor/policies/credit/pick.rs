@@ -4,7 +4,8 @@ use super::*;
 
 impl Credit {
     /// `_csched_cpu_pick`: for each affinity balance step (soft, only when the vCPU
-    /// `has_soft_affinity`, then hard), the candidate set is the step's mask
+    /// `has_soft_affinity`, then hard; in 4.4 the domain's node affinity in place of soft, only
+    /// when `__vcpu_has_node_affinity`: `Credit::soft`), the candidate set is the step's mask
     /// (`affinity_balance_cpumask`) ∩ the pool; in it, the vCPU's own pCPU if it is idle, otherwise
     /// an idle pCPU, preferring the one whose core (same socket) or socket (across sockets, needing
     /// twice as many idlers) has the most idle siblings. A step that ends on an idle pCPU ends the
@@ -38,7 +39,7 @@ impl Credit {
                 continue;
             }
             // affinity_balance_cpumask(unit, balance_step, cpus); cpumask_and(cpus, online, cpus).
-            let mut cpus: Vec<bool> = (0..n).map(|p| in_balance_mask(host, v, p, step)).collect();
+            let mut cpus: Vec<bool> = (0..n).map(|p| self.in_balance_mask(host, v, p, step)).collect();
             // "If present, prefer vc's current processor".
             cpu = if cpus[master] { master } else { cycle(master, &cpus).unwrap_or(master) };
             // "iff unit is the currently running and the only runnable unit on cpu, we add cpu to

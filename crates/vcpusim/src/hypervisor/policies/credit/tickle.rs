@@ -8,7 +8,7 @@ impl Credit {
     /// `__runq_tickle`: a vCPU was queued on its processor; decide which pCPU must reschedule.
     /// Only pCPUs the new vCPU may run on are tickled: its processor ("cur" is considered only if
     /// the vCPU may run there, which `wake` and `migrate` keep true as Xen does), or an idler of
-    /// its soft step first, then of its hard step. Xen 3.3 tickles differently
+    /// its soft step (4.4: node-affinity step) first, then of its hard step. Xen 3.3 tickles differently
     /// (`runq_tickle_3_3`); 4.4 and 4.7 differ in the "kick cur away" test and leave the tickled
     /// pCPUs in the idlers (`version.rs`).
     pub(super) fn runq_tickle(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
@@ -48,7 +48,7 @@ impl Credit {
                     continue;
                 }
                 // "Are there idlers suitable for new (for this balance step)?"
-                let suitable: Vec<bool> = (0..n).map(|p| self.idlers[p] && in_balance_mask(&host, v, p, step)).collect();
+                let suitable: Vec<bool> = (0..n).map(|p| self.idlers[p] && self.in_balance_mask(&host, v, p, step)).collect();
                 let new_idlers_empty = !suitable.iter().any(|&b| b);
                 // "Let's not be too harsh! If there aren't idlers suitable for new in its soft
                 // affinity mask, make sure we check its hard affinity as well".

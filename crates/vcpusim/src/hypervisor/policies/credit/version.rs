@@ -90,11 +90,31 @@ impl Xen {
     }
 
     /// Soft affinity (`cpu_soft_affinity`, `CSCHED_BALANCE_SOFT_AFFINITY`): Xen 4.5 on. 4.4 has
-    /// the per-domain NUMA node affinity in its place (`CSCHED_BALANCE_NODE_AFFINITY`, not
-    /// modelled: it is skipped for a domain whose node affinity is automatic or spans every node),
-    /// 3.3 neither.
+    /// the per-domain NUMA node affinity in its place (`prefer_step`), 3.3 neither.
     pub fn has_soft_affinity(self) -> bool {
         self >= Xen::V4_7
+    }
+
+    /// What the first balance step of `_csched_cpu_pick`, `__runq_tickle` and
+    /// `csched_load_balance` / `csched_runq_steal` prefers. 4.3 and 4.4:
+    /// `CSCHED_BALANCE_NODE_AFFINITY`, the domain's node affinity (`csched_balance_cpumask`:
+    /// `node_affinity_cpumask` ∩ `cpu_affinity`), taken by a vCPU whose domain's affinity is
+    /// explicit, short of every pCPU and meets its affinity (`__vcpu_has_node_affinity`). 4.5 on
+    /// (commit db6b221591, "sched: introduce soft-affinity and use it instead d->node-affinity"):
+    /// `CSCHED_BALANCE_SOFT_AFFINITY`, the vCPU's soft affinity, under `has_soft_affinity`. The
+    /// loops are otherwise the same code. 3.3 has no balance steps.
+    pub fn prefer_step(self) -> PreferStep {
+        match self {
+            Xen::V3_3 => PreferStep::None,
+            Xen::V4_4 => PreferStep::Node,
+            Xen::V4_7 | Xen::V4_18 => PreferStep::Soft,
+        }
+    }
+
+    /// The domain's NUMA node affinity steers the scheduler (`prefer_step` is `Node`), so xl's
+    /// automatic NUMA placement (`numa_placement`) matters: Xen 4.3 and 4.4.
+    pub fn has_node_affinity_step(self) -> bool {
+        self.prefer_step() == PreferStep::Node
     }
 
     /// Cpupools (`xen/common/cpupool.c`): Xen 4.1 on.
@@ -273,6 +293,17 @@ pub enum KickCur {
     Never,
     Always,
     IfAnIdlerSuitsCur,
+}
+
+/// The first balance step (see `Xen::prefer_step`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PreferStep {
+    /// No balance steps (3.3).
+    None,
+    /// `CSCHED_BALANCE_NODE_AFFINITY`: the domain's node affinity (4.3, 4.4).
+    Node,
+    /// `CSCHED_BALANCE_SOFT_AFFINITY`: the vCPU's soft affinity (4.5 on).
+    Soft,
 }
 
 /// The order of `csched_load_balance`'s walk over the busy peers (see `Xen::steal_walk`).
@@ -610,6 +641,59 @@ mod rules {
             Xen::V4_7 => vec![1],
             // 4.4 (its idle mask is the suitable idlers) and 4.8 on: the next suitable idler.
             Xen::V4_4 | Xen::V4_18 => vec![3],
+        });
+    }
+
+    /// The node-affinity step: 4 pCPUs in 2 NUMA nodes (0-1, 2-3); VM 0 (vCPUs 0-1) has the
+    /// explicit node affinity {1}, VM 1 (vCPUs 2-3) none. Where `csched_cpu_pick` puts VM 0's
+    /// vCPU from idle pCPU 0; which idler a wake of VM 0's vCPU on busy pCPU 0 tickles; and which
+    /// of VM 1's then VM 0's vCPUs, queued in that order on busy pCPU 0, idle pCPU 3 steals.
+    fn node_affine(xen: Xen) -> (usize, Vec<usize>, Option<usize>) {
+        use crate::hypervisor::node_affinity::NodeAffinity;
+        let topo = Topology::new(4, 1, 2, 1).unwrap();
+        let mut h = FakeHost::new(topo.clone(), &[(2, 256), (2, 256)], cfg_for(xen)).with_affinity(&[(&[] as &[u32], &[] as &[u32]); 4]);
+        h.vms[0].node_affinity = NodeAffinity::set(&topo, &[1], [&crate::hardware::cpumask::CpuMask::full(4)], &crate::hardware::cpumask::CpuMask::full(4));
+        h.adjust(0);
+        h.adjust(1);
+        h.call(|pol, ctx| pol.fit_to(&ctx.host));
+        for v in 0..4u32 {
+            let mut svc = CreditVcpu::new(VmId(v / 2), PcpuId(0));
+            svc.awake = true;
+            h.policy.vcpus.push(svc);
+        }
+        // Placement from an idle host.
+        h.policy.idlers = vec![true; 4];
+        let picked = h.call(|pol, ctx| pol.cpu_pick(&ctx.host, VcpuId(0), false));
+        // Tickle: pCPU 0 runs VM 1's vCPU 3; vCPU 0 wakes there.
+        h.policy.pcpus[0].curr = Some(VcpuId(3));
+        h.policy.idlers = vec![false, true, true, true];
+        h.policy.runq_insert(VcpuId(0));
+        h.call(|pol, ctx| pol.runq_tickle(ctx, VcpuId(0)));
+        let tickled = std::iter::from_fn(|| h.events.pop())
+            .filter_map(|(_, e)| match e {
+                Ev::Resched(p) => Some(p),
+                _ => None,
+            })
+            .collect();
+        // Steal: the queue of pCPU 0 is VM 1's vCPU 2, then VM 0's vCPU 0.
+        h.policy.runq_remove(VcpuId(0));
+        h.policy.runq_insert(VcpuId(2));
+        h.policy.runq_insert(VcpuId(0));
+        h.policy.idlers = vec![false, true, true, true];
+        let stolen = h.call(|pol, ctx| pol.load_balance(&ctx.host, 3, super::super::PRI_IDLE)).map(|v| v.idx());
+        (picked, tickled, stolen)
+    }
+
+    #[test]
+    fn node_affinity_step_is_4_4_s() {
+        per_version(&[Xen::V4_4, Xen::V4_7], node_affine, |xen| match xen {
+            // Node-affine first: an idler of node 1 (the idle bias starts at the last pCPU, so 2);
+            // of node 1's idlers the rotor's next (after 3: 2); VM 0's vCPU, queued second.
+            Xen::V4_4 => (2, vec![2], Some(0)),
+            // No node step: the vCPU stays on its idle pCPU; the rotor's next idler of all (1);
+            // the first queued vCPU. 3.3 tickles every idler.
+            Xen::V4_7 | Xen::V4_18 => (0, vec![1], Some(2)),
+            Xen::V3_3 => (0, vec![1, 2, 3], Some(2)),
         });
     }
 
