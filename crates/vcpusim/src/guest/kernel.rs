@@ -114,6 +114,11 @@ pub struct GuestKernel {
     /// Instantaneous steps run in a row without any of its vCPUs starting timed work or a spin
     /// (the runaway-program guard, `guest/run.rs`).
     pub zero_time_steps: u64,
+    /// vCPUs whose running worker thread polls a flag just set (a Tascell task request), in
+    /// order; `run` hands them to the host one at a time (`Next::Poll`).
+    pub polls: VecDeque<VcpuId>,
+    /// The Tascell runtime of a program with `Op::WorkSteal` (guest/worksteal.rs).
+    pub ws: Option<Box<super::worksteal::WorkStealing>>,
 }
 
 impl GuestKernel {

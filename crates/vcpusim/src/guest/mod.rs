@@ -22,3 +22,4 @@ pub mod stats;
 pub mod sync;
 pub mod thread;
 pub mod tlb;
+pub mod worksteal;

@@ -35,6 +35,9 @@ impl GuestKernel {
         if let Some(u) = self.pokes.pop_front() {
             return Next::Poke(u);
         }
+        if let Some(u) = self.polls.pop_front() {
+            return Next::Poll(u);
+        }
         let gv = &mut self.vcpus[i];
         if gv.irq.is_some() {
             // A handler interrupted by a deschedule resumes where it stopped.
@@ -90,6 +93,9 @@ impl GuestKernel {
             if let Some(u) = self.pokes.pop_front() {
                 return Next::Poke(u);
             }
+            if let Some(u) = self.polls.pop_front() {
+                return Next::Poll(u);
+            }
         }
     }
 
@@ -97,12 +103,23 @@ impl GuestKernel {
     /// one), else what the vCPU does now.
     fn run_front_step(&mut self, env: &mut GuestEnv, i: usize, t: ThreadId, entry: Entry) -> Option<Next> {
         let now = env.now;
-        let Thread { steps, step_remaining, rng, held, wait_started, spin_budget_left, .. } = &mut env.threads[t.idx()];
+        let Thread { steps, step_remaining, rng, held, wait_started, spin_budget_left, index, .. } = &mut env.threads[t.idx()];
         if steps.is_empty() {
             steps.push_back(Step::Do(Action::FetchOp));
         }
         match steps.front_mut().expect("just ensured") {
             &mut Step::Run { ns, func } => {
+                if self.ws.is_some() && func == KernelFn::User {
+                    // A Tascell worker polls for task requests at every recursive call.
+                    if let Some(instead) = self.ws_poll(*index as usize, step_remaining.unwrap_or(ns)) {
+                        steps.pop_front();
+                        *step_remaining = None;
+                        for s in instead.into_iter().rev() {
+                            steps.push_front(s);
+                        }
+                        return None;
+                    }
+                }
                 let left = *step_remaining.get_or_insert(ns);
                 if left == 0 {
                     steps.pop_front();
@@ -168,8 +185,11 @@ impl GuestKernel {
                 }
             }
             &mut Step::UserSpin { cond, budget } => {
-                let SpinCond::BarrierGeneration { barrier, generation } = cond;
-                if self.objects.barriers[barrier].generation != generation {
+                let over = match cond {
+                    SpinCond::BarrierGeneration { barrier, generation } => self.objects.barriers[barrier].generation != generation,
+                    SpinCond::WsBackoff { worker } => self.ws_backoff_over(worker),
+                };
+                if over {
                     steps.pop_front();
                     *spin_budget_left = None;
                     return None;
@@ -181,9 +201,11 @@ impl GuestKernel {
                     return None;
                 }
                 *spin_budget_left = left;
-                let spinners = &mut self.objects.barriers[barrier].spinners;
-                if !spinners.contains(&t) {
-                    spinners.push(t);
+                if let SpinCond::BarrierGeneration { barrier, .. } = cond {
+                    let spinners = &mut self.objects.barriers[barrier].spinners;
+                    if !spinners.contains(&t) {
+                        spinners.push(t);
+                    }
                 }
                 self.vcpus[i].func = KernelFn::User;
                 Some(Next::Spin { kind: TimeKind::UserSpin, budget: left })
@@ -269,6 +291,7 @@ impl GuestKernel {
                 }
             }
             Action::MmSem(op) => self.mm_sem_action(env, i, t, op),
+            Action::Ws(action) => self.ws_action(env, t, action),
             Action::Progress => {
                 self.stats.progress += 1;
                 if self.finished_at.is_none() && self.iterations.is_some_and(|n| self.stats.progress >= n) {

@@ -924,7 +924,8 @@ fn builtin_program(
 /// Whether an op list (loop bodies included) has a `Progress` op.
 fn counts_progress(ops: &[Op]) -> bool {
     ops.iter().any(|op| match op {
-        Op::Progress => true,
+        // A work-stealing worker counts the computation's end.
+        Op::Progress | Op::WorkSteal => true,
         Op::Loop { body, .. } => counts_progress(body),
         _ => false,
     })

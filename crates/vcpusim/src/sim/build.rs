@@ -201,6 +201,7 @@ impl Sim {
             guest_vcpus[i % vcpu_ids.len()].runqueue.push_back(t);
             thread_ids.push(t);
         }
+        let ws = program.work_stealing.clone().map(|spec| Box::new(crate::guest::worksteal::WorkStealing::new(spec, &thread_ids)));
         self.guests.push(GuestKernel {
             vm,
             name: spec.name.clone(),
@@ -218,6 +219,8 @@ impl Sim {
             finished_at: None,
             pokes: VecDeque::new(),
             zero_time_steps: 0,
+            polls: VecDeque::new(),
+            ws,
         });
         self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids });
         self.vms.push(Vm {

@@ -111,6 +111,20 @@ impl Sim {
         self.queue.push(self.now, Event::Dispatch(v, e));
     }
 
+    /// `Next::Poll`: the thread running on `v` polls a flag that was just set; if `v` is doing
+    /// its user work, settle it and enter it again at once (a zero-delay dispatch), where the
+    /// guest reaches its poll point.
+    pub fn poll(&mut self, v: VcpuId) {
+        if !self.running(v) || self.vcpus[v.idx()].activity != Activity::Thread || self.vcpus[v.idx()].time_kind != TimeKind::User {
+            return;
+        }
+        self.settle(v);
+        let vc = &mut self.vcpus[v.idx()];
+        vc.activity = Activity::Starting;
+        let e = vc.epoch;
+        self.queue.push(self.now, Event::Dispatch(v, e));
+    }
+
     pub fn on_dispatch(&mut self, v: VcpuId, epoch: u64) {
         if self.vcpus[v.idx()].epoch != epoch || !self.running(v) {
             return;
@@ -199,6 +213,7 @@ impl Sim {
                     entry = Entry::AfterExit;
                 }
                 Next::Poke(u) => self.poke(u),
+                Next::Poll(u) => self.poll(u),
                 Next::SetTimer(delay) => {
                     self.queue.push(self.now + delay, Event::GuestTick(v));
                 }

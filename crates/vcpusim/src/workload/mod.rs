@@ -2,6 +2,7 @@
 
 pub mod builtin;
 pub mod program;
+pub mod worksteal;
 
 use crate::params::{ParamSpec, Params};
 use program::Program;
