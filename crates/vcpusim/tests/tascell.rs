@@ -40,3 +40,29 @@ fn threads_share_the_fixed_work() {
         }
     }
 }
+
+/// `[host.costs] virt_overhead`: one thread in a VM takes 1 + overhead times its serial time
+/// (seed 001 III-B: 24% at one thread).
+#[test]
+fn virt_overhead_slows_one_thread_by_the_configured_factor() {
+    let run = |costs: &str| {
+        let text = format!(
+            "[host]\npcpus = 4\npolicy = \"credit\"\nstart_skew = \"0ms\"\n{costs}\n\
+             [[vm]]\nname = \"app\"\nvcpus = 4\nthreads = 1\nworkload = \"tascell.fib\"\niterations = 1\n\
+             [vm.params]\nserial = \"1s\"\n[run]\nduration = \"10s\"\n"
+        );
+        num(&vm_table(&run_toml(&text, true)), "app", "completion_time_ms")
+    };
+    let native = run("");
+    let virt = run("[host.costs]\nvirt_overhead = 0.24");
+    assert!((native - 1000.0).abs() < 0.5, "{native}");
+    assert!((virt / native - 1.24).abs() < 0.001, "{virt} vs {native}");
+}
+
+#[test]
+fn virt_overhead_out_of_range_is_an_error() {
+    let text = "[host]\npcpus = 4\npolicy = \"credit\"\n[host.costs]\nvirt_overhead = -0.1\n\
+                [[vm]]\nname = \"app\"\nvcpus = 1\nworkload = \"cpu-bound\"\n";
+    let err = vcpusim::api::load_scenario(text, "t.toml").err().expect("a negative overhead is refused").to_string();
+    assert!(err.contains("host.costs.virt_overhead") && err.contains("-0.1"), "{err}");
+}

@@ -24,6 +24,12 @@ pub struct Costs {
     pub tlb_flush_per_page: Nanos,
     /// Guest system-call entry plus exit.
     pub syscall: Nanos,
+    /// Fixed virtualization overhead: a VM's work takes `1 + virt_overhead` times as long as on
+    /// bare metal (memory virtualization by EPT/NPT two-dimensional page walks and the vCPU
+    /// scheduler's own work), applied as a speed factor to every vCPU of every VM that is not
+    /// `bare_metal` (sim/speed.rs). Default 0. Seed 001 section III-B measures 24% for
+    /// tascell-fib at one thread (Xen 4.4, Linux 3.13 HVM guest, Opteron 6376): 0.24.
+    pub virt_overhead: f64,
 }
 
 impl Default for Costs {
@@ -36,6 +42,7 @@ impl Default for Costs {
             hlt_exit: 2 * US,
             tlb_flush_per_page: 100,
             syscall: 300,
+            virt_overhead: 0.0,
         }
     }
 }

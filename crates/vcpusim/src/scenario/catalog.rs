@@ -190,7 +190,7 @@ mod tests {
         assert_eq!(names(&json["host_ple"]), ["enabled", "window_cycles", "cpu_ghz", "grow", "window_max_cycles"]);
         assert_eq!(
             names(&json["host_costs"]),
-            ["ipi_send", "ipi_delivery", "ipi_handler", "context_switch", "hlt_exit", "tlb_flush_per_page", "syscall"]
+            ["ipi_send", "ipi_delivery", "ipi_handler", "context_switch", "hlt_exit", "tlb_flush_per_page", "syscall", "virt_overhead"]
         );
         assert_eq!(names(&json["run"]), ["duration", "seed", "max_events", "check", "sample_every"]);
         let tick = &json["guest"][3];

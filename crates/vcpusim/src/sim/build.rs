@@ -79,6 +79,7 @@ impl Sim {
             samples: sc.run.sample_every.map(super::sampling::Samples::new),
             speed_model: Box::new(ConstantSpeed),
             speed_constant: true,
+            vm_speed: Vec::new(),
             online_at: (0..npcpus)
                 .map(|p| {
                     use rand::Rng;
@@ -101,6 +102,9 @@ impl Sim {
             }
         }
         sim.update_trivial_placement();
+        if sim.vm_speed.iter().any(|s| *s != Speed::ONE) {
+            sim.speed_constant = false;
+        }
         for change in &sc.host.pool_changes {
             sim.queue.push(change.at, super::state::Event::PoolChange(change.pcpu, PoolId(change.to as u32)));
         }
@@ -223,6 +227,7 @@ impl Sim {
             ws,
         });
         self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids });
+        self.vm_speed.push(Speed::slowed_by(self.costs.virt_overhead));
         self.vms.push(Vm {
             sched: VmSched { weight: spec.weight, cap: spec.cap, vm_type: spec.vm_type, u_factor: spec.u_factor, uvf: spec.uvf },
             progress_unit: program.progress_unit,

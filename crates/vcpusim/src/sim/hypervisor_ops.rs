@@ -271,7 +271,7 @@ impl Sim {
         self.pcpus[p.idx()].last = Some(v);
         if !self.speed_constant {
             // A new pCPU (a migration, another NUMA node) or a new neighbourhood: ask again.
-            self.vcpus[v.idx()].speed = self.speed_model.speed(&self.host_view(self.pcpu_pool[p.idx()]), v, p);
+            self.vcpus[v.idx()].speed = self.vcpu_speed(v, p);
         }
         let vc = &mut self.vcpus[v.idx()];
         vc.epoch += 1;

@@ -166,8 +166,11 @@ pub struct Sim {
     pub samples: Option<super::sampling::Samples>,
     /// How fast each pCPU advances the work of the vCPU it runs (`hardware/speed.rs`).
     pub speed_model: Box<dyn SpeedModel>,
-    /// `speed_model.is_constant()`, cached: the default model must cost nothing.
+    /// `speed_model.is_constant()` and no VM slowed by `vm_speed`, cached: the default model
+    /// must cost nothing.
     pub speed_constant: bool,
+    /// Each VM's fixed speed factor (`[host.costs] virt_overhead`; 1.0 on bare metal), by VM.
+    pub vm_speed: Vec<Speed>,
 }
 
 impl Sim {
