@@ -15,6 +15,7 @@ pub mod kernel;
 pub mod kernel_fn;
 pub mod mm_sem;
 pub mod objects;
+pub mod placement;
 pub mod run;
 pub mod scheduler;
 pub mod spinlock;

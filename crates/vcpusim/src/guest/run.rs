@@ -160,8 +160,10 @@ impl GuestKernel {
             }
             Step::SendIpis { targets, func, .. } => {
                 let func = *func;
-                if step_remaining.is_none() && entry != Entry::AfterExit {
-                    // The first APIC access of the send exits: the hypervisor sees it coming.
+                let native = self.topology.is_some();
+                if step_remaining.is_none() && entry != Entry::AfterExit && !native {
+                    // The first APIC access of the send exits: the hypervisor sees it coming
+                    // (on bare metal there is nothing to exit to).
                     return Some(Next::Exit(Exit::IpiSendStarted));
                 }
                 // One APIC ICR write (a VMEXIT) per target without APICv (seed 000 section 4.2).
@@ -172,7 +174,9 @@ impl GuestKernel {
                     return Some(Next::Complete);
                 }
                 self.vcpus[i].func = func;
-                Some(Next::Run { kind: TimeKind::Overhead, work: left })
+                // In a VM the ICR writes are exits (overhead); on bare metal plain kernel stores.
+                let kind = if native { TimeKind::Kernel } else { TimeKind::Overhead };
+                Some(Next::Run { kind, work: left })
             }
             &mut Step::WaitAcks { shootdown } => {
                 if let Some(latency) = self.finish_shootdown(shootdown, now) {

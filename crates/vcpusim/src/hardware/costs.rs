@@ -47,6 +47,34 @@ impl Default for Costs {
     }
 }
 
+/// A native IPI send: one write of the local APIC's ICR (x2APIC WRMSR), no VM exit; assumed
+/// 100 ns.
+pub const NATIVE_IPI_SEND: Nanos = 100;
+/// A native IPI's flight from the sender's APIC to the target's; assumed 500 ns (the VM's
+/// `ipi_delivery` adds the hypervisor's injection).
+pub const NATIVE_IPI_DELIVERY: Nanos = 500;
+/// The EOI of a virtual interrupt exits (no APICv): one round trip, ~1 us (scheduler-facts.md
+/// section 5), which a native handler does not pay.
+pub const EOI_EXIT: Nanos = US;
+
+impl Costs {
+    /// The same host as a physical machine (a `bare_metal` VM): no VM exits, so no HLT exit, no
+    /// vCPU context switch, a native APIC write per IPI and no EOI exit in the handler; kernel
+    /// costs (system calls, TLB flushes) are the same; no virtualization overhead.
+    pub fn native(&self) -> Costs {
+        Costs {
+            ipi_send: NATIVE_IPI_SEND,
+            ipi_delivery: NATIVE_IPI_DELIVERY,
+            ipi_handler: self.ipi_handler.saturating_sub(EOI_EXIT),
+            context_switch: 0,
+            hlt_exit: 0,
+            tlb_flush_per_page: self.tlb_flush_per_page,
+            syscall: self.syscall,
+            virt_overhead: 0.0,
+        }
+    }
+}
+
 /// Pause-loop exiting (Intel PLE / AMD pause filter). A vCPU that spins in the guest kernel
 /// longer than the window exits to the hypervisor, which treats it as a yield.
 #[derive(Clone, Debug, PartialEq)]

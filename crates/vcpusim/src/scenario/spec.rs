@@ -107,6 +107,10 @@ pub struct VmSpec {
     pub cpus_soft: Vec<crate::hardware::cpumask::CpuMask>,
     /// `cap`: at most this percent of one pCPU for the whole VM (`xl sched-credit -c`); 0 = none.
     pub cap: u32,
+    /// `bare_metal = true`: the guest kernel runs directly on the pCPUs of `cpus`, one vCPU per
+    /// pCPU, in the `bare-metal` pool (hypervisor/policies/native.rs): no hypervisor, no exit
+    /// costs, PLE or virtualization overhead, and its guest scheduler sees the host topology.
+    pub bare_metal: bool,
 }
 
 /// One `[[vm.sched_pe]]` entry: at `at` the VM's class becomes (`vm_type`, `u_factor`).

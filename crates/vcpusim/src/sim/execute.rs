@@ -87,7 +87,7 @@ impl Sim {
             self.queue.push(self.now + b, Event::ActivityDone(v, e));
         }
         // PLE fires only for PAUSE loops at CPL 0 (Intel SDM; scheduler-facts.md section 4).
-        if self.ple.enabled && kind != TimeKind::UserSpin {
+        if self.ple.enabled && kind != TimeKind::UserSpin && !self.vms[self.vcpus[v.idx()].slot.vm as usize].bare_metal {
             let window = self.ple.window_ns(self.vcpus[v.idx()].ple_exits);
             self.queue.push(self.now + window, Event::PauseLoopExit(v, e));
         }
@@ -246,7 +246,8 @@ impl Sim {
             match self.vinfo[to.idx()].state {
                 VcpuState::Running => {
                     self.ipis_in_flight += 1;
-                    self.queue.push(self.now + self.costs.ipi_delivery, Event::IpiArrive(to, ipi));
+                    let delivery = self.vm_costs[vm].ipi_delivery;
+                    self.queue.push(self.now + delivery, Event::IpiArrive(to, ipi));
                 }
                 VcpuState::Runnable => self.upcall(to, Upcall::Interrupt(ipi)),
                 VcpuState::Halted => {

@@ -267,7 +267,7 @@ impl Sim {
         self.pinfo[p.idx()].current = Some(v);
         self.pcpus[p.idx()].run_start = self.now;
         self.vms[vm.idx()].stats.switches_in += 1;
-        let cost = if self.pcpus[p.idx()].last != Some(v) { self.costs.context_switch } else { 0 };
+        let cost = if self.pcpus[p.idx()].last != Some(v) { self.vm_costs[vm.idx()].context_switch } else { 0 };
         self.pcpus[p.idx()].last = Some(v);
         if !self.speed_constant {
             // A new pCPU (a migration, another NUMA node) or a new neighbourhood: ask again.
@@ -343,11 +343,12 @@ impl Sim {
             let vc = &mut self.vcpus[v.idx()];
             vc.activity = Activity::Overhead { halting: false };
             vc.time_kind = TimeKind::Overhead;
-            vc.remaining = self.costs.ipi_send;
+            let cost = self.vm_costs[vm].ipi_send;
+            vc.remaining = cost;
             vc.seg_start = self.now;
             vc.epoch += 1;
             let e = vc.epoch;
-            self.queue.push(self.now + vc.speed.time_for(self.costs.ipi_send), Event::ActivityDone(v, e));
+            self.queue.push(self.now + vc.speed.time_for(cost), Event::ActivityDone(v, e));
         }
     }
 }

@@ -85,6 +85,8 @@ pub struct Vm {
     pub progress_unit: &'static str,
     pub workload: String,
     pub stats: VmStats,
+    /// `bare_metal`: runs on its own pCPUs with no hypervisor (no PLE, native costs).
+    pub bare_metal: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -169,6 +171,8 @@ pub struct Sim {
     /// `speed_model.is_constant()` and no VM slowed by `vm_speed`, cached: the default model
     /// must cost nothing.
     pub speed_constant: bool,
+    /// Each VM's costs: the host's `[host.costs]`, or `Costs::native` for a bare-metal VM.
+    pub vm_costs: Vec<crate::hardware::costs::Costs>,
     /// Each VM's fixed speed factor (`[host.costs] virt_overhead`; 1.0 on bare metal), by VM.
     pub vm_speed: Vec<Speed>,
 }
@@ -184,6 +188,6 @@ impl Sim {
     /// VM `vm`'s guest kernel and what its operations need from the host's tables.
     #[inline]
     pub fn guest_env(&mut self, vm: usize) -> (&mut GuestKernel, GuestEnv<'_>) {
-        (&mut self.guests[vm], GuestEnv { threads: &mut self.threads, locks: &mut self.locks, costs: &self.costs, pv: &self.pv, now: self.now })
+        (&mut self.guests[vm], GuestEnv { threads: &mut self.threads, locks: &mut self.locks, costs: &self.vm_costs[vm], pv: &self.pv, now: self.now })
     }
 }
