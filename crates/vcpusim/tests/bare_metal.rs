@@ -66,7 +66,7 @@ fn bare_metal_threads_take_idle_modules_first() {
 }
 
 fn load_err(text: &str) -> String {
-    vcpusim::api::load_scenario(text, "t.toml").err().expect("refused").to_string()
+    vcpusim::api::load_scenario(text, "t.toml").expect_err("refused").to_string()
 }
 
 #[test]

@@ -63,6 +63,6 @@ fn virt_overhead_slows_one_thread_by_the_configured_factor() {
 fn virt_overhead_out_of_range_is_an_error() {
     let text = "[host]\npcpus = 4\npolicy = \"credit\"\n[host.costs]\nvirt_overhead = -0.1\n\
                 [[vm]]\nname = \"app\"\nvcpus = 1\nworkload = \"cpu-bound\"\n";
-    let err = vcpusim::api::load_scenario(text, "t.toml").err().expect("a negative overhead is refused").to_string();
+    let err = vcpusim::api::load_scenario(text, "t.toml").expect_err("a negative overhead is refused").to_string();
     assert!(err.contains("host.costs.virt_overhead") && err.contains("-0.1"), "{err}");
 }

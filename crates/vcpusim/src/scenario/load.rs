@@ -686,7 +686,7 @@ fn carve_bare_metal(
                         &format!("{}.cpus", paths[i]),
                         format!(
                             "bare-metal VM {:?} names pCPU {} that bare-metal VM {:?} has; give them disjoint cpus",
-                            vm.name, p.0, vms[j as usize].name
+                            vm.name, p.0, vms[j].name
                         ),
                     ));
                 }
@@ -697,7 +697,7 @@ fn carve_bare_metal(
     if taken.is_empty() {
         return Ok(());
     }
-    let owner_of = |p: u32| vms[owner[&p] as usize].name.clone();
+    let owner_of = |p: u32| vms[owner[&p]].name.clone();
     for (k, pool) in host.pools.iter().enumerate().skip(1) {
         if let Some(p) = pool.pcpus.iter().find(|p| taken.contains(*p)) {
             return Err(error(
