@@ -163,6 +163,11 @@ pub enum Next {
     /// acknowledgement it waits for): that vCPU re-checks at once. Not an exit: it is how the
     /// model ends an open-ended spin. The host then enters this vCPU again.
     Poke(VcpuId),
+    /// A flag that the thread running on vCPU `VcpuId` polls in its own code was set (a
+    /// Tascell task request): if that vCPU is executing the thread's user work, the host ends
+    /// the work there and enters it again, so it reaches its poll point at once. The host then
+    /// enters this vCPU again.
+    Poll(VcpuId),
     /// Arm the guest's timer on this vCPU to fire that long from now (`Upcall::TimerTick`).
     /// The host then enters this vCPU again.
     SetTimer(Nanos),

@@ -130,3 +130,26 @@ fn spec_rate_copies_never_synchronize_and_finish_in_their_cpu_time() {
 fn npb_free_runtime(p: &vcpusim::workload::builtin::spec2000::Profile) -> f64 {
     p.runtime as f64 / 1e6
 }
+
+/// Seed 001 section V-B: the NPB models at 1 and 16 threads in a 16-vCPU VM on 16 pCPUs run to
+/// completion, and 16 threads finish the same work sooner.
+#[test]
+fn every_npb_model_runs_at_1_and_16_threads() {
+    for w in npb::ALL_NPB {
+        let steps = w.0.steps.min(2);
+        let scale = (5.0 / step_ms(w.0, 1.0)).min(1.0);
+        let run = |threads: u32| {
+            let text = format!(
+                "[host]\npcpus = 16\npolicy = \"credit\"\nstart_skew = \"0ms\"\n\
+                 [[vm]]\nname = \"app\"\nvcpus = 16\nthreads = {threads}\nworkload = \"{}\"\niterations = {steps}\n\
+                 [vm.params]\nsteps = {steps}\nscale = {scale}\n[run]\nduration = \"600s\"\nseed = 1\n",
+                w.name()
+            );
+            let t = vm_table(&run_toml(&text, false));
+            assert_eq!(num(&t, "app", "progress"), steps as f64, "{} at {threads} threads", w.name());
+            num(&t, "app", "completion_time_ms")
+        };
+        let (one, sixteen) = (run(1), run(16));
+        assert!(sixteen < one, "{}: 16 threads {sixteen} ms, 1 thread {one} ms", w.name());
+    }
+}

@@ -46,6 +46,16 @@ impl GuestKernel {
                         th.pc = start + 1;
                     }
                 }
+                Code::Op(Op::WorkSteal) => {
+                    // The worker stays on this op until the computation is over.
+                    match self.ws_next(env, t) {
+                        Some(steps) => {
+                            env.threads[t.idx()].steps.extend(steps);
+                            return true;
+                        }
+                        None => env.threads[t.idx()].pc += 1,
+                    }
+                }
                 Code::Op(op) => {
                     let op = op.clone();
                     th.pc += 1;
@@ -96,6 +106,7 @@ impl GuestKernel {
             ],
             Op::Progress => vec![Step::Do(Action::Progress)],
             Op::Loop { .. } => unreachable!("loops are compiled away"),
+            Op::WorkSteal => unreachable!("fetch_op runs the worker"),
         }
     }
 

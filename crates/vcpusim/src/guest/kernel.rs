@@ -114,6 +114,16 @@ pub struct GuestKernel {
     /// Instantaneous steps run in a row without any of its vCPUs starting timed work or a spin
     /// (the runaway-program guard, `guest/run.rs`).
     pub zero_time_steps: u64,
+    /// vCPUs whose running worker thread polls a flag just set (a Tascell task request), in
+    /// order; `run` hands them to the host one at a time (`Next::Poll`).
+    pub polls: VecDeque<VcpuId>,
+    /// A bare-metal VM's view of the host topology (guest/placement.rs): wake-up placement by
+    /// Linux 3.13's `select_idle_sibling`. `Some` exactly on bare metal, where an IPI send does
+    /// not exit and idle balancing leaves a CPU its only queued thread; `None` in a VM (flat
+    /// vCPUs).
+    pub topology: Option<super::placement::GuestTopology>,
+    /// The Tascell runtime of a program with `Op::WorkSteal` (guest/worksteal.rs).
+    pub ws: Option<Box<super::worksteal::WorkStealing>>,
 }
 
 impl GuestKernel {

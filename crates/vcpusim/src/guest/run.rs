@@ -35,6 +35,9 @@ impl GuestKernel {
         if let Some(u) = self.pokes.pop_front() {
             return Next::Poke(u);
         }
+        if let Some(u) = self.polls.pop_front() {
+            return Next::Poll(u);
+        }
         let gv = &mut self.vcpus[i];
         if gv.irq.is_some() {
             // A handler interrupted by a deschedule resumes where it stopped.
@@ -91,6 +94,9 @@ impl GuestKernel {
             if let Some(u) = self.pokes.pop_front() {
                 return Next::Poke(u);
             }
+            if let Some(u) = self.polls.pop_front() {
+                return Next::Poll(u);
+            }
         }
     }
 
@@ -98,12 +104,23 @@ impl GuestKernel {
     /// one), else what the vCPU does now.
     fn run_front_step(&mut self, env: &mut GuestEnv, i: usize, t: ThreadId, entry: Entry) -> Option<Next> {
         let now = env.now;
-        let Thread { steps, step_remaining, rng, held, wait_started, spin_budget_left, .. } = &mut env.threads[t.idx()];
+        let Thread { steps, step_remaining, rng, held, wait_started, spin_budget_left, index, .. } = &mut env.threads[t.idx()];
         if steps.is_empty() {
             steps.push_back(Step::Do(Action::FetchOp));
         }
         match steps.front_mut().expect("just ensured") {
             &mut Step::Run { ns, func } => {
+                if self.ws.is_some() && func == KernelFn::User {
+                    // A Tascell worker polls for task requests at every recursive call.
+                    if let Some(instead) = self.ws_poll(*index as usize, step_remaining.unwrap_or(ns)) {
+                        steps.pop_front();
+                        *step_remaining = None;
+                        for s in instead.into_iter().rev() {
+                            steps.push_front(s);
+                        }
+                        return None;
+                    }
+                }
                 let left = *step_remaining.get_or_insert(ns);
                 if left == 0 {
                     steps.pop_front();
@@ -144,8 +161,10 @@ impl GuestKernel {
             }
             Step::SendIpis { targets, func, .. } => {
                 let func = *func;
-                if step_remaining.is_none() && entry != Entry::AfterExit {
-                    // The first APIC access of the send exits: the hypervisor sees it coming.
+                let native = self.topology.is_some();
+                if step_remaining.is_none() && entry != Entry::AfterExit && !native {
+                    // The first APIC access of the send exits: the hypervisor sees it coming
+                    // (on bare metal there is nothing to exit to).
                     return Some(Next::Exit(Exit::IpiSendStarted));
                 }
                 // One APIC ICR write (a VMEXIT) per target without APICv (seed 000 section 4.2).
@@ -157,7 +176,9 @@ impl GuestKernel {
                     return Some(Next::Complete);
                 }
                 self.vcpus[i].func = func;
-                Some(Next::Run { kind: TimeKind::Overhead, work: left })
+                // In a VM the ICR writes are exits (overhead); on bare metal plain kernel stores.
+                let kind = if native { TimeKind::Kernel } else { TimeKind::Overhead };
+                Some(Next::Run { kind, work: left })
             }
             &mut Step::WaitAcks { shootdown } => {
                 if let Some(latency) = self.finish_shootdown(shootdown, now) {
@@ -170,8 +191,11 @@ impl GuestKernel {
                 }
             }
             &mut Step::UserSpin { cond, budget } => {
-                let SpinCond::BarrierGeneration { barrier, generation } = cond;
-                if self.objects.barriers[barrier].generation != generation {
+                let over = match cond {
+                    SpinCond::BarrierGeneration { barrier, generation } => self.objects.barriers[barrier].generation != generation,
+                    SpinCond::WsBackoff { worker } => self.ws_backoff_over(worker),
+                };
+                if over {
                     steps.pop_front();
                     *spin_budget_left = None;
                     return None;
@@ -183,9 +207,11 @@ impl GuestKernel {
                     return None;
                 }
                 *spin_budget_left = left;
-                let spinners = &mut self.objects.barriers[barrier].spinners;
-                if !spinners.contains(&t) {
-                    spinners.push(t);
+                if let SpinCond::BarrierGeneration { barrier, .. } = cond {
+                    let spinners = &mut self.objects.barriers[barrier].spinners;
+                    if !spinners.contains(&t) {
+                        spinners.push(t);
+                    }
                 }
                 self.vcpus[i].func = KernelFn::User;
                 Some(Next::Spin { kind: TimeKind::UserSpin, budget: left })
@@ -279,6 +305,7 @@ impl GuestKernel {
                 }
             }
             Action::MmSem(op) => self.mm_sem_action(env, i, t, op),
+            Action::Ws(action) => self.ws_action(env, t, action),
             Action::Progress => {
                 self.stats.progress += 1;
                 if self.finished_at.is_none() && self.iterations.is_some_and(|n| self.stats.progress >= n) {

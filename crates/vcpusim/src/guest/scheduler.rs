@@ -42,8 +42,12 @@ impl GuestKernel {
             Some(t) => t,
             None => {
                 let vcpus = &self.vcpus;
+                // On bare metal (Linux 3.13 idle_balance / load_balance) only a CPU running a task
+                // with more queued (nr_running > 1) gives one up; a CPU about to run its only
+                // queued task keeps it.
+                let native = self.topology.is_some();
                 let busiest = (0..vcpus.len())
-                    .filter(|&u| u != i && !vcpus[u].runqueue.is_empty())
+                    .filter(|&u| u != i && !vcpus[u].runqueue.is_empty() && (!native || vcpus[u].current.is_some()))
                     .max_by_key(|&u| (vcpus[u].runqueue.len(), std::cmp::Reverse(vcpus[u].id.0)))?;
                 self.vcpus[busiest].runqueue.pop_back()?
             }
@@ -58,8 +62,14 @@ impl GuestKernel {
     /// Where a woken thread goes (an index): its previous vCPU if idle, else the next idle
     /// sibling, else its previous vCPU (select_task_rq_fair's wake-affine /
     /// select_idle_sibling, simplified).
+    /// On bare metal the guest sees the real topology: Linux 3.13's `select_idle_sibling`
+    /// (guest/placement.rs).
     fn wake_target(&mut self, prev: VcpuId) -> usize {
         let prev = self.index_of(prev);
+        if let Some(topo) = &self.topology {
+            let vcpus = &self.vcpus;
+            return topo.select_idle_sibling(prev, |i| vcpus[i].idle());
+        }
         if self.vcpus[prev].idle() {
             return prev;
         }

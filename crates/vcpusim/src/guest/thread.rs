@@ -56,6 +56,9 @@ pub enum FutexKey {
 pub enum SpinCond {
     /// The barrier's generation moved past this one.
     BarrierGeneration { barrier: ObjIndex, generation: u64 },
+    /// A Tascell worker's back-off after a `none` answer (guest/worksteal.rs) may end early:
+    /// the result it waits for came, or the computation is over.
+    WsBackoff { worker: u32 },
 }
 
 /// An instantaneous piece of guest logic, run when the thread reaches it.
@@ -86,6 +89,8 @@ pub enum Action {
     /// Start a TLB shootdown for `pages` pages.
     TlbShootdown { pages: u32 },
     Progress,
+    /// A step of the Tascell worker runtime (guest/worksteal.rs).
+    Ws(super::worksteal::WsAction),
 }
 
 /// One kernel-level step of a thread.

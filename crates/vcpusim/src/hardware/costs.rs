@@ -25,6 +25,12 @@ pub struct Costs {
     pub tlb_flush_per_page: Nanos,
     /// Guest system-call entry plus exit.
     pub syscall: Nanos,
+    /// Fixed virtualization overhead: a VM's work takes `1 + virt_overhead` times as long as on
+    /// bare metal (memory virtualization by EPT/NPT two-dimensional page walks and the vCPU
+    /// scheduler's own work), applied as a speed factor to every vCPU of every VM that is not
+    /// `bare_metal` (sim/speed.rs). Default 0. Seed 001 section III-B measures 24% for
+    /// tascell-fib at one thread (Xen 4.4, Linux 3.13 HVM guest, Opteron 6376): 0.24.
+    pub virt_overhead: f64,
 }
 
 impl Default for Costs {
@@ -37,6 +43,35 @@ impl Default for Costs {
             hlt_exit: 2 * US,
             tlb_flush_per_page: 100,
             syscall: 300,
+            virt_overhead: 0.0,
+        }
+    }
+}
+
+/// A native IPI send: one write of the local APIC's ICR (x2APIC WRMSR), no VM exit; assumed
+/// 100 ns.
+pub const NATIVE_IPI_SEND: Nanos = 100;
+/// A native IPI's flight from the sender's APIC to the target's; assumed 500 ns (the VM's
+/// `ipi_delivery` adds the hypervisor's injection).
+pub const NATIVE_IPI_DELIVERY: Nanos = 500;
+/// The EOI of a virtual interrupt exits (no APICv): one round trip, ~1 us (scheduler-facts.md
+/// section 5), which a native handler does not pay.
+pub const EOI_EXIT: Nanos = US;
+
+impl Costs {
+    /// The same host as a physical machine (a `bare_metal` VM): no VM exits, so no HLT exit, no
+    /// vCPU context switch, a native APIC write per IPI and no EOI exit in the handler; kernel
+    /// costs (system calls, TLB flushes) are the same; no virtualization overhead.
+    pub fn native(&self) -> Costs {
+        Costs {
+            ipi_send: NATIVE_IPI_SEND,
+            ipi_delivery: NATIVE_IPI_DELIVERY,
+            ipi_handler: self.ipi_handler.saturating_sub(EOI_EXIT),
+            context_switch: 0,
+            hlt_exit: 0,
+            tlb_flush_per_page: self.tlb_flush_per_page,
+            syscall: self.syscall,
+            virt_overhead: 0.0,
         }
     }
 }

@@ -78,6 +78,24 @@ impl Speed {
         self.0
     }
 
+    /// This speed slowed further by `other` (the product, rounded down to a ppm, at least 1):
+    /// a contention factor times a VM's fixed virtualization factor.
+    #[inline]
+    pub fn times(self, other: Speed) -> Speed {
+        if other.0 == SPEED_ONE {
+            return self;
+        }
+        let ppm = (self.0 as u64 * other.0 as u64 / SPEED_ONE as u64).clamp(1, u32::MAX as u64);
+        Speed(ppm as u32)
+    }
+
+    /// The speed at which work takes `1 + overhead` times as long (`overhead` >= 0), rounded to
+    /// the nearest ppm: `[host.costs] virt_overhead`.
+    pub fn slowed_by(overhead: f64) -> Speed {
+        let ppm = (SPEED_ONE as f64 / (1.0 + overhead.max(0.0))).round().clamp(1.0, SPEED_ONE as f64);
+        Speed(ppm as u32)
+    }
+
     /// Nanoseconds needed to do `work` work-ns at this speed: `ceil(work / speed)`, saturating.
     #[inline]
     pub fn time_for(self, work: Nanos) -> Nanos {

@@ -147,6 +147,7 @@ const VM_KEY_DOCS: &[(&str, &str, &str, &str)] = &[
     ("contention", "table", "", "[vm.contention]: this VM's contention sensitivities (below); default: its workload's"),
     ("memory", "size", "1GB", "the VM's memory (xl memory=): what xl's automatic NUMA placement must find free"),
     ("numa_placement", "\"auto\", \"off\" or { nodes = [...] }", "", "who sets the domain's NUMA node affinity (credit as Xen 4.4): xl's automatic placement, none (derived from cpus), or these nodes; default auto under Xen 4.4 without cpus, else off"),
+    ("bare_metal", "bool", "false", "run this guest directly on pCPUs (its cpus, default every pCPU no other VM names), no hypervisor: seed 001's PM"),
 ];
 
 fn described_keys(docs: &[(&'static str, &'static str, &'static str, &'static str)]) -> Vec<KeyEntry> {
@@ -275,7 +276,7 @@ mod tests {
         assert_eq!(names(&json["host_ple"]), ["enabled", "window_cycles", "cpu_ghz", "grow", "window_max_cycles"]);
         assert_eq!(
             names(&json["host_costs"]),
-            ["ipi_send", "ipi_delivery", "ipi_handler", "context_switch", "hlt_exit", "tlb_flush_per_page", "syscall"]
+            ["ipi_send", "ipi_delivery", "ipi_handler", "context_switch", "hlt_exit", "tlb_flush_per_page", "syscall", "virt_overhead"]
         );
         assert_eq!(names(&json["run"]), ["duration", "seed", "max_events", "check", "sample_every"]);
         let sources = ["module_frontend", "module_fpu", "llc", "numa_remote"];

@@ -179,6 +179,16 @@ pub fn costs_keys() -> Vec<SectionKey> {
              tlb_single_page_flush_ceiling)",
         ),
         key("syscall", d.syscall, "Guest system-call entry plus exit"),
+        SectionKey::defaulted(
+            ParamSpec::float(
+                "virt_overhead",
+                d.virt_overhead,
+                "Fixed virtualization overhead: a VM's work takes 1 + this as long as on bare metal (a speed \
+                 factor on every non-bare-metal vCPU); seed 001 III-B: 0.24 at one thread (EPT and vCPU \
+                 scheduling)",
+            )
+            .range(0.0, 10.0),
+        ),
     ]
 }
 
@@ -285,6 +295,10 @@ pub fn costs(section: Option<&Section>) -> Result<Costs, SimError> {
     let mut costs = Costs::default();
     let Some(section) = section else { return Ok(costs) };
     for (name, value) in read(section, &costs_keys())? {
+        if let ("virt_overhead", Some(ParamValue::Float(f))) = (name, &value) {
+            costs.virt_overhead = *f;
+            continue;
+        }
         let Some(ParamValue::Duration(ns)) = value else { continue };
         let field = match name {
             "ipi_send" => &mut costs.ipi_send,

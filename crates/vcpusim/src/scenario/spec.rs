@@ -158,6 +158,10 @@ pub struct VmSpec {
     pub memory_mib: u64,
     /// `numa_placement`, its default resolved by the loader (see `NumaPlacement`).
     pub numa_placement: NumaPlacement,
+    /// `bare_metal = true`: the guest kernel runs directly on the pCPUs of `cpus`, one vCPU per
+    /// pCPU, in the `bare-metal` pool (hypervisor/policies/native.rs): no hypervisor, no exit
+    /// costs, PLE or virtualization overhead, and its guest scheduler sees the host topology.
+    pub bare_metal: bool,
 }
 
 /// One `[[vm.sched_pe]]` entry: at `at` the VM's class becomes (`vm_type`, `u_factor`).

@@ -33,7 +33,7 @@ impl Sim {
         let mut pool_channels = Vec::new();
         let mut pcpu_pool = vec![PoolId(0); npcpus];
         for (i, spec) in sc.host.pools.iter().enumerate() {
-            let kind = policies::find(&spec.policy).map_err(|message| SimError::Scenario {
+            let kind = policies::find_any(&spec.policy).map_err(|message| SimError::Scenario {
                 file: sc.source.clone(),
                 key: if i == 0 { "host.policy".into() } else { format!("host.pool[{}].policy", i - 1) },
                 message,
@@ -85,6 +85,8 @@ impl Sim {
             speed_constant: true,
             speed_factors: Vec::new(),
             usage: PcpuUsage::new(&sc.host.topology, sc.vms.len()),
+            vm_speed: Vec::new(),
+            vm_costs: Vec::new(),
             online_at: (0..npcpus)
                 .map(|p| {
                     use rand::Rng;
@@ -113,6 +115,12 @@ impl Sim {
             // constant model stays and nothing of this runs (outputs as before).
             let sensitivities = sc.vms.iter().map(|v| v.contention).collect();
             sim.set_speed_model(Box::new(ContentionModel::new(sc.host.contention, sensitivities, &sim.topology)));
+        }
+        if sim.vm_speed.iter().any(|s| *s != Speed::ONE) {
+            // `[host.costs] virt_overhead`: VMs run slower than nominal even under the constant model
+            // (whose factors are all nominal: the overhead is no contention source).
+            sim.speed_constant = false;
+            sim.speed_factors.resize(sim.vcpus.len(), crate::hardware::contention::Factors::NOMINAL);
         }
         for change in &sc.host.pool_changes {
             sim.queue.push(change.at, super::state::Event::PoolChange(change.pcpu, PoolId(change.to as u32)));
@@ -193,9 +201,21 @@ impl Sim {
         }
         let mut guest_vcpus: Vec<GuestVcpu> = vcpu_ids.iter().map(|v| GuestVcpu::new(*v)).collect();
         let mut thread_ids = Vec::new();
+        // A bare-metal VM's kernel sees the real topology (its vCPU i is pCPU cpus[i]) and places
+        // the threads as Linux 3.13's fork balancing does; a VM's go round-robin.
+        let topology = spec.bare_metal.then(|| {
+            let pcpus: Vec<PcpuId> = spec.cpus.iter().map(|m| m.first().expect("a bare-metal vCPU has its pCPU")).collect();
+            crate::guest::placement::GuestTopology::new(&self.topology, &pcpus)
+        });
+        let mut load = vec![0u64; vcpu_ids.len()];
         for (i, ops) in program.threads.iter().enumerate() {
             let t = ThreadId(self.threads.len() as u32);
-            let v = vcpu_ids[i % vcpu_ids.len()];
+            let slot = match &topology {
+                Some(topo) if i > 0 => topo.find_idlest_cpu(0, &load),
+                _ => i % vcpu_ids.len(),
+            };
+            load[slot] += 1;
+            let v = vcpu_ids[slot];
             self.threads.push(Thread {
                 id: t,
                 vm,
@@ -213,9 +233,10 @@ impl Sim {
                 wait_started: None,
                 rng: stream(seed, &format!("vm/{}/thread/{i}", spec.name)),
             });
-            guest_vcpus[i % vcpu_ids.len()].runqueue.push_back(t);
+            guest_vcpus[slot].runqueue.push_back(t);
             thread_ids.push(t);
         }
+        let ws = program.work_stealing.clone().map(|spec| Box::new(crate::guest::worksteal::WorkStealing::new(spec, &thread_ids)));
         self.guests.push(GuestKernel {
             vm,
             name: spec.name.clone(),
@@ -233,13 +254,24 @@ impl Sim {
             finished_at: None,
             pokes: VecDeque::new(),
             zero_time_steps: 0,
+            polls: VecDeque::new(),
+            topology,
+            ws,
         });
         self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids, node_affinity, memory_nodes });
+        if spec.bare_metal {
+            self.vm_speed.push(Speed::ONE);
+            self.vm_costs.push(self.costs.native());
+        } else {
+            self.vm_speed.push(Speed::slowed_by(self.costs.virt_overhead));
+            self.vm_costs.push(self.costs.clone());
+        }
         self.vms.push(Vm {
             sched: VmSched { weight: spec.weight, cap: spec.cap, vm_type: spec.vm_type, u_factor: spec.u_factor, uvf: spec.uvf },
             progress_unit: program.progress_unit,
             workload: spec.workload.clone(),
             stats: VmStats::default(),
+            bare_metal: spec.bare_metal,
         });
     }
 }

@@ -100,7 +100,8 @@ impl Sim {
         }
         // PLE fires only for PAUSE loops at CPL 0 (Intel SDM vol. 3C, "PAUSE-loop exiting": "a series
         // of executions of PAUSE at CPL 0"); KVM's handle_pause (arch/x86/kvm/vmx.c) takes the exit.
-        if self.ple.enabled && kind != TimeKind::UserSpin {
+        // Bare metal has no hypervisor to exit to.
+        if self.ple.enabled && kind != TimeKind::UserSpin && !self.vms[self.vcpus[v.idx()].slot.vm as usize].bare_metal {
             let window = self.ple.window_ns(self.vcpus[v.idx()].ple_exits);
             self.queue.push(self.now + window, Event::PauseLoopExit(v, e));
         }
@@ -115,6 +116,20 @@ impl Sim {
         }
         let spinning = matches!(self.vcpus[v.idx()].time_kind, TimeKind::Spin | TimeKind::TlbWait | TimeKind::UserSpin);
         if !spinning {
+            return;
+        }
+        self.settle(v);
+        let vc = &mut self.vcpus[v.idx()];
+        vc.activity = Activity::Starting;
+        let e = vc.epoch;
+        self.queue.push(self.now, Event::Dispatch(v, e));
+    }
+
+    /// `Next::Poll`: the thread running on `v` polls a flag that was just set; if `v` is doing
+    /// its user work, settle it and enter it again at once (a zero-delay dispatch), where the
+    /// guest reaches its poll point.
+    pub fn poll(&mut self, v: VcpuId) {
+        if !self.running(v) || self.vcpus[v.idx()].activity != Activity::Thread || self.vcpus[v.idx()].time_kind != TimeKind::User {
             return;
         }
         self.settle(v);
@@ -212,6 +227,7 @@ impl Sim {
                     entry = Entry::AfterExit;
                 }
                 Next::Poke(u) => self.poke(u),
+                Next::Poll(u) => self.poll(u),
                 Next::SetTimer(delay) => {
                     self.queue.push(self.now + delay, Event::GuestTick(v));
                 }
@@ -244,7 +260,8 @@ impl Sim {
             match self.vinfo[to.idx()].state {
                 VcpuState::Running => {
                     self.ipis_in_flight += 1;
-                    self.queue.push(self.now + self.costs.ipi_delivery, Event::IpiArrive(to, ipi));
+                    let delivery = self.vm_costs[vm].ipi_delivery;
+                    self.queue.push(self.now + delivery, Event::IpiArrive(to, ipi));
                 }
                 VcpuState::Runnable => {
                     if self.trace.is_some() {

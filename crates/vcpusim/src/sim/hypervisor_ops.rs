@@ -272,13 +272,15 @@ impl Sim {
         let stats = &mut self.vms[vm.idx()].stats;
         stats.switches_in += 1;
         stats.waited(waited, self.vcpus[v.idx()].woken);
-        let cost = if self.pcpus[p.idx()].last != Some(v) { self.costs.context_switch } else { 0 };
+        let cost = if self.pcpus[p.idx()].last != Some(v) { self.vm_costs[vm.idx()].context_switch } else { 0 };
         self.pcpus[p.idx()].last = Some(v);
         if !self.speed_constant {
             // A new pCPU (a migration, another NUMA node) or a new neighbourhood: ask again.
-            let (speed, factors) = self.speed_model.speed_parts(&self.host_view(self.pcpu_pool[p.idx()]), v, p);
+            let (speed, factors) = self.vcpu_speed(v, p);
             self.vcpus[v.idx()].speed = speed;
-            self.speed_factors[v.idx()] = factors;
+            if let Some(f) = self.speed_factors.get_mut(v.idx()) {
+                *f = factors;
+            }
         }
         let vc = &mut self.vcpus[v.idx()];
         vc.epoch += 1;
@@ -357,11 +359,12 @@ impl Sim {
             let vc = &mut self.vcpus[v.idx()];
             vc.activity = Activity::Overhead { halting: false };
             vc.time_kind = TimeKind::Overhead;
-            vc.remaining = self.costs.ipi_send;
+            let cost = self.vm_costs[vm].ipi_send;
+            vc.remaining = cost;
             vc.seg_start = self.now;
             vc.epoch += 1;
             let e = vc.epoch;
-            self.queue.push(self.now + vc.speed.time_for(self.costs.ipi_send), Event::ActivityDone(v, e));
+            self.queue.push(self.now + vc.speed.time_for(cost), Event::ActivityDone(v, e));
         }
     }
 }

@@ -17,7 +17,7 @@ impl Sim {
             Exit::Hlt => {
                 // The exit's cost first; `on_activity_done` then blocks the vCPU (`halt`) unless an
                 // interrupt or work arrived meanwhile.
-                let cost = self.costs.hlt_exit;
+                let cost = self.vm_costs[self.vcpus[v.idx()].slot.vm as usize].hlt_exit;
                 self.vcpus[v.idx()].remaining = cost;
                 self.start_timed(v, Activity::Overhead { halting: true }, TimeKind::Overhead, cost);
             }

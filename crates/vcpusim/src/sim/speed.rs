@@ -73,14 +73,15 @@ impl Sim {
     /// Replace the speed model (tests, and later a scenario's contention model) and re-evaluate
     /// every running vCPU under it.
     pub fn set_speed_model(&mut self, model: Box<dyn SpeedModel>) {
-        self.speed_constant = model.is_constant();
+        self.speed_constant = model.is_constant() && self.vm_speed.iter().all(|s| *s == Speed::ONE);
         self.speed_model = model;
         self.speed_factors.resize(self.vcpus.len(), Factors::NOMINAL);
         for p in 0..self.pinfo.len() as u32 {
             self.speed_changed(PcpuId(p));
         }
         if self.speed_constant {
-            // A constant model answers 1.0 and is never asked again: reset what an earlier one set.
+            // A constant model answers 1.0 and, with no VM slowed, is never asked again: reset
+            // what an earlier one set.
             for v in 0..self.vcpus.len() as u32 {
                 self.set_vcpu_speed_parts(VcpuId(v), Speed::ONE, Factors::NOMINAL);
             }
@@ -91,8 +92,15 @@ impl Sim {
     /// again and, if the speed moved, re-time the vCPU's current work.
     pub fn speed_changed(&mut self, p: PcpuId) {
         let Some(v) = self.pinfo[p.idx()].current else { return };
-        let (speed, factors) = self.speed_model.speed_parts(&self.host_view(self.pcpu_pool[p.idx()]), v, p);
+        let (speed, factors) = self.vcpu_speed(v, p);
         self.set_vcpu_speed_parts(v, speed, factors);
+    }
+
+    /// The speed of `v` on `p`: the model's answer times its VM's fixed virtualization factor
+    /// (`vm_speed`, from `[host.costs] virt_overhead`; seed 001 III-B).
+    pub(crate) fn vcpu_speed(&self, v: VcpuId, p: PcpuId) -> (Speed, Factors) {
+        let (model, factors) = self.speed_model.speed_parts(&self.host_view(self.pcpu_pool[p.idx()]), v, p);
+        (model.times(self.vm_speed[self.vinfo[v.idx()].vm.idx()]), factors)
     }
 
     /// A switch on `p` happened: the pCPUs the model couples to it re-evaluate their speeds.

@@ -89,6 +89,8 @@ pub struct Vm {
     pub progress_unit: &'static str,
     pub workload: String,
     pub stats: VmStats,
+    /// `bare_metal`: runs on its own pCPUs with no hypervisor (no PLE, native costs).
+    pub bare_metal: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -170,13 +172,18 @@ pub struct Sim {
     pub samples: Option<super::sampling::Samples>,
     /// How fast each pCPU advances the work of the vCPU it runs (`hardware/speed.rs`).
     pub speed_model: Box<dyn SpeedModel>,
-    /// `speed_model.is_constant()`, cached: the default model must cost nothing.
+    /// `speed_model.is_constant()` and no VM slowed by `vm_speed`, cached: the default model
+    /// must cost nothing.
     pub speed_constant: bool,
     /// Each vCPU's current speed split into contention factors (`SpeedModel::speed_parts`), for
     /// the per-VM slowdown counts; sized by `set_speed_model` (empty under the constant model).
     pub speed_factors: Vec<crate::hardware::contention::Factors>,
     /// Busy time of every pCPU by VM and the seed-001 competing-modules average (`pcpu_usage.rs`).
     pub usage: crate::metrics::pcpu_usage::PcpuUsage,
+    /// Each VM's costs: the host's `[host.costs]`, or `Costs::native` for a bare-metal VM.
+    pub vm_costs: Vec<crate::hardware::costs::Costs>,
+    /// Each VM's fixed speed factor (`[host.costs] virt_overhead`; 1.0 on bare metal), by VM.
+    pub vm_speed: Vec<Speed>,
 }
 
 impl Sim {
@@ -190,6 +197,6 @@ impl Sim {
     /// VM `vm`'s guest kernel and what its operations need from the host's tables.
     #[inline]
     pub fn guest_env(&mut self, vm: usize) -> (&mut GuestKernel, GuestEnv<'_>) {
-        (&mut self.guests[vm], GuestEnv { threads: &mut self.threads, locks: &mut self.locks, costs: &self.costs, pv: &self.pv, now: self.now })
+        (&mut self.guests[vm], GuestEnv { threads: &mut self.threads, locks: &mut self.locks, costs: &self.vm_costs[vm], pv: &self.pv, now: self.now })
     }
 }

@@ -3,6 +3,7 @@
 pub mod builtin;
 pub mod program;
 pub mod sensitivity;
+pub mod worksteal;
 
 use crate::params::{ParamSpec, Params};
 use program::Program;

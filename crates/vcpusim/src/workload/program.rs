@@ -100,6 +100,10 @@ pub enum Op {
     Progress,
     /// Repeat `body` `count` times, or forever when `None`.
     Loop { count: Option<u64>, body: Vec<Op> },
+    /// Be worker `i` (the thread's index) of the program's work-stealing computation
+    /// (`Program::work_stealing`) until it is over: Tascell's worker loop (guest/worksteal.rs).
+    /// Mutex and condition variable `i` are the worker's `thr->mut` and `thr->cond`.
+    WorkSteal,
 }
 
 /// Kind of a guest-kernel spinlock.
@@ -128,6 +132,8 @@ pub struct Program {
     pub kernel_locks: Vec<String>,
     /// What one unit of progress means, for the reports.
     pub progress_unit: &'static str,
+    /// The computation `Op::WorkSteal` threads share.
+    pub work_stealing: Option<super::worksteal::WorkStealSpec>,
 }
 
 impl Program {
@@ -140,6 +146,7 @@ impl Program {
             queues: Vec::new(),
             kernel_locks: Vec::new(),
             progress_unit,
+            work_stealing: None,
         }
     }
 
@@ -169,6 +176,13 @@ impl Program {
                     Op::CondSignal { cond, .. } => check("condition variable", *cond, p.conds)?,
                     Op::QueuePut(q) | Op::QueueGet(q) => check("queue", *q, p.queues.len())?,
                     Op::Loop { body, .. } => walk(body, p, t, users)?,
+                    Op::WorkSteal => {
+                        if p.work_stealing.is_none() {
+                            return Err(format!("thread {t}: a work-steal op needs the program's work-stealing computation"));
+                        }
+                        check("mutex", t, p.mutexes)?;
+                        check("condition variable", t, p.conds)?;
+                    }
                     _ => {}
                 }
             }

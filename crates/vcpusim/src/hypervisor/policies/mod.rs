@@ -5,6 +5,7 @@ pub mod credit;
 pub mod gang;
 pub mod hybrid;
 pub mod matching;
+pub mod native;
 #[cfg(test)]
 pub(crate) mod test_host;
 pub mod placement;
@@ -90,6 +91,15 @@ pub enum HostFeature {
 /// All policies, in the order `vcpusim list` shows them.
 pub fn registry() -> &'static [&'static dyn PolicyKind] {
     &[&cfs::CfsKind, &credit::CreditKind, &gang::GangKind, &hybrid::HybridKind]
+}
+
+/// Look a policy up by name, including the internal `native` (the pool of a bare-metal VM),
+/// which scenarios cannot name.
+pub fn find_any(name: &str) -> Result<&'static dyn PolicyKind, String> {
+    if name == native::NativeKind.name() {
+        return Ok(&native::NativeKind);
+    }
+    find(name)
 }
 
 /// Look a policy up by name, or list the valid names.

@@ -13,6 +13,7 @@ pub mod npb;
 pub mod parsec;
 mod pipeline;
 pub mod spec2000;
+pub mod tascell;
 mod tlb;
 
 use super::Workload;
@@ -58,6 +59,8 @@ pub static ALL: &[&dyn Workload] = &[
     &npb::UA,
     &spec2000::GCC,
     &spec2000::BZIP2,
+    &tascell::FIB,
+    &tascell::NQUEEN,
 ];
 
 /// Shared checks for the workload tests.

@@ -468,6 +468,41 @@ mod tests {
         assert!(unrolled(&spin.threads[1]).contains(&Op::Barrier { barrier: 0, wait: BarrierWait::SpinThenBlock(200 * MS) }));
     }
 
+    /// Seed 001 section V-B runs the ten NPB3.3-OMP benchmarks with 1 to 16 threads: each
+    /// model splits a fixed total of work evenly over any thread count (`schedule(static)`),
+    /// and builds for every count.
+    #[test]
+    fn every_model_keeps_its_total_work_and_splits_it_evenly_at_1_to_16_threads() {
+        let cpu = |ops: &[Op]| -> f64 {
+            unrolled(ops)
+                .iter()
+                .map(|op| match op {
+                    Op::Compute(d) => d.mean(),
+                    _ => 0.0,
+                })
+                .sum()
+        };
+        for w in ALL_NPB {
+            let p = w.0;
+            let params = params_with(w, &[("steps", toml::Value::Integer(p.steps.min(2) as i64)), ("scale", 0.05.into())]);
+            let total = |n: u32| {
+                let program = build_valid(w, n, &params);
+                let per: Vec<f64> = program.threads.iter().map(|t| cpu(t)).collect();
+                (per.iter().sum::<f64>(), per)
+            };
+            let (one, _) = total(1);
+            for n in 2..=16 {
+                let (all, per) = total(n);
+                // Rounding each piece to whole ns is all that moves.
+                assert!((all - one).abs() / one < 1e-3, "{}: {n} threads do {all} ns, 1 thread {one} ns", w.name());
+                // Workers (not the master, which adds the serial part, init and verification)
+                // get equal shares.
+                let worker = per[1];
+                assert!(per[1..].iter().all(|w| (w - worker).abs() / worker < 1e-3), "{}: {n} threads {per:?}", w.name());
+            }
+        }
+    }
+
     #[test]
     fn the_serial_part_is_master_only_and_keeps_the_total_work() {
         let cpu = |ops: &[Op]| -> f64 {
