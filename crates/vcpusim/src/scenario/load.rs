@@ -82,7 +82,6 @@ pub fn from_toml_str(text: &str, source: &str) -> Result<Scenario, SimError> {
         None => GuestConfig::default(),
     };
     let (mut vms, paths) = vms(&top, &guest, &host)?;
-    let mut host = host;
     carve_bare_metal(source, &mut host, &mut vms, &paths, &change_index)?;
     if host.uvf.is_none() {
         // Per-VM features without the host overlay would silently do nothing.

@@ -115,14 +115,9 @@ impl Sim {
             return;
         }
         let spinning = matches!(self.vcpus[v.idx()].time_kind, TimeKind::Spin | TimeKind::TlbWait | TimeKind::UserSpin);
-        if !spinning {
-            return;
+        if spinning {
+            self.restart(v);
         }
-        self.settle(v);
-        let vc = &mut self.vcpus[v.idx()];
-        vc.activity = Activity::Starting;
-        let e = vc.epoch;
-        self.queue.push(self.now, Event::Dispatch(v, e));
     }
 
     /// `Next::Poll`: the thread running on `v` polls a flag that was just set; if `v` is doing
@@ -132,6 +127,11 @@ impl Sim {
         if !self.running(v) || self.vcpus[v.idx()].activity != Activity::Thread || self.vcpus[v.idx()].time_kind != TimeKind::User {
             return;
         }
+        self.restart(v);
+    }
+
+    /// Settle `v`'s current step and ask its guest again at once (a zero-delay dispatch).
+    fn restart(&mut self, v: VcpuId) {
         self.settle(v);
         let vc = &mut self.vcpus[v.idx()];
         vc.activity = Activity::Starting;

@@ -468,20 +468,22 @@ mod tests {
         assert!(unrolled(&spin.threads[1]).contains(&Op::Barrier { barrier: 0, wait: BarrierWait::SpinThenBlock(200 * MS) }));
     }
 
+    /// Mean compute time of a thread's ops, loops unrolled.
+    fn cpu(ops: &[Op]) -> f64 {
+        unrolled(ops)
+            .iter()
+            .map(|op| match op {
+                Op::Compute(d) => d.mean(),
+                _ => 0.0,
+            })
+            .sum()
+    }
+
     /// Seed 001 section V-B runs the ten NPB3.3-OMP benchmarks with 1 to 16 threads: each
     /// model splits a fixed total of work evenly over any thread count (`schedule(static)`),
     /// and builds for every count.
     #[test]
     fn every_model_keeps_its_total_work_and_splits_it_evenly_at_1_to_16_threads() {
-        let cpu = |ops: &[Op]| -> f64 {
-            unrolled(ops)
-                .iter()
-                .map(|op| match op {
-                    Op::Compute(d) => d.mean(),
-                    _ => 0.0,
-                })
-                .sum()
-        };
         for w in ALL_NPB {
             let p = w.0;
             let params = params_with(w, &[("steps", toml::Value::Integer(p.steps.min(2) as i64)), ("scale", 0.05.into())]);
@@ -505,15 +507,6 @@ mod tests {
 
     #[test]
     fn the_serial_part_is_master_only_and_keeps_the_total_work() {
-        let cpu = |ops: &[Op]| -> f64 {
-            unrolled(ops)
-                .iter()
-                .map(|op| match op {
-                    Op::Compute(d) => d.mean(),
-                    _ => 0.0,
-                })
-                .sum()
-        };
         let build = |serial: f64| {
             build_valid(&SP, 4, &params_with(&SP, &[("steps", toml::Value::Integer(3)), ("scale", 0.01.into()), ("serial", serial.into())]))
         };
