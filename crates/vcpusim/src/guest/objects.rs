@@ -22,6 +22,26 @@ pub struct Barrier {
     pub spinners: Vec<ThreadId>,
 }
 
+/// PARSEC's own barrier (`struct parsec_barrier_t`, parsec_barrier.hpp, PARSEC 2.1): a
+/// two-phase centralized barrier guarded by a pthread mutex, with a condition variable to sleep
+/// on. Each program barrier has one; its mutex and condition variable are appended after the
+/// program's own and the queues' (sim/build.rs).
+#[derive(Clone, Debug)]
+pub struct ParsecBarrier {
+    /// `max`: the parties.
+    pub max: usize,
+    /// `n`: threads between arrival and departure.
+    pub n: usize,
+    /// `is_arrival_phase`: threads may arrive (true) or are leaving (false).
+    pub arrival: bool,
+    /// `barrier->mutex`, an index into `SyncObjects::mutexes`.
+    pub mutex: usize,
+    /// `barrier->cond`, an index into `SyncObjects::conds`.
+    pub cond: usize,
+    /// Threads spinning in user space on `is_arrival_phase` (ENABLE_SPIN_BARRIER).
+    pub spinners: Vec<ThreadId>,
+}
+
 /// A bounded queue built like a textbook pthread queue: a mutex and two condition variables.
 #[derive(Clone, Debug)]
 pub struct Queue {
@@ -48,6 +68,13 @@ pub struct SyncObjects {
     pub barriers: Vec<Barrier>,
     /// Condition-variable sequence numbers (the futex word of old-style glibc condvars).
     pub conds: Vec<u64>,
+    /// The mutex each condition variable was last waited with (glibc's `cond->__data.__mutex`,
+    /// set by pthread_cond_wait): where pthread_cond_broadcast requeues the sleepers.
+    pub cond_mutex: BTreeMap<usize, usize>,
+    /// PARSEC barriers, one per program barrier (used by `Op::ParsecBarrier`).
+    pub parsec: Vec<ParsecBarrier>,
+    /// Threads spinning in user space on `pthread_mutex_trylock` of a mutex, by mutex.
+    pub mutex_spinners: BTreeMap<usize, Vec<ThreadId>>,
     pub queues: Vec<Queue>,
     /// futex wait queues, by futex.
     pub futex_waiters: BTreeMap<FutexKey, VecDeque<ThreadId>>,
