@@ -99,3 +99,22 @@ fn parsec_barrier_phases_run_solo_at_the_pthread_barriers_pace_on_a_mutex_and_a_
         }
     }
 }
+
+#[test]
+fn futex_words_in_different_buckets_take_different_bucket_locks() {
+    // Two pairs of threads, each pair contending for its own mutex: the two mutex words hash
+    // to buckets 60 and 63 (Linux 3.2's hash_futex), so their futex calls take two different
+    // bucket spinlocks and never spin on each other's.
+    let program = "mutexes = 2\nthreads = [\
+        [{loop = \"forever\", body = [{lock = 0}, {compute = \"20us\"}, {unlock = 0}, {compute = \"5us\"}, {progress = true}]}], \
+        [{loop = \"forever\", body = [{lock = 0}, {compute = \"20us\"}, {unlock = 0}, {compute = \"5us\"}, {progress = true}]}], \
+        [{loop = \"forever\", body = [{lock = 1}, {compute = \"20us\"}, {unlock = 1}, {compute = \"5us\"}, {progress = true}]}], \
+        [{loop = \"forever\", body = [{lock = 1}, {compute = \"20us\"}, {unlock = 1}, {compute = \"5us\"}, {progress = true}]}]]";
+    let sim = run(4, program, 50);
+    let guest = &sim.guests[0];
+    assert!(guest.stats.futex_waits > 100, "{} futex waits", guest.stats.futex_waits);
+    let objects = &guest.objects;
+    assert_ne!(objects.futex_bucket(FutexKey::Mutex(0), 256), objects.futex_bucket(FutexKey::Mutex(1), 256));
+    let (l0, l1) = (objects.bucket_lock[&FutexKey::Mutex(0)], objects.bucket_lock[&FutexKey::Mutex(1)]);
+    assert_ne!(l0, l1);
+}

@@ -11,7 +11,6 @@
 use super::config::FutexWakeIpi;
 use super::kernel::{GuestEnv, GuestKernel};
 use super::kernel_fn::KernelFn;
-use super::objects::futex_bucket;
 use super::thread::{Action, FutexKey, Step, ThreadState};
 use crate::vmexit::IpiKind;
 use crate::ids::{ThreadId, VcpuId};
@@ -77,7 +76,7 @@ impl GuestKernel {
         let l1 = self.futex_bucket_lock(from, env.locks, FUTEX_LOCK_CLASS);
         let l2 = self.futex_bucket_lock(to, env.locks, FUTEX_LOCK_CLASS);
         let buckets = self.config.futex_buckets;
-        let (b1, b2) = (futex_bucket(from, buckets), futex_bucket(to, buckets));
+        let (b1, b2) = (self.objects.futex_bucket(from, buckets), self.objects.futex_bucket(to, buckets));
         let mut steps = vec![Step::Run { ns: env.costs.syscall, func }];
         let unlocks = if l1 == l2 { 1 } else { 2 };
         if l1 == l2 {
