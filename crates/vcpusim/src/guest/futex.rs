@@ -160,7 +160,7 @@ impl GuestKernel {
         }
         let th = &mut env.threads[t.idx()];
         let ipis = (!targets.is_empty())
-            .then(|| Step::SendIpis { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0, func: KernelFn::FutexWake });
+            .then_some(Step::SendIpis { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0, func: KernelFn::FutexWake });
         // The front steps now are the bucket Unlocks.
         match (ipis, self.config.futex_wake_ipi) {
             (Some(s), FutexWakeIpi::UnderLock) => th.steps.push_front(s),
