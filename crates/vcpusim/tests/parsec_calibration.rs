@@ -80,7 +80,10 @@ fn models_that_barely_communicate_send_few_ipis_and_the_communicating_ones_many(
         assert!(ipis < 50.0, "{workload}: {ipis:.1} IPIs/s/vCPU");
         quiet_max = quiet_max.max(ipis);
     }
-    for workload in ["parsec.bodytrack", "parsec.facesim", "parsec.fluidanimate", "parsec.x264", "parsec.dedup"] {
+    // Not fluidanimate: its PARSEC barrier polls for up to 0.1 ms before it sleeps, and its
+    // phases (1 ms, +-10%, assumed) rarely leave a thread waiting longer solo, so it sends about
+    // 1 reschedule IPI/s/vCPU (EXPERIMENTS.md E4, part 6a).
+    for workload in ["parsec.bodytrack", "parsec.facesim", "parsec.x264", "parsec.dedup"] {
         let t = solo(workload);
         let resched = ipis_per_vcpu_s(&t, "resched");
         assert!(resched > 10.0 * quiet_max.max(1.0), "{workload}: {resched:.0} reschedule IPIs/s/vCPU");

@@ -56,6 +56,9 @@ fn two_busy_vms_on_one_pcpu_under_credit_each_wait_one_slice_per_slice_run() {
 
 /// A producer and a consumer in one 2-vCPU VM: the consumer's vCPU halts on an empty queue and
 /// is woken by the producer's reschedule IPI every 1 ms; `hog` (if any) keeps the host busy.
+/// `pc` weighs twice `hog` so that its ~1.1 pCPUs of demand stay under its 4/3 share: its vCPUs
+/// stay at Credit's UNDER priority and every wake-up is boosted (an OVER wakee is not boosted,
+/// `csched_vcpu_wake`, and may wait a whole 30 ms slice).
 fn pipeline(policy: &str, hog_vcpus: u32) -> String {
     let hog = if hog_vcpus > 0 {
         format!("[[vm]]\nname = \"hog\"\nvcpus = {hog_vcpus}\nworkload = \"cpu-bound\"\n")
@@ -64,7 +67,7 @@ fn pipeline(policy: &str, hog_vcpus: u32) -> String {
     };
     format!(
         "[host]\npcpus = 2\npolicy = \"{policy}\"\nstart_skew = \"0ns\"\n\
-         [[vm]]\nname = \"pc\"\nvcpus = 2\nworkload = \"program\"\n\
+         [[vm]]\nname = \"pc\"\nvcpus = 2\nweight = 512\nworkload = \"program\"\n\
          [vm.program]\nqueues = [1]\nthreads = [[{{loop = \"forever\", body = [{{compute = \"1ms\"}}, {{put = 0}}]}}], \
          [{{loop = \"forever\", body = [{{get = 0}}, {{compute = \"100us\"}}]}}]]\n\
          {hog}[run]\nduration = \"2s\"\n"

@@ -3,12 +3,15 @@
 //! Both take the futex's hash-bucket spinlock. futex_wake marks waiters runnable under the lock;
 //! the reschedule IPI to a remote waiter goes out either inside the critical section (Linux
 //! before 4.2, the seed's 3.2 guests: seed 000 section 3.1.1, Figure 4) or after the unlock
-//! (wake_q, Linux 4.2+), per GuestConfig::futex_wake_ipi.
+//! (wake_q, Linux 4.2+), per GuestConfig::futex_wake_ipi. FUTEX_CMP_REQUEUE (futex_requeue)
+//! takes both words' bucket locks, wakes one waiter and moves the rest to the second word's
+//! queue: glibc's pthread_cond_broadcast uses it to move a condition variable's sleepers onto
+//! the mutex, so that they wake one at a time as the mutex is released.
 
 use super::config::FutexWakeIpi;
 use super::kernel::{GuestEnv, GuestKernel};
 use super::kernel_fn::KernelFn;
-use super::thread::{Action, FutexKey, Step};
+use super::thread::{Action, FutexKey, Step, ThreadState};
 use crate::vmexit::IpiKind;
 use crate::ids::{ThreadId, VcpuId};
 use crate::time::Nanos;
@@ -64,6 +67,70 @@ impl GuestKernel {
         self.objects.futex_waiters.get(&key).is_some_and(|q| q.contains(&t)).then_some(key)
     }
 
+    /// Steps of futex(FUTEX_CMP_REQUEUE, from, 1, INT_MAX, to, expect), as glibc's
+    /// pthread_cond_broadcast issues it: the syscall, then both hash-bucket locks in bucket
+    /// order (double_lock_hb, Linux 3.2: the lower bucket first, one lock when both words share
+    /// a bucket), the requeue under them, and the unlocks (double_unlock_hb).
+    pub fn futex_requeue_steps(&mut self, env: &mut GuestEnv, from: FutexKey, to: FutexKey, expect: u64) -> Vec<Step> {
+        let func = KernelFn::FutexWake;
+        let l1 = self.futex_bucket_lock(from, env.locks, FUTEX_LOCK_CLASS);
+        let l2 = self.futex_bucket_lock(to, env.locks, FUTEX_LOCK_CLASS);
+        let buckets = self.config.futex_buckets;
+        let (b1, b2) = (self.objects.futex_bucket(from, buckets), self.objects.futex_bucket(to, buckets));
+        let mut steps = vec![Step::Run { ns: env.costs.syscall, func }];
+        let unlocks = if l1 == l2 { 1 } else { 2 };
+        if l1 == l2 {
+            steps.push(Step::Lock { lock: l1, func });
+        } else if b1 <= b2 {
+            steps.extend([Step::Lock { lock: l1, func }, Step::Lock { lock: l2, func }]);
+        } else {
+            steps.extend([Step::Lock { lock: l2, func }, Step::Lock { lock: l1, func }]);
+        }
+        steps.push(Step::Do(Action::FutexRequeue { from, to, expect, unlocks }));
+        steps.push(Step::Unlock { lock: l1 });
+        if l1 != l2 {
+            steps.push(Step::Unlock { lock: l2 });
+        }
+        steps
+    }
+
+    /// Under both bucket locks (futex_requeue, Linux 3.2): when `from` no longer holds `expect`
+    /// the call fails with EAGAIN and glibc falls back to futex_wake(from, INT_MAX) after it
+    /// (pthread_cond_broadcast's `wake_all`). Otherwise the first waiter of `from` is woken
+    /// (wake_futex) and the others move, in order, to the back of `to`'s queue
+    /// (requeue_futex): they stay asleep until a futex_wake on `to` (the mutex's unlock).
+    #[allow(clippy::too_many_arguments)]
+    pub fn futex_requeue(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId, from: FutexKey, to: FutexKey, expect: u64, unlocks: usize) {
+        if self.objects.futex_value(from) != expect {
+            let wake = self.futex_wake_steps(env, from, usize::MAX);
+            let th = &mut env.threads[t.idx()];
+            for (k, s) in wake.into_iter().enumerate() {
+                th.steps.insert(unlocks + k, s);
+            }
+            return;
+        }
+        let mut woken = Vec::new();
+        let mut moved = Vec::new();
+        if let Some(q) = self.objects.futex_waiters.get_mut(&from) {
+            woken.extend(q.pop_front());
+            moved.extend(q.drain(..));
+        }
+        for w in &moved {
+            let th = &mut env.threads[w.idx()];
+            if th.futex_queued == Some(from) {
+                // Queued but not yet asleep: it will sleep on its new futex.
+                th.futex_queued = Some(to);
+            }
+            if th.state == ThreadState::Blocked(from) {
+                th.state = ThreadState::Blocked(to);
+            }
+        }
+        if !moved.is_empty() {
+            self.objects.futex_waiters.entry(to).or_default().extend(moved);
+        }
+        self.wake_dequeued(env, v, t, woken, unlocks);
+    }
+
     /// Under the bucket lock: dequeue up to `n` waiters and make them runnable; the reschedule
     /// IPIs to remote vCPUs become a SendIpis step placed before or after the unlock.
     pub fn futex_wake(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId, key: FutexKey, n: usize) {
@@ -76,6 +143,13 @@ impl GuestKernel {
                 }
             }
         }
+        self.wake_dequeued(env, v, t, woken, 1);
+    }
+
+    /// Make the dequeued `woken` runnable (waker `t` on vCPU `v`, which holds the bucket lock(s)
+    /// and has `unlocks` Unlock steps in front): their reschedule IPIs go out before the first
+    /// unlock or after the last, per `futex_wake_ipi`, and the waker spends WAKE_ONE_NS on each.
+    fn wake_dequeued(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId, woken: Vec<ThreadId>, unlocks: usize) {
         let mut targets: Vec<VcpuId> = Vec::new();
         for w in &woken {
             if let Some(target) = self.wake_thread(env.threads, v, *w) {
@@ -86,11 +160,11 @@ impl GuestKernel {
         }
         let th = &mut env.threads[t.idx()];
         let ipis = (!targets.is_empty())
-            .then(|| Step::SendIpis { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0, func: KernelFn::FutexWake });
-        // The front step now is the bucket Unlock.
+            .then_some(Step::SendIpis { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0, func: KernelFn::FutexWake });
+        // The front steps now are the bucket Unlocks.
         match (ipis, self.config.futex_wake_ipi) {
             (Some(s), FutexWakeIpi::UnderLock) => th.steps.push_front(s),
-            (Some(s), FutexWakeIpi::AfterUnlock) => th.steps.insert(1, s),
+            (Some(s), FutexWakeIpi::AfterUnlock) => th.steps.insert(unlocks, s),
             (None, _) => {}
         }
         if !woken.is_empty() {

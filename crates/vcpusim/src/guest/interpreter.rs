@@ -85,6 +85,7 @@ impl GuestKernel {
             Op::MutexLock(m) => vec![Step::Do(Action::MutexLock(m))],
             Op::MutexUnlock(m) => vec![Step::Do(Action::MutexUnlock(m))],
             Op::Barrier { barrier, wait } => vec![Step::Do(Action::BarrierArrive { barrier, wait })],
+            Op::ParsecBarrier { barrier, wait } => vec![Step::Do(Action::ParsecBarrier { barrier, wait })],
             Op::CondWait { cond, mutex } => vec![Step::Do(Action::CondWait { cond, mutex })],
             Op::CondSignal { cond, all } => vec![Step::Do(Action::CondSignal { cond, all })],
             Op::QueuePut(q) => vec![Step::Do(Action::MutexLock(self.queue_mutex(q))), Step::Do(Action::QueuePut(q))],

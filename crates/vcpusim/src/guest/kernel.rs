@@ -8,7 +8,7 @@
 //! (`VcpuInfo::index`; the host keeps the (VM, index) of each vCPU in `Vcpu::slot`).
 
 use super::config::GuestConfig;
-use super::objects::{futex_bucket, Shootdown, SyncObjects};
+use super::objects::{Shootdown, SyncObjects};
 use super::spinlock::Spinlock;
 use super::stats::GuestStats;
 use super::thread::{FutexKey, Step, Thread};
@@ -151,8 +151,9 @@ impl GuestKernel {
             return *l;
         }
         let buckets = self.config.futex_buckets;
-        let bucket = futex_bucket(key, buckets);
-        let shared = self.objects.bucket_lock.iter().find(|(k, _)| futex_bucket(**k, buckets) == bucket).map(|(_, l)| *l);
+        let bucket = self.objects.futex_bucket(key, buckets);
+        let objects = &self.objects;
+        let shared = objects.bucket_lock.iter().find(|(k, _)| objects.futex_bucket(**k, buckets) == bucket).map(|(_, l)| *l);
         let lock = shared.unwrap_or_else(|| self.new_lock(locks, class));
         self.objects.bucket_lock.insert(key, lock);
         lock

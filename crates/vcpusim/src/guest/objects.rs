@@ -22,6 +22,26 @@ pub struct Barrier {
     pub spinners: Vec<ThreadId>,
 }
 
+/// PARSEC's own barrier (`struct parsec_barrier_t`, parsec_barrier.hpp, PARSEC 2.1): a
+/// two-phase centralized barrier guarded by a pthread mutex, with a condition variable to sleep
+/// on. Each program barrier has one; its mutex and condition variable are appended after the
+/// program's own and the queues' (sim/build.rs).
+#[derive(Clone, Debug)]
+pub struct ParsecBarrier {
+    /// `max`: the parties.
+    pub max: usize,
+    /// `n`: threads between arrival and departure.
+    pub n: usize,
+    /// `is_arrival_phase`: threads may arrive (true) or are leaving (false).
+    pub arrival: bool,
+    /// `barrier->mutex`, an index into `SyncObjects::mutexes`.
+    pub mutex: usize,
+    /// `barrier->cond`, an index into `SyncObjects::conds`.
+    pub cond: usize,
+    /// Threads spinning in user space on `is_arrival_phase` (ENABLE_SPIN_BARRIER).
+    pub spinners: Vec<ThreadId>,
+}
+
 /// A bounded queue built like a textbook pthread queue: a mutex and two condition variables.
 #[derive(Clone, Debug)]
 pub struct Queue {
@@ -51,6 +71,13 @@ pub struct SyncObjects {
     pub barriers: Vec<Barrier>,
     /// Condition-variable sequence numbers (the futex word of old-style glibc condvars).
     pub conds: Vec<u64>,
+    /// The mutex each condition variable was last waited with (glibc's `cond->__data.__mutex`,
+    /// set by pthread_cond_wait): where pthread_cond_broadcast requeues the sleepers.
+    pub cond_mutex: BTreeMap<usize, usize>,
+    /// PARSEC barriers, one per program barrier (used by `Op::ParsecBarrier`).
+    pub parsec: Vec<ParsecBarrier>,
+    /// Threads spinning in user space on `pthread_mutex_trylock` of a mutex, by mutex.
+    pub mutex_spinners: BTreeMap<usize, Vec<ThreadId>>,
     pub queues: Vec<Queue>,
     /// futex wait queues, by futex.
     pub futex_waiters: BTreeMap<FutexKey, VecDeque<ThreadId>>,
@@ -88,16 +115,147 @@ impl SyncObjects {
     }
 }
 
-/// Which futex hash bucket a futex falls in: a fixed, platform-independent hash so that
-/// unrelated futexes may share a bucket lock as in the real futex_hash().
-pub fn futex_bucket(key: FutexKey, buckets: usize) -> usize {
-    let (kind, idx) = match key {
-        FutexKey::Mutex(i) => (1u64, i as u64),
-        FutexKey::Barrier(i) => (2, i as u64),
-        FutexKey::Cond(i) => (3, i as u64),
-        FutexKey::MmSem => (4, 0),
-    };
-    let mut h = (kind << 32 | idx).wrapping_mul(0x9e3779b97f4a7c15);
-    h ^= h >> 29;
-    (h % buckets.max(1) as u64) as usize
+/// The guest process's `mm_struct`: a synthetic kernel address. Each VM runs one process in its
+/// own kernel with its own hash table, so every VM uses the same one.
+const MM_STRUCT: u64 = 0xffff_8800_7a3c_1c00;
+/// Where the synthetic user addresses of a process's synchronization objects start (a
+/// page-aligned spot in a non-PIE x86_64 program's data segment).
+const DATA_BASE: u64 = 0x0060_2000;
+/// Spacing of the object arrays in the data segment (each array starts on its own page).
+const ARRAY_STRIDE: u64 = 0x10_0000;
+/// x86_64 glibc sizes: `pthread_mutex_t` 40 bytes (futex word `__lock` at 0), `pthread_cond_t`
+/// 48 bytes (futex word `__futex` at 4), `pthread_barrier_t` 32 bytes (futex word
+/// `curr_event` at 0); PARSEC's `parsec_barrier_t` is a mutex then a condition variable then
+/// three ints (parsec_barrier.hpp), 104 bytes.
+const MUTEX_SIZE: u64 = 40;
+const COND_SIZE: u64 = 48;
+const COND_FUTEX_OFFSET: u64 = 4;
+const BARRIER_SIZE: u64 = 32;
+const PARSEC_BARRIER_SIZE: u64 = 104;
+/// PAGE_SIZE on x86.
+const PAGE_SIZE: u64 = 4096;
+
+impl SyncObjects {
+    /// The user address of a futex word: synthetic, distinct and fixed by the object's kind and
+    /// index. A PARSEC barrier's mutex and condition variable sit inside its `parsec_barrier_t`.
+    pub fn futex_address(&self, key: FutexKey) -> u64 {
+        let parsec = |pick: fn(&ParsecBarrier) -> usize, i: usize| self.parsec.iter().position(|p| pick(p) == i);
+        match key {
+            FutexKey::Mutex(i) => match parsec(|p| p.mutex, i) {
+                Some(b) => DATA_BASE + 3 * ARRAY_STRIDE + b as u64 * PARSEC_BARRIER_SIZE,
+                None => DATA_BASE + i as u64 * MUTEX_SIZE,
+            },
+            FutexKey::Cond(i) => match parsec(|p| p.cond, i) {
+                Some(b) => DATA_BASE + 3 * ARRAY_STRIDE + b as u64 * PARSEC_BARRIER_SIZE + MUTEX_SIZE + COND_FUTEX_OFFSET,
+                None => DATA_BASE + ARRAY_STRIDE + i as u64 * COND_SIZE + COND_FUTEX_OFFSET,
+            },
+            FutexKey::Barrier(i) => DATA_BASE + 2 * ARRAY_STRIDE + i as u64 * BARRIER_SIZE,
+            // Not a futex (its wait list has its own spinlock); never hashed.
+            FutexKey::MmSem => MM_STRUCT,
+        }
+    }
+
+    /// Which futex hash bucket a futex word falls in, as Linux 3.2 hashes a private futex
+    /// (kernel/futex.c `get_futex_key`, `hash_futex`): the key is the page-aligned address, the
+    /// mm and the offset in the page; `jhash2` of the first two (four u32 words on x86_64) with
+    /// the offset as initval, masked to the table (`1 << FUTEX_HASHBITS` = 256 buckets). Words
+    /// in different buckets never share a bucket spinlock.
+    pub fn futex_bucket(&self, key: FutexKey, buckets: usize) -> usize {
+        let address = self.futex_address(key);
+        let offset = address % PAGE_SIZE;
+        let word = address - offset;
+        let k = [word as u32, (word >> 32) as u32, MM_STRUCT as u32, (MM_STRUCT >> 32) as u32];
+        jhash2(&k, offset as u32) as usize % buckets.max(1)
+    }
+}
+
+/// `jhash2` of include/linux/jhash.h (Linux 3.2: Bob Jenkins' lookup3 `hashword`).
+pub fn jhash2(k: &[u32], initval: u32) -> u32 {
+    const JHASH_INITVAL: u32 = 0xdead_beef;
+    let mut a = JHASH_INITVAL.wrapping_add((k.len() as u32) << 2).wrapping_add(initval);
+    let (mut b, mut c) = (a, a);
+    let mut k = k;
+    while k.len() > 3 {
+        a = a.wrapping_add(k[0]);
+        b = b.wrapping_add(k[1]);
+        c = c.wrapping_add(k[2]);
+        // __jhash_mix
+        a = a.wrapping_sub(c); a ^= c.rotate_left(4); c = c.wrapping_add(b);
+        b = b.wrapping_sub(a); b ^= a.rotate_left(6); a = a.wrapping_add(c);
+        c = c.wrapping_sub(b); c ^= b.rotate_left(8); b = b.wrapping_add(a);
+        a = a.wrapping_sub(c); a ^= c.rotate_left(16); c = c.wrapping_add(b);
+        b = b.wrapping_sub(a); b ^= a.rotate_left(19); a = a.wrapping_add(c);
+        c = c.wrapping_sub(b); c ^= b.rotate_left(4); b = b.wrapping_add(a);
+        k = &k[3..];
+    }
+    if k.is_empty() {
+        return c;
+    }
+    if k.len() == 3 {
+        c = c.wrapping_add(k[2]);
+    }
+    if k.len() >= 2 {
+        b = b.wrapping_add(k[1]);
+    }
+    a = a.wrapping_add(k[0]);
+    // __jhash_final
+    c ^= b; c = c.wrapping_sub(b.rotate_left(14));
+    a ^= c; a = a.wrapping_sub(c.rotate_left(11));
+    b ^= a; b = b.wrapping_sub(a.rotate_left(25));
+    c ^= b; c = c.wrapping_sub(b.rotate_left(16));
+    a ^= c; a = a.wrapping_sub(c.rotate_left(4));
+    b ^= a; b = b.wrapping_sub(a.rotate_left(14));
+    c ^= b; c = c.wrapping_sub(b.rotate_left(24));
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Objects with `mutexes` mutexes, 1 condition variable, 1 barrier and its PARSEC form
+    /// (mutex `mutexes`, condition variable 1).
+    fn objects(mutexes: usize) -> SyncObjects {
+        SyncObjects {
+            mutexes: vec![MutexWord::Free; mutexes + 1],
+            conds: vec![0; 2],
+            barriers: vec![Barrier { parties: 2, arrived: 0, generation: 0, spinners: Vec::new() }],
+            parsec: vec![ParsecBarrier { max: 2, n: 0, arrival: true, mutex: mutexes, cond: 1, spinners: Vec::new() }],
+            ..SyncObjects::default()
+        }
+    }
+
+    #[test]
+    fn jhash2_is_the_kernels() {
+        // Values from include/linux/jhash.h's jhash2 compiled with gcc (x86_64): the futex key
+        // of address 0x602000 in mm 0xffff88007a3c1c00, and a 5-word key through the mix loop.
+        let mm = MM_STRUCT;
+        assert_eq!(jhash2(&[0x602000, 0, mm as u32, (mm >> 32) as u32], 0), 2_755_990_844);
+        assert_eq!(jhash2(&[1, 2, 3, 4, 5], 7), 1_515_141_918);
+        assert_eq!(jhash2(&[], 0), 0xdead_beef);
+    }
+
+    #[test]
+    fn futex_words_hash_by_address_as_linux_3_2_does() {
+        let o = objects(2);
+        // Buckets of 256 computed by the kernel's hash_futex for the same keys (see above).
+        assert_eq!(o.futex_address(FutexKey::Mutex(1)), 0x602028);
+        assert_eq!(o.futex_bucket(FutexKey::Mutex(0), 256), 60);
+        assert_eq!(o.futex_bucket(FutexKey::Mutex(1), 256), 63);
+        assert_eq!(o.futex_bucket(FutexKey::Cond(0), 256), 89);
+        assert_eq!(o.futex_bucket(FutexKey::Barrier(0), 256), 21);
+        // The PARSEC barrier's mutex and condition variable, inside one parsec_barrier_t.
+        assert_eq!(o.futex_address(FutexKey::Mutex(2)), 0x902000);
+        assert_eq!(o.futex_address(FutexKey::Cond(1)), 0x90202c);
+        assert_eq!(o.futex_bucket(FutexKey::Mutex(2), 256), 247);
+        assert_eq!(o.futex_bucket(FutexKey::Cond(1), 256), 116);
+    }
+
+    #[test]
+    fn distinct_words_spread_over_the_buckets_and_collide_only_by_hash() {
+        let o = objects(256);
+        let buckets: std::collections::BTreeSet<usize> = (0..256).map(|m| o.futex_bucket(FutexKey::Mutex(m), 256)).collect();
+        // 256 keys into 256 buckets: about 1 - 1/e of them used (162), never one bucket for all.
+        assert!((140..=185).contains(&buckets.len()), "{} buckets used", buckets.len());
+    }
 }

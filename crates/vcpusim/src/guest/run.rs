@@ -191,11 +191,7 @@ impl GuestKernel {
                 }
             }
             &mut Step::UserSpin { cond, budget } => {
-                let over = match cond {
-                    SpinCond::BarrierGeneration { barrier, generation } => self.objects.barriers[barrier].generation != generation,
-                    SpinCond::WsBackoff { worker } => self.ws_backoff_over(worker),
-                };
-                if over {
+                if self.spin_done(cond) {
                     steps.pop_front();
                     *spin_budget_left = None;
                     return None;
@@ -204,11 +200,16 @@ impl GuestKernel {
                 if left == Some(0) {
                     steps.pop_front();
                     *spin_budget_left = None;
+                    if !matches!(cond, SpinCond::BarrierGeneration { .. }) {
+                        // (A barrier's blocker leaves its list in barrier_block_unless_open.)
+                        if let Some(spinners) = self.spinners(cond) {
+                            spinners.retain(|s| *s != t);
+                        }
+                    }
                     return None;
                 }
                 *spin_budget_left = left;
-                if let SpinCond::BarrierGeneration { barrier, .. } = cond {
-                    let spinners = &mut self.objects.barriers[barrier].spinners;
+                if let Some(spinners) = self.spinners(cond) {
                     if !spinners.contains(&t) {
                         spinners.push(t);
                     }
@@ -220,6 +221,27 @@ impl GuestKernel {
                 let Some(Step::Do(action)) = steps.pop_front() else { unreachable!() };
                 self.do_action(env, i, t, action)
             }
+        }
+    }
+
+    /// Whether what a user-space spin polls has come true.
+    fn spin_done(&self, cond: SpinCond) -> bool {
+        match cond {
+            SpinCond::BarrierGeneration { barrier, generation } => self.objects.barriers[barrier].generation != generation,
+            SpinCond::ParsecPhase { barrier, arrival } => self.objects.parsec[barrier].arrival == arrival,
+            SpinCond::MutexFree(m) => self.objects.mutexes[m] == super::objects::MutexWord::Free,
+            SpinCond::WsBackoff { worker } => self.ws_backoff_over(worker),
+        }
+    }
+
+    /// The threads spinning on what `cond` polls (poked when it changes); none for a work-stealing
+    /// back-off, whose runtime pokes its workers itself (guest/worksteal.rs).
+    fn spinners(&mut self, cond: SpinCond) -> Option<&mut Vec<ThreadId>> {
+        match cond {
+            SpinCond::BarrierGeneration { barrier, .. } => Some(&mut self.objects.barriers[barrier].spinners),
+            SpinCond::ParsecPhase { barrier, .. } => Some(&mut self.objects.parsec[barrier].spinners),
+            SpinCond::MutexFree(m) => Some(self.objects.mutex_spinners.entry(m).or_default()),
+            SpinCond::WsBackoff { .. } => None,
         }
     }
 
@@ -285,6 +307,13 @@ impl GuestKernel {
                 }
             }
             Action::CondSignal { cond, all } => self.cond_signal(env, t, cond, all),
+            Action::MutexCondLock(m) => self.mutex_cond_lock(env, t, m),
+            Action::MutexTrylock(m) => self.mutex_trylock_spin(env, t, m),
+            Action::ParsecBarrier { barrier, wait } => self.parsec_barrier(env, t, barrier, wait),
+            Action::ParsecArrive { barrier, wait } => self.parsec_arrive(env, t, barrier, wait),
+            Action::ParsecRegister { barrier, wait } => self.parsec_register(env, t, barrier, wait),
+            Action::ParsecWaitPhase { barrier, arrival } => self.parsec_wait_phase(env, t, barrier, arrival),
+            Action::ParsecDepart(barrier) => self.parsec_depart(env, t, barrier),
             Action::QueuePut(q) => self.queue_put(env, t, q),
             Action::QueueGet(q) => self.queue_get(env, t, q),
             Action::FutexQueue { key, expect } => self.futex_queue(env, t, key, expect),
@@ -298,6 +327,10 @@ impl GuestKernel {
             Action::FutexWake { key, n } => {
                 self.stats.futex_wakes += 1;
                 self.futex_wake(env, v, t, key, n);
+            }
+            Action::FutexRequeue { from, to, expect, unlocks } => {
+                self.stats.futex_wakes += 1;
+                self.futex_requeue(env, v, t, from, to, expect, unlocks);
             }
             Action::TlbShootdown { pages } => {
                 if self.tlb_shootdown(env, v, t, pages) {

@@ -39,7 +39,8 @@ impl GuestKernel {
         }
     }
 
-    /// pthread_mutex_unlock: set 0; if it was contended, futex_wake one waiter. Unlocking a
+    /// pthread_mutex_unlock: set 0; if it was contended, futex_wake one waiter. Threads
+    /// spinning on pthread_mutex_trylock see the word free. Unlocking a
     /// mutex `t` does not hold is refused as an error-checking mutex refuses it (EPERM from
     /// `pthread_mutex_unlock`, glibc nptl/pthread_mutex_unlock.c): the run stops with the message
     /// returned here, naming the thread, the op and the mutex (a default mutex would carry on with
@@ -48,6 +49,11 @@ impl GuestKernel {
         self.check_owner(env, t, m, || format!("unlock of {}", self.object_name(FutexKey::Mutex(m))))?;
         self.objects.mutex_owner[m] = None;
         let old = std::mem::replace(&mut self.objects.mutexes[m], MutexWord::Free);
+        if let Some(spinners) = self.objects.mutex_spinners.remove(&m) {
+            for s in spinners {
+                self.poke(env.threads, s);
+            }
+        }
         if old == MutexWord::Contended {
             let steps = self.futex_wake_steps(env, FutexKey::Mutex(m), 1);
             env.push_front_steps(t, steps);
@@ -72,6 +78,32 @@ impl GuestKernel {
             op(),
             self.object_name(FutexKey::Mutex(m))
         ))
+    }
+
+    /// `__pthread_mutex_cond_lock` (glibc 2.15 nptl/pthread_mutex_cond_lock.c: pthread_mutex_lock
+    /// built with lll_cond_lock), how pthread_cond_wait takes the mutex back: CAS 0->2, else the
+    /// same futex_wait loop as a contended lock. The word is left at 2 even when it was free,
+    /// because threads requeued from the condition variable may sleep on the mutex unseen: its
+    /// unlock must futex_wake the next one.
+    pub fn mutex_cond_lock(&mut self, env: &mut GuestEnv, t: ThreadId, m: ObjIndex) {
+        let word = std::mem::replace(&mut self.objects.mutexes[m], MutexWord::Contended);
+        if word == MutexWord::Free {
+            self.objects.mutex_owner[m] = Some(t);
+        } else {
+            self.mutex_wait(env, t, m);
+        }
+    }
+
+    /// pthread_mutex_trylock (lll_trylock: CAS 0->1) after a user-space spin saw the word free;
+    /// lost to another thread, spin again (parsec_barrier_wait's `while (trylock == EBUSY);`).
+    pub fn mutex_trylock_spin(&mut self, env: &mut GuestEnv, t: ThreadId, m: ObjIndex) {
+        let word = &mut self.objects.mutexes[m];
+        if *word == MutexWord::Free {
+            *word = MutexWord::Locked;
+            self.objects.mutex_owner[m] = Some(t);
+        } else {
+            env.push_front_steps(t, trylock_spin(m));
+        }
     }
 
     /// Arrive at a barrier. The last arriver opens it: spinners see the new generation (the
@@ -117,25 +149,126 @@ impl GuestKernel {
     /// pthread_cond_wait (old glibc condvar: a sequence-number futex): drop the mutex, sleep
     /// unless signalled meanwhile, take the mutex back. POSIX requires the caller to hold the
     /// mutex; a wait without it is refused (an error naming thread, condition variable and mutex).
+    /// glibc 2.15 (nptl/pthread_cond_wait.c) records the mutex in `cond->__data.__mutex` and
+    /// takes it back on return with `__pthread_mutex_cond_lock`.
     pub fn cond_wait(&mut self, env: &mut GuestEnv, t: ThreadId, c: ObjIndex, m: ObjIndex) -> Result<(), String> {
         self.check_owner(env, t, m, || {
             format!("cond_wait on {} with {}", self.object_name(FutexKey::Cond(c)), self.object_name(FutexKey::Mutex(m)))
         })?;
         let seq = self.objects.conds[c];
+        self.objects.cond_mutex.insert(c, m);
         let mut steps = vec![Step::Do(Action::MutexUnlock(m))];
         steps.extend(self.futex_wait_steps(env, FutexKey::Cond(c), seq));
-        steps.push(Step::Do(Action::MutexLock(m)));
+        steps.push(Step::Do(Action::MutexCondLock(m)));
         env.push_front_steps(t, steps);
         Ok(())
     }
 
+    /// pthread_cond_signal wakes one sleeper (FUTEX_WAKE_OP: one). pthread_cond_broadcast
+    /// (glibc 2.15 nptl/pthread_cond_broadcast.c) issues FUTEX_CMP_REQUEUE against the new
+    /// sequence number: one sleeper wakes, the others move onto the mutex's futex and wake one
+    /// by one as it is released (`guest/futex.rs` `futex_requeue`). Without a recorded mutex it
+    /// wakes all.
     pub fn cond_signal(&mut self, env: &mut GuestEnv, t: ThreadId, c: ObjIndex, all: bool) {
         self.objects.conds[c] += 1;
         let waiters = self.objects.futex_waiters.get(&FutexKey::Cond(c)).is_some_and(|q| !q.is_empty());
         if waiters {
-            let steps = self.futex_wake_steps(env, FutexKey::Cond(c), if all { usize::MAX } else { 1 });
+            let steps = match (all, self.objects.cond_mutex.get(&c)) {
+                (true, Some(&m)) => {
+                    let seq = self.objects.conds[c];
+                    self.futex_requeue_steps(env, FutexKey::Cond(c), FutexKey::Mutex(m), seq)
+                }
+                _ => self.futex_wake_steps(env, FutexKey::Cond(c), if all { usize::MAX } else { 1 }),
+            };
             env.push_front_steps(t, steps);
         }
+    }
+
+    /// parsec_barrier_wait (PARSEC 2.1 parsec_barrier.cpp) entered: `pthread_mutex_lock`.
+    pub fn parsec_barrier(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, wait: BarrierWait) {
+        let m = self.objects.parsec[b].mutex;
+        env.push_front_steps(t, vec![Step::Do(Action::MutexLock(m)), Step::Do(Action::ParsecArrive { barrier: b, wait })]);
+    }
+
+    /// The steps that wait, with the barrier's mutex held, until `is_arrival_phase == arrival`,
+    /// and then hold the mutex again: with ENABLE_SPIN_BARRIER, unlock, poll the flag for at
+    /// most SPIN_COUNTER_MAX iterations, spin on trylock, then pthread_cond_wait while it still
+    /// differs; without, pthread_cond_wait only.
+    fn parsec_wait_steps(&self, b: ObjIndex, arrival: bool, wait: BarrierWait) -> Vec<Step> {
+        let m = self.objects.parsec[b].mutex;
+        let budget = match wait {
+            BarrierWait::Block => return vec![Step::Do(Action::ParsecWaitPhase { barrier: b, arrival })],
+            BarrierWait::Spin => None,
+            BarrierWait::SpinThenBlock(spin) => Some(spin),
+        };
+        let mut steps = vec![
+            Step::Do(Action::MutexUnlock(m)),
+            Step::UserSpin { cond: SpinCond::ParsecPhase { barrier: b, arrival }, budget },
+        ];
+        steps.extend(trylock_spin(m));
+        steps.push(Step::Do(Action::ParsecWaitPhase { barrier: b, arrival }));
+        steps
+    }
+
+    /// With the mutex held: "First we must wait to be sure that all threads from a previous
+    /// barrier use had the chance to leave", then register.
+    pub fn parsec_arrive(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, wait: BarrierWait) {
+        let mut steps = Vec::new();
+        if !self.objects.parsec[b].arrival {
+            steps = self.parsec_wait_steps(b, true, wait);
+        }
+        steps.push(Step::Do(Action::ParsecRegister { barrier: b, wait }));
+        env.push_front_steps(t, steps);
+    }
+
+    /// With the mutex held in an arrival phase: `barrier->n++`; the last arriver clears
+    /// `is_arrival_phase` and broadcasts, the others wait for that; then depart.
+    pub fn parsec_register(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, wait: BarrierWait) {
+        let pb = &mut self.objects.parsec[b];
+        pb.n += 1;
+        let mut steps = if pb.n >= pb.max {
+            pb.arrival = false;
+            let cond = pb.cond;
+            let spinners = std::mem::take(&mut pb.spinners);
+            for s in spinners {
+                self.poke(env.threads, s);
+            }
+            vec![Step::Do(Action::CondSignal { cond, all: true })]
+        } else {
+            self.parsec_wait_steps(b, false, wait)
+        };
+        steps.push(Step::Do(Action::ParsecDepart(b)));
+        env.push_front_steps(t, steps);
+    }
+
+    /// With the mutex held: `while (flag != arrival) pthread_cond_wait(&cond, &mutex);`.
+    pub fn parsec_wait_phase(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, arrival: bool) {
+        let pb = &self.objects.parsec[b];
+        if pb.arrival != arrival {
+            let (cond, mutex) = (pb.cond, pb.mutex);
+            env.push_front_steps(
+                t,
+                vec![Step::Do(Action::CondWait { cond, mutex }), Step::Do(Action::ParsecWaitPhase { barrier: b, arrival })],
+            );
+        }
+    }
+
+    /// With the mutex held: `barrier->n--`; the last to leave sets `is_arrival_phase` and
+    /// broadcasts; unlock.
+    pub fn parsec_depart(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex) {
+        let pb = &mut self.objects.parsec[b];
+        pb.n -= 1;
+        let mut steps = Vec::new();
+        if pb.n == 0 {
+            pb.arrival = true;
+            steps.push(Step::Do(Action::CondSignal { cond: pb.cond, all: true }));
+            let spinners = std::mem::take(&mut pb.spinners);
+            for s in spinners {
+                self.poke(env.threads, s);
+            }
+        }
+        steps.push(Step::Do(Action::MutexUnlock(self.objects.parsec[b].mutex)));
+        env.push_front_steps(t, steps);
     }
 
     /// With the queue's mutex held: put an item, or wait on `not_full` and retry.
@@ -167,4 +300,10 @@ impl GuestKernel {
     pub fn queue_mutex(&self, q: ObjIndex) -> ObjIndex {
         self.objects.queues[q].mutex
     }
+}
+
+/// `while (pthread_mutex_trylock(m) == EBUSY);`: a user-space spin until the word is free, then
+/// the trylock.
+fn trylock_spin(m: ObjIndex) -> Vec<Step> {
+    vec![Step::UserSpin { cond: SpinCond::MutexFree(m), budget: None }, Step::Do(Action::MutexTrylock(m))]
 }

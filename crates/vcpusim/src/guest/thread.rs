@@ -59,6 +59,11 @@ pub enum SpinCond {
     /// A Tascell worker's back-off after a `none` answer (guest/worksteal.rs) may end early:
     /// the result it waits for came, or the computation is over.
     WsBackoff { worker: u32 },
+    /// PARSEC barrier `barrier`'s `is_arrival_phase` equals `arrival` (parsec_barrier_wait's
+    /// bounded polling loops).
+    ParsecPhase { barrier: ObjIndex, arrival: bool },
+    /// The mutex is free (`while (pthread_mutex_trylock(m) == EBUSY);`, parsec_barrier_wait).
+    MutexFree(ObjIndex),
 }
 
 /// An instantaneous piece of guest logic, run when the thread reaches it.
@@ -74,6 +79,25 @@ pub enum Action {
     /// After a spin-then-block spin expired: block unless the barrier opened meanwhile.
     BarrierBlockUnlessOpen { barrier: ObjIndex, generation: u64 },
     CondWait { cond: ObjIndex, mutex: ObjIndex },
+    /// pthread_cond_wait's return: take the mutex back with `__pthread_mutex_cond_lock`
+    /// (lll_cond_lock: the word becomes 2, contended, even when it was free).
+    MutexCondLock(ObjIndex),
+    /// pthread_mutex_trylock after a user-space spin saw the mutex free: take it (0 -> 1), or
+    /// spin again if another thread got there first.
+    MutexTrylock(ObjIndex),
+    /// parsec_barrier_wait entered: lock the barrier's mutex, then `ParsecArrive`.
+    ParsecBarrier { barrier: ObjIndex, wait: BarrierWait },
+    /// With the barrier's mutex held: wait for the arrival phase if the last use is still
+    /// departing, then `ParsecRegister`.
+    ParsecArrive { barrier: ObjIndex, wait: BarrierWait },
+    /// With the mutex held, in an arrival phase: count in; the last arriver ends the phase and
+    /// broadcasts, the others wait for that.
+    ParsecRegister { barrier: ObjIndex, wait: BarrierWait },
+    /// With the mutex held: pthread_cond_wait until `is_arrival_phase == arrival`.
+    ParsecWaitPhase { barrier: ObjIndex, arrival: bool },
+    /// With the mutex held: count out; the last to leave starts the next arrival phase and
+    /// broadcasts; unlock.
+    ParsecDepart(ObjIndex),
     CondSignal { cond: ObjIndex, all: bool },
     QueuePut(ObjIndex),
     QueueGet(ObjIndex),
@@ -84,6 +108,10 @@ pub enum Action {
     /// Under the bucket lock: wake up to `n` waiters; IPIs go out before or after the unlock
     /// following this action depending on GuestConfig::futex_wake_ipi.
     FutexWake { key: FutexKey, n: usize },
+    /// Under both bucket locks: FUTEX_CMP_REQUEUE (futex_requeue, kernel/futex.c): if `from`
+    /// still holds `expect`, wake one of its waiters and move the rest onto `to`'s queue;
+    /// `unlocks` bucket Unlock steps follow (1 when both words share a bucket, else 2).
+    FutexRequeue { from: FutexKey, to: FutexKey, expect: u64, unlocks: usize },
     /// A step of down_write / up_write on the mm's mmap_sem (guest/mm_sem.rs).
     MmSem(super::mm_sem::MmSemOp),
     /// Start a TLB shootdown for `pages` pages.

@@ -26,7 +26,7 @@ pub const DESCRIPTION: &str =
      conds (count), queues (capacity of each) and kernel_locks (names), and threads = [[ops of thread 0], \
      [ops of thread 1], ...] (a single list is run by every thread). Ops: {compute = D}, \
      {syscall = D, lock = k}, {lock = m}, {unlock = m}, {barrier = b, wait = \"block\" | \"spin\" | \
-     \"spin-then-block\", spin = \"50us\"}, {cond_wait = c, mutex = m}, {signal = c}, {broadcast = c}, \
+     \"spin-then-block\", spin = \"50us\", impl = \"pthread\" | \"parsec\"}, {cond_wait = c, mutex = m}, {signal = c}, {broadcast = c}, \
      {put = q}, {get = q}, {mmap = pages}, {munmap = pages}, {progress = true}, \
      {loop = N | \"forever\", body = [ops]}; a duration D is \"1ms\", {exp = \"1ms\"}, \
      {uniform = [\"1ms\", \"2ms\"]} or {normal = [mean, sd]}";
@@ -41,7 +41,7 @@ const OPS: &[(&str, &[&str])] = &[
     ("syscall", &["lock"]),
     ("lock", &[]),
     ("unlock", &[]),
-    ("barrier", &["wait", "spin"]),
+    ("barrier", &["wait", "spin", "impl"]),
     ("cond_wait", &["mutex"]),
     ("signal", &[]),
     ("broadcast", &[]),
@@ -54,6 +54,8 @@ const OPS: &[(&str, &[&str])] = &[
 ];
 
 const BARRIER_WAITS: &[&str] = &["block", "spin", "spin-then-block"];
+/// `impl` of a barrier op: glibc's pthread_barrier_wait or PARSEC's parsec_barrier_wait.
+const BARRIER_IMPLS: &[&str] = &["pthread", "parsec"];
 const DISTS: &[&str] = &["exp", "uniform", "normal"];
 
 fn op_names() -> Vec<&'static str> {
@@ -387,7 +389,11 @@ impl OpReader<'_> {
             ("spin", None) => BarrierWait::Spin,
             _ => BarrierWait::Block,
         };
-        Ok(Op::Barrier { barrier, wait })
+        match s.string("impl")? {
+            None | Some("pthread") => Ok(Op::Barrier { barrier, wait }),
+            Some("parsec") => Ok(Op::ParsecBarrier { barrier, wait }),
+            Some(other) => Err(s.error_at("impl", format!("expected one of {}, got {other:?}", BARRIER_IMPLS.join(", ")))),
+        }
     }
 
     fn repeat(&self, s: &Section, key: &str, value: &Value) -> Result<Op, SimError> {

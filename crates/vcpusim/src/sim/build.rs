@@ -5,7 +5,7 @@ use crate::engine::event_queue::EventQueue;
 use crate::engine::rng::stream;
 use crate::vmexit::PvArea;
 use crate::guest::kernel::{GuestKernel, GuestVcpu};
-use crate::guest::objects::{Barrier, MutexWord, Queue, SyncObjects};
+use crate::guest::objects::{Barrier, MutexWord, ParsecBarrier, Queue, SyncObjects};
 use crate::guest::spinlock::Spinlock;
 use crate::guest::stats::GuestStats;
 use crate::guest::thread::{compile, Thread, ThreadState};
@@ -175,12 +175,28 @@ impl Sim {
             }
         }
         let program = &spec.program;
-        // Queues bring their own mutex and two condition variables after the program's own.
+        // Queues bring their own mutex and two condition variables after the program's own;
+        // each barrier's PARSEC form (`Op::ParsecBarrier`) a mutex and a condition variable
+        // after those.
+        let (queue_mutexes, queue_conds) = (program.mutexes + program.queues.len(), program.conds + 2 * program.queues.len());
         let mut objects = SyncObjects {
-            mutexes: vec![MutexWord::Free; program.mutexes + program.queues.len()],
-            mutex_owner: vec![None; program.mutexes + program.queues.len()],
+            mutexes: vec![MutexWord::Free; queue_mutexes + program.barriers.len()],
+            mutex_owner: vec![None; queue_mutexes + program.barriers.len()],
             barriers: program.barriers.iter().map(|p| Barrier { parties: *p, arrived: 0, generation: 0, spinners: Vec::new() }).collect(),
-            conds: vec![0; program.conds + 2 * program.queues.len()],
+            conds: vec![0; queue_conds + program.barriers.len()],
+            parsec: program
+                .barriers
+                .iter()
+                .enumerate()
+                .map(|(b, p)| ParsecBarrier {
+                    max: *p,
+                    n: 0,
+                    arrival: true,
+                    mutex: queue_mutexes + b,
+                    cond: queue_conds + b,
+                    spinners: Vec::new(),
+                })
+                .collect(),
             queues: program
                 .queues
                 .iter()

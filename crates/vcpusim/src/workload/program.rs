@@ -83,6 +83,14 @@ pub enum Op {
     MutexUnlock(ObjIndex),
     /// Wait at a barrier of `Program::barriers[barrier]` parties.
     Barrier { barrier: ObjIndex, wait: BarrierWait },
+    /// Wait at barrier `barrier` as PARSEC's own barrier does (`parsec_barrier_wait`,
+    /// pkgs/.../parsec_barrier.cpp, PARSEC 2.1: a mutex, a condition variable, a counter and an
+    /// arrival-phase flag; programs that include parsec_barrier.hpp get it in place of
+    /// pthread_barrier_wait through its ENABLE_AUTOMATIC_DROPIN macros). `wait` says how it was
+    /// built: `SpinThenBlock(s)` spins up to `s` on the flag first (ENABLE_SPIN_BARRIER, the
+    /// header's default: SPIN_COUNTER_MAX, "no more than 0.1 ms"), `Block` goes straight to
+    /// pthread_cond_wait (ENABLE_SPIN_BARRIER undefined), `Spin` spins without a limit.
+    ParsecBarrier { barrier: ObjIndex, wait: BarrierWait },
     /// pthread_cond_wait: releases `mutex`, sleeps on the condition's futex, re-acquires `mutex`.
     CondWait { cond: ObjIndex, mutex: ObjIndex },
     /// pthread_cond_signal (wake one) / broadcast (wake all).
@@ -165,7 +173,7 @@ impl Program {
                 match op {
                     Op::Syscall { lock: Some(l), .. } => check("kernel lock", *l, p.kernel_locks.len())?,
                     Op::MutexLock(m) | Op::MutexUnlock(m) => check("mutex", *m, p.mutexes)?,
-                    Op::Barrier { barrier, .. } => {
+                    Op::Barrier { barrier, .. } | Op::ParsecBarrier { barrier, .. } => {
                         check("barrier", *barrier, p.barriers.len())?;
                         users[*barrier] += 1;
                     }

@@ -13,7 +13,7 @@
 //!
 //! **Progress**: 1 ms chunks of option pricing, all threads.
 
-use super::{Profile, Shape, Spread};
+use super::{BarrierImpl, Profile, Shape, Spread};
 use crate::time::MS;
 
 pub static PROFILE: Profile = Profile {
@@ -24,6 +24,7 @@ pub static PROFILE: Profile = Profile {
     shape: Shape::Workers { work: MS, spread: Spread::Uniform(0.0), events: &[], rare: None, barrier: None },
     mutexes: 0,
     single_threaded: false,
+    barrier_impl: BarrierImpl::Pthread,
 };
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 //!
 //! **Progress**: temperature steps (barrier phases).
 
-use super::{Profile, Shape, Spread};
+use super::{BarrierImpl, Profile, Shape, Spread};
 use crate::time::MS;
 use crate::workload::program::BarrierWait;
 
@@ -31,6 +31,7 @@ pub static PROFILE: Profile = Profile {
     },
     mutexes: 0,
     single_threaded: false,
+    barrier_impl: BarrierImpl::Pthread,
 };
 
 #[cfg(test)]

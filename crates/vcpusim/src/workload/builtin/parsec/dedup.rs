@@ -26,7 +26,7 @@
 //!
 //! **Progress**: chunks written by the Reorder stage.
 
-use super::{Event, Profile, Shape, Stage};
+use super::{BarrierImpl, Event, Profile, Shape, Stage};
 use crate::time::US;
 
 /// Seed 000 section 3.1.1.
@@ -60,6 +60,7 @@ pub static PROFILE: Profile = Profile {
     },
     mutexes: 16,
     single_threaded: false,
+    barrier_impl: BarrierImpl::Pthread,
 };
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 //!
 //! **Progress**: solver steps (barrier phases).
 
-use super::{Event, Profile, Shape, Spread};
+use super::{BarrierImpl, Event, Profile, Shape, Spread};
 use crate::time::{MS, US};
 use crate::workload::program::BarrierWait;
 
@@ -32,6 +32,7 @@ pub static PROFILE: Profile = Profile {
     },
     mutexes: 1,
     single_threaded: false,
+    barrier_impl: BarrierImpl::Pthread,
 };
 
 #[cfg(test)]

@@ -19,7 +19,7 @@
 //!
 //! **Progress**: queries written by the out stage.
 
-use super::{Event, Profile, Shape, Stage};
+use super::{BarrierImpl, Event, Profile, Shape, Stage};
 use crate::time::US;
 
 /// Seed 000 section 3.1.1.
@@ -49,6 +49,7 @@ pub static PROFILE: Profile = Profile {
     },
     mutexes: 0,
     single_threaded: false,
+    barrier_impl: BarrierImpl::Pthread,
 };
 
 #[cfg(test)]

@@ -9,28 +9,32 @@
 //! TLB 0.02%; Figure 3: futex-queue lock. Section 4.1.2: helped by Resched-DP.
 //!
 //! **Model**: phases of 1 ms per thread (assumed), +-10% (assumed), each with ten 300 ns
-//! border-cell critical sections over 64 cell mutexes (assumed), then a blocking barrier.
+//! border-cell critical sections over 64 cell mutexes (assumed), then PARSEC's barrier
+//! (pthreads.cpp includes parsec_barrier.hpp, so its pthread_barrier_wait is
+//! parsec_barrier_wait: a mutex and a condition variable, polling up to 0.1 ms first:
+//! `Op::ParsecBarrier`).
 //!
 //! **Progress**: frame phases (barrier phases).
 
-use super::{Event, Profile, Shape, Spread};
-use crate::time::MS;
+use super::{BarrierImpl, Event, Profile, Shape, Spread};
+use crate::time::{MS, US};
 use crate::workload::program::BarrierWait;
 
 pub static PROFILE: Profile = Profile {
     name: "parsec.fluidanimate",
-    describe: "PARSEC fluidanimate: 1 ms phases with border-cell mutexes and a blocking barrier \
-               (seed 000 Table 1: futex-lock spinning in corun)",
+    describe: "PARSEC fluidanimate: 1 ms phases with border-cell mutexes and PARSEC's \
+               spin-then-block barrier (seed 000 Table 1: futex-lock spinning in corun)",
     progress_unit: "frame phases (barrier phases)",
     shape: Shape::Workers {
         work: MS,
         spread: Spread::Uniform(0.1),
         events: &[(Event::Critical { hold: 300 }, 10)],
         rare: None,
-        barrier: Some(BarrierWait::Block),
+        barrier: Some(BarrierWait::SpinThenBlock(100 * US)),
     },
     mutexes: 64,
     single_threaded: false,
+    barrier_impl: BarrierImpl::Parsec,
 };
 
 #[cfg(test)]

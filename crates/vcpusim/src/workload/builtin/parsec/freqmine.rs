@@ -15,7 +15,7 @@
 //!
 //! **Progress**: parallel regions (barrier phases).
 
-use super::{Event, Profile, Shape, Spread};
+use super::{BarrierImpl, Event, Profile, Shape, Spread};
 use crate::time::{MS, US};
 use crate::workload::program::BarrierWait;
 
@@ -33,6 +33,7 @@ pub static PROFILE: Profile = Profile {
     },
     mutexes: 1,
     single_threaded: false,
+    barrier_impl: BarrierImpl::Pthread,
 };
 
 #[cfg(test)]

@@ -114,6 +114,23 @@ pub struct Profile {
     pub mutexes: usize,
     /// Runs one thread unless the scenario says otherwise (the sequential x264 of section 4.1.2).
     pub single_threaded: bool,
+    /// Which barrier the phase barrier is (`Shape::Workers`).
+    pub barrier_impl: BarrierImpl,
+}
+
+/// The barrier a data-parallel application's source calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BarrierImpl {
+    /// glibc's `pthread_barrier_wait` (one futex word: `Op::Barrier`), or the application's own
+    /// blocking barrier of the same shape.
+    Pthread,
+    /// PARSEC's `parsec_barrier_wait` (`Op::ParsecBarrier`: a mutex and a condition variable).
+    /// PARSEC 2.1's streamcluster.cpp and fluidanimate's pthreads.cpp include
+    /// parsec_barrier.hpp, whose ENABLE_AUTOMATIC_DROPIN macros turn their pthread_barrier_*
+    /// calls into parsec_barrier_*; its ENABLE_SPIN_BARRIER (defined in the header) makes it
+    /// poll for up to SPIN_COUNTER_MAX = 350 * 100 iterations ("no more than 0.1 ms") before it
+    /// blocks on the condition variable.
+    Parsec,
 }
 
 /// A profile as a built-in workload.
@@ -190,8 +207,9 @@ impl Workload for Parsec {
                 if wait.is_some() {
                     program.barriers = vec![threads as usize];
                 }
+                let parsec = p.barrier_impl == BarrierImpl::Parsec;
                 program.threads = (0..threads as usize)
-                    .map(|t| vec![worker_loop(p, t, work, spread, events, rare, wait)])
+                    .map(|t| vec![worker_loop(p, t, work, spread, events, rare, wait, parsec)])
                     .collect();
             }
             Shape::Pipeline { stages, queue_capacity } => {
@@ -247,6 +265,7 @@ fn barrier_wait(params: &Params) -> Result<BarrierWait, String> {
 
 /// A worker's endless loop: phases, each ending at the barrier; thread 0 counts a phase when
 /// there is a barrier (all threads finished it), every thread counts its own otherwise.
+#[allow(clippy::too_many_arguments)]
 fn worker_loop(
     p: &Profile,
     t: usize,
@@ -255,10 +274,11 @@ fn worker_loop(
     events: &[(Event, u32)],
     rare: Option<(Event, u32)>,
     wait: Option<BarrierWait>,
+    parsec_barrier: bool,
 ) -> Op {
     let mut phase = spread_events(p, t, work, spread, events);
     if let Some(wait) = wait {
-        phase.push(Op::Barrier { barrier: 0, wait });
+        phase.push(if parsec_barrier { Op::ParsecBarrier { barrier: 0, wait } } else { Op::Barrier { barrier: 0, wait } });
     }
     if wait.is_none() || t == 0 {
         phase.push(Op::Progress);
@@ -441,6 +461,7 @@ pub(crate) mod model_tests {
             shape: Shape::Workers { work: 0, spread: Spread::Exp, events: &[], rare: None, barrier: None },
             mutexes: 2,
             single_threaded: false,
+            barrier_impl: BarrierImpl::Pthread,
         };
         let buffer = Event::Buffer { pages: 4, touch: 10 };
         let critical = Event::Critical { hold: 5 };

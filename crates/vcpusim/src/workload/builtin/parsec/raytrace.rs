@@ -11,7 +11,7 @@
 //!
 //! **Progress**: frames rendered (barrier phases).
 
-use super::{Profile, Shape, Spread};
+use super::{BarrierImpl, Profile, Shape, Spread};
 use crate::time::MS;
 use crate::workload::program::BarrierWait;
 
@@ -29,6 +29,7 @@ pub static PROFILE: Profile = Profile {
     },
     mutexes: 0,
     single_threaded: false,
+    barrier_impl: BarrierImpl::Pthread,
 };
 
 #[cfg(test)]

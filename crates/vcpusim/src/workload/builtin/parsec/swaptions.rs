@@ -16,7 +16,7 @@
 //!
 //! **Progress**: 5 ms simulation blocks, all threads.
 
-use super::{Event, Profile, Shape, Spread};
+use super::{BarrierImpl, Event, Profile, Shape, Spread};
 use crate::time::MS;
 
 /// Seed 000 Table 1: % of total CPU in TLB shootdown, corun.
@@ -36,6 +36,7 @@ pub static PROFILE: Profile = Profile {
     },
     mutexes: 0,
     single_threaded: false,
+    barrier_impl: BarrierImpl::Pthread,
 };
 
 #[cfg(test)]

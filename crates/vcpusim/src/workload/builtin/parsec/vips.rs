@@ -21,7 +21,7 @@
 //!
 //! **Progress**: tiles computed, all threads.
 
-use super::{Event, Profile, Shape, Spread};
+use super::{BarrierImpl, Event, Profile, Shape, Spread};
 use crate::time::US;
 
 /// Seed 000 section 3.1.1.
@@ -44,6 +44,7 @@ pub static PROFILE: Profile = Profile {
     },
     mutexes: 0,
     single_threaded: false,
+    barrier_impl: BarrierImpl::Pthread,
 };
 
 #[cfg(test)]

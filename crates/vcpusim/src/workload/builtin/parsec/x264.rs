@@ -21,7 +21,7 @@
 //!
 //! **Progress**: macroblock rows encoded by the newest frame's thread.
 
-use super::{Profile, Shape};
+use super::{BarrierImpl, Profile, Shape};
 use crate::time::US;
 
 /// Macroblock rows of a 1080p frame: 1080 / 16, rounded up.
@@ -37,6 +37,7 @@ pub static PROFILE: Profile = Profile {
     shape: Shape::Wavefront { row_work: ROW_WORK, rows_per_frame: ROWS_PER_FRAME },
     mutexes: 0,
     single_threaded: false,
+    barrier_impl: BarrierImpl::Pthread,
 };
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //!
 //! **Progress**: macroblock rows encoded.
 
-use super::{Profile, Shape, Spread};
+use super::{BarrierImpl, Profile, Shape, Spread};
 
 pub static PROFILE: Profile = Profile {
     name: "parsec.x264-single",
@@ -21,6 +21,7 @@ pub static PROFILE: Profile = Profile {
     shape: Shape::Workers { work: super::x264::ROW_WORK, spread: Spread::Exp, events: &[], rare: None, barrier: None },
     mutexes: 0,
     single_threaded: true,
+    barrier_impl: BarrierImpl::Pthread,
 };
 
 #[cfg(test)]
