@@ -190,3 +190,275 @@ fn tracing_and_its_window_change_no_result() {
     assert!(windowed.iter().any(|e| e["name"] == "runnable: preempted"));
     assert_eq!(traced(None).1, whole, "the same run gives the same trace");
 }
+
+// ---- Lock hand-off flows (guest/handoff.rs): `s` on the releaser's vCPU, `f` (`bp: e`) where
+// the waiter resumes.
+
+/// Three VMs on their own pCPUs, all online at t = 0, each with one known hand-off: thread 0 holds something for
+/// 100 us, thread 1 (on the other vCPU) wants it 10 us in. `spin`: a guest-kernel spinlock (thread
+/// 1 spins, and gets it at the release); `mutex`: a glibc mutex (thread 1 sleeps in futex_wait,
+/// its vCPU halts, the unlock's futex_wake sends it a reschedule IPI); `mmsem`: mmap_sem (munmap
+/// holds it, mmap sleeps and is granted it by up_write).
+const HANDOFFS: &str = r#"
+[host]
+pcpus = 6
+policy = "credit"
+start_skew = "0ms"
+
+[[vm]]
+name = "spin"
+vcpus = 2
+workload = "program"
+[vm.program]
+kernel_locks = ["dcache"]
+threads = [[{syscall = "100us", lock = 0}, {compute = "1ms"}],
+           [{compute = "10us"}, {syscall = "10us", lock = 0}, {compute = "1ms"}]]
+
+[[vm]]
+name = "mutex"
+vcpus = 2
+workload = "program"
+[vm.program]
+mutexes = 1
+threads = [[{lock = 0}, {compute = "100us"}, {unlock = 0}, {compute = "1ms"}],
+           [{compute = "10us"}, {lock = 0}, {compute = "10us"}, {unlock = 0}, {compute = "1ms"}]]
+
+[[vm]]
+name = "mmsem"
+vcpus = 2
+workload = "program"
+[vm.program]
+threads = [[{munmap = 400}, {compute = "1ms"}],
+           [{compute = "10us"}, {mmap = 1}, {compute = "1ms"}]]
+
+[run]
+duration = "2ms"
+"#;
+
+/// The same VMs with one thread each: every lock, mutex and mmap_sem is taken, never contended.
+const UNCONTENDED: &str = r#"
+[host]
+pcpus = 2
+policy = "credit"
+
+[[vm]]
+name = "solo"
+vcpus = 2
+workload = "program"
+threads = 1
+[vm.program]
+mutexes = 1
+kernel_locks = ["dcache"]
+threads = [[{loop = "forever", body = [{syscall = "10us", lock = 0}, {lock = 0}, {compute = "20us"}, {unlock = 0},
+            {mmap = 4}, {munmap = 4}, {progress = true}]}]]
+
+[[vm]]
+name = "seq"
+vcpus = 1
+workload = "cpu-bound"
+
+[run]
+duration = "50ms"
+"#;
+
+/// Overcommitted and contended: on four vCPUs sharing two pCPUs with a CPU-bound VM, two threads
+/// take a mutex, two a kernel lock, and all four mmap (mmap_sem): hand-offs to waiters whose
+/// vCPU is preempted as well as to running spinners.
+const CONTENDED: &str = r#"
+[host]
+pcpus = 2
+policy = "credit"
+
+[[vm]]
+name = "par"
+vcpus = 4
+workload = "program"
+threads = 4
+[vm.program]
+mutexes = 1
+kernel_locks = ["dcache"]
+threads = [[{loop = "forever", body = [{compute = {exp = "50us"}}, {lock = 0}, {compute = "10us"}, {unlock = 0}, {mmap = 16}, {progress = true}]}],
+           [{loop = "forever", body = [{compute = {exp = "50us"}}, {lock = 0}, {compute = "10us"}, {unlock = 0}, {mmap = 16}, {progress = true}]}],
+           [{loop = "forever", body = [{compute = {exp = "30us"}}, {syscall = "20us", lock = 0}, {mmap = 16}, {progress = true}]}],
+           [{loop = "forever", body = [{compute = {exp = "30us"}}, {syscall = "20us", lock = 0}, {mmap = 16}, {progress = true}]}]]
+
+[[vm]]
+name = "seq"
+vcpus = 1
+workload = "cpu-bound"
+
+[run]
+duration = "40ms"
+"#;
+
+fn trace_of(text: &str, window: Option<(u64, u64)>) -> (Vec<Ev>, String) {
+    let sc = load_scenario(text, "t.toml").unwrap();
+    let out = run(&sc, &RunOptions { trace: true, trace_window: window, ..Default::default() }).unwrap();
+    let json = out.trace_json.unwrap();
+    let v: Ev = serde_json::from_str(&json).expect("the trace is valid JSON");
+    (v["traceEvents"].as_array().unwrap().clone(), json)
+}
+
+/// One hand-off arrow as written: its `s` and `f` events with their positions in the file.
+struct Arrow<'a> {
+    s: (usize, &'a Ev),
+    f: (usize, &'a Ev),
+}
+
+/// Check what Perfetto needs of the v1 flows and pair them: each `s` / `f` directly follows a
+/// zero-length slice on its own track at its time (the slice it binds to: `release: ...` /
+/// `resume: ...`); ids are unique; every `f` has exactly one `s` of the same id, category and
+/// name, earlier in the file and not later in time, and every `s` its `f`; no v2 `bind_id` can
+/// meet Perfetto's numbers for v1 flows (0, 1, 2 ...).
+fn arrows(evs: &[Ev]) -> Vec<Arrow<'_>> {
+    let mut starts: BTreeMap<u64, (usize, &Ev)> = BTreeMap::new();
+    let mut ends: BTreeMap<u64, (usize, &Ev)> = BTreeMap::new();
+    for (k, e) in evs.iter().enumerate() {
+        if let Some(id) = e["bind_id"].as_u64() {
+            assert!(id >= 1 << 32, "v2 id {id} could be a v1 flow's number: {e}");
+        }
+        let ph = e["ph"].as_str().unwrap();
+        if ph != "s" && ph != "f" {
+            continue;
+        }
+        let marker = &evs[k - 1];
+        let prefix = if ph == "s" { "release: " } else { "resume: " };
+        assert!(
+            marker["ph"] == "X" && ns(marker, "dur") == 0 && track(marker) == track(e) && ns(marker, "ts") == ns(e, "ts"),
+            "{e} does not follow its zero-length slice: {marker}"
+        );
+        assert!(marker["name"].as_str().unwrap().starts_with(prefix), "{marker}");
+        assert_eq!(e["cat"], "lock hand-off");
+        let id = e["id"].as_u64().expect("a numeric id");
+        let side = if ph == "s" { &mut starts } else { &mut ends };
+        assert!(side.insert(id, (k, e)).is_none(), "flow id {id} is used twice by {ph}");
+        if ph == "f" {
+            assert_eq!(e["bp"], "e", "{e}");
+        } else {
+            assert!(e.get("bp").is_none());
+        }
+    }
+    assert_eq!(starts.keys().collect::<Vec<_>>(), ends.keys().collect::<Vec<_>>(), "every s has its f and every f its s");
+    starts
+        .into_iter()
+        .map(|(id, s)| {
+            let f = ends[&id];
+            assert_eq!((&s.1["name"], &s.1["cat"]), (&f.1["name"], &f.1["cat"]), "flow {id}");
+            assert!(s.0 < f.0 && ns(s.1, "ts") <= ns(f.1, "ts"), "flow {id}: its start comes first");
+            Arrow { s, f }
+        })
+        .collect()
+}
+
+/// VM process id -> name, from the trace's metadata.
+fn vm_names(evs: &[Ev]) -> HashMap<u64, String> {
+    evs.iter()
+        .filter(|e| e["name"] == "process_name" && e["pid"] != 0)
+        .map(|e| (e["pid"].as_u64().unwrap(), e["args"]["name"].as_str().unwrap().trim_start_matches("VM ").to_string()))
+        .collect()
+}
+
+/// Whether the vCPU of VM track `t` is on some pCPU at `at` (the host's slices name it `vm/vN`).
+fn on_a_pcpu(evs: &[Ev], names: &HashMap<u64, String>, t: (u64, u64), at: u64) -> bool {
+    let label = format!("{}/v{}", names[&t.0], t.1);
+    evs.iter().any(|e| e["ph"] == "X" && e["pid"] == 0 && e["name"] == label.as_str() && ns(e, "ts") <= at && at <= ns(e, "ts") + ns(e, "dur"))
+}
+
+#[test]
+fn each_known_handoff_is_an_arrow_from_the_releasers_vcpu_to_where_the_waiter_resumes() {
+    let (evs, _) = trace_of(HANDOFFS, None);
+    let names = vm_names(&evs);
+    let arrows = arrows(&evs);
+    let by_vm: BTreeMap<&str, &Arrow> = arrows.iter().map(|a| (names[&a.s.1["pid"].as_u64().unwrap()].as_str(), a)).collect();
+    assert_eq!(arrows.len(), 3, "one hand-off per VM");
+    for (vm, kind, lock) in [("spin", "spinlock hand-off", "dcache"), ("mutex", "mutex wake", "mutex 0"), ("mmsem", "mmap_sem hand-off", "mmap_sem")] {
+        let a = by_vm[vm];
+        let (s, f) = (a.s.1, a.f.1);
+        assert_eq!(s["name"], kind, "{vm}");
+        // Thread 0 releases on one vCPU; thread 1 resumes on the other, in the same VM.
+        assert_eq!(track(s).0, track(f).0, "{vm}");
+        assert_ne!(track(s).1, track(f).1, "{vm}: the waiter runs on the other vCPU");
+        let (release, resume) = (&evs[a.s.0 - 1], &evs[a.f.0 - 1]);
+        assert_eq!(release["name"].as_str().unwrap(), format!("release: {lock}"));
+        assert_eq!(resume["name"].as_str().unwrap(), format!("resume: {lock}"));
+        assert_eq!(release["args"]["thread"].as_str().unwrap(), format!("{vm}/t0 on {vm}/v{}", track(s).1));
+        assert_eq!(release["args"]["to"].as_str().unwrap(), format!("{vm}/t1"));
+        assert_eq!(resume["args"]["thread"].as_str().unwrap(), format!("{vm}/t1 on {vm}/v{}", track(f).1));
+        assert_eq!(resume["args"]["from"], release["args"]["thread"]);
+        // Thread 0 held it for its 100 us; both vCPUs run at each end of the arrow.
+        assert!(ns(s, "ts") >= 100_000, "{vm}: released at {}", ns(s, "ts"));
+        assert!(on_a_pcpu(&evs, &names, track(s), ns(s, "ts")) && on_a_pcpu(&evs, &names, track(f), ns(f, "ts")), "{vm}");
+    }
+    // The spinner takes the lock as soon as it runs guest code after the release: it was
+    // spinning then, or in a pause-loop exit (no other vCPU to yield to) that ends when it resumes.
+    let spin = by_vm["spin"];
+    let (from, to) = (ns(spin.s.1, "ts"), ns(spin.f.1, "ts"));
+    assert!(
+        evs.iter().any(|e| (e["name"] == "spin" || e["name"] == "overhead")
+            && track(e) == track(spin.f.1)
+            && ns(e, "ts") <= from
+            && ns(e, "ts") + ns(e, "dur") == to),
+        "the waiter spun from before {from} to {to}"
+    );
+    assert!(evs.iter().filter(|e| e["name"] == "spin" && track(e) == track(spin.f.1)).count() > 10, "it spun while thread 0 held the lock");
+    // The sleepers ran no thread code from the release until they resumed.
+    for vm in ["mutex", "mmsem"] {
+        let a = by_vm[vm];
+        let (from, to) = (ns(a.s.1, "ts"), ns(a.f.1, "ts"));
+        assert!(from < to, "{vm}");
+        let busy = |e: &&Ev| ["user", "kernel", "spin"].contains(&e["name"].as_str().unwrap()) && track(e) == track(a.f.1);
+        assert!(!evs.iter().filter(busy).any(|e| (from..to).contains(&ns(e, "ts"))), "{vm}: the waiter ran before it resumed");
+    }
+    // The mutex waiter's vCPU had halted: the unlock's reschedule IPI, sent after the release,
+    // reaches it before the waiter resumes.
+    let a = by_vm["mutex"];
+    let (from, to) = (ns(a.s.1, "ts"), ns(a.f.1, "ts"));
+    let ipi = evs.iter().find(|e| e["flow_in"] == true && track(e) == track(a.f.1) && ns(e, "ts") >= from).expect("an IPI reached the waiter's vCPU");
+    assert!(ipi["name"] == "resched received" && ns(ipi, "ts") <= to, "{ipi}");
+    assert!(evs.iter().any(|e| e["name"] == "halted" && track(e) == track(a.f.1) && ns(e, "ts") < from && ns(e, "ts") + ns(e, "dur") >= from));
+}
+
+#[test]
+fn a_run_without_contention_draws_no_handoff() {
+    let (evs, _) = trace_of(UNCONTENDED, None);
+    assert!(arrows(&evs).is_empty());
+    assert!(!evs.iter().any(|e| e["name"].as_str().is_some_and(|n| n.starts_with("release: ") || n.starts_with("resume: "))));
+    // It did take its locks: kernel time under the kernel lock, mmap and munmap.
+    assert!(evs.iter().filter(|e| e["name"] == "kernel").count() > 100);
+}
+
+#[test]
+fn contended_handoffs_pair_up_in_whole_and_windowed_traces_and_repeat_byte_for_byte() {
+    let (evs, json) = trace_of(CONTENDED, None);
+    let all = arrows(&evs);
+    let names = vm_names(&evs);
+    let kinds: BTreeMap<&str, usize> = all.iter().fold(BTreeMap::new(), |mut m, a| {
+        *m.entry(a.s.1["name"].as_str().unwrap()).or_default() += 1;
+        m
+    });
+    for kind in ["spinlock hand-off", "mutex wake", "mmap_sem hand-off"] {
+        assert!(kinds.get(kind).is_some_and(|&n| n >= 5), "{kind}: {kinds:?}");
+    }
+    for a in &all {
+        assert!(on_a_pcpu(&evs, &names, track(a.s.1), ns(a.s.1, "ts")), "the releaser runs: {}", a.s.1);
+        assert!(on_a_pcpu(&evs, &names, track(a.f.1), ns(a.f.1, "ts")), "the waiter runs where it resumes: {}", a.f.1);
+    }
+    // Some waiter had its vCPU preempted and resumed only when it ran again.
+    assert!(all.iter().any(|a| ns(a.f.1, "ts") > ns(a.s.1, "ts") + 1_000_000), "no hand-off waited a millisecond");
+    assert_eq!(trace_of(CONTENDED, None).1, json, "the same run gives the same trace, flows included");
+    // A window cuts arrows crossing its edges whole.
+    let (windowed, _) = trace_of(CONTENDED, Some((10_000_000, 20_000_000)));
+    let inside = arrows(&windowed);
+    assert!(!inside.is_empty() && inside.len() < all.len());
+    for a in &inside {
+        assert!((10_000_000..20_000_000).contains(&ns(a.s.1, "ts")) && ns(a.f.1, "ts") < 20_000_000);
+    }
+}
+
+#[test]
+fn the_barrier_trace_stays_loadable_with_handoffs() {
+    let (evs, _, _) = traced(None);
+    arrows(&evs);
+    let (windowed, _, _) = traced(Some((50_000_000, 60_000_000)));
+    arrows(&windowed);
+}

@@ -9,6 +9,7 @@
 //! the mutex, so that they wake one at a time as the mutex is released.
 
 use super::config::FutexWakeIpi;
+use super::handoff::HandOffKind;
 use super::kernel::{GuestEnv, GuestKernel};
 use super::kernel_fn::KernelFn;
 use super::thread::{Action, FutexKey, Step, ThreadState};
@@ -128,7 +129,7 @@ impl GuestKernel {
         if !moved.is_empty() {
             self.objects.futex_waiters.entry(to).or_default().extend(moved);
         }
-        self.wake_dequeued(env, v, t, woken, unlocks);
+        self.wake_dequeued(env, v, t, from, woken, unlocks);
     }
 
     /// Under the bucket lock: dequeue up to `n` waiters and make them runnable; the reschedule
@@ -143,13 +144,24 @@ impl GuestKernel {
                 }
             }
         }
-        self.wake_dequeued(env, v, t, woken, 1);
+        self.wake_dequeued(env, v, t, key, woken, 1);
     }
 
-    /// Make the dequeued `woken` runnable (waker `t` on vCPU `v`, which holds the bucket lock(s)
-    /// and has `unlocks` Unlock steps in front): their reschedule IPIs go out before the first
-    /// unlock or after the last, per `futex_wake_ipi`, and the waker spends WAKE_ONE_NS on each.
-    fn wake_dequeued(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId, woken: Vec<ThreadId>, unlocks: usize) {
+    /// Make the dequeued `woken` (taken from futex `key`) runnable (waker `t` on vCPU `v`, which
+    /// holds the bucket lock(s) and has `unlocks` Unlock steps in front): their reschedule IPIs go
+    /// out before the first unlock or after the last, per `futex_wake_ipi`, and the waker spends
+    /// WAKE_ONE_NS on each. A mutex's waiters woken by its unlock are hand-offs for the trace
+    /// (guest/handoff.rs).
+    #[allow(clippy::too_many_arguments)]
+    fn wake_dequeued(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId, key: FutexKey, woken: Vec<ThreadId>, unlocks: usize) {
+        if let (Some(_), FutexKey::Mutex(_)) = (&self.handoffs, key) {
+            let lock = self.object_name(key);
+            if let Some(log) = self.handoffs.as_mut() {
+                for w in &woken {
+                    log.release(env.now, HandOffKind::Mutex, lock.clone(), t, v, *w);
+                }
+            }
+        }
         let mut targets: Vec<VcpuId> = Vec::new();
         for w in &woken {
             if let Some(target) = self.wake_thread(env.threads, v, *w) {

@@ -124,6 +124,9 @@ pub struct GuestKernel {
     pub topology: Option<super::placement::GuestTopology>,
     /// The Tascell runtime of a program with `Op::WorkSteal` (guest/worksteal.rs).
     pub ws: Option<Box<super::worksteal::WorkStealing>>,
+    /// Lock hand-offs for the trace's flow arrows (guest/handoff.rs): `Some` only in a traced
+    /// run, so an untraced one records nothing.
+    pub handoffs: Option<Box<super::handoff::HandOffLog>>,
 }
 
 impl GuestKernel {

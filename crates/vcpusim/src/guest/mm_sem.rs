@@ -25,6 +25,7 @@
 //! Readers (page faults take `down_read`) are not modelled: the workloads fault in user time.
 
 use super::kernel::{GuestEnv, GuestKernel};
+use super::handoff::HandOffKind;
 use super::kernel_fn::KernelFn;
 use super::thread::{Action, FutexKey, Step, ThreadState};
 use crate::vmexit::IpiKind;
@@ -33,6 +34,9 @@ use crate::time::Nanos;
 
 /// Lock class of `sem->wait_lock` in the LHP report (seed 000 section 3.1.1: "sem-wait lock").
 pub const WAIT_LOCK_CLASS: &str = "mm-sem-wait";
+
+/// The semaphore's name on the trace's hand-off arrows (`mm->mmap_sem`).
+pub const MM_SEM_NAME: &str = "mmap_sem";
 
 /// Kernel time under wait_lock to queue a waiter (list_add_tail + the count update), assumed
 /// like futex_wait's queueing: a few cache misses.
@@ -122,6 +126,9 @@ impl GuestKernel {
         debug_assert!(sem.owner.is_none(), "nobody takes a released mmap_sem past its waiters");
         let Some(next) = sem.waiters.pop_front() else { return };
         sem.owner = Some(next);
+        if let Some(log) = self.handoffs.as_mut() {
+            log.release(env.now, HandOffKind::MmSem, MM_SEM_NAME.to_string(), t, v, next);
+        }
         let func = KernelFn::Syscall;
         let mut steps = vec![Step::Run { ns: HAND_OFF_NS, func }];
         if let Some(target) = self.wake_thread(env.threads, v, next) {

@@ -10,6 +10,7 @@
 
 pub mod config;
 pub mod futex;
+pub mod handoff;
 pub mod interpreter;
 pub mod kernel;
 pub mod kernel_fn;

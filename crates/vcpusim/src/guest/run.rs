@@ -16,6 +16,7 @@
 //! from the top exactly as the single loop it replaced (`sim/execute.rs` before issue 10).
 
 use super::kernel::{GuestEnv, GuestKernel};
+use super::handoff::HandOffKind;
 use super::kernel_fn::KernelFn;
 use super::spinlock::{Acquire, Spinlock};
 use super::thread::{Action, SpinCond, Step, Thread};
@@ -66,6 +67,10 @@ impl GuestKernel {
             };
             if let Some(tick) = self.arm_tick(i) {
                 return Next::SetTimer(tick);
+            }
+            if let Some(log) = self.handoffs.as_mut() {
+                // A waiter handed a lock (or woken by an unlock) resumes here.
+                log.running(env.now, t, self.vcpus[i].id);
             }
             match self.run_front_step(env, i, t, entry) {
                 // Busy: timed work, a spin, or the send's exit.
@@ -258,6 +263,10 @@ impl GuestKernel {
             !pv[wv.idx()].preempted && vcpus[(wv.0 - first) as usize].current == Some(w)
         });
         if let Some(n) = next {
+            if let Some(log) = self.handoffs.as_mut() {
+                let lock = env.locks[lock.idx()].class.clone();
+                log.release(env.now, HandOffKind::Spinlock, lock, t, env.threads[t.idx()].vcpu, n);
+            }
             self.poke(env.threads, n);
         }
     }

@@ -16,6 +16,19 @@
 //!   interrupt reaches the guest; counters of its running vCPUs and its share of the host
 //!   (running vCPUs / pCPUs).
 //!
+//! Lock hand-offs (guest/handoff.rs: a kernel spinlock passed to the next waiter, a mutex unlock's
+//! futex wake, `mmap_sem` granted to the next writer) are v1 flow events, category
+//! [`HANDOFF_CATEGORY`]: a zero-length `release: <lock>` slice on the releasing vCPU's track
+//! followed by `"ph":"s"`, and a zero-length `resume: <lock>` slice on the track of the vCPU where
+//! the waiter next runs, followed by `"ph":"f"` with `"bp":"e"`; both flow events bind to the
+//! slice just before them (Perfetto's `FlowTracker::Begin` / `End(bind_enclosing_slice)` take the
+//! topmost open slice on the track; its sorter puts a zero-length slice and an event without a
+//! duration at the same time in file order, after the longer slices starting then). A start whose
+//! waiter never resumed inside the trace (the run, the window or the cap ended first) is left
+//! out, so every `s` has its `f` and every `f` its `s`. Perfetto numbers v1 flows 0, 1, 2 ... in
+//! the same id space as v2 `bind_id`s (`FlowTracker::GetFlowIdForV1Event`, a 32-bit counter), so
+//! the IPI arrows' `bind_id`s start at [`V2_FLOW_ID_BASE`], past any v1 number.
+//!
 //! Timestamps are microseconds with ns precision. A trace keeps at most `max` records (slices,
 //! instants, counter values; [`DEFAULT_MAX_EVENTS`]): past that it counts what it drops and
 //! remembers until when it is complete, so the caller can warn. A window (`--trace-from/--trace-to`)
@@ -26,11 +39,20 @@
 //! belongs to without parsing it.
 
 use crate::time::Nanos;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write;
 
 /// Default cap on recorded events, so a long traced run cannot exhaust memory.
 pub const DEFAULT_MAX_EVENTS: usize = 2_000_000;
+
+/// The first v2 flow id (IPI arrows): Perfetto gives v1 flows (lock hand-offs) the ids 0, 1, 2 ...
+/// of a 32-bit counter in the same id space (trace_processor/importers/common/flow_tracker.h,
+/// `v1_id_counter_`), so v2 ids from 2^32 on never meet them.
+pub const V2_FLOW_ID_BASE: u64 = 1 << 32;
+
+/// The category of the lock hand-off flow events (part of a v1 flow's identity, with its id and
+/// name).
+pub const HANDOFF_CATEGORY: &str = "lock hand-off";
 
 /// A flow arrow's end carried by a zero-length slice (Perfetto's JSON flow v2).
 #[derive(Clone, Copy, Debug)]
@@ -45,6 +67,18 @@ enum Rec {
     Span { pid: u32, tid: u32, name: String, start: Nanos, dur: Nanos, args: String, flow: Option<Flow> },
     Instant { pid: u32, tid: u32, name: String, at: Nanos, args: String },
     Counter { pid: u32, name: String, at: Nanos, value: f64 },
+    /// A v1 flow event (`s`, or `f` with `bp: e` when `end`), right after the zero-length slice it
+    /// binds to.
+    FlowV1 { pid: u32, tid: u32, at: Nanos, id: u64, name: &'static str, end: bool },
+}
+
+/// A lock hand-off whose waiter has not resumed yet.
+#[derive(Clone, Debug)]
+struct PendingHandOff {
+    id: u64,
+    name: &'static str,
+    lock: String,
+    from: String,
 }
 
 /// Why a vCPU is off its pCPU, for its state track.
@@ -102,6 +136,11 @@ pub struct TraceSink {
     /// Per vCPU: flow ids of IPIs sent to it and not yet delivered, in sending order.
     pending_flows: Vec<VecDeque<u64>>,
     next_flow: u64,
+    /// Per waiting thread (host-wide index): the hand-off it has not resumed from yet.
+    pending_handoffs: BTreeMap<usize, PendingHandOff>,
+    /// Hand-offs whose `f` is written (the others' `s` is left out of the JSON).
+    finished_handoffs: BTreeSet<u64>,
+    next_handoff: u64,
     /// Each counter's last value, so only changes are recorded.
     counters: BTreeMap<(u32, String), f64>,
 }
@@ -125,7 +164,10 @@ impl TraceSink {
             off: Vec::new(),
             waiting_on: Vec::new(),
             pending_flows: Vec::new(),
-            next_flow: 1,
+            next_flow: V2_FLOW_ID_BASE + 1,
+            pending_handoffs: BTreeMap::new(),
+            finished_handoffs: BTreeSet::new(),
+            next_handoff: 1,
             counters: BTreeMap::new(),
         }
     }
@@ -230,6 +272,47 @@ impl TraceSink {
         }
     }
 
+    /// A zero-length marker slice and the v1 flow event bound to it; false when either did not
+    /// fit (outside the window, past the cap).
+    #[allow(clippy::too_many_arguments)]
+    fn flow_v1(&mut self, pid: u32, tid: u32, marker: &str, at: Nanos, args: &[(&str, serde_json::Value)], id: u64, name: &'static str, end: bool) -> bool {
+        if self.outside(at) || !self.room(at) {
+            return false;
+        }
+        self.recs.push(Rec::Span { pid, tid, name: marker.to_string(), start: at, dur: 0, args: args_text(args), flow: None });
+        if !self.room(at) {
+            return false;
+        }
+        self.recs.push(Rec::FlowV1 { pid, tid, at, id, name, end });
+        true
+    }
+
+    /// Thread `to` (host-wide index) is let go on `lock` at `at` by `from` (a label), running on
+    /// the vCPU of track `pid`/`tid`: the start of a `name` arrow to where `to` resumes
+    /// ([`TraceSink::handoff_resumed`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn handoff_released(&mut self, pid: u32, tid: u32, at: Nanos, name: &'static str, lock: &str, from: &str, to: usize, to_label: &str) {
+        let id = self.next_handoff;
+        self.next_handoff += 1;
+        let args = [("lock", lock.into()), ("kind", name.into()), ("thread", from.into()), ("to", to_label.into())];
+        if self.flow_v1(pid, tid, &format!("release: {lock}"), at, &args, id, name, false) {
+            self.pending_handoffs.insert(to, PendingHandOff { id, name, lock: lock.to_string(), from: from.to_string() });
+        } else {
+            // No start in the trace: its waiter's resumption draws no arrow either.
+            self.pending_handoffs.remove(&to);
+        }
+    }
+
+    /// Thread `thread` (host-wide index, labelled `label`) runs again on the vCPU of track
+    /// `pid`/`tid` at `at`: the end of the arrow of the hand-off it was waiting for, if any.
+    pub fn handoff_resumed(&mut self, thread: usize, label: &str, pid: u32, tid: u32, at: Nanos) {
+        let Some(h) = self.pending_handoffs.remove(&thread) else { return };
+        let args = [("lock", h.lock.as_str().into()), ("kind", h.name.into()), ("thread", label.into()), ("from", h.from.into())];
+        if self.flow_v1(pid, tid, &format!("resume: {}", h.lock), at, &args, h.id, h.name, true) {
+            self.finished_handoffs.insert(h.id);
+        }
+    }
+
     /// vCPU `v` (host-wide index; track `pid`/`tid`) leaves pCPU `pcpu` (or never had one) at `at`.
     pub fn vcpu_off(&mut self, v: usize, pid: u32, tid: u32, at: Nanos, pcpu: Option<u32>, reason: OffReason) {
         self.close_off(v, at);
@@ -319,6 +402,11 @@ impl TraceSink {
         }
         let with_args = |args: &str| if args.is_empty() { String::new() } else { format!(",\"args\":{args}") };
         for r in &self.recs {
+            if let Rec::FlowV1 { id, end: false, .. } = r {
+                if !self.finished_handoffs.contains(id) {
+                    continue;
+                }
+            }
             sep(&mut out);
             match r {
                 Rec::Span { pid, tid, name, start, dur, args, flow } => {
@@ -349,6 +437,15 @@ impl TraceSink {
                     quote(name),
                     us(*at),
                     serde_json::Value::from(*value)
+                ),
+                Rec::FlowV1 { pid, tid, at, id, name, end } => write!(
+                    out,
+                    "{{\"ph\":\"{}\",\"id\":{id},\"cat\":{},\"name\":{},\"pid\":{pid},\"tid\":{tid},\"ts\":{}{}}}",
+                    if *end { "f" } else { "s" },
+                    quote(HANDOFF_CATEGORY),
+                    quote(name),
+                    us(*at),
+                    if *end { ",\"bp\":\"e\"" } else { "" }
                 ),
             }
             .expect("writing to a String cannot fail");
@@ -462,10 +559,44 @@ mod tests {
         let e = events(&t);
         assert_eq!(e.len(), 4);
         assert!(e.iter().all(|e| e["ph"] == "X" && e["dur"].as_f64() == Some(0.0)));
-        assert_eq!((e[0]["bind_id"].as_u64(), e[0]["flow_out"].as_bool()), (Some(1), Some(true)));
-        assert_eq!((e[2]["bind_id"].as_u64(), e[2]["flow_in"].as_bool(), e[2]["name"].as_str()), (Some(1), Some(true), Some("resched received")));
-        assert_eq!((e[3]["bind_id"].as_u64(), e[1]["bind_id"].as_u64()), (Some(2), Some(2)));
+        let (first, second) = (V2_FLOW_ID_BASE + 1, V2_FLOW_ID_BASE + 2);
+        assert_eq!((e[0]["bind_id"].as_u64(), e[0]["flow_out"].as_bool()), (Some(first), Some(true)));
+        assert_eq!((e[2]["bind_id"].as_u64(), e[2]["flow_in"].as_bool(), e[2]["name"].as_str()), (Some(first), Some(true), Some("resched received")));
+        assert_eq!((e[3]["bind_id"].as_u64(), e[1]["bind_id"].as_u64()), (Some(second), Some(second)));
         assert_eq!(e[0]["args"]["to"], "a/v1");
+    }
+
+    #[test]
+    fn handoffs_are_v1_flows_bound_to_the_marker_slice_before_them() {
+        let mut t = TraceSink::new(100);
+        t.set_window(1000, 5000);
+        // Released before the window: no start, so no end either.
+        t.handoff_released(1, 0, 900, "mutex wake", "mutex 0", "a/t0 on a/v0", 7, "a/t7");
+        t.handoff_resumed(7, "a/t7 on a/v1", 1, 1, 1100);
+        // A pair inside it.
+        t.handoff_released(1, 0, 2000, "spinlock hand-off", "futex-queue", "a/t0 on a/v0", 3, "a/t3");
+        t.handoff_resumed(3, "a/t3 on a/v2", 1, 2, 2500);
+        t.handoff_resumed(3, "a/t3 on a/v2", 1, 2, 2600); // resumed already: nothing more
+        // Its waiter never resumes: the start is left out.
+        t.handoff_released(1, 1, 3000, "mmap_sem hand-off", "mmap_sem", "a/t1 on a/v1", 4, "a/t4");
+        let e = events(&t);
+        let got: Vec<(&str, &str, f64, u64)> =
+            e.iter().map(|e| (e["ph"].as_str().unwrap(), e["name"].as_str().unwrap(), e["ts"].as_f64().unwrap(), e["tid"].as_u64().unwrap())).collect();
+        assert_eq!(
+            got,
+            [
+                ("X", "release: futex-queue", 2.0, 0),
+                ("s", "spinlock hand-off", 2.0, 0),
+                ("X", "resume: futex-queue", 2.5, 2),
+                ("f", "spinlock hand-off", 2.5, 2),
+                ("X", "release: mmap_sem", 3.0, 1),
+            ]
+        );
+        assert_eq!((e[1]["id"].as_u64(), e[3]["id"].as_u64()), (Some(2), Some(2)));
+        assert!(e[1]["cat"] == HANDOFF_CATEGORY && e[3]["cat"] == HANDOFF_CATEGORY);
+        assert_eq!((e[1].get("bp"), e[3]["bp"].as_str()), (None, Some("e")));
+        assert_eq!(e[0]["dur"].as_f64(), Some(0.0));
+        assert_eq!((e[0]["args"]["to"].as_str(), e[2]["args"]["from"].as_str()), (Some("a/t3"), Some("a/t0 on a/v0")));
     }
 
     #[test]

@@ -273,6 +273,7 @@ impl Sim {
             polls: VecDeque::new(),
             topology,
             ws,
+            handoffs: self.trace.is_some().then(Box::default),
         });
         self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids, node_affinity, memory_nodes });
         if spec.bare_metal {

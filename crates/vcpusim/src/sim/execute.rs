@@ -202,6 +202,9 @@ impl Sim {
             let (guest, mut env) = self.guest_env(vm);
             let next = guest.run(&mut env, i, entry);
             entry = Entry::Resume;
+            if self.trace.is_some() {
+                self.trace_handoffs(vm);
+            }
             match next {
                 Next::Run { kind, work } => return self.start_timed(v, Activity::Thread, kind, work),
                 Next::Handler { work } => {

@@ -6,8 +6,9 @@
 //! process 1 + VM index is a VM with one thread per vCPU (its index in the VM).
 
 use super::state::Sim;
+use crate::guest::handoff::{HandOff, HandOffEvent};
 use crate::hypervisor::policy::VcpuState;
-use crate::ids::{PcpuId, VcpuId};
+use crate::ids::{PcpuId, ThreadId, VcpuId};
 use crate::metrics::trace::OffReason;
 use crate::vmexit::IpiKind;
 
@@ -103,6 +104,42 @@ impl Sim {
         let sender = self.vcpu_label(from);
         if let Some(tr) = self.trace.as_mut() {
             tr.ipi_received(to.idx(), pid, tid, &format!("{} received", kind.name()), self.now, &[("from", sender.into())]);
+        }
+    }
+
+    /// `vm/tN`: thread `t` by its index in its VM.
+    fn thread_label(&self, t: ThreadId) -> String {
+        let th = &self.threads[t.idx()];
+        format!("{}/t{}", self.vminfo[th.vm.idx()].name, th.index)
+    }
+
+    /// The lock hand-offs VM `vm`'s guest recorded during its last `run` (guest/handoff.rs): a
+    /// flow arrow from the release on the releasing vCPU's track to where the waiter resumes on
+    /// its own vCPU's track.
+    pub(super) fn trace_handoffs(&mut self, vm: usize) {
+        let Some(log) = self.guests[vm].handoffs.as_mut() else { return };
+        if log.is_empty() {
+            return;
+        }
+        let records: Vec<HandOff> = log.drain().collect();
+        for HandOff { at, event } in records {
+            match event {
+                HandOffEvent::Release { kind, lock, from, from_vcpu, to } => {
+                    let (pid, tid) = self.vcpu_track(from_vcpu);
+                    let from_label = format!("{} on {}", self.thread_label(from), self.vcpu_label(from_vcpu));
+                    let to_label = self.thread_label(to);
+                    if let Some(tr) = self.trace.as_mut() {
+                        tr.handoff_released(pid, tid, at, kind.name(), &lock, &from_label, to.idx(), &to_label);
+                    }
+                }
+                HandOffEvent::Resume { thread, vcpu } => {
+                    let (pid, tid) = self.vcpu_track(vcpu);
+                    let label = format!("{} on {}", self.thread_label(thread), self.vcpu_label(vcpu));
+                    if let Some(tr) = self.trace.as_mut() {
+                        tr.handoff_resumed(thread.idx(), &label, pid, tid, at);
+                    }
+                }
+            }
         }
     }
 
