@@ -61,6 +61,11 @@ pub struct GuestVcpu {
     pub mm_loaded: bool,
     /// A guest tick is armed.
     pub tick_armed: bool,
+    /// The event channel of the VM's network device is pending on this vCPU (its bit in
+    /// shared_info's `evtchn_pending`, set by the hypervisor: guest/netrx.rs).
+    pub virq_pending: bool,
+    /// The device interrupt handler being run (hard IRQ, then its softirq), if any.
+    pub dev_irq: Option<super::netrx::DevIrq>,
 }
 
 impl GuestVcpu {
@@ -74,6 +79,8 @@ impl GuestVcpu {
             func: KernelFn::Idle,
             mm_loaded: false,
             tick_armed: false,
+            virq_pending: false,
+            dev_irq: None,
         }
     }
 
@@ -124,6 +131,8 @@ pub struct GuestKernel {
     pub topology: Option<super::placement::GuestTopology>,
     /// The Tascell runtime of a program with `Op::WorkSteal` (guest/worksteal.rs).
     pub ws: Option<Box<super::worksteal::WorkStealing>>,
+    /// The network stack of a VM with a network device (guest/netrx.rs).
+    pub net: Option<Box<super::netrx::NetStack>>,
 }
 
 impl GuestKernel {
@@ -134,7 +143,7 @@ impl GuestKernel {
     #[inline]
     pub fn has_events(&self, index: usize) -> bool {
         let gv = &self.vcpus[index];
-        !gv.pending_ipis.is_empty() || !gv.runqueue.is_empty()
+        !gv.pending_ipis.is_empty() || !gv.runqueue.is_empty() || gv.virq_pending
     }
 
     /// A new spinlock of the guest's kind in the host-wide lock table.
