@@ -131,8 +131,8 @@ pub enum Upcall {
     /// `send_guest_pirq` -> `evtchn_port_set_pending(d, chn->notify_vcpu_id, ..)`). The guest
     /// answers whether the port's pending bit was newly set (`evtchn_2l_set_pending`'s
     /// `test_and_set_bit`): only then does the hypervisor kick the vCPU (`vcpu_mark_events_pending`
-    /// -> `vcpu_kick` -> `vcpu_unblock` -> `vcpu_wake`). Not a `Copy` payload of the IPI kind:
-    /// see [`Virq`].
+    /// -> `hvm_assert_evtchn_irq` -> `vcpu_kick` -> `vcpu_unblock` -> `vcpu_wake`). The payload is
+    /// the frame, not an IPI: see [`Virq`].
     DeviceIrq(Virq),
     /// Notice that the vCPU is about to be preempted (seed 003, IRS: the guest may migrate its
     /// current thread away first). For later issues: never sent yet.

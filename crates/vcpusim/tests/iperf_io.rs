@@ -121,6 +121,42 @@ fn runs_are_deterministic_and_runs_without_a_device_keep_their_columns() {
 #[test]
 fn an_irq_vcpu_outside_the_vm_is_a_clear_error() {
     let text = "[host]\npcpus = 2\n[[vm]]\nname = \"io\"\nvcpus = 2\nworkload = \"iperf\"\nparams = { irq_vcpu = 2 }\n";
-    let err = vcpusim::api::load_scenario(text, "s.toml").err().expect("irq_vcpu 2 of 2 vCPUs").to_string();
+    let Err(err) = vcpusim::api::load_scenario(text, "s.toml") else { panic!("irq_vcpu 2 of 2 vCPUs loaded") };
+    let err = err.to_string();
     assert!(err.contains("s.toml") && err.contains("irq_vcpu = 2") && err.contains("vcpus = 2"), "{err}");
+}
+
+#[test]
+fn a_long_link_makes_the_stream_window_limited() {
+    // With 1 ms each way, the ACK clock, not the link, sets the pace: at most the receive
+    // buffer's whole segments are unacknowledged per round trip (two latencies plus a frame's
+    // serialization; the guest's few microseconds per frame are left out of the estimate).
+    let text = "[host]\npcpus = 1\npolicy = \"credit\"\nparams = { xen = \"4.7\" }\n\
+                [[vm]]\nname = \"io\"\nvcpus = 1\nworkload = \"iperf\"\nparams = { latency = \"1ms\" }\n\
+                [run]\nduration = \"1s\"\nseed = 1\n";
+    let t = vm_table(&run_toml(text, true));
+    let nic = NicSpec::iperf(Protocol::Tcp);
+    let mss = u64::from(nic.payload());
+    let window = nic.rcvbuf / mss * mss;
+    let rtt_ns = 2 * 1_000_000 + nic.serialize(nic.wire_bytes());
+    let expected = window as f64 * 8.0 * 1e3 / rtt_ns as f64;
+    let got = num(&t, "io", "throughput_mbps");
+    assert!(expected < 0.5 * nic.link_goodput_mbps(), "the estimate {expected} must be window-bound");
+    assert!((got - expected).abs() / expected < 0.05, "{got} Mbit/s, a window per round trip gives {expected:.1}");
+}
+
+#[test]
+fn a_receive_path_slower_than_the_link_sets_the_throughput() {
+    // 20 us of softirq per frame is more than the 12.3 us a frame takes on the wire: the vCPU,
+    // busy in its interrupt handler, can take at most one frame per 20 us (plus the hard IRQ
+    // when a poll finds the ring empty), so the stream slows to what it can acknowledge.
+    let text = "[host]\npcpus = 1\npolicy = \"credit\"\nparams = { xen = \"4.7\" }\n\
+                [[vm]]\nname = \"io\"\nvcpus = 1\nworkload = \"iperf\"\nparams = { softirq_per_packet = \"20us\" }\n\
+                [run]\nduration = \"500ms\"\nseed = 1\n";
+    let t = vm_table(&run_toml(text, true));
+    let got = num(&t, "io", "throughput_mbps");
+    let cpu_bound = 1448.0 * 8.0 * 1e3 / 20_000.0;
+    assert!(got < 0.8 * NicSpec::iperf(Protocol::Tcp).link_goodput_mbps(), "{got} Mbit/s");
+    assert!(got <= cpu_bound * 1.01, "{got} Mbit/s, the softirq allows at most {cpu_bound:.1}");
+    assert!(got > 0.8 * cpu_bound, "{got} Mbit/s against the softirq's {cpu_bound:.1}");
 }

@@ -8,8 +8,10 @@
 //! the VM's designated vCPU (`device_irq`), as Xen 4.7 does for a guest's interrupt:
 //! `send_guest_pirq` -> `evtchn_port_set_pending(d, chn->notify_vcpu_id, ..)` ->
 //! `evtchn_2l_set_pending` (the port's pending bit, in shared memory: the guest's
-//! `GuestKernel::device_irq`) -> `vcpu_mark_events_pending` -> `vcpu_kick` -> `vcpu_unblock` ->
-//! `vcpu_wake` (xen/common/event_channel.c, event_2l.c, arch/x86/domain.c, common/schedule.c).
+//! `GuestKernel::device_irq`) -> `vcpu_mark_events_pending` -> (an HVM guest with a callback
+//! vector) `hvm_assert_evtchn_irq` -> `vcpu_kick` -> `vcpu_unblock` -> `vcpu_wake`
+//! (xen/common/event_channel.c, event_2l.c, arch/x86/domain.c, arch/x86/hvm/irq.c,
+//! common/schedule.c).
 //! `vcpu_unblock` wakes only a blocked vCPU, so the policy's `wake` (Credit's
 //! `csched_vcpu_wake`, whose BOOST is for a vCPU that was not on a run queue) runs for a vCPU
 //! halted in its idle loop and never for one that is runnable but preempted: that one takes
