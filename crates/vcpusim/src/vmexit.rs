@@ -76,6 +76,11 @@ pub enum Exit {
     PauseLoop,
     /// The end-of-interrupt write of a handler (`Policy::ipi_handled`).
     Eoi { kind: IpiKind },
+    /// netfront's transmit notify (`notify_remote_via_irq` -> `EVTCHNOP_send`, a hypercall) of
+    /// a TCP acknowledgement the guest's receive path built (seed 002 section 3.2: the ACKs a
+    /// delayed handling delays): cumulative bytes `acked` and the receive window advertised
+    /// past them. The host hands it to the VM's network device (`sim/device.rs`).
+    NetTx { device: u32, acked: u64, window: u64 },
     /// A paravirtual hypercall. None is made yet: they are defined for the seeds that need them
     /// (later issues), so that the line has its final shape.
     Hypercall(Hypercall),
@@ -92,6 +97,25 @@ pub enum Hypercall {
     Poll,
 }
 
+/// One received frame of a VM's network device (seed 002 section 3.2, `sim/device.rs`): the
+/// end of its payload in the byte stream (TCP) or its datagram number (UDP), its payload bytes,
+/// and when the remote sender sent it (the timestamp iperf's UDP client writes in each
+/// datagram, from which the server computes jitter).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet {
+    pub seq_end: u64,
+    pub bytes: u32,
+    pub sent_at: Nanos,
+}
+
+/// A virtual IRQ of a VM's device (`Upcall::DeviceIrq`): which device (its index in the host's
+/// device table) and the frame it put in the receive ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Virq {
+    pub device: u32,
+    pub packet: Packet,
+}
+
 /// What the host does to a guest vCPU (`Sim::upcall`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Upcall {
@@ -102,6 +126,14 @@ pub enum Upcall {
     Interrupt(Ipi),
     /// The guest's timer tick fires (only on a running vCPU: a preempted one takes none).
     TimerTick,
+    /// A device's frame was put in the VM's receive ring (the backend's copy into guest
+    /// memory) and the device's event channel set pending on its designated vCPU (Xen 4.7
+    /// `send_guest_pirq` -> `evtchn_port_set_pending(d, chn->notify_vcpu_id, ..)`). The guest
+    /// answers whether the port's pending bit was newly set (`evtchn_2l_set_pending`'s
+    /// `test_and_set_bit`): only then does the hypervisor kick the vCPU (`vcpu_mark_events_pending`
+    /// -> `hvm_assert_evtchn_irq` -> `vcpu_kick` -> `vcpu_unblock` -> `vcpu_wake`). The payload is
+    /// the frame, not an IPI: see [`Virq`].
+    DeviceIrq(Virq),
     /// Notice that the vCPU is about to be preempted (seed 003, IRS: the guest may migrate its
     /// current thread away first). For later issues: never sent yet.
     PreemptNotice,
@@ -233,6 +265,14 @@ pub enum KernelFn {
     FlushTlbOthers,
     /// An IPI handler: smp_reschedule_interrupt or flush_tlb_func.
     IpiHandler,
+    /// A device's hard IRQ (seed 002 Table 3, kernel/softirq.c `irq_enter` to the handler:
+    /// Linux 4.4 `xen_evtchn_do_upcall` -> `handle_irq_event` -> netfront's
+    /// `xennet_rx_interrupt` -> `napi_schedule`).
+    IrqEnter,
+    /// Softirq work on the way out of a hard IRQ (Table 3, kernel/softirq.c `irq_exit` ->
+    /// `invoke_softirq` -> `__do_softirq` -> `net_rx_action`: the NAPI poll, TCP/UDP receive,
+    /// the ACK and the reader's wake-up).
+    IrqExit,
 }
 
 impl KernelFn {
@@ -245,6 +285,8 @@ impl KernelFn {
             KernelFn::FutexWake => "futex_wake",
             KernelFn::FlushTlbOthers => "flush_tlb_others",
             KernelFn::IpiHandler => "ipi_handler",
+            KernelFn::IrqEnter => "irq_enter",
+            KernelFn::IrqExit => "irq_exit",
         }
     }
 }

@@ -106,6 +106,7 @@ impl GuestKernel {
                 Step::Do(Action::MmSem(MmSemOp::UpWrite)),
             ],
             Op::Progress => vec![Step::Do(Action::Progress)],
+            Op::SockRecv { len } => vec![Step::Do(Action::SockRecv { len })],
             Op::Loop { .. } => unreachable!("loops are compiled away"),
             Op::WorkSteal => unreachable!("fetch_op runs the worker"),
         }

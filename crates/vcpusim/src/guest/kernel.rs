@@ -61,6 +61,11 @@ pub struct GuestVcpu {
     pub mm_loaded: bool,
     /// A guest tick is armed.
     pub tick_armed: bool,
+    /// The event channel of the VM's network device is pending on this vCPU (its bit in
+    /// shared_info's `evtchn_pending`, set by the hypervisor: guest/netrx.rs).
+    pub virq_pending: bool,
+    /// The device interrupt handler being run (hard IRQ, then its softirq), if any.
+    pub dev_irq: Option<super::netrx::DevIrq>,
 }
 
 impl GuestVcpu {
@@ -74,6 +79,8 @@ impl GuestVcpu {
             func: KernelFn::Idle,
             mm_loaded: false,
             tick_armed: false,
+            virq_pending: false,
+            dev_irq: None,
         }
     }
 
@@ -127,6 +134,8 @@ pub struct GuestKernel {
     /// Lock hand-offs for the trace's flow arrows (guest/handoff.rs): `Some` only in a traced
     /// run, so an untraced one records nothing.
     pub handoffs: Option<Box<super::handoff::HandOffLog>>,
+    /// The network stack of a VM with a network device (guest/netrx.rs).
+    pub net: Option<Box<super::netrx::NetStack>>,
 }
 
 impl GuestKernel {
@@ -137,7 +146,7 @@ impl GuestKernel {
     #[inline]
     pub fn has_events(&self, index: usize) -> bool {
         let gv = &self.vcpus[index];
-        !gv.pending_ipis.is_empty() || !gv.runqueue.is_empty()
+        !gv.pending_ipis.is_empty() || !gv.runqueue.is_empty() || gv.virq_pending
     }
 
     /// A new spinlock of the guest's kind in the host-wide lock table.

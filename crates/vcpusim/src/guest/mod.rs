@@ -15,6 +15,7 @@ pub mod interpreter;
 pub mod kernel;
 pub mod kernel_fn;
 pub mod mm_sem;
+pub mod netrx;
 pub mod objects;
 pub mod placement;
 pub mod run;

@@ -111,6 +111,8 @@ impl SyncObjects {
             // Not a futex word: nobody futex_waits on the semaphore; its sleepers are queued
             // by guest/mm_sem.rs. The owner's presence stands in for the rwsem count.
             FutexKey::MmSem => u64::from(self.mm_sem.owner.is_some()),
+            // Not a futex word either: the socket's sleeper is woken by the receive path.
+            FutexKey::Socket => 0,
         }
     }
 }
@@ -152,6 +154,7 @@ impl SyncObjects {
             FutexKey::Barrier(i) => DATA_BASE + 2 * ARRAY_STRIDE + i as u64 * BARRIER_SIZE,
             // Not a futex (its wait list has its own spinlock); never hashed.
             FutexKey::MmSem => MM_STRUCT,
+            FutexKey::Socket => MM_STRUCT,
         }
     }
 

@@ -45,12 +45,20 @@ impl GuestKernel {
             gv.func = KernelFn::IpiHandler;
             return Next::ResumeHandler;
         }
+        if let Some(phase) = gv.dev_irq {
+            // A device handler (or its softirq) a deschedule interrupted resumes where it stopped.
+            gv.func = phase.func();
+            return Next::ResumeHandler;
+        }
         if let Some(ipi) = gv.pending_ipis.pop_front() {
             // Saturating: the loader bounds the product (`scenario/bounds.rs`), a Rust caller may not.
             let work = env.costs.ipi_handler.saturating_add(u64::from(ipi.pages).saturating_mul(env.costs.tlb_flush_per_page));
             gv.irq = Some(ipi);
             gv.func = KernelFn::IpiHandler;
             return Next::Handler { work };
+        }
+        if let Some(next) = self.take_device_irq(i) {
+            return next;
         }
         let mut entry = entry;
         loop {
@@ -348,6 +356,7 @@ impl GuestKernel {
             }
             Action::MmSem(op) => self.mm_sem_action(env, i, t, op),
             Action::Ws(action) => self.ws_action(env, t, action),
+            Action::SockRecv { len } => return self.sock_recv(env, i, t, len),
             Action::Progress => {
                 self.stats.progress += 1;
                 if self.finished_at.is_none() && self.iterations.is_some_and(|n| self.stats.progress >= n) {
@@ -362,7 +371,8 @@ impl GuestKernel {
     /// After a thread slept or exited: every live thread of an unfinished VM sleeping is a
     /// deadlock (only the VM's own threads could wake them), reported as `Next::Stop`.
     fn deadlock(&self, threads: &[Thread], now: Nanos) -> Option<Next> {
-        (self.all_blocked() && self.finished_at.is_none()).then(|| Next::Stop(Box::new(self.deadlock_report(threads, now))))
+        // A thread asleep on the socket is woken by the device, not by another thread.
+        (self.all_blocked() && self.finished_at.is_none() && !self.net_can_wake()).then(|| Next::Stop(Box::new(self.deadlock_report(threads, now))))
     }
 
     /// The host paused vCPU `i`'s thread activity after `elapsed` ns in which `work` work-ns got

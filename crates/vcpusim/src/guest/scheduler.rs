@@ -162,6 +162,7 @@ impl GuestKernel {
                 None => format!("condition variable {c}"),
             },
             FutexKey::MmSem => "the mm's mmap_sem (down_write)".to_string(),
+            FutexKey::Socket => "the network socket (sk_wait_data)".to_string(),
         }
     }
 

@@ -49,6 +49,9 @@ pub enum FutexKey {
     /// Not a futex: the wait list of the mm's mmap_sem (guest/mm_sem.rs). It shares the
     /// sleep / wake machinery, so a thread sleeping on it is `Blocked(MmSem)`.
     MmSem,
+    /// Not a futex: the wait queue of the network socket (`sk_wait_data`, guest/netrx.rs),
+    /// woken by the receive softirq.
+    Socket,
 }
 
 /// What a user-level spin waits for.
@@ -117,6 +120,8 @@ pub enum Action {
     /// Start a TLB shootdown for `pages` pages.
     TlbShootdown { pages: u32 },
     Progress,
+    /// recv() on the network socket (`Op::SockRecv`, guest/netrx.rs).
+    SockRecv { len: u32 },
     /// A step of the Tascell worker runtime (guest/worksteal.rs).
     Ws(super::worksteal::WsAction),
 }

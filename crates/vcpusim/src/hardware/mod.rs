@@ -4,5 +4,6 @@
 pub mod contention;
 pub mod costs;
 pub mod cpumask;
+pub mod nic;
 pub mod speed;
 pub mod topology;

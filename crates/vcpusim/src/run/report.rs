@@ -24,6 +24,12 @@ pub const VM_COLUMNS: &[&str] = &[
     "slowdown_module_frontend", "slowdown_module_fpu", "slowdown_llc", "slowdown_numa_remote",
 ];
 
+/// Columns vms.csv gains when the run has a network device (seed 002's iperf: `sim/device.rs`),
+/// after `VM_COLUMNS`: what recv returned in Mbit/s, and UDP's jitter (iperf's RFC 1889
+/// estimate) in ms; empty for a VM without a device, and jitter empty for TCP. Runs without a
+/// device keep the table they had.
+pub const NET_COLUMNS: &[&str] = &["throughput_mbps", "jitter_ms"];
+
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
@@ -47,7 +53,12 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         .map(|k| (0..sim.vms.len()).filter(|&i| pool_of_vm(i) == k).map(|i| sim.vms[i].sched.weight as u64).sum())
         .collect();
 
+    let net = !sim.devices.is_empty();
     let mut vms = VM_COLUMNS.join(",");
+    if net {
+        vms.push(',');
+        vms.push_str(&NET_COLUMNS.join(","));
+    }
     vms.push('\n');
     let mut metrics = String::from("vm,metric,value\n");
     for (i, vm) in sim.vms.iter().enumerate() {
@@ -113,6 +124,12 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         ];
         debug_assert_eq!(row.len(), VM_COLUMNS.len());
         vms.push_str(&row.join(","));
+        if net {
+            let stack = guest.net.as_deref();
+            let throughput = stack.map(|n| format!("{:.3}", n.throughput_mbps(sim_time))).unwrap_or_default();
+            let jitter = stack.and_then(|n| n.jitter_ms()).map(|j| format!("{j:.4}")).unwrap_or_default();
+            write!(vms, ",{throughput},{jitter}").expect("writing to a String cannot fail");
+        }
         vms.push('\n');
 
         let name = csv_field(&info.name);
@@ -145,6 +162,15 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         }
         put("wakeups", s.wakeups.to_string());
         put("futex_wakes", gs.futex_wakes.to_string());
+        if let Some(n) = guest.net.as_deref() {
+            // Seed 002's network device (sim/device.rs, guest/netrx.rs): frames received, the
+            // virtual IRQs relayed for them, ACKs sent, bytes recv returned.
+            let dev = &sim.devices[n.device as usize];
+            put("net_frames", dev.frames.to_string());
+            put("net_virqs", dev.virqs.to_string());
+            put("net_acks", n.acks.to_string());
+            put("net_bytes_read", n.bytes_read.to_string());
+        }
         if let Some(samples) = &sim.samples {
             for (at, per_vm) in &samples.rows {
                 put(&format!("pcpu_time_ms[{:.3}s]", *at as f64 / 1e9), f3(to_ms(per_vm[i])));

@@ -1184,6 +1184,15 @@ fn builtin_program(
         let key = if about_param { section.key("params") } else { section.path.clone() };
         error(section.file, &key, format!("VM {vm_name:?}: {m}"))
     })?;
+    if let Some(nic) = &program.nic {
+        // The device's event channel is bound to one of the VM's own vCPUs.
+        if nic.irq_vcpu >= vcpus {
+            return Err(section.error_at(
+                "params",
+                format!("VM {vm_name:?}: irq_vcpu = {} names no vCPU; expected an index below vcpus = {vcpus}", nic.irq_vcpu),
+            ));
+        }
+    }
     Ok((program, threads, params))
 }
 

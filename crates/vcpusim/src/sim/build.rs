@@ -86,6 +86,7 @@ impl Sim {
             speed_factors: Vec::new(),
             usage: PcpuUsage::new(&sc.host.topology, sc.vms.len()),
             vm_speed: Vec::new(),
+            devices: Vec::new(),
             vm_costs: Vec::new(),
             online_at: (0..npcpus)
                 .map(|p| {
@@ -253,6 +254,13 @@ impl Sim {
             thread_ids.push(t);
         }
         let ws = program.work_stealing.clone().map(|spec| Box::new(crate::guest::worksteal::WorkStealing::new(spec, &thread_ids)));
+        // A network device (seed 002 section 3.2): the host's end in `devices`, the guest's stack.
+        let net = program.nic.clone().map(|nic| {
+            let d = self.devices.len() as u32;
+            let v = vcpu_ids[(nic.irq_vcpu as usize).min(vcpu_ids.len() - 1)];
+            self.devices.push(super::device::NetDevice::new(nic.clone(), v));
+            Box::new(crate::guest::netrx::NetStack::new(d, nic))
+        });
         self.guests.push(GuestKernel {
             vm,
             name: spec.name.clone(),
@@ -274,6 +282,7 @@ impl Sim {
             topology,
             ws,
             handoffs: self.trace.is_some().then(Box::default),
+            net,
         });
         self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids, node_affinity, memory_nodes });
         if spec.bare_metal {

@@ -166,6 +166,7 @@ impl Sim {
                 }
             }
             Activity::Overhead { halting: false } => {}
+            Activity::Irq if self.guests[vm].in_device_irq(i) => return self.device_handler_done(v),
             Activity::Irq => {
                 // The handler's EOI exits to the hypervisor; then the guest returns from it.
                 let ipi = self.guests[vm].handler_done(i);

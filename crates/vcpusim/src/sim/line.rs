@@ -27,6 +27,7 @@ impl Sim {
             Exit::Eoi { kind } => self.with_vcpu_policy(v, |pol, ctx| pol.ipi_handled(ctx, v, kind)),
             // No guest mechanism makes hypercalls yet (the paravirtual seeds add them): reaching
             // this is a model error, reported as one rather than a panic.
+            Exit::NetTx { device, acked, window } => self.net_tx(device, acked, window),
             Exit::Hypercall(h) => self.model_gap(format!("hypercall {h:?} from vCPU {v}: no host handler yet")),
         }
     }
@@ -46,6 +47,7 @@ impl Sim {
                     self.dispatch(v);
                 }
             }
+            Upcall::DeviceIrq(virq) => self.device_irq(v, virq),
             Upcall::TimerTick => self.timer_tick(v),
             Upcall::PreemptNotice => self.model_gap(format!("preemption notice to vCPU {v}: no guest handler yet (seed 003)")),
         }

@@ -2,6 +2,7 @@
 
 pub mod build;
 pub mod contention;
+pub mod device;
 pub mod execute;
 pub mod hypervisor_ops;
 pub mod invariants;
@@ -44,6 +45,7 @@ impl Sim {
             let at = self.online_at[p as usize];
             self.queue.push(at, Event::PcpuOnline(PcpuId(p)));
         }
+        self.start_devices();
     }
 
     /// Process events until `duration`, the event budget, or every VM with an iteration target
@@ -120,6 +122,9 @@ impl Sim {
                 }
             }
             Event::PoolChange(p, to) => self.move_pcpu(p, to),
+            Event::NicRx(d) => self.on_nic_rx(d),
+            Event::NicAck(d) => self.on_nic_ack(d),
+            Event::NicSend(d) => self.on_nic_send(d),
             Event::GuestTick(v) => self.upcall(v, crate::vmexit::Upcall::TimerTick),
             Event::PcpuOnline(p) => {
                 self.pcpus[p.idx()].online = true;

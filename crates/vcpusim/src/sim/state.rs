@@ -113,6 +113,12 @@ pub enum Event {
     GuestTick(VcpuId),
     /// A pCPU makes its first scheduling decision.
     PcpuOnline(PcpuId),
+    /// A frame of network device `d` reaches its NIC and is relayed to the VM (`sim/device.rs`).
+    NicRx(u32),
+    /// An ACK of network device `d`'s VM reaches the remote sender (`sim/device.rs`).
+    NicAck(u32),
+    /// The remote UDP sender of network device `d` sends its next datagram (`sim/device.rs`).
+    NicSend(u32),
     /// `[[vm.sched_pe]]`: the VM's class becomes (type, u_factor).
     VmReconfigure(crate::ids::VmId, crate::hypervisor::policy::VmType, f64),
 }
@@ -182,6 +188,9 @@ pub struct Sim {
     pub usage: crate::metrics::pcpu_usage::PcpuUsage,
     /// Each VM's costs: the host's `[host.costs]`, or `Costs::native` for a bare-metal VM.
     pub vm_costs: Vec<crate::hardware::costs::Costs>,
+    /// The network devices of VMs with one (seed 002 section 3.2, `sim/device.rs`), by device
+    /// index.
+    pub devices: Vec<super::device::NetDevice>,
     /// Each VM's fixed speed factor (`[host.costs] virt_overhead`; 1.0 on bare metal), by VM.
     pub vm_speed: Vec<Speed>,
 }

@@ -108,6 +108,10 @@ pub enum Op {
     Progress,
     /// Repeat `body` `count` times, or forever when `None`.
     Loop { count: Option<u64>, body: Vec<Op> },
+    /// recv() on the socket of the program's network device (`Program::nic`): up to `len`
+    /// bytes of a TCP stream, or one UDP datagram; sleeps until data is there (`sk_wait_data`,
+    /// guest/netrx.rs).
+    SockRecv { len: u32 },
     /// Be worker `i` (the thread's index) of the program's work-stealing computation
     /// (`Program::work_stealing`) until it is over: Tascell's worker loop (guest/worksteal.rs).
     /// Mutex and condition variable `i` are the worker's `thr->mut` and `thr->cond`.
@@ -142,6 +146,9 @@ pub struct Program {
     pub progress_unit: &'static str,
     /// The computation `Op::WorkSteal` threads share.
     pub work_stealing: Option<super::worksteal::WorkStealSpec>,
+    /// The VM's network device, which `Op::SockRecv` reads from (seed 002 section 3.2;
+    /// `hardware/nic.rs`, `sim/device.rs`, `guest/netrx.rs`).
+    pub nic: Option<crate::hardware::nic::NicSpec>,
 }
 
 impl Program {
@@ -155,6 +162,7 @@ impl Program {
             kernel_locks: Vec::new(),
             progress_unit,
             work_stealing: None,
+            nic: None,
         }
     }
 
@@ -184,6 +192,14 @@ impl Program {
                     Op::CondSignal { cond, .. } => check("condition variable", *cond, p.conds)?,
                     Op::QueuePut(q) | Op::QueueGet(q) => check("queue", *q, p.queues.len())?,
                     Op::Loop { body, .. } => walk(body, p, t, users)?,
+                    Op::SockRecv { len } => {
+                        if p.nic.is_none() {
+                            return Err(format!("thread {t}: a socket recv op needs the program's network device"));
+                        }
+                        if *len == 0 {
+                            return Err(format!("thread {t}: a socket recv of 0 bytes never receives"));
+                        }
+                    }
                     Op::WorkSteal => {
                         if p.work_stealing.is_none() {
                             return Err(format!("thread {t}: a work-steal op needs the program's work-stealing computation"));

@@ -8,6 +8,8 @@
 mod barrier;
 mod cpu_bound;
 mod idle;
+pub mod iperf;
+mod lookbusy;
 mod mutex;
 pub mod npb;
 pub mod parsec;
@@ -21,6 +23,8 @@ use super::Workload;
 pub use barrier::BarrierWorkload;
 pub use cpu_bound::CpuBound;
 pub use idle::Idle;
+pub use iperf::Iperf;
+pub use lookbusy::Lookbusy;
 pub use mutex::MutexWorkload;
 pub use pipeline::Pipeline;
 pub use tlb::Tlb;
@@ -61,6 +65,8 @@ pub static ALL: &[&dyn Workload] = &[
     &spec2000::BZIP2,
     &tascell::FIB,
     &tascell::NQUEEN,
+    &Iperf,
+    &Lookbusy,
 ];
 
 /// Shared checks for the workload tests.
