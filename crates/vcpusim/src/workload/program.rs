@@ -142,6 +142,10 @@ pub struct Program {
     pub progress_unit: &'static str,
     /// The computation `Op::WorkSteal` threads share.
     pub work_stealing: Option<super::worksteal::WorkStealSpec>,
+    /// Report the spin-wait of each `kernel_locks` class in metrics.csv
+    /// (`spin_wait_count[class]`, `spin_wait_mean_us[class]`, `spin_wait_max_us[class]`): set by
+    /// workloads whose calibration targets are per-lock-class waits (seed 002 Table 4a).
+    pub report_lock_classes: bool,
 }
 
 impl Program {
@@ -155,6 +159,7 @@ impl Program {
             kernel_locks: Vec::new(),
             progress_unit,
             work_stealing: None,
+            report_lock_classes: false,
         }
     }
 
