@@ -133,3 +133,19 @@ fn a_spec2006_copy_runs_its_cpu_time_undisturbed() {
     assert!((done - 4_825.0).abs() < 5.0, "{done} ms");
     assert_eq!(num(&t, "app", "kernel_time_ms"), 0.0);
 }
+
+#[test]
+fn dedup_and_vips_solo_shootdown_latency_is_table_4bs_order() {
+    // Seed 002 Table 4b, solo: dedup avg 28 us (min 5, max 1,927), vips avg 55 us (min 5,
+    // max 2,052). The PARSEC models (calibrated to seed 000's 8-vCPU rates) run here with 12
+    // threads (dedup: 3 x 12 + 2) on 12 vCPUs.
+    for (workload, avg) in [("parsec.dedup", 28.0), ("parsec.vips", 55.0)] {
+        let (_, m) = solo(workload, 300);
+        let mean = m["tlb_shootdown_latency_mean_us"];
+        println!("{workload} solo: TLB shootdown mean {mean:.1} us, max {:.1} us (Table 4b: {avg})", m["tlb_shootdown_latency_max_us"]);
+        // The model's solo latency is mechanical (11 IPI-send exits of 2 us, the handlers):
+        // ~29 us for both, dedup's average; vips' 55 us and both tails of ~2 ms are not
+        // reproduced (docs/model.md § seed 002: workload models). Order of magnitude only.
+        assert!((0.5 * avg..=2.0 * avg).contains(&mean), "{workload}: {mean:.1} us");
+    }
+}

@@ -11,7 +11,9 @@
 //! contention has no op (the contention model of `[host.contention]` can add it).
 //!
 //! **Runtime**: SPEC's reference time of the benchmark (on the Sun Ultra Enterprise 2 reference
-//! machine; a SPEC ratio is reference time / runtime) divided by an assumed ratio of 20 for one
+//! machine; a SPEC ratio is reference time / runtime; 400.perlbench's 9,770 s is the documented
+//! example; the other CINT2006 reference times are written from SPEC's published table and were
+//! not found in our stored sources: to verify) divided by an assumed ratio of 20 for one
 //! core of the seed's 2.4 GHz Xeon E5645 (assumed: Westmere-EP CINT2006 base ratios are of that
 //! order; per-benchmark ratios are not in our sources). `scale` shortens runs.
 //!
