@@ -149,3 +149,14 @@ fn dedup_and_vips_solo_shootdown_latency_is_table_4bs_order() {
         assert!((0.5 * avg..=2.0 * avg).contains(&mean), "{workload}: {mean:.1} us");
     }
 }
+
+#[test]
+fn a_kernel_share_too_small_for_a_job_is_a_clear_error() {
+    let text = format!("{HOST}{}[run]\nduration = \"10ms\"\n", vm("app", "mosbench.gmake", "[vm.params]\nkernel_share = 0.01\n"));
+    let err = match vcpusim::api::load_scenario(&text, "gmake.toml") {
+        Err(e) => e.to_string(),
+        Ok(sc) => vcpusim::api::run(&sc, &Default::default()).expect_err("a job too small for its kernel paths").to_string(),
+    };
+    println!("{err}");
+    assert!(err.contains("kernel_share 0.01") && err.contains("mosbench.gmake"), "{err}");
+}

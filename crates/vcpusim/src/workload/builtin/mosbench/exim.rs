@@ -34,7 +34,7 @@
 use super::{fault_in, fault_kernel, free_kernel, free_pages, kernel, section, KernelLocks, BATCH_PAGES, DENTRY_HOLD, RQ_HOLD};
 use crate::hardware::costs::Costs;
 use crate::params::{ParamSpec, Params};
-use crate::time::{Nanos, US};
+use crate::time::{format_duration, Nanos, US};
 use crate::workload::program::{Dist, ObjIndex, Op, Program};
 use crate::workload::Workload;
 
@@ -81,8 +81,11 @@ pub fn fault_work(message: Nanos, kernel_share: f64) -> Result<Nanos, String> {
         + (syscall + EXIT_WORK) + (syscall + RQ_HOLD);
     if kernel_total < fixed as f64 {
         return Err(format!(
-            "a message of {message} ns with kernel_share {kernel_share} has {kernel_total:.0} ns of kernel time; its \
-             itemized kernel paths need {fixed} ns"
+            "a message of {} with kernel_share {kernel_share} has {} of kernel time; its itemized kernel paths need {}; \
+             raise kernel_share or message",
+            format_duration(message),
+            format_duration(kernel_total.round() as Nanos),
+            format_duration(fixed)
         ));
     }
     Ok(((kernel_total - fixed as f64) / batches as f64).round() as Nanos)

@@ -36,7 +36,7 @@
 use super::{fault_batch, fault_in, fault_kernel, free_kernel, free_pages, kernel, section, KernelLocks, BATCH_PAGES, DENTRY_HOLD, RQ_HOLD};
 use crate::hardware::costs::Costs;
 use crate::params::{ParamSpec, Params};
-use crate::time::{Nanos, MS, US};
+use crate::time::{format_duration, Nanos, MS, US};
 use crate::workload::program::{Op, Program};
 use crate::workload::Workload;
 
@@ -86,8 +86,11 @@ pub fn lengths(job: Nanos, kernel_share: f64) -> Result<ProcessLengths, String> 
     let left = kernel_total - fixed as f64;
     if left < 0.0 {
         return Err(format!(
-            "a job of {job} ns with kernel_share {kernel_share} leaves {kernel_total:.0} ns of kernel time per process, \
-             less than its fork, exec, exit and lock sections ({fixed} ns)"
+            "a job of {} with kernel_share {kernel_share} leaves {} of kernel time per process, less than its fork, \
+             exec, exit and lock sections ({}); raise kernel_share or job",
+            format_duration(job),
+            format_duration(kernel_total.round() as Nanos),
+            format_duration(fixed)
         ));
     }
     Ok(ProcessLengths {
