@@ -91,8 +91,14 @@ fn exim_solo_spends_seventy_percent_in_the_kernel_and_delivers_at_its_cpu_rate()
     assert!((kernel / cpu - 0.70).abs() < 0.05, "kernel share {:.3}", kernel / cpu);
     // 1 ms of CPU per message on 12 vCPUs: at most 12,000 messages/s.
     let rate = num(&t, "app", "progress") / 0.5;
-    println!("exim solo: {rate:.0} messages/s, {} PLE yields/s, {} futex waits", num(&t, "app", "yields") / 0.5, num(&t, "app", "futex_waits"));
+    let yields = num(&t, "app", "yields") / 0.5;
+    println!("exim solo: {rate:.0} messages/s, {yields:.0} PLE yields/s, {} futex waits", num(&t, "app", "futex_waits"));
     assert!((10_000.0..=12_000.0).contains(&rate), "{rate} messages/s");
+    // Table 2: 157,023 yields solo; MOSBENCH's load generator runs 60 s (exim/smtpbm.c), so
+    // ~2,617 yields/s. Held to a factor of 2: the seed's are Linux 4.4's, ours PLE exits of
+    // ticket-lock spinners.
+    let table_2 = 157_023.0 / 60.0;
+    assert!((0.5 * table_2..=2.0 * table_2).contains(&yields), "{yields:.0} yields/s, Table 2 implies {table_2:.0}");
     // Its spool and log mutexes and dentry locks are contended even solo.
     assert!(m["spin_wait_count[dentry]"] > 100.0);
 }

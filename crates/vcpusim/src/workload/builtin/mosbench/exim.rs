@@ -17,8 +17,9 @@
 //! - receive: 4 SMTP round trips of socket work (15 us each, assumed) and 150 us of Exim's own
 //!   parsing and ACLs (assumed);
 //! - spool: create the two spool files, each under its subdirectory's `i_mutex` (a sleeping
-//!   mutex: a futex mutex in the model, see mosbench/mod.rs) with a `d_lock` section, 10 us each
-//!   (assumed); the subdirectory is message-dependent (62 mutexes);
+//!   mutex: a futex mutex in the model, see mosbench/mod.rs) with a section under the
+//!   subdirectory's own `d_lock` (62 of them, class `dentry`), 10 us each (assumed); the
+//!   subdirectory is message-dependent;
 //! - deliver: fork (60 us) + `wake_up_new_task`; the child faults in 64 copied-on-write pages
 //!   (assumed; its CPU's per-CPU page list serves them without `zone->lock`); 150 us of user work; lock file create + remove (two `d_lock` sections); append
 //!   to the mailbox; append to the main log under the log's `i_mutex` (one mutex: every delivery
@@ -91,12 +92,14 @@ pub fn fault_work(message: Nanos, kernel_share: f64) -> Result<Nanos, String> {
     Ok(((kernel_total - fixed as f64) / batches as f64).round() as Nanos)
 }
 
-/// One message of session `t`, its `k`-th in the connection.
-fn message_ops(locks: &KernelLocks, t: usize, k: usize, fault_work: Nanos, user_scale: f64) -> Vec<Op> {
+/// One message of session `t`, its `k`-th in the connection. `spool_dentries[d]` is spool
+/// subdirectory d's `d_lock`; `locks.dentry` is the mail directory's (every mailbox's lock file
+/// is created and removed there).
+fn message_ops(locks: &KernelLocks, spool_dentries: &[ObjIndex], t: usize, k: usize, fault_work: Nanos, user_scale: f64) -> Vec<Op> {
     let spool = (t * 13 + k * 7) % SPOOL_DIRS;
     let user = |ns: Nanos| Op::Compute(Dist::Exp { mean: (ns as f64 * user_scale).round() as Nanos });
     let in_dir = |m: ObjIndex, work: Nanos| {
-        vec![Op::MutexLock(m), section(locks.dentry, DENTRY_HOLD), kernel(work), Op::MutexUnlock(m)]
+        vec![Op::MutexLock(m), section(spool_dentries[m], DENTRY_HOLD), kernel(work), Op::MutexUnlock(m)]
     };
     let mut ops = Vec::new();
     // Receive over SMTP.
@@ -127,6 +130,17 @@ fn message_ops(locks: &KernelLocks, t: usize, k: usize, fault_work: Nanos, user_
     ops.push(section(locks.rq(t, 2 * k + 1), RQ_HOLD));
     ops.push(Op::Progress);
     ops
+}
+
+/// The spool subdirectories' `d_lock`s (class [`DENTRY`](super::DENTRY)), appended to the
+/// program's kernel locks.
+fn spool_dentries(program: &mut Program) -> Vec<ObjIndex> {
+    (0..SPOOL_DIRS)
+        .map(|_| {
+            program.kernel_locks.push(super::DENTRY.to_string());
+            program.kernel_locks.len() - 1
+        })
+        .collect()
 }
 
 impl Workload for Exim {
@@ -169,12 +183,13 @@ impl Workload for Exim {
         let mut program = Program::new(PROGRESS_UNIT);
         program.mutexes = SPOOL_DIRS + 1;
         let locks = KernelLocks::declare(&mut program, (threads as usize).div_ceil(2));
+        let spool_dentries = spool_dentries(&mut program);
         let syscall = Costs::default().syscall;
         program.threads = (0..threads as usize)
             .map(|t| {
                 let mut body = vec![kernel(FORK_WORK), section(locks.rq(t, 0), RQ_HOLD)];
                 for k in 0..MESSAGES_PER_CONNECTION as usize {
-                    body.extend(message_ops(&locks, t, k, fault_work, user_scale));
+                    body.extend(message_ops(&locks, &spool_dentries, t, k, fault_work, user_scale));
                 }
                 // QUIT: the session process exits (its pages were the daemon's: shared, not freed).
                 body.push(kernel(EXIT_WORK.saturating_sub(syscall)));
@@ -196,10 +211,18 @@ mod tests {
         assert_defaults_parse(&Exim);
         let program = build_valid(&Exim, 24, &Params::defaults(&Exim.params()));
         assert_eq!(program.mutexes, 63);
-        let ops = message_ops(&KernelLocks::declare(&mut Program::new("x"), 12), 3, 4, fault_work(MESSAGE_CPU, KERNEL_SHARE).unwrap(), 1.0);
+        let mut p = Program::new("x");
+        let locks = KernelLocks::declare(&mut p, 12);
+        let spool = spool_dentries(&mut p);
+        let ops = message_ops(&locks, &spool, 3, 4, fault_work(MESSAGE_CPU, KERNEL_SHARE).unwrap(), 1.0);
         let (user, kernel) = mean_time(&ops);
         assert!((user + kernel - MESSAGE_CPU as f64).abs() < 1_000.0, "{}", user + kernel);
         assert!((kernel / (user + kernel) - KERNEL_SHARE).abs() < 0.005);
+        // The spool files' d_lock sections are their subdirectory's; the lock file's the mail
+        // directory's.
+        assert_eq!(sections(&ops, spool[(3 * 13 + 4 * 7) % SPOOL_DIRS]), 4);
+        assert_eq!(sections(&ops, locks.dentry), 2);
+        assert_eq!(program.kernel_locks.iter().filter(|c| *c == "dentry").count(), 1 + SPOOL_DIRS);
         // Two spool creates and two removals under the spool directory's mutex, one log append.
         assert_eq!(ops.iter().filter(|op| matches!(op, Op::MutexLock(m) if *m < SPOOL_DIRS)).count(), 4);
         assert_eq!(ops.iter().filter(|op| **op == Op::MutexLock(LOG_MUTEX)).count(), 1);
