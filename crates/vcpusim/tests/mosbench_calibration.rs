@@ -166,3 +166,19 @@ fn a_kernel_share_too_small_for_a_job_is_a_clear_error() {
     println!("{err}");
     assert!(err.contains("kernel_share 0.01") && err.contains("mosbench.gmake"), "{err}");
 }
+
+#[test]
+fn exim_beside_swaptions_yields_far_more_than_solo() {
+    // Seed 002 Table 2: exim 157,023 yields solo, 24,102,495 co-run with swaptions (x153).
+    let vms = vm("exim", "mosbench.exim", "") + &vm("swaptions", "parsec.swaptions", "");
+    let (t, m) = run(&vms, 500, 1);
+    let (solo_t, _) = solo("mosbench.exim", 500);
+    let (co, alone) = (num(&t, "exim", "yields"), num(&solo_t, "app", "yields"));
+    println!(
+        "exim: {alone} yields solo, {co} co-run in 500 ms; {:.0} vs {:.0} messages/s; dentry wait {:.1} us co-run",
+        num(&solo_t, "app", "progress") / 0.5,
+        num(&t, "exim", "progress") / 0.5,
+        m["exim"]["spin_wait_mean_us[dentry]"]
+    );
+    assert!(co > 10.0 * alone, "{co} co-run vs {alone} solo");
+}
