@@ -182,3 +182,13 @@ fn exim_beside_swaptions_yields_far_more_than_solo() {
     );
     assert!(co > 10.0 * alone, "{co} co-run vs {alone} solo");
 }
+
+#[test]
+fn the_models_run_in_check_mode_beside_swaptions() {
+    for workload in ["mosbench.gmake", "mosbench.exim", "mosbench.psearchy", "memclone", "spec2006.mcf"] {
+        let vms = vm("app", workload, "") + &vm("swaptions", "parsec.swaptions", "");
+        let text = format!("{HOST}{vms}[run]\nduration = \"60ms\"\nseed = 3\n");
+        let t = vm_table(&run_toml(&text, true));
+        assert!(num(&t, "app", "cpu_time_ms") > 0.0, "{workload}");
+    }
+}
