@@ -24,8 +24,9 @@
 //! - 37 `d_lock` sections per process, spread through the second half of its run (assumed: the
 //!   files it creates and removes, and lookups in shared directories (include/, the object
 //!   tree) that take a dentry's lock);
-//! - 10 pipe wake-ups per process under a vCPU's rq lock (assumed: gcc `-pipe` streams cc1's
-//!   assembly to `as`);
+//! - 10 wake-ups per process under a vCPU's rq lock (assumed: pipe reads and writes between
+//!   make, the shell and the compiler's stages, e.g. cc1 to as when gcc runs with `-pipe`;
+//!   whether the kernel build passes `-pipe` was not checked);
 //! - fork 60 us, exec 100 us, exit 30 us of unlocked kernel work (assumed), plus the rq-lock
 //!   sections of `wake_up_new_task` (fork) and `try_to_wake_up` of the parent (exit);
 //! - the rest of the kernel share is the faults' own work (zeroing, page-table updates, header
@@ -54,8 +55,8 @@ pub const PAGES_PER_PROCESS: u64 = 2_048;
 /// Directory-entry lock sections per process (assumed, module doc): one per fault batch of
 /// the second half of its run.
 pub const DENTRY_OPS: u64 = (PAGES_PER_PROCESS / BATCH_PAGES) - (PAGES_PER_PROCESS / BATCH_PAGES) / 2;
-/// Wake-ups of the reader or writer of a pipe per process (gcc `-pipe`: cc1 | as), each
-/// under the target vCPU's rq lock (assumed).
+/// Wake-ups of a pipe's reader or writer per process, each under the target vCPU's rq lock
+/// (assumed, module doc).
 pub const PIPE_WAKEUPS: u64 = 10;
 const FORK_WORK: Nanos = 60 * US;
 const EXEC_WORK: Nanos = 100 * US;
