@@ -13,8 +13,10 @@
 //! **Model**: one thread per vCPU; a run is
 //! - `mmap` of the buffer: `Mmap { pages: 4 }`, i.e. 1 us of VMA set-up under `mmap_sem` for
 //!   write (mmap does not touch the pages; `pages` here sizes the work, not the mapping);
-//! - the touch loop: 50 page-table pages (`__pte_alloc` takes the shared `mm->page_table_lock`
-//!   once per 512 pages, mm/memory.c, class [`PAGE_TABLE`], 0.5 us held, assumed), each followed
+//! - the touch loop: 50 page-table pages (`__pte_alloc`, mm/memory.c, installs each under
+//!   `pmd_lock`: with x86_64's split PMD locks (Linux 3.13+) the lock of the PMD page, which maps
+//!   1 GiB, so the threads whose 100 MiB buffers lie in the same GiB share it; the model has one
+//!   such lock, class [`PAGE_TABLE`], 0.5 us held, assumed), each followed
 //!   by 18 fault batches of 28 pages (mosbench/mod.rs: a `zone->lock` refill, since the thread
 //!   keeps allocating, and two `lru_lock` drains per batch), so 25,200 pages (98.4 MiB of the
 //!   100); each fault costs
@@ -41,7 +43,7 @@ use crate::workload::Workload;
 pub struct Memclone;
 
 const PROGRESS_UNIT: &str = "runs completed (every thread touched its buffer)";
-/// Lock class of the shared `mm->page_table_lock`.
+/// Lock class of the page-table lock `__pte_alloc` takes (`pmd_lock`, module doc).
 pub const PAGE_TABLE: &str = "mm-page-table";
 /// Unlocked kernel work per page fault (assumed).
 pub const FAULT: Nanos = 1_200;
