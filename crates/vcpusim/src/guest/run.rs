@@ -157,6 +157,11 @@ impl GuestKernel {
                     // Only contended acquisitions: uncontended ones would bury the tail in zeros.
                     if let Some(started) = wait_started.take() {
                         self.stats.spin_wait.record(now - started);
+                        if let Some(by_class) = &mut self.stats.spin_wait_by_class {
+                            if let Some(h) = by_class.get_mut(&env.locks[lock.idx()].class) {
+                                h.record(now - started);
+                            }
+                        }
                     }
                     None
                 }

@@ -4,6 +4,7 @@
 //! (`run/report.rs`) reads both.
 
 use crate::metrics::histogram::Histogram;
+use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, Default)]
 pub struct GuestStats {
@@ -19,4 +20,7 @@ pub struct GuestStats {
     pub spin_wait: Histogram,
     /// From the start of a shootdown until its initiator sees the last acknowledgement.
     pub tlb_shootdown: Histogram,
+    /// `spin_wait` by lock class, for the classes of the program's `kernel_locks` when it asks
+    /// for them (`Program::report_lock_classes`; seed 002 Table 4a); `None` otherwise.
+    pub spin_wait_by_class: Option<BTreeMap<String, Histogram>>,
 }

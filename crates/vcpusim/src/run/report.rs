@@ -143,6 +143,13 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             put(&format!("{label}_p99_us"), f3(h.quantile(0.99) as f64 / 1e3));
             put(&format!("{label}_max_us"), f3(h.max as f64 / 1e3));
         }
+        // Per kernel-lock class, for workloads that ask (seed 002 Table 4a: lockstat's
+        // waittime-avg of contended acquisitions per class).
+        for (class, h) in gs.spin_wait_by_class.iter().flatten() {
+            put(&format!("spin_wait_count[{class}]"), h.count.to_string());
+            put(&format!("spin_wait_mean_us[{class}]"), f3(h.mean() / 1e3));
+            put(&format!("spin_wait_max_us[{class}]"), f3(h.max as f64 / 1e3));
+        }
         for (label, h) in [("runnable_wait", &s.runnable_wait), ("sched_latency", &s.sched_latency)] {
             put(&format!("{label}_count"), h.count.to_string());
             put(&format!("{label}_mean_us"), f3(h.mean() / 1e3));

@@ -273,7 +273,12 @@ impl Sim {
             free_shootdowns: Vec::new(),
             blocked_threads: 0,
             wake_cursor: 0,
-            stats: GuestStats::default(),
+            stats: GuestStats {
+                spin_wait_by_class: program.report_lock_classes.then(|| {
+                    program.kernel_locks.iter().map(|class| (class.clone(), Default::default())).collect()
+                }),
+                ..GuestStats::default()
+            },
             iterations: spec.iterations,
             finished_at: None,
             pokes: VecDeque::new(),

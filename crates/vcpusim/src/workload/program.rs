@@ -149,6 +149,10 @@ pub struct Program {
     /// The VM's network device, which `Op::SockRecv` reads from (seed 002 section 3.2;
     /// `hardware/nic.rs`, `sim/device.rs`, `guest/netrx.rs`).
     pub nic: Option<crate::hardware::nic::NicSpec>,
+    /// Report the spin-wait of each `kernel_locks` class in metrics.csv
+    /// (`spin_wait_count[class]`, `spin_wait_mean_us[class]`, `spin_wait_max_us[class]`): set by
+    /// workloads whose calibration targets are per-lock-class waits (seed 002 Table 4a).
+    pub report_lock_classes: bool,
 }
 
 impl Program {
@@ -163,6 +167,7 @@ impl Program {
             progress_unit,
             work_stealing: None,
             nic: None,
+            report_lock_classes: false,
         }
     }
 

@@ -10,11 +10,14 @@ mod cpu_bound;
 mod idle;
 pub mod iperf;
 mod lookbusy;
+pub mod memclone;
+pub mod mosbench;
 mod mutex;
 pub mod npb;
 pub mod parsec;
 mod pipeline;
 pub mod spec2000;
+pub mod spec2006;
 pub mod tascell;
 mod tlb;
 
@@ -67,6 +70,16 @@ pub static ALL: &[&dyn Workload] = &[
     &tascell::NQUEEN,
     &Iperf,
     &Lookbusy,
+    &mosbench::gmake::Gmake,
+    &mosbench::exim::Exim,
+    &mosbench::psearchy::Psearchy,
+    &memclone::Memclone,
+    &spec2006::BZIP2,
+    &spec2006::MCF,
+    &spec2006::HMMER,
+    &spec2006::SJENG,
+    &spec2006::LIBQUANTUM,
+    &spec2006::H264REF,
 ];
 
 /// Shared checks for the workload tests.

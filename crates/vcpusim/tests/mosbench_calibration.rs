@@ -1,0 +1,194 @@
+//! Solo calibration of the MOSBENCH, memclone and SPEC CPU2006 models
+//! (workload/builtin/mosbench/, memclone.rs, spec2006/) in seed 002's setup (section 3.1: one
+//! 12-vCPU VM alone on the 12 hardware threads of a Xeon E5645, Xen 4.7 credit, pause-loop
+//! exiting on), with today's default guest (Linux 3.2 ticket spinlocks, no PV spinlocks), and
+//! one co-run beside swaptions (2:1) for the direction of Table 4a.
+
+mod common;
+use common::*;
+use std::collections::BTreeMap;
+
+type Table = BTreeMap<String, BTreeMap<String, String>>;
+
+const HOST: &str = "[host]\npcpus = 12\npolicy = \"credit\"\nparams = { xen = \"4.7\" }\n";
+
+fn vm(name: &str, workload: &str, extra: &str) -> String {
+    format!("[[vm]]\nname = \"{name}\"\nvcpus = 12\nworkload = \"{workload}\"\n{extra}")
+}
+
+/// Run `vms` on the seed's host for `ms`; vms.csv and the metrics of each VM.
+fn run(vms: &str, ms: u64, seed: u64) -> (Table, BTreeMap<String, BTreeMap<String, f64>>) {
+    let text = format!("{HOST}{vms}[run]\nduration = \"{ms}ms\"\nseed = {seed}\n");
+    let out = run_toml(&text, false);
+    let mut metrics: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+    for l in out.metrics_csv.lines().skip(1) {
+        let cells = csv_cells(l);
+        metrics.entry(cells[0].clone()).or_default().insert(cells[1].clone(), cells[2].parse().unwrap_or(f64::NAN));
+    }
+    (vm_table(&out), metrics)
+}
+
+fn solo(workload: &str, ms: u64) -> (Table, BTreeMap<String, f64>) {
+    let (t, mut m) = run(&vm("app", workload, ""), ms, 1);
+    (t, m.remove("app").expect("the app VM's metrics"))
+}
+
+/// Seed 002 Table 4a, solo column: average spinlock wait in gmake (us), by kernel component.
+const TABLE_4A_SOLO: [(&str, f64); 4] = [("page-reclaim", 1.03), ("page-alloc", 3.42), ("dentry", 2.93), ("runqueue", 1.22)];
+
+#[test]
+fn gmake_solo_lock_waits_match_table_4a_and_its_kernel_share_is_the_builds() {
+    let (t, m) = solo("mosbench.gmake", 2_000);
+    for (class, seed_us) in TABLE_4A_SOLO {
+        let n = m[&format!("spin_wait_count[{class}]")];
+        let mean = m[&format!("spin_wait_mean_us[{class}]")];
+        println!("gmake solo {class}: {n} contended acquisitions, mean wait {mean:.2} us (Table 4a: {seed_us})");
+        if class == "runqueue" {
+            // The model's rq locks are taken only at fork, exit and pipe wake-ups (not by the
+            // guest scheduler's own switches), so solo they are almost never contended.
+            continue;
+        }
+        assert!(n >= 50.0, "{class}: only {n} contended acquisitions");
+        assert!((mean - seed_us).abs() / seed_us < 0.25, "{class}: mean wait {mean:.2} us, Table 4a says {seed_us}");
+    }
+    let kernel = num(&t, "app", "kernel_time_ms") + num(&t, "app", "spin_time_ms");
+    let share = kernel / num(&t, "app", "cpu_time_ms");
+    assert!((share - 0.154).abs() < 0.02, "kernel share {share:.3}");
+    // -j 24 on 12 vCPUs: always runnable work, no halts; compile jobs finish at the CPU rate.
+    assert_eq!(num(&t, "app", "halts"), 0.0);
+    let jobs_per_s = num(&t, "app", "progress") / 2.0;
+    assert!((20.0..=30.0).contains(&jobs_per_s), "{jobs_per_s} jobs/s (12 vCPUs / 0.4 s = 30 at most)");
+    // Table 2: 79,440 yields over the whole solo build (its length is not given); in Linux 4.4
+    // most are PV-spinlock blocks, which this guest does not have. Printed for the lead.
+    println!("gmake solo: {} PLE yields/s", num(&t, "app", "yields") / 2.0);
+}
+
+#[test]
+fn gmake_beside_swaptions_waits_orders_of_magnitude_longer_for_its_locks() {
+    // Seed 002 Table 4a: solo 1-3 us, co-run with swaptions 256-1,299 us. Direction only: the
+    // co-run magnitudes depend on the guest's spinlock (linux44) and the policy (usliced).
+    let vms = vm("gmake", "mosbench.gmake", "") + &vm("swaptions", "parsec.swaptions", "");
+    let (t, m) = run(&vms, 1_000, 1);
+    let g = &m["gmake"];
+    for (class, _) in TABLE_4A_SOLO {
+        println!("gmake co-run {class}: mean wait {:.1} us", g[&format!("spin_wait_mean_us[{class}]")]);
+    }
+    // The zone lock, the most used, shows it; the others' waiters mostly queue behind it.
+    let zone = g["spin_wait_mean_us[page-alloc]"];
+    assert!(zone > 10.0 * 3.42, "page-alloc: {zone:.1} us co-run");
+    // With ticket locks most of it is lock-waiter preemption: the lock is handed to a
+    // preempted waiter and everyone behind it waits for its next slice.
+    let (lhp, lwp) = (num(&t, "gmake", "lhp_count"), num(&t, "gmake", "lwp_count"));
+    println!("gmake co-run: {lhp} LHP, {lwp} LWP");
+    assert!(lwp > 0.0);
+}
+
+#[test]
+fn exim_solo_spends_seventy_percent_in_the_kernel_and_delivers_at_its_cpu_rate() {
+    let (t, m) = solo("mosbench.exim", 500);
+    let cpu = num(&t, "app", "cpu_time_ms");
+    let kernel = num(&t, "app", "kernel_time_ms") + num(&t, "app", "spin_time_ms");
+    assert!((kernel / cpu - 0.70).abs() < 0.05, "kernel share {:.3}", kernel / cpu);
+    // 1 ms of CPU per message on 12 vCPUs: at most 12,000 messages/s.
+    let rate = num(&t, "app", "progress") / 0.5;
+    let yields = num(&t, "app", "yields") / 0.5;
+    println!("exim solo: {rate:.0} messages/s, {yields:.0} PLE yields/s, {} futex waits", num(&t, "app", "futex_waits"));
+    assert!((10_000.0..=12_000.0).contains(&rate), "{rate} messages/s");
+    // Table 2: 157,023 yields solo; MOSBENCH's load generator runs 60 s (exim/smtpbm.c), so
+    // ~2,617 yields/s. Held to a factor of 2: the seed's are Linux 4.4's, ours PLE exits of
+    // ticket-lock spinners.
+    let table_2 = 157_023.0 / 60.0;
+    assert!((0.5 * table_2..=2.0 * table_2).contains(&yields), "{yields:.0} yields/s, Table 2 implies {table_2:.0}");
+    // Its spool and log mutexes and dentry locks are contended even solo.
+    assert!(m["spin_wait_count[dentry]"] > 100.0);
+}
+
+#[test]
+fn psearchy_solo_indexes_at_the_rate_its_per_file_cost_implies() {
+    let (t, m) = solo("mosbench.psearchy", 1_000);
+    // Per file: 800 us parse + ~41 us of open/read/close, plus a 48 MiB flush (~100 ms plus
+    // its lock sections) per 1,000 files: ~946 us, so 12 threads index ~12,700 files/s.
+    let rate = num(&t, "app", "progress");
+    println!("psearchy solo: {rate} files/s, file-table waits {}", m["spin_wait_count[file-table]"]);
+    assert!((11_500.0..=13_500.0).contains(&rate), "{rate} files/s");
+    assert_eq!(num(&t, "app", "halts"), 0.0);
+}
+
+#[test]
+fn memclone_solo_is_kernel_bound_and_its_zone_lock_is_the_most_contended() {
+    let (t, m) = solo("memclone", 500);
+    assert_eq!(num(&t, "app", "user_time_ms"), 0.0);
+    assert!(num(&t, "app", "progress") >= 1.0, "no run finished in 500 ms");
+    let zone = m["spin_wait_count[page-alloc]"];
+    for class in ["page-reclaim", "mm-page-table", "dentry"] {
+        assert!(zone > m[&format!("spin_wait_count[{class}]")], "{class}");
+    }
+    println!(
+        "memclone solo: {} runs in 500 ms, zone-lock mean wait {:.1} us, {} PLE yields/s",
+        num(&t, "app", "progress"),
+        m["spin_wait_mean_us[page-alloc]"],
+        num(&t, "app", "yields") / 0.5
+    );
+}
+
+#[test]
+fn a_spec2006_copy_runs_its_cpu_time_undisturbed() {
+    // 1% of 401.bzip2's 482.5 s: 4.825 s; one copy in a 12-vCPU VM.
+    let (t, _) = run(&vm("app", "spec2006.bzip2", "iterations = 100\n[vm.params]\nscale = 0.01\n"), 6_000, 1);
+    let done = num(&t, "app", "completion_time_ms");
+    assert!((done - 4_825.0).abs() < 5.0, "{done} ms");
+    assert_eq!(num(&t, "app", "kernel_time_ms"), 0.0);
+}
+
+#[test]
+fn dedup_and_vips_solo_shootdown_latency_is_table_4bs_order() {
+    // Seed 002 Table 4b, solo: dedup avg 28 us (min 5, max 1,927), vips avg 55 us (min 5,
+    // max 2,052). The PARSEC models (calibrated to seed 000's 8-vCPU rates) run here with 12
+    // threads (dedup: 3 x 12 + 2) on 12 vCPUs.
+    for (workload, avg) in [("parsec.dedup", 28.0), ("parsec.vips", 55.0)] {
+        let (_, m) = solo(workload, 300);
+        let mean = m["tlb_shootdown_latency_mean_us"];
+        println!("{workload} solo: TLB shootdown mean {mean:.1} us, max {:.1} us (Table 4b: {avg})", m["tlb_shootdown_latency_max_us"]);
+        // The model's solo latency is mechanical (11 IPI-send exits of 2 us, the handlers):
+        // ~29 us for both, dedup's average; vips' 55 us and both tails of ~2 ms are not
+        // reproduced (docs/model.md § seed 002: workload models). Order of magnitude only.
+        assert!((0.5 * avg..=2.0 * avg).contains(&mean), "{workload}: {mean:.1} us");
+    }
+}
+
+#[test]
+fn a_kernel_share_too_small_for_a_job_is_a_clear_error() {
+    let text = format!("{HOST}{}[run]\nduration = \"10ms\"\n", vm("app", "mosbench.gmake", "[vm.params]\nkernel_share = 0.01\n"));
+    let err = match vcpusim::api::load_scenario(&text, "gmake.toml") {
+        Err(e) => e.to_string(),
+        Ok(sc) => vcpusim::api::run(&sc, &Default::default()).expect_err("a job too small for its kernel paths").to_string(),
+    };
+    println!("{err}");
+    assert!(err.contains("kernel_share 0.01") && err.contains("mosbench.gmake"), "{err}");
+}
+
+#[test]
+fn exim_beside_swaptions_yields_far_more_than_solo() {
+    // Seed 002 Table 2: exim 157,023 yields solo, 24,102,495 co-run with swaptions (x153).
+    let vms = vm("exim", "mosbench.exim", "") + &vm("swaptions", "parsec.swaptions", "");
+    let (t, m) = run(&vms, 500, 1);
+    let (solo_t, _) = solo("mosbench.exim", 500);
+    let (co, alone) = (num(&t, "exim", "yields"), num(&solo_t, "app", "yields"));
+    println!(
+        "exim: {alone} yields solo, {co} co-run in 500 ms; {:.0} vs {:.0} messages/s; dentry wait {:.1} us co-run",
+        num(&solo_t, "app", "progress") / 0.5,
+        num(&t, "exim", "progress") / 0.5,
+        m["exim"]["spin_wait_mean_us[dentry]"]
+    );
+    assert!(co > 10.0 * alone, "{co} co-run vs {alone} solo");
+}
+
+#[test]
+fn the_models_run_in_check_mode_beside_swaptions() {
+    for workload in ["mosbench.gmake", "mosbench.exim", "mosbench.psearchy", "memclone", "spec2006.mcf"] {
+        let vms = vm("app", workload, "") + &vm("swaptions", "parsec.swaptions", "");
+        let text = format!("{HOST}{vms}[run]\nduration = \"60ms\"\nseed = 3\n");
+        let t = vm_table(&run_toml(&text, true));
+        assert!(num(&t, "app", "cpu_time_ms") > 0.0, "{workload}");
+    }
+}
