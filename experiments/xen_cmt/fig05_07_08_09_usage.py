@@ -66,13 +66,13 @@ def write_outputs(df: pd.DataFrame) -> dict:
                          "competing_modules": sub[sub["threads"] == k]["competing_modules"].mean()})
     write_csv(pd.DataFrame(rows), FIG, "usage")
     both = np.vstack([maps["0-16"][8], maps["8-8"][8]])
-    heatmap(both, ["0-16", "8-8"], d / "fig05.png", "Figure 5: pCPU usage, 8 threads", "distribution")
+    heatmap(both, ["0-16", "8-8"], d / "fig05.png", "Figure 5: pCPU usage, 8 threads (mean of seeds)", "distribution")
     if 16 in maps["7-9"]:
-        heatmap(maps["7-9"][16][None, :], ["7-9"], d / "fig07.png", "Figure 7: pCPU usage, 16 threads in 7-9", "")
+        heatmap(maps["7-9"][16][None, :], ["7-9"], d / "fig07.png", "Figure 7: pCPU usage, 16 threads in 7-9 (mean of seeds)", "")
     for name, placement in (("fig08", "8-8"), ("fig09", "0-16")):
         ks = sorted(maps[placement])
         heatmap(np.vstack([maps[placement][k] for k in ks]), ks, d / f"{name}.png",
-                f"Figure {name[-1]}: pCPU usage in {placement} by threads", "threads")
+                f"Figure {name[-1]}: pCPU usage in {placement} by threads (mean of seeds)", "threads")
     return df
 
 

@@ -116,15 +116,25 @@ def claims(agg: pd.DataFrame) -> list[Claim]:
                          REPRODUCED if len(ok) == len(npb) else (DIRECTION if len(ok) >= len(npb) / 2 else NOT_REPRODUCED),
                          "R: faster at 8 and 16 threads in every benchmark"))
         vs = {b: t[(b, pm)][16] / t[(b, opt)][16] - 1 for b in npb}
-        for names, paper, want in ((OPT_BETTER, "optimal faster than the PM", True), (PM_BETTER, "PM faster than optimal", False)):
-            sel = [b for b in names if b in npb]
-            if not sel:
-                continue
-            hit = [b for b in sel if (vs[b] > 0) == want]
-            out.append(Claim("Fig 15", f"{', '.join(b.upper() for b in sel)} at 16 threads: {paper}", paper,
-                             f"{len(hit)} of {len(sel)} ({', '.join(f'{b.upper()}: PM {pct(vs[b])} vs VM' for b in sel)})",
-                             REPRODUCED if len(hit) == len(sel) else (DIRECTION if hit else NOT_REPRODUCED),
+        opt_sel = [b for b in OPT_BETTER if b in npb]
+        opt_hit = [b for b in opt_sel if vs[b] > 0]
+        if opt_sel:
+            out.append(Claim("Fig 15", f"{', '.join(b.upper() for b in opt_sel)} at 16 threads: optimal faster than the PM",
+                             "optimal faster", f"{len(opt_hit)} of {len(opt_sel)} "
+                             f"({', '.join(f'{b.upper()}: PM {pct(vs[b])} vs VM' for b in opt_sel)})",
+                             REPRODUCED if len(opt_hit) == len(opt_sel) else (DIRECTION if opt_hit else NOT_REPRODUCED),
                              "the 24% virt_overhead input applies to every VM run"))
+        pm_sel = [b for b in PM_BETTER if b in npb]
+        pm_hit = [b for b in pm_sel if vs[b] < 0]
+        if pm_sel:
+            # The seed's point is the contrast: the PM ahead for these three, behind for the others.
+            contrast = not opt_sel or len(opt_hit) == len(opt_sel)
+            out.append(Claim("Fig 15", f"{', '.join(b.upper() for b in pm_sel)} at 16 threads: the PM ahead of optimal "
+                             "(unlike the others)", "PM faster",
+                             f"{len(pm_hit)} of {len(pm_sel)} ({', '.join(f'{b.upper()}: PM {pct(vs[b])} vs VM' for b in pm_sel)})"
+                             + ("" if contrast else "; but the PM is ahead in every benchmark"),
+                             (REPRODUCED if contrast else DIRECTION) if len(pm_hit) == len(pm_sel) else NOT_REPRODUCED,
+                             "R: PM ahead here and behind for BT, DC, LU, SP, UA; D: ahead everywhere (the virt_overhead input)"))
         cms = {b: cm[(b, pm)][16] for b in npb}
         lo, hi = min(cms.values()), max(cms.values())
         out.append(Claim("Fig 15", "NPB: the PM's competing modules (16 threads)", "0.7-4.1", f"{lo:.2f}-{hi:.2f}",
