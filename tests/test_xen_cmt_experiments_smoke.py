@@ -25,6 +25,11 @@ import common  # noqa: E402
 import fig01_pm_vs_vm  # noqa: E402
 import fig05_07_08_09_usage  # noqa: E402
 
+# ... and leave no `common` behind for a set collected after this one.
+for name in ("common", "fig01_pm_vs_vm", "fig05_07_08_09_usage"):
+    sys.modules.pop(name, None)
+sys.path.remove(str(EXPERIMENTS))
+
 VERDICTS = {common.REPRODUCED, common.DIRECTION, common.NOT_REPRODUCED}
 
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -48,7 +48,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # experiments/, for the shared runkit
 
 from runkit import *  # noqa: E402,F401,F403  (re-exported for the figure scripts: runkit.__all__)
-from runkit import Case, Settings, out_dir, run_cases  # noqa: E402
+from runkit import Case, Settings, run_cases  # noqa: E402
 
 OUT.set_root(HERE / "out")
 
@@ -268,19 +268,6 @@ def utilization(df: pd.DataFrame) -> pd.DataFrame:
 
 
 # --- Measures, plots -----------------------------------------------------------------------------
-
-
-def mean_by(df: pd.DataFrame, keys: list[str], values: list[str]) -> pd.DataFrame:
-    return aggregate(df, keys, values)
-
-
-def lookup(agg: pd.DataFrame, value: str, **where) -> float:
-    sub = agg
-    for k, v in where.items():
-        sub = sub[sub[k] == v]
-    if len(sub) != 1:
-        return math.nan
-    return float(sub.iloc[0][f"{value}_mean"])
 
 
 def series(agg: pd.DataFrame, value: str, **where) -> dict[int, float]:

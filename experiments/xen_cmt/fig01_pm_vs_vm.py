@@ -32,7 +32,7 @@ def write_outputs(df: pd.DataFrame) -> pd.DataFrame:
     write_csv(df[["placement", "threads", "seed", "runtime_s", "competing_modules", "cpu_time_ms"]], FIG, "runs")
     write_csv(agg, FIG, "fig01_runtime")
     d = out_dir(FIG)
-    fig = time_plot(agg, "placement", d / "fig01.png", "Figure 1: tascell-fib, VM (0-16) vs PM", ideal_from=PM_NAME)
+    time_plot(agg, "placement", d / "fig01.png", "Figure 1: tascell-fib, VM (0-16) vs PM", ideal_from=PM_NAME)
     return agg
 
 

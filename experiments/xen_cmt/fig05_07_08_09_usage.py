@@ -25,7 +25,7 @@ import pandas as pd
 
 from common import (
     utilization, CORES_PER_MODULE, DIRECTION, NODE_PCPUS, NOT_REPRODUCED, PCPUS, REPRODUCED, Claim, Settings,
-    dist, figure_main, heatmap, out_dir, parse_args, report, run_points, thread_counts, usage_matrix,
+    dist, heatmap, out_dir, parse_args, report, run_points, thread_counts, usage_matrix,
     write_csv,
 )
 

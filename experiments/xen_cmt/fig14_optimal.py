@@ -15,7 +15,7 @@ from __future__ import annotations
 import pandas as pd
 
 from common import (
-    DIRECTION, NO_AFFINITY_NO_NODE, NOT_REPRODUCED, OPTIMAL, PM, PM_OPTIMAL, REPRODUCED, Claim, Settings,
+    NO_AFFINITY_NO_NODE, NOT_REPRODUCED, OPTIMAL, PM, PM_OPTIMAL, REPRODUCED, Claim, Settings,
     aggregate, efficiency, figure_main, judge, out_dir, parse_args, pct, run_points, series,
     thread_counts, time_plot, write_csv,
 )
