@@ -41,11 +41,17 @@ impl Workload for CpuBound {
         if chunk == 0 {
             return Err("chunk must be at least 1us, got 0ns".into());
         }
-        let body = vec![Op::Compute(Dist::Const(chunk)), Op::Progress];
-        let mut program = Program::new(PROGRESS_UNIT);
-        program.threads = vec![vec![Op::Loop { count: None, body }]; threads as usize];
-        Ok(program)
+        Ok(compute_forever(threads, chunk, PROGRESS_UNIT))
     }
+}
+
+/// `threads` threads that each compute `chunk` and count one unit of progress, forever (shared
+/// with `lookbusy`).
+pub(super) fn compute_forever(threads: u32, chunk: crate::time::Nanos, unit: &'static str) -> Program {
+    let body = vec![Op::Compute(Dist::Const(chunk)), Op::Progress];
+    let mut program = Program::new(unit);
+    program.threads = vec![vec![Op::Loop { count: None, body }]; threads as usize];
+    program
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 
 use crate::params::{ParamSpec, Params};
 use crate::time::MS;
-use crate::workload::program::{Dist, Op, Program};
+use crate::workload::program::Program;
 use crate::workload::Workload;
 
 pub struct Lookbusy;
@@ -26,10 +26,7 @@ impl Workload for Lookbusy {
         Vec::new()
     }
     fn build(&self, threads: u32, _params: &Params) -> Result<Program, String> {
-        let body = vec![Op::Compute(Dist::Const(MS)), Op::Progress];
-        let mut program = Program::new(PROGRESS_UNIT);
-        program.threads = vec![vec![Op::Loop { count: None, body }]; threads as usize];
-        Ok(program)
+        Ok(super::cpu_bound::compute_forever(threads, MS, PROGRESS_UNIT))
     }
 }
 
@@ -37,6 +34,7 @@ impl Workload for Lookbusy {
 mod tests {
     use super::*;
     use crate::workload::builtin::test_support::*;
+    use crate::workload::program::{Dist, Op};
 
     #[test]
     fn every_thread_computes_forever() {

@@ -67,25 +67,37 @@ impl Workload for Spec2000 {
         ]
     }
     fn build(&self, threads: u32, params: &Params) -> Result<Program, String> {
-        let p = self.0;
-        if threads == 0 {
-            return Err(format!("{} needs at least 1 copy (threads), got 0", p.name));
-        }
-        let scale = params.float("scale");
-        if !(scale > 0.0 && scale <= 1.0) {
-            return Err(format!("{}: scale must be in (0, 1], got {scale}", p.name));
-        }
-        let unit = ((p.runtime as f64 * scale) / UNITS_PER_COPY as f64).round().max(1.0) as Nanos;
-        let run = Op::Loop { count: Some(UNITS_PER_COPY), body: vec![Op::Compute(Dist::Const(unit)), Op::Progress] };
-        let copy = match params.int("rounds") {
-            1 => vec![run],
-            0 => vec![Op::Loop { count: None, body: vec![run] }],
-            r => vec![Op::Loop { count: Some(r), body: vec![run] }],
-        };
-        let mut program = Program::new(self.progress_unit());
-        program.threads = vec![copy; threads as usize];
-        Ok(program)
+        rate_copies(self.0.name, self.0.runtime, threads, params, self.progress_unit())
     }
+}
+
+/// `threads` independent copies of a SPEC rate benchmark whose reference run takes `runtime` of
+/// CPU, each run split into `UNITS_PER_COPY` units of progress, scaled by the `scale` parameter
+/// and repeated `rounds` times (0: forever). Shared by SPEC CPU2000 and CPU2006.
+pub(in crate::workload::builtin) fn rate_copies(
+    name: &str,
+    runtime: Nanos,
+    threads: u32,
+    params: &Params,
+    unit_name: &'static str,
+) -> Result<Program, String> {
+    if threads == 0 {
+        return Err(format!("{name} needs at least 1 copy (threads), got 0"));
+    }
+    let scale = params.float("scale");
+    if !(scale > 0.0 && scale <= 1.0) {
+        return Err(format!("{name}: scale must be in (0, 1], got {scale}"));
+    }
+    let unit = ((runtime as f64 * scale) / UNITS_PER_COPY as f64).round().max(1.0) as Nanos;
+    let run = Op::Loop { count: Some(UNITS_PER_COPY), body: vec![Op::Compute(Dist::Const(unit)), Op::Progress] };
+    let copy = match params.int("rounds") {
+        1 => vec![run],
+        0 => vec![Op::Loop { count: None, body: vec![run] }],
+        r => vec![Op::Loop { count: Some(r), body: vec![run] }],
+    };
+    let mut program = Program::new(unit_name);
+    program.threads = vec![copy; threads as usize];
+    Ok(program)
 }
 
 pub static GCC: Spec2000 = Spec2000(&gcc::PROFILE);

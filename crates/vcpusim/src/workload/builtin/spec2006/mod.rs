@@ -29,11 +29,11 @@ pub mod sjeng;
 
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, SEC};
-use crate::workload::program::{Dist, Op, Program};
+use crate::workload::program::Program;
 use crate::workload::Workload;
 
-/// Progress units per copy.
-pub const UNITS_PER_COPY: u64 = 100;
+/// Progress units per copy (as SPEC CPU2000's).
+pub use super::spec2000::UNITS_PER_COPY;
 /// Assumed SPEC ratio of one E5645 core (module doc).
 pub const ASSUMED_RATIO: u64 = 20;
 
@@ -81,24 +81,7 @@ impl Workload for Spec2006 {
         1
     }
     fn build(&self, threads: u32, params: &Params) -> Result<Program, String> {
-        let p = self.0;
-        if threads == 0 {
-            return Err(format!("{} needs at least 1 copy (threads), got 0", p.name));
-        }
-        let scale = params.float("scale");
-        if !(scale > 0.0 && scale <= 1.0) {
-            return Err(format!("{}: scale must be in (0, 1], got {scale}", p.name));
-        }
-        let unit = ((p.runtime() as f64 * scale) / UNITS_PER_COPY as f64).round().max(1.0) as Nanos;
-        let run = Op::Loop { count: Some(UNITS_PER_COPY), body: vec![Op::Compute(Dist::Const(unit)), Op::Progress] };
-        let copy = match params.int("rounds") {
-            1 => vec![run],
-            0 => vec![Op::Loop { count: None, body: vec![run] }],
-            r => vec![Op::Loop { count: Some(r), body: vec![run] }],
-        };
-        let mut program = Program::new(self.progress_unit());
-        program.threads = vec![copy; threads as usize];
-        Ok(program)
+        super::spec2000::rate_copies(self.0.name, self.0.runtime(), threads, params, self.progress_unit())
     }
 }
 
@@ -113,6 +96,7 @@ pub static H264REF: Spec2006 = Spec2006(&h264ref::PROFILE);
 mod tests {
     use super::*;
     use crate::workload::builtin::test_support::*;
+    use crate::workload::program::{Dist, Op};
 
     #[test]
     fn one_copy_by_default_each_fixed_cpu_work_without_synchronization() {
