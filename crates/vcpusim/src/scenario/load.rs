@@ -345,6 +345,7 @@ fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
         pool_changes,
         contention,
         node_memory_mib,
+        microsliced: None,
     };
     Ok((spec, change_index))
 }

@@ -6,6 +6,7 @@ pub mod execute;
 pub mod hypervisor_ops;
 pub mod invariants;
 pub mod line;
+pub mod microsliced;
 pub mod pools;
 pub mod sampling;
 pub mod speed;
@@ -120,6 +121,7 @@ impl Sim {
                 }
             }
             Event::PoolChange(p, to) => self.move_pcpu(p, to),
+            Event::MicroAdjust => self.micro_adjust(),
             Event::GuestTick(v) => self.upcall(v, crate::vmexit::Upcall::TimerTick),
             Event::PcpuOnline(p) => {
                 self.pcpus[p.idx()].online = true;

@@ -82,7 +82,7 @@ impl Sim {
 
     /// The first pCPU `v` may run on in `pool` (hard affinity ∩ pool, soft affinity there if it
     /// meets it), starting after its current home so that re-homed vCPUs spread.
-    fn home_in_pool(&self, v: VcpuId, pool: PoolId) -> PcpuId {
+    pub(super) fn home_in_pool(&self, v: VcpuId, pool: PoolId) -> PcpuId {
         let mask = self.affinity[v.idx()].homes(&self.pools[pool.idx()].view.mask);
         let from = self.vinfo[v.idx()].last_pcpu;
         let next = mask.iter().find(|q| *q > from);

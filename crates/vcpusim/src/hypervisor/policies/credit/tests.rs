@@ -171,6 +171,9 @@ impl FakeHost {
                 }
                 Request::UrgentEntered(_) => {}
                 Request::MoveToPool(..) => panic!("the credit test host has one pool"),
+                Request::Accelerate(..) | Request::CountUrgent(_) | Request::SkipYield(..) => {
+                    panic!("the credit test host has no micro-sliced pool")
+                }
             }
         }
         r

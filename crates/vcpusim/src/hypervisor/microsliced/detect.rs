@@ -1,0 +1,175 @@
+//! Detecting preempted critical OS services (seed 002 sections 3.1, 4.1 and 4.2, Table 3): the
+//! whitelist of guest kernel functions and what each urgent signal does with them. The policy
+//! that carries micro-sliced cores (credit, `policies/credit/microsliced.rs`) calls these at its
+//! yield entry (`yield_vcpu`: pause-loop exits and `SCHEDOP_yield` both reach Xen's
+//! `vcpu_yield`), when a virtual IRQ is relayed (`virq_sent`) and when a reschedule IPI is
+//! relayed (`ipi_sent`). Everything here reads the guest only through
+//! [`PolicyCtx::kernel_fn`], the published kernel function of a declared channel: without the
+//! channel nothing is detected (the must-hold test `tests/microsliced.rs`).
+//!
+//! The handling follows the authors' released code (github.com/Jeongseob/xen,
+//! xen/common/schedule.c `sched_try_offload_siblings`, `is_urgent_kernel`,
+//! `is_lock_spinning`, static-usliced-cores branch) where the seed's text is silent:
+//! - a yield while waiting for IPI acknowledgements (`smp_call_function_many`, the TLB
+//!   shootdown's wait) migrates every preempted sibling, and the yielder does not yield
+//!   (its `do_yield` stays 0): it goes on waiting for acknowledgements that now come fast;
+//! - a yield in `smp_call_function_single` is an ordinary yield;
+//! - a yield while spinning for a lock migrates the first preempted sibling (in vCPU order)
+//!   executing a whitelisted critical function, and yields only if none was migrated;
+//! - any other yield is an ordinary yield here (the released code does not yield at all then,
+//!   but in this model a pause-loop exit only comes from a kernel spin, so none is "other").
+//!
+//! Seed 002 section 4.2 adds the I/O path, which the released code does not contain: a virtual
+//! IRQ migrates its (preempted) recipient, and a relayed reschedule IPI migrates its preempted
+//! recipient first, when the sender is in a critical function (the softirq's wake-up:
+//! `ttwu_do_activate` / `resched_curr`).
+
+use super::{AccelReason, Detect, UrgentEvent};
+use crate::hypervisor::policy::{IpiKind, PolicyCtx, VcpuState};
+use crate::ids::VcpuId;
+use crate::vmexit::KernelFn;
+
+/// What a yielding vCPU's function says about its yield.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum YieldClass {
+    /// Waiting for IPI acknowledgements from many (`smp_call_function_many`, the TLB
+    /// shootdown's `native_flush_tlb_others`): migrate every preempted sibling.
+    IpiMany,
+    /// Waiting for one IPI's acknowledgement (`smp_call_function_single`): an ordinary yield.
+    IpiSingle,
+    /// Spinning for a lock: migrate a preempted sibling in a critical section.
+    LockSpin,
+    /// Anything else.
+    Other,
+}
+
+/// The class of a yield whose vCPU was in `f` (`sched_try_offload_siblings`'s tests of the
+/// yielder's instruction pointer).
+pub fn yield_class(f: KernelFn) -> YieldClass {
+    match f {
+        KernelFn::SmpCallFunctionMany | KernelFn::FlushTlbOthers => YieldClass::IpiMany,
+        KernelFn::SmpCallFunctionSingle => YieldClass::IpiSingle,
+        KernelFn::RawSpinLock | KernelFn::PvQueuedSpinLockSlowpath => YieldClass::LockSpin,
+        _ => YieldClass::Other,
+    }
+}
+
+/// Whether `f` is a critical OS service (Table 3; the released code's `is_urgent_kernel`): a
+/// preempted vCPU found there is worth a micro slice. `FlushTlbOthers` is Table 3's
+/// `native_flush_tlb_others`; `IpiHandler` is `xen_reschedule_interrupt` / `flush_tlb_func` as
+/// the Linux 3.2 guest publishes them.
+pub fn is_critical(f: KernelFn) -> bool {
+    matches!(
+        f,
+        KernelFn::IrqEnter
+            | KernelFn::IrqExit
+            | KernelFn::HandlePercpuIrq
+            | KernelFn::SmpCallFunctionSingle
+            | KernelFn::SmpCallFunctionMany
+            | KernelFn::FlushTlbOthers
+            | KernelFn::FlushTlbMmRange
+            | KernelFn::FlushTlbFunc
+            | KernelFn::LeaveMm
+            | KernelFn::GetPageFromFreelist
+            | KernelFn::FreeOnePage
+            | KernelFn::ReleasePages
+            | KernelFn::SchedulerIpi
+            | KernelFn::ReschedCurr
+            | KernelFn::KickProcess
+            | KernelFn::TtwuDoActivate
+            | KernelFn::RawSpinUnlock
+            | KernelFn::RwsemWake
+            | KernelFn::IpiHandler
+    )
+}
+
+/// What the host does with the yielder after the detection at its yield.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum YieldOutcome {
+    /// An ordinary yield.
+    Yield,
+    /// No yield: the vCPU goes on (the IPI case).
+    Continue,
+    /// No yield if some sibling was migrated, else an ordinary yield (the lock case).
+    ContinueIfAccelerated,
+}
+
+/// The preempted siblings of `v` (Runnable: descheduled while still runnable), in vCPU order.
+fn preempted_siblings<'a>(ctx: &'a PolicyCtx, v: VcpuId) -> impl Iterator<Item = VcpuId> + 'a {
+    let host = ctx.host;
+    host.vm_of(v).vcpus.iter().copied().filter(move |s| *s != v && host.vcpu(*s).state == VcpuState::Runnable)
+}
+
+/// At the yield entry (`vcpu_yield`): classify the yield by the yielder's published function and
+/// ask the host to accelerate the siblings it calls for. Counts the urgent event for Algorithm 1.
+pub fn on_yield(detect: &Detect, ctx: &mut PolicyCtx, v: VcpuId) -> YieldOutcome {
+    let Some(f) = ctx.kernel_fn(v) else { return YieldOutcome::Yield };
+    match yield_class(f) {
+        YieldClass::IpiMany if detect.ipi => {
+            ctx.count_urgent(UrgentEvent::Ipi);
+            let targets: Vec<VcpuId> = preempted_siblings(ctx, v).collect();
+            for s in targets {
+                let g = ctx.kernel_fn(s).unwrap_or(KernelFn::User);
+                ctx.accelerate(s, AccelReason::TlbSync, g);
+            }
+            YieldOutcome::Continue
+        }
+        YieldClass::LockSpin if detect.ple => {
+            ctx.count_urgent(UrgentEvent::Ple);
+            let holder = preempted_siblings(ctx, v).find(|s| ctx.kernel_fn(*s).is_some_and(is_critical));
+            if let Some(s) = holder {
+                let g = ctx.kernel_fn(s).expect("found by its function");
+                ctx.accelerate(s, AccelReason::LockHolder, g);
+            }
+            YieldOutcome::ContinueIfAccelerated
+        }
+        _ => YieldOutcome::Yield,
+    }
+}
+
+/// A virtual IRQ of a device is relayed to `v` (seed 002 section 4.2: "the hypervisor migrates
+/// the recipient vCPU onto the micro-sliced cores"): a preempted recipient is accelerated. Its
+/// function is read for the record (and, as every detection, only through the channel).
+pub fn on_virq(detect: &Detect, ctx: &mut PolicyCtx, v: VcpuId) {
+    if !detect.irq {
+        return;
+    }
+    let Some(f) = ctx.kernel_fn(v) else { return };
+    ctx.count_urgent(UrgentEvent::Irq);
+    if ctx.host.vcpu(v).state == VcpuState::Runnable {
+        ctx.accelerate(v, AccelReason::Virq, f);
+    }
+}
+
+/// A reschedule IPI from `from` to `to` is relayed (section 4.2: "before the relay of interrupt,
+/// it moves the recipient vCPU onto the micro-sliced pool"): if the sender is in a critical
+/// function and the recipient is preempted, the recipient is accelerated.
+pub fn on_ipi_relay(detect: &Detect, ctx: &mut PolicyCtx, from: VcpuId, to: VcpuId, kind: IpiKind) {
+    if !detect.ipi || kind != IpiKind::Resched {
+        return;
+    }
+    let Some(f) = ctx.kernel_fn(from) else { return };
+    if is_critical(f) && ctx.host.vcpu(to).state == VcpuState::Runnable {
+        let g = ctx.kernel_fn(to).unwrap_or(KernelFn::User);
+        ctx.accelerate(to, AccelReason::IpiRelay, g);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_whitelist_holds_table_3_and_not_user_idle_or_spinning() {
+        for f in [KernelFn::FlushTlbOthers, KernelFn::TtwuDoActivate, KernelFn::RawSpinUnlock, KernelFn::IrqExit, KernelFn::RwsemWake] {
+            assert!(is_critical(f), "{f:?}");
+        }
+        for f in [KernelFn::User, KernelFn::Idle, KernelFn::Syscall, KernelFn::RawSpinLock, KernelFn::FutexWait] {
+            assert!(!is_critical(f), "{f:?}");
+        }
+        assert_eq!(yield_class(KernelFn::FlushTlbOthers), YieldClass::IpiMany);
+        assert_eq!(yield_class(KernelFn::SmpCallFunctionSingle), YieldClass::IpiSingle);
+        assert_eq!(yield_class(KernelFn::RawSpinLock), YieldClass::LockSpin);
+        assert_eq!(yield_class(KernelFn::Syscall), YieldClass::Other);
+    }
+}
