@@ -32,7 +32,7 @@ use toml::Value;
 const TOP_KEYS: &[&str] = &["host", "guest", "vm", "run", "sweep"];
 pub(super) const HOST_KEYS: &[&str] = &[
     "pcpus", "policy", "sockets", "numa_nodes", "threads_per_core", "cores_per_module", "llc", "start_skew", "placement", "params",
-    "ple", "costs", "uvf", "pool", "pool_change", "contention", "node_memory",
+    "ple", "costs", "uvf", "pool", "pool_change", "contention", "node_memory", "microsliced",
 ];
 pub(super) const VM_KEYS: &[&str] = &[
     "name", "count", "vcpus", "weight", "type", "u_factor", "sched_pe", "workload", "threads", "iterations", "params", "program",
@@ -312,6 +312,16 @@ fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
             ),
         ));
     }
+    let microsliced = host.table("microsliced")?.map(|s| super::microsliced_sections::host_microsliced(&s)).transpose()?;
+    if microsliced.is_some() && kind.name() != "credit" {
+        return Err(host.error_at(
+            "microsliced",
+            format!(
+                "micro-sliced cores are a child cpupool of a credit pool (seed 002 section 5, Xen 4.7's credit), got policy = {:?}",
+                kind.name()
+            ),
+        ));
+    }
     let default_pool = PoolSpec { name: DEFAULT_POOL.to_string(), pcpus: CpuMask::empty(), policy: kind.name().to_string(), params: params.clone() };
     let pools = pools(&host, &topology, default_pool, kind)?;
     if pools.len() > 1 {
@@ -345,7 +355,7 @@ fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
         pool_changes,
         contention,
         node_memory_mib,
-        microsliced: None,
+        microsliced,
     };
     Ok((spec, change_index))
 }

@@ -113,7 +113,7 @@ impl Sim {
         }
         if let Some(cfg) = &sc.host.microsliced {
             sim.build_microsliced(cfg)
-                .map_err(|message| SimError::Scenario { file: sc.source.clone(), key: "host.microsliced".into(), message })?;
+                .map_err(|message| SimError::Scenario { file: sc.source.clone(), key: "host.microsliced.cores".into(), message })?;
         }
         sim.update_trivial_placement();
         if sc.host.contention.any() {
