@@ -11,7 +11,8 @@
 //! xen/common/schedule.c `sched_try_offload_siblings`, `is_urgent_kernel`,
 //! `is_lock_spinning`, static-usliced-cores branch) where the seed's text is silent:
 //! - a yield while waiting for IPI acknowledgements (`smp_call_function_many`, the TLB
-//!   shootdown's wait) migrates every preempted sibling, and the yielder does not yield
+//!   shootdown's wait, or any `SCHEDOP_yield`: its trap is in the hypercall page,
+//!   `xen_hypercall_sched_op`) migrates every preempted sibling, and the yielder does not yield
 //!   (its `do_yield` stays 0): it goes on waiting for acknowledgements that now come fast;
 //! - a yield in `smp_call_function_single` is an ordinary yield;
 //! - a yield while spinning for a lock migrates the first preempted sibling (in vCPU order)
@@ -25,7 +26,7 @@
 //! `ttwu_do_activate` / `resched_curr`).
 
 use super::{AccelReason, Detect, UrgentEvent};
-use crate::hypervisor::policy::{IpiKind, PolicyCtx, VcpuState};
+use crate::hypervisor::policy::{IpiKind, PolicyCtx, VcpuState, YieldReason};
 use crate::ids::VcpuId;
 use crate::vmexit::KernelFn;
 
@@ -102,9 +103,16 @@ fn preempted_siblings<'a>(ctx: &'a PolicyCtx, v: VcpuId) -> impl Iterator<Item =
 
 /// At the yield entry (`vcpu_yield`): classify the yield by the yielder's published function and
 /// ask the host to accelerate the siblings it calls for. Counts the urgent event for Algorithm 1.
-pub fn on_yield(detect: &Detect, ctx: &mut PolicyCtx, v: VcpuId) -> YieldOutcome {
+/// A guest's `SCHEDOP_yield` traps from the hypercall page, whose symbol
+/// (`xen_hypercall_sched_op`) the released code tests first as an IPI wait: Linux 4.4 yields
+/// there only from `xen_smp_send_call_function_ipi`, the many-target send.
+pub fn on_yield(detect: &Detect, ctx: &mut PolicyCtx, v: VcpuId, reason: YieldReason) -> YieldOutcome {
     let Some(f) = ctx.kernel_fn(v) else { return YieldOutcome::Yield };
-    match yield_class(f) {
+    let class = match reason {
+        YieldReason::Hypercall => YieldClass::IpiMany,
+        YieldReason::PauseLoop => yield_class(f),
+    };
+    match class {
         YieldClass::IpiMany if detect.ipi => {
             ctx.count_urgent(UrgentEvent::Ipi);
             let targets: Vec<VcpuId> = preempted_siblings(ctx, v).collect();
@@ -158,6 +166,106 @@ pub fn on_ipi_relay(detect: &Detect, ctx: &mut PolicyCtx, from: VcpuId, to: Vcpu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hardware::topology::Topology;
+    use crate::hypervisor::policies::test_host::vms_of;
+    use crate::hypervisor::policy::{HostView, Request, TimerTable};
+    use crate::vmexit::{Channels, PvArea};
+
+    /// One VM of five vCPUs: vCPU 0 runs in `f0`; the others have these states and functions.
+    /// Runs `call` with the channel `on` or off; returns the requests it made and its answer.
+    fn with_host<R>(
+        f0: KernelFn,
+        others: [(VcpuState, KernelFn); 4],
+        on: bool,
+        call: impl FnOnce(&mut PolicyCtx) -> R,
+    ) -> (Vec<Request>, R) {
+        let (mut vcpus, vms, _) = vms_of(&[(5, 256)]);
+        vcpus[0].state = VcpuState::Running;
+        let mut pv = vec![PvArea { kernel_fn: f0, ..PvArea::default() }];
+        for (i, (state, f)) in others.iter().enumerate() {
+            vcpus[i + 1].state = *state;
+            pv.push(PvArea { kernel_fn: *f, ..PvArea::default() });
+        }
+        let topology = Topology::flat(4);
+        let host = HostView { now: 0, vcpus: &vcpus, pcpus: &[], vms: &vms, topology: &topology, scope: None };
+        let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
+        let mut ctx = PolicyCtx::new(host, &mut requests, &mut timers).with_pv(&pv, Channels { kernel_fn: on });
+        let r = call(&mut ctx);
+        (requests, r)
+    }
+
+    const R: VcpuState = VcpuState::Runnable;
+    const RUN: VcpuState = VcpuState::Running;
+    const H: VcpuState = VcpuState::Halted;
+
+    #[test]
+    fn an_ipi_wait_yield_accelerates_every_preempted_sibling_and_does_not_yield() {
+        let others = [(R, KernelFn::User), (RUN, KernelFn::User), (H, KernelFn::Idle), (R, KernelFn::Syscall)];
+        let (req, out) = with_host(KernelFn::SmpCallFunctionMany, others, true, |ctx| on_yield(&Detect::ALL, ctx, VcpuId(0), YieldReason::PauseLoop));
+        assert_eq!(out, YieldOutcome::Continue);
+        assert_eq!(
+            req,
+            vec![
+                Request::CountUrgent(UrgentEvent::Ipi),
+                Request::Accelerate(VcpuId(1), AccelReason::TlbSync, KernelFn::User),
+                Request::Accelerate(VcpuId(4), AccelReason::TlbSync, KernelFn::Syscall),
+            ]
+        );
+        // A SCHEDOP_yield is an IPI wait whatever function the guest published.
+        let (req, out) = with_host(KernelFn::FutexWake, others, true, |ctx| on_yield(&Detect::ALL, ctx, VcpuId(0), YieldReason::Hypercall));
+        assert_eq!((out, req.len()), (YieldOutcome::Continue, 3));
+        // With detect = ["ple"] it is an ordinary yield.
+        let ple_only = Detect { ple: true, ipi: false, irq: false };
+        let (req, out) = with_host(KernelFn::SmpCallFunctionMany, others, true, |ctx| on_yield(&ple_only, ctx, VcpuId(0), YieldReason::PauseLoop));
+        assert_eq!((out, req), (YieldOutcome::Yield, vec![]));
+    }
+
+    #[test]
+    fn a_lock_spin_yield_accelerates_the_first_preempted_sibling_in_a_critical_function() {
+        let others = [(R, KernelFn::User), (RUN, KernelFn::RawSpinUnlock), (R, KernelFn::TtwuDoActivate), (R, KernelFn::RawSpinUnlock)];
+        let (req, out) = with_host(KernelFn::RawSpinLock, others, true, |ctx| on_yield(&Detect::ALL, ctx, VcpuId(0), YieldReason::PauseLoop));
+        assert_eq!(out, YieldOutcome::ContinueIfAccelerated);
+        assert_eq!(req, vec![Request::CountUrgent(UrgentEvent::Ple), Request::Accelerate(VcpuId(3), AccelReason::LockHolder, KernelFn::TtwuDoActivate)]);
+        // None critical: the PLE is counted, nothing accelerated (the host then yields).
+        let plain = [(R, KernelFn::User), (R, KernelFn::Syscall), (R, KernelFn::FutexWait), (H, KernelFn::Idle)];
+        let (req, _) = with_host(KernelFn::RawSpinLock, plain, true, |ctx| on_yield(&Detect::ALL, ctx, VcpuId(0), YieldReason::PauseLoop));
+        assert_eq!(req, vec![Request::CountUrgent(UrgentEvent::Ple)]);
+    }
+
+    #[test]
+    fn without_the_channel_nothing_is_detected() {
+        let others = [(R, KernelFn::RawSpinUnlock), (R, KernelFn::IrqExit), (R, KernelFn::User), (R, KernelFn::User)];
+        for (f0, reason) in [(KernelFn::SmpCallFunctionMany, YieldReason::PauseLoop), (KernelFn::RawSpinLock, YieldReason::PauseLoop), (KernelFn::User, YieldReason::Hypercall)] {
+            let (req, out) = with_host(f0, others, false, |ctx| on_yield(&Detect::ALL, ctx, VcpuId(0), reason));
+            assert_eq!((out, req), (YieldOutcome::Yield, vec![]));
+        }
+        let (req, _) = with_host(KernelFn::TtwuDoActivate, others, false, |ctx| {
+            on_virq(&Detect::ALL, ctx, VcpuId(1));
+            on_ipi_relay(&Detect::ALL, ctx, VcpuId(0), VcpuId(2), IpiKind::Resched);
+        });
+        assert_eq!(req, vec![]);
+    }
+
+    #[test]
+    fn a_virq_or_a_relayed_ipi_accelerates_a_preempted_recipient() {
+        let others = [(R, KernelFn::User), (RUN, KernelFn::User), (R, KernelFn::Syscall), (H, KernelFn::Idle)];
+        let (req, _) = with_host(KernelFn::TtwuDoActivate, others, true, |ctx| {
+            on_virq(&Detect::ALL, ctx, VcpuId(1)); // preempted: accelerated
+            on_virq(&Detect::ALL, ctx, VcpuId(2)); // running: counted only
+            on_ipi_relay(&Detect::ALL, ctx, VcpuId(0), VcpuId(3), IpiKind::Resched); // sender critical
+            on_ipi_relay(&Detect::ALL, ctx, VcpuId(0), VcpuId(3), IpiKind::TlbShootdown); // not a resched IPI
+            on_ipi_relay(&Detect::ALL, ctx, VcpuId(1), VcpuId(3), IpiKind::Resched); // sender in user code
+        });
+        assert_eq!(
+            req,
+            vec![
+                Request::CountUrgent(UrgentEvent::Irq),
+                Request::Accelerate(VcpuId(1), AccelReason::Virq, KernelFn::User),
+                Request::CountUrgent(UrgentEvent::Irq),
+                Request::Accelerate(VcpuId(3), AccelReason::IpiRelay, KernelFn::Syscall),
+            ]
+        );
+    }
 
     #[test]
     fn the_whitelist_holds_table_3_and_not_user_idle_or_spinning() {

@@ -14,9 +14,9 @@ use crate::hypervisor::microsliced::detect::{self, YieldOutcome};
 impl Credit {
     /// At `csched_unit_yield`: the detection; false if the yield does not happen (then the
     /// YIELD flag is not set either).
-    pub(super) fn micro_yield(&mut self, ctx: &mut PolicyCtx, v: VcpuId) -> bool {
+    pub(super) fn micro_yield(&mut self, ctx: &mut PolicyCtx, v: VcpuId, reason: YieldReason) -> bool {
         let Some(d) = self.micro else { return true };
-        match detect::on_yield(&d, ctx, v) {
+        match detect::on_yield(&d, ctx, v, reason) {
             YieldOutcome::Yield => true,
             YieldOutcome::Continue => {
                 ctx.skip_yield(v, false);

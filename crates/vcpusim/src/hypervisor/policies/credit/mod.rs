@@ -759,7 +759,7 @@ impl Policy for Credit {
     /// `vcpu_yield`). Xen 3.3 has no yield operation: schedule.c's `do_yield` only raises
     /// `SCHEDULE_SOFTIRQ`, so the vCPU is re-queued like a preempted one.
     fn yield_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId, reason: YieldReason) {
-        if !self.micro_yield(ctx, v) {
+        if !self.micro_yield(ctx, v, reason) {
             return;
         }
         if self.cfg.xen.has_yield_flag() {
