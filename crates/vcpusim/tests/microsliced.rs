@@ -165,3 +165,14 @@ fn the_counts_feed_algorithm_1_only_in_dynamic_mode() {
     assert!(m.counts.ipis > 0, "{:?}", m.counts);
     assert_eq!(m.counts.irqs, 0);
 }
+
+#[test]
+fn the_trace_shows_each_acceleration_with_its_reason_and_function_and_the_pool_size() {
+    let sc = load_scenario(&with_table("mode = \"dynamic\"\ncores = 2\nepoch = \"50ms\""), "<t>").expect("loads");
+    let out = run_api(&sc, &RunOptions { trace: true, check: true, ..RunOptions::default() }).expect("runs");
+    let trace = out.trace_json.expect("traced");
+    assert!(trace.contains("accelerate vCPU") && trace.contains("(tlb, in "), "an acceleration instant names its reason and function");
+    assert!(trace.contains("micro-sliced cores"), "the pool size counter");
+    assert!(trace.contains("Algorithm 1: "), "each Algorithm 1 decision");
+    assert!(trace.contains("pool change: pool0 -> micro"), "pCPUs joining the micro pool");
+}
