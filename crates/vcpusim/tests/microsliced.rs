@@ -107,6 +107,8 @@ fn bad_tables_are_refused_naming_file_key_and_value() {
     assert!(e.contains("host.microsliced.slices") && e.contains("slice"), "{e}");
     let e = load_error(&with_table("").replace("policy = \"credit\"\nparams = { xen = \"4.7\" }", "policy = \"cfs\""));
     assert!(e.contains("host.microsliced") && e.contains("credit") && e.contains("cfs"), "{e}");
+    let e = load_error(&with_table("").replace("[[vm]]\nname = \"dedup\"", "[[host.pool]]\nname = \"p1\"\npcpus = \"7\"\npolicy = \"credit\"\nparams = { xen = \"4.7\" }\n[[host.pool_change]]\nat = \"10ms\"\npcpu = 6\nto = \"p1\"\n[[vm]]\nname = \"dedup\""));
+    assert!(e.contains("host.pool_change") && e.contains("[host.microsliced]"), "{e}");
     // Too many cores for the pool: refused when the run is built.
     let sc = load_scenario(&with_table("cores = 8"), "<microsliced test>").expect("loads");
     match run_api(&sc, &RunOptions::default()) {

@@ -122,6 +122,16 @@ pub fn from_toml_str(text: &str, source: &str) -> Result<Scenario, SimError> {
             ),
         ));
     }
+    if host.microsliced.is_some() && !host.pool_changes.is_empty() {
+        // The micro pool takes and gives back pool0's pCPUs itself (sim/microsliced.rs); a
+        // scripted move could take a pCPU from under an accelerated vCPU.
+        return Err(error(
+            source,
+            "host.pool_change",
+            "[[host.pool_change]] cannot be combined with [host.microsliced], which moves pCPUs between \
+             the default pool and the micro pool itself; drop one of them",
+        ));
+    }
     replay_pool_changes(source, &host, &change_index, &vms)?;
     super::bounds::check(&top, &mut host, &vms, &run)?;
     Ok(Scenario { source: source.to_string(), host, vms, run })
