@@ -265,6 +265,8 @@ pub enum KernelFn {
     FlushTlbOthers,
     /// An IPI handler: smp_reschedule_interrupt or flush_tlb_func.
     IpiHandler,
+    // ---- Seed 002 Table 3 (Linux 4.4's critical functions) and the functions a vCPU spins or
+    // waits in; the detection whitelist is hypervisor/microsliced/detect.rs. ----
     /// A device's hard IRQ (seed 002 Table 3, kernel/softirq.c `irq_enter` to the handler:
     /// Linux 4.4 `xen_evtchn_do_upcall` -> `handle_irq_event` -> netfront's
     /// `xennet_rx_interrupt` -> `napi_schedule`).
@@ -273,6 +275,44 @@ pub enum KernelFn {
     /// `invoke_softirq` -> `__do_softirq` -> `net_rx_action`: the NAPI poll, TCP/UDP receive,
     /// the ACK and the reader's wake-up).
     IrqExit,
+    /// handle_percpu_irq (kernel/irq/chip.c): the handler of a per-CPU (event channel) IRQ.
+    HandlePercpuIrq,
+    /// smp_call_function_single (kernel/smp.c): one IPI, waiting for its target.
+    SmpCallFunctionSingle,
+    /// smp_call_function_many (kernel/smp.c): IPIs to many, waiting (csd_lock_wait) for all.
+    SmpCallFunctionMany,
+    /// flush_tlb_mm_range / flush_tlb_page / flush_tlb_current_task (arch/x86/mm/tlb.c).
+    FlushTlbMmRange,
+    /// flush_tlb_func (arch/x86/mm/tlb.c): the TLB shootdown IPI's handler.
+    FlushTlbFunc,
+    /// leave_mm (arch/x86/mm/tlb.c): a lazy-TLB CPU leaving the mm.
+    LeaveMm,
+    /// get_page_from_freelist (mm/page_alloc.c).
+    GetPageFromFreelist,
+    /// free_one_page (mm/page_alloc.c).
+    FreeOnePage,
+    /// release_pages (mm/swap.c).
+    ReleasePages,
+    /// scheduler_ipi (kernel/sched/core.c): the reschedule IPI's work.
+    SchedulerIpi,
+    /// resched_curr (kernel/sched/core.c): sends a reschedule IPI.
+    ReschedCurr,
+    /// kick_process (kernel/sched/core.c).
+    KickProcess,
+    /// try_to_wake_up -> ttwu_do_activate / ttwu_do_wakeup / sched_ttwu_pending
+    /// (kernel/sched/core.c).
+    TtwuDoActivate,
+    /// __raw_spin_unlock and its _irq / _irqrestore / _bh forms (spinlock_api_smp.h),
+    /// __pv_queued_spin_unlock (kernel/locking/qspinlock_paravirt.h).
+    RawSpinUnlock,
+    /// __rwsem_do_wake / rwsem_wake (kernel/locking/rwsem-*.c).
+    RwsemWake,
+    /// Spinning for a spinlock: _raw_spin_lock* / queued_spin_lock_slowpath (not in Table 3:
+    /// where a pause-loop exit finds a lock waiter; the released code's `is_lock_spinning`).
+    RawSpinLock,
+    /// __pv_queued_spin_lock_slowpath (kernel/locking/qspinlock_paravirt.h): the PV slow path
+    /// (spinning, then blocking in SCHEDOP_poll).
+    PvQueuedSpinLockSlowpath,
 }
 
 impl KernelFn {
@@ -287,6 +327,23 @@ impl KernelFn {
             KernelFn::IpiHandler => "ipi_handler",
             KernelFn::IrqEnter => "irq_enter",
             KernelFn::IrqExit => "irq_exit",
+            KernelFn::HandlePercpuIrq => "handle_percpu_irq",
+            KernelFn::SmpCallFunctionSingle => "smp_call_function_single",
+            KernelFn::SmpCallFunctionMany => "smp_call_function_many",
+            KernelFn::FlushTlbMmRange => "flush_tlb_mm_range",
+            KernelFn::FlushTlbFunc => "flush_tlb_func",
+            KernelFn::LeaveMm => "leave_mm",
+            KernelFn::GetPageFromFreelist => "get_page_from_freelist",
+            KernelFn::FreeOnePage => "free_one_page",
+            KernelFn::ReleasePages => "release_pages",
+            KernelFn::SchedulerIpi => "scheduler_ipi",
+            KernelFn::ReschedCurr => "resched_curr",
+            KernelFn::KickProcess => "kick_process",
+            KernelFn::TtwuDoActivate => "ttwu_do_activate",
+            KernelFn::RawSpinUnlock => "__raw_spin_unlock",
+            KernelFn::RwsemWake => "rwsem_wake",
+            KernelFn::RawSpinLock => "_raw_spin_lock",
+            KernelFn::PvQueuedSpinLockSlowpath => "__pv_queued_spin_lock_slowpath",
         }
     }
 }

@@ -150,7 +150,7 @@ impl GuestKernel {
                 *front = Step::Run { ns, func };
                 None
             }
-            &mut Step::Lock { lock, func } => match env.locks[lock.idx()].try_acquire(t) {
+            &mut Step::Lock { lock, .. } => match env.locks[lock.idx()].try_acquire(t) {
                 Acquire::Got => {
                     steps.pop_front();
                     held.push(lock);
@@ -167,7 +167,10 @@ impl GuestKernel {
                 }
                 Acquire::Spin => {
                     wait_started.get_or_insert(now);
-                    self.vcpus[i].func = func;
+                    // Spinning is in the lock's slow path (`_raw_spin_lock` ->
+                    // `queued_spin_lock_slowpath` / the ticket loop), whatever function took it:
+                    // what a symbol lookup of the spinner's instruction pointer finds (seed 002).
+                    self.vcpus[i].func = KernelFn::RawSpinLock;
                     Some(Next::Spin { kind: TimeKind::Spin, budget: None })
                 }
             },
@@ -204,7 +207,10 @@ impl GuestKernel {
                     steps.pop_front();
                     None
                 } else {
-                    self.vcpus[i].func = KernelFn::FlushTlbOthers;
+                    // Waiting for acknowledgements is `csd_lock_wait` inside
+                    // `smp_call_function_many` (kernel/smp.c), where seed 002 section 3.1 finds
+                    // dedup's yields.
+                    self.vcpus[i].func = KernelFn::SmpCallFunctionMany;
                     Some(Next::Spin { kind: TimeKind::TlbWait, budget: None })
                 }
             }

@@ -1,6 +1,7 @@
 //! The hypervisor: vCPU states, the policy interface and the policies.
 
 pub mod cpupool;
+pub mod microsliced;
 pub mod node_affinity;
 pub mod policies;
 pub mod policy;

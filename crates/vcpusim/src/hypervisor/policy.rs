@@ -237,6 +237,10 @@ impl<'a> HostView<'a> {
 pub enum YieldReason {
     /// Pause-loop exit: it spun in the guest kernel longer than the PLE window.
     PauseLoop,
+    /// The guest asked (Xen `SCHEDOP_yield`, `Hypercall::Yield`): Linux 4.4's
+    /// `xen_smp_send_call_function_ipi` after sending call-function IPIs to a vCPU whose
+    /// runstate is runnable (seed 002 section 5's "IPI" yields).
+    Hypercall,
 }
 
 /// Index of a policy-owned timer in the engine's [`TimerTable`].
@@ -323,6 +327,15 @@ pub enum Request {
     /// Move this vCPU into another cpupool now (the host's `Sim::move_vcpu`; seed 002's
     /// micro-sliced cores move a vCPU into a short-slice pool and back).
     MoveToPool(VcpuId, crate::ids::PoolId),
+    /// Seed 002: move this preempted vCPU into the micro-sliced pool for one micro slice, for
+    /// this reason, found in this kernel function (`sim/microsliced.rs` `Sim::accelerate`; refused
+    /// when no micro pCPU is free).
+    Accelerate(VcpuId, crate::hypervisor::microsliced::AccelReason, crate::vmexit::KernelFn),
+    /// Seed 002: count one urgent event for Algorithm 1 (`hypervisor/microsliced/algorithm.rs`).
+    CountUrgent(crate::hypervisor::microsliced::UrgentEvent),
+    /// Seed 002: the yield of this vCPU does not happen (the released code's `do_yield = 0`);
+    /// with `true`, only if an `Accelerate` of the same call succeeded.
+    SkipYield(VcpuId, bool),
 }
 
 /// The context of one policy call: the host view plus a request list.
@@ -381,6 +394,20 @@ impl<'a> PolicyCtx<'a> {
     /// out after the call: the vCPU leaves this policy through `remove_vcpu`.
     pub fn move_to_pool(&mut self, v: VcpuId, pool: crate::ids::PoolId) {
         self.requests.push(Request::MoveToPool(v, pool));
+    }
+    /// Seed 002: ask the host to accelerate preempted `v` on a micro-sliced core (`reason`, found
+    /// in `func`).
+    pub fn accelerate(&mut self, v: VcpuId, reason: crate::hypervisor::microsliced::AccelReason, func: KernelFn) {
+        self.requests.push(Request::Accelerate(v, reason, func));
+    }
+    /// Seed 002: count an urgent event for Algorithm 1.
+    pub fn count_urgent(&mut self, event: crate::hypervisor::microsliced::UrgentEvent) {
+        self.requests.push(Request::CountUrgent(event));
+    }
+    /// Seed 002: the yield being handled does not happen (`if_accelerated`: only if this call's
+    /// acceleration succeeded).
+    pub fn skip_yield(&mut self, v: VcpuId, if_accelerated: bool) {
+        self.requests.push(Request::SkipYield(v, if_accelerated));
     }
     /// Xen `init_timer`: a new timer of this policy, unarmed; `on_timer(key)` when it fires.
     pub fn init_timer(&mut self, key: u64) -> Timer {
@@ -510,6 +537,29 @@ pub trait Policy {
     /// `schedule_cpu_add`: `init_pdata` and `switch_sched`). The engine calls `do_schedule(p)`
     /// next. Only called for policies whose kind says `supports_pool_changes`.
     fn add_pcpu(&mut self, _ctx: &mut PolicyCtx, _p: PcpuId) {}
+
+    /// Notification: the host relays a virtual IRQ of a device to `v` (Xen 4.7 `send_guest_pirq`
+    /// -> `evtchn_port_set_pending` on the port's notify vCPU). Seed 002's detection hooks here
+    /// (section 4.2). The host calls it through `Sim::virq_relayed` (sim/microsliced.rs).
+    fn virq_sent(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId) {}
+
+    /// Seed 002: carry micro-sliced cores (`[host.microsliced]`): the policy detects critical
+    /// services with `detect` at its yield entry, `ipi_sent` and `virq_sent`, and keeps the books
+    /// of vCPUs it lends to the micro pool. Returns false if the policy cannot (the loader
+    /// refuses the scenario then).
+    fn attach_microsliced(&mut self, _detect: crate::hypervisor::microsliced::Detect) -> bool {
+        false
+    }
+
+    /// Seed 002: the Runnable, not running, vCPU `v` leaves this pool for the micro pool for one
+    /// micro slice (Xen: the hidden cpupool shares its parent's scheduler, so `v` stays in this
+    /// policy's books: on its domain's active list, with its credit). Take it off the run queues.
+    fn lend_vcpu(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId) {}
+
+    /// Seed 002: `v` is back from the micro pool after running `ran` there: charge that as run
+    /// time here and, unless it is Halted, queue it as the released code's
+    /// `vcpu_migrate_to_cpu(prev, prev_processor)` -> `vcpu_wake` does.
+    fn return_vcpu(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId, _ran: Nanos) {}
 
     /// Check the policy's own invariants (used in check mode after every event).
     fn check(&self, _host: &HostView) -> Result<(), String> {

@@ -30,6 +30,12 @@ pub const VM_COLUMNS: &[&str] = &[
 /// device keep the table they had.
 pub const NET_COLUMNS: &[&str] = &["throughput_mbps", "jitter_ms"];
 
+/// Columns vms.csv gains after [`VM_COLUMNS`] with `[host.microsliced]` (seed 002): vCPUs moved
+/// into the micro-sliced pool, in all and by reason (`hypervisor::microsliced::AccelReason`).
+/// Only then, so that runs without micro-sliced cores keep their bytes.
+pub const MICROSLICED_COLUMNS: &[&str] =
+    &["accelerated_count", "accelerated_tlb_count", "accelerated_lock_count", "accelerated_irq_count", "accelerated_ipi_count"];
+
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
@@ -58,6 +64,10 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
     if net {
         vms.push(',');
         vms.push_str(&NET_COLUMNS.join(","));
+    }
+    if sim.micro.is_some() {
+        vms.push(',');
+        vms.push_str(&MICROSLICED_COLUMNS.join(","));
     }
     vms.push('\n');
     let mut metrics = String::from("vm,metric,value\n");
@@ -129,6 +139,13 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             let throughput = stack.map(|n| format!("{:.3}", n.throughput_mbps(sim_time))).unwrap_or_default();
             let jitter = stack.and_then(|n| n.jitter_ms()).map(|j| format!("{j:.4}")).unwrap_or_default();
             write!(vms, ",{throughput},{jitter}").expect("writing to a String cannot fail");
+        }
+        if sim.micro.is_some() {
+            let a = &s.accelerated;
+            write!(vms, ",{}", a.iter().sum::<u64>()).expect("writing to a String cannot fail");
+            for reason in crate::hypervisor::microsliced::AccelReason::ALL {
+                write!(vms, ",{}", a[reason.idx()]).expect("writing to a String cannot fail");
+            }
         }
         vms.push('\n');
 
@@ -212,6 +229,19 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         "competing_modules": (sim.usage.host_competing.average() * 1e3).round() / 1e3,
         "trace_dropped_events": sim.trace.as_ref().map(|t| t.dropped).unwrap_or(0),
     });
+    let mut summary = summary;
+    if let Some(m) = &sim.micro {
+        // Seed 002: the micro pool's size over time (each change), the urgent events Algorithm 1
+        // has not consumed yet, and refused accelerations (no free micro pCPU).
+        summary["microsliced"] = serde_json::json!({
+            "mode": m.cfg.mode.name(),
+            "cores": m.cfg.cores,
+            "slice_ns": m.cfg.slice,
+            "symbols": m.cfg.symbols,
+            "sizes": m.sizes.iter().map(|(at, n)| serde_json::json!({"at_ns": at, "cores": n})).collect::<Vec<_>>(),
+            "refused": m.refused,
+        });
+    }
     let run_identity = [
         ("scenario", serde_json::json!(sc.source)),
         ("seed", serde_json::json!(seed)),

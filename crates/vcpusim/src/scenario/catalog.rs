@@ -28,6 +28,7 @@ struct Catalog {
     host_costs: Vec<KeyEntry>,
     host_uvf: Vec<KeyEntry>,
     vm_uvf: Vec<KeyEntry>,
+    host_microsliced: Vec<KeyEntry>,
     host_contention: Vec<KeyEntry>,
     vm_contention: Vec<KeyEntry>,
     run: Vec<KeyEntry>,
@@ -121,6 +122,7 @@ const HOST_KEY_DOCS: &[(&str, &str, &str, &str)] = &[
     ("pool_change", "array of tables", "", "[[host.pool_change]]: at, pcpu, to: a pCPU moved between pools at run time"),
     ("contention", "table", "", "[host.contention]: seed 001's contention sources (below); all off when absent"),
     ("node_memory", "size or array of sizes", "", "free memory of each NUMA node when the first VM is created (xl's placement reads it); default: unlimited, equal on every node"),
+    ("microsliced", "table", "", "[host.microsliced]: seed 002's micro-sliced cores (below; also detect, a list of ple, ipi, irq); off when absent"),
 ];
 
 /// `[[vm]]` keys, as [`HOST_KEY_DOCS`].
@@ -202,6 +204,7 @@ fn catalog() -> Catalog {
         host_uvf: section_entries(&uvf_sections::host_uvf_keys()),
         vm_uvf: section_entries(&uvf_sections::vm_uvf_keys()),
         host_contention: section_entries(&contention_sections::host_contention_keys()),
+        host_microsliced: section_entries(&super::microsliced_sections::host_microsliced_keys()),
         vm_contention: section_entries(&contention_sections::vm_contention_keys()),
         run: section_entries(&sections::run_keys()),
     }

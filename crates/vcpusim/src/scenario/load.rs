@@ -32,7 +32,7 @@ use toml::Value;
 const TOP_KEYS: &[&str] = &["host", "guest", "vm", "run", "sweep"];
 pub(super) const HOST_KEYS: &[&str] = &[
     "pcpus", "policy", "sockets", "numa_nodes", "threads_per_core", "cores_per_module", "llc", "start_skew", "placement", "params",
-    "ple", "costs", "uvf", "pool", "pool_change", "contention", "node_memory",
+    "ple", "costs", "uvf", "pool", "pool_change", "contention", "node_memory", "microsliced",
 ];
 pub(super) const VM_KEYS: &[&str] = &[
     "name", "count", "vcpus", "weight", "type", "u_factor", "sched_pe", "workload", "threads", "iterations", "params", "program",
@@ -120,6 +120,16 @@ pub fn from_toml_str(text: &str, source: &str) -> Result<Scenario, SimError> {
                 crate::time::format_duration(change.at),
                 crate::time::format_duration(run.duration)
             ),
+        ));
+    }
+    if host.microsliced.is_some() && !host.pool_changes.is_empty() {
+        // The micro pool takes and gives back pool0's pCPUs itself (sim/microsliced.rs); a
+        // scripted move could take a pCPU from under an accelerated vCPU.
+        return Err(error(
+            source,
+            "host.pool_change",
+            "[[host.pool_change]] cannot be combined with [host.microsliced], which moves pCPUs between \
+             the default pool and the micro pool itself; drop one of them",
         ));
     }
     replay_pool_changes(source, &host, &change_index, &vms)?;
@@ -312,6 +322,16 @@ fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
             ),
         ));
     }
+    let microsliced = host.table("microsliced")?.map(|s| super::microsliced_sections::host_microsliced(&s)).transpose()?;
+    if microsliced.is_some() && kind.name() != "credit" {
+        return Err(host.error_at(
+            "microsliced",
+            format!(
+                "micro-sliced cores are a child cpupool of a credit pool (seed 002 section 5, Xen 4.7's credit), got policy = {:?}",
+                kind.name()
+            ),
+        ));
+    }
     let default_pool = PoolSpec { name: DEFAULT_POOL.to_string(), pcpus: CpuMask::empty(), policy: kind.name().to_string(), params: params.clone() };
     let pools = pools(&host, &topology, default_pool, kind)?;
     if pools.len() > 1 {
@@ -345,6 +365,7 @@ fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
         pool_changes,
         contention,
         node_memory_mib,
+        microsliced,
     };
     Ok((spec, change_index))
 }

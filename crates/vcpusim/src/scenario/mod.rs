@@ -4,6 +4,7 @@ pub mod bounds;
 pub mod catalog;
 pub mod contention_sections;
 pub mod load;
+pub mod microsliced_sections;
 pub mod numa_sections;
 pub mod spec;
 pub mod program_ops;

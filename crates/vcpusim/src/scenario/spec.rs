@@ -47,6 +47,8 @@ pub struct HostSpec {
     /// xl's placement reads from `libxl_get_numainfo`); [`UNBOUNDED_NODE_MEMORY_MIB`] each when
     /// not given.
     pub node_memory_mib: Vec<u64>,
+    /// `[host.microsliced]`: seed 002's micro-sliced cores (hypervisor/microsliced/); None = off.
+    pub microsliced: Option<crate::hypervisor::microsliced::MicroConfig>,
 }
 
 /// `node_memory` when the scenario gives none: more than any VM asks for, equal on every node,

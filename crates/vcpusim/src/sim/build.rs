@@ -70,6 +70,8 @@ impl Sim {
             vcpus: Vec::new(),
             pv: Vec::new(),
             pool_channels,
+            micro: None,
+            micro_pool: PoolId(u32::MAX),
             pcpus: (0..npcpus).map(|_| Pcpu { online: false, last: None, slice_event: None, run_start: 0 }).collect(),
             vms: Vec::new(),
             threads: Vec::new(),
@@ -109,6 +111,10 @@ impl Sim {
             for change in &spec.sched_pe {
                 sim.queue.push(change.at, super::state::Event::VmReconfigure(VmId(i as u32), change.vm_type, change.u_factor));
             }
+        }
+        if let Some(cfg) = &sc.host.microsliced {
+            sim.build_microsliced(cfg)
+                .map_err(|message| SimError::Scenario { file: sc.source.clone(), key: "host.microsliced.cores".into(), message })?;
         }
         sim.update_trivial_placement();
         if sc.host.contention.any() {

@@ -130,15 +130,15 @@ impl Sim {
     /// now (if it executes thread code; else when its handler or exit ends), a halted one is
     /// woken (policy `wake`), a runnable one takes it when it next runs (no policy call).
     pub(super) fn device_irq(&mut self, v: VcpuId, virq: Virq) {
-        // Seed 002's vIRQ detection hooks here, at every relay and before the kick (section 4.2:
-        // "the hypervisor migrates the recipient vCPU onto the micro-sliced cores"): the
-        // micro-sliced branch's `Sim::virq_relayed(v)` (-> `Policy::virq_sent`) is called at
-        // this point when the two are merged.
         let (vm, i) = self.gslot(v);
         if !self.guests[vm].device_irq(i, virq) {
             return;
         }
         self.devices[virq.device as usize].virqs += 1;
+        // Seed 002's vIRQ detection, at each relay that raises a virtual IRQ and before the kick
+        // (section 4.2: "the hypervisor migrates the recipient vCPU onto the micro-sliced
+        // cores"; a runnable recipient is accelerated, which the match below then leaves alone).
+        self.virq_relayed(v);
         match self.vinfo[v.idx()].state {
             VcpuState::Running => {
                 if self.vcpus[v.idx()].activity == Activity::Thread {

@@ -78,6 +78,9 @@ impl Sim {
                             self.stop = Some(SimError::Invariant { time_ns: self.now, message: format!("a policy asked: {message}") });
                         }
                     }
+                    Request::Accelerate(v, reason, func) => self.accelerate(v, reason, func),
+                    Request::CountUrgent(event) => self.micro_count(event),
+                    Request::SkipYield(v, if_accelerated) => self.micro_skip_yield(v, if_accelerated),
                     Request::UrgentEntered(v) => {
                         let vm = self.vinfo[v.idx()].vm.idx();
                         self.vms[vm].stats.urgent_entered += 1;
@@ -102,6 +105,9 @@ impl Sim {
         }
         self.apply_decision(p, decision);
         self.flush_requests();
+        if pool == self.micro_pool {
+            self.micro_after_schedule(p);
+        }
     }
 
     /// The contract check on every decision. The common case is a few loads and compares; the
@@ -117,7 +123,8 @@ impl Sim {
                 // With one pool and no mask short of the host, pool and affinity hold trivially.
                 state_ok
                     && (self.trivial_placement
-                        || (self.vcpu_pool[n.idx()] == self.pcpu_pool[p.idx()] && self.affinity[n.idx()].hard.contains(p)))
+                        || (self.vcpu_pool[n.idx()] == self.pcpu_pool[p.idx()]
+                            && (self.affinity[n.idx()].hard.contains(p) || self.pcpu_pool[p.idx()] == self.micro_pool)))
             }),
         };
         if ok && d.slice != Some(0) {
@@ -350,8 +357,9 @@ impl Sim {
         self.vcpus[v.idx()].epoch += 1;
         let epoch = self.vcpus[v.idx()].epoch;
         self.vcpus[v.idx()].yielding = true;
-        self.with_vcpu_policy(v, |pol, ctx| pol.yield_vcpu(ctx, v, YieldReason::PauseLoop));
-        self.reschedule(p);
+        if self.yield_entry(v, YieldReason::PauseLoop) {
+            self.reschedule(p);
+        }
         self.vcpus[v.idx()].yielding = false;
         // Still here (no one else to run, or the policy kept it): the exit itself costs a VMEXIT
         // round trip, then the guest resumes its spin.

@@ -7,6 +7,7 @@ use crate::ids::ThreadId;
 
 impl Sim {
     pub fn check_invariants(&self) -> Result<(), String> {
+        self.check_microsliced()?;
         // A pCPU runs at most one vCPU and a vCPU runs on at most one pCPU, both sides agreeing.
         for (p, info) in self.pinfo.iter().enumerate() {
             if let Some(v) = info.current {
@@ -111,7 +112,7 @@ impl Sim {
                         self.pools[self.pcpu_pool[p.idx()].idx()].view.name
                     ));
                 }
-                if !self.affinity[i].hard.contains(p) {
+                if !self.affinity[i].hard.contains(p) && self.pcpu_pool[p.idx()] != self.micro_pool {
                     return Err(format!("vCPU {i} runs on pCPU {p}, outside its hard affinity {}", self.affinity[i].hard.to_cpulist()));
                 }
             }

@@ -7,6 +7,7 @@ pub mod execute;
 pub mod hypervisor_ops;
 pub mod invariants;
 pub mod line;
+pub mod microsliced;
 pub mod pools;
 pub mod sampling;
 pub mod speed;
@@ -125,6 +126,7 @@ impl Sim {
             Event::NicRx(d) => self.on_nic_rx(d),
             Event::NicAck(d) => self.on_nic_ack(d),
             Event::NicSend(d) => self.on_nic_send(d),
+            Event::MicroAdjust => self.micro_adjust(),
             Event::GuestTick(v) => self.upcall(v, crate::vmexit::Upcall::TimerTick),
             Event::PcpuOnline(p) => {
                 self.pcpus[p.idx()].online = true;

@@ -44,8 +44,9 @@ impl Sim {
         self.pools[from.idx()].view.remove(p);
         // cpu_disable_scheduler: "Breaking affinity" for a vCPU whose hard affinity has no pCPU
         // left in its pool: its hard affinity becomes every pCPU.
+        // (Not for the micro-sliced pool: its lent vCPUs run there outside their affinity.)
         for v in 0..self.vinfo.len() {
-            if self.vcpu_pool[v] == from && !self.affinity[v].hard.intersects(&self.pools[from.idx()].view.mask) {
+            if from != self.micro_pool && self.vcpu_pool[v] == from && !self.affinity[v].hard.intersects(&self.pools[from.idx()].view.mask) {
                 self.affinity[v].hard = crate::hardware::cpumask::CpuMask::full(self.pinfo.len());
                 let vm = self.vinfo[v].vm.idx();
                 self.vms[vm].stats.affinity_broken += 1;
@@ -82,7 +83,7 @@ impl Sim {
 
     /// The first pCPU `v` may run on in `pool` (hard affinity ∩ pool, soft affinity there if it
     /// meets it), starting after its current home so that re-homed vCPUs spread.
-    fn home_in_pool(&self, v: VcpuId, pool: PoolId) -> PcpuId {
+    pub(super) fn home_in_pool(&self, v: VcpuId, pool: PoolId) -> PcpuId {
         let mask = self.affinity[v.idx()].homes(&self.pools[pool.idx()].view.mask);
         let from = self.vinfo[v.idx()].last_pcpu;
         let next = mask.iter().find(|q| *q > from);

@@ -111,6 +111,8 @@ pub enum Event {
     PoolChange(PcpuId, PoolId),
     /// The guest timer tick of a vCPU with several runnable threads.
     GuestTick(VcpuId),
+    /// Seed 002's Algorithm 1 runs (`sim/microsliced.rs` `micro_adjust`).
+    MicroAdjust,
     /// A pCPU makes its first scheduling decision.
     PcpuOnline(PcpuId),
     /// A frame of network device `d` reaches its NIC and is relayed to the VM (`sim/device.rs`).
@@ -158,6 +160,12 @@ pub struct Sim {
     pub pv: Vec<PvArea>,
     /// The paravirtual channels each pool's policy declared (`PolicyKind::channels`).
     pub pool_channels: Vec<Channels>,
+    /// Seed 002's micro-sliced pool (`[host.microsliced]`, `sim/microsliced.rs`); None = off.
+    pub micro: Option<Box<super::microsliced::MicroState>>,
+    /// The micro pool's id, or `PoolId(u32::MAX)` without one (a plain field for the hot path's
+    /// affinity test: a lent vCPU runs on a micro pCPU outside its hard affinity, as the released
+    /// `vcpu_migrate_to_cpu` ignores affinity).
+    pub micro_pool: crate::ids::PoolId,
     pub pcpus: Vec<Pcpu>,
     pub vms: Vec<Vm>,
     pub threads: Vec<Thread>,

@@ -166,6 +166,9 @@ impl FakeHost {
                 }
                 Request::UrgentEntered(_) => self.urgent_entered += 1,
                 Request::MoveToPool(..) => panic!("the fake host has one pool"),
+                Request::Accelerate(..) | Request::CountUrgent(_) | Request::SkipYield(..) => {
+                    panic!("the fake host has no micro-sliced pool")
+                }
             }
         }
     }

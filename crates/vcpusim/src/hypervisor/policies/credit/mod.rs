@@ -74,6 +74,7 @@
 mod account;
 mod balance;
 mod pick;
+mod microsliced;
 mod tickle;
 mod urgent;
 pub mod version;
@@ -469,6 +470,9 @@ pub struct Credit {
     uvf: Option<Uvf>,
     /// The pool's pCPUs have been read from the first host view (`fit_to`).
     pool_known: bool,
+    /// Seed 002's micro-sliced cores (`[host.microsliced]`): the urgent signals detected
+    /// (`microsliced.rs`); None = off.
+    micro: Option<crate::hypervisor::microsliced::Detect>,
 }
 
 // ---- cpumask helpers ----
@@ -525,6 +529,7 @@ impl Credit {
             last_tickle_cpu: npcpus.saturating_sub(1),
             uvf: host.uvf.map(|cfg| Uvf::new(cfg, host.nvcpus as usize, npcpus)),
             pool_known: false,
+            micro: None,
         }
     }
 
@@ -754,12 +759,18 @@ impl Policy for Credit {
     /// `vcpu_yield`). Xen 3.3 has no yield operation: schedule.c's `do_yield` only raises
     /// `SCHEDULE_SOFTIRQ`, so the vCPU is re-queued like a preempted one.
     fn yield_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId, reason: YieldReason) {
+        if !self.micro_yield(ctx, v, reason) {
+            return;
+        }
         if self.cfg.xen.has_yield_flag() {
             self.vcpus[v.idx()].yielding = true;
         }
         match reason {
             // Seed 000 section 4.3: a pause-loop exit cancels urgency.
             YieldReason::PauseLoop => self.uvf_cancel(ctx, v),
+            // `do_sched_op(SCHEDOP_yield)` -> `vcpu_yield` -> `csched_unit_yield`: the flag only
+            // (seed 000's urgency is cancelled by pause-loop exits, not by a guest's yield).
+            YieldReason::Hypercall => {}
         }
     }
 
@@ -972,7 +983,25 @@ impl Policy for Credit {
     }
 
     fn ipi_sent(&mut self, ctx: &mut PolicyCtx, from: VcpuId, to: VcpuId, kind: IpiKind) {
+        self.micro_ipi_sent(ctx, from, to, kind);
         self.uvf_ipi_sent(ctx, from, to, kind);
+    }
+
+    fn virq_sent(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        self.micro_virq_sent(ctx, v);
+    }
+
+    fn attach_microsliced(&mut self, detect: crate::hypervisor::microsliced::Detect) -> bool {
+        self.micro = Some(detect);
+        true
+    }
+
+    fn lend_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        self.micro_lend(ctx, v);
+    }
+
+    fn return_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId, ran: Nanos) {
+        self.micro_return(ctx, v, ran);
     }
 
     fn ipi_send_started(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {

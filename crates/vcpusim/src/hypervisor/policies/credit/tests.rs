@@ -171,6 +171,9 @@ impl FakeHost {
                 }
                 Request::UrgentEntered(_) => {}
                 Request::MoveToPool(..) => panic!("the credit test host has one pool"),
+                Request::Accelerate(..) | Request::CountUrgent(_) | Request::SkipYield(..) => {
+                    panic!("the credit test host has no micro-sliced pool")
+                }
             }
         }
         r
@@ -875,3 +878,29 @@ fn runs_are_deterministic() {
     assert_eq!(run(), run());
 }
 
+
+#[test]
+fn a_lent_vcpu_keeps_its_books_and_pays_its_micro_run_time_on_return() {
+    // Seed 002: pCPU 0 runs vCPU 0 and queues vCPU 1 (both UNDER, active); vCPU 1 is lent to a
+    // micro core and comes back after 250 us there.
+    let mut h = hand_set(Xen::V4_7, 1, 2, &[], &[Some(0)], &[&[1]]);
+    h.policy.acct_start(VcpuId(1));
+    h.policy.vcpus[1].credit = 100;
+    h.call(|pol, ctx| pol.lend_vcpu(ctx, VcpuId(1)));
+    assert_eq!(h.svc(1).queued_on, None, "off the run queue while away");
+    assert!(h.svc(1).active, "still on its domain's active list: it keeps earning credit");
+    // The engine runs it elsewhere meanwhile; it is Runnable again when it returns.
+    h.vcpus[1].state = VcpuState::Runnable;
+    h.call(|pol, ctx| pol.return_vcpu(ctx, VcpuId(1), 250 * US));
+    assert_eq!(h.svc(1).credit, 100 - 2, "250 us at 10 credits per ms: 2 credits, 0.5 kept as residual");
+    assert_eq!(h.svc(1).residual, MS / 2);
+    assert_eq!(h.svc(1).pri, PRI_BOOST, "UNDER and not migrating: BOOSTed by the wake on its old pCPU (released code)");
+    assert_eq!(h.svc(1).queued_on, Some(PcpuId(0)));
+    // A vCPU that halted on the micro core returns halted: charged, not queued.
+    h.call(|pol, ctx| pol.lend_vcpu(ctx, VcpuId(1)));
+    h.vcpus[1].state = VcpuState::Halted;
+    h.call(|pol, ctx| pol.return_vcpu(ctx, VcpuId(1), 150 * US));
+    assert_eq!((h.svc(1).credit, h.svc(1).residual), (100 - 4, 0));
+    assert_eq!(h.svc(1).queued_on, None);
+    assert!(!h.svc(1).awake);
+}
