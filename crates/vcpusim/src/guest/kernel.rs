@@ -61,6 +61,10 @@ pub struct GuestVcpu {
     pub mm_loaded: bool,
     /// A guest tick is armed.
     pub tick_armed: bool,
+    /// Its thread made a PV qspinlock's SCHEDOP_poll and the guest has not been entered since:
+    /// while the host keeps it blocked, the vCPU runs a thread without executing it and without
+    /// being preempted (`check`).
+    pub pv_polled: bool,
 }
 
 impl GuestVcpu {
@@ -74,6 +78,7 @@ impl GuestVcpu {
             func: KernelFn::Idle,
             mm_loaded: false,
             tick_armed: false,
+            pv_polled: false,
         }
     }
 
@@ -135,6 +140,13 @@ impl GuestKernel {
     pub fn has_events(&self, index: usize) -> bool {
         let gv = &self.vcpus[index];
         !gv.pending_ipis.is_empty() || !gv.runqueue.is_empty()
+    }
+
+    /// Whether vCPU `index` has an interrupt pending: what Xen's `do_poll` checks
+    /// (`local_events_need_delivery`) before blocking a SCHEDOP_poll.
+    #[inline]
+    pub fn has_interrupts(&self, index: usize) -> bool {
+        !self.vcpus[index].pending_ipis.is_empty()
     }
 
     /// A new spinlock of the guest's kind in the host-wide lock table.

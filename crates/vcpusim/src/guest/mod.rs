@@ -16,6 +16,7 @@ pub mod kernel_fn;
 pub mod mm_sem;
 pub mod objects;
 pub mod placement;
+pub mod pv_spinlock;
 pub mod run;
 pub mod scheduler;
 pub mod spinlock;

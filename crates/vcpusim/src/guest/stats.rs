@@ -15,6 +15,10 @@ pub struct GuestStats {
     pub futex_wakes: u64,
     /// TLB shootdowns with at least one target.
     pub tlb_shootdowns: u64,
+    /// PV qspinlock waits that reached `pv_wait` (SCHEDOP_poll), whether or not they blocked.
+    pub pv_polls: u64,
+    /// PV qspinlock unlocks that kicked the head (`_Q_SLOW_VAL`).
+    pub pv_kicks: u64,
     /// Contended spinlock acquisitions: from the first failed attempt to acquisition.
     pub spin_wait: Histogram,
     /// From the start of a shootdown until its initiator sees the last acknowledgement.

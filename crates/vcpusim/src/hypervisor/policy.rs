@@ -237,6 +237,10 @@ impl<'a> HostView<'a> {
 pub enum YieldReason {
     /// Pause-loop exit: it spun in the guest kernel longer than the PLE window.
     PauseLoop,
+    /// The guest asked (Xen `SCHEDOP_yield`, `Hypercall::Yield`): Linux 4.4's
+    /// `xen_smp_send_call_function_ipi` after sending call-function IPIs to a vCPU whose
+    /// runstate is runnable (seed 002 section 5's "IPI" yields).
+    Hypercall,
 }
 
 /// Index of a policy-owned timer in the engine's [`TimerTable`].

@@ -165,8 +165,11 @@ impl Sim {
                 yielding: false,
                 runnable_since: 0,
                 woken: false,
+                kick_pending: false,
+                polling: false,
             });
-            self.pv.push(PvArea::default());
+            // Every vCPU starts runnable (inserted into its pool, not yet run).
+            self.pv.push(PvArea { runnable: true, ..PvArea::default() });
         }
         if let Some(tr) = self.trace.as_mut() {
             tr.name(1 + vm.0, None, format!("VM {}", spec.name));
@@ -244,6 +247,8 @@ impl Sim {
                 steps: VecDeque::new(),
                 step_remaining: None,
                 spin_budget_left: None,
+                pv_spin_left: None,
+                pv_state: crate::guest::thread::PvState::Running,
                 held: Vec::new(),
                 futex_queued: None,
                 wait_started: None,

@@ -121,6 +121,11 @@ pub enum SpinlockKind {
     Ticket,
     /// Unfair test-and-set lock (virt_spin_lock in paravirtualized guests without PV spinlocks).
     TestAndSet,
+    /// Queued spinlock (qspinlock, x86 Linux 4.2+: an MCS queue, FIFO) with the paravirtual
+    /// slow path of a Xen guest (Linux 4.4 kernel/locking/qspinlock_paravirt.h, arch/x86/xen/
+    /// spinlock.c): a waiter spins `GuestConfig::pv_spin`, then blocks its vCPU in SCHEDOP_poll
+    /// until the unlocker kicks it (guest/pv_spinlock.rs).
+    PvQueued,
 }
 
 /// A complete workload for one VM.

@@ -1000,6 +1000,15 @@ impl Policy for Cfs {
                     self.resched_now(ctx, p);
                 }
             }
+            // A guest's yield hypercall (Xen's SCHEDOP_yield; KVM has none before
+            // KVM_HC_SCHED_YIELD in 5.3, a directed yield not modelled): the vCPU thread yields
+            // as sys_sched_yield does (docs/model.md § seed 002: the Linux 4.4 guest).
+            YieldReason::Hypercall => {
+                if let Some(p) = self.se[v.idx()].rq {
+                    self.yield_task(ctx, p);
+                    self.resched_now(ctx, p);
+                }
+            }
         }
         self.flush_throttles(ctx, None);
     }

@@ -760,6 +760,9 @@ impl Policy for Credit {
         match reason {
             // Seed 000 section 4.3: a pause-loop exit cancels urgency.
             YieldReason::PauseLoop => self.uvf_cancel(ctx, v),
+            // `do_sched_op(SCHEDOP_yield)` -> `vcpu_yield` -> `csched_unit_yield`: the flag only
+            // (seed 000's urgency is cancelled by pause-loop exits, not by a guest's yield).
+            YieldReason::Hypercall => {}
         }
     }
 

@@ -495,7 +495,9 @@ impl Policy for Hybrid {
     /// docs/model.md 7.5.
     fn yield_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId, reason: YieldReason) {
         match reason {
-            YieldReason::PauseLoop => self.yield_slot(&ctx.host, v),
+            // A guest's SCHEDOP_yield (Linux 4.4 on Xen) is taken as credit takes it too
+            // (`csched_vcpu_yield`: the same flag): the same as a pause-loop exit here.
+            YieldReason::PauseLoop | YieldReason::Hypercall => self.yield_slot(&ctx.host, v),
         }
     }
 
