@@ -3,7 +3,7 @@
 //! mode), and the SCHEDOP_yield of `xen_smp_send_call_function_ipi` (`guest/tlb.rs`) taken by
 //! the host as a yield under every policy (sim/line.rs).
 
-use vcpusim::api::load_scenario;
+use vcpusim::api::{load_scenario, run, RunOptions};
 use vcpusim::sim::state::Sim;
 use vcpusim::time::{MS, US};
 
@@ -167,4 +167,20 @@ fn a_call_function_ipi_to_a_stolen_vcpu_yields_under_every_policy() {
         let off = sim(&shootdowns_overcommitted("call_function_yield = false", policy), true, 300);
         assert_eq!(off.vms[0].stats.yields_ipi, 0, "{policy}: the 3.2 guest never yields after an IPI");
     }
+}
+
+#[test]
+fn the_linux_4_4_preset_runs_and_reports_yields_by_source() {
+    let text = shootdowns_overcommitted("kernel = \"linux-4.4\"", "\"credit\"\nparams = { xen = \"4.7\" }");
+    let out = run(&load_scenario(&text, "<t>").unwrap(), &RunOptions { check: true, ..Default::default() }).unwrap();
+    let header: Vec<&str> = out.vms_csv.lines().next().unwrap().split(',').collect();
+    let row: Vec<&str> = out.vms_csv.lines().nth(1).unwrap().split(',').collect();
+    let col = |name: &str| -> u64 {
+        let i = header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no column {name}"));
+        row[i].parse().unwrap()
+    };
+    assert!(col("yields_ipi") > 0);
+    assert_eq!(col("yields_ple"), col("ple_exit_count"));
+    assert_eq!(col("yields"), col("yields_ple") + col("yields_ipi"));
+    assert!(col("yields_halt") >= col("halts"));
 }

@@ -22,6 +22,7 @@ pub const VM_COLUMNS: &[&str] = &[
     "progress", "progress_unit", "iterations", "completion_time_ms",
     "competing_modules", "remote_memory_share",
     "slowdown_module_frontend", "slowdown_module_fpu", "slowdown_llc", "slowdown_numa_remote",
+    "yields_ple", "yields_ipi", "yields_halt", "pv_poll_blocks", "pv_kicks",
 ];
 
 fn csv_field(s: &str) -> String {
@@ -110,6 +111,12 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             format!("{:.4}", s.contention.slowdown(Source::ModuleFpu)),
             format!("{:.4}", s.contention.slowdown(Source::Llc)),
             format!("{:.4}", s.contention.slowdown(Source::NumaRemote)),
+            // Yields by source (seed 002 Figure 7), where the host took them.
+            s.ple_exits.to_string(),
+            s.yields_ipi.to_string(),
+            (s.halts + s.poll_blocks).to_string(),
+            s.poll_blocks.to_string(),
+            s.kicks.to_string(),
         ];
         debug_assert_eq!(row.len(), VM_COLUMNS.len());
         vms.push_str(&row.join(","));
