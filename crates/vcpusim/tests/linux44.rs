@@ -184,3 +184,12 @@ fn the_linux_4_4_preset_runs_and_reports_yields_by_source() {
     assert_eq!(col("yields"), col("yields_ple") + col("yields_ipi"));
     assert!(col("yields_halt") >= col("halts"));
 }
+
+#[test]
+fn the_trace_marks_poll_blocks_and_kicks() {
+    let sc = load_scenario(&holder_and_waiter("pv-qspinlock"), "<t>").unwrap();
+    let out = run(&sc, &RunOptions { trace: true, ..Default::default() }).unwrap();
+    let trace = out.trace_json.expect("a trace");
+    assert!(trace.contains("\"pv poll block\""), "no poll block instant");
+    assert!(trace.contains("\"pv kick\"") && trace.contains("\"to\":\"a/v1\""), "no kick instant to the waiter's vCPU");
+}

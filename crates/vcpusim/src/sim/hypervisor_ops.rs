@@ -313,6 +313,9 @@ impl Sim {
         if self.vcpus[v.idx()].polling {
             // Blocked in SCHEDOP_poll (`do_poll`), not HLT.
             self.vms[vm].stats.poll_blocks += 1;
+            if let Some(tr) = self.trace.as_mut() {
+                tr.instant_with(1 + vm as u32, self.vinfo[v.idx()].index, "pv poll block", self.now, &[]);
+            }
         } else {
             self.vms[vm].stats.halts += 1;
         }

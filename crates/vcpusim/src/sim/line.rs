@@ -56,6 +56,13 @@ impl Sim {
             Hypercall::Kick(u) => {
                 let vm = self.vcpus[v.idx()].slot.vm as usize;
                 self.vms[vm].stats.kicks += 1;
+                if self.trace.is_some() {
+                    let target = self.vcpu_label(u);
+                    let (pid, tid) = (1 + vm as u32, self.vinfo[v.idx()].index);
+                    if let Some(tr) = self.trace.as_mut() {
+                        tr.instant_with(pid, tid, "pv kick", self.now, &[("to", target.into())]);
+                    }
+                }
                 self.vcpus[u.idx()].kick_pending = true;
                 if self.vcpus[u.idx()].polling && self.vinfo[u.idx()].state == VcpuState::Halted {
                     self.vcpus[u.idx()].kick_pending = false;
