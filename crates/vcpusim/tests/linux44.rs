@@ -215,3 +215,27 @@ fn the_linux_4_4_guest_holds_the_invariants_under_every_policy() {
         }
     }
 }
+
+#[test]
+fn metrics_give_spin_waits_by_lock_class_and_the_shortest_shootdown() {
+    let sc = load_scenario(&holder_and_waiter("pv-qspinlock"), "<t>").unwrap();
+    let out = run(&sc, &RunOptions::default()).unwrap();
+    let value = |metric: &str| -> f64 {
+        let line = out.metrics_csv.lines().find(|l| l.starts_with(&format!("a,{metric},"))).unwrap_or_else(|| panic!("no {metric}"));
+        line.rsplit(',').next().unwrap().parse().unwrap()
+    };
+    // Only lock class "k" is contended; its waits are those of the VM.
+    assert_eq!(value("spin_wait_count[k]"), value("spin_wait_count"));
+    assert_eq!(value("spin_wait_max_us[k]"), value("spin_wait_max_us"));
+    // Thread 1 waits out most of thread 0's 2 ms holds.
+    assert!(value("spin_wait_mean_us[k]") > 500.0, "{}", value("spin_wait_mean_us[k]"));
+    assert_eq!(value("tlb_shootdown_latency_min_us"), 0.0, "no shootdowns");
+    let tlb = shootdowns_overcommitted("", "\"cfs\"");
+    let out = run(&load_scenario(&tlb, "<t>").unwrap(), &RunOptions::default()).unwrap();
+    let get = |metric: &str| -> f64 {
+        let line = out.metrics_csv.lines().find(|l| l.starts_with(&format!("tlb,{metric},"))).unwrap();
+        line.rsplit(',').next().unwrap().parse().unwrap()
+    };
+    let (min, mean, max) = (get("tlb_shootdown_latency_min_us"), get("tlb_shootdown_latency_mean_us"), get("tlb_shootdown_latency_max_us"));
+    assert!(min > 0.0 && min <= mean && mean <= max, "{min} {mean} {max}");
+}

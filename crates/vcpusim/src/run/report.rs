@@ -152,6 +152,13 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         }
         put("wakeups", s.wakeups.to_string());
         put("futex_wakes", gs.futex_wakes.to_string());
+        // Seed 002 Table 4: spinlock waits by kernel lock class, TLB synchronization min.
+        for (class, w) in &gs.spin_wait_by_class {
+            put(&format!("spin_wait_count[{class}]"), w.count.to_string());
+            put(&format!("spin_wait_mean_us[{class}]"), f3(w.mean() / 1e3));
+            put(&format!("spin_wait_max_us[{class}]"), f3(w.max as f64 / 1e3));
+        }
+        put("tlb_shootdown_latency_min_us", f3(gs.tlb_shootdown.min_or_zero() as f64 / 1e3));
         if let Some(samples) = &sim.samples {
             for (at, per_vm) in &samples.rows {
                 put(&format!("pcpu_time_ms[{:.3}s]", *at as f64 / 1e9), f3(to_ms(per_vm[i])));
