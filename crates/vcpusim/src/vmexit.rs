@@ -81,19 +81,29 @@ pub enum Exit {
     /// delayed handling delays): cumulative bytes `acked` and the receive window advertised
     /// past them. The host hands it to the VM's network device (`sim/device.rs`).
     NetTx { device: u32, acked: u64, window: u64 },
-    /// A paravirtual hypercall. None is made yet: they are defined for the seeds that need them
-    /// (later issues), so that the line has its final shape.
+    /// A paravirtual hypercall (the Linux 4.4 guest on Xen: `guest/pv_lock.rs`, `guest/tlb.rs`;
+    /// carried out by `Sim::hypercall`, sim/line.rs).
     Hypercall(Hypercall),
 }
 
-/// Paravirtual hypercalls (for later issues: no guest mechanism issues them yet).
+/// Paravirtual hypercalls a Linux 4.4 guest on Xen makes (seed 002).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hypercall {
-    /// Give up the pCPU (Xen `SCHEDOP_yield`, KVM `KVM_HC_SCHED_YIELD`).
+    /// Give up the pCPU (Xen `SCHEDOP_yield` -> `vcpu_yield`): Linux 4.4's
+    /// `xen_smp_send_call_function_ipi` (arch/x86/xen/smp.c) after sending call-function IPIs
+    /// when a target's runstate is runnable (`xen_vcpu_stolen`). The policy hears it as
+    /// `YieldReason::Hypercall`.
     Yield,
-    /// Wake a vCPU halted in a paravirtual spinlock's slow path (KVM `KVM_HC_KICK_CPU`).
+    /// Send the event of the spinlock-kicker event channel of a vCPU (Xen `EVTCHNOP_send`;
+    /// Linux 4.4 `xen_qlock_kick` -> `xen_send_IPI_one(cpu, XEN_SPIN_UNLOCK_VECTOR)`): the
+    /// event becomes pending and a vCPU blocked polling it is woken (Xen `evtchn_set_pending`
+    /// -> `vcpu_unblock`). The event is never delivered as an interrupt (`xen_init_lock_cpu`
+    /// disables the irq), so no handler runs.
     Kick(VcpuId),
-    /// Block until an event arrives (Xen `SCHEDOP_poll`: pv spinlock slow path).
+    /// Block until the kicker event is pending (Xen `SCHEDOP_poll` -> `do_poll`; Linux 4.4
+    /// `xen_qlock_wait` -> `xen_poll_irq`): returns at once if the event is pending or an
+    /// interrupt awaits delivery (`local_events_need_delivery`); the guest cleared the event
+    /// and re-checked the lock just before (`xen_clear_irq_pending`).
     Poll,
 }
 
@@ -219,6 +229,12 @@ pub struct PvArea {
     pub preempted: bool,
     /// Written by the host: time spent runnable but not running (KVM `steal`).
     pub steal_time_ns: Nanos,
+    /// Written by the host: the vCPU's Xen runstate is `RUNSTATE_runnable` (runnable and not
+    /// running: preempted, or woken and not yet run), from the runstate area the guest
+    /// registers (`VCPUOP_register_runstate_memory_area`); Linux 4.4 reads it in
+    /// `xen_vcpu_stolen` (arch/x86/xen/time.c). Unlike `preempted`, a vCPU woken from a halt is
+    /// runnable too.
+    pub runnable: bool,
     /// Written by the guest: the kernel function it executes (seed 002's symbol lookup of the
     /// instruction pointer). Published lazily: the host copies each guest's current one here
     /// just before calling a policy that declared the `kernel_fn` channel (a store on every
@@ -229,7 +245,7 @@ pub struct PvArea {
 
 impl Default for PvArea {
     fn default() -> Self {
-        PvArea { preempted: false, steal_time_ns: 0, kernel_fn: KernelFn::Idle }
+        PvArea { preempted: false, steal_time_ns: 0, runnable: false, kernel_fn: KernelFn::Idle }
     }
 }
 

@@ -66,6 +66,10 @@ pub struct GuestVcpu {
     pub virq_pending: bool,
     /// The device interrupt handler being run (hard IRQ, then its softirq), if any.
     pub dev_irq: Option<super::netrx::DevIrq>,
+    /// Its thread made a PV qspinlock's SCHEDOP_poll and the guest has not been entered since:
+    /// while the host keeps it blocked, the vCPU runs a thread without executing it and without
+    /// being preempted (`check`).
+    pub pv_polled: bool,
 }
 
 impl GuestVcpu {
@@ -81,6 +85,7 @@ impl GuestVcpu {
             tick_armed: false,
             virq_pending: false,
             dev_irq: None,
+            pv_polled: false,
         }
     }
 
@@ -147,6 +152,13 @@ impl GuestKernel {
     pub fn has_events(&self, index: usize) -> bool {
         let gv = &self.vcpus[index];
         !gv.pending_ipis.is_empty() || !gv.runqueue.is_empty() || gv.virq_pending
+    }
+
+    /// Whether vCPU `index` has an interrupt pending: what Xen's `do_poll` checks
+    /// (`local_events_need_delivery`) before blocking a SCHEDOP_poll.
+    #[inline]
+    pub fn has_interrupts(&self, index: usize) -> bool {
+        !self.vcpus[index].pending_ipis.is_empty()
     }
 
     /// A new spinlock of the guest's kind in the host-wide lock table.

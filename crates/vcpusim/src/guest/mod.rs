@@ -18,6 +18,7 @@ pub mod mm_sem;
 pub mod netrx;
 pub mod objects;
 pub mod placement;
+pub mod pv_spinlock;
 pub mod run;
 pub mod scheduler;
 pub mod spinlock;

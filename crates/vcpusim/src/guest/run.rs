@@ -22,7 +22,7 @@ use super::spinlock::{Acquire, Spinlock};
 use super::thread::{Action, SpinCond, Step, Thread};
 use crate::ids::{LockId, ThreadId, VcpuId};
 use crate::time::Nanos;
-use crate::vmexit::{Entry, Exit, Ipi, IpiKind, Next, PvArea, TimeKind};
+use crate::vmexit::{Entry, Exit, Hypercall, Ipi, IpiKind, Next, PvArea, TimeKind};
 use crate::workload::program::SpinlockKind;
 use crate::SimError;
 
@@ -33,6 +33,8 @@ const MAX_ZERO_TIME_STEPS: u64 = 1_000_000;
 impl GuestKernel {
     /// The host enters vCPU `i` (`entry`): what does it do next?
     pub fn run(&mut self, env: &mut GuestEnv, i: usize, entry: Entry) -> Next {
+        // Entered again: back from any SCHEDOP_poll.
+        self.vcpus[i].pv_polled = false;
         if let Some(u) = self.pokes.pop_front() {
             return Next::Poke(u);
         }
@@ -117,7 +119,8 @@ impl GuestKernel {
     /// one), else what the vCPU does now.
     fn run_front_step(&mut self, env: &mut GuestEnv, i: usize, t: ThreadId, entry: Entry) -> Option<Next> {
         let now = env.now;
-        let Thread { steps, step_remaining, rng, held, wait_started, spin_budget_left, index, .. } = &mut env.threads[t.idx()];
+        let Thread { steps, step_remaining, rng, held, wait_started, spin_budget_left, pv_spin_left, pv_state, index, .. } =
+            &mut env.threads[t.idx()];
         if steps.is_empty() {
             steps.push_back(Step::Do(Action::FetchOp));
         }
@@ -157,20 +160,32 @@ impl GuestKernel {
                     // Only contended acquisitions: uncontended ones would bury the tail in zeros.
                     if let Some(started) = wait_started.take() {
                         self.stats.spin_wait.record(now - started);
-                        if let Some(by_class) = &mut self.stats.spin_wait_by_class {
-                            if let Some(h) = by_class.get_mut(&env.locks[lock.idx()].class) {
-                                h.record(now - started);
+                        let class = &env.locks[lock.idx()].class;
+                        match self.stats.spin_wait_by_class.get_mut(class) {
+                            Some(tally) => tally.record(now - started),
+                            None => {
+                                let mut tally = super::stats::WaitTally::default();
+                                tally.record(now - started);
+                                self.stats.spin_wait_by_class.insert(class.clone(), tally);
                             }
                         }
                     }
+                    *pv_spin_left = None;
+                    *pv_state = super::thread::PvState::Running;
                     None
                 }
                 Acquire::Spin => {
                     wait_started.get_or_insert(now);
                     // Spinning is in the lock's slow path (`_raw_spin_lock` ->
-                    // `queued_spin_lock_slowpath` / the ticket loop), whatever function took it:
-                    // what a symbol lookup of the spinner's instruction pointer finds (seed 002).
-                    self.vcpus[i].func = KernelFn::RawSpinLock;
+                    // `queued_spin_lock_slowpath` / the ticket loop; a PV qspinlock's
+                    // `__pv_queued_spin_lock_slowpath`), whatever function took it: what a symbol
+                    // lookup of the spinner's instruction pointer finds (seed 002).
+                    let pv = env.locks[lock.idx()].kind == SpinlockKind::PvQueued && self.topology.is_none();
+                    self.vcpus[i].func = if pv { KernelFn::PvQueuedSpinLockSlowpath } else { KernelFn::RawSpinLock };
+                    if pv {
+                        // Xen's PV slow path (bare metal has none: it spins as natively).
+                        return Some(self.pv_wait(env, i, t, lock));
+                    }
                     Some(Next::Spin { kind: TimeKind::Spin, budget: None })
                 }
             },
@@ -200,6 +215,14 @@ impl GuestKernel {
                 // In a VM the ICR writes are exits (overhead); on bare metal plain kernel stores.
                 let kind = if native { TimeKind::Kernel } else { TimeKind::Overhead };
                 Some(Next::Run { kind, work: left })
+            }
+            &mut Step::Kick { .. } => {
+                // EVTCHNOP_send: one hypercall exit (`ipi_send`); its end carries the kick out.
+                let left = *step_remaining.get_or_insert(env.costs.ipi_send);
+                if left == 0 {
+                    return Some(Next::Complete);
+                }
+                Some(Next::Run { kind: TimeKind::Overhead, work: left })
             }
             &mut Step::WaitAcks { shootdown } => {
                 if let Some(latency) = self.finish_shootdown(shootdown, now) {
@@ -288,6 +311,9 @@ impl GuestKernel {
             }
             self.poke(env.threads, n);
         }
+        if env.locks[lock.idx()].kind == SpinlockKind::PvQueued && self.topology.is_none() {
+            self.pv_unlock(env, t, lock, next);
+        }
     }
 
     /// The vCPU to poke so that thread `t` re-checks what it spins on: its vCPU, if `t` is the
@@ -360,6 +386,12 @@ impl GuestKernel {
                 self.stats.futex_wakes += 1;
                 self.futex_requeue(env, v, t, from, to, expect, unlocks);
             }
+            Action::YieldIfStolen { targets } => {
+                // xen_smp_send_call_function_ipi: `if (xen_vcpu_stolen(cpu)) { SCHEDOP_yield; break; }`.
+                if targets.iter().any(|u| env.pv[u.idx()].runnable) {
+                    return Some(Next::Exit(Exit::Hypercall(Hypercall::Yield)));
+                }
+            }
             Action::TlbShootdown { pages } => {
                 if self.tlb_shootdown(env, v, t, pages) {
                     self.stats.tlb_shootdowns += 1;
@@ -399,7 +431,13 @@ impl GuestKernel {
                     *left = left.saturating_sub(elapsed);
                 }
             }
-            TimeKind::Spin | TimeKind::TlbWait => {}
+            TimeKind::Spin => {
+                // A PV qspinlock waiter's SPIN_THRESHOLD counts loops, i.e. time spinning.
+                if let Some(left) = th.pv_spin_left.as_mut() {
+                    *left = left.saturating_sub(elapsed);
+                }
+            }
+            TimeKind::TlbWait => {}
             _ => {
                 if let Some(r) = th.step_remaining.as_mut() {
                     *r = r.saturating_sub(work());
@@ -420,6 +458,11 @@ impl GuestKernel {
     pub fn step_done(&mut self, threads: &mut [Thread], i: usize) -> Option<Exit> {
         let t = self.vcpus[i].current.expect("a thread activity has a thread");
         let th = &mut threads[t.idx()];
+        if let Some(&Step::Kick { vcpu }) = th.steps.front() {
+            th.steps.pop_front();
+            th.step_remaining = None;
+            return Some(Exit::Hypercall(Hypercall::Kick(vcpu)));
+        }
         if !matches!(th.steps.front(), Some(Step::SendIpis { .. })) {
             return None;
         }
@@ -477,7 +520,7 @@ impl GuestKernel {
         let ticket_waiter = match th.steps.front() {
             Some(Step::Lock { lock, .. }) => {
                 let l = &locks[lock.idx()];
-                l.kind == SpinlockKind::Ticket && l.waiters.contains(&t)
+                matches!(l.kind, SpinlockKind::Ticket | SpinlockKind::PvQueued) && l.waiters.contains(&t)
             }
             _ => false,
         };
@@ -497,7 +540,9 @@ impl GuestKernel {
                     return Err(format!("thread {t} sits on vCPU {v} but records vCPU {}", threads[t.idx()].vcpu));
                 }
             }
-            if gv.current.is_some() && pv[v.idx()].preempted == running(v) {
+            // A vCPU blocked in a PV spinlock's SCHEDOP_poll is neither running nor preempted.
+            let poll_blocked = gv.pv_polled && !running(v) && !pv[v.idx()].preempted;
+            if gv.current.is_some() && pv[v.idx()].preempted == running(v) && !poll_blocked {
                 return Err(format!(
                     "vCPU {v} runs a thread and is {} but its PV area says preempted = {}",
                     if running(v) { "running" } else { "not running" },

@@ -1,4 +1,6 @@
-//! Guest-kernel spinlocks: ticket (FIFO) and test-and-set (unfair).
+//! Guest-kernel spinlocks: ticket (FIFO), test-and-set (unfair) and Linux 4.2+'s queued
+//! spinlock (qspinlock: FIFO through its MCS queue; with Xen's PV slow path in a 4.4 guest,
+//! guest/pv_spinlock.rs).
 //!
 //! A waiter spins on its vCPU; it makes progress only while that vCPU runs. With a ticket lock
 //! the lock is handed to the next ticket at release even if that waiter's vCPU is preempted, so
@@ -41,7 +43,11 @@ impl Spinlock {
         }
         // A ticket lock goes only to the next ticket; test-and-set to whoever tries first.
         let my_turn = match self.kind {
-            SpinlockKind::Ticket => self.waiters.front().is_none_or(|w| *w == t),
+            // qspinlock: the fast path's cmpxchg (0 -> locked) fails while anyone is queued (the
+            // tail is set), and a PV guest skips the pending bit (`queued_spin_lock_slowpath`:
+            // `if (pv_enabled()) goto queue;`), so the MCS queue is FIFO as a ticket lock is
+            // (4.4 has no lock stealing; `pv_queued_spin_steal_lock` came in 4.5).
+            SpinlockKind::Ticket | SpinlockKind::PvQueued => self.waiters.front().is_none_or(|w| *w == t),
             SpinlockKind::TestAndSet => true,
         };
         if self.holder.is_none() && my_turn {
@@ -62,8 +68,9 @@ impl Spinlock {
         debug_assert_eq!(self.holder, Some(t), "only the holder releases");
         self.holder = None;
         let next = match self.kind {
-            // Next ticket, running or not.
-            SpinlockKind::Ticket => self.waiters.pop_front(),
+            // Next ticket, running or not; qspinlock: the queue head takes it as soon as it
+            // runs, and nobody else can meanwhile (the tail is set).
+            SpinlockKind::Ticket | SpinlockKind::PvQueued => self.waiters.pop_front(),
             // The first running spinner wins the cmpxchg race; a preempted one cannot try.
             SpinlockKind::TestAndSet => {
                 let pos = self.waiters.iter().position(|w| is_running(*w))?;

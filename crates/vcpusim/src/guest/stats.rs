@@ -4,7 +4,34 @@
 //! (`run/report.rs`) reads both.
 
 use crate::metrics::histogram::Histogram;
+use crate::time::Nanos;
 use std::collections::BTreeMap;
+
+/// Count, sum and extremes of a set of waits (one lock class's contended acquisitions).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WaitTally {
+    pub count: u64,
+    pub sum: u128,
+    pub min: Nanos,
+    pub max: Nanos,
+}
+
+impl WaitTally {
+    pub fn record(&mut self, v: Nanos) {
+        self.min = if self.count == 0 { v } else { self.min.min(v) };
+        self.max = self.max.max(v);
+        self.count += 1;
+        self.sum += v as u128;
+    }
+
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        }
+    }
+}
 
 #[derive(Clone, Debug, Default)]
 pub struct GuestStats {
@@ -16,11 +43,15 @@ pub struct GuestStats {
     pub futex_wakes: u64,
     /// TLB shootdowns with at least one target.
     pub tlb_shootdowns: u64,
+    /// PV qspinlock waits that reached `pv_wait` (SCHEDOP_poll), whether or not they blocked.
+    pub pv_polls: u64,
+    /// PV qspinlock unlocks that kicked the head (`_Q_SLOW_VAL`).
+    pub pv_kicks: u64,
     /// Contended spinlock acquisitions: from the first failed attempt to acquisition.
     pub spin_wait: Histogram,
+    /// The same waits by lock class (seed 002 Table 4a: page reclaim, page allocator, dentry,
+    /// run queue ...; here `futex-queue`, `mm-sem-wait` and the programs' kernel lock names).
+    pub spin_wait_by_class: BTreeMap<String, WaitTally>,
     /// From the start of a shootdown until its initiator sees the last acknowledgement.
     pub tlb_shootdown: Histogram,
-    /// `spin_wait` by lock class, for the classes of the program's `kernel_locks` when it asks
-    /// for them (`Program::report_lock_classes`; seed 002 Table 4a); `None` otherwise.
-    pub spin_wait_by_class: Option<BTreeMap<String, Histogram>>,
 }

@@ -119,6 +119,10 @@ pub enum Action {
     MmSem(super::mm_sem::MmSemOp),
     /// Start a TLB shootdown for `pages` pages.
     TlbShootdown { pages: u32 },
+    /// Right after a shootdown's call-function IPIs went out (Linux 4.4
+    /// `xen_smp_send_call_function_ipi`): yield the pCPU if one of `targets` has a runnable
+    /// Xen runstate (`xen_vcpu_stolen`, read from its PV area).
+    YieldIfStolen { targets: Vec<VcpuId> },
     Progress,
     /// recv() on the network socket (`Op::SockRecv`, guest/netrx.rs).
     SockRecv { len: u32 },
@@ -141,9 +145,24 @@ pub enum Step {
     SendIpis { kind: IpiKind, targets: Vec<VcpuId>, shootdown: u32, pages: u32, func: KernelFn },
     /// Spin until the shootdown's acknowledgements are all in.
     WaitAcks { shootdown: u32 },
+    /// Kick the vCPU of a PV qspinlock waiter (`pv_kick` -> `xen_qlock_kick`: an EVTCHNOP_send
+    /// hypercall, one exit of `ipi_send`), after the unlock that handed it the lock.
+    Kick { vcpu: VcpuId },
     /// Spin in user space until `cond` holds, for at most `budget` of CPU time.
     UserSpin { cond: SpinCond, budget: Option<Nanos> },
     Do(Action),
+}
+
+/// A PV qspinlock waiter's `pv_node::state` (Linux 4.4 kernel/locking/qspinlock_paravirt.h).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PvState {
+    /// `vcpu_running`: spinning (or not waiting).
+    Running,
+    /// `vcpu_halted`: a queued node that spent its spin and blocked (`pv_wait_node`).
+    Halted,
+    /// `vcpu_hashed`: the queue head hashed the lock and set `_Q_SLOW_VAL` (`pv_wait_head`, or
+    /// `pv_kick_node` on a halted node's behalf): the unlocker must kick it.
+    Hashed,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,6 +192,10 @@ pub struct Thread {
     pub step_remaining: Option<Nanos>,
     /// User-spin budget left (spin-then-block): wall time, not scaled by speed.
     pub spin_budget_left: Option<Nanos>,
+    /// PV qspinlock: spin left before `pv_wait` (time on its vCPU), while it waits.
+    pub pv_spin_left: Option<Nanos>,
+    /// PV qspinlock: its wait node's state.
+    pub pv_state: PvState,
     /// Spinlocks held now.
     pub held: Vec<LockId>,
     /// Set by FutexQueue, consumed by FutexSleep.

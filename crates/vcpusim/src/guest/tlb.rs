@@ -6,7 +6,7 @@
 use super::config::TlbTargets;
 use super::kernel::{GuestEnv, GuestKernel};
 use super::kernel_fn::KernelFn;
-use super::thread::Step;
+use super::thread::{Action, Step};
 use crate::vmexit::IpiKind;
 use crate::ids::{ThreadId, VcpuId};
 
@@ -29,8 +29,14 @@ impl GuestKernel {
             return false;
         }
         let id = self.start_shootdown(t, targets.len() as u32, pages, env.now);
+        let yield_check = self.config.call_function_yield && self.topology.is_none();
         let th = &mut env.threads[t.idx()];
         th.steps.push_front(Step::WaitAcks { shootdown: id });
+        if yield_check {
+            // Linux 4.4 on Xen: smp_call_function_many -> arch_send_call_function_ipi_mask ->
+            // xen_smp_send_call_function_ipi, which yields after the sends if a target is stolen.
+            th.steps.push_front(Step::Do(Action::YieldIfStolen { targets: targets.clone() }));
+        }
         th.steps.push_front(Step::SendIpis { kind: IpiKind::TlbShootdown, targets, shootdown: id, pages, func: KernelFn::FlushTlbOthers });
         true
     }

@@ -12,11 +12,13 @@ pub struct Histogram {
     pub count: u64,
     pub sum: u128,
     pub max: Nanos,
+    /// The smallest sample (exact); `Nanos::MAX` while empty (`min_or_zero`).
+    pub min: Nanos,
 }
 
 impl Default for Histogram {
     fn default() -> Self {
-        Histogram { counts: vec![0; BUCKETS], count: 0, sum: 0, max: 0 }
+        Histogram { counts: vec![0; BUCKETS], count: 0, sum: 0, max: 0, min: Nanos::MAX }
     }
 }
 
@@ -45,6 +47,16 @@ impl Histogram {
         self.count += 1;
         self.sum += v as u128;
         self.max = self.max.max(v);
+        self.min = self.min.min(v);
+    }
+
+    /// The smallest sample, 0 when there is none.
+    pub fn min_or_zero(&self) -> Nanos {
+        if self.count == 0 {
+            0
+        } else {
+            self.min
+        }
     }
 
     pub fn mean(&self) -> f64 {

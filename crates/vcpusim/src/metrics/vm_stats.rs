@@ -23,7 +23,15 @@ pub struct VmStats {
     pub lwp: u64,
     pub ipis_sent: BTreeMap<IpiKind, u64>,
     pub ple_exits: u64,
+    /// Every yield the host took: pause-loop exits and SCHEDOP_yield hypercalls.
     pub yields: u64,
+    /// SCHEDOP_yield hypercalls taken (Linux 4.4's `xen_smp_send_call_function_ipi`: seed 002's
+    /// IPI yields).
+    pub yields_ipi: u64,
+    /// Blocks in SCHEDOP_poll (a PV spinlock waiter's `xen_qlock_wait`); HLT blocks are `halts`.
+    pub poll_blocks: u64,
+    /// Kicks (EVTCHNOP_send to a spinlock waiter, `xen_qlock_kick`) the host carried out.
+    pub kicks: u64,
     /// Times one of its vCPUs entered urgent state (UVF, seed 000 section 3.1.3).
     pub urgent_entered: u64,
     /// Seed 002: vCPUs moved into the micro-sliced pool, by reason

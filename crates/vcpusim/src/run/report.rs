@@ -22,6 +22,7 @@ pub const VM_COLUMNS: &[&str] = &[
     "progress", "progress_unit", "iterations", "completion_time_ms",
     "competing_modules", "remote_memory_share",
     "slowdown_module_frontend", "slowdown_module_fpu", "slowdown_llc", "slowdown_numa_remote",
+    "yields_ple", "yields_ipi", "yields_halt", "pv_poll_blocks", "pv_kicks",
 ];
 
 /// Columns vms.csv gains when the run has a network device (seed 002's iperf: `sim/device.rs`),
@@ -131,6 +132,12 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             format!("{:.4}", s.contention.slowdown(Source::ModuleFpu)),
             format!("{:.4}", s.contention.slowdown(Source::Llc)),
             format!("{:.4}", s.contention.slowdown(Source::NumaRemote)),
+            // Yields by source (seed 002 Figure 7), where the host took them.
+            s.ple_exits.to_string(),
+            s.yields_ipi.to_string(),
+            (s.halts + s.poll_blocks).to_string(),
+            s.poll_blocks.to_string(),
+            s.kicks.to_string(),
         ];
         debug_assert_eq!(row.len(), VM_COLUMNS.len());
         vms.push_str(&row.join(","));
@@ -160,13 +167,6 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             put(&format!("{label}_p99_us"), f3(h.quantile(0.99) as f64 / 1e3));
             put(&format!("{label}_max_us"), f3(h.max as f64 / 1e3));
         }
-        // Per kernel-lock class, for workloads that ask (seed 002 Table 4a: lockstat's
-        // waittime-avg of contended acquisitions per class).
-        for (class, h) in gs.spin_wait_by_class.iter().flatten() {
-            put(&format!("spin_wait_count[{class}]"), h.count.to_string());
-            put(&format!("spin_wait_mean_us[{class}]"), f3(h.mean() / 1e3));
-            put(&format!("spin_wait_max_us[{class}]"), f3(h.max as f64 / 1e3));
-        }
         for (label, h) in [("runnable_wait", &s.runnable_wait), ("sched_latency", &s.sched_latency)] {
             put(&format!("{label}_count"), h.count.to_string());
             put(&format!("{label}_mean_us"), f3(h.mean() / 1e3));
@@ -186,6 +186,15 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         }
         put("wakeups", s.wakeups.to_string());
         put("futex_wakes", gs.futex_wakes.to_string());
+        // Seed 002 Table 4: spinlock waits by kernel lock class (lockstat's waittime-avg of
+        // contended acquisitions; every class of the program's `kernel_locks`, and the guest's
+        // own classes once they were waited for), TLB synchronization min.
+        for (class, w) in &gs.spin_wait_by_class {
+            put(&format!("spin_wait_count[{class}]"), w.count.to_string());
+            put(&format!("spin_wait_mean_us[{class}]"), f3(w.mean() / 1e3));
+            put(&format!("spin_wait_max_us[{class}]"), f3(w.max as f64 / 1e3));
+        }
+        put("tlb_shootdown_latency_min_us", f3(gs.tlb_shootdown.min_or_zero() as f64 / 1e3));
         if let Some(n) = guest.net.as_deref() {
             // Seed 002's network device (sim/device.rs, guest/netrx.rs): frames received, the
             // virtual IRQs relayed for them, ACKs sent, bytes recv returned.

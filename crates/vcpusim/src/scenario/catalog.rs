@@ -275,7 +275,10 @@ mod tests {
     #[test]
     fn fixed_sections_list_their_keys_with_defaults() {
         let json = parsed();
-        assert_eq!(names(&json["guest"]), ["futex_wake_ipi", "tlb_targets", "spinlock", "tick", "futex_buckets"]);
+        assert_eq!(
+            names(&json["guest"]),
+            ["kernel", "futex_wake_ipi", "tlb_targets", "spinlock", "pv_spin", "call_function_yield", "tick", "futex_buckets"]
+        );
         assert_eq!(names(&json["host_ple"]), ["enabled", "window_cycles", "cpu_ghz", "grow", "window_max_cycles"]);
         assert_eq!(
             names(&json["host_costs"]),
@@ -287,13 +290,13 @@ mod tests {
         assert_eq!(names(&json["vm_contention"]), sources);
         assert_eq!(json["host_contention"][0]["default"], false);
         assert!(json["vm_contention"][0]["default"].is_null(), "unset: the workload's sensitivity");
-        let tick = &json["guest"][3];
+        let tick = &json["guest"][6];
         assert_eq!((tick["type"].as_str(), tick["default"].as_str()), (Some("duration"), Some("4ms")));
         assert_eq!(json["host_ple"][1]["default"], 4096);
         assert_eq!(json["host_costs"][0]["default"], "2us");
         assert_eq!(json["run"][0]["default"], "10s");
         assert!(json["run"][2]["default"].is_null(), "max_events has no default");
-        assert_eq!(json["guest"][2]["expected"], "one of ticket, tas");
+        assert_eq!(json["guest"][3]["expected"], "one of ticket, tas, pv-qspinlock");
         for section in ["guest", "host_ple", "host_costs", "run", "host_contention", "vm_contention"] {
             for key in json[section].as_array().unwrap() {
                 assert!(!key["doc"].as_str().unwrap().is_empty(), "{section}.{} has no doc", key["name"]);

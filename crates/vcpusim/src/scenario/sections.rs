@@ -4,7 +4,7 @@
 
 use super::section::Section;
 use crate::error::SimError;
-use crate::guest::config::{FutexWakeIpi, GuestConfig, TlbTargets};
+use crate::guest::config::{FutexWakeIpi, GuestConfig, KernelPreset, TlbTargets};
 use crate::hardware::costs::{Costs, Ple};
 use crate::params::{ParamSpec, ParamValue};
 use crate::scenario::spec::RunSpec;
@@ -34,7 +34,7 @@ fn names(keys: &[SectionKey]) -> Vec<&str> {
 
 const FUTEX_WAKE_IPI: &[&str] = &["under-lock", "after-unlock"];
 const TLB_TARGETS: &[&str] = &["all-in-mask", "skip-lazy"];
-const SPINLOCK: &[&str] = &["ticket", "tas"];
+const SPINLOCK: &[&str] = &["ticket", "tas", "pv-qspinlock"];
 
 fn futex_wake_ipi_name(v: FutexWakeIpi) -> &'static str {
     match v {
@@ -54,6 +54,7 @@ fn spinlock_name(v: SpinlockKind) -> &'static str {
     match v {
         SpinlockKind::Ticket => "ticket",
         SpinlockKind::TestAndSet => "tas",
+        SpinlockKind::PvQueued => "pv-qspinlock",
     }
 }
 
@@ -61,6 +62,16 @@ fn spinlock_name(v: SpinlockKind) -> &'static str {
 pub fn guest_keys() -> Vec<SectionKey> {
     let d = GuestConfig::default();
     vec![
+        SectionKey::defaulted(ParamSpec::choice(
+            "kernel",
+            KernelPreset::NAMES,
+            KernelPreset::Linux32.name(),
+            "Guest kernel preset, applied before the section's other keys (which override it): \
+             linux-3.2 (the seeds' guest: ticket spinlocks, futex wake IPI under the bucket lock) or \
+             linux-4.4 on Xen (seed 002: spinlock = pv-qspinlock, futex_wake_ipi = after-unlock, \
+             call_function_yield = true, tlb_targets = all-in-mask as 4.4's flush_tlb_others still \
+             interrupts lazy-TLB vCPUs)",
+        )),
         SectionKey::defaulted(ParamSpec::choice(
             "futex_wake_ipi",
             FUTEX_WAKE_IPI,
@@ -81,7 +92,24 @@ pub fn guest_keys() -> Vec<SectionKey> {
             SPINLOCK,
             spinlock_name(d.spinlock),
             "Kind of the guest's kernel spinlocks (futex buckets, kernel locks): FIFO ticket lock (x86 Linux \
-             before 4.2) or unfair test-and-set (virt_spin_lock without PV spinlocks)",
+             before 4.2), unfair test-and-set (virt_spin_lock without PV spinlocks), or pv-qspinlock (Linux \
+             4.2+ queued spinlock with Xen's PV slow path: spin pv_spin, then block in SCHEDOP_poll until \
+             the unlocker's kick)",
+        )),
+        SectionKey::defaulted(
+            ParamSpec::duration(
+                "pv_spin",
+                d.pv_spin,
+                "pv-qspinlock: time a waiter spins before blocking its vCPU in SCHEDOP_poll (SPIN_THRESHOLD = \
+                 2^15 PAUSE loops, about 10 cycles each at 2.4 GHz: 136.5 us)",
+            )
+            .at_least(1.0),
+        ),
+        SectionKey::defaulted(ParamSpec::boolean(
+            "call_function_yield",
+            d.call_function_yield,
+            "After sending a TLB shootdown's call-function IPIs, yield the pCPU (SCHEDOP_yield) if a \
+             target vCPU's Xen runstate is runnable (Linux 4.4 xen_smp_send_call_function_ipi)",
         )),
         SectionKey::defaulted(
             ParamSpec::duration(
@@ -238,8 +266,16 @@ pub(super) fn read(section: &Section, keys: &[SectionKey]) -> Result<Vec<(&'stat
 
 /// `[guest]` / `[vm.guest]` applied on top of `base`.
 pub fn guest_config(section: &Section, base: &GuestConfig) -> Result<GuestConfig, SimError> {
-    let mut config = base.clone();
-    for (name, value) in read(section, &guest_keys())? {
+    let values = read(section, &guest_keys())?;
+    // The preset first, whatever the key order: the section's other keys override it.
+    let mut config = match values.iter().find(|(name, _)| *name == "kernel") {
+        Some((_, Some(ParamValue::Choice(c)))) => match KernelPreset::from_name(c) {
+            Some(preset) => preset.apply(base),
+            None => return Err(section.error_at("kernel", format!("expected one of {}, got {c:?}", KernelPreset::NAMES.join(", ")))),
+        },
+        _ => base.clone(),
+    };
+    for (name, value) in values {
         match (name, value) {
             ("futex_wake_ipi", Some(ParamValue::Choice(c))) => {
                 config.futex_wake_ipi =
@@ -249,8 +285,14 @@ pub fn guest_config(section: &Section, base: &GuestConfig) -> Result<GuestConfig
                 config.tlb_targets = if c == "skip-lazy" { TlbTargets::SkipLazy } else { TlbTargets::AllInMask };
             }
             ("spinlock", Some(ParamValue::Choice(c))) => {
-                config.spinlock = if c == "tas" { SpinlockKind::TestAndSet } else { SpinlockKind::Ticket };
+                config.spinlock = match c.as_str() {
+                    "tas" => SpinlockKind::TestAndSet,
+                    "pv-qspinlock" => SpinlockKind::PvQueued,
+                    _ => SpinlockKind::Ticket,
+                };
             }
+            ("pv_spin", Some(ParamValue::Duration(ns))) => config.pv_spin = ns,
+            ("call_function_yield", Some(ParamValue::Bool(b))) => config.call_function_yield = b,
             ("tick", Some(ParamValue::Duration(ns))) => config.tick = ns,
             ("futex_buckets", Some(ParamValue::Int(n))) => {
                 config.futex_buckets = usize::try_from(n)
@@ -354,6 +396,35 @@ mod tests {
     }
 
     #[test]
+    fn the_linux_4_4_preset_sets_its_keys_and_the_others_override_it() {
+        use crate::guest::config::KernelPreset;
+        let t: toml::Table = toml::from_str("spinlock = \"ticket\"\nkernel = \"linux-4.4\"\ntick = \"10ms\"").unwrap();
+        let g = guest_config(&Section::new("f", "guest", &t), &GuestConfig::default()).unwrap();
+        // The key written before the preset still wins; the preset sets the rest.
+        assert_eq!(g.spinlock, SpinlockKind::Ticket);
+        assert_eq!(g.futex_wake_ipi, FutexWakeIpi::AfterUnlock);
+        assert!(g.call_function_yield);
+        assert_eq!(g.tlb_targets, TlbTargets::AllInMask);
+        assert_eq!(g.tick, 10 * MS);
+        let t: toml::Table = toml::from_str("kernel = \"linux-4.4\"").unwrap();
+        let g = guest_config(&Section::new("f", "guest", &t), &GuestConfig::default()).unwrap();
+        assert_eq!(g, KernelPreset::Linux44.apply(&GuestConfig::default()));
+        assert_eq!(g.spinlock, SpinlockKind::PvQueued);
+        assert_eq!(g.pv_spin, 136_533);
+        // linux-3.2 in a VM's table undoes a 4.4 [guest] (keeping its tick).
+        let base = KernelPreset::Linux44.apply(&GuestConfig { tick: 7 * MS, ..GuestConfig::default() });
+        let t: toml::Table = toml::from_str("kernel = \"linux-3.2\"").unwrap();
+        let g = guest_config(&Section::new("f", "vm[0].guest", &t), &base).unwrap();
+        assert_eq!(g, GuestConfig { tick: 7 * MS, ..GuestConfig::default() });
+        let t: toml::Table = toml::from_str("kernel = \"linux-5.4\"").unwrap();
+        let e = guest_config(&Section::new("f", "guest", &t), &GuestConfig::default()).unwrap_err();
+        assert_eq!(e.to_string(), "f: guest.kernel: expected one of linux-3.2, linux-4.4, got \"linux-5.4\"");
+        let t: toml::Table = toml::from_str("call_function_yield = 1").unwrap();
+        let e = guest_config(&Section::new("f", "guest", &t), &GuestConfig::default()).unwrap_err();
+        assert!(e.to_string().starts_with("f: guest.call_function_yield: expected true or false"), "{e}");
+    }
+
+    #[test]
     fn guest_override_keeps_the_base() {
         let base = GuestConfig { tick: 10 * MS, ..GuestConfig::default() };
         let t = table("spinlock = \"tas\"\nfutex_wake_ipi = \"after-unlock\"\ntlb_targets = \"skip-lazy\"");
@@ -368,7 +439,7 @@ mod tests {
     fn bad_values_name_the_key() {
         let t = table("spinlock = \"mcs\"");
         let e = guest_config(&Section::new("f", "guest", &t), &GuestConfig::default()).unwrap_err();
-        assert_eq!(e.to_string(), "f: guest.spinlock: expected one of ticket, tas, got \"mcs\"");
+        assert_eq!(e.to_string(), "f: guest.spinlock: expected one of ticket, tas, pv-qspinlock, got \"mcs\"");
         let t = table("tick = \"0ms\"");
         let e = guest_config(&Section::new("f", "guest", &t), &GuestConfig::default()).unwrap_err();
         assert!(e.to_string().starts_with("f: guest.tick: expected a duration"), "{e}");

@@ -172,8 +172,11 @@ impl Sim {
                 yielding: false,
                 runnable_since: 0,
                 woken: false,
+                kick_pending: false,
+                polling: false,
             });
-            self.pv.push(PvArea::default());
+            // Every vCPU starts runnable (inserted into its pool, not yet run).
+            self.pv.push(PvArea { runnable: true, ..PvArea::default() });
         }
         if let Some(tr) = self.trace.as_mut() {
             tr.name(1 + vm.0, None, format!("VM {}", spec.name));
@@ -251,6 +254,8 @@ impl Sim {
                 steps: VecDeque::new(),
                 step_remaining: None,
                 spin_budget_left: None,
+                pv_spin_left: None,
+                pv_state: crate::guest::thread::PvState::Running,
                 held: Vec::new(),
                 futex_queued: None,
                 wait_started: None,
@@ -280,9 +285,7 @@ impl Sim {
             blocked_threads: 0,
             wake_cursor: 0,
             stats: GuestStats {
-                spin_wait_by_class: program.report_lock_classes.then(|| {
-                    program.kernel_locks.iter().map(|class| (class.clone(), Default::default())).collect()
-                }),
+                spin_wait_by_class: program.kernel_locks.iter().map(|class| (class.clone(), Default::default())).collect(),
                 ..GuestStats::default()
             },
             iterations: spec.iterations,

@@ -11,7 +11,7 @@
 
 use super::state::{Activity, Event, Ipi, Sim, TimeKind};
 use crate::hypervisor::policy::VcpuState;
-use crate::vmexit::{Entry, Exit, IpiKind, Next, Upcall};
+use crate::vmexit::{Entry, Exit, Hypercall, IpiKind, Next, Upcall};
 use crate::ids::VcpuId;
 
 impl Sim {
@@ -157,6 +157,18 @@ impl Sim {
         self.settle(v);
         let (vm, i) = self.gslot(v);
         match activity {
+            Activity::Overhead { halting: true } if self.vcpus[v.idx()].polling => {
+                // SCHEDOP_poll (`do_poll`) does not block when the polled event is pending or
+                // an interrupt awaits delivery (`local_events_need_delivery`).
+                if self.vcpus[v.idx()].kick_pending || self.guests[vm].has_interrupts(i) {
+                    let vc = &mut self.vcpus[v.idx()];
+                    vc.kick_pending = false;
+                    vc.polling = false;
+                } else {
+                    self.halt(v);
+                    return;
+                }
+            }
             Activity::Overhead { halting: true } => {
                 // HLT does not block with an interrupt pending or work queued meanwhile
                 // (KVM: kvm_vcpu_has_events / kvm_arch_vcpu_runnable).
@@ -193,6 +205,9 @@ impl Sim {
     /// `vmexit::Next`) until it is busy with work, a spin or an exit.
     pub fn dispatch(&mut self, v: VcpuId) {
         let (vm, i) = self.gslot(v);
+        // Entering the guest ends any SCHEDOP_poll it was in (one preempted in its exit
+        // re-checks its lock now).
+        self.vcpus[v.idx()].polling = false;
         let mut entry = Entry::Resume;
         loop {
             if self.stop.is_some() || !self.running(v) {
@@ -225,7 +240,9 @@ impl Sim {
                     self.queue.push(self.now, Event::ActivityDone(v, e));
                     return;
                 }
-                Next::Exit(Exit::Hlt) => return self.on_exit(v, Exit::Hlt),
+                // Exits after which the host runs something else first (an exit's cost, a block,
+                // a switch): the guest is entered again when that ends.
+                Next::Exit(exit @ (Exit::Hlt | Exit::Hypercall(Hypercall::Poll | Hypercall::Yield))) => return self.on_exit(v, exit),
                 Next::Exit(exit) => {
                     self.on_exit(v, exit);
                     entry = Entry::AfterExit;

@@ -213,6 +213,7 @@ impl Sim {
             // KVM marks a yielding vCPU preempted too (still runnable, kvm_sched_out).
             self.vinfo[v.idx()].preempted = true;
             self.pv[v.idx()].preempted = true;
+            self.pv[v.idx()].runnable = true;
             self.vcpus[v.idx()].runnable_since = self.now;
             self.vcpus[v.idx()].woken = false;
             // A pause-loop yield is voluntary: not a preemption; but a lock holder or ticket
@@ -273,6 +274,7 @@ impl Sim {
         let waited = self.now - self.vcpus[v.idx()].runnable_since;
         let pv = &mut self.pv[v.idx()];
         pv.preempted = false;
+        pv.runnable = false;
         pv.steal_time_ns += waited;
         self.pinfo[p.idx()].current = Some(v);
         self.pcpus[p.idx()].run_start = self.now;
@@ -313,8 +315,17 @@ impl Sim {
         let p = self.vinfo[v.idx()].pcpu.expect("a halting vCPU is running");
         self.settle(v);
         self.vinfo[v.idx()].state = VcpuState::Halted;
+        self.pv[v.idx()].runnable = false;
         let vm = self.vinfo[v.idx()].vm.idx();
-        self.vms[vm].stats.halts += 1;
+        if self.vcpus[v.idx()].polling {
+            // Blocked in SCHEDOP_poll (`do_poll`), not HLT.
+            self.vms[vm].stats.poll_blocks += 1;
+            if let Some(tr) = self.trace.as_mut() {
+                tr.instant_with(1 + vm as u32, self.vinfo[v.idx()].index, "pv poll block", self.now, &[]);
+            }
+        } else {
+            self.vms[vm].stats.halts += 1;
+        }
         // The guest's kernel function is already `Idle`: it set it when it executed HLT.
         self.with_vcpu_policy(v, |pol, ctx| pol.sleep(ctx, v));
         self.reschedule(p);
@@ -329,6 +340,9 @@ impl Sim {
         self.vinfo[v.idx()].state = VcpuState::Runnable;
         self.vinfo[v.idx()].preempted = false;
         self.pv[v.idx()].preempted = false;
+        self.pv[v.idx()].runnable = true;
+        // A wake-up ends a SCHEDOP_poll block (a kick, or an interrupt: `vcpu_unblock`).
+        self.vcpus[v.idx()].polling = false;
         self.vcpus[v.idx()].runnable_since = self.now;
         self.vcpus[v.idx()].woken = true;
         if self.trace.is_some() {
@@ -348,16 +362,29 @@ impl Sim {
     /// A pause-loop exit (`Exit::PauseLoop`): the spinning vCPU traps to the hypervisor, which
     /// yields it.
     pub(super) fn pause_loop_exit(&mut self, v: VcpuId) {
+        self.yield_exit(v, YieldReason::PauseLoop);
+    }
+
+    /// A yield the host takes from running `v` (a pause-loop exit, or the guest's SCHEDOP_yield:
+    /// both reach Xen's `vcpu_yield`, seed 002 section 5): counted by `reason`, handed to the
+    /// policy's `yield_vcpu`, then `v`'s pCPU reschedules; if `v` stays, it pays the exit's
+    /// round trip (`ipi_send`) and resumes.
+    pub(super) fn yield_exit(&mut self, v: VcpuId, reason: YieldReason) {
         let Some(p) = self.vinfo[v.idx()].pcpu else { return };
         self.settle(v);
         let vm = self.vinfo[v.idx()].vm.idx();
-        self.vms[vm].stats.ple_exits += 1;
         self.vms[vm].stats.yields += 1;
-        self.vcpus[v.idx()].ple_exits += 1;
+        match reason {
+            YieldReason::PauseLoop => {
+                self.vms[vm].stats.ple_exits += 1;
+                self.vcpus[v.idx()].ple_exits += 1;
+            }
+            YieldReason::Hypercall => self.vms[vm].stats.yields_ipi += 1,
+        }
         self.vcpus[v.idx()].epoch += 1;
         let epoch = self.vcpus[v.idx()].epoch;
         self.vcpus[v.idx()].yielding = true;
-        if self.yield_entry(v, YieldReason::PauseLoop) {
+        if self.yield_entry(v, reason) {
             self.reschedule(p);
         }
         self.vcpus[v.idx()].yielding = false;

@@ -37,6 +37,19 @@ impl Sim {
         for g in &self.guests {
             g.check(&self.threads, &self.pv, |v| self.vinfo[v.idx()].state == VcpuState::Running, &mut seen)?;
         }
+        // PV spinlocks: a vCPU blocked in SCHEDOP_poll is Halted, and none whose thread was handed
+        // its lock sleeps without a kick on its way (no lost wake-up).
+        for (v, vc) in self.vcpus.iter().enumerate() {
+            let (g, i) = (vc.slot.vm as usize, vc.slot.index as usize);
+            if self.vinfo[v].state == VcpuState::Halted && self.guests[g].vcpus[i].current.is_some() && !vc.polling {
+                return Err(format!("vCPU {v} is halted with a thread on it, but not in SCHEDOP_poll"));
+            }
+        }
+        for g in &self.guests {
+            g.check_pv_wakeups(&self.threads, &self.locks, |v| {
+                self.vinfo[v.idx()].state == VcpuState::Halted && self.vcpus[v.idx()].polling
+            })?;
+        }
         for (i, th) in self.threads.iter().enumerate() {
             let expected = u8::from(th.state == ThreadState::Ready);
             if seen[i] != expected {

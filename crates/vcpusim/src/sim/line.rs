@@ -6,7 +6,8 @@
 use super::state::{Activity, Event, Sim, TimeKind};
 use crate::hypervisor::policy::VcpuState;
 use crate::ids::VcpuId;
-use crate::vmexit::{Exit, IpiKind, Upcall};
+use crate::hypervisor::policy::YieldReason;
+use crate::vmexit::{Exit, Hypercall, IpiKind, Upcall};
 
 impl Sim {
     /// Guest vCPU `v` traps to the host with `exit`. (Inlined: each caller passes one kind, and
@@ -25,10 +26,50 @@ impl Sim {
             Exit::IpiSend { kind, targets, shootdown, pages } => self.deliver_ipis(v, kind, &targets, shootdown, pages),
             Exit::PauseLoop => self.pause_loop_exit(v),
             Exit::Eoi { kind } => self.with_vcpu_policy(v, |pol, ctx| pol.ipi_handled(ctx, v, kind)),
-            // No guest mechanism makes hypercalls yet (the paravirtual seeds add them): reaching
-            // this is a model error, reported as one rather than a panic.
             Exit::NetTx { device, acked, window } => self.net_tx(device, acked, window),
-            Exit::Hypercall(h) => self.model_gap(format!("hypercall {h:?} from vCPU {v}: no host handler yet")),
+            Exit::Hypercall(h) => self.hypercall(v, h),
+        }
+    }
+
+    /// A paravirtual hypercall from `v` (Linux 4.4 on Xen, seed 002), under every policy: the
+    /// host's side is Xen's (xen/common/schedule.c `do_sched_op`, xen/common/event_channel.c);
+    /// the policy hears only the yield (`Policy::yield_vcpu`) and the block / wake-up it
+    /// always hears (`sleep`, `wake`).
+    fn hypercall(&mut self, v: VcpuId, h: Hypercall) {
+        match h {
+            // SCHEDOP_yield -> `vcpu_yield`: as a pause-loop exit, a yield the policy takes.
+            Hypercall::Yield => self.yield_exit(v, YieldReason::Hypercall),
+            // SCHEDOP_poll -> `do_poll`: the guest cleared the kicker event and re-checked its
+            // lock at this instant (`xen_qlock_wait`); the exit's cost follows (`hlt_exit`: the
+            // VMCALL and the block, as HLT's), then `on_activity_done` blocks the vCPU unless the
+            // event came meanwhile or an interrupt awaits delivery.
+            Hypercall::Poll => {
+                let vc = &mut self.vcpus[v.idx()];
+                vc.kick_pending = false;
+                vc.polling = true;
+                let cost = self.vm_costs[vc.slot.vm as usize].hlt_exit;
+                vc.remaining = cost;
+                self.start_timed(v, Activity::Overhead { halting: true }, TimeKind::Overhead, cost);
+            }
+            // EVTCHNOP_send on the target's spinlock-kicker port (its cost was the guest's step):
+            // `evtchn_set_pending` marks it pending; a vCPU blocked polling it is woken
+            // (`vcpu_unblock`), one still paying its poll exit sees the event and does not block.
+            Hypercall::Kick(u) => {
+                let vm = self.vcpus[v.idx()].slot.vm as usize;
+                self.vms[vm].stats.kicks += 1;
+                if self.trace.is_some() {
+                    let target = self.vcpu_label(u);
+                    let (pid, tid) = (1 + vm as u32, self.vinfo[v.idx()].index);
+                    if let Some(tr) = self.trace.as_mut() {
+                        tr.instant_with(pid, tid, "pv kick", self.now, &[("to", target.into())]);
+                    }
+                }
+                self.vcpus[u.idx()].kick_pending = true;
+                if self.vcpus[u.idx()].polling && self.vinfo[u.idx()].state == VcpuState::Halted {
+                    self.vcpus[u.idx()].kick_pending = false;
+                    self.wake_vcpu(u, Some(v));
+                }
+            }
         }
     }
 

@@ -70,6 +70,12 @@ pub struct Vcpu {
     /// Its current runnable wait began with a wake-up (so it is a scheduling latency), not at
     /// creation, a preemption or a yield.
     pub woken: bool,
+    /// The event of its spinlock-kicker event channel is pending (Xen `evtchn_set_pending` by
+    /// a `Hypercall::Kick`; cleared when its guest polls again, `xen_clear_irq_pending`).
+    pub kick_pending: bool,
+    /// In a `Hypercall::Poll`: paying its exit (`Activity::Overhead { halting: true }`) or
+    /// blocked in it (Halted). Cleared when it is woken or the poll returns at once.
+    pub polling: bool,
 }
 
 pub struct Pcpu {

@@ -125,6 +125,11 @@ pub enum SpinlockKind {
     Ticket,
     /// Unfair test-and-set lock (virt_spin_lock in paravirtualized guests without PV spinlocks).
     TestAndSet,
+    /// Queued spinlock (qspinlock, x86 Linux 4.2+: an MCS queue, FIFO) with the paravirtual
+    /// slow path of a Xen guest (Linux 4.4 kernel/locking/qspinlock_paravirt.h, arch/x86/xen/
+    /// spinlock.c): a waiter spins `GuestConfig::pv_spin`, then blocks its vCPU in SCHEDOP_poll
+    /// until the unlocker kicks it (guest/pv_spinlock.rs).
+    PvQueued,
 }
 
 /// A complete workload for one VM.
@@ -149,10 +154,6 @@ pub struct Program {
     /// The VM's network device, which `Op::SockRecv` reads from (seed 002 section 3.2;
     /// `hardware/nic.rs`, `sim/device.rs`, `guest/netrx.rs`).
     pub nic: Option<crate::hardware::nic::NicSpec>,
-    /// Report the spin-wait of each `kernel_locks` class in metrics.csv
-    /// (`spin_wait_count[class]`, `spin_wait_mean_us[class]`, `spin_wait_max_us[class]`): set by
-    /// workloads whose calibration targets are per-lock-class waits (seed 002 Table 4a).
-    pub report_lock_classes: bool,
 }
 
 impl Program {
@@ -167,7 +168,6 @@ impl Program {
             progress_unit,
             work_stealing: None,
             nic: None,
-            report_lock_classes: false,
         }
     }
 

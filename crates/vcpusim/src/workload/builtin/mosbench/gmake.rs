@@ -190,7 +190,6 @@ mod tests {
         assert_defaults_parse(&Gmake);
         let program = build_valid(&Gmake, 24, &Params::defaults(&Gmake.params()));
         assert_eq!(program.kernel_locks.len(), 3 + 12);
-        assert!(program.report_lock_classes);
         let body = loop_body(&program.threads[5]);
         let (user, kernel) = mean_time(body);
         let total = user + kernel;

@@ -108,7 +108,6 @@ impl KernelLocks {
         let page_reclaim = add(PAGE_RECLAIM);
         let dentry = add(DENTRY);
         let runqueues = (0..runqueues.max(1)).map(|_| add(RUNQUEUE)).collect();
-        program.report_lock_classes = true;
         KernelLocks { page_alloc, page_reclaim, dentry, runqueues }
     }
 
