@@ -42,3 +42,75 @@ fn irs_notifies_moves_threads_and_switches_within_the_notify_delay() {
     assert!(s.migrated > 0, "threads were moved to siblings: {s:?}");
     assert!(s.delay_max_ns <= 23 * US, "every switch within the notify delay: {s:?}");
 }
+
+/// `scenario` with par's guest running Linux 4.4 (SCHEDOP_yield after call-function IPIs to a
+/// runnable target, PV qspinlock's SCHEDOP_poll blocks).
+fn scenario_44(overlay: &str, workload: &str) -> String {
+    scenario(overlay, true, workload).replace("irs = true", "irs = true\nkernel = \"linux-4.4\"")
+}
+
+#[test]
+fn halts_yields_and_pause_loop_exits_are_never_notified() {
+    // Linux 3.2 ticket spinlocks under interference: pause-loop exits; dedup's TLB shootdowns
+    // under Linux 4.4: SCHEDOP_yield; both block in futexes: halts.
+    let ple = run_text(&scenario(IRS, true, "parsec.dedup"), 400);
+    let s = ple.overlay.as_ref().unwrap().stats;
+    eprintln!("3.2 dedup {s:?} ple_exits {}", ple.vms[0].stats.ple_exits);
+    assert!(ple.vms[0].stats.ple_exits > 0, "par took pause-loop exits");
+    assert!(s.not_asked_ple > 0, "pause-loop exits that gave the pCPU away were not notified: {s:?}");
+    assert!(s.not_asked_halt > 0, "halts that gave the pCPU away were not notified: {s:?}");
+    let y = run_text(&scenario_44(IRS, "parsec.dedup"), 400);
+    let s = y.overlay.as_ref().unwrap().stats;
+    eprintln!("4.4 dedup {s:?} yields_ipi {}", y.vms[0].stats.yields_ipi);
+    assert!(y.vms[0].stats.yields_ipi > 0, "par yielded by SCHEDOP_yield");
+    assert!(s.not_asked_yield > 0, "SCHEDOP_yields that gave the pCPU away were not notified: {s:?}");
+    for sim in [&ple, &y] {
+        let s = sim.overlay.as_ref().unwrap().stats;
+        // Every notice belongs to a hold the overlay granted for an involuntary preemption, and
+        // every hold ended by an ack, its deadline, or the vCPU leaving by itself.
+        assert_eq!(s.notices, s.held, "{s:?}");
+        let open = sim.overlay.as_ref().unwrap().holds.iter().flatten().count() as u64;
+        assert_eq!(s.held, s.acks + s.timeouts + s.dropped + open, "{s:?}");
+    }
+}
+
+#[test]
+fn a_slow_handler_is_cut_at_the_notify_delay_and_an_unregistered_guest_is_never_notified() {
+    let slow = scenario(IRS, true, "parsec.streamcluster").replace("irs = true", "irs = true\nirs_handler = \"50us\"");
+    let sim = run_text(&slow, 400);
+    let s = sim.overlay.as_ref().unwrap().stats;
+    assert!(s.timeouts > 0 && s.acks == 0, "every hold ended at its deadline: {s:?}");
+    assert_eq!(s.delay_max_ns, 23 * US, "the switch came exactly at the notify delay: {s:?}");
+    let custom = scenario("overlay = \"irs\"\n[host.irs]\nnotify_delay = \"5us\"", true, "parsec.streamcluster").replace("irs = true", "irs = true\nirs_handler = \"50us\"");
+    let s = run_text(&custom, 200).overlay.as_ref().unwrap().stats;
+    assert!(s.timeouts > 0 && s.delay_max_ns == 5 * US, "[host.irs] notify_delay is the bound: {s:?}");
+    let sim = run_text(&scenario(IRS, false, "parsec.streamcluster"), 400);
+    let s = sim.overlay.as_ref().unwrap().stats;
+    assert!(s.asked > 0, "preemptions happened: {s:?}");
+    assert_eq!((s.notices, s.held), (0, 0), "a guest without the SA vIRQ is not notified: {s:?}");
+}
+
+fn load_error(text: &str) -> String {
+    match load_scenario(text, "<irs test>") {
+        Err(SimError::Scenario { file, key, message }) => format!("{file}: {key}: {message}"),
+        Err(other) => panic!("expected a scenario error, got {other:?}"),
+        Ok(_) => panic!("expected {text:?} to be refused"),
+    }
+}
+
+#[test]
+fn bad_overlay_keys_are_refused_with_file_key_and_expectation() {
+    let base = scenario(IRS, true, "cpu-bound");
+    let e = load_error(&base.replace("overlay = \"irs\"", "overlay = \"irss\""));
+    assert!(e.starts_with("<irs test>: host.overlay: unknown overlay \"irss\"; expected one of irs, relaxed-co, delay-preempt"), "{e}");
+    let e = load_error(&base.replace("overlay = \"irs\"", "overlay = \"relaxed-co\""));
+    assert!(e.contains("host.overlay") && e.contains("not implemented yet"), "{e}");
+    let e = load_error(&base.replace("overlay = \"irs\"", "[host.irs]\nmigrator = false"));
+    assert!(e.contains("host.irs") && e.contains("add overlay = \"irs\""), "{e}");
+    let e = load_error(&base.replace("policy = \"credit\"", "policy = \"cfs\"").replace("params = { xen = \"4.4\" }", ""));
+    assert!(e.contains("host.overlay") && e.contains("policy = \"cfs\""), "{e}");
+    let e = load_error(&base.replace("overlay = \"irs\"", "overlay = \"irs\"\n[host.irs]\nnotify_delay = \"soon\""));
+    assert!(e.contains("host.irs.notify_delay"), "{e}");
+    let e = load_error(&base.replace("overlay = \"irs\"", "overlay = \"irs\"\n[host.irs]\nmigratr = true"));
+    assert!(e.contains("host.irs") && e.contains("migrator"), "did-you-mean: {e}");
+}

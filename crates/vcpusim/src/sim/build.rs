@@ -124,6 +124,7 @@ impl Sim {
                     overlay,
                     holds: vec![None; sim.pinfo.len()],
                     go: None,
+                    yielding: None,
                     registered: sim.guests.iter().map(|g| g.config.irs).collect(),
                     stats: Default::default(),
                 }));

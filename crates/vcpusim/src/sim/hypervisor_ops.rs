@@ -392,8 +392,14 @@ impl Sim {
         self.vcpus[v.idx()].epoch += 1;
         let epoch = self.vcpus[v.idx()].epoch;
         self.vcpus[v.idx()].yielding = true;
+        if let Some(ov) = self.overlay.as_mut() {
+            ov.yielding = Some(reason);
+        }
         if self.yield_entry(v, reason) {
             self.reschedule(p);
+        }
+        if let Some(ov) = self.overlay.as_mut() {
+            ov.yielding = None;
         }
         self.vcpus[v.idx()].yielding = false;
         // Still here (no one else to run, or the policy kept it): the exit itself costs a VMEXIT

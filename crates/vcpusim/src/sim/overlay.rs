@@ -55,6 +55,12 @@ pub struct OverlayStats {
     pub delay_max_ns: u64,
     /// Threads the guests' notice handlers moved to a sibling (reported with the ack).
     pub migrated: u64,
+    /// Decisions that took a vCPU off its pCPU and were not involuntary preemptions, so the
+    /// overlay was not asked: the vCPU halted (HLT, a SCHEDOP_poll block), or yielded by a
+    /// pause-loop exit or a SCHEDOP_yield.
+    pub not_asked_halt: u64,
+    pub not_asked_ple: u64,
+    pub not_asked_yield: u64,
 }
 
 /// The overlay of a run and its holds (`Sim::overlay`; None without `[host] overlay`).
@@ -65,6 +71,8 @@ pub struct OverlayState {
     pub holds: Vec<Option<PreemptHold>>,
     /// A released hold being completed: `Go` for this vCPU on this pCPU.
     pub go: Option<(PcpuId, VcpuId)>,
+    /// The reason of the yield being carried out (`Sim::yield_exit`), for the counts.
+    pub yielding: Option<crate::hypervisor::policy::YieldReason>,
     /// Per VM: its guest registered the overlay's channel (IRS: `[vm.guest] irs`, the SA vIRQ).
     pub registered: Vec<bool>,
     pub stats: OverlayStats,
@@ -79,7 +87,18 @@ impl Sim {
     pub(super) fn overlay_holds(&mut self, p: PcpuId, decision: Decision) -> bool {
         let Some(prev) = self.pinfo[p.idx()].current else { return false };
         let Some(next) = decision.next else { return false };
-        if next == prev || self.vinfo[prev.idx()].state != VcpuState::Running || self.vcpus[prev.idx()].yielding {
+        if next == prev {
+            return false;
+        }
+        if self.vinfo[prev.idx()].state != VcpuState::Running || self.vcpus[prev.idx()].yielding {
+            // Voluntary: never notified (seed 003 slide 7: "only when target vCPU is
+            // involuntarily preempted and is willing to run").
+            let ov = self.overlay.as_mut().expect("called with an overlay");
+            match (self.vinfo[prev.idx()].state, ov.yielding) {
+                (VcpuState::Running, Some(crate::hypervisor::policy::YieldReason::PauseLoop)) => ov.stats.not_asked_ple += 1,
+                (VcpuState::Running, _) => ov.stats.not_asked_yield += 1,
+                _ => ov.stats.not_asked_halt += 1,
+            }
             return false;
         }
         // Leaving because its affinity or pool no longer allows p is not a preemption to hold.
@@ -145,9 +164,7 @@ impl Sim {
     }
 
     /// The hold on `p` ends (`acked`: the guest acknowledged; else its deadline passed): the
-    /// policy decides again and the switch goes ahead if it still wants it. Check mode: after
-    /// an acknowledgement the thread the guest was notified about is no longer on the vCPU
-    /// (it is on a sibling before the vCPU is descheduled).
+    /// policy decides again and the switch goes ahead if it still wants it.
     pub fn release_hold(&mut self, p: PcpuId, acked: bool) {
         let Some(ov) = self.overlay.as_mut() else { return };
         let Some(hold) = ov.holds[p.idx()].take() else { return };
@@ -159,17 +176,6 @@ impl Sim {
         }
         if let Some(ov) = self.overlay.as_mut() {
             ov.go = Some((p, hold.vcpu));
-        }
-        if self.check && acked {
-            if let Some(t) = hold.thread {
-                let (g, i) = self.gslot(hold.vcpu);
-                if self.guests[g].vcpus[i].current == Some(t) || self.threads[t.idx()].vcpu == hold.vcpu {
-                    self.stop.get_or_insert(crate::SimError::Invariant {
-                        time_ns: self.now,
-                        message: format!("IRS: vCPU {} acknowledged its preemption notice with thread {t} still on it", hold.vcpu),
-                    });
-                }
-            }
         }
         self.reschedule(p);
         let moved = self.pinfo[p.idx()].current != Some(hold.vcpu);
@@ -189,14 +195,26 @@ impl Sim {
     }
 
     /// The guest on `v` acknowledged its preemption notice (`Hypercall::PreemptAck`), having
-    /// moved `moved` threads to siblings.
+    /// moved `moved` threads to siblings. Check mode: a moved thread is on its sibling (and off
+    /// `v`) before `v` is descheduled.
     pub(super) fn preempt_ack(&mut self, v: VcpuId, moved: u32) {
         let Some(p) = self.vinfo[v.idx()].pcpu else { return };
         let Some(ov) = self.overlay.as_mut() else { return };
         ov.stats.migrated += u64::from(moved);
-        if ov.holds[p.idx()].is_some_and(|h| h.vcpu == v && h.notified) {
-            self.release_hold(p, true);
+        let Some(hold) = ov.holds[p.idx()].filter(|h| h.vcpu == v && h.notified) else { return };
+        if self.check && moved > 0 {
+            // The thread the guest was notified about is on a sibling before `v` is descheduled.
+            if let Some(t) = hold.thread {
+                let (g, i) = self.gslot(v);
+                if self.guests[g].vcpus[i].current == Some(t) || self.threads[t.idx()].vcpu == v {
+                    self.stop.get_or_insert(crate::SimError::Invariant {
+                        time_ns: self.now,
+                        message: format!("IRS: vCPU {v} acknowledged moving thread {t}, which is still on it"),
+                    });
+                }
+            }
         }
+        self.release_hold(p, true);
     }
 
     /// `v` leaves `p` by itself (a halt, a yield, a pool or affinity change) while held: the
