@@ -244,3 +244,27 @@ impl Sim {
         Ok(())
     }
 }
+
+impl Sim {
+    /// CPU stacking of VM `vm` now (seed 003 slides 17-18): how many of its non-halted vCPUs sit
+    /// on a pCPU with another of them, beyond the first, summed over pCPUs (0: every runnable
+    /// vCPU has a pCPU of its own). A running vCPU sits on its pCPU; a runnable one on the pCPU
+    /// it last ran on (the host does not see the policy's run queues: a vCPU a wake placed on
+    /// another pCPU counts where it last ran until it runs). Time-averaged by sampling in
+    /// tests/irs.rs; not a metrics.csv row (the golden outputs stay unchanged).
+    pub fn stacked_vcpus(&self, vm: usize) -> u32 {
+        let mut on = vec![0u32; self.pinfo.len()];
+        for &v in &self.vminfo[vm].vcpus {
+            let info = &self.vinfo[v.idx()];
+            let at = match info.state {
+                VcpuState::Running => info.pcpu,
+                VcpuState::Runnable => Some(info.last_pcpu),
+                VcpuState::Halted => None,
+            };
+            if let Some(p) = at {
+                on[p.idx()] += 1;
+            }
+        }
+        on.iter().map(|n| n.saturating_sub(1)).sum()
+    }
+}
