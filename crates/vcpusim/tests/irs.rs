@@ -158,3 +158,29 @@ fn cpu_stacking_under_vanilla_xen_and_irs_with_and_without_the_migrator() {
     // more than vanilla.
     assert!(without.0 <= vanilla.0 + 1e-9, "{without:?} vs {vanilla:?}");
 }
+
+#[test]
+fn metrics_csv_gains_the_overlay_rows_only_in_overlay_runs() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/examples/irs.toml")).unwrap();
+    let sc = load_scenario(&text, "irs.toml").unwrap();
+    let opts = |check| vcpusim::output::RunOptions { seed: Some(7), check, ..Default::default() };
+    let out = vcpusim::api::run(&sc, &opts(false)).expect("runs");
+    let rows: Vec<&str> = out.metrics_csv.lines().filter(|l| l.starts_with("par,")).collect();
+    let value = |m: &str| -> f64 {
+        let row = rows.iter().find(|l| l.split(',').nth(1) == Some(m)).unwrap_or_else(|| panic!("no {m} row"));
+        row.rsplit(',').next().unwrap().parse().unwrap()
+    };
+    assert!(value("preempt_notices") > 0.0);
+    assert_eq!(value("preempt_notices"), value("preempt_acks") + value("preempt_timeouts"));
+    assert!(value("notify_to_switch_max_us") <= 23.0);
+    assert!(value("irs_migrations") > 0.0);
+    let noise_notices = out.metrics_csv.lines().find(|l| l.starts_with("noise0,preempt_notices,")).unwrap();
+    assert_eq!(noise_notices, "noise0,preempt_notices,0", "an unregistered guest is not notified");
+    let again = vcpusim::api::run(&sc, &opts(true)).expect("runs in check mode");
+    assert_eq!(out.metrics_csv, again.metrics_csv, "deterministic, and check mode changes nothing");
+    let host_irs = ["overlay", "[host.irs]", "notify_delay", "migrator"];
+    let vanilla: Vec<&str> = text.lines().filter(|l| !host_irs.iter().any(|k| l.starts_with(k))).collect();
+    let vanilla = load_scenario(&vanilla.join("\n"), "v.toml").unwrap();
+    let plain = vcpusim::api::run(&vanilla, &opts(false)).expect("runs");
+    assert!(!plain.metrics_csv.contains("preempt_notices"), "no overlay, no overlay rows");
+}

@@ -127,6 +127,7 @@ impl Sim {
                     yielding: None,
                     registered: sim.guests.iter().map(|g| g.config.irs).collect(),
                     stats: Default::default(),
+                    per_vm: vec![Default::default(); sim.vminfo.len()],
                 }));
                 if let crate::hypervisor::overlay::OverlayConfig::Irs(irs) = cfg {
                     for g in sim.guests.iter_mut().filter(|g| g.config.irs) {
