@@ -184,3 +184,50 @@ fn metrics_csv_gains_the_overlay_rows_only_in_overlay_runs() {
     let plain = vcpusim::api::run(&vanilla, &opts(false)).expect("runs");
     assert!(!plain.metrics_csv.contains("preempt_notices"), "no overlay, no overlay rows");
 }
+
+#[test]
+fn the_handler_picks_the_least_waiting_sibling_and_rt_avg_ages_as_linux_3x() {
+    let sc = load_scenario(&scenario(IRS, true, "parsec.streamcluster"), "<irs test>").unwrap();
+    let mut sim = Sim::build(&sc, 1, false, true).unwrap();
+    let g = &mut sim.guests[0];
+    let ids: Vec<_> = g.vcpus.iter().map(|v| v.id).collect();
+    let threads = g.threads.clone();
+    for gv in g.vcpus.iter_mut() {
+        gv.runqueue.clear();
+        gv.current = None;
+    }
+    // vCPU 0 runs thread 0 in user mode and is notified; vCPU 1 runs a thread with one queued;
+    // vCPU 2 is idle but runnable in Xen's runstate (preempted); vCPU 3 is idle and not.
+    g.vcpus[0].current = Some(threads[0]);
+    g.vcpus[1].current = Some(threads[1]);
+    g.vcpus[1].runqueue.push_back(threads[2]);
+    g.vcpus[2].runqueue.clear();
+    for (k, id) in ids.iter().enumerate() {
+        sim.pv[id.idx()].runnable = k == 2;
+    }
+    for (t, v) in [(0, 0), (1, 1), (2, 1)] {
+        sim.threads[threads[t].idx()].vcpu = ids[v];
+    }
+    let g = &mut sim.guests[0];
+    g.vcpus[0].func = vcpusim::vmexit::KernelFn::User;
+    g.preempt_notice(0);
+    assert!(g.irs.as_ref().unwrap().pending[0]);
+    // Take it as `run` would, then end the handler.
+    g.irs.as_mut().unwrap().pending[0] = false;
+    g.irs.as_mut().unwrap().active[0] = Some(vcpusim::vmexit::KernelFn::User);
+    let done = g.notice_done(&mut sim.threads, &sim.pv, 0, 0);
+    assert_eq!(done.moved, Some((threads[0], ids[3])), "the idle vCPU that is not waiting for a pCPU");
+    let g = &sim.guests[0];
+    assert_eq!(g.vcpus[0].current, None);
+    assert_eq!(g.vcpus[3].runqueue.front(), Some(&threads[0]));
+    assert_eq!(sim.threads[threads[0].idx()].vcpu, ids[3]);
+
+    // rt_avg with steal (scale_rt_power, sched_avg_update): 250 ms of steal in 4 ms ticks is
+    // 248 ms of rt_avg over a 500 ms period; 600 ms later it has halved once.
+    sim.pv[ids[1].idx()].steal_time_ns = 250 * MS;
+    let g = &mut sim.guests[0];
+    let c0 = g.capacity(&sim.pv, 1, 0);
+    assert!((c0 - (500.0 - 248.0) / 500.0).abs() < 1e-9, "{c0}");
+    let c1 = g.capacity(&sim.pv, 1, 600 * MS);
+    assert!((c1 - (600.0 - 124.0) / 600.0).abs() < 1e-9, "{c1}");
+}
