@@ -39,11 +39,15 @@ pub struct EventQueue<E> {
     heap: BinaryHeap<Entry<E>>,
     next_seq: u64,
     cancelled: HashSet<u64>,
+    /// Largest `len()` seen (cancelled entries not yet skipped included): what the heap holds.
+    peak_len: usize,
+    /// Cancelled entries popped and skipped so far.
+    skipped: u64,
 }
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
-        EventQueue { heap: BinaryHeap::new(), next_seq: 0, cancelled: HashSet::new() }
+        EventQueue { heap: BinaryHeap::new(), next_seq: 0, cancelled: HashSet::new(), peak_len: 0, skipped: 0 }
     }
 }
 
@@ -56,6 +60,7 @@ impl<E> EventQueue<E> {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.heap.push(Entry { at, seq, event });
+        self.peak_len = self.peak_len.max(self.heap.len());
         EventId(seq)
     }
 
@@ -70,6 +75,7 @@ impl<E> EventQueue<E> {
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
         while let Some(entry) = self.heap.pop() {
             if !self.cancelled.is_empty() && self.cancelled.remove(&entry.seq) {
+                self.skipped += 1;
                 continue;
             }
             return Some((entry.at, entry.event));
@@ -84,6 +90,7 @@ impl<E> EventQueue<E> {
                 let seq = top.seq;
                 self.heap.pop();
                 self.cancelled.remove(&seq);
+                self.skipped += 1;
                 continue;
             }
             return Some(top.at);
@@ -99,6 +106,20 @@ impl<E> EventQueue<E> {
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }
+
+    /// The largest `len()` so far: the memory the queue needed.
+    pub fn peak_len(&self) -> usize {
+        self.peak_len
+    }
+
+    /// Cancelled entries popped and thrown away so far (never handed to the caller).
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    /// Bytes of one heap entry (key and payload): what the bare-heap baseline of `vcpusim
+    /// bench` pushes and pops, so that its comparison moves the same memory.
+    pub const ENTRY_BYTES: usize = std::mem::size_of::<Entry<E>>();
 }
 
 #[cfg(test)]

@@ -52,6 +52,7 @@ impl Sim {
             now: 0,
             queue: EventQueue::new(),
             events: 0,
+            stale_events: 0,
             topology: sc.host.topology.clone(),
             costs: sc.host.costs.clone(),
             ple: sc.host.ple.clone(),

@@ -141,6 +141,7 @@ impl Sim {
 
     pub fn on_dispatch(&mut self, v: VcpuId, epoch: u64) {
         if self.vcpus[v.idx()].epoch != epoch || !self.running(v) {
+            self.stale_events += 1;
             return;
         }
         self.vcpus[v.idx()].seg_start = self.now;
@@ -151,6 +152,7 @@ impl Sim {
     /// handler's EOI, a step's exit) and resume the guest.
     pub fn on_activity_done(&mut self, v: VcpuId, epoch: u64) {
         if self.vcpus[v.idx()].epoch != epoch || !self.running(v) {
+            self.stale_events += 1;
             return;
         }
         let activity = self.vcpus[v.idx()].activity;
