@@ -61,12 +61,11 @@ impl Sim {
                 match r {
                     Request::Reschedule(p) => self.reschedule(p),
                     Request::SetTimer { timer, at } => {
-                        // Xen set_timer: a pending expiry is cancelled, the new one pushed here
-                        // (the same point in the request order as every earlier timer push).
-                        let ev = self.queue.push(at, Event::PolicyTimer(timer));
-                        if let Some(old) = self.timers.arm(timer, ev) {
-                            self.queue.cancel(old);
-                        }
+                        // Xen set_timer: a pending expiry is moved to the new time (the same
+                        // order as cancelling it and pushing a new one here).
+                        let pending = self.timers.entry(timer).pending;
+                        let ev = self.queue.replace(pending, at, Event::PolicyTimer(timer));
+                        self.timers.arm(timer, ev);
                     }
                     Request::StopTimer(timer) => {
                         if let Some(old) = self.timers.disarm(timer) {
@@ -182,11 +181,13 @@ impl Sim {
 
     fn apply_decision(&mut self, p: PcpuId, d: Decision) {
         let prev = self.pinfo[p.idx()].current;
-        if let Some(ev) = self.pcpus[p.idx()].slice_event.take() {
-            self.queue.cancel(ev);
-        }
+        // One slice end per pCPU: a new slice moves the pending one (same order as cancelling
+        // it and pushing a new one, `EventQueue::replace`).
+        let old = self.pcpus[p.idx()].slice_event.take();
         if let Some(slice) = d.slice {
-            self.pcpus[p.idx()].slice_event = Some(self.queue.push(self.now + slice, Event::SliceEnd(p)));
+            self.pcpus[p.idx()].slice_event = Some(self.queue.replace(old, self.now + slice, Event::SliceEnd(p)));
+        } else if let Some(ev) = old {
+            self.queue.cancel(ev);
         }
         if prev == d.next {
             return;
