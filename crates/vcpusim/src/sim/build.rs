@@ -56,6 +56,7 @@ impl Sim {
             topology: sc.host.topology.clone(),
             costs: sc.host.costs.clone(),
             ple: sc.host.ple.clone(),
+            ple_window_ns: sc.host.ple.windows_ns(),
             pools,
             pcpu_pool,
             vcpu_pool: Vec::new(),
@@ -285,10 +286,7 @@ impl Sim {
             free_shootdowns: Vec::new(),
             blocked_threads: 0,
             wake_cursor: 0,
-            stats: GuestStats {
-                spin_wait_by_class: program.kernel_locks.iter().map(|class| (class.clone(), Default::default())).collect(),
-                ..GuestStats::default()
-            },
+            stats: GuestStats::default(),
             iterations: spec.iterations,
             finished_at: None,
             pokes: VecDeque::new(),

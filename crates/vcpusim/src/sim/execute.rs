@@ -102,7 +102,8 @@ impl Sim {
         // of executions of PAUSE at CPL 0"); KVM's handle_pause (arch/x86/kvm/vmx.c) takes the exit.
         // Bare metal has no hypervisor to exit to.
         if self.ple.enabled && kind != TimeKind::UserSpin && !self.vms[self.vcpus[v.idx()].slot.vm as usize].bare_metal {
-            let window = self.ple.window_ns(self.vcpus[v.idx()].ple_exits);
+            let exits = self.vcpus[v.idx()].ple_exits as usize;
+            let window = self.ple_window_ns[exits.min(crate::hardware::costs::PLE_GROWTH_STEPS)];
             self.queue.push(self.now + window, Event::PauseLoopExit(v, e));
         }
     }

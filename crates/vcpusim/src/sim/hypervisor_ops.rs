@@ -247,14 +247,9 @@ impl Sim {
         let vm = self.vinfo[v.idx()].vm.idx();
         let stats = &mut self.vms[vm].stats;
         for l in held {
-            let class = &self.locks[l.idx()].class;
-            match stats.lhp.get_mut(class) {
-                Some(n) => *n += 1,
-                None => {
-                    stats.lhp.insert(class.clone(), 1);
-                }
-            }
+            stats.count_lhp(l.idx());
             if let Some(tr) = self.trace.as_mut() {
+                let class = &self.locks[l.idx()].class;
                 let args = [("lock_class", class.as_str().into())];
                 tr.instant_with(1 + vm as u32, self.vinfo[v.idx()].index, "lock-holder preempted", self.now, &args);
             }

@@ -142,6 +142,8 @@ pub struct Sim {
     pub topology: Topology,
     pub costs: Costs,
     pub ple: Ple,
+    /// `ple.windows_ns()`: the PLE window by consecutive exits, precomputed.
+    pub ple_window_ns: [Nanos; crate::hardware::costs::PLE_GROWTH_STEPS + 1],
     /// Cpupools, each with its own policy instance (`hypervisor/cpupool.rs`); `pools[0]` is the
     /// default pool.
     pub pools: Vec<Cpupool>,
