@@ -1,37 +1,38 @@
-//! A min-heap of timed events with FIFO order among equal times and O(log n) cancellation.
+//! A min-heap of timed events with FIFO order among equal times and O(1) cancellation.
 //!
-//! Issue 15 part 1: an *indexed* binary heap. The heap holds compact 16-byte keys (time, and a
-//! tag packing the push sequence number above the slot of the payload); the payloads live apart
-//! in a slab of slots, each slot knowing where its key sits in the heap. So:
-//! - `cancel` takes the key out of the heap at once (no cancelled entries left behind to skip,
-//!   no set of cancelled ids to hash on every pop): the heap holds exactly the live events;
-//! - `replace` (a re-armed slice end or policy timer) moves the key of the pending event to its
-//!   new time in place, reusing its slot, so a pCPU never has more than one slice end queued
-//!   however often its policy reschedules it (Xen's `set_timer` on `sd->s_timer`, which
-//!   re-inserts the one timer of the pCPU in `timer.c`, not a new one);
-//! - an `EventId` names a slot and its generation (bumped each time the slot is filled), so
+//! Issue 15 part 1: cancellation by generation number, compact keys, payloads stored apart.
+//! - The heap (`std::collections::BinaryHeap`, so its bottom-up pop) holds 16-byte keys: the
+//!   time and a tag packing the push sequence number above the slot of the payload. Payloads
+//!   live apart in a slab of slots.
+//! - `cancel` drops the payload and bumps nothing else: O(1), no set of cancelled ids to hash.
+//!   A key whose slot holds no payload is dead: `pop` and `peek_time` throw it away when it
+//!   reaches the top (one load to tell, no hashing), and when dead keys outnumber live ones (plus
+//!   `COMPACT_SLACK`) the heap drops them all at once (`compact`, O(n), amortized O(1) per
+//!   cancel). So the heap never holds more than `2 * live + COMPACT_SLACK + 1` keys: a credit
+//!   PLE storm that re-arms a pCPU's 30 ms slice end thousands of times per slice leaves at most
+//!   one live slice end per pCPU and a bounded number of dead ones, where the lazily cancelled
+//!   heap kept every superseded one for its 30 ms (229 k entries at 64 pCPUs).
+//! - An `EventId` names a slot and its generation (bumped each time the slot is filled), so
 //!   cancelling an event that already fired or was cancelled (its slot since reused by another
 //!   push) is harmless, as before.
 //!
-//! The order is what it was with the lazily cancelled `BinaryHeap` (kept until issue 15): by
+//! An indexed heap (each slot knowing its key's position, cancel removing it at once) was tried
+//! first: it kept the heap exact but paid a position update per level of every sift, 6-9% more
+//! instructions per event on the quickstart than the queue it replaced (callgrind), where this
+//! one pays a load per pop.
+//!
+//! The order is what it was with the lazily cancelled `BinaryHeap<Entry>` before issue 15: by
 //! time, then by push sequence (every `push` and `replace` takes the next sequence number, as the
 //! push after a cancel did), so every run pops the same events in the same order.
 
 use crate::time::Nanos;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
 
 /// Handle of a scheduled event, for cancellation: its slot (low 32 bits) and that slot's
 /// generation when it was filled (high 32 bits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct EventId(u64);
-
-/// Bits of a tag that hold the slot: at most 2^24 (16.7 M) events pending at once.
-const SLOT_BITS: u32 = 24;
-const SLOT_MASK: u64 = (1 << SLOT_BITS) - 1;
-/// Sequence numbers use the other 40 bits (1.1e12 pushes); when they run out the pending events
-/// are renumbered in order (`renumber`), which changes no order.
-const SEQ_LIMIT: u64 = 1 << (64 - SLOT_BITS);
-/// `Slot::pos` of a free slot.
-const FREE: u32 = u32::MAX;
 
 impl EventId {
     #[inline(always)]
@@ -48,9 +49,20 @@ impl EventId {
     }
 }
 
-/// A heap entry: ordered by time, then by tag (whose high bits are the sequence number, unique,
-/// so the slot bits never decide).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// Bits of a tag that hold the slot: at most 2^24 (16.7 M) keys in the heap at once.
+const SLOT_BITS: u32 = 24;
+const SLOT_MASK: u64 = (1 << SLOT_BITS) - 1;
+/// Sequence numbers use the other 40 bits (1.1e12 pushes); when they run out the keys are
+/// renumbered in order (`renumber`), which changes no order.
+const SEQ_LIMIT: u64 = 1 << (64 - SLOT_BITS);
+/// Dead keys tolerated beyond the live count before `compact` runs: keeps compaction rare when
+/// few events are pending.
+pub const COMPACT_SLACK: usize = 16;
+
+/// A heap key: ordered by time, then by tag (whose high bits are the sequence number, unique,
+/// so the slot bits never decide). `Ord` is reversed: `BinaryHeap` is a max-heap and the
+/// earliest must be on top.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Key {
     at: Nanos,
     tag: u64,
@@ -63,28 +75,41 @@ impl Key {
     }
 }
 
-/// Where a pending event's key is (`FREE`: no pending event in this slot), and how many times
-/// the slot was filled (wrapping: an id is only ever held while, or shortly after, its event is
-/// pending, never across 2^32 reuses of its slot).
-#[derive(Clone, Copy)]
-struct Slot {
-    pos: u32,
-    gen: u32,
+impl Ord for Key {
+    #[inline(always)]
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.at, other.tag).cmp(&(self.at, self.tag))
+    }
+}
+impl PartialOrd for Key {
+    #[inline(always)]
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 pub struct EventQueue<E> {
-    heap: Vec<Key>,
-    slots: Vec<Slot>,
+    heap: BinaryHeap<Key>,
+    /// Each slot's payload while its event is pending (None: free, or cancelled with its key
+    /// still in the heap).
     payloads: Vec<Option<E>>,
+    /// Each slot's generation (wrapping: an id is only ever held while, or shortly after, its
+    /// event is pending, never across 2^32 reuses of its slot).
+    gens: Vec<u32>,
+    /// Slots whose key left the heap.
     free: Vec<u32>,
+    /// Dead keys in the heap.
+    dead: usize,
     next_seq: u64,
-    /// Largest `len()` seen.
+    /// Largest heap length seen (dead keys included): the memory the queue needed.
     peak_len: usize,
+    /// Dead keys thrown away so far (at the top or by compaction).
+    skipped: u64,
 }
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
-        EventQueue { heap: Vec::new(), slots: Vec::new(), payloads: Vec::new(), free: Vec::new(), next_seq: 0, peak_len: 0 }
+        EventQueue { heap: BinaryHeap::new(), payloads: Vec::new(), gens: Vec::new(), free: Vec::new(), dead: 0, next_seq: 0, peak_len: 0, skipped: 0 }
     }
 }
 
@@ -94,194 +119,135 @@ impl<E> EventQueue<E> {
     }
 
     /// Schedule `event` at `at`.
+    #[inline]
     pub fn push(&mut self, at: Nanos, event: E) -> EventId {
         let slot = match self.free.pop() {
             Some(s) => s as usize,
             None => {
-                let s = self.slots.len();
+                let s = self.payloads.len();
                 assert!((s as u64) <= SLOT_MASK, "event queue: more than {} events pending at once", SLOT_MASK + 1);
-                self.slots.push(Slot { pos: FREE, gen: 0 });
                 self.payloads.push(None);
+                self.gens.push(0);
                 s
             }
         };
-        let tag = self.next_tag(slot);
+        if self.next_seq == SEQ_LIMIT {
+            self.renumber();
+        }
+        let tag = (self.next_seq << SLOT_BITS) | slot as u64;
+        self.next_seq += 1;
         self.payloads[slot] = Some(event);
-        let pos = self.heap.len();
+        let gen = self.gens[slot].wrapping_add(1);
+        self.gens[slot] = gen;
         self.heap.push(Key { at, tag });
-        let gen = self.slots[slot].gen.wrapping_add(1);
-        self.slots[slot] = Slot { pos: pos as u32, gen };
-        self.sift_up(pos);
         self.peak_len = self.peak_len.max(self.heap.len());
         EventId::new(slot, gen)
     }
 
-    /// Cancel `old` (if still pending) and schedule `event` at `at`: the same as `cancel` then
-    /// `push`, with the same sequence number, but the pending event's slot and heap entry are
-    /// reused and moved, so a re-armed timer never leaves a second entry behind.
+    /// Cancel `old` (if still pending) and schedule `event` at `at`: a re-armed slice end or
+    /// policy timer. The same as `cancel` then `push`.
+    #[inline]
     pub fn replace(&mut self, old: Option<EventId>, at: Nanos, event: E) -> EventId {
-        let Some(slot) = old.and_then(|id| self.pending_slot(id)) else {
-            return self.push(at, event);
-        };
-        let tag = self.next_tag(slot);
-        self.payloads[slot] = Some(event);
-        let pos = self.slots[slot].pos as usize;
-        let before = self.heap[pos];
-        let key = Key { at, tag };
-        self.heap[pos] = key;
-        let gen = self.slots[slot].gen.wrapping_add(1);
-        self.slots[slot].gen = gen;
-        // The sequence only grows, so a key at the same time or later can only move down.
-        if key < before {
-            self.sift_up(pos);
-        } else {
-            self.sift_down(pos);
+        if let Some(id) = old {
+            self.cancel(id);
         }
-        EventId::new(slot, gen)
+        self.push(at, event)
     }
 
     /// Cancel a pending event. Cancelling one that already fired or was cancelled is harmless.
+    #[inline]
     pub fn cancel(&mut self, id: EventId) {
-        if let Some(slot) = self.pending_slot(id) {
-            let pos = self.slots[slot].pos as usize;
-            self.remove_at(pos);
+        let slot = id.slot();
+        if self.gens.get(slot) == Some(&id.gen()) && self.payloads[slot].take().is_some() {
+            self.dead += 1;
+            if self.dead > self.heap.len() - self.dead + COMPACT_SLACK {
+                self.compact();
+            }
         }
     }
 
-    /// The earliest event, removed.
+    /// The earliest live event, removed.
+    #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
-        let top = *self.heap.first()?;
-        let event = self.remove_at(0);
-        Some((top.at, event))
+        while let Some(key) = self.heap.pop() {
+            let slot = key.slot();
+            self.free.push(slot as u32);
+            match self.payloads[slot].take() {
+                Some(event) => return Some((key.at, event)),
+                None => {
+                    self.dead -= 1;
+                    self.skipped += 1;
+                }
+            }
+        }
+        None
     }
 
-    /// Time of the earliest event.
+    /// Time of the earliest live event.
     #[inline]
     pub fn peek_time(&mut self) -> Option<Nanos> {
-        self.heap.first().map(|k| k.at)
+        while let Some(&key) = self.heap.peek() {
+            if self.payloads[key.slot()].is_some() {
+                return Some(key.at);
+            }
+            self.heap.pop();
+            self.free.push(key.slot() as u32);
+            self.dead -= 1;
+            self.skipped += 1;
+        }
+        None
     }
 
-    /// Events pending.
+    /// Live events pending.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() - self.dead
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 
-    /// The largest `len()` so far: the memory the queue needed.
+    /// The largest heap length so far, dead keys included: the memory the queue needed.
     pub fn peak_len(&self) -> usize {
         self.peak_len
     }
 
-    /// Cancelled entries popped and thrown away so far: none since cancellation removes them at
-    /// once (kept for `vcpusim bench`, which reports it beside older builds).
+    /// Cancelled keys thrown away so far (popped at the top or compacted; never handed out).
     pub fn skipped(&self) -> u64 {
-        0
+        self.skipped
     }
 
     /// Bytes of one heap entry (the key; payloads are stored apart): what the bare-heap baseline
     /// of `vcpusim bench` pushes and pops, so that its comparison moves the same memory.
     pub const ENTRY_BYTES: usize = std::mem::size_of::<Key>();
 
-    /// The slot of `id` if that event is still pending.
-    #[inline]
-    fn pending_slot(&self, id: EventId) -> Option<usize> {
-        let slot = id.slot();
-        let s = self.slots.get(slot)?;
-        (s.pos != FREE && s.gen == id.gen()).then_some(slot)
+    /// Drop every dead key and free its slot (the heap is rebuilt from the live keys, O(n)).
+    #[cold]
+    fn compact(&mut self) {
+        let (payloads, free) = (&self.payloads, &mut self.free);
+        self.heap.retain(|k| {
+            let live = payloads[k.slot()].is_some();
+            if !live {
+                free.push(k.slot() as u32);
+            }
+            live
+        });
+        self.skipped += self.dead as u64;
+        self.dead = 0;
     }
 
-    #[inline]
-    fn next_tag(&mut self, slot: usize) -> u64 {
-        if self.next_seq == SEQ_LIMIT {
-            self.renumber();
-        }
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        (seq << SLOT_BITS) | slot as u64
-    }
-
-    /// Give the pending events sequence numbers 0.. in their current order (time, then
+    /// Give the keys in the heap sequence numbers 0.. in their current order (time, then
     /// sequence), so numbering can go on; the order of every pair stays what it was, and ids
     /// (slot and generation) are untouched. Only reached after 2^40 pushes.
     #[cold]
     fn renumber(&mut self) {
-        let mut order: Vec<usize> = (0..self.heap.len()).collect();
-        order.sort_by_key(|&i| self.heap[i]);
-        let mut sorted = Vec::with_capacity(self.heap.len());
-        for (seq, &i) in order.iter().enumerate() {
-            let k = self.heap[i];
-            let slot = k.slot();
-            let tag = ((seq as u64) << SLOT_BITS) | slot as u64;
-            sorted.push(Key { at: k.at, tag });
-            self.slots[slot].pos = seq as u32;
+        let mut keys = std::mem::take(&mut self.heap).into_vec();
+        keys.sort_by(|a, b| b.cmp(a)); // earliest first (Ord is reversed)
+        for (seq, k) in keys.iter_mut().enumerate() {
+            k.tag = ((seq as u64) << SLOT_BITS) | k.slot() as u64;
         }
-        // A sorted array is a valid min-heap.
-        self.heap = sorted;
-        self.next_seq = self.heap.len() as u64;
-    }
-
-    /// Take out the key at heap position `pos`, free its slot and return its payload.
-    fn remove_at(&mut self, pos: usize) -> E {
-        let key = self.heap[pos];
-        let slot = key.slot();
-        let last = self.heap.pop().expect("pos is in the heap");
-        if pos < self.heap.len() {
-            self.heap[pos] = last;
-            self.slots[last.slot()].pos = pos as u32;
-            if last < key {
-                self.sift_up(pos);
-            } else {
-                self.sift_down(pos);
-            }
-        }
-        self.slots[slot].pos = FREE;
-        self.free.push(slot as u32);
-        self.payloads[slot].take().expect("a pending slot holds its payload")
-    }
-
-    /// Move the key at `pos` up to its place.
-    #[inline]
-    fn sift_up(&mut self, mut pos: usize) {
-        let key = self.heap[pos];
-        while pos > 0 {
-            let parent = (pos - 1) / 2;
-            let p = self.heap[parent];
-            if p <= key {
-                break;
-            }
-            self.heap[pos] = p;
-            self.slots[p.slot()].pos = pos as u32;
-            pos = parent;
-        }
-        self.heap[pos] = key;
-        self.slots[key.slot()].pos = pos as u32;
-    }
-
-    /// Move the key at `pos` down to its place.
-    #[inline]
-    fn sift_down(&mut self, mut pos: usize) {
-        let key = self.heap[pos];
-        let n = self.heap.len();
-        loop {
-            let left = 2 * pos + 1;
-            if left >= n {
-                break;
-            }
-            let right = left + 1;
-            let child = if right < n && self.heap[right] < self.heap[left] { right } else { left };
-            let c = self.heap[child];
-            if key <= c {
-                break;
-            }
-            self.heap[pos] = c;
-            self.slots[c.slot()].pos = pos as u32;
-            pos = child;
-        }
-        self.heap[pos] = key;
-        self.slots[key.slot()].pos = pos as u32;
+        self.next_seq = keys.len() as u64;
+        self.heap = BinaryHeap::from(keys);
     }
 }
 
@@ -310,7 +276,7 @@ mod tests {
         q.cancel(a);
         q.cancel(c);
         q.cancel(c);
-        assert_eq!(q.len(), 1, "cancelled events leave the heap at once");
+        assert_eq!(q.len(), 1, "one live event");
         assert_eq!(q.peek_time(), Some(20));
         assert_eq!(q.pop(), Some((20, 2)));
         assert_eq!(q.pop(), None);
@@ -336,20 +302,21 @@ mod tests {
     }
 
     #[test]
-    fn replace_keeps_one_entry_and_orders_as_cancel_then_push() {
-        // Re-arm one timer many times between other pushes: the queue never holds more than
-        // the live events, and pops exactly what cancel-then-push would.
+    fn replace_keeps_the_heap_bounded_and_orders_as_cancel_then_push() {
+        // Re-arm one timer many times between other pushes: the heap never holds more than
+        // twice the live events and the slack, and pops exactly what cancel-then-push would.
         let mut q = EventQueue::new();
         let mut timer = None;
         for i in 0..1000u64 {
             timer = Some(q.replace(timer, 500 + (i * 7919) % 300, ('t', i)));
             assert!(q.len() <= 1 + i as usize / 100 + 1);
+            assert!(q.heap.len() <= 2 * q.len() + COMPACT_SLACK + 1, "dead keys are compacted");
             if i % 100 == 0 {
                 q.push(500 + i % 300, ('o', i));
             }
         }
         assert_eq!(q.len(), 11);
-        assert_eq!(q.peak_len(), 11);
+        assert!(q.peak_len() <= 2 * 11 + COMPACT_SLACK + 1, "{}", q.peak_len());
         let popped: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         // The timer's last arming was i = 999 at 500 + 999*7919 % 300; it ties after every
         // earlier push at the same time.
@@ -424,15 +391,16 @@ mod tests {
             }
             assert_eq!(q.len(), m.set.len());
             assert_eq!(q.peek_time(), m.set.first().map(|&(at, _, _)| at));
+            assert!(q.heap.len() <= 2 * q.len() + COMPACT_SLACK + 1);
         }
     }
 
     impl<E: Copy> EventQueue<E> {
         /// The pending events in pop order, without popping.
         fn clone_order(&self) -> Vec<E> {
-            let mut keys = self.heap.clone();
-            keys.sort();
-            keys.iter().map(|k| self.payloads[k.slot()].expect("pending")).collect()
+            let mut keys = self.heap.clone().into_vec();
+            keys.sort_by(|a, b| b.cmp(a));
+            keys.iter().filter_map(|k| self.payloads[k.slot()]).collect()
         }
     }
 

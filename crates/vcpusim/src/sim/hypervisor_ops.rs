@@ -61,8 +61,8 @@ impl Sim {
                 match r {
                     Request::Reschedule(p) => self.reschedule(p),
                     Request::SetTimer { timer, at } => {
-                        // Xen set_timer: a pending expiry is moved to the new time (the same
-                        // order as cancelling it and pushing a new one here).
+                        // Xen set_timer: a pending expiry is cancelled, the new one pushed here
+                        // (the same point in the request order as every earlier timer push).
                         let pending = self.timers.entry(timer).pending;
                         let ev = self.queue.replace(pending, at, Event::PolicyTimer(timer));
                         self.timers.arm(timer, ev);
@@ -181,8 +181,8 @@ impl Sim {
 
     fn apply_decision(&mut self, p: PcpuId, d: Decision) {
         let prev = self.pinfo[p.idx()].current;
-        // One slice end per pCPU: a new slice moves the pending one (same order as cancelling
-        // it and pushing a new one, `EventQueue::replace`).
+        // One live slice end per pCPU: a new slice cancels the pending one and pushes its own
+        // (`EventQueue::replace`; the cancelled key is dropped or compacted away).
         let old = self.pcpus[p.idx()].slice_event.take();
         if let Some(slice) = d.slice {
             self.pcpus[p.idx()].slice_event = Some(self.queue.replace(old, self.now + slice, Event::SliceEnd(p)));
