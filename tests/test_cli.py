@@ -121,10 +121,29 @@ def test_bench_json_reports_speed(cli):
     assert report["sim_time_ns"] <= 100_000_000
     assert report["repeats"] == 2
     assert report["events_per_s"] == pytest.approx(report["events"] / report["wall_time_s"])
+    assert report["events"] + report["stale_events"] == report["events_counted"]
+    assert report["events_per_s_best"] >= report["events_per_s"]
+    assert report["peak_queue_len"] > 0 and report["entry_bytes"] >= 16
     assert 0 < report["events_per_s_vs_bare_heap"]
+    assert report["scaling"] is None
     memory = report["memory"]
     assert (memory["short_sim_time_ns"], memory["long_sim_time_ns"]) == (50_000_000, 200_000_000)
     assert memory["long_events"] > memory["short_events"]
+
+
+def test_bench_scaling_table(cli):
+    done = cli(
+        "bench", "--json", "--duration", "20ms", "--no-memory", "--repeats", "1", "--scaling",
+        "--scaling-pcpus", "8,16", "--scaling-policies", "cfs,credit", "--scaling-sim-time", "20ms",
+    )
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["scaling"]
+    assert [(r["policy"], r["pcpus"], r["vcpus"]) for r in rows] == [("cfs", 8, 12), ("credit", 8, 12), ("cfs", 16, 24), ("credit", 16, 24)]
+    assert all(r["events"] > 0 and r["peak_queue_len"] > 0 and r["ns_per_event"] > 0 for r in rows)
+
+
+def test_bad_bench_scaling_pcpus_is_a_user_error(cli):
+    assert_user_error(cli("bench", "--scaling", "--scaling-pcpus", "8,12", "--no-memory"), "multiples of 8")
 
 
 def test_bench_without_memory_check(cli):

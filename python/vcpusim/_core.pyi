@@ -30,5 +30,9 @@ def bench(
     memory_short: str = "10s",
     memory_long: str = "40s",
     repeats: int = 5,
+    scaling: bool = False,
+    scaling_pcpus: str = "quick",
+    scaling_policies: str = "cfs,credit,gang,hybrid",
+    scaling_sim_time: str = "2s",
 ) -> str: ...
 def _panic_for_test(message: str) -> None: ...

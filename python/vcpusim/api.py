@@ -584,7 +584,21 @@ def catalog() -> dict:
 
 
 def bench(
-    duration: str | None = None, memory: bool = True, memory_short: str = "10s", memory_long: str = "40s", repeats: int = 5
+    duration: str | None = None,
+    memory: bool = True,
+    memory_short: str = "10s",
+    memory_long: str = "40s",
+    repeats: int = 5,
+    scaling: bool = False,
+    scaling_pcpus: str = "quick",
+    scaling_policies: str = "cfs,credit,gang,hybrid",
+    scaling_sim_time: str = "2s",
 ) -> dict:
-    """The standard benchmark on scenarios/quickstart.toml (see crates/vcpusim/src/bench.rs)."""
-    return json.loads(_core.bench(duration, memory, memory_short, memory_long, repeats))
+    """The standard benchmark on scenarios/quickstart.toml (see crates/vcpusim/src/bench.rs);
+    with `scaling`, also the table of the quickstart's mix scaled to `scaling_pcpus` ("quick":
+    8, 32, 128; "full": 8 to 1024; or a list like "8,64") under each of `scaling_policies`."""
+    return json.loads(
+        _core.bench(
+            duration, memory, memory_short, memory_long, repeats, scaling, scaling_pcpus, scaling_policies, scaling_sim_time
+        )
+    )

@@ -16,7 +16,7 @@ use pyo3::types::PyDict;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 use vcpusim::api::{self, Progress, RunOptions, RunOutput};
-use vcpusim::bench::{run_standard, BenchOptions};
+use vcpusim::bench::{parse_scaling_pcpus, parse_scaling_policies, run_standard, BenchOptions, ScalingOptions};
 use vcpusim::time::parse_duration;
 use vcpusim::SimError;
 
@@ -235,10 +235,32 @@ fn catalog(py: Python<'_>) -> PyResult<String> {
 /// Run the standard benchmark (see vcpusim::bench) and return its report as JSON text.
 /// Durations are strings with units ("1s"); `memory=False` skips the memory-flatness check.
 #[pyfunction]
-#[pyo3(name = "bench", signature = (duration=None, memory=true, memory_short="10s", memory_long="40s", repeats=5))]
-fn run_bench(py: Python<'_>, duration: Option<&str>, memory: bool, memory_short: &str, memory_long: &str, repeats: u32) -> PyResult<String> {
+#[pyo3(name = "bench", signature = (duration=None, memory=true, memory_short="10s", memory_long="40s", repeats=5, scaling=false, scaling_pcpus="quick", scaling_policies="cfs,credit,gang,hybrid", scaling_sim_time="2s"))]
+#[allow(clippy::too_many_arguments)]
+fn run_bench(
+    py: Python<'_>,
+    duration: Option<&str>,
+    memory: bool,
+    memory_short: &str,
+    memory_long: &str,
+    repeats: u32,
+    scaling: bool,
+    scaling_pcpus: &str,
+    scaling_policies: &str,
+    scaling_sim_time: &str,
+) -> PyResult<String> {
     let duration_arg = |name: &str, text: &str| {
         parse_duration(text).map_err(|e| VcpusimError::new_err(format!("bench: {name}: {e}")))
+    };
+    fn arg<T>(name: &str, r: Result<T, String>) -> PyResult<T> {
+        r.map_err(|e| VcpusimError::new_err(format!("bench: {name}: {e}")))
+    }
+    // Checked whether or not the table is asked for: a mistake is reported, never ignored.
+    let scaling_options = ScalingOptions {
+        pcpus: arg("scaling_pcpus", parse_scaling_pcpus(scaling_pcpus))?,
+        policies: arg("scaling_policies", parse_scaling_policies(scaling_policies))?,
+        sim_time_at_8: duration_arg("scaling_sim_time", scaling_sim_time)?,
+        repeats: 1,
     };
     let options = BenchOptions {
         duration: duration.map(|d| duration_arg("duration", d)).transpose()?,
@@ -248,6 +270,7 @@ fn run_bench(py: Python<'_>, duration: Option<&str>, memory: bool, memory_short:
             None
         },
         repeats,
+        scaling: scaling.then_some(scaling_options),
     };
     Ok(guarded(py, || Ok(run_standard(&options)?.to_json()))?)
 }

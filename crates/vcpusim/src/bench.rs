@@ -1,15 +1,31 @@
 //! The standard benchmark behind `vcpusim bench`: how fast the engine simulates the quickstart
-//! scenario, compared with the cheapest possible event loop on the same machine, and whether
-//! memory stays flat as simulated time grows (it must: tracing off, results are aggregates).
+//! scenario, compared with the cheapest possible event loop on the same machine, whether memory
+//! stays flat as simulated time grows (it must: tracing off, results are aggregates), and, on
+//! request, how the cost of an event moves with the size of the host under each policy.
+//!
+//! What is counted (issue 15 part 4):
+//! - **Live events**: events the engine handled that did something. The run's `events` (the
+//!   summary's count) also holds *stale* ones, a `Dispatch`, `ActivityDone` or `PauseLoopExit`
+//!   whose vCPU's epoch moved on (`Sim::stale_events`); they are reported apart, as are the
+//!   cancelled queue entries popped and thrown away (`EventQueue::skipped`), which were never
+//!   counted as events.
+//! - **Bare heap**: the same number of pop/push pairs on a `BinaryHeap` of entries as large as
+//!   the engine's own (`EventQueue::<Event>::ENTRY_BYTES`), timed once after every timed engine
+//!   run (interleaved, so a slow patch of a shared machine hits both), min and median reported.
+//! - **Scaling** (`scaling`): the quickstart's mix scaled with the host (one 8-vCPU barrier VM
+//!   and four 1-vCPU CPU-bound VMs per 8 pCPUs), one row per pCPU count and policy: live
+//!   events/s, ns per live event, the event queue's peak length, peak RSS of the run.
 //!
 //! Wall-clock time is measured here and only here; it never feeds back into a simulation.
 
-use crate::api::{self, RunOptions};
+use crate::api;
+use crate::engine::event_queue::EventQueue;
 use crate::error::SimError;
 use crate::scenario::spec::Scenario;
+use crate::sim::state::{Event, Sim};
 use crate::time::{Nanos, SEC};
 use serde::Serialize;
-use std::cmp::Reverse;
+use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::time::Instant;
 
@@ -17,20 +33,57 @@ use std::time::Instant;
 pub const QUICKSTART_TOML: &str = include_str!("../../../scenarios/quickstart.toml");
 pub const QUICKSTART_SOURCE: &str = "scenarios/quickstart.toml";
 
+/// The policies of the scaling table (issue 15: "cfs, credit, gang and hybrid").
+pub const SCALING_POLICIES: [&str; 4] = ["cfs", "credit", "gang", "hybrid"];
+/// pCPU counts of the quick scaling table (the default of `--scaling`).
+pub const SCALING_PCPUS_QUICK: [u32; 3] = [8, 32, 128];
+/// pCPU counts of the full scaling table (`--scaling-pcpus full`): issue 15's 8 to 1024.
+pub const SCALING_PCPUS_FULL: [u32; 8] = [8, 16, 32, 64, 128, 256, 512, 1024];
+
 #[derive(Clone, Debug)]
 pub struct BenchOptions {
     /// Simulated duration of the timed run; `None` keeps the scenario's own `[run] duration`.
     pub duration: Option<Nanos>,
     /// Simulated durations (short, long) of the memory-flatness runs; `None` skips the check.
     pub memory_durations: Option<(Nanos, Nanos)>,
-    /// How many times the timed run is repeated (the quickstart takes ~0.15 s in a release
-    /// build: one run alone is too short to time reliably). At least 1.
+    /// How many times the timed run (and the bare-heap loop after it) is repeated. At least 1.
     pub repeats: u32,
+    /// The scaling table; `None` skips it.
+    pub scaling: Option<ScalingOptions>,
 }
 
 impl Default for BenchOptions {
     fn default() -> Self {
-        BenchOptions { duration: None, memory_durations: Some((10 * SEC, 40 * SEC)), repeats: 5 }
+        BenchOptions { duration: None, memory_durations: Some((10 * SEC, 40 * SEC)), repeats: 5, scaling: None }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ScalingOptions {
+    /// Host sizes, in pCPUs; each a multiple of 8.
+    pub pcpus: Vec<u32>,
+    pub policies: Vec<String>,
+    /// Simulated time of the 8-pCPU row; a host of P pCPUs runs `8 / P` of it, so that every
+    /// row handles about as many events.
+    pub sim_time_at_8: Nanos,
+    /// Timed runs per row (the figures are from the fastest). At least 1.
+    pub repeats: u32,
+}
+
+impl ScalingOptions {
+    /// The quick table: 8, 32 and 128 pCPUs, every policy, 2 simulated seconds at 8 pCPUs.
+    pub fn quick() -> Self {
+        ScalingOptions {
+            pcpus: SCALING_PCPUS_QUICK.to_vec(),
+            policies: SCALING_POLICIES.iter().map(|s| s.to_string()).collect(),
+            sim_time_at_8: 2 * SEC,
+            repeats: 1,
+        }
+    }
+
+    /// The full table: 8 to 1024 pCPUs.
+    pub fn full() -> Self {
+        ScalingOptions { pcpus: SCALING_PCPUS_FULL.to_vec(), ..Self::quick() }
     }
 }
 
@@ -39,21 +92,43 @@ pub struct BenchReport {
     pub scenario: String,
     /// "release" or "debug": numbers from a debug build are not comparable.
     pub build_profile: String,
-    /// Times the timed run was repeated; the figures below are per run, rates over all runs.
+    /// Times the timed run was repeated; the figures below are per run.
     pub repeats: u32,
     pub sim_time_ns: u64,
-    /// Mean wall time of one run.
+    /// Median wall time of one run (build, start and event loop; no report serialization).
     pub wall_time_s: f64,
+    /// Fastest run.
+    pub wall_time_min_s: f64,
+    /// Live events of one run: `events_counted - stale_events`.
     pub events: u64,
+    /// Events the run counted (the summary's `events`), stale ones included.
+    pub events_counted: u64,
+    /// Counted events that did nothing (stale epoch).
+    pub stale_events: u64,
+    /// Cancelled queue entries popped and skipped (never counted as events).
+    pub cancelled_skipped: u64,
+    /// The event queue's peak length (cancelled entries not yet skipped included).
+    pub peak_queue_len: u64,
+    /// `events / wall_time_s`: live events per second of the median run.
     pub events_per_s: f64,
+    /// Live events per second of the fastest run.
+    pub events_per_s_best: f64,
+    /// Wall nanoseconds per live event, median run.
+    pub ns_per_event: f64,
     pub sim_seconds_per_wall_second: f64,
-    /// The same number of push/pop pairs on a bare binary heap (no simulation work at all).
+    /// Bytes of one engine queue entry, and of the bare heap's.
+    pub entry_bytes: usize,
+    /// The bare-heap loop (as many pop/push pairs as live events), median of its timings.
     pub bare_heap_events_per_s: f64,
-    /// `events_per_s / bare_heap_events_per_s`: the share of raw queue speed the engine keeps.
+    /// The bare-heap loop, fastest timing.
+    pub bare_heap_events_per_s_best: f64,
+    /// `events_per_s / bare_heap_events_per_s` (medians): the share of raw queue speed the
+    /// engine keeps.
     pub events_per_s_vs_bare_heap: f64,
     /// Peak resident set size of this process so far (VmHWM), when /proc/self/status has it.
     pub peak_rss_kib: Option<u64>,
     pub memory: Option<MemoryFlatness>,
+    pub scaling: Option<Vec<ScalingRow>>,
 }
 
 impl BenchReport {
@@ -76,6 +151,27 @@ pub struct MemoryFlatness {
     pub growth_kib: Option<i64>,
 }
 
+/// One row of the scaling table.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScalingRow {
+    pub policy: String,
+    pub pcpus: u32,
+    pub vcpus: u32,
+    pub sim_time_ns: u64,
+    /// Wall time of the fastest run.
+    pub wall_time_s: f64,
+    pub events: u64,
+    pub stale_events: u64,
+    pub cancelled_skipped: u64,
+    pub events_per_s: f64,
+    pub ns_per_event: f64,
+    pub peak_queue_len: u64,
+    /// Peak RSS during the row's runs (VmHWM reset before them through /proc/self/clear_refs;
+    /// where that is refused, the process's peak so far, marked by `rss_reset = false`).
+    pub peak_rss_kib: Option<u64>,
+    pub rss_reset: bool,
+}
+
 /// Run the standard benchmark on the quickstart scenario.
 pub fn run_standard(options: &BenchOptions) -> Result<BenchReport, SimError> {
     let scenario = api::load_scenario(QUICKSTART_TOML, QUICKSTART_SOURCE)?;
@@ -96,16 +192,23 @@ pub fn run_on(scenario: &Scenario, options: &BenchOptions) -> Result<BenchReport
         timed.run.duration = duration;
     }
     let repeats = options.repeats.max(1);
-    let start = Instant::now();
-    let facts = run_quietly(&timed)?;
-    for _ in 1..repeats {
-        run_quietly(&timed)?; // deterministic: every repeat does the same work
-    }
-    let wall_time_s = (start.elapsed().as_secs_f64() / repeats as f64).max(1e-9);
-
     let pending = timed.host.topology.npcpus() as u64 + timed.vms.iter().map(|v| v.vcpus as u64).sum::<u64>();
-    let bare_heap_events_per_s = bare_heap_events_per_s(facts.events, pending);
-    let events_per_s = facts.events as f64 / wall_time_s;
+    let mut engine_walls = Vec::new();
+    let mut heap_walls = Vec::new();
+    let mut facts = None;
+    for _ in 0..repeats {
+        let (f, wall) = timed_run(&timed)?;
+        engine_walls.push(wall);
+        // Deterministic: every repeat does the same work, so the same live count.
+        heap_walls.push(time_bare_heap(f.live(), pending));
+        facts = Some(f);
+    }
+    let facts = facts.expect("at least one run");
+    let wall_time_s = median(&engine_walls);
+    let wall_time_min_s = min(&engine_walls);
+    let live = facts.live();
+    let events_per_s = live as f64 / wall_time_s;
+    let bare_heap_events_per_s = live as f64 / median(&heap_walls);
 
     Ok(BenchReport {
         scenario: scenario.source.clone(),
@@ -113,36 +216,81 @@ pub fn run_on(scenario: &Scenario, options: &BenchOptions) -> Result<BenchReport
         repeats,
         sim_time_ns: facts.sim_time_ns,
         wall_time_s,
-        events: facts.events,
+        wall_time_min_s,
+        events: live,
+        events_counted: facts.events,
+        stale_events: facts.stale,
+        cancelled_skipped: facts.skipped,
+        peak_queue_len: facts.peak_queue_len,
         events_per_s,
+        events_per_s_best: live as f64 / wall_time_min_s,
+        ns_per_event: wall_time_s * 1e9 / live.max(1) as f64,
         sim_seconds_per_wall_second: facts.sim_time_ns as f64 / SEC as f64 / wall_time_s,
+        entry_bytes: EventQueue::<Event>::ENTRY_BYTES,
         bare_heap_events_per_s,
+        bare_heap_events_per_s_best: live as f64 / min(&heap_walls),
         events_per_s_vs_bare_heap: if bare_heap_events_per_s > 0.0 { events_per_s / bare_heap_events_per_s } else { 0.0 },
         peak_rss_kib: peak_rss_kib(),
         memory,
+        scaling: match &options.scaling {
+            Some(s) => Some(scaling_table(s)?),
+            None => None,
+        },
     })
 }
 
-/// What the benchmark needs from one run's summary.
+/// What the benchmark needs from one run.
+#[derive(Clone, Copy, Debug)]
 struct RunFacts {
     events: u64,
+    stale: u64,
+    skipped: u64,
+    peak_queue_len: u64,
     sim_time_ns: u64,
 }
 
-fn run_quietly(scenario: &Scenario) -> Result<RunFacts, SimError> {
-    let output = api::run(scenario, &RunOptions::default())?;
-    let summary: serde_json::Value = serde_json::from_str(&output.summary_json).map_err(|e| internal(format!("summary.json is not JSON: {e}")))?;
-    let integer = |key: &str| {
-        summary
-            .get(key)
-            .and_then(|v| v.as_u64())
-            .ok_or_else(|| internal(format!("summary.json has no integer {key:?}")))
-    };
-    Ok(RunFacts { events: integer("events")?, sim_time_ns: integer("sim_time_ns")? })
+impl RunFacts {
+    fn live(&self) -> u64 {
+        self.events - self.stale
+    }
 }
 
-fn internal(message: String) -> SimError {
-    SimError::Invariant { time_ns: 0, message }
+/// Build, start and run a simulation as `api::run` does (no trace, no check), without the
+/// report; returns its facts and the wall time of the whole.
+fn timed_run(scenario: &Scenario) -> Result<(RunFacts, f64), SimError> {
+    let start = Instant::now();
+    let mut sim = Sim::build(scenario, scenario.run.seed, false, false)?;
+    sim.start();
+    sim.run_until(scenario.run.duration, scenario.run.max_events)?;
+    sim.take_samples(sim.now);
+    sim.finish();
+    let wall = start.elapsed().as_secs_f64().max(1e-9);
+    let facts = RunFacts {
+        events: sim.events,
+        stale: sim.stale_events,
+        skipped: sim.queue.skipped(),
+        peak_queue_len: sim.queue.peak_len() as u64,
+        sim_time_ns: sim.now,
+    };
+    drop(sim);
+    Ok((facts, wall))
+}
+
+fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(Ordering::Equal));
+    let n = v.len();
+    if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn min(xs: &[f64]) -> f64 {
+    xs.iter().copied().fold(f64::INFINITY, f64::min)
 }
 
 fn memory_flatness(scenario: &Scenario, short: Nanos, long: Nanos) -> Result<MemoryFlatness, SimError> {
@@ -154,10 +302,10 @@ fn memory_flatness(scenario: &Scenario, short: Nanos, long: Nanos) -> Result<Mem
         vm.iterations = None;
     }
     run.run.duration = short;
-    let short_facts = run_quietly(&run)?;
+    let (short_facts, _) = timed_run(&run)?;
     let after_short = peak_rss_kib();
     run.run.duration = long;
-    let long_facts = run_quietly(&run)?;
+    let (long_facts, _) = timed_run(&run)?;
     let after_long = peak_rss_kib();
     Ok(MemoryFlatness {
         short_sim_time_ns: short_facts.sim_time_ns,
@@ -173,21 +321,135 @@ fn memory_flatness(scenario: &Scenario, short: Nanos, long: Nanos) -> Result<Mem
     })
 }
 
+/// The scaling scenario: the quickstart's mix once per 8 pCPUs (one 8-vCPU barrier VM, four
+/// 1-vCPU CPU-bound VMs), with no iteration target, for `duration`.
+pub fn scaling_scenario(policy: &str, pcpus: u32, duration: Nanos) -> Result<Scenario, SimError> {
+    if pcpus == 0 || !pcpus.is_multiple_of(8) {
+        return Err(SimError::Scenario {
+            file: "vcpusim bench".into(),
+            key: "scaling pcpus".into(),
+            message: format!("got {pcpus}, expected a positive multiple of 8 (the quickstart's mix is scaled per 8 pCPUs)"),
+        });
+    }
+    let groups = pcpus / 8;
+    let text = format!(
+        "[host]\npcpus = {pcpus}\npolicy = {policy:?}\n\n\
+         [[vm]]\nname = \"parallel\"\ncount = {groups}\nvcpus = 8\nworkload = \"barrier\"\nthreads = 8\n\n\
+         [[vm]]\nname = \"seq\"\ncount = {seq}\nvcpus = 1\nworkload = \"cpu-bound\"\n\n\
+         [run]\nduration = \"{duration}ns\"\nseed = 1\n",
+        seq = 4 * groups,
+    );
+    api::load_scenario(&text, &format!("bench scaling: {policy}, {pcpus} pCPUs"))
+}
+
+fn scaling_table(options: &ScalingOptions) -> Result<Vec<ScalingRow>, SimError> {
+    let mut rows = Vec::new();
+    for &pcpus in &options.pcpus {
+        for policy in &options.policies {
+            let duration = (options.sim_time_at_8 as u128 * 8 / pcpus.max(1) as u128) as Nanos;
+            let scenario = scaling_scenario(policy, pcpus, duration.max(1))?;
+            let rss_reset = reset_peak_rss();
+            let mut best: Option<(RunFacts, f64)> = None;
+            for _ in 0..options.repeats.max(1) {
+                let (facts, wall) = timed_run(&scenario)?;
+                if best.is_none_or(|(_, w)| wall < w) {
+                    best = Some((facts, wall));
+                }
+            }
+            let (facts, wall) = best.expect("at least one run");
+            let live = facts.live();
+            rows.push(ScalingRow {
+                policy: policy.clone(),
+                pcpus,
+                vcpus: scenario.vms.iter().map(|v| v.vcpus).sum(),
+                sim_time_ns: facts.sim_time_ns,
+                wall_time_s: wall,
+                events: live,
+                stale_events: facts.stale,
+                cancelled_skipped: facts.skipped,
+                events_per_s: live as f64 / wall,
+                ns_per_event: wall * 1e9 / live.max(1) as f64,
+                peak_queue_len: facts.peak_queue_len,
+                peak_rss_kib: peak_rss_kib(),
+                rss_reset,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// `--scaling-pcpus`: "quick", "full" or a comma-separated list of multiples of 8.
+pub fn parse_scaling_pcpus(text: &str) -> Result<Vec<u32>, String> {
+    match text.trim() {
+        "quick" => Ok(SCALING_PCPUS_QUICK.to_vec()),
+        "full" => Ok(SCALING_PCPUS_FULL.to_vec()),
+        list => list
+            .split(',')
+            .map(|x| match x.trim().parse::<u32>() {
+                Ok(n) if n > 0 && n.is_multiple_of(8) => Ok(n),
+                _ => Err(format!("got {x:?} in {text:?}, expected \"quick\", \"full\" or pCPU counts that are positive multiples of 8, comma-separated")),
+            })
+            .collect(),
+    }
+}
+
+/// `--scaling-policies`: a comma-separated list of policy names.
+pub fn parse_scaling_policies(text: &str) -> Result<Vec<String>, String> {
+    let names: Vec<String> = text.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect();
+    if names.is_empty() {
+        return Err(format!("got {text:?}, expected policy names, comma-separated (e.g. {:?})", SCALING_POLICIES.join(",")));
+    }
+    Ok(names)
+}
+
+/// A heap entry of the engine's size: the (time, sequence) key the engine orders by, padded
+/// with a payload to `EventQueue::<Event>::ENTRY_BYTES`.
+#[derive(Clone, Copy)]
+struct BareEntry {
+    at: u64,
+    seq: u64,
+    _payload: [u8; BARE_PAYLOAD],
+}
+
+const BARE_PAYLOAD: usize = EventQueue::<Event>::ENTRY_BYTES.saturating_sub(16);
+
+impl PartialEq for BareEntry {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for BareEntry {}
+impl PartialOrd for BareEntry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for BareEntry {
+    // Reversed, as the engine's: earliest on top of the max-heap.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+fn time_bare_heap(events: u64, pending: u64) -> f64 {
+    let start = Instant::now();
+    std::hint::black_box(bare_heap_loop(events, pending));
+    start.elapsed().as_secs_f64().max(1e-9)
+}
+
 /// Speed of the simplest discrete-event loop: `events` pop/push pairs on a binary heap holding
 /// `pending` future events (as many as the scenario has pCPUs + vCPUs, roughly the timers an
-/// engine keeps). Each popped event schedules its successor a pseudo-random delay later.
+/// engine keeps), its entries as large as the engine's. One timing; `vcpusim bench` interleaves
+/// several with its engine runs.
 pub fn bare_heap_events_per_s(events: u64, pending: u64) -> f64 {
-    let start = Instant::now();
-    let processed = bare_heap_loop(events, pending);
-    std::hint::black_box(processed);
-    let wall = start.elapsed().as_secs_f64().max(1e-9);
-    events as f64 / wall
+    events as f64 / time_bare_heap(events, pending)
 }
 
 /// The loop itself; returns the time of the last event so the work cannot be optimized away.
+/// Each popped event schedules its successor a pseudo-random delay later.
 pub fn bare_heap_loop(events: u64, pending: u64) -> u64 {
     let pending = pending.max(1);
-    let mut heap: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::with_capacity(pending as usize + 1);
+    let mut heap: BinaryHeap<BareEntry> = BinaryHeap::with_capacity(pending as usize + 1);
     // A fixed xorshift stream: the delays only need to scatter the heap, not be "random".
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut next_delay = || {
@@ -196,14 +458,15 @@ pub fn bare_heap_loop(events: u64, pending: u64) -> u64 {
         state ^= state << 17;
         1 + state % 1_000_000
     };
+    let payload = [0u8; BARE_PAYLOAD];
     for seq in 0..pending {
-        heap.push(Reverse((next_delay(), seq)));
+        heap.push(BareEntry { at: next_delay(), seq, _payload: payload });
     }
     let mut now = 0;
     for seq in pending..pending + events {
-        let Reverse((time, _)) = heap.pop().expect("the heap never empties: every pop pushes one");
-        now = time;
-        heap.push(Reverse((std::hint::black_box(time + next_delay()), seq)));
+        let top = heap.pop().expect("the heap never empties: every pop pushes one");
+        now = top.at;
+        heap.push(BareEntry { at: std::hint::black_box(top.at + next_delay()), seq, _payload: top._payload });
     }
     now
 }
@@ -213,9 +476,66 @@ pub fn peak_rss_kib() -> Option<u64> {
     std::fs::read_to_string("/proc/self/status").ok().and_then(|s| parse_vm_hwm_kib(&s))
 }
 
+/// Reset VmHWM to the current RSS (Linux: "5" to /proc/PID/clear_refs, since 4.0); false where
+/// that is not possible.
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
 fn parse_vm_hwm_kib(status: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line["VmHWM:".len()..].trim().trim_end_matches("kB").trim().parse().ok()
+}
+
+/// The report as text tables (what `cargo bench --bench scaling` and `vcpusim bench` print).
+pub fn to_text(r: &BenchReport) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(s, "vcpusim bench: {}, {} build, {} timed runs (each followed by a bare-heap timing)", r.scenario, r.build_profile, r.repeats);
+    let mut row = |k: &str, v: String| {
+        let _ = writeln!(s, "  {k:<44} {v:>16}");
+    };
+    row("simulated time", format!("{} s", r.sim_time_ns as f64 / 1e9));
+    row("wall time per run (median / min)", format!("{:.3} / {:.3} s", r.wall_time_s, r.wall_time_min_s));
+    row("live events per run", r.events.to_string());
+    row("stale events (counted, did nothing)", r.stale_events.to_string());
+    row("cancelled queue entries skipped", r.cancelled_skipped.to_string());
+    row("peak event-queue length", r.peak_queue_len.to_string());
+    row("live events per second (median)", format!("{:.0}", r.events_per_s));
+    row("live events per second (best)", format!("{:.0}", r.events_per_s_best));
+    row("ns per live event (median)", format!("{:.1}", r.ns_per_event));
+    row("simulated seconds per wall second", format!("{:.2}", r.sim_seconds_per_wall_second));
+    row(&format!("bare heap, {}-byte entries, events/s (median)", r.entry_bytes), format!("{:.0}", r.bare_heap_events_per_s));
+    row("bare heap events/s (best)", format!("{:.0}", r.bare_heap_events_per_s_best));
+    row("engine vs bare heap (medians)", format!("{:.4}", r.events_per_s_vs_bare_heap));
+    row("peak RSS", r.peak_rss_kib.map(|k| format!("{:.1} MiB", k as f64 / 1024.0)).unwrap_or("-".into()));
+    if let Some(m) = &r.memory {
+        row(
+            &format!("peak RSS growth {} s -> {} s simulated", m.short_sim_time_ns as f64 / 1e9, m.long_sim_time_ns as f64 / 1e9),
+            m.growth_kib.map(|g| format!("{:.1} MiB", g as f64 / 1024.0)).unwrap_or("-".into()),
+        );
+    }
+    if let Some(rows) = &r.scaling {
+        let _ = writeln!(s, "\nscaling (quickstart mix per 8 pCPUs; fastest run of each row):");
+        let _ = writeln!(s, "  {:<7} {:>6} {:>6} {:>9} {:>10} {:>12} {:>9} {:>10} {:>9} {:>9}", "policy", "pcpus", "vcpus", "sim ms", "events", "events/s", "ns/event", "peak queue", "stale %", "RSS MiB");
+        for x in rows {
+            let _ = writeln!(
+                s,
+                "  {:<7} {:>6} {:>6} {:>9.1} {:>10} {:>12.0} {:>9.1} {:>10} {:>9.1} {:>9}",
+                x.policy,
+                x.pcpus,
+                x.vcpus,
+                x.sim_time_ns as f64 / 1e6,
+                x.events,
+                x.events_per_s,
+                x.ns_per_event,
+                x.peak_queue_len,
+                100.0 * x.stale_events as f64 / (x.events + x.stale_events).max(1) as f64,
+                x.peak_rss_kib.map(|k| format!("{:.1}{}", k as f64 / 1024.0, if x.rss_reset { "" } else { "*" })).unwrap_or("-".into()),
+            );
+        }
+    }
+    s
 }
 
 #[cfg(test)]
@@ -235,6 +555,18 @@ mod tests {
     }
 
     #[test]
+    fn bare_heap_entries_are_as_large_as_the_engines() {
+        assert_eq!(std::mem::size_of::<BareEntry>(), EventQueue::<Event>::ENTRY_BYTES.max(16));
+    }
+
+    #[test]
+    fn median_and_min() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(min(&[3.0, 1.0, 2.0]), 1.0);
+    }
+
+    #[test]
     fn parses_vm_hwm_from_proc_status() {
         let status = "Name:\tx\nVmPeak:\t  2000 kB\nVmHWM:\t    1234 kB\nVmRSS:\t 1000 kB\n";
         assert_eq!(parse_vm_hwm_kib(status), Some(1234));
@@ -250,23 +582,70 @@ mod tests {
         assert_eq!(options.memory_durations, Some((10 * SEC, 40 * SEC)));
         assert_eq!(options.duration, None);
         assert!(options.repeats >= 1);
+        assert!(options.scaling.is_none());
+        assert_eq!(ScalingOptions::full().pcpus.first(), Some(&8));
+        assert_eq!(ScalingOptions::full().pcpus.last(), Some(&1024));
+    }
+
+    #[test]
+    fn parses_scaling_arguments() {
+        assert_eq!(parse_scaling_pcpus("full").unwrap().len(), 8);
+        assert_eq!(parse_scaling_pcpus("8, 64").unwrap(), vec![8, 64]);
+        let err = parse_scaling_pcpus("8,12").unwrap_err();
+        assert!(err.contains("\"12\"") && err.contains("multiples of 8"), "{err}");
+        assert_eq!(parse_scaling_policies("cfs,gang").unwrap(), vec!["cfs", "gang"]);
+        assert!(parse_scaling_policies(" , ").is_err());
+    }
+
+    #[test]
+    fn scaling_scenario_scales_the_quickstart_mix() {
+        let s = scaling_scenario("credit", 32, SEC / 100).unwrap();
+        assert_eq!(s.host.topology.npcpus(), 32);
+        assert_eq!(s.vms.iter().map(|v| v.vcpus).sum::<u32>(), 4 * 12);
+        assert!(matches!(scaling_scenario("cfs", 12, SEC), Err(SimError::Scenario { .. })));
     }
 
     #[test]
     fn standard_bench_reports_consistent_rates() {
         // Needs the engine; a short timed run and a tiny memory check keep it quick in debug.
-        let options = BenchOptions { duration: Some(SEC / 5), memory_durations: Some((SEC / 20, SEC / 5)), repeats: 2 };
+        let options = BenchOptions {
+            duration: Some(SEC / 5),
+            memory_durations: Some((SEC / 20, SEC / 5)),
+            repeats: 2,
+            scaling: Some(ScalingOptions { pcpus: vec![8, 16], policies: vec!["cfs".into(), "credit".into()], sim_time_at_8: SEC / 50, repeats: 1 }),
+        };
         let report = run_standard(&options).expect("the quickstart scenario runs");
         assert!(report.sim_time_ns > 0 && report.sim_time_ns <= SEC / 5, "{}", report.sim_time_ns);
         assert!(report.events > 0);
+        assert_eq!(report.events + report.stale_events, report.events_counted);
         let expected_rate = report.events as f64 / report.wall_time_s;
         assert!((report.events_per_s - expected_rate).abs() <= 1e-6 * expected_rate);
+        assert!(report.events_per_s_best >= report.events_per_s);
         assert!(report.events_per_s_vs_bare_heap > 0.0);
+        assert!(report.peak_queue_len > 0);
         assert_eq!(report.repeats, 2);
         let memory = report.memory.as_ref().expect("memory check requested");
         assert_eq!((memory.short_sim_time_ns, memory.long_sim_time_ns), (SEC / 20, SEC / 5));
         assert!(memory.long_events > memory.short_events);
+        let rows = report.scaling.as_ref().expect("scaling requested");
+        assert_eq!(rows.len(), 4);
+        assert_eq!((rows[3].policy.as_str(), rows[3].pcpus, rows[3].vcpus), ("credit", 16, 24));
+        assert_eq!(rows[3].sim_time_ns, SEC / 100);
+        assert!(rows.iter().all(|r| r.events > 0 && r.peak_queue_len > 0));
         let json = report.to_json();
-        assert!(json.contains("\"events_per_s\""));
+        assert!(json.contains("\"events_per_s\"") && json.contains("\"scaling\""));
+        assert!(to_text(&report).contains("credit"));
+    }
+
+    #[test]
+    fn bench_events_match_the_runs_summary() {
+        // The benchmark's run is the same simulation `api::run` does: same counted events.
+        let mut s = api::load_scenario(QUICKSTART_TOML, QUICKSTART_SOURCE).unwrap();
+        s.run.duration = SEC / 10;
+        let out = api::run(&s, &api::RunOptions::default()).unwrap();
+        let summary: serde_json::Value = serde_json::from_str(&out.summary_json).unwrap();
+        let (facts, _) = timed_run(&s).unwrap();
+        assert_eq!(Some(facts.events), summary["events"].as_u64());
+        assert!(facts.stale < facts.events);
     }
 }

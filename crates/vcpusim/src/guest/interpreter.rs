@@ -8,6 +8,7 @@ use super::thread::{Action, Code, Step};
 use crate::ids::ThreadId;
 use crate::time::Nanos;
 use crate::workload::program::Op;
+use std::collections::VecDeque;
 
 /// Kernel work per page mapped or unmapped (page-table updates), assumed.
 const MM_WORK_PER_PAGE: Nanos = 250;
@@ -59,54 +60,54 @@ impl GuestKernel {
                 Code::Op(op) => {
                     let op = op.clone();
                     th.pc += 1;
-                    let steps = self.expand(env.costs, op);
-                    env.threads[t.idx()].steps.extend(steps);
+                    // Straight into the thread's step queue: no list per op (issue 15 part 3).
+                    self.expand(env.costs, op, &mut th.steps);
                     return true;
                 }
             }
         }
     }
 
-    fn expand(&self, costs: &Costs, op: Op) -> Vec<Step> {
+    /// Append the steps of `op` to `steps`.
+    fn expand(&self, costs: &Costs, op: Op, steps: &mut VecDeque<Step>) {
         match op {
-            Op::Compute(dist) => vec![Step::RunDist { dist, func: KernelFn::User }],
+            Op::Compute(dist) => steps.push_back(Step::RunDist { dist, func: KernelFn::User }),
             Op::Syscall { work, lock } => {
-                let mut s = vec![Step::Run { ns: costs.syscall, func: KernelFn::Syscall }];
+                steps.push_back(Step::Run { ns: costs.syscall, func: KernelFn::Syscall });
                 match lock.map(|l| self.objects.kernel_locks[l]) {
                     Some(lock) => {
-                        s.push(Step::Lock { lock, func: KernelFn::Syscall });
-                        s.push(Step::RunDist { dist: work, func: KernelFn::Syscall });
-                        s.push(Step::Unlock { lock });
+                        steps.push_back(Step::Lock { lock, func: KernelFn::Syscall });
+                        steps.push_back(Step::RunDist { dist: work, func: KernelFn::Syscall });
+                        steps.push_back(Step::Unlock { lock });
                     }
-                    None => s.push(Step::RunDist { dist: work, func: KernelFn::Syscall }),
+                    None => steps.push_back(Step::RunDist { dist: work, func: KernelFn::Syscall }),
                 }
-                s
             }
-            Op::MutexLock(m) => vec![Step::Do(Action::MutexLock(m))],
-            Op::MutexUnlock(m) => vec![Step::Do(Action::MutexUnlock(m))],
-            Op::Barrier { barrier, wait } => vec![Step::Do(Action::BarrierArrive { barrier, wait })],
-            Op::ParsecBarrier { barrier, wait } => vec![Step::Do(Action::ParsecBarrier { barrier, wait })],
-            Op::CondWait { cond, mutex } => vec![Step::Do(Action::CondWait { cond, mutex })],
-            Op::CondSignal { cond, all } => vec![Step::Do(Action::CondSignal { cond, all })],
-            Op::QueuePut(q) => vec![Step::Do(Action::MutexLock(self.queue_mutex(q))), Step::Do(Action::QueuePut(q))],
-            Op::QueueGet(q) => vec![Step::Do(Action::MutexLock(self.queue_mutex(q))), Step::Do(Action::QueueGet(q))],
+            Op::MutexLock(m) => steps.push_back(Step::Do(Action::MutexLock(m))),
+            Op::MutexUnlock(m) => steps.push_back(Step::Do(Action::MutexUnlock(m))),
+            Op::Barrier { barrier, wait } => steps.push_back(Step::Do(Action::BarrierArrive { barrier, wait })),
+            Op::ParsecBarrier { barrier, wait } => steps.push_back(Step::Do(Action::ParsecBarrier { barrier, wait })),
+            Op::CondWait { cond, mutex } => steps.push_back(Step::Do(Action::CondWait { cond, mutex })),
+            Op::CondSignal { cond, all } => steps.push_back(Step::Do(Action::CondSignal { cond, all })),
+            Op::QueuePut(q) => steps.extend([Step::Do(Action::MutexLock(self.queue_mutex(q))), Step::Do(Action::QueuePut(q))]),
+            Op::QueueGet(q) => steps.extend([Step::Do(Action::MutexLock(self.queue_mutex(q))), Step::Do(Action::QueueGet(q))]),
             // Both hold mmap_sem for write across their work (guest/mm_sem.rs); munmap's TLB
             // shootdown runs under it too (unmap_region -> tlb_finish_mmu, Linux 3.2).
-            Op::Mmap { pages } => vec![
+            Op::Mmap { pages } => steps.extend([
                 Step::Run { ns: costs.syscall, func: KernelFn::Syscall },
                 Step::Do(Action::MmSem(MmSemOp::DownWrite)),
                 Step::Run { ns: pages as Nanos * MM_WORK_PER_PAGE, func: KernelFn::Syscall },
                 Step::Do(Action::MmSem(MmSemOp::UpWrite)),
-            ],
-            Op::Munmap { pages } => vec![
+            ]),
+            Op::Munmap { pages } => steps.extend([
                 Step::Run { ns: costs.syscall, func: KernelFn::Syscall },
                 Step::Do(Action::MmSem(MmSemOp::DownWrite)),
                 Step::Run { ns: pages as Nanos * MM_WORK_PER_PAGE, func: KernelFn::FlushTlbOthers },
                 Step::Do(Action::TlbShootdown { pages }),
                 Step::Do(Action::MmSem(MmSemOp::UpWrite)),
-            ],
-            Op::Progress => vec![Step::Do(Action::Progress)],
-            Op::SockRecv { len } => vec![Step::Do(Action::SockRecv { len })],
+            ]),
+            Op::Progress => steps.push_back(Step::Do(Action::Progress)),
+            Op::SockRecv { len } => steps.push_back(Step::Do(Action::SockRecv { len })),
             Op::Loop { .. } => unreachable!("loops are compiled away"),
             Op::WorkSteal => unreachable!("fetch_op runs the worker"),
         }

@@ -171,15 +171,7 @@ impl GuestKernel {
                     // Only contended acquisitions: uncontended ones would bury the tail in zeros.
                     if let Some(started) = wait_started.take() {
                         self.stats.spin_wait.record(now - started);
-                        let class = &env.locks[lock.idx()].class;
-                        match self.stats.spin_wait_by_class.get_mut(class) {
-                            Some(tally) => tally.record(now - started),
-                            None => {
-                                let mut tally = super::stats::WaitTally::default();
-                                tally.record(now - started);
-                                self.stats.spin_wait_by_class.insert(class.clone(), tally);
-                            }
-                        }
+                        self.stats.record_spin_wait(lock, now - started);
                     }
                     *pv_spin_left = None;
                     *pv_state = super::thread::PvState::Running;

@@ -3,6 +3,8 @@
 //! hypervisor sees (time split, IPIs, exits, preemptions: `metrics/vm_stats.rs`); the report
 //! (`run/report.rs`) reads both.
 
+use super::spinlock::Spinlock;
+use crate::ids::LockId;
 use crate::metrics::histogram::Histogram;
 use crate::time::Nanos;
 use std::collections::BTreeMap;
@@ -22,6 +24,17 @@ impl WaitTally {
         self.max = self.max.max(v);
         self.count += 1;
         self.sum += v as u128;
+    }
+
+    /// Add another set's waits: the tally of the union (exact: integer sums).
+    pub fn merge(&mut self, other: &WaitTally) {
+        if other.count == 0 {
+            return;
+        }
+        self.min = if self.count == 0 { other.min } else { self.min.min(other.min) };
+        self.max = self.max.max(other.max);
+        self.count += other.count;
+        self.sum += other.sum;
     }
 
     pub fn mean(&self) -> f64 {
@@ -49,9 +62,37 @@ pub struct GuestStats {
     pub pv_kicks: u64,
     /// Contended spinlock acquisitions: from the first failed attempt to acquisition.
     pub spin_wait: Histogram,
-    /// The same waits by lock class (seed 002 Table 4a: page reclaim, page allocator, dentry,
-    /// run queue ...; here `futex-queue`, `mm-sem-wait` and the programs' kernel lock names).
-    pub spin_wait_by_class: BTreeMap<String, WaitTally>,
+    /// The same waits by lock, indexed by `LockId` (grown when a lock is first waited for):
+    /// recording one is an index, not a String-keyed lookup (issue 15 part 3); the report
+    /// merges them by class (`spin_wait_by_class`).
+    pub spin_wait_by_lock: Vec<WaitTally>,
     /// From the start of a shootdown until its initiator sees the last acknowledgement.
     pub tlb_shootdown: Histogram,
+}
+
+impl GuestStats {
+    /// A contended acquisition of `lock` that waited `wait`.
+    #[inline]
+    pub fn record_spin_wait(&mut self, lock: LockId, wait: Nanos) {
+        let i = lock.idx();
+        if i >= self.spin_wait_by_lock.len() {
+            self.spin_wait_by_lock.resize(i + 1, WaitTally::default());
+        }
+        self.spin_wait_by_lock[i].record(wait);
+    }
+
+    /// The waits by lock class (seed 002 Table 4a: page reclaim, page allocator, dentry, run
+    /// queue ...; here `futex-queue`, `mm-sem-wait` and the programs' kernel lock names): every
+    /// class of `always` (the program's `kernel_locks`), zero or not, and every other class once
+    /// one of its locks was waited for. `locks` is the host-wide table that names each lock's
+    /// class.
+    pub fn spin_wait_by_class(&self, locks: &[Spinlock], always: &[LockId]) -> BTreeMap<String, WaitTally> {
+        let mut by_class: BTreeMap<String, WaitTally> = always.iter().map(|l| (locks[l.idx()].class.clone(), WaitTally::default())).collect();
+        for (i, w) in self.spin_wait_by_lock.iter().enumerate() {
+            if w.count > 0 {
+                by_class.entry(locks[i].class.clone()).or_default().merge(w);
+            }
+        }
+        by_class
+    }
 }

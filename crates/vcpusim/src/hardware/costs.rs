@@ -98,18 +98,38 @@ impl Default for Ple {
     }
 }
 
+/// Consecutive exits past which the window stops growing (`Ple::window_ns` caps the exponent).
+pub const PLE_GROWTH_STEPS: usize = 32;
+
 impl Ple {
     /// The window in nanoseconds after `exits` consecutive exits without being scheduled out.
     pub fn window_ns(&self, exits: u32) -> Nanos {
-        let growth = self.grow.max(1).saturating_pow(exits.min(32));
+        let growth = self.grow.max(1).saturating_pow(exits.min(PLE_GROWTH_STEPS as u32));
         let cycles = self.window_cycles.saturating_mul(growth).min(self.window_max_cycles.max(self.window_cycles));
         ((cycles as f64 / self.cpu_ghz).ceil() as Nanos).max(1)
+    }
+
+    /// `window_ns` for 0..=`PLE_GROWTH_STEPS` exits (the same for every count above), computed
+    /// once per run so that arming a spin costs a table load, not a power and a float division
+    /// (issue 15 part 3). `windows[exits.min(PLE_GROWTH_STEPS)] == window_ns(exits)`.
+    pub fn windows_ns(&self) -> [Nanos; PLE_GROWTH_STEPS + 1] {
+        std::array::from_fn(|k| self.window_ns(k as u32))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ple_window_table_matches_window_ns() {
+        for ple in [Ple::default(), Ple { grow: 1, ..Ple::default() }, Ple { window_max_cycles: 4096 * 4, ..Ple::default() }, Ple { grow: 3, cpu_ghz: 1.1, ..Ple::default() }] {
+            let table = ple.windows_ns();
+            for exits in [0u32, 1, 2, 5, 31, 32, 33, 1000, u32::MAX] {
+                assert_eq!(table[(exits as usize).min(PLE_GROWTH_STEPS)], ple.window_ns(exits), "{ple:?} {exits}");
+            }
+        }
+    }
 
     #[test]
     fn ple_window_grows_and_caps() {

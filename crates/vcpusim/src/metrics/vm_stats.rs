@@ -17,8 +17,9 @@ pub struct VmStats {
     pub irq_ns: Nanos,
     pub overhead_ns: Nanos,
     /// Lock-holder preemptions: a vCPU descheduled (not halted) while its thread holds a
-    /// spinlock, by lock class.
-    pub lhp: BTreeMap<String, u64>,
+    /// spinlock, by lock (indexed by `LockId`, grown on first count: an index per count, not a
+    /// String-keyed lookup, issue 15 part 3); `lhp_by_class` sums them by class.
+    pub lhp_by_lock: Vec<u64>,
     /// Lock-waiter preemptions: descheduled while spinning on a ticket lock.
     pub lwp: u64,
     pub ipis_sent: BTreeMap<IpiKind, u64>,
@@ -105,7 +106,28 @@ impl VmStats {
     }
 
     pub fn lhp_count(&self) -> u64 {
-        self.lhp.values().sum()
+        self.lhp_by_lock.iter().sum()
+    }
+
+    /// One lock-holder preemption holding lock number `lock`.
+    #[inline]
+    pub fn count_lhp(&mut self, lock: usize) {
+        if lock >= self.lhp_by_lock.len() {
+            self.lhp_by_lock.resize(lock + 1, 0);
+        }
+        self.lhp_by_lock[lock] += 1;
+    }
+
+    /// Lock-holder preemptions by lock class (`class_of` names lock number `i`'s), classes with
+    /// at least one only.
+    pub fn lhp_by_class<'a>(&self, class_of: impl Fn(usize) -> &'a str) -> BTreeMap<&'a str, u64> {
+        let mut by_class = BTreeMap::new();
+        for (i, &n) in self.lhp_by_lock.iter().enumerate() {
+            if n > 0 {
+                *by_class.entry(class_of(i)).or_insert(0) += n;
+            }
+        }
+        by_class
     }
 
     /// A runnable wait of `waited` ns ended with the vCPU put on a pCPU; `woken`: it began with a

@@ -109,7 +109,7 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             f3(s.sched_latency.quantile(0.5) as f64 / 1e3),
             f3(s.sched_latency.quantile(0.99) as f64 / 1e3),
             s.lhp_count().to_string(),
-            s.lhp.get(crate::guest::futex::FUTEX_LOCK_CLASS).copied().unwrap_or(0).to_string(),
+            s.lhp_by_class(|l| sim.locks[l].class.as_str()).get(crate::guest::futex::FUTEX_LOCK_CLASS).copied().unwrap_or(0).to_string(),
             s.lwp.to_string(),
             ipi(IpiKind::Resched).to_string(),
             ipi(IpiKind::TlbShootdown).to_string(),
@@ -178,7 +178,7 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         for v in &info.vcpus {
             put(&format!("steal_time_ms[v{}]", sim.vinfo[v.idx()].index), f3(to_ms(sim.pv[v.idx()].steal_time_ns)));
         }
-        for (class, n) in &s.lhp {
+        for (class, n) in &s.lhp_by_class(|l| sim.locks[l].class.as_str()) {
             put(&format!("lhp_count[{class}]"), n.to_string());
         }
         for p in 0..sim.pinfo.len() as u32 {
@@ -189,7 +189,7 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         // Seed 002 Table 4: spinlock waits by kernel lock class (lockstat's waittime-avg of
         // contended acquisitions; every class of the program's `kernel_locks`, and the guest's
         // own classes once they were waited for), TLB synchronization min.
-        for (class, w) in &gs.spin_wait_by_class {
+        for (class, w) in &gs.spin_wait_by_class(&sim.locks, &guest.objects.kernel_locks) {
             put(&format!("spin_wait_count[{class}]"), w.count.to_string());
             put(&format!("spin_wait_mean_us[{class}]"), f3(w.mean() / 1e3));
             put(&format!("spin_wait_max_us[{class}]"), f3(w.max as f64 / 1e3));

@@ -52,9 +52,11 @@ impl Sim {
             now: 0,
             queue: EventQueue::new(),
             events: 0,
+            stale_events: 0,
             topology: sc.host.topology.clone(),
             costs: sc.host.costs.clone(),
             ple: sc.host.ple.clone(),
+            ple_window_ns: sc.host.ple.windows_ns(),
             pools,
             pcpu_pool,
             vcpu_pool: Vec::new(),
@@ -304,10 +306,7 @@ impl Sim {
             free_shootdowns: Vec::new(),
             blocked_threads: 0,
             wake_cursor: 0,
-            stats: GuestStats {
-                spin_wait_by_class: program.kernel_locks.iter().map(|class| (class.clone(), Default::default())).collect(),
-                ..GuestStats::default()
-            },
+            stats: GuestStats::default(),
             iterations: spec.iterations,
             finished_at: None,
             pokes: VecDeque::new(),

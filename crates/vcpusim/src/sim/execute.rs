@@ -102,7 +102,8 @@ impl Sim {
         // of executions of PAUSE at CPL 0"); KVM's handle_pause (arch/x86/kvm/vmx.c) takes the exit.
         // Bare metal has no hypervisor to exit to.
         if self.ple.enabled && kind != TimeKind::UserSpin && !self.vms[self.vcpus[v.idx()].slot.vm as usize].bare_metal {
-            let window = self.ple.window_ns(self.vcpus[v.idx()].ple_exits);
+            let exits = self.vcpus[v.idx()].ple_exits as usize;
+            let window = self.ple_window_ns[exits.min(crate::hardware::costs::PLE_GROWTH_STEPS)];
             self.queue.push(self.now + window, Event::PauseLoopExit(v, e));
         }
     }
@@ -141,6 +142,7 @@ impl Sim {
 
     pub fn on_dispatch(&mut self, v: VcpuId, epoch: u64) {
         if self.vcpus[v.idx()].epoch != epoch || !self.running(v) {
+            self.stale_events += 1;
             return;
         }
         self.vcpus[v.idx()].seg_start = self.now;
@@ -151,6 +153,7 @@ impl Sim {
     /// handler's EOI, a step's exit) and resume the guest.
     pub fn on_activity_done(&mut self, v: VcpuId, epoch: u64) {
         if self.vcpus[v.idx()].epoch != epoch || !self.running(v) {
+            self.stale_events += 1;
             return;
         }
         let activity = self.vcpus[v.idx()].activity;

@@ -63,10 +63,9 @@ impl Sim {
                     Request::SetTimer { timer, at } => {
                         // Xen set_timer: a pending expiry is cancelled, the new one pushed here
                         // (the same point in the request order as every earlier timer push).
-                        let ev = self.queue.push(at, Event::PolicyTimer(timer));
-                        if let Some(old) = self.timers.arm(timer, ev) {
-                            self.queue.cancel(old);
-                        }
+                        let pending = self.timers.entry(timer).pending;
+                        let ev = self.queue.replace(pending, at, Event::PolicyTimer(timer));
+                        self.timers.arm(timer, ev);
                     }
                     Request::StopTimer(timer) => {
                         if let Some(old) = self.timers.disarm(timer) {
@@ -187,11 +186,13 @@ impl Sim {
 
     fn apply_decision(&mut self, p: PcpuId, d: Decision) {
         let prev = self.pinfo[p.idx()].current;
-        if let Some(ev) = self.pcpus[p.idx()].slice_event.take() {
-            self.queue.cancel(ev);
-        }
+        // One live slice end per pCPU: a new slice cancels the pending one and pushes its own
+        // (`EventQueue::replace`; the cancelled key is dropped or compacted away).
+        let old = self.pcpus[p.idx()].slice_event.take();
         if let Some(slice) = d.slice {
-            self.pcpus[p.idx()].slice_event = Some(self.queue.push(self.now + slice, Event::SliceEnd(p)));
+            self.pcpus[p.idx()].slice_event = Some(self.queue.replace(old, self.now + slice, Event::SliceEnd(p)));
+        } else if let Some(ev) = old {
+            self.queue.cancel(ev);
         }
         if prev == d.next {
             return;
@@ -254,14 +255,9 @@ impl Sim {
         let vm = self.vinfo[v.idx()].vm.idx();
         let stats = &mut self.vms[vm].stats;
         for l in held {
-            let class = &self.locks[l.idx()].class;
-            match stats.lhp.get_mut(class) {
-                Some(n) => *n += 1,
-                None => {
-                    stats.lhp.insert(class.clone(), 1);
-                }
-            }
+            stats.count_lhp(l.idx());
             if let Some(tr) = self.trace.as_mut() {
+                let class = &self.locks[l.idx()].class;
                 let args = [("lock_class", class.as_str().into())];
                 tr.instant_with(1 + vm as u32, self.vinfo[v.idx()].index, "lock-holder preempted", self.now, &args);
             }

@@ -111,6 +111,8 @@ impl Sim {
             Event::PauseLoopExit(v, e) => {
                 if self.vcpus[v.idx()].epoch == e {
                     self.on_exit(v, crate::vmexit::Exit::PauseLoop);
+                } else {
+                    self.stale_events += 1;
                 }
             }
             Event::IpiArrive(v, ipi) => self.on_ipi_arrive(v, ipi),

@@ -138,9 +138,15 @@ pub struct Sim {
     pub now: Nanos,
     pub queue: EventQueue<Event>,
     pub events: u64,
+    /// Of `events`, those that found their vCPU's epoch moved on and did nothing (a `Dispatch`,
+    /// `ActivityDone` or `PauseLoopExit` made stale by a switch or a re-timed activity). For
+    /// `vcpusim bench` only (it reports live events); no output includes it.
+    pub stale_events: u64,
     pub topology: Topology,
     pub costs: Costs,
     pub ple: Ple,
+    /// `ple.windows_ns()`: the PLE window by consecutive exits, precomputed.
+    pub ple_window_ns: [Nanos; crate::hardware::costs::PLE_GROWTH_STEPS + 1],
     /// Cpupools, each with its own policy instance (`hypervisor/cpupool.rs`); `pools[0]` is the
     /// default pool.
     pub pools: Vec<Cpupool>,
