@@ -76,3 +76,79 @@ fn sampling_changes_nothing_else() {
         assert_eq!(samples(&sampled.metrics_csv, "v1").len(), 500);
     }
 }
+
+/// Seed 002's setup in small: PARSEC dedup beside a hog on 8 pCPUs under Xen 4.7 credit with
+/// `micro` as the `[host.microsliced]` table (or none).
+fn micro_pair(micro: &str, sampling: &str) -> String {
+    format!(
+        "[host]\npcpus = 8\npolicy = \"credit\"\nparams = {{ xen = \"4.7\" }}\n{micro}\
+         [[vm]]\nname = \"dedup\"\nvcpus = 8\nworkload = \"parsec.dedup\"\nthreads = 8\n\
+         [[vm]]\nname = \"hog\"\nvcpus = 8\nworkload = \"cpu-bound\"\n\
+         [run]\nduration = \"500ms\"\n{sampling}"
+    )
+}
+
+/// (instant in s, micro pool pCPUs) of `vm`'s `micro_pool_pcpus[<t>s]` rows, in file order.
+fn micro_samples(metrics_csv: &str, vm: &str) -> Vec<(f64, u32)> {
+    metrics_csv
+        .lines()
+        .filter_map(|line| {
+            let mut cols = line.splitn(3, ',');
+            let (name, metric, value) = (cols.next()?, cols.next()?, cols.next()?);
+            let at = metric.strip_prefix("micro_pool_pcpus[")?.strip_suffix("s]")?;
+            (name == vm).then(|| (at.parse().unwrap(), value.parse().unwrap()))
+        })
+        .collect()
+}
+
+#[test]
+fn a_micro_sliced_run_samples_the_micro_pools_size() {
+    // Static: the pool keeps its cores at every instant, in every VM's rows.
+    let table = "[host.microsliced]\nmode = \"static\"\ncores = 2\n";
+    let out = run_toml(&micro_pair(table, "sample_every = \"50ms\"\n"), false);
+    let s = micro_samples(&out.metrics_csv, "dedup");
+    assert_eq!(s.iter().map(|(t, _)| *t).collect::<Vec<_>>(), (1..=10).map(|k| k as f64 / 20.0).collect::<Vec<_>>());
+    assert!(s.iter().all(|(_, n)| *n == 2), "{s:?}");
+    assert_eq!(micro_samples(&out.metrics_csv, "hog"), s, "the same host series in each VM's rows");
+
+    // Dynamic (Algorithm 1 with a 100 ms run phase): each sample is the size summary.json's
+    // `microsliced.sizes` gives at that instant (the last change before it), and the series moves.
+    let table = "[host.microsliced]\nmode = \"dynamic\"\ncores = 3\nepoch = \"100ms\"\n";
+    let out = run_toml(&micro_pair(table, "sample_every = \"5ms\"\n"), false);
+    let summary: serde_json::Value = serde_json::from_str(&out.summary_json).unwrap();
+    let changes: Vec<(u64, u32)> = summary["microsliced"]["sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["at_ns"].as_u64().unwrap(), c["cores"].as_u64().unwrap() as u32))
+        .collect();
+    let s = micro_samples(&out.metrics_csv, "dedup");
+    assert_eq!(s.len(), 100);
+    for (t, n) in &s {
+        let at = (t * 1e9).round() as u64;
+        // A change at the instant itself comes from an event at that time, after the sample.
+        let want = changes.iter().filter(|(c, _)| *c < at || *c == 0).last().unwrap().1;
+        assert_eq!(*n, want, "at {t} s: changes {changes:?}");
+    }
+    let distinct: std::collections::BTreeSet<u32> = s.iter().map(|(_, n)| *n).collect();
+    assert!(distinct.len() > 1, "Algorithm 1 resized the pool: {s:?}");
+}
+
+#[test]
+fn micro_pool_samples_change_nothing_else_and_need_the_table() {
+    let table = "[host.microsliced]\nmode = \"dynamic\"\ncores = 3\nepoch = \"100ms\"\n";
+    let plain = run_toml(&micro_pair(table, ""), false);
+    let sampled = run_toml(&micro_pair(table, "sample_every = \"10ms\"\n"), false);
+    assert_eq!(plain.vms_csv, sampled.vms_csv);
+    assert_eq!(plain.summary_json, sampled.summary_json);
+    let rest: Vec<&str> = sampled
+        .metrics_csv
+        .lines()
+        .filter(|l| !l.contains(",pcpu_time_ms[") && !l.contains(",micro_pool_pcpus["))
+        .collect();
+    assert_eq!(plain.metrics_csv.lines().collect::<Vec<_>>(), rest);
+    // Without [host.microsliced], sampling records no micro pool rows.
+    let off = run_toml(&micro_pair("", "sample_every = \"10ms\"\n"), false);
+    assert!(!off.metrics_csv.contains("micro_pool_pcpus["));
+    assert_eq!(micro_samples(&sampled.metrics_csv, "hog").len(), 50);
+}

@@ -223,6 +223,10 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             for (at, per_vm) in &samples.rows {
                 put(&format!("pcpu_time_ms[{:.3}s]", *at as f64 / 1e9), f3(to_ms(per_vm[i])));
             }
+            // A host quantity, repeated in every VM's rows (metrics.csv is per VM).
+            for ((at, _), n) in samples.rows.iter().zip(&samples.micro_pcpus) {
+                put(&format!("micro_pool_pcpus[{:.3}s]", *at as f64 / 1e9), n.to_string());
+            }
         }
     }
 

@@ -267,7 +267,8 @@ pub fn run_keys() -> Vec<SectionKey> {
                 "sample_every",
                 SEC,
                 "Record each VM's cumulative pCPU time every this often, as metrics.csv rows \
-                 pcpu_time_ms[<t>s] (a CPU-usage time series, as XenMon samples it); unset: none",
+                 pcpu_time_ms[<t>s] (a CPU-usage time series, as XenMon samples it), and with \
+                 [host.microsliced] the micro pool's pCPU count, micro_pool_pcpus[<t>s]; unset: none",
             )
             .at_least(MS as f64),
         ),

@@ -6,6 +6,10 @@
 //! Samples are taken between events, from the vCPUs' accumulated run time plus the part of the
 //! current run before the sample instant, so they cost nothing when unset and do not change the
 //! event sequence when set.
+//!
+//! With `[host.microsliced]` each sample instant also records the micro-sliced pool's size (its
+//! pCPU count at that instant: seed 002's per-second series of the micro pool, Figure 6), as
+//! `metrics.csv` rows `micro_pool_pcpus[<t>s]`; without it nothing more is recorded.
 
 use super::state::Sim;
 use crate::time::Nanos;
@@ -14,11 +18,14 @@ pub struct Samples {
     pub every: Nanos,
     /// (instant, pCPU time of each VM up to it), in time order.
     pub rows: Vec<(Nanos, Vec<Nanos>)>,
+    /// With `[host.microsliced]`: the micro pool's pCPU count at each instant of `rows`, in the
+    /// same order (empty without it).
+    pub micro_pcpus: Vec<u32>,
 }
 
 impl Samples {
     pub fn new(every: Nanos) -> Self {
-        Samples { every, rows: Vec::new() }
+        Samples { every, rows: Vec::new(), micro_pcpus: Vec::new() }
     }
 
     fn next_at(&self) -> Nanos {
@@ -31,6 +38,9 @@ impl Sim {
     /// no vCPU's current run started after an instant being recorded.
     pub fn take_samples(&mut self, until: Nanos) {
         let Some(samples) = self.samples.as_mut() else { return };
+        // No event runs between the last one and `until`, so the pool's size now is its size at
+        // every instant recorded here.
+        let micro = self.micro.as_ref().map(|m| self.pools[m.pool.idx()].view.pcpus.len() as u32);
         while samples.next_at() <= until {
             let at = samples.next_at();
             let mut per_vm = vec![0; self.vminfo.len()];
@@ -39,6 +49,9 @@ impl Sim {
                 per_vm[info.vm.idx()] += info.run_time + current;
             }
             samples.rows.push((at, per_vm));
+            if let Some(n) = micro {
+                samples.micro_pcpus.push(n);
+            }
         }
     }
 }

@@ -1,0 +1,305 @@
+"""Shared setup of the seed-002 experiment scripts (Ahn, Park, Huh et al., "Accelerating Critical
+OS Services in Virtualized Systems with Flexible Micro-sliced Cores", EuroSys'18:
+../shared/seeds/002_6e83742be1ba7a4e.txt).
+
+One place for the paper's host (sections 3.1 and 6.1: one socket of an Intel Xeon E5645, 12
+hardware threads, six cores with hyper-threading; Xen 4.7's credit scheduler with its default
+30 ms slice, pause-loop exiting on), its VMs (two of 12 vCPUs, 2:1 overcommit, Linux 4.4 guests
+with ``CONFIG_PARAVIRT_SPINLOCKS=y``: ``[guest] kernel = "linux-4.4"``), the co-runner (PARSEC
+swaptions in the second VM), the micro-sliced configurations (static 1-6 cores at a 0.1 ms slice,
+dynamic = Algorithm 1) and the workloads (MOSBENCH gmake, exim, psearchy, memclone, PARSEC dedup
+and vips; Figure 8's unaffected ones; Figure 9's iperf + lookbusy).
+
+**Every figure draws from one pool of runs.** A run is a *point*: (workload, configuration,
+seed), where the configuration is ``solo`` (the workload's VM alone), ``base`` (beside swaptions,
+plain credit), ``s1``..``s6`` (beside swaptions with that many static micro-sliced cores) or
+``dyn`` (beside swaptions, dynamic, Algorithm 1 with a limit of ``DYN_LIMIT``). Table 2, Table
+4, Figures 4-7 share the same runs; runs are saved under ``out/.runs/pool/`` as they finish
+(``runkit.run_cases``): a killed sweep loses nothing and a rerun resumes.
+
+**Performance is a rate over a fixed simulated time**, not the time to run the whole benchmark:
+the seed's inputs are "native" / "default" and its run lengths are not given, and the baseline
+co-runs are too slow to finish. A workload's *throughput* is its vms.csv ``progress`` per
+simulated second (dedup chunks, vips tiles, exim messages, psearchy files, swaptions' 5 ms
+blocks); "execution time" ratios are inverse throughput ratios. Two models count coarse units
+whose first ones all finish together (gmake's 0.4 s compile jobs in 24 slots started at once,
+memclone's runs of 12 threads meeting at a barrier; SPEC CPU2006's hundredths of a reference run),
+so for them the rate is their *useful CPU time* per second (``user_time_ms`` + ``kernel_time_ms``: work, not spinning, TLB waiting or
+exit overhead): what their units are made of, so over a long run it is proportional to their
+progress.
+
+**Measured runs start at 0**, with every thread started together; the seed measured whole runs.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # experiments/, for the shared runkit
+
+from runkit import *  # noqa: E402,F401,F403  (re-exported for the figure scripts: runkit.__all__)
+from runkit import Case, Settings, run_cases  # noqa: E402
+
+OUT.set_root(HERE / "out")
+
+# --- The paper's host and VMs (seed 002 sections 3.1, 6.1) ---------------------------------------
+
+PCPUS = 12  # one Xeon E5645 socket: 6 cores x 2 hardware threads ("only a socket (12 threads)")
+THREADS_PER_CORE = 2
+VM_VCPUS = 12  # "two virtual machines which are configured with 12 virtual CPUs"
+#: "Linux kernel 4.4 ... we did not change the default kernel configuration options such as
+#: CONFIG_PARAVIRT_SPINLOCKS=y" (6.1): the linux-4.4 preset (docs/model.md § seed 002).
+GUEST = {"kernel": "linux-4.4"}
+#: "the time slice for the baseline is set to the default 30ms. The micro-sliced cpupool is
+#: configured to have a time slice of 0.1ms" (6.1); profile 10 ms, run phase 1 s (4.3, Alg. 1).
+MICRO_SLICE = "100us"
+PROFILE_INTERVAL = "10ms"
+EPOCH = "1s"
+#: Figure 4 varies 1 to 6 static micro-sliced cores ("we limit the number of micro-sliced cores to
+#: 6 out of the 12 cores"); Algorithm 1's NUM_LIMIT_uCORES is not given: assumed the same 6.
+STATIC_CORES = (1, 2, 3, 4, 5, 6)
+DYN_LIMIT = 6
+CORUNNER = "parsec.swaptions"  # "the second co-runner virtual machine running swaptions"
+
+CONFIGS = ("solo", "base") + tuple(f"s{n}" for n in STATIC_CORES) + ("dyn",)
+
+SEEDS_FULL = 3
+
+
+def host(config: str) -> dict:
+    """The Xen 4.7 credit host; with ``s<N>``/``dyn`` the ``[host.microsliced]`` table."""
+    h = {"pcpus": PCPUS, "threads_per_core": THREADS_PER_CORE, "policy": "credit", "params": {"xen": "4.7"}}
+    micro = micro_table(config)
+    if micro:
+        h["microsliced"] = micro
+    return h
+
+
+def micro_table(config: str, detect=("ple", "ipi", "irq")) -> dict | None:
+    if config in ("solo", "base"):
+        return None
+    common = {"slice": MICRO_SLICE, "profile_interval": PROFILE_INTERVAL, "epoch": EPOCH, "detect": list(detect)}
+    if config == "dyn":
+        return {"mode": "dynamic", "cores": DYN_LIMIT, **common}
+    if config.startswith("s") and config[1:].isdigit():
+        return {"mode": "static", "cores": int(config[1:]), **common}
+    raise ValueError(f"configuration {config!r}: expected one of {', '.join(CONFIGS)}")
+
+
+# --- Workloads -----------------------------------------------------------------------------------
+
+#: The target workloads of Figures 4-7 (6.1): PARSEC dedup and vips (native input), MOSBENCH exim,
+#: gmake, psearchy (default inputs), memclone.
+TARGETS = ("mosbench.gmake", "memclone", "parsec.dedup", "parsec.vips", "mosbench.exim", "mosbench.psearchy")
+SHORT = {"mosbench.gmake": "gmake", "memclone": "memclone", "parsec.dedup": "dedup", "parsec.vips": "vips",
+         "mosbench.exim": "exim", "mosbench.psearchy": "psearchy", "parsec.swaptions": "swaptions"}
+#: Rate = useful CPU time per second for these (coarse units, module doc), and for every
+#: ``spec2006.*`` copy set (hundredths of a reference run: 401.bzip2's is 4.8 s of one copy, mcf's
+#: longer, so a few seconds count few units; a copy is pure user work, so its CPU time is its
+#: progress).
+WORK_RATE = ("mosbench.gmake", "memclone")
+
+#: Simulated seconds per run (full, --quick). gmake and memclone's rates are CPU-time based, so a
+#: few seconds suffice; memclone is the costliest to simulate (~1.5 s of wall time per simulated
+#: second co-run: millions of pause-loop exits).
+DURATION = {"mosbench.gmake": ("6s", "1s"), "memclone": ("3s", "500ms"), "parsec.dedup": ("5s", "1s"),
+            "parsec.vips": ("5s", "1s"), "mosbench.exim": ("5s", "1s"), "mosbench.psearchy": ("5s", "1s")}
+DEFAULT_DURATION = ("5s", "1s")
+
+
+def duration(workload: str, settings: Settings) -> str:
+    return settings.duration(*DURATION.get(workload, DEFAULT_DURATION))
+
+
+def vm(name: str, workload: str, **extra) -> dict:
+    return {"name": name, "vcpus": VM_VCPUS, "workload": workload, **extra}
+
+
+#: The dynamic runs sample the micro pool's size every second (the issue's per-second series;
+#: --quick: every 100 ms, its runs being shorter than a second).
+SAMPLE_EVERY = ("1s", "100ms")
+
+
+def scenario(workload: str, config: str, settings: Settings) -> dict:
+    vms = [vm("app", workload)]
+    if config != "solo":
+        vms.append(vm("corunner", CORUNNER))
+    run = {"sample_every": settings.duration(*SAMPLE_EVERY)} if config == "dyn" else {}
+    return {"host": host(config), "guest": dict(GUEST), "vm": vms, "run": run}
+
+
+# --- Running the pool ----------------------------------------------------------------------------
+
+
+def run_points(workloads, configs, settings: Settings, seeds=None) -> pd.DataFrame:
+    """Run every (workload, configuration) point on every seed (saved under ``out/.runs/pool``,
+    shared by all scripts); one row per run and VM (``vm`` = app / corunner) with ``rate`` (the
+    throughput of the module doc, per simulated second) and ``sim_s``."""
+    seeds = seeds or settings.seed_list(SEEDS_FULL)
+    frames = []
+    for w in workloads:
+        cases = [Case({"workload": w, "config": c}, scenario(w, c, settings), duration(w, settings)) for c in configs]
+        frames.append(run_cases("pool", cases, seeds, duration(w, settings), settings))
+    df = pd.concat(frames, ignore_index=True)
+    return add_rates(df)
+
+
+def add_rates(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.copy()
+    progress = pd.to_numeric(df["progress"], errors="coerce")
+    work = (pd.to_numeric(df["user_time_ms"], errors="coerce") + pd.to_numeric(df["kernel_time_ms"], errors="coerce")) / 1e3
+    coarse = (df["vm"] == "app") & (df["workload"].isin(WORK_RATE) | df["workload"].str.startswith("spec2006."))
+    df["rate"] = np.where(coarse, work, progress) / df["sim_s"]
+    df["yields_total"] = sum(pd.to_numeric(df[c], errors="coerce") for c in ("yields_ple", "yields_ipi", "yields_halt"))
+    return df
+
+
+def app(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df["vm"] == "app"].reset_index(drop=True)
+
+
+def corunner(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df["vm"] == "corunner"].reset_index(drop=True)
+
+
+def normalized(df: pd.DataFrame, ref: str = "base") -> pd.DataFrame:
+    """Per run: ``speedup`` = rate / the same seed's ``ref`` rate (app and co-runner rows each)."""
+    return per_seed_ratio(df, "rate", ["workload", "vm", "seed"], "config", ref, "speedup")
+
+
+def mean_of(df: pd.DataFrame, col: str, **where) -> float:
+    sub = df
+    for k, v in where.items():
+        sub = sub[sub[k] == v]
+    vals = pd.to_numeric(sub[col], errors="coerce").dropna()
+    return float(vals.mean()) if len(vals) else float("nan")
+
+
+# --- Measures, plots -----------------------------------------------------------------------------
+
+
+def finite(x) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
+def pct(x: float, digits: int = 0) -> str:
+    return f"{x:+.{digits}%}" if finite(x) else "n/a"
+
+
+def judge(ours: float, paper: float, tol: float = 0.25, direction: bool | None = None) -> str:
+    """R when ``ours`` is within ``tol`` (relative) of the paper's value; D when only the direction
+    holds (``direction``, default: same sign); N otherwise."""
+    if not finite(ours):
+        return NOT_REPRODUCED
+    same = (ours > 0) == (paper > 0) if direction is None else direction
+    if not same:
+        return NOT_REPRODUCED
+    return REPRODUCED if abs(ours - paper) <= tol * abs(paper) else DIRECTION
+
+
+def combined(app_speedup: float, co_speedup: float) -> float:
+    """The pair's combined throughput improvement: the mean of the two normalized throughputs,
+    minus 1 (the seed does not define it; assumed)."""
+    return (app_speedup + co_speedup) / 2 - 1
+
+
+def quick_configs(settings: Settings) -> tuple[str, ...]:
+    """--quick: baseline, one, three static cores and dynamic."""
+    return ("solo", "base", "s1", "s3", "dyn") if settings.quick else CONFIGS
+
+
+def static_configs(settings: Settings) -> list[str]:
+    return [c for c in quick_configs(settings) if c.startswith("s") and c[1:].isdigit()]
+
+
+# --- Figure 9 / Table 4c: iperf on a mixed vCPU ---------------------------------------------------
+
+#: Section 6.2, Figure 9: "two virtual machines with one vCPU each, pinned onto the same physical
+#: CPU"; the micro-sliced core needs a pCPU of its own, so the host has two and both VMs are pinned
+#: to pCPU 0 (pCPU 1 idles without micro cores; with them it is the micro pool, as the released
+#: code's odd-numbered pick: docs/model.md § seed 002: micro-sliced cores).
+IPERF_PCPUS = 2
+#: (label, iperf VM threads, lookbusy VM?): "solo" = iperf alone in its VM and on the host (Table
+#: 4c's upper bound); "mixed" = iperf's server and a CPU hog on the one vCPU (Figure 9b) beside the
+#: lookbusy VM.
+IPERF_CASES = {"solo": (1, False), "mixed": (2, True)}
+IPERF_DURATION = ("2s", "500ms")
+IPERF_SEEDS = 3
+
+
+def iperf_scenario(case: str, protocol: str, micro: str) -> dict:
+    """Figure 9's scenario (scenarios/examples/iperf-mixed.toml) with ``micro`` = ``base`` or a
+    static configuration ``s<N>`` (irq detection and the rest on)."""
+    threads, busy = IPERF_CASES[case]
+    h = {"pcpus": IPERF_PCPUS, "policy": "credit", "params": {"xen": "4.7"}}
+    table = micro_table(micro)
+    if table:
+        h["microsliced"] = table
+    vms = [{"name": "io", "vcpus": 1, "cpus": "0", "workload": "iperf", "threads": threads, "params": {"protocol": protocol}}]
+    if busy:
+        vms.append({"name": "busy", "vcpus": 1, "cpus": "0", "workload": "lookbusy"})
+    return {"host": h, "guest": dict(GUEST), "vm": vms}
+
+
+def run_iperf(points, settings: Settings, seeds=None) -> pd.DataFrame:
+    """``points``: (case, protocol, micro) triples; one row per run and VM, in the shared pool."""
+    seeds = seeds or settings.seed_list(IPERF_SEEDS)
+    cases = [Case({"workload": "iperf", "case": c, "protocol": p, "config": m}, iperf_scenario(c, p, m)) for c, p, m in points]
+    df = run_cases("pool", cases, seeds, settings.duration(*IPERF_DURATION), settings)
+    for col in ("throughput_mbps", "jitter_ms", "cpu_time_ms"):
+        df[col] = pd.to_numeric(df[col], errors="coerce")
+    return df
+
+
+# --- Figures 4 and 5: targets vs static micro-sliced cores ----------------------------------------
+
+
+def cores_of(config: str) -> int:
+    """``base`` -> 0, ``s<N>`` -> N."""
+    return 0 if config == "base" else int(config[1:])
+
+
+def static_table(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per (bench, cores, seed): the target's and swaptions' rates normalized to the same
+    seed's baseline (``app_speedup``, ``co_speedup``), the co-runner's execution-time change
+    (``co_slowdown`` = 1 / co_speedup - 1), the combined improvement and the app's yields."""
+    d = normalized(df[df["config"] != "solo"])
+    d = d[(d["config"] == "base") | d["config"].str.match(r"^s\d+$")]
+    a, c = app(d), corunner(d)
+    keys = ["workload", "config", "seed"]
+    t = a[keys + ["speedup", "rate", "yields_total", "yields_ple", "yields_ipi", "yields_halt", "steal_time_ms", "cpu_time_ms"]].merge(
+        c[keys + ["speedup", "rate"]].rename(columns={"speedup": "co_speedup", "rate": "co_rate"}), on=keys)
+    t = t.rename(columns={"speedup": "app_speedup"})
+    t["co_slowdown"] = 1 / t["co_speedup"] - 1
+    t["combined"] = [combined(x, y) for x, y in zip(t["app_speedup"], t["co_speedup"])]
+    t["bench"] = t["workload"].map(SHORT)
+    t["cores"] = t["config"].map(cores_of)
+    return t.sort_values(["bench", "cores", "seed"]).reset_index(drop=True)
+
+
+def cores_plot(agg: pd.DataFrame, benches, path: Path, title: str, app_label: str) -> Path:
+    """Figures 4/5: per bench, the target's normalized throughput (bars) and swaptions' normalized
+    execution time (line, right axis) over 0 (baseline) to 6 micro-sliced cores."""
+    fig, axes = plt.subplots(1, len(benches), figsize=(3.2 * len(benches), 3.4), squeeze=False)
+    for ax, b in zip(axes[0], benches):
+        sub = agg[agg["bench"] == b].sort_values("cores")
+        ax.bar(sub["cores"], sub["app_speedup_mean"], yerr=sub["app_speedup_std"].fillna(0), color="tab:blue", capsize=2)
+        ax.axhline(1.0, color="grey", lw=0.7, ls="--")
+        ax.set_title(b)
+        ax.set_xlabel("micro-sliced cores (0 = baseline)")
+        ax.set_ylabel(app_label, fontsize=8)
+        ax2 = ax.twinx()
+        ax2.plot(sub["cores"], 1 + sub["co_slowdown_mean"], color="tab:red", marker="o", ms=3)
+        ax2.set_ylabel("swaptions exec. time (norm.)", color="tab:red", fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
