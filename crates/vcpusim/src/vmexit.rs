@@ -105,6 +105,11 @@ pub enum Hypercall {
     /// interrupt awaits delivery (`local_events_need_delivery`); the guest cleared the event
     /// and re-checked the lock just before (`xen_clear_irq_pending`).
     Poll,
+    /// Seed 003 (IRS): the guest's SA receiver acknowledges a preemption notice, having moved
+    /// `moved` threads off the vCPU (0 or 1). The hypervisor completes the held switch
+    /// (`Sim::preempt_ack`). The slides name no hypercall; an event-channel send or a
+    /// SCHEDOP would serve, assumed.
+    PreemptAck { moved: u32 },
 }
 
 /// One received frame of a VM's network device (seed 002 section 3.2, `sim/device.rs`): the
@@ -144,8 +149,10 @@ pub enum Upcall {
     /// -> `hvm_assert_evtchn_irq` -> `vcpu_kick` -> `vcpu_unblock` -> `vcpu_wake`). The payload is
     /// the frame, not an IPI: see [`Virq`].
     DeviceIrq(Virq),
-    /// Notice that the vCPU is about to be preempted (seed 003, IRS: the guest may migrate its
-    /// current thread away first). For later issues: never sent yet.
+    /// Notice that the vCPU is about to be preempted (seed 003, IRS's "SA sender": a virtual IRQ
+    /// through Xen's event channel, slide 9): the guest may move its current thread to a sibling
+    /// and acknowledges with `Hypercall::PreemptAck` (guest/irs.rs, sim/overlay.rs). Sent only
+    /// for an involuntary preemption of a vCPU willing to run, under `[host] overlay = "irs"`.
     PreemptNotice,
 }
 

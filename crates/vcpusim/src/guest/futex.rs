@@ -164,7 +164,7 @@ impl GuestKernel {
         }
         let mut targets: Vec<VcpuId> = Vec::new();
         for w in &woken {
-            if let Some(target) = self.wake_thread(env.threads, v, *w) {
+            if let Some(target) = self.wake_thread(env.threads, env.pv, env.now, v, *w) {
                 if !targets.contains(&target) {
                     targets.push(target);
                 }

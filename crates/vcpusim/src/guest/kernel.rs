@@ -141,6 +141,9 @@ pub struct GuestKernel {
     pub handoffs: Option<Box<super::handoff::HandOffLog>>,
     /// The network stack of a VM with a network device (guest/netrx.rs).
     pub net: Option<Box<super::netrx::NetStack>>,
+    /// Seed 003's IRS guest side (guest/irs.rs): `Some` for a guest with `irs = true` on a host
+    /// with `overlay = "irs"`.
+    pub irs: Option<Box<super::irs::IrsGuest>>,
 }
 
 impl GuestKernel {

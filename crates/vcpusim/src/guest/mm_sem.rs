@@ -131,7 +131,7 @@ impl GuestKernel {
         }
         let func = KernelFn::Syscall;
         let mut steps = vec![Step::Run { ns: HAND_OFF_NS, func }];
-        if let Some(target) = self.wake_thread(env.threads, v, next) {
+        if let Some(target) = self.wake_thread(env.threads, env.pv, env.now, v, next) {
             steps.push(Step::SendIpis { kind: IpiKind::Resched, targets: vec![target], shootdown: 0, pages: 0, func });
         }
         env.push_front_steps(t, steps);

@@ -12,6 +12,7 @@ pub mod config;
 pub mod futex;
 pub mod handoff;
 pub mod interpreter;
+pub mod irs;
 pub mod kernel;
 pub mod kernel_fn;
 pub mod mm_sem;

@@ -231,7 +231,7 @@ impl GuestKernel {
         let more = !net.ring.is_empty();
         if let Some(t) = reader {
             let v = self.vcpus[i].id;
-            step.resched = self.wake_thread(env.threads, v, t);
+            step.resched = self.wake_thread(env.threads, env.pv, env.now, v, t);
             if step.resched.is_none() {
                 self.wakeup_preempt(env.threads, i, t);
             }

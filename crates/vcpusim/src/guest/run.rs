@@ -52,6 +52,17 @@ impl GuestKernel {
             gv.func = phase.func();
             return Next::ResumeHandler;
         }
+        if self.irs.is_some() {
+            if self.in_notice_handler(i) {
+                // IRS's notice handler a deschedule interrupted resumes where it stopped.
+                self.vcpus[i].func = KernelFn::HandlePercpuIrq;
+                return Next::ResumeHandler;
+            }
+            if let Some(work) = self.take_notice(i) {
+                return Next::Handler { work };
+            }
+        }
+        let gv = &mut self.vcpus[i];
         if let Some(ipi) = gv.pending_ipis.pop_front() {
             // Saturating: the loader bounds the product (`scenario/bounds.rs`), a Rust caller may not.
             let work = env.costs.ipi_handler.saturating_add(u64::from(ipi.pages).saturating_mul(env.costs.tlb_flush_per_page));

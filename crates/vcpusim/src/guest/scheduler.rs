@@ -12,7 +12,7 @@ use super::kernel::GuestKernel;
 use super::thread::{FutexKey, Thread, ThreadState};
 use crate::ids::{ThreadId, VcpuId};
 use crate::time::Nanos;
-use crate::vmexit::KernelFn;
+use crate::vmexit::{KernelFn, PvArea};
 use crate::SimError;
 
 /// What the guest tick (`GuestKernel::timer_tick`) asks of the host.
@@ -64,20 +64,22 @@ impl GuestKernel {
     /// select_idle_sibling, simplified).
     /// On bare metal the guest sees the real topology: Linux 3.13's `select_idle_sibling`
     /// (guest/placement.rs).
-    fn wake_target(&mut self, prev: VcpuId) -> usize {
+    /// With IRS's migrator (guest/irs.rs) an idle vCPU must also keep most of its capacity
+    /// after steal (`wake_capacity_ok`).
+    fn wake_target(&mut self, pv: &[PvArea], now: Nanos, prev: VcpuId) -> usize {
         let prev = self.index_of(prev);
         if let Some(topo) = &self.topology {
             let vcpus = &self.vcpus;
             return topo.select_idle_sibling(prev, |i| vcpus[i].idle());
         }
-        if self.vcpus[prev].idle() {
+        if self.vcpus[prev].idle() && (self.irs.is_none() || self.wake_capacity_ok(pv, prev, now)) {
             return prev;
         }
         let n = self.vcpus.len();
         let start = self.wake_cursor;
         for k in 0..n {
             let u = (start + k) % n;
-            if self.vcpus[u].idle() {
+            if self.vcpus[u].idle() && (self.irs.is_none() || self.wake_capacity_ok(pv, u, now)) {
                 self.wake_cursor = (start + k + 1) % n;
                 return u;
             }
@@ -87,7 +89,9 @@ impl GuestKernel {
 
     /// Make blocked thread `t` runnable, woken by code running on vCPU `waker`. Returns the vCPU
     /// that needs a reschedule IPI (a remote one; ttwu_queue in Linux 3.2 always sends it).
-    pub fn wake_thread(&mut self, threads: &mut [Thread], waker: VcpuId, t: ThreadId) -> Option<VcpuId> {
+    /// With IRS's migrator, a thread whose previous vCPU runs an IRS-migrated thread goes back
+    /// there and preempts it (guest/irs.rs `irs_wake_preempt`).
+    pub fn wake_thread(&mut self, threads: &mut [Thread], pv: &[PvArea], now: Nanos, waker: VcpuId, t: ThreadId) -> Option<VcpuId> {
         let th = &mut threads[t.idx()];
         if !matches!(th.state, ThreadState::Blocked(_)) {
             // Woken between queuing on the futex and sleeping: it just doesn't sleep.
@@ -95,7 +99,14 @@ impl GuestKernel {
         }
         th.state = ThreadState::Ready;
         self.blocked_threads -= 1;
-        let target = self.wake_target(th.vcpu);
+        if self.irs.is_some() {
+            let prev = self.index_of(th.vcpu);
+            if self.irs_wake_preempt(t, prev) {
+                let id = self.vcpus[prev].id;
+                return (id != waker).then_some(id);
+            }
+        }
+        let target = self.wake_target(pv, now, th.vcpu);
         let target_id = self.vcpus[target].id;
         th.vcpu = target_id;
         self.vcpus[target].runqueue.push_back(t);
@@ -105,6 +116,7 @@ impl GuestKernel {
     /// The running thread of vCPU `i` sleeps on `key` (it leaves the vCPU); returns it.
     pub fn block_current(&mut self, threads: &mut [Thread], i: usize, key: FutexKey) -> ThreadId {
         let t = self.vcpus[i].current.take().expect("a blocking vCPU runs a thread");
+        self.irs_forget(t);
         threads[t.idx()].state = ThreadState::Blocked(key);
         self.blocked_threads += 1;
         t

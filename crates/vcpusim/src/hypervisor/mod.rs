@@ -3,6 +3,7 @@
 pub mod cpupool;
 pub mod microsliced;
 pub mod node_affinity;
+pub mod overlay;
 pub mod policies;
 pub mod policy;
 pub mod uvf;

@@ -561,6 +561,16 @@ pub trait Policy {
     /// `vcpu_migrate_to_cpu(prev, prev_processor)` -> `vcpu_wake` does.
     fn return_vcpu(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId, _ran: Nanos) {}
 
+    /// Issue 14's overlay seam (hypervisor/overlay.rs): the last `do_schedule(p)` chose `next`
+    /// over `prev`, which runs on `p` and is willing to run, and the host's overlay holds that
+    /// preemption back. Undo the pick: `prev` stays the current vCPU of `p` and `next` waits
+    /// as it did before (`do_schedule` is asked again when the hold ends). Returns false if
+    /// the policy cannot (the preemption then goes ahead; only kinds whose
+    /// `defers_preemption` says true carry an overlay).
+    fn keep_running(&mut self, _ctx: &mut PolicyCtx, _p: PcpuId, _prev: VcpuId, _next: VcpuId) -> bool {
+        false
+    }
+
     /// Check the policy's own invariants (used in check mode after every event).
     fn check(&self, _host: &HostView) -> Result<(), String> {
         Ok(())

@@ -29,6 +29,7 @@ struct Catalog {
     host_uvf: Vec<KeyEntry>,
     vm_uvf: Vec<KeyEntry>,
     host_microsliced: Vec<KeyEntry>,
+    host_irs: Vec<KeyEntry>,
     host_contention: Vec<KeyEntry>,
     vm_contention: Vec<KeyEntry>,
     run: Vec<KeyEntry>,
@@ -123,6 +124,8 @@ const HOST_KEY_DOCS: &[(&str, &str, &str, &str)] = &[
     ("contention", "table", "", "[host.contention]: seed 001's contention sources (below); all off when absent"),
     ("node_memory", "size or array of sizes", "", "free memory of each NUMA node when the first VM is created (xl's placement reads it); default: unlimited, equal on every node"),
     ("microsliced", "table", "", "[host.microsliced]: seed 002's micro-sliced cores (below; also detect, a list of ple, ipi, irq); off when absent"),
+    ("overlay", "string", "", "a preemption overlay over the policy (credit): irs (seed 003; relaxed-co and delay-preempt: issue 14 part 3); none when absent"),
+    ("irs", "table", "", "[host.irs]: the IRS overlay's notify delay and migrator (below); with overlay = \"irs\""),
 ];
 
 /// `[[vm]]` keys, as [`HOST_KEY_DOCS`].
@@ -205,6 +208,7 @@ fn catalog() -> Catalog {
         vm_uvf: section_entries(&uvf_sections::vm_uvf_keys()),
         host_contention: section_entries(&contention_sections::host_contention_keys()),
         host_microsliced: section_entries(&super::microsliced_sections::host_microsliced_keys()),
+        host_irs: section_entries(&super::overlay_sections::host_irs_keys()),
         vm_contention: section_entries(&contention_sections::vm_contention_keys()),
         run: section_entries(&sections::run_keys()),
     }
@@ -277,7 +281,7 @@ mod tests {
         let json = parsed();
         assert_eq!(
             names(&json["guest"]),
-            ["kernel", "futex_wake_ipi", "tlb_targets", "spinlock", "pv_spin", "call_function_yield", "tick", "futex_buckets"]
+            ["kernel", "futex_wake_ipi", "tlb_targets", "spinlock", "pv_spin", "call_function_yield", "tick", "futex_buckets", "irs", "irs_handler"]
         );
         assert_eq!(names(&json["host_ple"]), ["enabled", "window_cycles", "cpu_ghz", "grow", "window_max_cycles"]);
         assert_eq!(

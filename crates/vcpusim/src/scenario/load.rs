@@ -32,7 +32,7 @@ use toml::Value;
 const TOP_KEYS: &[&str] = &["host", "guest", "vm", "run", "sweep"];
 pub(super) const HOST_KEYS: &[&str] = &[
     "pcpus", "policy", "sockets", "numa_nodes", "threads_per_core", "cores_per_module", "llc", "start_skew", "placement", "params",
-    "ple", "costs", "uvf", "pool", "pool_change", "contention", "node_memory", "microsliced",
+    "ple", "costs", "uvf", "pool", "pool_change", "contention", "node_memory", "microsliced", "overlay", "irs",
 ];
 pub(super) const VM_KEYS: &[&str] = &[
     "name", "count", "vcpus", "weight", "type", "u_factor", "sched_pe", "workload", "threads", "iterations", "params", "program",
@@ -332,6 +332,11 @@ fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
             ),
         ));
     }
+    let overlay = super::overlay_sections::host_overlay(&host, kind.name(), kind.defers_preemption())?;
+    if overlay.is_some() && (uvf.is_some() || microsliced.is_some()) {
+        let other = if uvf.is_some() { "uvf" } else { "microsliced" };
+        return Err(host.error_at("overlay", format!("a preemption overlay does not combine with [host.{other}] (each holds or moves the policy's picks its own way); leave one out")));
+    }
     let default_pool = PoolSpec { name: DEFAULT_POOL.to_string(), pcpus: CpuMask::empty(), policy: kind.name().to_string(), params: params.clone() };
     let pools = pools(&host, &topology, default_pool, kind)?;
     if pools.len() > 1 {
@@ -366,6 +371,7 @@ fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
         contention,
         node_memory_mib,
         microsliced,
+        overlay,
     };
     Ok((spec, change_index))
 }

@@ -6,6 +6,7 @@ pub mod contention_sections;
 pub mod load;
 pub mod microsliced_sections;
 pub mod numa_sections;
+pub mod overlay_sections;
 pub mod spec;
 pub mod program_ops;
 pub mod section;

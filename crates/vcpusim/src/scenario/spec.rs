@@ -49,6 +49,9 @@ pub struct HostSpec {
     pub node_memory_mib: Vec<u64>,
     /// `[host.microsliced]`: seed 002's micro-sliced cores (hypervisor/microsliced/); None = off.
     pub microsliced: Option<crate::hypervisor::microsliced::MicroConfig>,
+    /// `[host] overlay` with its section (`[host.irs]`): issue 14's preemption overlays
+    /// (hypervisor/overlay.rs); None = off.
+    pub overlay: Option<crate::hypervisor::overlay::OverlayConfig>,
 }
 
 /// `node_memory` when the scenario gives none: more than any VM asks for, equal on every node,

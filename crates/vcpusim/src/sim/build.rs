@@ -71,6 +71,7 @@ impl Sim {
             pv: Vec::new(),
             pool_channels,
             micro: None,
+            overlay: None,
             micro_pool: PoolId(u32::MAX),
             pcpus: (0..npcpus).map(|_| Pcpu { online: false, last: None, slice_event: None, run_start: 0 }).collect(),
             vms: Vec::new(),
@@ -115,6 +116,24 @@ impl Sim {
         if let Some(cfg) = &sc.host.microsliced {
             sim.build_microsliced(cfg)
                 .map_err(|message| SimError::Scenario { file: sc.source.clone(), key: "host.microsliced.cores".into(), message })?;
+        }
+        if let Some(cfg) = &sc.host.overlay {
+            if let Some(overlay) = crate::hypervisor::overlay::build(cfg) {
+                sim.overlay = Some(Box::new(super::overlay::OverlayState {
+                    cfg: cfg.clone(),
+                    overlay,
+                    holds: vec![None; sim.pinfo.len()],
+                    go: None,
+                    yielding: None,
+                    registered: sim.guests.iter().map(|g| g.config.irs).collect(),
+                    stats: Default::default(),
+                }));
+                if let crate::hypervisor::overlay::OverlayConfig::Irs(irs) = cfg {
+                    for g in sim.guests.iter_mut().filter(|g| g.config.irs) {
+                        g.irs = Some(Box::new(crate::guest::irs::IrsGuest::new(g.vcpus.len(), irs.migrator)));
+                    }
+                }
+            }
         }
         sim.update_trivial_placement();
         if sc.host.contention.any() {
@@ -296,6 +315,7 @@ impl Sim {
             topology,
             ws,
             handoffs: self.trace.is_some().then(Box::default),
+            irs: None,
             net,
         });
         self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids, node_affinity, memory_nodes });

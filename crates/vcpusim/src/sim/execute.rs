@@ -179,12 +179,17 @@ impl Sim {
             }
             Activity::Overhead { halting: false } => {}
             Activity::Irq if self.guests[vm].in_device_irq(i) => return self.device_handler_done(v),
+            Activity::Irq if self.guests[vm].in_notice_handler(i) => return self.notice_handler_done(v),
             Activity::Irq => {
                 // The handler's EOI exits to the hypervisor; then the guest returns from it.
                 let ipi = self.guests[vm].handler_done(i);
                 self.on_exit(v, Exit::Eoi { kind: ipi.kind });
                 if let Some(u) = self.guests[vm].interrupt_return(&self.threads, i, ipi) {
                     self.poke(u);
+                }
+                // IRS's migrator: a woken thread preempts an IRS-migrated one here (guest/irs.rs).
+                if self.guests[vm].irs.is_some() && ipi.kind == crate::vmexit::IpiKind::Resched && self.guests[vm].irs_preempt_due(&self.threads, i) {
+                    self.guests[vm].round_robin(i);
                 }
             }
             Activity::Thread => {

@@ -19,7 +19,7 @@ impl Sim {
     /// it makes belong to it: their owner is the pool). Always inlined: the context is built in
     /// the caller's frame, and the calls (two per pause-loop exit) skip a prologue each.
     #[inline(always)]
-    fn call_policy<R>(&mut self, pool: PoolId, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
+    pub(super) fn call_policy<R>(&mut self, pool: PoolId, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
         if self.pool_channels[pool.idx()].kernel_fn {
             // Each guest publishes its kernel functions to its PV areas for a policy that reads them.
             for g in &self.guests {
@@ -101,6 +101,11 @@ impl Sim {
         let decision = self.call_policy(pool, |pol, ctx| pol.do_schedule(ctx, p));
         if let Err(message) = self.validate_decision(p, decision) {
             self.stop = Some(SimError::Invariant { time_ns: self.now, message });
+            return;
+        }
+        // The overlay seam (sim/overlay.rs): an involuntary preemption may be held back.
+        if self.overlay.is_some() && self.overlay_holds(p, decision) {
+            self.flush_requests();
             return;
         }
         self.apply_decision(p, decision);
@@ -206,6 +211,9 @@ impl Sim {
     /// Take `v` off pCPU `p`. If it was still Running this is a preemption.
     pub(super) fn switch_out(&mut self, v: VcpuId, p: PcpuId) {
         self.settle(v);
+        if self.overlay.is_some() {
+            self.overlay_switch_out(v, p);
+        }
         let vm = self.vinfo[v.idx()].vm;
         let was_running = self.vinfo[v.idx()].state == VcpuState::Running;
         if was_running {
@@ -384,8 +392,14 @@ impl Sim {
         self.vcpus[v.idx()].epoch += 1;
         let epoch = self.vcpus[v.idx()].epoch;
         self.vcpus[v.idx()].yielding = true;
+        if let Some(ov) = self.overlay.as_mut() {
+            ov.yielding = Some(reason);
+        }
         if self.yield_entry(v, reason) {
             self.reschedule(p);
+        }
+        if let Some(ov) = self.overlay.as_mut() {
+            ov.yielding = None;
         }
         self.vcpus[v.idx()].yielding = false;
         // Still here (no one else to run, or the policy kept it): the exit itself costs a VMEXIT

@@ -54,6 +54,7 @@ impl Sim {
             // EVTCHNOP_send on the target's spinlock-kicker port (its cost was the guest's step):
             // `evtchn_set_pending` marks it pending; a vCPU blocked polling it is woken
             // (`vcpu_unblock`), one still paying its poll exit sees the event and does not block.
+            Hypercall::PreemptAck { moved } => self.preempt_ack(v, moved),
             Hypercall::Kick(u) => {
                 let vm = self.vcpus[v.idx()].slot.vm as usize;
                 self.vms[vm].stats.kicks += 1;
@@ -90,7 +91,40 @@ impl Sim {
             }
             Upcall::DeviceIrq(virq) => self.device_irq(v, virq),
             Upcall::TimerTick => self.timer_tick(v),
-            Upcall::PreemptNotice => self.model_gap(format!("preemption notice to vCPU {v}: no guest handler yet (seed 003)")),
+            // IRS's SA vIRQ (seed 003): the guest takes it as an interrupt (guest/irs.rs).
+            Upcall::PreemptNotice => self.preempt_notice(v),
+        }
+    }
+
+    /// `Upcall::PreemptNotice` (IRS's SA vIRQ): pending in the guest, taken at once by a vCPU
+    /// executing thread code (its step pauses for the handler), as `Upcall::Interrupt`.
+    fn preempt_notice(&mut self, v: VcpuId) {
+        let (vm, i) = self.gslot(v);
+        self.guests[vm].preempt_notice(i);
+        if self.vinfo[v.idx()].state == VcpuState::Running && self.vcpus[v.idx()].activity == Activity::Thread {
+            self.settle(v);
+            self.dispatch(v);
+        }
+    }
+
+    /// The IRS notice handler on `v` ended (guest/irs.rs): the moved thread's sibling gets a
+    /// resched IPI (sent from interrupt context, as the tick's balancing IPI), then the guest
+    /// acknowledges; if `v` still runs after that (the policy changed its mind), it resumes.
+    pub(super) fn notice_handler_done(&mut self, v: VcpuId) {
+        let (vm, i) = self.gslot(v);
+        let now = self.now;
+        let done = {
+            let (g, env) = self.guest_env(vm);
+            g.notice_done(env.threads, env.pv, i, now)
+        };
+        if let Some((_, to)) = done.moved {
+            self.on_exit(v, Exit::IpiSend { kind: IpiKind::Resched, targets: vec![to], shootdown: 0, pages: 0 });
+        }
+        if self.vinfo[v.idx()].state == VcpuState::Running {
+            self.on_exit(v, Exit::Hypercall(Hypercall::PreemptAck { moved: u32::from(done.moved.is_some()) }));
+        }
+        if self.vinfo[v.idx()].state == VcpuState::Running && self.vcpus[v.idx()].activity == Activity::Irq {
+            self.upcall(v, Upcall::Resume);
         }
     }
 
@@ -116,13 +150,6 @@ impl Sim {
         }
         if let Some(delay) = self.guests[vm].arm_tick(i) {
             self.queue.push(self.now + delay, Event::GuestTick(v));
-        }
-    }
-
-    /// Stop the run with an invariant error: the model reached a path it does not have yet.
-    fn model_gap(&mut self, message: String) {
-        if self.stop.is_none() {
-            self.stop = Some(crate::SimError::Invariant { time_ns: self.now, message });
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod hypervisor_ops;
 pub mod invariants;
 pub mod line;
 pub mod microsliced;
+pub mod overlay;
 pub mod pools;
 pub mod sampling;
 pub mod speed;
@@ -127,6 +128,7 @@ impl Sim {
             Event::NicAck(d) => self.on_nic_ack(d),
             Event::NicSend(d) => self.on_nic_send(d),
             Event::MicroAdjust => self.micro_adjust(),
+            Event::PreemptDeadline(p) => self.preempt_deadline(p),
             Event::GuestTick(v) => self.upcall(v, crate::vmexit::Upcall::TimerTick),
             Event::PcpuOnline(p) => {
                 self.pcpus[p.idx()].online = true;

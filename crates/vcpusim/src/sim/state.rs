@@ -129,6 +129,9 @@ pub enum Event {
     NicAck(u32),
     /// The remote UDP sender of network device `d` sends its next datagram (`sim/device.rs`).
     NicSend(u32),
+    /// The bound of the preemption overlay's hold on a pCPU passed (`sim/overlay.rs`; the
+    /// event is owned by the hold and cancelled when the hold ends another way).
+    PreemptDeadline(PcpuId),
     /// `[[vm.sched_pe]]`: the VM's class becomes (type, u_factor).
     VmReconfigure(crate::ids::VmId, crate::hypervisor::policy::VmType, f64),
 }
@@ -209,6 +212,8 @@ pub struct Sim {
     pub devices: Vec<super::device::NetDevice>,
     /// Each VM's fixed speed factor (`[host.costs] virt_overhead`; 1.0 on bare metal), by VM.
     pub vm_speed: Vec<Speed>,
+    /// The preemption overlay (`[host] overlay`, `sim/overlay.rs`); None = off.
+    pub overlay: Option<Box<super::overlay::OverlayState>>,
 }
 
 impl Sim {

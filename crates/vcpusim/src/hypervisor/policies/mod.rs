@@ -39,6 +39,11 @@ pub trait PolicyKind: Sync {
     fn supports_pool_changes(&self) -> bool {
         false
     }
+    /// Whether the policy can hold back an involuntary preemption for a preemption overlay
+    /// (`[host] overlay`, hypervisor/overlay.rs; `Policy::keep_running`).
+    fn defers_preemption(&self) -> bool {
+        false
+    }
     /// Whether the policy carries the urgent-vCPU-first overlay of seed 000 (`[host.uvf]`).
     fn carries_uvf(&self) -> bool {
         false

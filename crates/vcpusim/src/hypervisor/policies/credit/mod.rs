@@ -203,6 +203,9 @@ impl PolicyKind for CreditKind {
     fn carries_uvf(&self) -> bool {
         true
     }
+    fn defers_preemption(&self) -> bool {
+        true
+    }
     fn honours_cap(&self) -> bool {
         true
     }
@@ -904,6 +907,29 @@ impl Policy for Credit {
             Some(n) => Decision::run(n, Some(self.cfg.tslice)),
             None => Decision::idle(),
         }
+    }
+
+    /// The overlay seam (hypervisor/overlay.rs): undo the tail of the `do_schedule` that picked
+    /// `next` over `prev` on `pcpu`, as csched_schedule's own keep-the-current paths leave it
+    /// (the UVF hold and the ratelimit above): `prev` off the run queue and current again, its
+    /// `start_time` absolute again (its credits were burnt up to now, as Xen burns at every
+    /// schedule); `next` back on the run queue of its processor (a vCPU stolen by
+    /// `load_balance` stays homed here: a departure, see docs/model.md § seed 003). IRS's Xen
+    /// patch ("Xen: 30 LOC", seed 003 slide 9) is not public; this is our reading of it.
+    fn keep_running(&mut self, ctx: &mut PolicyCtx, pcpu: PcpuId, prev: VcpuId, next: VcpuId) -> bool {
+        let p = pcpu.idx();
+        let now = ctx.now();
+        if self.pcpus[p].curr != Some(next) || self.vcpus[prev.idx()].queued_on != Some(pcpu) || self.vcpus[next.idx()].queued_on.is_some() {
+            return false;
+        }
+        self.runq_remove(prev);
+        self.vcpus[prev.idx()].start_time += now as i64;
+        let svc = &mut self.vcpus[next.idx()];
+        svc.start_time -= now as i64;
+        self.runq_insert(next);
+        self.pcpus[p].curr = Some(prev);
+        self.idlers[p] = false;
+        true
     }
 
     fn on_timer(&mut self, ctx: &mut PolicyCtx, key: u64) {

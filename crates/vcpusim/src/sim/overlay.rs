@@ -1,0 +1,270 @@
+//! The engine's side of preemption overlays (hypervisor/overlay.rs): the one place where the
+//! host asks the overlay before completing a policy's involuntary preemption of a running,
+//! willing vCPU (`overlay_holds`, called by `Sim::reschedule` between `do_schedule` and the
+//! switch), the holds it keeps, and their end (the guest's acknowledgement, or the deadline).
+//!
+//! A hold keeps `prev` running on its pCPU: the policy undid its pick (`Policy::keep_running`).
+//! When the hold ends, `release_hold` asks the policy again with the overlay's answer fixed to
+//! `Go` for that vCPU on that pCPU (`OverlayState::go`), as Xen's `schedule()` runs again when
+//! the SA handler's hypercall (or the timeout) raises SCHEDULE_SOFTIRQ. A hold also ends when
+//! `prev` leaves its pCPU by itself (it halts or yields: `switch_out` drops it).
+
+use super::state::{Event, Sim};
+use crate::engine::event_queue::EventId;
+use crate::hypervisor::overlay::{Overlay, OverlayConfig, Verdict};
+use crate::hypervisor::policy::{Decision, VcpuState};
+use crate::ids::{PcpuId, ThreadId, VcpuId};
+use crate::time::Nanos;
+use crate::vmexit::Upcall;
+
+/// A preemption held back on one pCPU.
+#[derive(Clone, Copy, Debug)]
+pub struct PreemptHold {
+    /// The vCPU kept running.
+    pub vcpu: VcpuId,
+    /// When the policy decided the preemption.
+    pub decided: Nanos,
+    /// The latest the switch may happen (the notify delay, or the deferral bound).
+    pub until: Nanos,
+    /// The deadline's event (owned: cancelled when the hold ends another way).
+    pub event: EventId,
+    /// The guest was sent a preemption notice.
+    pub notified: bool,
+    /// Check mode: the thread the vCPU ran when notified (the host reads it only for the
+    /// invariant that it is on a sibling before the vCPU is descheduled).
+    pub thread: Option<ThreadId>,
+}
+
+/// What IRS and the other overlays count (metrics.csv rows, only in runs with an overlay).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OverlayStats {
+    /// Involuntary preemptions the overlay was asked about.
+    pub asked: u64,
+    /// Preemptions held back (deferred or notified).
+    pub held: u64,
+    /// Preemption notices sent (`Upcall::PreemptNotice`).
+    pub notices: u64,
+    /// Holds ended by the guest's acknowledgement.
+    pub acks: u64,
+    /// Holds ended at their deadline.
+    pub timeouts: u64,
+    /// Holds ended because the vCPU left its pCPU by itself (halt, yield).
+    pub dropped: u64,
+    /// Sum and maximum of decision-to-switch delays of completed holds, ns.
+    pub delay_sum_ns: u64,
+    pub delay_max_ns: u64,
+    /// Threads the guests' notice handlers moved to a sibling (reported with the ack).
+    pub migrated: u64,
+    /// Decisions that took a vCPU off its pCPU and were not involuntary preemptions, so the
+    /// overlay was not asked: the vCPU halted (HLT, a SCHEDOP_poll block), or yielded by a
+    /// pause-loop exit or a SCHEDOP_yield.
+    pub not_asked_halt: u64,
+    pub not_asked_ple: u64,
+    pub not_asked_yield: u64,
+}
+
+/// The overlay of a run and its holds (`Sim::overlay`; None without `[host] overlay`).
+pub struct OverlayState {
+    pub cfg: OverlayConfig,
+    pub overlay: Box<dyn Overlay>,
+    /// The hold on each pCPU, if any.
+    pub holds: Vec<Option<PreemptHold>>,
+    /// A released hold being completed: `Go` for this vCPU on this pCPU.
+    pub go: Option<(PcpuId, VcpuId)>,
+    /// The reason of the yield being carried out (`Sim::yield_exit`), for the counts.
+    pub yielding: Option<crate::hypervisor::policy::YieldReason>,
+    /// Per VM: its guest registered the overlay's channel (IRS: `[vm.guest] irs`, the SA vIRQ).
+    pub registered: Vec<bool>,
+    pub stats: OverlayStats,
+}
+
+impl Sim {
+    /// The seam (hypervisor/overlay.rs): `decision` of `do_schedule(p)` preempts the vCPU running
+    /// on `p`, which is willing to run; ask the overlay, and if it holds the preemption back
+    /// (the policy agreeing to keep the vCPU), start or keep the hold and return true: the
+    /// caller then does not switch. Not inlined: only runs with an overlay get here.
+    #[inline(never)]
+    pub(super) fn overlay_holds(&mut self, p: PcpuId, decision: Decision) -> bool {
+        let Some(prev) = self.pinfo[p.idx()].current else { return false };
+        let Some(next) = decision.next else { return false };
+        if next == prev {
+            return false;
+        }
+        if self.vinfo[prev.idx()].state != VcpuState::Running || self.vcpus[prev.idx()].yielding {
+            // Voluntary: never notified (seed 003 slide 7: "only when target vCPU is
+            // involuntarily preempted and is willing to run").
+            let ov = self.overlay.as_mut().expect("called with an overlay");
+            match (self.vinfo[prev.idx()].state, ov.yielding) {
+                (VcpuState::Running, Some(crate::hypervisor::policy::YieldReason::PauseLoop)) => ov.stats.not_asked_ple += 1,
+                (VcpuState::Running, _) => ov.stats.not_asked_yield += 1,
+                _ => ov.stats.not_asked_halt += 1,
+            }
+            return false;
+        }
+        // Leaving because its affinity or pool no longer allows p is not a preemption to hold.
+        if !self.trivial_placement && (self.vcpu_pool[prev.idx()] != self.pcpu_pool[p.idx()] || !self.affinity[prev.idx()].hard.contains(p)) {
+            return false;
+        }
+        let ov = self.overlay.as_mut().expect("called with an overlay");
+        if ov.go == Some((p, prev)) {
+            return false;
+        }
+        let holding = ov.holds[p.idx()].is_some_and(|h| h.vcpu == prev);
+        let verdict = if holding {
+            // Still within the hold: the policy decided again (a tick, a tickle); keep holding.
+            Verdict::Defer { until: ov.holds[p.idx()].map_or(self.now, |h| h.until) }
+        } else {
+            ov.stats.asked += 1;
+            let vm = self.vinfo[prev.idx()].vm.idx();
+            let registered = ov.registered.get(vm).copied().unwrap_or(false);
+            let host = crate::hypervisor::policy::HostView {
+                now: self.now,
+                vcpus: &self.vinfo,
+                pcpus: &self.pinfo,
+                vms: &self.vminfo,
+                topology: &self.topology,
+                scope: None,
+            };
+            ov.overlay.preempt(&host, p, prev, Some(next), registered)
+        };
+        let (until, notify) = match verdict {
+            Verdict::Go => return false,
+            Verdict::Defer { until } => (until, false),
+            Verdict::Notify { deadline } => (deadline, true),
+        };
+        if until <= self.now {
+            return false;
+        }
+        let pool = self.pcpu_pool[p.idx()];
+        if !self.call_policy(pool, |pol, ctx| pol.keep_running(ctx, p, prev, next)) {
+            return false;
+        }
+        if holding {
+            return true;
+        }
+        let event = self.queue.push(until, Event::PreemptDeadline(p));
+        let thread = if self.check {
+            let (g, i) = self.gslot(prev);
+            self.guests[g].vcpus[i].current
+        } else {
+            None
+        };
+        let ov = self.overlay.as_mut().expect("called with an overlay");
+        ov.stats.held += 1;
+        ov.holds[p.idx()] = Some(PreemptHold { vcpu: prev, decided: self.now, until, event, notified: notify, thread });
+        if notify {
+            ov.stats.notices += 1;
+            if let Some(tr) = self.trace.as_mut() {
+                let vm = self.vinfo[prev.idx()].vm.idx();
+                tr.instant_with(1 + vm as u32, self.vinfo[prev.idx()].index, "preempt notice", self.now, &[]);
+            }
+            self.upcall(prev, Upcall::PreemptNotice);
+        }
+        true
+    }
+
+    /// The hold on `p` ends (`acked`: the guest acknowledged; else its deadline passed): the
+    /// policy decides again and the switch goes ahead if it still wants it.
+    pub fn release_hold(&mut self, p: PcpuId, acked: bool) {
+        let Some(ov) = self.overlay.as_mut() else { return };
+        let Some(hold) = ov.holds[p.idx()].take() else { return };
+        self.queue.cancel(hold.event);
+        if acked {
+            ov.stats.acks += 1;
+        } else {
+            ov.stats.timeouts += 1;
+        }
+        if let Some(ov) = self.overlay.as_mut() {
+            ov.go = Some((p, hold.vcpu));
+        }
+        self.reschedule(p);
+        let moved = self.pinfo[p.idx()].current != Some(hold.vcpu);
+        if let Some(ov) = self.overlay.as_mut() {
+            ov.go = None;
+            if moved {
+                let delay = self.now - hold.decided;
+                ov.stats.delay_sum_ns += delay;
+                ov.stats.delay_max_ns = ov.stats.delay_max_ns.max(delay);
+            }
+        }
+    }
+
+    /// The deadline event of the hold on `p` (`Event::PreemptDeadline`).
+    pub(super) fn preempt_deadline(&mut self, p: PcpuId) {
+        self.release_hold(p, false);
+    }
+
+    /// The guest on `v` acknowledged its preemption notice (`Hypercall::PreemptAck`), having
+    /// moved `moved` threads to siblings. Check mode: a moved thread is on its sibling (and off
+    /// `v`) before `v` is descheduled.
+    pub(super) fn preempt_ack(&mut self, v: VcpuId, moved: u32) {
+        let Some(p) = self.vinfo[v.idx()].pcpu else { return };
+        let Some(ov) = self.overlay.as_mut() else { return };
+        ov.stats.migrated += u64::from(moved);
+        let Some(hold) = ov.holds[p.idx()].filter(|h| h.vcpu == v && h.notified) else { return };
+        if self.check && moved > 0 {
+            // The thread the guest was notified about is on a sibling before `v` is descheduled.
+            if let Some(t) = hold.thread {
+                let (g, i) = self.gslot(v);
+                if self.guests[g].vcpus[i].current == Some(t) || self.threads[t.idx()].vcpu == v {
+                    self.stop.get_or_insert(crate::SimError::Invariant {
+                        time_ns: self.now,
+                        message: format!("IRS: vCPU {v} acknowledged moving thread {t}, which is still on it"),
+                    });
+                }
+            }
+        }
+        self.release_hold(p, true);
+    }
+
+    /// `v` leaves `p` by itself (a halt, a yield, a pool or affinity change) while held: the
+    /// hold ends here.
+    pub(super) fn overlay_switch_out(&mut self, v: VcpuId, p: PcpuId) {
+        let Some(ov) = self.overlay.as_mut() else { return };
+        if let Some(h) = ov.holds[p.idx()].filter(|h| h.vcpu == v) {
+            ov.holds[p.idx()] = None;
+            self.queue.cancel(h.event);
+            ov.stats.dropped += 1;
+        }
+    }
+
+    /// Check mode: every hold is within its bound (the switch completes within the notify
+    /// delay, or the deferral bound, of the decision) and holds a running vCPU on its pCPU.
+    pub(super) fn check_overlay(&self) -> Result<(), String> {
+        let Some(ov) = self.overlay.as_ref() else { return Ok(()) };
+        for (p, h) in ov.holds.iter().enumerate() {
+            let Some(h) = h else { continue };
+            if self.now > h.until {
+                return Err(format!("overlay: vCPU {} still held on pCPU {p} at {} ns, past its bound {} ns", h.vcpu, self.now, h.until));
+            }
+            if self.pinfo[p].current != Some(h.vcpu) || self.vinfo[h.vcpu.idx()].state != VcpuState::Running {
+                return Err(format!("overlay: pCPU {p} holds vCPU {} which does not run there", h.vcpu));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Sim {
+    /// CPU stacking of VM `vm` now (seed 003 slides 17-18): how many of its non-halted vCPUs sit
+    /// on a pCPU with another of them, beyond the first, summed over pCPUs (0: every runnable
+    /// vCPU has a pCPU of its own). A running vCPU sits on its pCPU; a runnable one on the pCPU
+    /// it last ran on (the host does not see the policy's run queues: a vCPU a wake placed on
+    /// another pCPU counts where it last ran until it runs). Time-averaged by sampling in
+    /// tests/irs.rs; not a metrics.csv row (the golden outputs stay unchanged).
+    pub fn stacked_vcpus(&self, vm: usize) -> u32 {
+        let mut on = vec![0u32; self.pinfo.len()];
+        for &v in &self.vminfo[vm].vcpus {
+            let info = &self.vinfo[v.idx()];
+            let at = match info.state {
+                VcpuState::Running => info.pcpu,
+                VcpuState::Runnable => Some(info.last_pcpu),
+                VcpuState::Halted => None,
+            };
+            if let Some(p) = at {
+                on[p.idx()] += 1;
+            }
+        }
+        on.iter().map(|n| n.saturating_sub(1)).sum()
+    }
+}

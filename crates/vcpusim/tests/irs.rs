@@ -1,0 +1,160 @@
+//! Seed 003 (IRS, issue 14 parts 1-2): the preemption overlay seam (hypervisor/overlay.rs,
+//! sim/overlay.rs), the hypervisor's notice with its ack or timeout, the guest's SA receiver and
+//! migrator (guest/irs.rs), all in check mode (the hold is within its bound after every event;
+//! no thread is lost or duplicated; a thread is off the vCPU when the guest acknowledges).
+
+use vcpusim::api::load_scenario;
+use vcpusim::sim::state::Sim;
+use vcpusim::time::{MS, US};
+use vcpusim::SimError;
+
+/// A 4-vCPU blocking parallel VM whose vCPUs share pCPUs with pinned single-vCPU hogs (the
+/// issue's configuration contract, seed 003 slide 5's layout).
+fn scenario(overlay: &str, guest_irs: bool, workload: &str) -> String {
+    format!(
+        "[host]\npcpus = 4\npolicy = \"credit\"\nparams = {{ xen = \"4.4\" }}\n{overlay}\n\
+         [[vm]]\nname = \"par\"\nvcpus = 4\nworkload = \"{workload}\"\n[vm.guest]\nirs = {guest_irs}\n\
+         [[vm]]\nname = \"noise0\"\nvcpus = 1\ncpus = [\"0\"]\nworkload = \"cpu-bound\"\n\
+         [[vm]]\nname = \"noise1\"\nvcpus = 1\ncpus = [\"1\"]\nworkload = \"cpu-bound\"\n\
+         [run]\nduration = \"400ms\"\n"
+    )
+}
+
+const IRS: &str = "overlay = \"irs\"";
+
+fn run_text(text: &str, ms: u64) -> Sim {
+    let sc = load_scenario(text, "<irs test>").expect("the scenario loads");
+    let mut sim = Sim::build(&sc, sc.run.seed, false, true).expect("builds");
+    sim.start();
+    sim.run_until(ms * MS, None).expect("runs in check mode without an invariant failing");
+    sim.finish();
+    sim
+}
+
+#[test]
+fn irs_notifies_moves_threads_and_switches_within_the_notify_delay() {
+    let sim = run_text(&scenario(IRS, true, "parsec.streamcluster"), 400);
+    let ov = sim.overlay.as_ref().expect("overlay built");
+    let s = ov.stats;
+    eprintln!("{s:?}");
+    assert!(s.notices >= 3, "involuntary preemptions of par's vCPUs were notified: {s:?}");
+    assert!(s.acks > 0, "the guest acknowledged: {s:?}");
+    assert!(s.migrated > 0, "threads were moved to siblings: {s:?}");
+    assert!(s.delay_max_ns <= 23 * US, "every switch within the notify delay: {s:?}");
+}
+
+/// `scenario` with par's guest running Linux 4.4 (SCHEDOP_yield after call-function IPIs to a
+/// runnable target, PV qspinlock's SCHEDOP_poll blocks).
+fn scenario_44(overlay: &str, workload: &str) -> String {
+    scenario(overlay, true, workload).replace("irs = true", "irs = true\nkernel = \"linux-4.4\"")
+}
+
+#[test]
+fn halts_yields_and_pause_loop_exits_are_never_notified() {
+    // Linux 3.2 ticket spinlocks under interference: pause-loop exits; dedup's TLB shootdowns
+    // under Linux 4.4: SCHEDOP_yield; both block in futexes: halts.
+    let ple = run_text(&scenario(IRS, true, "parsec.dedup"), 400);
+    let s = ple.overlay.as_ref().unwrap().stats;
+    eprintln!("3.2 dedup {s:?} ple_exits {}", ple.vms[0].stats.ple_exits);
+    assert!(ple.vms[0].stats.ple_exits > 0, "par took pause-loop exits");
+    assert!(s.not_asked_ple > 0, "pause-loop exits that gave the pCPU away were not notified: {s:?}");
+    assert!(s.not_asked_halt > 0, "halts that gave the pCPU away were not notified: {s:?}");
+    let y = run_text(&scenario_44(IRS, "parsec.dedup"), 400);
+    let s = y.overlay.as_ref().unwrap().stats;
+    eprintln!("4.4 dedup {s:?} yields_ipi {}", y.vms[0].stats.yields_ipi);
+    assert!(y.vms[0].stats.yields_ipi > 0, "par yielded by SCHEDOP_yield");
+    assert!(s.not_asked_yield > 0, "SCHEDOP_yields that gave the pCPU away were not notified: {s:?}");
+    for sim in [&ple, &y] {
+        let s = sim.overlay.as_ref().unwrap().stats;
+        // Every notice belongs to a hold the overlay granted for an involuntary preemption, and
+        // every hold ended by an ack, its deadline, or the vCPU leaving by itself.
+        assert_eq!(s.notices, s.held, "{s:?}");
+        let open = sim.overlay.as_ref().unwrap().holds.iter().flatten().count() as u64;
+        assert_eq!(s.held, s.acks + s.timeouts + s.dropped + open, "{s:?}");
+    }
+}
+
+#[test]
+fn a_slow_handler_is_cut_at_the_notify_delay_and_an_unregistered_guest_is_never_notified() {
+    let slow = scenario(IRS, true, "parsec.streamcluster").replace("irs = true", "irs = true\nirs_handler = \"50us\"");
+    let sim = run_text(&slow, 400);
+    let s = sim.overlay.as_ref().unwrap().stats;
+    assert!(s.timeouts > 0 && s.acks == 0, "every hold ended at its deadline: {s:?}");
+    assert_eq!(s.delay_max_ns, 23 * US, "the switch came exactly at the notify delay: {s:?}");
+    let custom = scenario("overlay = \"irs\"\n[host.irs]\nnotify_delay = \"5us\"", true, "parsec.streamcluster").replace("irs = true", "irs = true\nirs_handler = \"50us\"");
+    let s = run_text(&custom, 200).overlay.as_ref().unwrap().stats;
+    assert!(s.timeouts > 0 && s.delay_max_ns == 5 * US, "[host.irs] notify_delay is the bound: {s:?}");
+    let sim = run_text(&scenario(IRS, false, "parsec.streamcluster"), 400);
+    let s = sim.overlay.as_ref().unwrap().stats;
+    assert!(s.asked > 0, "preemptions happened: {s:?}");
+    assert_eq!((s.notices, s.held), (0, 0), "a guest without the SA vIRQ is not notified: {s:?}");
+}
+
+fn load_error(text: &str) -> String {
+    match load_scenario(text, "<irs test>") {
+        Err(SimError::Scenario { file, key, message }) => format!("{file}: {key}: {message}"),
+        Err(other) => panic!("expected a scenario error, got {other:?}"),
+        Ok(_) => panic!("expected {text:?} to be refused"),
+    }
+}
+
+#[test]
+fn bad_overlay_keys_are_refused_with_file_key_and_expectation() {
+    let base = scenario(IRS, true, "cpu-bound");
+    let e = load_error(&base.replace("overlay = \"irs\"", "overlay = \"irss\""));
+    assert!(e.starts_with("<irs test>: host.overlay: unknown overlay \"irss\"; expected one of irs, relaxed-co, delay-preempt"), "{e}");
+    let e = load_error(&base.replace("overlay = \"irs\"", "overlay = \"relaxed-co\""));
+    assert!(e.contains("host.overlay") && e.contains("not implemented yet"), "{e}");
+    let e = load_error(&base.replace("overlay = \"irs\"", "[host.irs]\nmigrator = false"));
+    assert!(e.contains("host.irs") && e.contains("add overlay = \"irs\""), "{e}");
+    let e = load_error(&base.replace("policy = \"credit\"", "policy = \"cfs\"").replace("params = { xen = \"4.4\" }", ""));
+    assert!(e.contains("host.overlay") && e.contains("policy = \"cfs\""), "{e}");
+    let e = load_error(&base.replace("overlay = \"irs\"", "overlay = \"irs\"\n[host.irs]\nnotify_delay = \"soon\""));
+    assert!(e.contains("host.irs.notify_delay"), "{e}");
+    let e = load_error(&base.replace("overlay = \"irs\"", "overlay = \"irs\"\n[host.irs]\nmigratr = true"));
+    assert!(e.contains("host.irs") && e.contains("migrator"), "did-you-mean: {e}");
+}
+
+/// Run `text` for `ms` in check mode, sampling VM 0's stacking every 100 us; returns (mean
+/// stacked vCPUs, VM 0's progress).
+fn stacking(text: &str, ms: u64) -> (f64, u64) {
+    let sc = load_scenario(text, "<irs test>").expect("the scenario loads");
+    let mut sim = Sim::build(&sc, sc.run.seed, false, true).expect("builds");
+    sim.start();
+    let (mut sum, mut n) = (0u64, 0u64);
+    let mut t = 0;
+    while t < ms * MS {
+        t += 100 * US;
+        sim.run_until(t, None).expect("runs in check mode");
+        sum += u64::from(sim.stacked_vcpus(0));
+        n += 1;
+    }
+    sim.finish();
+    if let Some(ov) = sim.overlay.as_ref() {
+        eprintln!("{:?}", ov.stats);
+    }
+    (sum as f64 / n as f64, sim.guests[0].stats.progress)
+}
+
+#[test]
+fn cpu_stacking_under_vanilla_xen_and_irs_with_and_without_the_migrator() {
+    let base = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/examples/cpu-stacking.toml")).unwrap();
+    let irs = |migrator: bool| {
+        base.replace("params = { xen = \"4.4\" }", &format!("params = {{ xen = \"4.4\" }}\noverlay = \"irs\"\n[host.irs]\nmigrator = {migrator}"))
+            .replace("threads = 3", "threads = 3\n[vm.guest]\nirs = true")
+    };
+    let vanilla = stacking(&base, 1000);
+    let without = stacking(&irs(false), 1000);
+    let with = stacking(&irs(true), 1000);
+    eprintln!("stacked vCPUs (mean), progress: vanilla {vanilla:?}, IRS without migrator {without:?}, IRS with migrator {with:?}");
+    assert!(vanilla.0 > 0.05, "vanilla Xen stacks the parallel VM's vCPUs: {vanilla:?}");
+    // Slide 18's ordering (IRS without the migrator stacks more than vanilla, with it less) is
+    // NOT what this model produces: the blocking VM's vCPUs are rarely preempted while running
+    // here (they block first), so few notices are sent, and the handler's moves leave idle
+    // vCPUs that halt rather than queue (docs/model.md § seed 003). Measured (seed 1, 1 s):
+    // streamcluster 0.351 / 0.351 / 0.349, fluidanimate 0.340 / 0.247 / 0.181, bodytrack
+    // 0.542 / 0.378 / 0.425, blackscholes 0.613 / 0.510 / 0.510 (vanilla / without / with).
+    // Pinned here so a change of the mechanics shows: IRS without the migrator does not stack
+    // more than vanilla.
+    assert!(without.0 <= vanilla.0 + 1e-9, "{without:?} vs {vanilla:?}");
+}
