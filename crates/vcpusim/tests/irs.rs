@@ -160,3 +160,76 @@ fn cpu_stacking_under_vanilla_xen_and_irs_with_and_without_the_migrator() {
     // more than vanilla.
     assert!(without.0 <= vanilla.0 + 1e-9, "{without:?} vs {vanilla:?}");
 }
+
+#[test]
+fn metrics_csv_gains_the_overlay_rows_only_in_overlay_runs() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/examples/irs.toml")).unwrap();
+    let sc = load_scenario(&text, "irs.toml").unwrap();
+    let opts = |check| vcpusim::output::RunOptions { seed: Some(7), check, ..Default::default() };
+    let out = vcpusim::api::run(&sc, &opts(false)).expect("runs");
+    let rows: Vec<&str> = out.metrics_csv.lines().filter(|l| l.starts_with("par,")).collect();
+    let value = |m: &str| -> f64 {
+        let row = rows.iter().find(|l| l.split(',').nth(1) == Some(m)).unwrap_or_else(|| panic!("no {m} row"));
+        row.rsplit(',').next().unwrap().parse().unwrap()
+    };
+    assert!(value("preempt_notices") > 0.0);
+    assert_eq!(value("preempt_notices"), value("preempt_acks") + value("preempt_timeouts"));
+    assert!(value("notify_to_switch_max_us") <= 23.0);
+    assert!(value("irs_migrations") > 0.0);
+    let noise_notices = out.metrics_csv.lines().find(|l| l.starts_with("noise0,preempt_notices,")).unwrap();
+    assert_eq!(noise_notices, "noise0,preempt_notices,0", "an unregistered guest is not notified");
+    let again = vcpusim::api::run(&sc, &opts(true)).expect("runs in check mode");
+    assert_eq!(out.metrics_csv, again.metrics_csv, "deterministic, and check mode changes nothing");
+    let host_irs = ["overlay", "[host.irs]", "notify_delay", "migrator"];
+    let vanilla: Vec<&str> = text.lines().filter(|l| !host_irs.iter().any(|k| l.starts_with(k))).collect();
+    let vanilla = load_scenario(&vanilla.join("\n"), "v.toml").unwrap();
+    let plain = vcpusim::api::run(&vanilla, &opts(false)).expect("runs");
+    assert!(!plain.metrics_csv.contains("preempt_notices"), "no overlay, no overlay rows");
+}
+
+#[test]
+fn the_handler_picks_the_least_waiting_sibling_and_rt_avg_ages_as_linux_3x() {
+    let sc = load_scenario(&scenario(IRS, true, "parsec.streamcluster"), "<irs test>").unwrap();
+    let mut sim = Sim::build(&sc, 1, false, true).unwrap();
+    let g = &mut sim.guests[0];
+    let ids: Vec<_> = g.vcpus.iter().map(|v| v.id).collect();
+    let threads = g.threads.clone();
+    for gv in g.vcpus.iter_mut() {
+        gv.runqueue.clear();
+        gv.current = None;
+    }
+    // vCPU 0 runs thread 0 in user mode and is notified; vCPU 1 runs a thread with one queued;
+    // vCPU 2 is idle but runnable in Xen's runstate (preempted); vCPU 3 is idle and not.
+    g.vcpus[0].current = Some(threads[0]);
+    g.vcpus[1].current = Some(threads[1]);
+    g.vcpus[1].runqueue.push_back(threads[2]);
+    g.vcpus[2].runqueue.clear();
+    for (k, id) in ids.iter().enumerate() {
+        sim.pv[id.idx()].runnable = k == 2;
+    }
+    for (t, v) in [(0, 0), (1, 1), (2, 1)] {
+        sim.threads[threads[t].idx()].vcpu = ids[v];
+    }
+    let g = &mut sim.guests[0];
+    g.vcpus[0].func = vcpusim::vmexit::KernelFn::User;
+    g.preempt_notice(0);
+    assert!(g.irs.as_ref().unwrap().pending[0]);
+    // Take it as `run` would, then end the handler.
+    g.irs.as_mut().unwrap().pending[0] = false;
+    g.irs.as_mut().unwrap().active[0] = Some(vcpusim::vmexit::KernelFn::User);
+    let done = g.notice_done(&mut sim.threads, &sim.pv, 0, 0);
+    assert_eq!(done.moved, Some((threads[0], ids[3])), "the idle vCPU that is not waiting for a pCPU");
+    let g = &sim.guests[0];
+    assert_eq!(g.vcpus[0].current, None);
+    assert_eq!(g.vcpus[3].runqueue.front(), Some(&threads[0]));
+    assert_eq!(sim.threads[threads[0].idx()].vcpu, ids[3]);
+
+    // rt_avg with steal (scale_rt_power, sched_avg_update): 250 ms of steal in 4 ms ticks is
+    // 248 ms of rt_avg over a 500 ms period; 600 ms later it has halved once.
+    sim.pv[ids[1].idx()].steal_time_ns = 250 * MS;
+    let g = &mut sim.guests[0];
+    let c0 = g.capacity(&sim.pv, 1, 0);
+    assert!((c0 - (500.0 - 248.0) / 500.0).abs() < 1e-9, "{c0}");
+    let c1 = g.capacity(&sim.pv, 1, 600 * MS);
+    assert!((c1 - (600.0 - 124.0) / 600.0).abs() < 1e-9, "{c1}");
+}

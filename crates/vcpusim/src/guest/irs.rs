@@ -169,13 +169,16 @@ impl GuestKernel {
 
     /// vCPU `u`'s capacity after steal: `scale_rt_power`'s `available / total` (module doc),
     /// with the steal the PV area reports folded into `rt_avg` and aged (`sched_avg_update`).
+    /// Steal is taken in whole ticks, the rest carried, as 3.x's `update_rq_clock_task`
+    /// (`steal_ticks(steal) * TICK_NSEC`, `prev_steal_time_rq`).
     pub fn capacity(&mut self, pv: &[PvArea], u: usize, now: Nanos) -> f64 {
         let id = self.vcpus[u].id;
+        let tick = self.config.tick.max(1);
         let Some(irs) = self.irs.as_mut() else { return 1.0 };
         let rt = &mut irs.rt[u];
-        let steal = pv[id.idx()].steal_time_ns;
-        rt.rt_avg += steal.saturating_sub(rt.steal_seen);
-        rt.steal_seen = steal;
+        let steal = pv[id.idx()].steal_time_ns.saturating_sub(rt.steal_seen) / tick * tick;
+        rt.rt_avg += steal;
+        rt.steal_seen += steal;
         while now.saturating_sub(rt.age_stamp) > SCHED_AVG_PERIOD {
             rt.age_stamp += SCHED_AVG_PERIOD;
             rt.rt_avg /= 2;

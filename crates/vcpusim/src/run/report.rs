@@ -227,6 +227,21 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             put("net_acks", n.acks.to_string());
             put("net_bytes_read", n.bytes_read.to_string());
         }
+        if let Some(ov) = sim.overlay.as_deref() {
+            // Issue 14's preemption overlay (sim/overlay.rs, guest/irs.rs): only in runs with
+            // `[host] overlay`, so every other run's metrics.csv is as before.
+            let o = &ov.per_vm[i];
+            put("overlay_held", o.held.to_string());
+            put("preempt_notices", o.notices.to_string());
+            put("preempt_acks", o.acks.to_string());
+            put("preempt_timeouts", o.timeouts.to_string());
+            let mean = if o.switches > 0 { o.delay_sum_ns as f64 / o.switches as f64 } else { 0.0 };
+            put("notify_to_switch_mean_us", f3(mean / 1e3));
+            put("notify_to_switch_max_us", f3(o.delay_max_ns as f64 / 1e3));
+            let (moved, wake) = guest.irs.as_deref().map_or((0, 0), |g| (g.moved, g.wake_preemptions));
+            put("irs_migrations", moved.to_string());
+            put("irs_wake_preemptions", wake.to_string());
+        }
         if let Some(samples) = &sim.samples {
             for (at, per_vm) in &samples.rows {
                 put(&format!("pcpu_time_ms[{:.3}s]", *at as f64 / 1e9), f3(to_ms(per_vm[i])));

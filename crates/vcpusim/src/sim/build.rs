@@ -128,6 +128,7 @@ impl Sim {
                     yielding: None,
                     registered: sim.guests.iter().map(|g| g.config.irs).collect(),
                     stats: Default::default(),
+                    per_vm: vec![Default::default(); sim.vminfo.len()],
                 }));
                 if let crate::hypervisor::overlay::OverlayConfig::RelaxedCo(rc) = cfg {
                     sim.relaxed = Some(Box::new(super::relaxed_co::RelaxedCoState::new(*rc, sim.vinfo.len(), sim.vminfo.len())));

@@ -63,6 +63,20 @@ pub struct OverlayStats {
     pub not_asked_yield: u64,
 }
 
+/// One VM's share of the overlay's counts (metrics.csv rows of overlay runs).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OverlayVmStats {
+    /// Preemptions of its vCPUs held back, and of those notified.
+    pub held: u64,
+    pub notices: u64,
+    pub acks: u64,
+    pub timeouts: u64,
+    /// Held preemptions that completed with a switch, and their decision-to-switch delays.
+    pub switches: u64,
+    pub delay_sum_ns: u64,
+    pub delay_max_ns: u64,
+}
+
 /// The overlay of a run and its holds (`Sim::overlay`; None without `[host] overlay`).
 pub struct OverlayState {
     pub cfg: OverlayConfig,
@@ -76,6 +90,8 @@ pub struct OverlayState {
     /// Per VM: its guest registered the overlay's channel (IRS: `[vm.guest] irs`, the SA vIRQ).
     pub registered: Vec<bool>,
     pub stats: OverlayStats,
+    /// Per VM (by VM index).
+    pub per_vm: Vec<OverlayVmStats>,
 }
 
 impl Sim {
@@ -156,6 +172,9 @@ impl Sim {
         };
         let ov = self.overlay.as_mut().expect("called with an overlay");
         ov.stats.held += 1;
+        let vm = self.vinfo[prev.idx()].vm.idx();
+        ov.per_vm[vm].held += 1;
+        ov.per_vm[vm].notices += u64::from(notify);
         ov.holds[p.idx()] = Some(PreemptHold { vcpu: prev, decided: self.now, until, event, notified: notify, thread });
         if !notify {
             // Deferred: the guest is told a preemption is pending (delayed preemption).
@@ -179,10 +198,13 @@ impl Sim {
         let Some(hold) = ov.holds[p.idx()].take() else { return };
         self.queue.cancel(hold.event);
         self.pv[hold.vcpu.idx()].preempt_pending = false;
+        let vm = self.vinfo[hold.vcpu.idx()].vm.idx();
         if acked {
             ov.stats.acks += 1;
+            ov.per_vm[vm].acks += 1;
         } else {
             ov.stats.timeouts += 1;
+            ov.per_vm[vm].timeouts += 1;
         }
         if let Some(ov) = self.overlay.as_mut() {
             ov.go = Some((p, hold.vcpu));
@@ -195,6 +217,10 @@ impl Sim {
                 let delay = self.now - hold.decided;
                 ov.stats.delay_sum_ns += delay;
                 ov.stats.delay_max_ns = ov.stats.delay_max_ns.max(delay);
+                let s = &mut ov.per_vm[vm];
+                s.switches += 1;
+                s.delay_sum_ns += delay;
+                s.delay_max_ns = s.delay_max_ns.max(delay);
             }
         }
     }

@@ -904,3 +904,22 @@ fn a_lent_vcpu_keeps_its_books_and_pays_its_micro_run_time_on_return() {
     assert_eq!(h.svc(1).queued_on, None);
     assert!(!h.svc(1).awake);
 }
+
+#[test]
+fn keep_running_takes_back_a_pick_and_the_next_schedule_makes_it_again() {
+    // Issue 14's overlay seam: pCPU 0 runs vCPU 0 (OVER) and queues vCPU 1 (UNDER). Past the
+    // ratelimit, do_schedule preempts vCPU 0 for vCPU 1; keep_running undoes that pick.
+    let mut h = hand_set(Xen::V4_4, 1, 2, &[0], &[Some(0)], &[&[1]]);
+    h.now = 10 * MS;
+    assert!(!h.call(|pol, ctx| pol.keep_running(ctx, PcpuId(0), VcpuId(0), VcpuId(1))), "no pick to take back yet");
+    let d = h.call(|pol, ctx| pol.do_schedule(ctx, PcpuId(0)));
+    assert_eq!(d.next, Some(VcpuId(1)));
+    assert!(h.call(|pol, ctx| pol.keep_running(ctx, PcpuId(0), VcpuId(0), VcpuId(1))));
+    assert_eq!(h.policy.pcpus[0].curr, Some(VcpuId(0)), "vCPU 0 is current again");
+    assert_eq!(h.policy.pcpus[0].runq, vec![VcpuId(1)], "vCPU 1 waits again, vCPU 0 is not queued");
+    assert_eq!(h.svc(0).start_time, 10 * MS as i64, "vCPU 0's run is counted from now (burnt up to now)");
+    h.check();
+    h.now = 10 * MS + 23 * US;
+    let d = h.call(|pol, ctx| pol.do_schedule(ctx, PcpuId(0)));
+    assert_eq!(d.next, Some(VcpuId(1)), "asked again when the hold ends, credit makes the same pick");
+}
