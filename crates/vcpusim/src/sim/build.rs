@@ -74,6 +74,7 @@ impl Sim {
             pool_channels,
             micro: None,
             overlay: None,
+            relaxed: None,
             micro_pool: PoolId(u32::MAX),
             pcpus: (0..npcpus).map(|_| Pcpu { online: false, last: None, slice_event: None, run_start: 0 }).collect(),
             vms: Vec::new(),
@@ -131,6 +132,9 @@ impl Sim {
                     stats: Default::default(),
                     per_vm: vec![Default::default(); sim.vminfo.len()],
                 }));
+                if let crate::hypervisor::overlay::OverlayConfig::RelaxedCo(rc) = cfg {
+                    sim.relaxed = Some(Box::new(super::relaxed_co::RelaxedCoState::new(*rc, sim.vinfo.len(), sim.vminfo.len())));
+                }
                 if let crate::hypervisor::overlay::OverlayConfig::Irs(irs) = cfg {
                     for g in sim.guests.iter_mut().filter(|g| g.config.irs) {
                         g.irs = Some(Box::new(crate::guest::irs::IrsGuest::new(g.vcpus.len(), irs.migrator)));
@@ -330,6 +334,7 @@ impl Sim {
             sched: VmSched { weight: spec.weight, cap: spec.cap, vm_type: spec.vm_type, u_factor: spec.u_factor, uvf: spec.uvf },
             progress_unit: program.progress_unit,
             workload: spec.workload.clone(),
+            clients: program.clients,
             stats: VmStats::default(),
             bare_metal: spec.bare_metal,
         });

@@ -94,6 +94,8 @@ pub struct Vm {
     pub sched: VmSched,
     pub progress_unit: &'static str,
     pub workload: String,
+    /// The program's closed-loop clients (`Program::clients`: ab's concurrency), if any.
+    pub clients: Option<u32>,
     pub stats: VmStats,
     /// `bare_metal`: runs on its own pCPUs with no hypervisor (no PLE, native costs).
     pub bare_metal: bool,
@@ -130,6 +132,8 @@ pub enum Event {
     /// The bound of the preemption overlay's hold on a pCPU passed (`sim/overlay.rs`; the
     /// event is owned by the hold and cancelled when the hold ends another way).
     PreemptDeadline(PcpuId),
+    /// Relaxed co-scheduling: check this VM's skews (sim/relaxed_co.rs).
+    RelaxedCoCheck(u32),
     /// `[[vm.sched_pe]]`: the VM's class becomes (type, u_factor).
     VmReconfigure(crate::ids::VmId, crate::hypervisor::policy::VmType, f64),
 }
@@ -218,6 +222,8 @@ pub struct Sim {
     pub vm_speed: Vec<Speed>,
     /// The preemption overlay (`[host] overlay`, `sim/overlay.rs`); None = off.
     pub overlay: Option<Box<super::overlay::OverlayState>>,
+    /// Relaxed co-scheduling's skews and co-stops (`overlay = "relaxed-co"`, sim/relaxed_co.rs).
+    pub relaxed: Option<Box<super::relaxed_co::RelaxedCoState>>,
 }
 
 impl Sim {
