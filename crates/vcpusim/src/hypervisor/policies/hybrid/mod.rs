@@ -153,6 +153,9 @@ struct HybridVcpu {
     charged_run: Nanos,
     /// Sub-unit dissipation remainder (see `allocation::dissipate`).
     carry: u128,
+    /// How many pCPUs picked it for this slot (their `assigned`): 0 or 1 in practice, kept as a
+    /// count so `is_assigned` is exact in O(1) without scanning the pCPUs (issue 15).
+    picked_by: u32,
     /// The slot it last ran in: among equal PE, the vCPU that waited longer goes first (round
     /// robin, as credit.c queues a descheduled vCPU behind its priority peers).
     last_ran_slot: u64,
@@ -286,6 +289,18 @@ impl Hybrid {
     /// a barrier) could never be woken by them. This departure is documented in docs/model.md.
     fn leader(&self, host: &HostView, vm: VmId) -> Option<VcpuId> {
         host.vm(vm).vcpus.iter().copied().find(|v| self.vcpus[v.idx()].awake)
+    }
+
+    /// Set what pCPU `p` runs this slot, keeping each vCPU's `picked_by` count. Every write of
+    /// `assigned` goes through here.
+    fn assign(&mut self, p: usize, pick: Option<VcpuId>) {
+        let old = std::mem::replace(&mut self.pcpus[p].assigned, pick);
+        if let Some(v) = old {
+            self.vcpus[v.idx()].picked_by -= 1;
+        }
+        if let Some(v) = pick {
+            self.vcpus[v.idx()].picked_by += 1;
+        }
     }
 
     /// Algorithm 1: the pCPU "with the minimal workload" (line 6) among AP(v): the pool's pCPUs
@@ -482,7 +497,7 @@ impl Policy for Hybrid {
         // Its pCPU picks again for the rest of the slot (the engine calls do_schedule next).
         let home = self.vcpus[v.idx()].home.idx();
         if self.pcpus[home].assigned == Some(v) {
-            self.pcpus[home].assigned = None;
+            self.assign(home, None);
         }
     }
 
@@ -545,10 +560,10 @@ impl Policy for Hybrid {
             return;
         }
         for p in host.pcpu_ids() {
-            let here = &mut self.pcpus[p.idx()];
+            let here = &self.pcpus[p.idx()];
             let runs_async = here.gang != Some(vm) && here.assigned.is_some_and(|v| host.vcpu(v).vm == vm);
             if runs_async {
-                here.assigned = None;
+                self.assign(p.idx(), None);
                 ctx.reschedule(p);
             }
         }
@@ -625,6 +640,14 @@ impl Hybrid {
                     vm.id, vm.name, w[0]
                 ));
             }
+        }
+        // Each vCPU's pick count is the number of pCPUs whose pick it is.
+        let mut picks = vec![0u32; self.vcpus.len()];
+        for v in self.pcpus.iter().filter_map(|d| d.assigned) {
+            picks[v.idx()] += 1;
+        }
+        if let Some(v) = (0..self.vcpus.len()).find(|&v| picks[v] != self.vcpus[v].picked_by) {
+            return Err(format!("hybrid: vCPU {v} is the pick of {} pCPUs but counted {}", picks[v], self.vcpus[v].picked_by));
         }
         // Every awake vCPU is in exactly its home queue; halted ones in none; queues sorted.
         let mut seen = vec![0u32; host.vcpus.len()];
