@@ -306,7 +306,7 @@ impl Hybrid {
     /// Algorithm 1: the pCPU "with the minimal workload" (line 6) among AP(v): the pool's pCPUs
     /// inside `v`'s hard affinity for a high-throughput VM, those of them homing no sibling for a
     /// concurrent one (None when affinity leaves none: see `insert_vcpu`). A pCPU's workload is the
-    /// weight its homed vCPUs stand for (each vCPU its VM's weight / vCPU count, [`Self::load`]),
+    /// weight its homed vCPUs stand for (each vCPU its VM's weight / vCPU count, [`Self::loads`]),
     /// ties to the lowest index. The seed does not define "workload"; counting vCPUs would let two
     /// concurrent VMs of unequal weight land on the same pCPUs, where their shares cannot both be
     /// met (docs/model.md 7.5).
@@ -315,23 +315,23 @@ impl Hybrid {
         let concurrent = self.is_concurrent(host, vm);
         let placed = |w: &VcpuId| w.idx() < v.idx();
         let homed = |p: PcpuId| host.vm(vm).vcpus.iter().any(|s| *s != v && placed(s) && self.vcpus[s.idx()].home == p);
+        let loads = self.loads(host, placed);
         host.pcpu_ids()
             .filter(|p| host.may_run(v, *p) && (!concurrent || !homed(*p)))
-            .min_by_key(|p| (self.load(host, *p, placed), p.0))
+            .min_by_key(|p| (loads[p.idx()], p.0))
     }
 
-    /// Algorithm 1's workload of pCPU `p`: the sum, over the vCPUs homed there that `counted`
-    /// admits, of their VM's weight / vCPU count, in units of 2^-32 weight (floored per vCPU, so
-    /// the sum is exact integer arithmetic and the same on every machine).
-    fn load(&self, host: &HostView, p: PcpuId, counted: impl Fn(&VcpuId) -> bool) -> u128 {
-        host.vcpus
-            .iter()
-            .filter(|info| host.owns_vcpu(info.id) && counted(&info.id) && self.vcpus[info.id.idx()].home == p)
-            .map(|info| {
-                let weight = self.vms[info.vm.idx()].weight;
-                ((weight as u128) << 32) / host.vm(info.vm).vcpus.len() as u128
-            })
-            .sum()
+    /// Algorithm 1's workload of every pCPU (indexed by pCPU): the sum, over the vCPUs homed
+    /// there that `counted` admits, of their VM's weight / vCPU count, in units of 2^-32 weight
+    /// (floored per vCPU, so the sum is exact integer arithmetic and the same on every machine).
+    /// One pass over the vCPUs for all pCPUs.
+    fn loads(&self, host: &HostView, counted: impl Fn(&VcpuId) -> bool) -> Vec<u128> {
+        let mut loads = vec![0u128; self.pcpus.len().max(host.pcpus.len())];
+        for info in host.vcpus.iter().filter(|info| host.owns_vcpu(info.id) && counted(&info.id)) {
+            let weight = self.vms[info.vm.idx()].weight;
+            loads[self.vcpus[info.id.idx()].home.idx()] += ((weight as u128) << 32) / host.vm(info.vm).vcpus.len() as u128;
+        }
+        loads
     }
 
     /// Insert `v` into its home run queue after every vCPU of at least its PE.
@@ -577,7 +577,7 @@ impl Policy for Hybrid {
 
 impl Hybrid {
     /// Algorithm 1 for a VM that became concurrent: in index order, a vCPU whose run queue already
-    /// holds a sibling moves to the least loaded pCPU (by [`Self::load`]) holding none (ties to the lowest index),
+    /// holds a sibling moves to the least loaded pCPU (by [`Self::loads`]) holding none (ties to the lowest index),
     /// avoiding the queues of siblings not yet visited so that they can stay where they are; only
     /// pCPUs inside the vCPU's hard affinity count. If affinity leaves a vCPU no such pCPU, the
     /// VM's homes are completed by augmenting paths instead ([`Self::distinct_homes`]).
@@ -591,7 +591,8 @@ impl Hybrid {
                 continue;
             }
             let later: Vec<PcpuId> = vcpus[i + 1..].iter().map(|w| self.vcpus[w.idx()].home).collect();
-            let load = |p: PcpuId| (self.load(host, p, |_| true), p.0);
+            let loads = self.loads(host, |_| true);
+            let load = |p: PcpuId| (loads[p.idx()], p.0);
             let free = || host.pcpu_ids().filter(|p| !taken.contains(p) && host.may_run(*v, *p));
             let target = free().filter(|p| !later.contains(p)).min_by_key(|p| load(*p)).or_else(|| free().min_by_key(|p| load(*p)));
             let Some(target) = target else {
