@@ -83,6 +83,7 @@ use super::{HostFeature, HostShape, PolicyKind};
 use crate::hypervisor::policy::{Decision, HostView, IpiKind, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason};
 use crate::hypervisor::uvf::overlay::UrgentBase;
 use crate::hypervisor::uvf::{Uvf, UvfVm};
+use crate::hardware::cpumask::CpuMask;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{format_duration, Nanos, MS, SEC, US};
@@ -451,7 +452,11 @@ pub struct Credit {
     /// Domains with active vCPUs, in `active_sdom` list order.
     active_sdom: Vec<VmId>,
     /// `prv->idlers`: pCPUs idle and not yet tickled.
-    idlers: Vec<bool>,
+    idlers: CpuMask,
+    /// Per-pCPU topology masks for `_csched_cpu_pick` (pick.rs), built at the first pick.
+    topo_masks: pick::TopoMasks,
+    /// Scratch masks of `_csched_cpu_pick` and `__runq_tickle`, reused across calls.
+    pick_masks: [CpuMask; 3],
     /// Per NUMA node: the peer last stolen from, where the next steal round starts (`balance_bias`).
     balance_bias: Vec<usize>,
     /// Accounting epoch (`runq_sort`), bumped by every `csched_acct`.
@@ -482,6 +487,11 @@ pub struct Credit {
 fn cycle(n: usize, mask: &[bool]) -> Option<usize> {
     let len = mask.len();
     (1..=len).map(|k| (n + k) % len).find(|&i| mask[i])
+}
+
+/// `cpumask_cycle` over a mask, as a pCPU index.
+fn cycle_mask(n: usize, mask: &CpuMask) -> Option<usize> {
+    mask.cycle(n).map(|p| p.idx())
 }
 
 fn weight_of(mask: &[bool]) -> usize {
@@ -520,7 +530,9 @@ impl Credit {
             pcpus: vec![pcpu; npcpus],
             doms: vec![CreditDom::default(); host.nvms as usize],
             active_sdom: Vec::new(),
-            idlers: vec![true; npcpus],
+            idlers: CpuMask::full(npcpus),
+            topo_masks: pick::TopoMasks::default(),
+            pick_masks: Default::default(),
             balance_bias: Vec::new(),
             runq_sort: 0,
             weight: 0,
@@ -545,7 +557,7 @@ impl Credit {
             // online at its first `do_schedule` (a seeded time in [0, start_skew)), which sets its
             // bit. Until then a tickle or a placement cannot count on it.
             self.pool_known = true;
-            self.idlers.iter_mut().for_each(|i| *i = false);
+            self.idlers.clear();
             self.credit = self.cfg.credits_per_tslice as u64 * host.npcpus() as u64;
         }
         if self.balance_bias.is_empty() {
@@ -744,7 +756,7 @@ impl Policy for Credit {
         if self.pcpus[p].curr == Some(v) {
             self.burn_credits(v, ctx.now());
             self.pcpus[p].curr = None;
-            self.idlers[p] = true;
+            self.idlers.insert(PcpuId(p as u32));
             self.stop_tick(ctx, p);
         }
         let svc = &mut self.vcpus[v.idx()];
@@ -870,7 +882,7 @@ impl Policy for Credit {
 
         self.start_urgent_tslice(ctx, p, snext);
         // "When we're idling, other CPUs will tickle us when they get extra work."
-        self.idlers[p] = snext.is_none();
+        self.idlers.set(PcpuId(p as u32), snext.is_none());
         if let Some(n) = snext {
             let svc = &mut self.vcpus[n.idx()];
             svc.start_time += now as i64;
@@ -928,7 +940,7 @@ impl Policy for Credit {
     fn remove_pcpu(&mut self, ctx: &mut PolicyCtx, pcpu: PcpuId) {
         let p = pcpu.idx();
         let now = ctx.now();
-        self.idlers[p] = false;
+        self.idlers.remove(PcpuId(p as u32));
         self.stop_tick(ctx, p);
         self.credit = self.credit.saturating_sub(self.cfg.credits_per_tslice as u64);
         let mut moving = Vec::new();
@@ -978,7 +990,7 @@ impl Policy for Credit {
             ticking: false,
         };
         self.pcpus[p] = fresh;
-        self.idlers[p] = true;
+        self.idlers.insert(PcpuId(p as u32));
         self.credit += self.cfg.credits_per_tslice as u64;
     }
 
@@ -1029,7 +1041,7 @@ impl Policy for Credit {
                 if host.vcpu(c).state == VcpuState::Runnable {
                     return Err(format!("credit: pCPU {p} thinks it runs vCPU {c}, which the engine has Runnable"));
                 }
-                if self.idlers[p] {
+                if self.idlers.contains(PcpuId(p as u32)) {
                     return Err(format!("credit: pCPU {p} runs vCPU {c} but is marked idle"));
                 }
             }
