@@ -73,7 +73,7 @@ impl Credit {
         let nodes = self.balance_bias.len().max(1);
         let node = topo.place(PcpuId(cpu as u32)).node as usize;
         let soft = any_soft(host, self.cfg.xen.prefer_step());
-        let [mut workers, a, b] = std::mem::take(&mut self.pick_masks);
+        let [mut workers, mut tried, b] = std::mem::take(&mut self.pick_masks);
         let mut stolen = None;
         'steps: for step in BALANCE_STEPS {
             // A soft step with no soft-affine vCPU in the pool steals nothing and changes nothing.
@@ -96,24 +96,39 @@ impl Credit {
                     _ => cycle_mask(self.balance_bias[peer_node], &workers),
                 };
                 let Some(first) = first else { continue };
-                let mut peer = first;
+                // The walk visits every worker once, cyclically from `first`, and tries those with
+                // more than one runnable vCPU ("if ( CSCHED_PCPU(peer_cpu)->nr_runnable <= 1 )
+                // goto next_cpu"); a failed try changes nothing. So only the overloaded workers
+                // are visited, in that same order: the same tries, without a step per busy pCPU.
+                debug_assert!(
+                    (0..self.pcpus.len()).all(|p| self.overloaded.contains(PcpuId(p as u32)) == (self.nr_runnable(p) > 1)),
+                    "credit: the overloaded mask is out of step with the run queues"
+                );
+                tried.clone_from(&workers);
+                tried.and_with(&self.overloaded);
+                let mut at = first;
+                let mut wrapped = false;
                 loop {
-                    if self.nr_runnable(peer) > 1 {
-                        if let Some(v) = self.runq_steal(host, peer, cpu, pri, step) {
-                            // "start from the next pCPU ... so we don't risk stealing always from the same ones".
-                            self.balance_bias[peer_node] = peer;
-                            stolen = Some(v);
-                            break 'steps;
+                    let peer = match tried.next_from(at).map(|p| p.idx()) {
+                        Some(q) if !wrapped || q < first => q,
+                        _ if !wrapped => {
+                            wrapped = true;
+                            at = 0;
+                            continue;
                         }
+                        _ => break,
+                    };
+                    if let Some(v) = self.runq_steal(host, peer, cpu, pri, step) {
+                        // "start from the next pCPU ... so we don't risk stealing always from the same ones".
+                        self.balance_bias[peer_node] = peer;
+                        stolen = Some(v);
+                        break 'steps;
                     }
-                    peer = cycle_mask(peer, &workers).unwrap_or(first);
-                    if peer == first {
-                        break;
-                    }
+                    at = peer + 1;
                 }
             }
         }
-        self.pick_masks = [workers, a, b];
+        self.pick_masks = [workers, tried, b];
         stolen
     }
 

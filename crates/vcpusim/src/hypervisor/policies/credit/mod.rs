@@ -453,6 +453,9 @@ pub struct Credit {
     active_sdom: Vec<VmId>,
     /// `prv->idlers`: pCPUs idle and not yet tickled.
     idlers: CpuMask,
+    /// pCPUs with more than one runnable vCPU (`nr_runnable > 1`, the peers
+    /// `csched_load_balance` tries), kept by `note_load`.
+    overloaded: CpuMask,
     /// Per-pCPU topology masks for `_csched_cpu_pick` (pick.rs), built at the first pick.
     topo_masks: pick::TopoMasks,
     /// Scratch masks of `_csched_cpu_pick` and `__runq_tickle`, reused across calls.
@@ -531,6 +534,7 @@ impl Credit {
             doms: vec![CreditDom::default(); host.nvms as usize],
             active_sdom: Vec::new(),
             idlers: CpuMask::full(npcpus),
+            overloaded: CpuMask::with_len(npcpus),
             topo_masks: pick::TopoMasks::default(),
             pick_masks: Default::default(),
             balance_bias: Vec::new(),
@@ -619,6 +623,7 @@ impl Credit {
         }
         self.pcpus[p.idx()].runq.insert(at, v);
         self.vcpus[v.idx()].queued_on = Some(p);
+        self.note_load(p.idx());
     }
 
     /// `__runq_remove`: also clears the YIELD flag ("Clear YIELD flag when scheduling back in").
@@ -626,6 +631,14 @@ impl Credit {
         let p = self.vcpus[v.idx()].queued_on.take().expect("credit: removing a vCPU that is not queued");
         self.pcpus[p.idx()].runq.retain(|u| *u != v);
         self.vcpus[v.idx()].yielding = false;
+        self.note_load(p.idx());
+    }
+
+    /// Keep `overloaded` in step with pCPU `p`'s run queue and current vCPU (called after every
+    /// change of either).
+    fn note_load(&mut self, p: usize) {
+        let more_than_one = self.nr_runnable(p) > 1;
+        self.overloaded.set(PcpuId(p as u32), more_than_one);
     }
 
     /// `csched_runq_sort`: after a new accounting period, move UNDER (and BOOST) vCPUs ahead of
@@ -756,6 +769,7 @@ impl Policy for Credit {
         if self.pcpus[p].curr == Some(v) {
             self.burn_credits(v, ctx.now());
             self.pcpus[p].curr = None;
+            self.note_load(p);
             self.idlers.insert(PcpuId(p as u32));
             self.stop_tick(ctx, p);
         }
@@ -891,6 +905,7 @@ impl Policy for Credit {
             }
         }
         self.pcpus[p].curr = snext;
+        self.note_load(p);
 
         // A vCPU flagged by the tick moves now that it is off this pCPU (schedule.c vcpu_migrate);
         // a halted one still gets its new processor, and keeps the MIGRATING flag until it wakes.
@@ -957,6 +972,7 @@ impl Policy for Credit {
             svc.yielding = false;
             moving.push(v);
         }
+        self.note_load(p);
         for (i, svc) in self.vcpus.iter().enumerate() {
             let v = VcpuId(i as u32);
             if svc.processor == pcpu && ctx.host.owns_vcpu(v) && !moving.contains(&v) {
@@ -990,6 +1006,7 @@ impl Policy for Credit {
             ticking: false,
         };
         self.pcpus[p] = fresh;
+        self.note_load(p);
         self.idlers.insert(PcpuId(p as u32));
         self.credit += self.cfg.credits_per_tslice as u64;
     }
