@@ -1,104 +1,242 @@
-//! pCPU sets: affinity masks and cpupool membership, with `xl`'s cpulist syntax.
+//! Id sets: pCPU masks (affinity, cpupool membership, idle pCPUs) with `xl`'s cpulist syntax,
+//! and the same bitset over vCPUs (a policy's assigned vCPUs, a VM's idle siblings).
 //!
-//! A `CpuMask` is a bitset over the host's pCPUs (Xen `cpumask_t`, Linux `struct cpumask`).
-//! Iteration is in increasing pCPU order, so every loop over a mask is deterministic.
+//! An `IdMask<I>` is a bitset over dense ids (`ids.rs`); `CpuMask` is it over the host's pCPUs
+//! (Xen `cpumask_t`, Linux `struct cpumask`), `VcpuMask` over vCPUs. Iteration is in increasing
+//! id order, so every loop over a mask is deterministic. The per-event paths of the policies use
+//! these in place of scans over every pCPU or vCPU (issue 15): a membership test is one word, a
+//! set operation, count or search is one pass over `n / 64` words, as Xen's `cpumask_and`,
+//! `cpumask_weight`, `cpumask_cycle` and Linux's `for_each_cpu_and` are over `BITS_TO_LONGS(n)`.
 //! `parse_cpulist` reads what `xl` accepts for `cpus=` and cpupool `cpus=`: comma-separated
 //! pCPU numbers and inclusive ranges, `"0-3,8,10-11"` (xl's `parse_cpurange`; `all` too).
 
-use crate::ids::PcpuId;
+use crate::ids::{PcpuId, VcpuId};
+use std::marker::PhantomData;
 
-#[derive(Clone, Default)]
-pub struct CpuMask {
+/// A dense id a mask can hold.
+pub trait MaskId: Copy {
+    fn index(self) -> usize;
+    fn from_index(i: usize) -> Self;
+}
+
+impl MaskId for PcpuId {
+    #[inline]
+    fn index(self) -> usize {
+        self.idx()
+    }
+    #[inline]
+    fn from_index(i: usize) -> Self {
+        PcpuId(i as u32)
+    }
+}
+
+impl MaskId for VcpuId {
+    #[inline]
+    fn index(self) -> usize {
+        self.idx()
+    }
+    #[inline]
+    fn from_index(i: usize) -> Self {
+        VcpuId(i as u32)
+    }
+}
+
+/// A set of ids of kind `I`, one bit each.
+pub struct IdMask<I> {
     words: Vec<u64>,
+    _id: PhantomData<I>,
+}
+
+/// A set of pCPUs (`cpumask_t`).
+pub type CpuMask = IdMask<PcpuId>;
+/// A set of vCPUs.
+pub type VcpuMask = IdMask<VcpuId>;
+
+impl<I> Clone for IdMask<I> {
+    fn clone(&self) -> Self {
+        IdMask { words: self.words.clone(), _id: PhantomData }
+    }
+    /// Reuses `self`'s storage (no allocation once it has grown to size).
+    fn clone_from(&mut self, source: &Self) {
+        self.words.clone_from(&source.words);
+    }
+}
+
+impl<I> Default for IdMask<I> {
+    fn default() -> Self {
+        IdMask { words: Vec::new(), _id: PhantomData }
+    }
 }
 
 /// Equal as sets: trailing zero words (left by `remove` or `and`) do not count.
-impl PartialEq for CpuMask {
+impl<I> PartialEq for IdMask<I> {
     fn eq(&self, other: &Self) -> bool {
         let n = self.words.len().max(other.words.len());
         (0..n).all(|i| self.words.get(i).copied().unwrap_or(0) == other.words.get(i).copied().unwrap_or(0))
     }
 }
 
-impl Eq for CpuMask {}
+impl<I> Eq for IdMask<I> {}
 
-impl CpuMask {
+/// The word and bit of index `i`.
+#[inline]
+fn split(i: usize) -> (usize, u64) {
+    (i / 64, 1u64 << (i % 64))
+}
+
+impl<I: MaskId> IdMask<I> {
     /// The empty set.
     pub fn empty() -> Self {
-        CpuMask { words: Vec::new() }
+        Self::default()
     }
 
-    /// pCPUs `0..n`.
+    /// The empty set with room for ids `0..n` (inserting them never allocates).
+    pub fn with_len(n: usize) -> Self {
+        IdMask { words: vec![0; n.div_ceil(64)], _id: PhantomData }
+    }
+
+    /// Ids `0..n`.
     pub fn full(n: usize) -> Self {
-        let mut m = CpuMask::empty();
-        for p in 0..n {
-            m.insert(PcpuId(p as u32));
+        let mut m = Self::with_len(n);
+        for (w, word) in m.words.iter_mut().enumerate() {
+            let bits = n - w * 64;
+            *word = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
         }
         m
     }
 
-    pub fn from_pcpus(pcpus: impl IntoIterator<Item = PcpuId>) -> Self {
-        let mut m = CpuMask::empty();
-        for p in pcpus {
+    pub fn from_pcpus(ids: impl IntoIterator<Item = I>) -> Self {
+        let mut m = Self::empty();
+        for p in ids {
             m.insert(p);
         }
         m
     }
 
-    pub fn insert(&mut self, p: PcpuId) {
-        let (w, b) = (p.idx() / 64, p.idx() % 64);
-        if self.words.len() <= w {
-            self.words.resize(w + 1, 0);
+    /// The set of the `i` with `f(i)` among `0..n`.
+    pub fn from_fn(n: usize, f: impl Fn(I) -> bool) -> Self {
+        let mut m = Self::with_len(n);
+        for i in 0..n {
+            if f(I::from_index(i)) {
+                m.words[i / 64] |= 1 << (i % 64);
+            }
         }
-        self.words[w] |= 1 << b;
-    }
-
-    pub fn remove(&mut self, p: PcpuId) {
-        let (w, b) = (p.idx() / 64, p.idx() % 64);
-        if let Some(word) = self.words.get_mut(w) {
-            *word &= !(1 << b);
-        }
+        m
     }
 
     #[inline]
-    pub fn contains(&self, p: PcpuId) -> bool {
-        let (w, b) = (p.idx() / 64, p.idx() % 64);
-        self.words.get(w).is_some_and(|word| word & (1 << b) != 0)
+    pub fn insert(&mut self, p: I) {
+        let (w, b) = split(p.index());
+        if self.words.len() <= w {
+            self.words.resize(w + 1, 0);
+        }
+        self.words[w] |= b;
+    }
+
+    #[inline]
+    pub fn remove(&mut self, p: I) {
+        let (w, b) = split(p.index());
+        if let Some(word) = self.words.get_mut(w) {
+            *word &= !b;
+        }
+    }
+
+    /// Insert `p` if `member`, else remove it.
+    #[inline]
+    pub fn set(&mut self, p: I, member: bool) {
+        if member {
+            self.insert(p)
+        } else {
+            self.remove(p)
+        }
+    }
+
+    /// Remove every member (keeps the storage).
+    pub fn clear(&mut self) {
+        self.words.iter_mut().for_each(|w| *w = 0);
+    }
+
+    #[inline]
+    pub fn contains(&self, p: I) -> bool {
+        let (w, b) = split(p.index());
+        self.words.get(w).is_some_and(|word| word & b != 0)
     }
 
     pub fn is_empty(&self) -> bool {
         self.words.iter().all(|&w| w == 0)
     }
 
+    /// `cpumask_weight`.
     pub fn count(&self) -> usize {
         self.words.iter().map(|w| w.count_ones() as usize).sum()
     }
 
-    pub fn and(&self, other: &CpuMask) -> CpuMask {
-        let n = self.words.len().min(other.words.len());
-        CpuMask { words: (0..n).map(|i| self.words[i] & other.words[i]).collect() }
+    /// `cpumask_weight` of `self ∩ other`, without building it.
+    pub fn count_and(&self, other: &Self) -> usize {
+        self.words.iter().zip(&other.words).map(|(a, b)| (a & b).count_ones() as usize).sum()
     }
 
-    pub fn intersects(&self, other: &CpuMask) -> bool {
+    pub fn and(&self, other: &Self) -> Self {
+        let n = self.words.len().min(other.words.len());
+        IdMask { words: (0..n).map(|i| self.words[i] & other.words[i]).collect(), _id: PhantomData }
+    }
+
+    /// `self &= other` (`cpumask_and` in place).
+    pub fn and_with(&mut self, other: &Self) {
+        for (i, w) in self.words.iter_mut().enumerate() {
+            *w &= other.words.get(i).copied().unwrap_or(0);
+        }
+    }
+
+    /// `self &= !other` (`cpumask_andnot` in place).
+    pub fn remove_all(&mut self, other: &Self) {
+        for (w, o) in self.words.iter_mut().zip(&other.words) {
+            *w &= !o;
+        }
+    }
+
+    pub fn intersects(&self, other: &Self) -> bool {
         self.words.iter().zip(&other.words).any(|(a, b)| a & b != 0)
     }
 
-    /// Whether every pCPU of `self` is in `other`.
-    pub fn is_subset(&self, other: &CpuMask) -> bool {
+    /// Whether every member of `self` is in `other`.
+    pub fn is_subset(&self, other: &Self) -> bool {
         self.words.iter().enumerate().all(|(i, &w)| w & !other.words.get(i).copied().unwrap_or(0) == 0)
     }
 
-    /// The pCPUs in increasing order.
-    pub fn iter(&self) -> impl Iterator<Item = PcpuId> + '_ {
-        self.words.iter().enumerate().flat_map(|(i, &w)| {
-            (0..64).filter(move |b| w & (1u64 << b) != 0).map(move |b| PcpuId((i * 64 + b) as u32))
-        })
+    /// The members in increasing order.
+    pub fn iter(&self) -> impl Iterator<Item = I> + '_ {
+        self.words.iter().enumerate().flat_map(|(i, &w)| Bits(w).map(move |b| I::from_index(i * 64 + b)))
+    }
+
+    /// The members of `self ∩ other` in increasing order (Linux `for_each_cpu_and`).
+    pub fn iter_and<'a>(&'a self, other: &'a Self) -> impl Iterator<Item = I> + 'a {
+        self.words.iter().zip(&other.words).enumerate().flat_map(|(i, (&a, &b))| Bits(a & b).map(move |b| I::from_index(i * 64 + b)))
+    }
+
+    /// The lowest member at or above index `from`, if any.
+    pub fn next_from(&self, from: usize) -> Option<I> {
+        let (mut w, _) = split(from);
+        let mut word = self.words.get(w)? & (u64::MAX << (from % 64));
+        loop {
+            if word != 0 {
+                return Some(I::from_index(w * 64 + word.trailing_zeros() as usize));
+            }
+            w += 1;
+            word = *self.words.get(w)?;
+        }
+    }
+
+    /// `cpumask_cycle(n, mask)`: the first member after `n`, wrapping round; `n` itself if it is
+    /// the only one; `None` for an empty set.
+    pub fn cycle(&self, n: usize) -> Option<I> {
+        self.next_from(n + 1).or_else(|| self.next_from(0))
     }
 
     /// Whether `self ∩ within` is a non-empty proper subset of `within` (Xen's
     /// `has_soft_affinity`: `self` soft, `within` hard ∩ pool given as `a ∩ b`), without
     /// allocating: it is asked on every wake.
-    pub fn narrows(&self, a: &CpuMask, b: &CpuMask) -> bool {
+    pub fn narrows(&self, a: &Self, b: &Self) -> bool {
         let n = a.words.len().min(b.words.len());
         let (mut some, mut proper) = (false, false);
         for i in 0..n {
@@ -111,15 +249,33 @@ impl CpuMask {
     }
 
     /// Whether `self ∩ a ∩ b` is not empty, without allocating.
-    pub fn meets_both(&self, a: &CpuMask, b: &CpuMask) -> bool {
+    pub fn meets_both(&self, a: &Self, b: &Self) -> bool {
         self.words.iter().zip(&a.words).zip(&b.words).any(|((x, y), z)| x & y & z != 0)
     }
 
-    /// The lowest pCPU, if any.
-    pub fn first(&self) -> Option<PcpuId> {
-        self.iter().next()
+    /// The lowest member, if any.
+    pub fn first(&self) -> Option<I> {
+        self.next_from(0)
     }
+}
 
+/// The set bits of a word, lowest first.
+struct Bits(u64);
+
+impl Iterator for Bits {
+    type Item = usize;
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        if self.0 == 0 {
+            return None;
+        }
+        let b = self.0.trailing_zeros() as usize;
+        self.0 &= self.0 - 1;
+        Some(b)
+    }
+}
+
+impl CpuMask {
     /// The cpulist form, `"0-3,8"` (empty: `""`).
     pub fn to_cpulist(&self) -> String {
         let ps: Vec<u32> = self.iter().map(|p| p.0).collect();
@@ -140,6 +296,12 @@ impl CpuMask {
 impl std::fmt::Debug for CpuMask {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "CpuMask({:?})", self.to_cpulist())
+    }
+}
+
+impl std::fmt::Debug for VcpuMask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "VcpuMask({:?})", self.iter().map(|v| v.0).collect::<Vec<_>>())
     }
 }
 
@@ -233,5 +395,60 @@ mod tests {
         d.remove(PcpuId(70));
         assert_eq!(d, parse_cpulist("1", 100).unwrap());
         assert_ne!(d, parse_cpulist("2", 100).unwrap());
+    }
+
+    /// The word-wise operations agree with the plain definitions on random sets of sizes
+    /// around word boundaries (`cpumask_cycle`'s wrap included).
+    #[test]
+    fn word_operations_match_their_definitions() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for n in [1usize, 2, 63, 64, 65, 127, 128, 130, 300] {
+            for _ in 0..50 {
+                let density = rnd() % 4;
+                let draw = |r: u64| r % 4 < density;
+                let a: Vec<bool> = (0..n).map(|_| draw(rnd())).collect();
+                let b: Vec<bool> = (0..n).map(|_| draw(rnd())).collect();
+                let ma = CpuMask::from_fn(n, |p| a[p.idx()]);
+                let mb = VcpuMask::from_fn(n, |v| b[v.idx()]);
+                let mb_p = CpuMask::from_fn(n, |p| b[p.idx()]);
+                let members = |m: &CpuMask| m.iter().map(|p| p.idx()).collect::<Vec<_>>();
+                let want = |f: &dyn Fn(usize) -> bool| (0..n).filter(|&i| f(i)).collect::<Vec<_>>();
+                assert_eq!(members(&ma), want(&|i| a[i]));
+                assert_eq!(mb.iter().map(|v| v.idx()).collect::<Vec<_>>(), want(&|i| b[i]));
+                assert_eq!(ma.count(), a.iter().filter(|&&x| x).count());
+                assert_eq!(ma.count_and(&mb_p), want(&|i| a[i] && b[i]).len());
+                assert_eq!(ma.iter_and(&mb_p).map(|p| p.idx()).collect::<Vec<_>>(), want(&|i| a[i] && b[i]));
+                let mut and = ma.clone();
+                and.and_with(&mb_p);
+                assert_eq!(members(&and), want(&|i| a[i] && b[i]));
+                assert_eq!(and, ma.and(&mb_p));
+                let mut andnot = ma.clone();
+                andnot.remove_all(&mb_p);
+                assert_eq!(members(&andnot), want(&|i| a[i] && !b[i]));
+                for k in 0..n {
+                    // cpumask_cycle: the first after k, wrapping, k itself last.
+                    let naive = (1..=n).map(|d| (k + d) % n).find(|&i| a[i]);
+                    assert_eq!(ma.cycle(k).map(|p| p.idx()), naive, "cycle({k}) over {n}");
+                    assert_eq!(ma.next_from(k).map(|p| p.idx()), (k..n).find(|&i| a[i]));
+                }
+                let mut m = CpuMask::with_len(n);
+                for (i, &x) in a.iter().enumerate() {
+                    m.set(PcpuId(i as u32), x);
+                }
+                assert_eq!(m, ma);
+                m.clear();
+                assert!(m.is_empty());
+            }
+            assert_eq!(CpuMask::full(n).count(), n);
+            assert_eq!(CpuMask::full(n).iter().last(), Some(PcpuId(n as u32 - 1)));
+        }
+        assert_eq!(CpuMask::empty().cycle(3), None);
+        assert_eq!(CpuMask::from_pcpus([PcpuId(3)]).cycle(3), Some(PcpuId(3)), "the only member cycles to itself");
     }
 }

@@ -22,6 +22,7 @@
 //! a barred vCPU counts as pinned.
 
 use super::domains::{Domain, POWER_SCALE};
+use crate::hardware::cpumask::CpuMask;
 use super::{Cfs, NICE_0_LOAD};
 use crate::hypervisor::policies::placement::{self, Placement};
 use crate::hypervisor::policy::PolicyCtx;
@@ -248,7 +249,10 @@ impl Cfs {
     /// Returns (tasks were moved, `balance`: this pCPU is the one to balance at this level).
     fn load_balance(&mut self, ctx: &mut PolicyCtx, this: usize, level: usize, idle: CpuIdle) -> (bool, bool) {
         let sd = self.domains[this][level].clone();
-        let mut cpus: Vec<usize> = sd.span.clone();
+        // `cpus = __get_cpu_var(load_balance_tmpmask)`, refilled from the domain's span: a
+        // scratch mask reused across calls (no allocation per balance).
+        let mut cpus = std::mem::take(&mut self.lb_cpus);
+        cpus.clone_from(&sd.span_mask);
         let mut all_pinned = false;
         let mut active = false;
         let mut ld_moved = false;
@@ -265,7 +269,7 @@ impl Cfs {
                 all_pinned = true;
                 ld_moved = self.move_tasks(ctx, this, busiest, imbalance, level, &mut all_pinned);
                 if all_pinned {
-                    cpus.retain(|&c| c != busiest);
+                    cpus.remove(PcpuId(busiest as u32));
                     if !cpus.is_empty() {
                         continue;
                     }
@@ -303,6 +307,7 @@ impl Cfs {
             }
             break Outcome::Done;
         };
+        self.lb_cpus = cpus;
         let balance = !matches!(outcome, Outcome::Balanced(false));
         match outcome {
             Outcome::Done => return (ld_moved, balance),
@@ -318,7 +323,7 @@ impl Cfs {
 
     /// `find_busiest_group`: (the busiest group's index in `sd.groups` and the weighted load to
     /// move, if there is an imbalance worth fixing; whether `this` balances at this level).
-    fn find_busiest_group(&self, this: usize, sd: &Domain, idle: CpuIdle, cpus: &[usize]) -> (Option<(usize, u64)>, bool) {
+    fn find_busiest_group(&self, this: usize, sd: &Domain, idle: CpuIdle, cpus: &CpuMask) -> (Option<(usize, u64)>, bool) {
         let Some(mut sds) = self.update_sd_lb_stats(this, sd, idle, cpus) else { return (None, false) };
         let Some(busiest) = sds.busiest.filter(|_| sds.busiest_nr_running > 0) else { return (None, true) };
         sds.avg_load = POWER_SCALE * sds.total_load / sds.total_pwr;
@@ -340,7 +345,7 @@ impl Cfs {
     }
 
     /// `update_sd_lb_stats`; None when `this` is not the pCPU to balance at this level.
-    fn update_sd_lb_stats(&self, this: usize, sd: &Domain, idle: CpuIdle, cpus: &[usize]) -> Option<SdStats> {
+    fn update_sd_lb_stats(&self, this: usize, sd: &Domain, idle: CpuIdle, cpus: &CpuMask) -> Option<SdStats> {
         let prefer_sibling = sd.child_prefers_sibling;
         let load_idx = match idle {
             CpuIdle::NotIdle => sd.sd.busy_idx,
@@ -383,13 +388,14 @@ impl Cfs {
     /// `update_sg_lb_stats`; None when the local group's balancing pCPU (its first idle one, or
     /// its first) is not `this` (periodic balancing only).
     #[allow(clippy::too_many_arguments)]
-    fn update_sg_lb_stats(&self, this: usize, sd: &Domain, gi: usize, idle: CpuIdle, idx: usize, local: bool, cpus: &[usize]) -> Option<SgStats> {
+    fn update_sg_lb_stats(&self, this: usize, sd: &Domain, gi: usize, idle: CpuIdle, idx: usize, local: bool, cpus: &CpuMask) -> Option<SgStats> {
         let g = &sd.groups[gi];
         let mut s = SgStats::default();
         let mut balance_cpu = g.cpus[0];
         let mut first_idle = false;
         let (mut max_cpu_load, mut min_cpu_load, mut max_nr_running) = (0u64, u64::MAX, 0u64);
-        for &i in g.cpus.iter().filter(|&i| cpus.contains(i)) {
+        // for_each_cpu_and(i, sched_group_cpus(group), cpus)
+        for &i in g.cpus.iter().filter(|&&i| cpus.contains(PcpuId(i as u32))) {
             let load = if local {
                 if self.idle_cpu(i) && !first_idle {
                     first_idle = true;
@@ -492,13 +498,13 @@ impl Cfs {
 
     /// `find_busiest_queue`: the pCPU of the group with the most load per power, skipping one
     /// running a single task heavier than the imbalance.
-    fn find_busiest_queue(&self, sd: &Domain, group: usize, imbalance: u64, cpus: &[usize]) -> Option<usize> {
+    fn find_busiest_queue(&self, sd: &Domain, group: usize, imbalance: u64, cpus: &CpuMask) -> Option<usize> {
         let mut busiest = None;
         let mut max_load = 0;
         for &i in &sd.groups[group].cpus {
             let power = self.power_of(i);
             let cap = capacity(sd, power);
-            if !cpus.contains(&i) {
+            if !cpus.contains(PcpuId(i as u32)) {
                 continue;
             }
             let wl = self.weighted_cpuload(i);

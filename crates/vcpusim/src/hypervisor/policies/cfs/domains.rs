@@ -20,6 +20,7 @@
 //! partition (exclusive cpusets): its domains span only its own pCPUs, rebuilt when a pCPU
 //! joins or leaves (`partition_sched_domains`).
 
+use crate::hardware::cpumask::CpuMask;
 use crate::hardware::topology::Topology;
 use crate::ids::PcpuId;
 
@@ -141,6 +142,8 @@ pub(super) struct Domain {
     pub(super) sd: SdParams,
     /// `sched_domain_span`, increasing.
     pub(super) span: Vec<usize>,
+    /// The same as a mask (`load_balance` starts its `cpus` from it).
+    pub(super) span_mask: CpuMask,
     /// The groups, starting with the one holding this pCPU, then in increasing order (wrapping).
     pub(super) groups: Vec<SchedGroup>,
     /// `sd->child->flags & SD_PREFER_SIBLING` (after degenerate levels are dropped).
@@ -181,6 +184,13 @@ pub(super) fn cpu_power(topo: &Topology, pool: &[usize], p: usize) -> u64 {
 pub(super) fn build(topo: &Topology, pool: &[usize], npcpus: usize) -> Vec<Vec<Domain>> {
     let mut out = vec![Vec::new(); npcpus];
     let place = |q: usize| topo.place(PcpuId(q as u32));
+    // Computed once per pCPU (and per level and pCPU) rather than once per use: every pCPU's
+    // domains share them, and recomputing them made a build O(P^3).
+    let mut power = vec![0u64; npcpus];
+    for &c in pool {
+        power[c] = cpu_power(topo, pool, c);
+    }
+    let mut child_spans: std::collections::HashMap<(&'static str, usize), Vec<usize>> = std::collections::HashMap::new();
     for &p in pool {
         let me = place(p);
         let span_of = |same: &dyn Fn(usize) -> bool| -> Vec<usize> { pool.iter().copied().filter(|&q| same(q)).collect() };
@@ -203,8 +213,9 @@ pub(super) fn build(topo: &Topology, pool: &[usize], npcpus: usize) -> Vec<Vec<D
         for (i, (sd, span)) in kept.iter().enumerate() {
             // Groups: the spans of the kept level below, or single pCPUs at the bottom.
             let mut groups: Vec<SchedGroup> = Vec::new();
+            let mut covered = CpuMask::with_len(npcpus);
             for &q in span {
-                if groups.iter().any(|g| g.cpus.contains(&q)) {
+                if covered.contains(PcpuId(q as u32)) {
                     continue;
                 }
                 let cpus: Vec<usize> = match i {
@@ -212,16 +223,20 @@ pub(super) fn build(topo: &Topology, pool: &[usize], npcpus: usize) -> Vec<Vec<D
                     _ => {
                         let child = &kept[i - 1];
                         // The child level's span as seen from q.
-                        child_span(topo, pool, child.0, q)
+                        child_spans.entry((child.0.name, q)).or_insert_with(|| child_span(topo, pool, child.0, q)).clone()
                     }
                 };
-                let power = cpus.iter().map(|&c| cpu_power(topo, pool, c)).sum();
+                for &c in &cpus {
+                    covered.insert(PcpuId(c as u32));
+                }
+                let power = cpus.iter().map(|&c| power[c]).sum();
                 groups.push(SchedGroup { cpus, power });
             }
             let own = groups.iter().position(|g| g.cpus.contains(&p)).expect("a pCPU is in one of its domain's groups");
             groups.rotate_left(own);
             let child_prefers_sibling = i > 0 && kept[i - 1].0.prefer_sibling;
-            doms.push(Domain { sd: *sd, span: span.clone(), groups, child_prefers_sibling });
+            let span_mask = CpuMask::from_pcpus(span.iter().map(|&q| PcpuId(q as u32)));
+            doms.push(Domain { sd: *sd, span: span.clone(), span_mask, groups, child_prefers_sibling });
         }
         out[p] = doms;
     }

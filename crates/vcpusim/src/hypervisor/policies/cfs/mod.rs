@@ -272,6 +272,8 @@ pub struct Cfs {
     /// Each pool pCPU's scheduling domains, bottom up (domains.rs); shared so the balancer can
     /// hold one while it changes the run queues.
     domains: Vec<Vec<Arc<Domain>>>,
+    /// `load_balance_tmpmask`: the scratch `cpus` mask of `load_balance` (balance.rs).
+    lb_cpus: crate::hardware::cpumask::CpuMask,
     /// vCPUs whose next `insert_vcpu` follows a `pick_pcpu` (entering from another pool), not a
     /// fork.
     picked: Vec<bool>,
@@ -316,6 +318,7 @@ impl Cfs {
             vms: vec![CfsVm::default(); host.nvms as usize],
             tgs: vec![TaskGroup::default(); host.nvms as usize],
             domains: vec![Vec::new(); npcpus],
+            lb_cpus: crate::hardware::cpumask::CpuMask::empty(),
             picked: vec![false; host.nvcpus as usize],
             last_boosted: vec![0; host.nvms as usize],
             ticks_started: false,

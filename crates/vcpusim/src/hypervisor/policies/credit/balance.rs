@@ -68,48 +68,68 @@ impl Credit {
         if walk == StealWalk::Ring {
             return self.load_balance_3_3(host, cpu, pri);
         }
+        self.fit_topology(host);
         let topo = host.topology;
         let nodes = self.balance_bias.len().max(1);
         let node = topo.place(PcpuId(cpu as u32)).node as usize;
         let soft = any_soft(host, self.cfg.xen.prefer_step());
-        for step in BALANCE_STEPS {
+        let [mut workers, mut tried, b] = std::mem::take(&mut self.pick_masks);
+        let mut stolen = None;
+        'steps: for step in BALANCE_STEPS {
             // A soft step with no soft-affine vCPU in the pool steals nothing and changes nothing.
             if step == Step::Soft && !soft {
                 continue;
             }
             for k in 0..nodes {
                 let peer_node = (node + k) % nodes;
-                let workers: Vec<bool> = (0..self.pcpus.len())
-                    .map(|p| {
-                        p != cpu
-                            && !self.idlers[p]
-                            && host.owns_pcpu(PcpuId(p as u32))
-                            && topo.place(PcpuId(p as u32)).node as usize == peer_node
-                    })
-                    .collect();
+                // cpumask_andnot(&workers, online, prv->idlers); cpumask_and(&workers, &workers,
+                // &node_to_cpumask(peer_node)); __cpumask_clear_cpu(cpu, &workers).
+                self.node_mask(peer_node, &mut workers);
+                workers.remove_all(&self.idlers);
+                if let Some(s) = host.scope.filter(|s| !s.trivial) {
+                    workers.and_with(&s.pool.mask);
+                }
+                workers.remove(PcpuId(cpu as u32));
                 let first = match walk {
                     // "peer_cpu = cpumask_first(&workers)".
-                    StealWalk::NodesFromFirst => workers.iter().position(|&w| w),
-                    _ => cycle(self.balance_bias[peer_node], &workers),
+                    StealWalk::NodesFromFirst => workers.first().map(|p| p.idx()),
+                    _ => cycle_mask(self.balance_bias[peer_node], &workers),
                 };
                 let Some(first) = first else { continue };
-                let mut peer = first;
+                // The walk visits every worker once, cyclically from `first`, and tries those with
+                // more than one runnable vCPU ("if ( CSCHED_PCPU(peer_cpu)->nr_runnable <= 1 )
+                // goto next_cpu"); a failed try changes nothing. So only the overloaded workers
+                // are visited, in that same order: the same tries, without a step per busy pCPU.
+                debug_assert!(
+                    (0..self.pcpus.len()).all(|p| self.overloaded.contains(PcpuId(p as u32)) == (self.nr_runnable(p) > 1)),
+                    "credit: the overloaded mask is out of step with the run queues"
+                );
+                tried.clone_from(&workers);
+                tried.and_with(&self.overloaded);
+                let mut at = first;
+                let mut wrapped = false;
                 loop {
-                    if self.nr_runnable(peer) > 1 {
-                        if let Some(v) = self.runq_steal(host, peer, cpu, pri, step) {
-                            // "start from the next pCPU ... so we don't risk stealing always from the same ones".
-                            self.balance_bias[peer_node] = peer;
-                            return Some(v);
+                    let peer = match tried.next_from(at).map(|p| p.idx()) {
+                        Some(q) if !wrapped || q < first => q,
+                        _ if !wrapped => {
+                            wrapped = true;
+                            at = 0;
+                            continue;
                         }
+                        _ => break,
+                    };
+                    if let Some(v) = self.runq_steal(host, peer, cpu, pri, step) {
+                        // "start from the next pCPU ... so we don't risk stealing always from the same ones".
+                        self.balance_bias[peer_node] = peer;
+                        stolen = Some(v);
+                        break 'steps;
                     }
-                    peer = cycle(peer, &workers).unwrap_or(first);
-                    if peer == first {
-                        break;
-                    }
+                    at = peer + 1;
                 }
             }
         }
-        None
+        self.pick_masks = [workers, tried, b];
+        stolen
     }
 
     /// Xen 3.3's `csched_load_balance`: "Peek at non-idling CPUs in the system, starting with our
@@ -117,7 +137,7 @@ impl Credit {
     /// ends it.
     fn load_balance_3_3(&mut self, host: &HostView, cpu: usize, pri: Pri) -> Option<VcpuId> {
         let mut workers: Vec<bool> =
-            (0..self.pcpus.len()).map(|p| p != cpu && !self.idlers[p] && host.owns_pcpu(PcpuId(p as u32))).collect();
+            (0..self.pcpus.len()).map(|p| p != cpu && !self.idlers.contains(PcpuId(p as u32)) && host.owns_pcpu(PcpuId(p as u32))).collect();
         let mut peer = cpu;
         while let Some(next) = cycle(peer, &workers) {
             peer = next;

@@ -83,6 +83,7 @@ use super::{HostFeature, HostShape, PolicyKind};
 use crate::hypervisor::policy::{Decision, HostView, IpiKind, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason};
 use crate::hypervisor::uvf::overlay::UrgentBase;
 use crate::hypervisor::uvf::{Uvf, UvfVm};
+use crate::hardware::cpumask::CpuMask;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{format_duration, Nanos, MS, SEC, US};
@@ -454,7 +455,14 @@ pub struct Credit {
     /// Domains with active vCPUs, in `active_sdom` list order.
     active_sdom: Vec<VmId>,
     /// `prv->idlers`: pCPUs idle and not yet tickled.
-    idlers: Vec<bool>,
+    idlers: CpuMask,
+    /// pCPUs with more than one runnable vCPU (`nr_runnable > 1`, the peers
+    /// `csched_load_balance` tries), kept by `note_load`.
+    overloaded: CpuMask,
+    /// Per-pCPU topology masks for `_csched_cpu_pick` (pick.rs), built at the first pick.
+    topo_masks: pick::TopoMasks,
+    /// Scratch masks of `_csched_cpu_pick` and `__runq_tickle`, reused across calls.
+    pick_masks: [CpuMask; 3],
     /// Per NUMA node: the peer last stolen from, where the next steal round starts (`balance_bias`).
     balance_bias: Vec<usize>,
     /// Accounting epoch (`runq_sort`), bumped by every `csched_acct`.
@@ -485,6 +493,11 @@ pub struct Credit {
 fn cycle(n: usize, mask: &[bool]) -> Option<usize> {
     let len = mask.len();
     (1..=len).map(|k| (n + k) % len).find(|&i| mask[i])
+}
+
+/// `cpumask_cycle` over a mask, as a pCPU index.
+fn cycle_mask(n: usize, mask: &CpuMask) -> Option<usize> {
+    mask.cycle(n).map(|p| p.idx())
 }
 
 fn weight_of(mask: &[bool]) -> usize {
@@ -523,7 +536,10 @@ impl Credit {
             pcpus: vec![pcpu; npcpus],
             doms: vec![CreditDom::default(); host.nvms as usize],
             active_sdom: Vec::new(),
-            idlers: vec![true; npcpus],
+            idlers: CpuMask::full(npcpus),
+            overloaded: CpuMask::with_len(npcpus),
+            topo_masks: pick::TopoMasks::default(),
+            pick_masks: Default::default(),
             balance_bias: Vec::new(),
             runq_sort: 0,
             weight: 0,
@@ -548,7 +564,7 @@ impl Credit {
             // online at its first `do_schedule` (a seeded time in [0, start_skew)), which sets its
             // bit. Until then a tickle or a placement cannot count on it.
             self.pool_known = true;
-            self.idlers.iter_mut().for_each(|i| *i = false);
+            self.idlers.clear();
             self.credit = self.cfg.credits_per_tslice as u64 * host.npcpus() as u64;
         }
         if self.balance_bias.is_empty() {
@@ -610,6 +626,7 @@ impl Credit {
         }
         self.pcpus[p.idx()].runq.insert(at, v);
         self.vcpus[v.idx()].queued_on = Some(p);
+        self.note_load(p.idx());
     }
 
     /// `__runq_remove`: also clears the YIELD flag ("Clear YIELD flag when scheduling back in").
@@ -617,6 +634,14 @@ impl Credit {
         let p = self.vcpus[v.idx()].queued_on.take().expect("credit: removing a vCPU that is not queued");
         self.pcpus[p.idx()].runq.retain(|u| *u != v);
         self.vcpus[v.idx()].yielding = false;
+        self.note_load(p.idx());
+    }
+
+    /// Keep `overloaded` in step with pCPU `p`'s run queue and current vCPU (called after every
+    /// change of either).
+    fn note_load(&mut self, p: usize) {
+        let more_than_one = self.nr_runnable(p) > 1;
+        self.overloaded.set(PcpuId(p as u32), more_than_one);
     }
 
     /// `csched_runq_sort`: after a new accounting period, move UNDER (and BOOST) vCPUs ahead of
@@ -747,7 +772,8 @@ impl Policy for Credit {
         if self.pcpus[p].curr == Some(v) {
             self.burn_credits(v, ctx.now());
             self.pcpus[p].curr = None;
-            self.idlers[p] = true;
+            self.note_load(p);
+            self.idlers.insert(PcpuId(p as u32));
             self.stop_tick(ctx, p);
         }
         let svc = &mut self.vcpus[v.idx()];
@@ -873,7 +899,7 @@ impl Policy for Credit {
 
         self.start_urgent_tslice(ctx, p, snext);
         // "When we're idling, other CPUs will tickle us when they get extra work."
-        self.idlers[p] = snext.is_none();
+        self.idlers.set(PcpuId(p as u32), snext.is_none());
         if let Some(n) = snext {
             let svc = &mut self.vcpus[n.idx()];
             svc.start_time += now as i64;
@@ -882,6 +908,7 @@ impl Policy for Credit {
             }
         }
         self.pcpus[p].curr = snext;
+        self.note_load(p);
 
         // A vCPU flagged by the tick moves now that it is off this pCPU (schedule.c vcpu_migrate);
         // a halted one still gets its new processor, and keeps the MIGRATING flag until it wakes.
@@ -928,7 +955,8 @@ impl Policy for Credit {
         svc.start_time -= now as i64;
         self.runq_insert(next);
         self.pcpus[p].curr = Some(prev);
-        self.idlers[p] = false;
+        self.idlers.remove(pcpu);
+        self.note_load(p);
         true
     }
 
@@ -954,7 +982,7 @@ impl Policy for Credit {
     fn remove_pcpu(&mut self, ctx: &mut PolicyCtx, pcpu: PcpuId) {
         let p = pcpu.idx();
         let now = ctx.now();
-        self.idlers[p] = false;
+        self.idlers.remove(PcpuId(p as u32));
         self.stop_tick(ctx, p);
         self.credit = self.credit.saturating_sub(self.cfg.credits_per_tslice as u64);
         let mut moving = Vec::new();
@@ -971,6 +999,7 @@ impl Policy for Credit {
             svc.yielding = false;
             moving.push(v);
         }
+        self.note_load(p);
         for (i, svc) in self.vcpus.iter().enumerate() {
             let v = VcpuId(i as u32);
             if svc.processor == pcpu && ctx.host.owns_vcpu(v) && !moving.contains(&v) {
@@ -1004,7 +1033,8 @@ impl Policy for Credit {
             ticking: false,
         };
         self.pcpus[p] = fresh;
-        self.idlers[p] = true;
+        self.note_load(p);
+        self.idlers.insert(PcpuId(p as u32));
         self.credit += self.cfg.credits_per_tslice as u64;
     }
 
@@ -1055,7 +1085,7 @@ impl Policy for Credit {
                 if host.vcpu(c).state == VcpuState::Runnable {
                     return Err(format!("credit: pCPU {p} thinks it runs vCPU {c}, which the engine has Runnable"));
                 }
-                if self.idlers[p] {
+                if self.idlers.contains(PcpuId(p as u32)) {
                     return Err(format!("credit: pCPU {p} runs vCPU {c} but is marked idle"));
                 }
             }

@@ -1,6 +1,19 @@
 //! Placement: `_csched_cpu_pick` (`csched_res_pick` with commit).
 
 use super::*;
+use crate::hardware::cpumask::CpuMask;
+
+/// Per pCPU, the masks `_csched_cpu_pick` compares: `per_cpu(cpu_sibling_mask)` (a core's
+/// threads, or a CMT module's cores: topology.rs) and `per_cpu(cpu_core_mask)` (its socket);
+/// and every pCPU of the host.
+#[derive(Default)]
+pub(super) struct TopoMasks {
+    siblings: Vec<CpuMask>,
+    sockets: Vec<CpuMask>,
+    /// Per NUMA node: its pCPUs (`node_to_cpumask`).
+    nodes: Vec<CpuMask>,
+    all: CpuMask,
+}
 
 impl Credit {
     /// `_csched_cpu_pick`: for each affinity balance step (soft, only when the vCPU
@@ -16,21 +29,15 @@ impl Credit {
         if self.cfg.xen.cpu_pick_3_3() {
             return self.cpu_pick_3_3(host, v);
         }
+        self.fit_topology(host);
         let topo = host.topology;
-        let n = self.pcpus.len();
         let master = self.vcpus[v.idx()].processor.idx();
         let mut cpu = master;
         let mut spc = None;
-        // per_cpu(cpu_sibling_mask): a core's threads, or a CMT module's cores (topology.rs).
-        let siblings = |p: usize| -> Vec<bool> {
-            let module = topo.place(PcpuId(p as u32)).module;
-            (0..n).map(|q| topo.place(PcpuId(q as u32)).module == module).collect()
-        };
-        let socket_mates = |p: usize| -> Vec<bool> {
-            let socket = topo.place(PcpuId(p as u32)).socket;
-            (0..n).map(|q| topo.place(PcpuId(q as u32)).socket == socket).collect()
-        };
-        let and = |a: &[bool], b: &[bool]| -> Vec<bool> { a.iter().zip(b).map(|(x, y)| *x && *y).collect() };
+        // Scratch masks (credit.c's `cpumask_t cpus`, `idlers`, and the temporaries of
+        // `cpumask_and(&cpus_temp, ...)`), reused across calls.
+        let [mut cpus, mut idlers, mut tmp] = std::mem::take(&mut self.pick_masks);
+        let groups = &self.topo_masks;
         let soft = self.soft(host, v);
         for step in BALANCE_STEPS {
             // "if that is the case, we just skip the soft affinity balancing step all together"
@@ -39,59 +46,107 @@ impl Credit {
                 continue;
             }
             // affinity_balance_cpumask(unit, balance_step, cpus); cpumask_and(cpus, online, cpus).
-            let mut cpus: Vec<bool> = (0..n).map(|p| self.in_balance_mask(host, v, p, step)).collect();
+            self.balance_mask(host, v, step, &mut cpus);
             // "If present, prefer vc's current processor".
-            cpu = if cpus[master] { master } else { cycle(master, &cpus).unwrap_or(master) };
+            cpu = if cpus.contains(PcpuId(master as u32)) { master } else { cpus.cycle(master).map_or(master, |p| p.idx()) };
             // "iff unit is the currently running and the only runnable unit on cpu, we add cpu to
             // the idlers".
-            let mut idlers = self.idlers.clone();
+            idlers.clone_from(&self.idlers);
             if master == cpu && self.pcpus[master].runq.is_empty() {
-                idlers[master] = true;
+                idlers.insert(PcpuId(master as u32));
             }
-            for (c, i) in cpus.iter_mut().zip(&idlers) {
-                *c &= *i;
-            }
-            if !cpus[cpu] {
-                if let Some(c) = cycle(cpu, &cpus) {
-                    cpu = c;
+            cpus.and_with(&idlers);
+            if !cpus.contains(PcpuId(cpu as u32)) {
+                if let Some(c) = cpus.cycle(cpu) {
+                    cpu = c.idx();
                 }
             }
-            cpus[cpu] = false;
-            while let Some(nxt) = cycle(cpu, &cpus) {
+            cpus.remove(PcpuId(cpu as u32));
+            while let Some(nxt) = cpus.cycle(cpu).map(|p| p.idx()) {
                 let same_socket = topo.place(PcpuId(cpu as u32)).socket == topo.place(PcpuId(nxt as u32)).socket;
                 let (factor, cpu_group, nxt_group) = if same_socket {
-                    // Same socket: compare idle hardware threads of the two cores.
-                    (1, siblings(cpu), siblings(nxt))
+                    // Same socket: compare idle hardware threads of the two cores
+                    // (per_cpu(cpu_sibling_mask): a core's threads, or a CMT module's cores).
+                    (1, &groups.siblings[cpu], &groups.siblings[nxt])
                 } else {
-                    // Different sockets: compare idle pCPUs of the two sockets; migrate only if twice as idle.
-                    (2, socket_mates(cpu), socket_mates(nxt))
+                    // Different sockets: compare idle pCPUs of the two sockets
+                    // (per_cpu(cpu_core_mask)); migrate only if twice as idle.
+                    (2, &groups.sockets[cpu], &groups.sockets[nxt])
                 };
-                let cpu_idlers = and(&idlers, &cpu_group);
-                let nxt_idlers = and(&idlers, &nxt_group);
-                if weight_of(&cpu_idlers) * factor < weight_of(&nxt_idlers) {
-                    let candidates = and(&nxt_idlers, &cpus);
+                // weight_cpu = cpumask_weight(cpu_idlers), weight_nxt = cpumask_weight(nxt_idlers).
+                if idlers.count_and(cpu_group) * factor < idlers.count_and(nxt_group) {
+                    // cpumask_and(&cpus_temp, &nxt_idlers, &cpus); cpumask_cycle(spc->idle_bias, &cpus_temp).
+                    tmp.clone_from(&idlers);
+                    tmp.and_with(nxt_group);
+                    tmp.and_with(&cpus);
                     spc = Some(nxt);
-                    cpu = cycle(self.pcpus[nxt].idle_bias, &candidates).unwrap_or(nxt);
-                    for (c, s) in cpus.iter_mut().zip(siblings(cpu)) {
-                        *c &= !s;
-                    }
+                    cpu = tmp.cycle(self.pcpus[nxt].idle_bias).map_or(nxt, |p| p.idx());
+                    cpus.remove_all(&groups.siblings[cpu]);
                 } else {
-                    for (c, s) in cpus.iter_mut().zip(&nxt_idlers) {
-                        *c &= !*s;
-                    }
+                    // cpumask_andnot(&cpus, &cpus, &nxt_idlers).
+                    tmp.clone_from(&idlers);
+                    tmp.and_with(nxt_group);
+                    cpus.remove_all(&tmp);
                 }
             }
             // "Stop if cpu is idle".
-            if idlers[cpu] {
+            if idlers.contains(PcpuId(cpu as u32)) {
                 break;
             }
         }
+        self.pick_masks = [cpus, idlers, tmp];
         if commit {
             if let Some(spc) = spc {
                 self.pcpus[spc].idle_bias = cpu;
             }
         }
         cpu
+    }
+
+    /// `affinity_balance_cpumask(v, step)` ∩ the pool into `out`: the mask form of
+    /// `in_balance_mask` (the same pCPUs), built with word operations.
+    pub(super) fn balance_mask(&self, host: &HostView, v: VcpuId, step: Step, out: &mut CpuMask) {
+        let scope = host.scope.filter(|s| !s.trivial);
+        match scope {
+            None => out.clone_from(&self.topo_masks.all),
+            Some(s) => {
+                out.clone_from(&s.pool.mask);
+                out.and_with(&s.affinity[v.idx()].hard);
+            }
+        }
+        match step {
+            Step::Soft if self.cfg.xen.prefer_step() == PreferStep::Node => out.and_with(&host.vm_of(v).node_affinity.cpus),
+            Step::Soft => {
+                if let Some(s) = scope {
+                    out.and_with(&s.affinity[v.idx()].soft);
+                }
+            }
+            Step::Hard => {}
+        }
+    }
+
+    /// Build the per-pCPU topology masks once (the host's topology does not change).
+    pub(super) fn fit_topology(&mut self, host: &HostView) {
+        let n = self.pcpus.len();
+        if self.topo_masks.all.count() == n {
+            return;
+        }
+        let topo = host.topology;
+        let place = |p: usize| topo.place(PcpuId(p as u32));
+        self.topo_masks = TopoMasks {
+            siblings: (0..n).map(|p| CpuMask::from_fn(n, |q| place(q.idx()).module == place(p).module)).collect(),
+            sockets: (0..n).map(|p| CpuMask::from_fn(n, |q| place(q.idx()).socket == place(p).socket)).collect(),
+            nodes: (0..topo.numa_nodes as usize).map(|node| CpuMask::from_fn(n, |q| place(q.idx()).node as usize == node)).collect(),
+            all: CpuMask::full(n),
+        };
+    }
+
+    /// The pCPUs of NUMA node `node` into `out` (none for a node the topology lacks).
+    pub(super) fn node_mask(&self, node: usize, out: &mut CpuMask) {
+        match self.topo_masks.nodes.get(node) {
+            Some(m) => out.clone_from(m),
+            None => out.clear(),
+        }
     }
 
     /// Xen 3.3's `csched_cpu_pick`: among the pCPUs of the vCPU's affinity (∩ the pool), start
@@ -109,7 +164,7 @@ impl Credit {
         // processor if it's in there."
         let mut cpus: Vec<bool> = (0..n).map(|p| host.may_run(v, PcpuId(p as u32))).collect();
         let mut cpu = if cpus[master] { master } else { cycle(master, &cpus).unwrap_or(master) };
-        let mut idlers = self.idlers.clone();
+        let mut idlers: Vec<bool> = (0..n).map(|p| self.idlers.contains(PcpuId(p as u32))).collect();
         idlers[cpu] = true;
         for (c, i) in cpus.iter_mut().zip(&idlers) {
             *c &= *i;

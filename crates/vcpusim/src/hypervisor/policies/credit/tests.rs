@@ -10,6 +10,11 @@ use crate::hypervisor::policy::{PcpuInfo, Request, TimerId, TimerTable, VcpuInfo
 use crate::ids::PoolId;
 use crate::hypervisor::uvf::UvfHost;
 
+/// The idler mask of pCPUs `i` with `idle[i]` (tests write `prv->idlers` as a list of flags).
+pub(super) fn idler_mask(idle: &[bool]) -> CpuMask {
+    CpuMask::from_fn(idle.len(), |p| idle[p.idx()])
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Ev {
     Slice(usize),
@@ -70,12 +75,12 @@ pub(super) fn hand_set(xen: Xen, n: u32, nvcpus: u32, over: &[usize], runs: &[Op
     }
     for p in 0..n as usize {
         // Every pCPU is online: the busy ones run, the others idle.
-        h.policy.idlers[p] = runs[p].is_none();
+        h.policy.idlers.set(PcpuId(p as u32), runs[p].is_none());
         if let Some(v) = runs[p] {
             let svc = &mut h.policy.vcpus[v];
             (svc.processor, svc.awake) = (PcpuId(p as u32), true);
             h.policy.pcpus[p].curr = Some(VcpuId(v as u32));
-            h.policy.idlers[p] = false;
+            h.policy.idlers.set(PcpuId(p as u32), false);
             let info = &mut h.vcpus[v];
             (info.state, info.pcpu, info.last_pcpu) = (VcpuState::Running, Some(PcpuId(p as u32)), PcpuId(p as u32));
             h.pcpus[p].current = Some(VcpuId(v as u32));
@@ -629,7 +634,7 @@ fn cpu_pick_prefers_own_idle_pcpu_then_idle_core() {
     let topo = Topology::new(4, 1, 1, 2).unwrap();
     let mut h = FakeHost::new(topo, &[(1, 256)], cfg());
     h.policy.fit_to(&HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo, scope: None });
-    h.policy.idlers = vec![true; 4];
+    h.policy.idlers = CpuMask::full(4);
     let mut svc = CreditVcpu::new(VmId(0), PcpuId(1));
     svc.awake = true;
     h.policy.vcpus.push(svc);
@@ -638,15 +643,15 @@ fn cpu_pick_prefers_own_idle_pcpu_then_idle_core() {
     assert_eq!(h.policy.cpu_pick(&host, VcpuId(0), false), 1);
     // pCPU 1 busy with a queue, pCPU 0 (its SMT sibling) idle, core 1 (pCPUs 2, 3) fully idle:
     // the fully idle core wins over the half-busy one.
-    h.policy.idlers[1] = false;
+    h.policy.idlers.set(PcpuId(1), false);
     h.policy.pcpus[1].runq.push(VcpuId(0));
     let pick = h.policy.cpu_pick(&host, VcpuId(0), true);
     assert!(pick == 2 || pick == 3, "picked {pick}");
     // Only pCPU 0 idle: that is the choice.
-    h.policy.idlers = vec![true, false, false, false];
+    h.policy.idlers = idler_mask(&[true, false, false, false]);
     assert_eq!(h.policy.cpu_pick(&host, VcpuId(0), false), 0);
     // Nothing idle: stay.
-    h.policy.idlers = vec![false; 4];
+    h.policy.idlers = CpuMask::empty();
     assert_eq!(h.policy.cpu_pick(&host, VcpuId(0), false), 1);
 }
 
@@ -658,7 +663,7 @@ fn affine_host(n: u32, masks: &[(&[u32], &[u32])], processor: u32) -> FakeHost {
     let mut h = FakeHost::new(Topology::flat(n), &[(masks.len() as u32, 256)], cfg()).with_affinity(masks);
     h.call(|pol, ctx| pol.fit_to(&ctx.host));
     // Every pCPU online and idle.
-    h.policy.idlers = vec![true; n as usize];
+    h.policy.idlers = CpuMask::full(n as usize);
     for _ in masks {
         let mut svc = CreditVcpu::new(VmId(0), PcpuId(processor));
         svc.awake = true;
@@ -673,13 +678,13 @@ fn cpu_pick_tries_soft_then_hard_and_never_leaves_hard() {
     let mut h = affine_host(4, &[(&[1, 2], &[2])], 0);
     let pick = |h: &mut FakeHost| h.call(|pol, ctx| pol.cpu_pick(&ctx.host, VcpuId(0), false));
     assert_eq!(pick(&mut h), 2, "all idle: the soft step finds pCPU 2");
-    h.policy.idlers[2] = false;
+    h.policy.idlers.set(PcpuId(2), false);
     assert_eq!(pick(&mut h), 1, "soft pCPU busy: the hard step finds idle pCPU 1");
-    h.policy.idlers = vec![true, false, false, true];
+    h.policy.idlers = idler_mask(&[true, false, false, true]);
     assert_eq!(pick(&mut h), 1, "no idler inside hard: the next allowed pCPU after the processor, not idle 0 or 3");
     // Without a useful soft mask (soft covers hard), only the hard step runs.
     h.set_affinity(0, &[1, 2], &[1, 2, 3]);
-    h.policy.idlers = vec![true; 4];
+    h.policy.idlers = CpuMask::full(4);
     assert_eq!(pick(&mut h), 1);
     // Its own processor is kept when allowed and idle.
     h.policy.vcpus[0].processor = PcpuId(2);
@@ -691,23 +696,23 @@ fn tickle_wakes_only_suitable_idlers_soft_first() {
     // vCPU 0 runs on pCPU 0; vCPU 1 (hard {0, 2, 3}, soft {3}) is queued on pCPU 0 behind it.
     let mut h = affine_host(4, &[(&[], &[]), (&[0, 2, 3], &[3])], 0);
     h.policy.pcpus[0].curr = Some(VcpuId(0));
-    h.policy.idlers = vec![false, true, true, true];
+    h.policy.idlers = idler_mask(&[false, true, true, true]);
     let tickle = |h: &mut FakeHost| h.call(|pol, ctx| pol.runq_tickle(ctx, VcpuId(1)));
     // The rotor would pick pCPU 1 (the first idler after 3); the soft step picks 3.
     tickle(&mut h);
-    assert_eq!(h.policy.idlers, vec![false, true, true, false], "soft step: pCPU 3");
+    assert_eq!(h.policy.idlers, idler_mask(&[false, true, true, false]), "soft step: pCPU 3");
     // Soft pCPU taken: the hard step wakes 2, never 1 (outside hard).
     tickle(&mut h);
-    assert_eq!(h.policy.idlers, vec![false, true, false, false], "hard step: pCPU 2");
+    assert_eq!(h.policy.idlers, idler_mask(&[false, true, false, false]), "hard step: pCPU 2");
     // Only pCPU 1 idle, which it may not use: nobody is woken for an equal priority...
     tickle(&mut h);
-    assert_eq!(h.policy.idlers, vec![false, true, false, false]);
+    assert_eq!(h.policy.idlers, idler_mask(&[false, true, false, false]));
     let drain = |h: &mut FakeHost| std::iter::from_fn(|| h.events.pop()).map(|(_, e)| e).collect::<Vec<Ev>>();
     assert!(drain(&mut h).iter().all(|e| !matches!(e, Ev::Resched(1))));
     // ...and a higher priority preempts cur on pCPU 0 rather than waking pCPU 1.
     h.policy.vcpus[1].pri = PRI_BOOST;
     tickle(&mut h);
-    assert_eq!(h.policy.idlers, vec![false, true, false, false]);
+    assert_eq!(h.policy.idlers, idler_mask(&[false, true, false, false]));
     assert_eq!(drain(&mut h), vec![Ev::Resched(0)]);
 }
 
@@ -716,7 +721,7 @@ fn steal_takes_soft_affine_work_first_and_only_what_may_run_on_the_thief() {
     // pCPU 0 runs vCPU 0 and queues vCPUs 1 (no soft affinity) and 2 (soft {1}); pCPU 1 idles.
     let mut h = affine_host(3, &[(&[], &[]), (&[], &[]), (&[], &[1])], 0);
     h.policy.pcpus[0].curr = Some(VcpuId(0));
-    h.policy.idlers = vec![false, true, true];
+    h.policy.idlers = idler_mask(&[false, true, true]);
     h.policy.runq_insert(VcpuId(1));
     h.policy.runq_insert(VcpuId(2));
     let steal = |h: &mut FakeHost, thief: usize| h.call(|pol, ctx| pol.load_balance(&ctx.host, thief, PRI_IDLE));
@@ -922,4 +927,122 @@ fn keep_running_takes_back_a_pick_and_the_next_schedule_makes_it_again() {
     h.now = 10 * MS + 23 * US;
     let d = h.call(|pol, ctx| pol.do_schedule(ctx, PcpuId(0)));
     assert_eq!(d.next, Some(VcpuId(1)), "asked again when the hold ends, credit makes the same pick");
+}
+
+/// `_csched_cpu_pick` as it was written before it used masks (one `Vec<bool>` per set, a scan
+/// per `cpumask_cycle` and per group weight): the reference the mask version must agree with.
+/// Returns the pick and the pCPU whose idle bias a commit would set.
+fn cpu_pick_by_scans(pol: &Credit, host: &HostView, v: VcpuId) -> (usize, Option<usize>) {
+    let topo = host.topology;
+    let n = pol.pcpus.len();
+    let master = pol.vcpus[v.idx()].processor.idx();
+    let (mut cpu, mut spc) = (master, None);
+    let siblings = |p: usize| -> Vec<bool> { (0..n).map(|q| topo.place(PcpuId(q as u32)).module == topo.place(PcpuId(p as u32)).module).collect() };
+    let socket_mates = |p: usize| -> Vec<bool> { (0..n).map(|q| topo.place(PcpuId(q as u32)).socket == topo.place(PcpuId(p as u32)).socket).collect() };
+    let and = |a: &[bool], b: &[bool]| -> Vec<bool> { a.iter().zip(b).map(|(x, y)| *x && *y).collect() };
+    let soft = pol.soft(host, v);
+    for step in BALANCE_STEPS {
+        if step == Step::Soft && !soft {
+            continue;
+        }
+        let mut cpus: Vec<bool> = (0..n).map(|p| pol.in_balance_mask(host, v, p, step)).collect();
+        cpu = if cpus[master] { master } else { cycle(master, &cpus).unwrap_or(master) };
+        let mut idlers: Vec<bool> = (0..n).map(|p| pol.idlers.contains(PcpuId(p as u32))).collect();
+        if master == cpu && pol.pcpus[master].runq.is_empty() {
+            idlers[master] = true;
+        }
+        for (c, i) in cpus.iter_mut().zip(&idlers) {
+            *c &= *i;
+        }
+        if !cpus[cpu] {
+            if let Some(c) = cycle(cpu, &cpus) {
+                cpu = c;
+            }
+        }
+        cpus[cpu] = false;
+        while let Some(nxt) = cycle(cpu, &cpus) {
+            let same_socket = topo.place(PcpuId(cpu as u32)).socket == topo.place(PcpuId(nxt as u32)).socket;
+            let (factor, cpu_group, nxt_group) =
+                if same_socket { (1, siblings(cpu), siblings(nxt)) } else { (2, socket_mates(cpu), socket_mates(nxt)) };
+            let cpu_idlers = and(&idlers, &cpu_group);
+            let nxt_idlers = and(&idlers, &nxt_group);
+            let weight = |m: &[bool]| m.iter().filter(|&&b| b).count();
+            if weight(&cpu_idlers) * factor < weight(&nxt_idlers) {
+                let candidates = and(&nxt_idlers, &cpus);
+                spc = Some(nxt);
+                cpu = cycle(pol.pcpus[nxt].idle_bias, &candidates).unwrap_or(nxt);
+                for (c, s) in cpus.iter_mut().zip(siblings(cpu)) {
+                    *c &= !s;
+                }
+            } else {
+                for (c, s) in cpus.iter_mut().zip(&nxt_idlers) {
+                    *c &= !*s;
+                }
+            }
+        }
+        if idlers[cpu] {
+            break;
+        }
+    }
+    (cpu, spc)
+}
+
+#[test]
+fn cpu_pick_with_masks_picks_as_the_scans_did_on_random_states() {
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut rnd = move |m: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    };
+    // (pCPUs, sockets, nodes, threads per core): flat, SMT, multi-socket, across a word boundary.
+    for (n, sockets, nodes, threads) in [(4u32, 1u32, 1u32, 1u32), (8, 2, 1, 2), (12, 3, 3, 2), (70, 2, 2, 1), (96, 4, 2, 2)] {
+        let topo = Topology::new(n, sockets, nodes, threads).unwrap();
+        let nv = 6usize;
+        for xen in [Xen::V4_18, Xen::V4_7] {
+            let masks: Vec<(Vec<u32>, Vec<u32>)> = (0..nv)
+                .map(|_| {
+                    let pick = |r: &mut dyn FnMut(u64) -> u64, density: u64| -> Vec<u32> {
+                        (0..n).filter(|_| r(4) < density).collect()
+                    };
+                    // Empty means every pCPU (full masks are common).
+                    let hard = if rnd(2) == 0 { vec![] } else { pick(&mut rnd, 2) };
+                    let soft = if rnd(2) == 0 { vec![] } else { pick(&mut rnd, 1) };
+                    (hard, soft)
+                })
+                .collect();
+            let refs: Vec<(&[u32], &[u32])> = masks.iter().map(|(h, s)| (h.as_slice(), s.as_slice())).collect();
+            let mut h = FakeHost::new(topo.clone(), &[(nv as u32, 256)], cfg_for(xen)).with_affinity(&refs);
+            h.call(|pol, ctx| pol.fit_to(&ctx.host));
+            for _ in 0..nv {
+                let mut svc = CreditVcpu::new(VmId(0), PcpuId(0));
+                svc.awake = true;
+                h.policy.vcpus.push(svc);
+            }
+            for _ in 0..300 {
+                let density = 1 + rnd(3);
+                let idle: Vec<bool> = (0..n).map(|_| rnd(4) < density).collect();
+                h.policy.idlers = idler_mask(&idle);
+                for p in 0..n as usize {
+                    h.policy.pcpus[p].idle_bias = rnd(n as u64) as usize;
+                    h.policy.pcpus[p].runq.clear();
+                }
+                let v = rnd(nv as u64) as usize;
+                let master = rnd(n as u64) as usize;
+                h.policy.vcpus[v].processor = PcpuId(master as u32);
+                if rnd(2) == 0 {
+                    h.policy.pcpus[master].runq.push(VcpuId(((v + 1) % nv) as u32));
+                }
+                let (want, spc) = h.call(|pol, ctx| cpu_pick_by_scans(pol, &ctx.host, VcpuId(v as u32)));
+                let biases: Vec<usize> = h.policy.pcpus.iter().map(|p| p.idle_bias).collect();
+                let got = h.call(|pol, ctx| pol.cpu_pick(&ctx.host, VcpuId(v as u32), true));
+                assert_eq!(got, want, "{n} pCPUs, {xen}: vCPU {v} on {master}");
+                for (p, pc) in h.policy.pcpus.iter().enumerate() {
+                    let bias = if spc == Some(p) { want } else { biases[p] };
+                    assert_eq!(pc.idle_bias, bias, "{n} pCPUs, {xen}: idle bias of pCPU {p}");
+                }
+            }
+        }
+    }
 }

@@ -17,17 +17,18 @@ impl Credit {
             return self.runq_tickle_3_3(ctx, v);
         }
         let host = ctx.host;
-        let n = self.pcpus.len();
+        self.fit_topology(&host);
         let cpu = self.vcpus[v.idx()].processor.idx();
         let new_pri = self.vcpus[v.idx()].pri;
         let cur_pri = self.pri_of_curr(cpu);
         let here = host.may_run(v, PcpuId(cpu as u32));
         // idle_mask = prv->idlers ∩ the pool (our idlers hold only the pool's pCPUs).
-        let idlers_empty = !self.idlers.iter().any(|&i| i);
+        let idlers_empty = self.idlers.is_empty();
         let mut target = None;
+        let [mut suitable, mut cur_mask, spare] = std::mem::take(&mut self.pick_masks);
         if xen.pinned_shortcut()
             && here
-            && self.idlers[cpu]
+            && self.idlers.contains(PcpuId(cpu as u32))
             && host.scope.is_some_and(|s| s.affinity[v.idx()].hard.count() == 1)
         {
             // Exclusive pinning (`CSCHED_FLAG_UNIT_PINNED`, set by `csched_aff_cntl` when the hard
@@ -48,8 +49,9 @@ impl Credit {
                     continue;
                 }
                 // "Are there idlers suitable for new (for this balance step)?"
-                let suitable: Vec<bool> = (0..n).map(|p| self.idlers[p] && self.in_balance_mask(&host, v, p, step)).collect();
-                let new_idlers_empty = !suitable.iter().any(|&b| b);
+                self.balance_mask(&host, v, step, &mut suitable);
+                suitable.and_with(&self.idlers);
+                let new_idlers_empty = suitable.is_empty();
                 // "Let's not be too harsh! If there aren't idlers suitable for new in its soft
                 // affinity mask, make sure we check its hard affinity as well".
                 if new_idlers_empty && step == Step::Soft {
@@ -67,7 +69,8 @@ impl Credit {
                             KickCur::Never => false,
                             KickCur::Always => true,
                             KickCur::IfAnIdlerSuitsCur => {
-                                (0..n).any(|p| self.idlers[p] && host.may_run(c, PcpuId(p as u32)))
+                                self.balance_mask(&host, c, Step::Hard, &mut cur_mask);
+                                cur_mask.intersects(&self.idlers)
                             }
                         };
                         if kick {
@@ -83,7 +86,7 @@ impl Credit {
                     // opt_tickle_one_idle). 4.5-4.7 rotate over every idler of the pool instead
                     // (`cpumask_cycle(last_tickle_cpu, &idle_mask)`; 4.8 cycles the suitable ones).
                     let rotor = if xen.tickle_rotor_over_all_idlers() { &self.idlers } else { &suitable };
-                    self.last_tickle_cpu = cycle(self.last_tickle_cpu, rotor).expect("an idler exists");
+                    self.last_tickle_cpu = cycle_mask(self.last_tickle_cpu, rotor).expect("an idler exists");
                     target = Some(self.last_tickle_cpu);
                 }
                 // "Did we find anyone?"
@@ -92,11 +95,12 @@ impl Credit {
                 }
             }
         }
+        self.pick_masks = [suitable, cur_mask, spare];
         if let Some(t) = target {
             // "Mark the designated CPUs as busy and send them all the scheduler interrupt."
             // (Xen 4.8 on; before, a tickled pCPU stays an idler until it schedules.)
             if xen.tickle_clears_idlers() {
-                self.idlers[t] = false;
+                self.idlers.remove(PcpuId(t as u32));
             }
             ctx.reschedule(PcpuId(t as u32));
         }
@@ -119,7 +123,7 @@ impl Credit {
         }
         if cur_pri > PRI_IDLE {
             for (p, m) in mask.iter_mut().enumerate() {
-                *m |= self.idlers[p] && host.may_run(v, PcpuId(p as u32));
+                *m |= self.idlers.contains(PcpuId(p as u32)) && host.may_run(v, PcpuId(p as u32));
             }
         }
         for (p, _) in mask.iter().enumerate().filter(|(_, m)| **m) {

@@ -51,7 +51,7 @@ impl UrgentBase for Credit {
                 return;
             }
         }
-        self.idlers[p] = false;
+        self.idlers.remove(crate::ids::PcpuId(p as u32));
         ctx.reschedule(crate::ids::PcpuId(p as u32));
     }
     fn uvf_timer_key(&self, p: usize) -> u64 {

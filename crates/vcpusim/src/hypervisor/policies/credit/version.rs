@@ -336,7 +336,7 @@ mod tests {
 /// and kick-cur-away tests tell them apart.)
 #[cfg(test)]
 mod rules {
-    use super::super::tests::{cfg_for, hand_set, Ev, FakeHost};
+    use super::super::tests::{cfg_for, hand_set, idler_mask, Ev, FakeHost};
     use super::super::{CreditVcpu, Pri, DEFAULT_TSLICE, PRI_BOOST, PRI_UNDER};
     use super::Xen;
     use crate::hardware::topology::Topology;
@@ -575,7 +575,7 @@ mod rules {
         let mut svc = CreditVcpu::new(VmId(0), PcpuId(1));
         svc.awake = true;
         h.policy.vcpus.push(svc);
-        h.policy.idlers = vec![true, false, true, true];
+        h.policy.idlers = idler_mask(&[true, false, true, true]);
         h.policy.pcpus[1].runq.push(VcpuId(0));
         h.call(|pol, ctx| pol.cpu_pick(&ctx.host, VcpuId(0), false))
     }
@@ -602,7 +602,7 @@ mod rules {
             h.policy.vcpus.push(svc);
         }
         h.policy.pcpus[0].curr = Some(VcpuId(0));
-        h.policy.idlers = vec![false, true];
+        h.policy.idlers = idler_mask(&[false, true]);
         h.policy.vcpus[1].pri = PRI_BOOST;
         h.policy.runq_insert(VcpuId(1));
         h.call(|pol, ctx| pol.runq_tickle(ctx, VcpuId(1)));
@@ -621,7 +621,7 @@ mod rules {
             h.policy.vcpus.push(svc);
         }
         h.policy.pcpus[0].curr = Some(VcpuId(0));
-        h.policy.idlers = vec![false, true, false, true];
+        h.policy.idlers = idler_mask(&[false, true, false, true]);
         h.policy.runq_insert(VcpuId(1));
         h.call(|pol, ctx| pol.runq_tickle(ctx, VcpuId(1)));
         std::iter::from_fn(|| h.events.pop())
@@ -662,11 +662,11 @@ mod rules {
             h.policy.vcpus.push(svc);
         }
         // Placement from an idle host.
-        h.policy.idlers = vec![true; 4];
+        h.policy.idlers = crate::hardware::cpumask::CpuMask::full(4);
         let picked = h.call(|pol, ctx| pol.cpu_pick(&ctx.host, VcpuId(0), false));
         // Tickle: pCPU 0 runs VM 1's vCPU 3; vCPU 0 wakes there.
         h.policy.pcpus[0].curr = Some(VcpuId(3));
-        h.policy.idlers = vec![false, true, true, true];
+        h.policy.idlers = idler_mask(&[false, true, true, true]);
         h.policy.runq_insert(VcpuId(0));
         h.call(|pol, ctx| pol.runq_tickle(ctx, VcpuId(0)));
         let tickled = std::iter::from_fn(|| h.events.pop())
@@ -679,7 +679,7 @@ mod rules {
         h.policy.runq_remove(VcpuId(0));
         h.policy.runq_insert(VcpuId(2));
         h.policy.runq_insert(VcpuId(0));
-        h.policy.idlers = vec![false, true, true, true];
+        h.policy.idlers = idler_mask(&[false, true, true, true]);
         let stolen = h.call(|pol, ctx| pol.load_balance(&ctx.host, 3, super::super::PRI_IDLE)).map(|v| v.idx());
         (picked, tickled, stolen)
     }

@@ -153,6 +153,9 @@ struct HybridVcpu {
     charged_run: Nanos,
     /// Sub-unit dissipation remainder (see `allocation::dissipate`).
     carry: u128,
+    /// How many pCPUs picked it for this slot (their `assigned`): 0 or 1 in practice, kept as a
+    /// count so `is_assigned` is exact in O(1) without scanning the pCPUs (issue 15).
+    picked_by: u32,
     /// The slot it last ran in: among equal PE, the vCPU that waited longer goes first (round
     /// robin, as credit.c queues a descheduled vCPU behind its priority peers).
     last_ran_slot: u64,
@@ -288,10 +291,22 @@ impl Hybrid {
         host.vm(vm).vcpus.iter().copied().find(|v| self.vcpus[v.idx()].awake)
     }
 
+    /// Set what pCPU `p` runs this slot, keeping each vCPU's `picked_by` count. Every write of
+    /// `assigned` goes through here.
+    fn assign(&mut self, p: usize, pick: Option<VcpuId>) {
+        let old = std::mem::replace(&mut self.pcpus[p].assigned, pick);
+        if let Some(v) = old {
+            self.vcpus[v.idx()].picked_by -= 1;
+        }
+        if let Some(v) = pick {
+            self.vcpus[v.idx()].picked_by += 1;
+        }
+    }
+
     /// Algorithm 1: the pCPU "with the minimal workload" (line 6) among AP(v): the pool's pCPUs
     /// inside `v`'s hard affinity for a high-throughput VM, those of them homing no sibling for a
     /// concurrent one (None when affinity leaves none: see `insert_vcpu`). A pCPU's workload is the
-    /// weight its homed vCPUs stand for (each vCPU its VM's weight / vCPU count, [`Self::load`]),
+    /// weight its homed vCPUs stand for (each vCPU its VM's weight / vCPU count, [`Self::loads`]),
     /// ties to the lowest index. The seed does not define "workload"; counting vCPUs would let two
     /// concurrent VMs of unequal weight land on the same pCPUs, where their shares cannot both be
     /// met (docs/model.md 7.5).
@@ -300,23 +315,23 @@ impl Hybrid {
         let concurrent = self.is_concurrent(host, vm);
         let placed = |w: &VcpuId| w.idx() < v.idx();
         let homed = |p: PcpuId| host.vm(vm).vcpus.iter().any(|s| *s != v && placed(s) && self.vcpus[s.idx()].home == p);
+        let loads = self.loads(host, placed);
         host.pcpu_ids()
             .filter(|p| host.may_run(v, *p) && (!concurrent || !homed(*p)))
-            .min_by_key(|p| (self.load(host, *p, placed), p.0))
+            .min_by_key(|p| (loads[p.idx()], p.0))
     }
 
-    /// Algorithm 1's workload of pCPU `p`: the sum, over the vCPUs homed there that `counted`
-    /// admits, of their VM's weight / vCPU count, in units of 2^-32 weight (floored per vCPU, so
-    /// the sum is exact integer arithmetic and the same on every machine).
-    fn load(&self, host: &HostView, p: PcpuId, counted: impl Fn(&VcpuId) -> bool) -> u128 {
-        host.vcpus
-            .iter()
-            .filter(|info| host.owns_vcpu(info.id) && counted(&info.id) && self.vcpus[info.id.idx()].home == p)
-            .map(|info| {
-                let weight = self.vms[info.vm.idx()].weight;
-                ((weight as u128) << 32) / host.vm(info.vm).vcpus.len() as u128
-            })
-            .sum()
+    /// Algorithm 1's workload of every pCPU (indexed by pCPU): the sum, over the vCPUs homed
+    /// there that `counted` admits, of their VM's weight / vCPU count, in units of 2^-32 weight
+    /// (floored per vCPU, so the sum is exact integer arithmetic and the same on every machine).
+    /// One pass over the vCPUs for all pCPUs.
+    fn loads(&self, host: &HostView, counted: impl Fn(&VcpuId) -> bool) -> Vec<u128> {
+        let mut loads = vec![0u128; self.pcpus.len().max(host.pcpus.len())];
+        for info in host.vcpus.iter().filter(|info| host.owns_vcpu(info.id) && counted(&info.id)) {
+            let weight = self.vms[info.vm.idx()].weight;
+            loads[self.vcpus[info.id.idx()].home.idx()] += ((weight as u128) << 32) / host.vm(info.vm).vcpus.len() as u128;
+        }
+        loads
     }
 
     /// Insert `v` into its home run queue after every vCPU of at least its PE.
@@ -482,7 +497,7 @@ impl Policy for Hybrid {
         // Its pCPU picks again for the rest of the slot (the engine calls do_schedule next).
         let home = self.vcpus[v.idx()].home.idx();
         if self.pcpus[home].assigned == Some(v) {
-            self.pcpus[home].assigned = None;
+            self.assign(home, None);
         }
     }
 
@@ -545,10 +560,10 @@ impl Policy for Hybrid {
             return;
         }
         for p in host.pcpu_ids() {
-            let here = &mut self.pcpus[p.idx()];
+            let here = &self.pcpus[p.idx()];
             let runs_async = here.gang != Some(vm) && here.assigned.is_some_and(|v| host.vcpu(v).vm == vm);
             if runs_async {
-                here.assigned = None;
+                self.assign(p.idx(), None);
                 ctx.reschedule(p);
             }
         }
@@ -562,7 +577,7 @@ impl Policy for Hybrid {
 
 impl Hybrid {
     /// Algorithm 1 for a VM that became concurrent: in index order, a vCPU whose run queue already
-    /// holds a sibling moves to the least loaded pCPU (by [`Self::load`]) holding none (ties to the lowest index),
+    /// holds a sibling moves to the least loaded pCPU (by [`Self::loads`]) holding none (ties to the lowest index),
     /// avoiding the queues of siblings not yet visited so that they can stay where they are; only
     /// pCPUs inside the vCPU's hard affinity count. If affinity leaves a vCPU no such pCPU, the
     /// VM's homes are completed by augmenting paths instead ([`Self::distinct_homes`]).
@@ -576,7 +591,8 @@ impl Hybrid {
                 continue;
             }
             let later: Vec<PcpuId> = vcpus[i + 1..].iter().map(|w| self.vcpus[w.idx()].home).collect();
-            let load = |p: PcpuId| (self.load(host, p, |_| true), p.0);
+            let loads = self.loads(host, |_| true);
+            let load = |p: PcpuId| (loads[p.idx()], p.0);
             let free = || host.pcpu_ids().filter(|p| !taken.contains(p) && host.may_run(*v, *p));
             let target = free().filter(|p| !later.contains(p)).min_by_key(|p| load(*p)).or_else(|| free().min_by_key(|p| load(*p)));
             let Some(target) = target else {
@@ -625,6 +641,14 @@ impl Hybrid {
                     vm.id, vm.name, w[0]
                 ));
             }
+        }
+        // Each vCPU's pick count is the number of pCPUs whose pick it is.
+        let mut picks = vec![0u32; self.vcpus.len()];
+        for v in self.pcpus.iter().filter_map(|d| d.assigned) {
+            picks[v.idx()] += 1;
+        }
+        if let Some(v) = (0..self.vcpus.len()).find(|&v| picks[v] != self.vcpus[v].picked_by) {
+            return Err(format!("hybrid: vCPU {v} is the pick of {} pCPUs but counted {}", picks[v], self.vcpus[v].picked_by));
         }
         // Every awake vCPU is in exactly its home queue; halted ones in none; queues sorted.
         let mut seen = vec![0u32; host.vcpus.len()];

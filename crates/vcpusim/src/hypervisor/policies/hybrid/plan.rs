@@ -53,8 +53,9 @@ impl Need {
 }
 
 impl Hybrid {
+    /// Whether some pCPU picked `v` for this slot (O(1): `Hybrid::assign` keeps the count).
     fn is_assigned(&self, v: VcpuId) -> bool {
-        self.pcpus.iter().any(|p| p.assigned == Some(v))
+        self.vcpus[v.idx()].picked_by > 0
     }
 
     fn is_hit_vcpu(&self, host: &HostView, v: VcpuId) -> bool {
@@ -76,9 +77,9 @@ impl Hybrid {
         }
         for v in &all {
             let awake = self.vcpus[v.idx()].awake;
-            let p = &mut self.pcpus[self.vcpus[v.idx()].home.idx()];
-            p.assigned = if awake { Some(*v) } else { None };
-            p.gang = Some(vm);
+            let home = self.vcpus[v.idx()].home.idx();
+            self.assign(home, if awake { Some(*v) } else { None });
+            self.pcpus[home].gang = Some(vm);
         }
         let d = &mut self.vms[vm.idx()];
         d.gang_slots += 1;
@@ -124,12 +125,12 @@ impl Hybrid {
     /// Give an empty pCPU a high-throughput vCPU: local first, else stolen and migrated.
     fn pick_hit(&mut self, host: &HostView, p: PcpuId, need: Need) -> bool {
         if let Some(v) = self.first_local_hit(host, p, need) {
-            self.pcpus[p.idx()].assigned = Some(v);
+            self.assign(p.idx(), Some(v));
             return true;
         }
         if let Some(v) = self.steal_candidate(host, p, need) {
             self.migrate(v, p);
-            self.pcpus[p.idx()].assigned = Some(v);
+            self.assign(p.idx(), Some(v));
             return true;
         }
         false
@@ -216,9 +217,9 @@ impl Hybrid {
     /// Algorithm 4 for a new slot; tickles every pCPU whose occupant changes.
     pub(super) fn plan_slot(&mut self, ctx: &mut PolicyCtx) {
         let host = ctx.host;
-        for p in &mut self.pcpus {
-            p.assigned = None;
-            p.gang = None;
+        for p in 0..self.pcpus.len() {
+            self.assign(p, None);
+            self.pcpus[p].gang = None;
         }
 
         // Pass 0: PCPS extra slots.
@@ -229,7 +230,7 @@ impl Hybrid {
             let master = vm.vcpus[0];
             if self.is_concurrent(&host, vm.id) && self.vcpus[master.idx()].awake {
                 let home = self.vcpus[master.idx()].home.idx();
-                self.pcpus[home].assigned = Some(master);
+                self.assign(home, Some(master));
                 self.pcpus[home].gang = Some(vm.id);
             }
         }
@@ -252,7 +253,8 @@ impl Hybrid {
                 }
                 con_head[p.idx()] = true;
             }
-            self.pcpus[p.idx()].assigned = self.first_local_hit(&host, p, Need::Positive);
+            let pick = self.first_local_hit(&host, p, Need::Positive);
+            self.assign(p.idx(), pick);
         }
 
         // Pass 1b: a concurrent VM whose leader has PE > 0 but did not head its queue (it waits
@@ -283,7 +285,8 @@ impl Hybrid {
         let debt_limit = Need::Above(-((self.cfg.pe_unit * self.cfg.allocation_slots) as i64));
         for p in host.pcpu_ids() {
             if con_head[p.idx()] && self.pcpus[p.idx()].assigned.is_none() && self.pcpus[p.idx()].gang.is_none() {
-                self.pcpus[p.idx()].assigned = self.first_local_hit(&host, p, debt_limit);
+                let pick = self.first_local_hit(&host, p, debt_limit);
+                self.assign(p.idx(), pick);
             }
         }
 
@@ -298,7 +301,7 @@ impl Hybrid {
                     let vm = host.vcpu(v).vm;
                     if !self.is_concurrent(&host, vm) {
                         if !self.is_assigned(v) {
-                            self.pcpus[p.idx()].assigned = Some(v);
+                            self.assign(p.idx(), Some(v));
                             break;
                         }
                     } else if self.leader(&host, vm) == Some(v) && self.try_gang(&host, vm, false) {
@@ -360,7 +363,7 @@ impl Hybrid {
         let vm = host.vcpu(v).vm;
         let home = self.vcpus[v.idx()].home;
         if self.pcpus[home.idx()].gang == Some(vm) {
-            self.pcpus[home.idx()].assigned = Some(v);
+            self.assign(home.idx(), Some(v));
             ctx.reschedule(home);
             return;
         }
