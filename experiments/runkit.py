@@ -33,7 +33,7 @@ import vcpusim  # noqa: E402
 #: What each set's common.py re-exports to its figure scripts (``from runkit import *``).
 __all__ = [
     "DIRECTION", "NOT_REPRODUCED", "OUT", "REPRODUCED", "Case", "Claim", "Settings", "aggregate",
-    "bar_plot", "beyond_noise", "console", "figure_main", "fmt", "line_plot", "out_dir", "parse_args",
+    "bar_plot", "beyond_noise", "console", "figure_main", "finite", "fmt", "judge", "line_plot", "out_dir", "parse_args",
     "per_seed_ratio", "report", "run_cases", "run_set", "use_quick_outputs", "verdict", "write_csv",
 ]
 
@@ -246,6 +246,22 @@ def verdict(direction: bool, in_range: bool = True) -> str:
     if not direction:
         return NOT_REPRODUCED
     return REPRODUCED if in_range else DIRECTION
+
+
+def finite(x) -> bool:
+    """A value a claim can be judged on: not None and not NaN."""
+    return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
+def judge(ours: float, paper: float, tol: float = 0.25, direction: bool | None = None) -> str:
+    """R when ``ours`` is within ``tol`` (relative) of the paper's value; D when only the direction
+    holds (``direction``, default: same sign); N otherwise."""
+    if not finite(ours):
+        return NOT_REPRODUCED
+    same = (ours > 0) == (paper > 0) if direction is None else direction
+    if not same:
+        return NOT_REPRODUCED
+    return REPRODUCED if abs(ours - paper) <= tol * abs(paper) else DIRECTION
 
 
 def report(fig: str, claims: Sequence[Claim]) -> Path:

@@ -27,7 +27,6 @@ The running machinery (settings, resumable runs, aggregation, CSV/PNG, claim tab
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -248,10 +247,6 @@ def require_finished(df: pd.DataFrame, col: str, fig: str) -> None:
 def weight_share(weight: int, others: tuple[int, ...] = (DEFAULT_WEIGHT,)) -> float:
     """A VM's share of the host from the weights (seed 004 section 2.1: weight / total weight)."""
     return weight / (weight + sum(others))
-
-
-def finite(x: float) -> bool:
-    return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
 def pct(x: float) -> str:

@@ -33,7 +33,6 @@ progress.
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -185,23 +184,8 @@ def mean_of(df: pd.DataFrame, col: str, **where) -> float:
 # --- Measures, plots -----------------------------------------------------------------------------
 
 
-def finite(x) -> bool:
-    return x is not None and not (isinstance(x, float) and math.isnan(x))
-
-
 def pct(x: float, digits: int = 0) -> str:
     return f"{x:+.{digits}%}" if finite(x) else "n/a"
-
-
-def judge(ours: float, paper: float, tol: float = 0.25, direction: bool | None = None) -> str:
-    """R when ``ours`` is within ``tol`` (relative) of the paper's value; D when only the direction
-    holds (``direction``, default: same sign); N otherwise."""
-    if not finite(ours):
-        return NOT_REPRODUCED
-    same = (ours > 0) == (paper > 0) if direction is None else direction
-    if not same:
-        return NOT_REPRODUCED
-    return REPRODUCED if abs(ours - paper) <= tol * abs(paper) else DIRECTION
 
 
 def combined(app_speedup: float, co_speedup: float) -> float:

@@ -33,7 +33,6 @@ Only ``--quick`` shrinks the work (1 s tascell runs, 2% of class A), for smoke r
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -278,10 +277,6 @@ def series(agg: pd.DataFrame, value: str, **where) -> dict[int, float]:
     return {int(r["threads"]): float(r[f"{value}_mean"]) for _, r in sub.iterrows()}
 
 
-def finite(x) -> bool:
-    return x is not None and not (isinstance(x, float) and math.isnan(x))
-
-
 def pct(x: float, digits: int = 1) -> str:
     return f"{x:+.{digits}%}" if finite(x) else "n/a"
 
@@ -337,17 +332,6 @@ def usage_matrix(df: pd.DataFrame, by: str, rows: list) -> np.ndarray:
     u = utilization(df)
     cols = [f"u{p}" for p in range(PCPUS)]
     return np.vstack([u[u[by] == r][cols].mean().to_numpy() for r in rows])
-
-
-def judge(ours: float, paper: float, tol: float = 0.25, direction: bool | None = None) -> str:
-    """R when ``ours`` is within ``tol`` (relative) of the paper's value; D when only the direction
-    holds (``direction``, default: same sign); N otherwise."""
-    if not finite(ours):
-        return NOT_REPRODUCED
-    same = (ours > 0) == (paper > 0) if direction is None else direction
-    if not same:
-        return NOT_REPRODUCED
-    return REPRODUCED if abs(ours - paper) <= tol * abs(paper) else DIRECTION
 
 
 def efficiency(times: dict[int, float], a: int, b: int) -> float:
