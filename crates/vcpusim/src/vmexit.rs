@@ -108,7 +108,8 @@ pub enum Hypercall {
     /// Seed 003 (IRS): the guest's SA receiver acknowledges a preemption notice, having moved
     /// `moved` threads off the vCPU (0 or 1). The hypervisor completes the held switch
     /// (`Sim::preempt_ack`). The slides name no hypercall; an event-channel send or a
-    /// SCHEDOP would serve, assumed.
+    /// SCHEDOP would serve, assumed. Also the delayed-preemption guest's give-back after its
+    /// last critical section when the host marked a preemption pending (`moved` = 0).
     PreemptAck { moved: u32 },
 }
 
@@ -248,11 +249,19 @@ pub struct PvArea {
     /// change of function, in a second table, measured 0.95 of the base events/s on the
     /// quickstart bench against 0.97 lazily, on a noisy shared machine).
     pub kernel_fn: KernelFn,
+    /// Written by the guest under `overlay = "delay-preempt"` (Uhlig et al. VM'04): set while
+    /// the vCPU's current thread holds a kernel spinlock. Published lazily, as `kernel_fn`: the
+    /// host copies it just before asking the overlay (guest/run.rs `publish_lock_mark`).
+    pub lock_mark: bool,
+    /// Written by the host: it deferred a preemption of this vCPU (hypervisor/delay_preempt.rs);
+    /// the guest gives the pCPU back (`Hypercall::PreemptAck`) when it leaves its last critical
+    /// section. Cleared when the hold ends.
+    pub preempt_pending: bool,
 }
 
 impl Default for PvArea {
     fn default() -> Self {
-        PvArea { preempted: false, steal_time_ns: 0, runnable: false, kernel_fn: KernelFn::Idle }
+        PvArea { preempted: false, steal_time_ns: 0, runnable: false, kernel_fn: KernelFn::Idle, lock_mark: false, preempt_pending: false }
     }
 }
 

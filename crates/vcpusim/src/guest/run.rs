@@ -203,6 +203,11 @@ impl GuestKernel {
             &mut Step::Unlock { lock } => {
                 steps.pop_front();
                 held.retain(|l| *l != lock);
+                if held.is_empty() && env.pv[self.vcpus[i].id.idx()].preempt_pending {
+                    // Left the last critical section with a deferred preemption pending: give
+                    // the pCPU back once the release (and the pokes it makes) is done.
+                    steps.push_front(Step::Do(Action::DelayedPreemptYield));
+                }
                 self.release(env, t, lock);
                 None
             }
@@ -397,6 +402,11 @@ impl GuestKernel {
                 self.stats.futex_wakes += 1;
                 self.futex_requeue(env, v, t, from, to, expect, unlocks);
             }
+            Action::DelayedPreemptYield => {
+                if env.pv[v.idx()].preempt_pending {
+                    return Some(Next::Exit(Exit::Hypercall(Hypercall::PreemptAck { moved: 0 })));
+                }
+            }
             Action::YieldIfStolen { targets } => {
                 // xen_smp_send_call_function_ipi: `if (xen_vcpu_stolen(cpu)) { SCHEDOP_yield; break; }`.
                 if targets.iter().any(|u| env.pv[u.idx()].runnable) {
@@ -511,6 +521,19 @@ impl GuestKernel {
                 self.poke_target(threads, initiator)
             }
         }
+    }
+
+    /// Publish vCPU `i`'s delayed-preemption lock mark (Uhlig et al. VM'04; seed 003 slide 4:
+    /// "Guest OS notifies the hypervisor before acquiring a spin-lock"): its current thread
+    /// holds a kernel spinlock or is acquiring one (spinning for it: the mark is set before the
+    /// acquisition). The host asks just before it consults the `delay-preempt` overlay, which is
+    /// when the real flag is read (hypervisor/delay_preempt.rs).
+    pub fn publish_lock_mark(&self, threads: &[Thread], i: usize, pv: &mut [PvArea]) {
+        let gv = &self.vcpus[i];
+        pv[gv.id.idx()].lock_mark = gv.current.is_some_and(|t| {
+            let th = &threads[t.idx()];
+            !th.held.is_empty() || matches!(th.steps.front(), Some(Step::Lock { .. }))
+        });
     }
 
     /// Publish each vCPU's kernel function to its PV area (the host asks just before calling a

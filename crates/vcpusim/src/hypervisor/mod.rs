@@ -1,10 +1,12 @@
 //! The hypervisor: vCPU states, the policy interface and the policies.
 
 pub mod cpupool;
+pub mod delay_preempt;
 pub mod microsliced;
 pub mod node_affinity;
 pub mod overlay;
 pub mod policies;
 pub mod policy;
+pub mod relaxed_co;
 pub mod uvf;
 pub mod xl_numa;

@@ -26,6 +26,7 @@
 use super::policy::HostView;
 use crate::ids::{PcpuId, VcpuId};
 use crate::time::{Nanos, US};
+use crate::vmexit::PvArea;
 
 /// IRS's notify delay (issue 14's configuration contract, `[host.irs] notify_delay`): the slides'
 /// "20-26 us delay (SA send + guest migration + completion)" (seed 003 slide 7); 23 us is the
@@ -53,10 +54,10 @@ impl Default for IrsConfig {
 pub enum OverlayConfig {
     /// Seed 003's IRS (`[host.irs]`).
     Irs(IrsConfig),
-    /// VMware ESX 4.x relaxed co-scheduling (issue 14 part 3; not implemented on this branch).
-    RelaxedCo,
-    /// Uhlig et al. VM'04 delayed preemption (issue 14 part 3; not implemented on this branch).
-    DelayPreempt,
+    /// VMware ESX 4.x relaxed co-scheduling (`[host.relaxed_co]`, hypervisor/relaxed_co.rs).
+    RelaxedCo(super::relaxed_co::RelaxedCoConfig),
+    /// Uhlig et al. VM'04 delayed preemption (`[host.delay_preempt]`, hypervisor/delay_preempt.rs).
+    DelayPreempt(super::delay_preempt::DelayPreemptConfig),
 }
 
 impl OverlayConfig {
@@ -66,8 +67,8 @@ impl OverlayConfig {
     pub fn name(&self) -> &'static str {
         match self {
             OverlayConfig::Irs(_) => "irs",
-            OverlayConfig::RelaxedCo => "relaxed-co",
-            OverlayConfig::DelayPreempt => "delay-preempt",
+            OverlayConfig::RelaxedCo(_) => "relaxed-co",
+            OverlayConfig::DelayPreempt(_) => "delay-preempt",
         }
     }
 }
@@ -90,8 +91,9 @@ pub trait Overlay {
     fn name(&self) -> &'static str;
     /// Policy `do_schedule(p)` chose `next` over `prev`, which runs on `p` and is willing to run.
     /// `registered` says whether `prev`'s guest registered the overlay's paravirtual channel
-    /// (IRS: the SA vIRQ; a guest without it cannot be notified).
-    fn preempt(&mut self, host: &HostView, p: PcpuId, prev: VcpuId, next: Option<VcpuId>, registered: bool) -> Verdict;
+    /// (IRS: the SA vIRQ; a guest without it cannot be notified). `pv` is `prev`'s paravirtual
+    /// area as the guest last published it (delayed preemption reads the guest's lock mark).
+    fn preempt(&mut self, host: &HostView, p: PcpuId, prev: VcpuId, next: Option<VcpuId>, registered: bool, pv: &PvArea) -> Verdict;
 }
 
 /// IRS's hypervisor side (seed 003 slides 7, 9; "Xen: 30 LOC"): notify the guest of an
@@ -106,7 +108,7 @@ impl Overlay for Irs {
         "irs"
     }
 
-    fn preempt(&mut self, host: &HostView, _p: PcpuId, _prev: VcpuId, _next: Option<VcpuId>, registered: bool) -> Verdict {
+    fn preempt(&mut self, host: &HostView, _p: PcpuId, _prev: VcpuId, _next: Option<VcpuId>, registered: bool, _pv: &PvArea) -> Verdict {
         if registered {
             Verdict::Notify { deadline: host.now + self.cfg.notify_delay }
         } else {
@@ -119,7 +121,9 @@ impl Overlay for Irs {
 pub fn build(cfg: &OverlayConfig) -> Option<Box<dyn Overlay>> {
     match cfg {
         OverlayConfig::Irs(c) => Some(Box::new(Irs { cfg: *c })),
-        // Refused by the loader on this branch (issue 14 part 3 fills them in).
-        OverlayConfig::RelaxedCo | OverlayConfig::DelayPreempt => None,
+        OverlayConfig::DelayPreempt(c) => Some(Box::new(super::delay_preempt::DelayPreempt { cfg: *c })),
+        // Relaxed co-scheduling never holds a preemption back: it acts on its own checks
+        // (sim/relaxed_co.rs), so its overlay answers Go.
+        OverlayConfig::RelaxedCo(_) => Some(Box::new(super::relaxed_co::RelaxedCo)),
     }
 }

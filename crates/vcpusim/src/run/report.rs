@@ -31,6 +31,13 @@ pub const VM_COLUMNS: &[&str] = &[
 /// device keep the table they had.
 pub const NET_COLUMNS: &[&str] = &["throughput_mbps", "jitter_ms"];
 
+/// Columns vms.csv gains when a VM runs a closed-loop server workload (`ab`, `Program::clients`),
+/// after the network and micro-sliced ones: ab's "Requests per second" (done / timetaken) and
+/// "Time per request (mean)" in ms (concurrency * timetaken * 1000 / done), as httpd's
+/// support/ab.c `output_results` computes them, with timetaken the VM's completion time or the
+/// run's length; empty for the other VMs. Only then, so that other runs keep their bytes.
+pub const AB_COLUMNS: &[&str] = &["requests_per_sec", "time_per_request_ms"];
+
 /// Columns vms.csv gains after [`VM_COLUMNS`] with `[host.microsliced]` (seed 002): vCPUs moved
 /// into the micro-sliced pool, in all and by reason (`hypervisor::microsliced::AccelReason`).
 /// Only then, so that runs without micro-sliced cores keep their bytes.
@@ -69,6 +76,11 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
     if sim.micro.is_some() {
         vms.push(',');
         vms.push_str(&MICROSLICED_COLUMNS.join(","));
+    }
+    let ab = sim.vms.iter().any(|vm| vm.clients.is_some());
+    if ab {
+        vms.push(',');
+        vms.push_str(&AB_COLUMNS.join(","));
     }
     vms.push('\n');
     let mut metrics = String::from("vm,metric,value\n");
@@ -153,6 +165,17 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             for reason in crate::hypervisor::microsliced::AccelReason::ALL {
                 write!(vms, ",{}", a[reason.idx()]).expect("writing to a String cannot fail");
             }
+        }
+        if ab {
+            let (rps, tpr) = match vm.clients {
+                Some(c) if gs.progress > 0 => {
+                    let taken_s = guest.finished_at.unwrap_or(sim_time) as f64 / 1e9;
+                    (format!("{:.3}", gs.progress as f64 / taken_s), f3(f64::from(c) * taken_s * 1e3 / gs.progress as f64))
+                }
+                Some(_) => ("0.000".to_string(), String::new()),
+                None => (String::new(), String::new()),
+            };
+            write!(vms, ",{rps},{tpr}").expect("writing to a String cannot fail");
         }
         vms.push('\n');
 

@@ -30,6 +30,8 @@ struct Catalog {
     vm_uvf: Vec<KeyEntry>,
     host_microsliced: Vec<KeyEntry>,
     host_irs: Vec<KeyEntry>,
+    host_relaxed_co: Vec<KeyEntry>,
+    host_delay_preempt: Vec<KeyEntry>,
     host_contention: Vec<KeyEntry>,
     vm_contention: Vec<KeyEntry>,
     run: Vec<KeyEntry>,
@@ -124,8 +126,10 @@ const HOST_KEY_DOCS: &[(&str, &str, &str, &str)] = &[
     ("contention", "table", "", "[host.contention]: seed 001's contention sources (below); all off when absent"),
     ("node_memory", "size or array of sizes", "", "free memory of each NUMA node when the first VM is created (xl's placement reads it); default: unlimited, equal on every node"),
     ("microsliced", "table", "", "[host.microsliced]: seed 002's micro-sliced cores (below; also detect, a list of ple, ipi, irq); off when absent"),
-    ("overlay", "string", "", "a preemption overlay over the policy (credit): irs (seed 003; relaxed-co and delay-preempt: issue 14 part 3); none when absent"),
+    ("overlay", "string", "", "a preemption overlay over the policy (credit): irs (seed 003), relaxed-co (VMware ESX relaxed co-scheduling), delay-preempt (Uhlig et al. VM'04 delayed preemption); none when absent"),
     ("irs", "table", "", "[host.irs]: the IRS overlay's notify delay and migrator (below); with overlay = \"irs\""),
+    ("relaxed_co", "table", "", "[host.relaxed_co]: relaxed co-scheduling's skew threshold (below); with overlay = \"relaxed-co\""),
+    ("delay_preempt", "table", "", "[host.delay_preempt]: delayed preemption's bound (below); with overlay = \"delay-preempt\""),
 ];
 
 /// `[[vm]]` keys, as [`HOST_KEY_DOCS`].
@@ -209,6 +213,8 @@ fn catalog() -> Catalog {
         host_contention: section_entries(&contention_sections::host_contention_keys()),
         host_microsliced: section_entries(&super::microsliced_sections::host_microsliced_keys()),
         host_irs: section_entries(&super::overlay_sections::host_irs_keys()),
+        host_relaxed_co: section_entries(&super::overlay_sections::host_relaxed_co_keys()),
+        host_delay_preempt: section_entries(&super::overlay_sections::host_delay_preempt_keys()),
         vm_contention: section_entries(&contention_sections::vm_contention_keys()),
         run: section_entries(&sections::run_keys()),
     }

@@ -32,7 +32,7 @@ use toml::Value;
 const TOP_KEYS: &[&str] = &["host", "guest", "vm", "run", "sweep"];
 pub(super) const HOST_KEYS: &[&str] = &[
     "pcpus", "policy", "sockets", "numa_nodes", "threads_per_core", "cores_per_module", "llc", "start_skew", "placement", "params",
-    "ple", "costs", "uvf", "pool", "pool_change", "contention", "node_memory", "microsliced", "overlay", "irs",
+    "ple", "costs", "uvf", "pool", "pool_change", "contention", "node_memory", "microsliced", "overlay", "irs", "relaxed_co", "delay_preempt",
 ];
 pub(super) const VM_KEYS: &[&str] = &[
     "name", "count", "vcpus", "weight", "type", "u_factor", "sched_pe", "workload", "threads", "iterations", "params", "program",

@@ -4,7 +4,9 @@
 use super::section::Section;
 use super::sections::SectionKey;
 use crate::error::SimError;
+use crate::hypervisor::delay_preempt::{DelayPreemptConfig, DEFAULT_MAX_DELAY};
 use crate::hypervisor::overlay::{IrsConfig, OverlayConfig, IRS_NOTIFY_DELAY};
+use crate::hypervisor::relaxed_co::{RelaxedCoConfig, DEFAULT_SKEW_THRESHOLD};
 use crate::params::{ParamSpec, ParamValue};
 use crate::time::SEC;
 
@@ -30,13 +32,67 @@ pub fn host_irs_keys() -> Vec<SectionKey> {
     ]
 }
 
+/// Relaxed co-scheduling's engine side is in place (sim/relaxed_co.rs).
+const RELAXED_CO_READY: bool = false;
+
+/// `[host.relaxed_co]` keys (hypervisor/relaxed_co.rs).
+pub fn host_relaxed_co_keys() -> Vec<SectionKey> {
+    vec![SectionKey::defaulted(
+        ParamSpec::duration(
+            "skew_threshold",
+            DEFAULT_SKEW_THRESHOLD,
+            "skew beyond which a VM's running vCPUs (the leaders) are co-stopped until the laggards catch up \
+             (VMware ESX relaxed co-scheduling: 'a few milliseconds', configurable; 3 ms assumed)",
+        )
+        .range(1.0, SEC as f64),
+    )]
+}
+
+/// `[host.delay_preempt]` keys (hypervisor/delay_preempt.rs).
+pub fn host_delay_preempt_keys() -> Vec<SectionKey> {
+    vec![SectionKey::defaulted(
+        ParamSpec::duration(
+            "max_delay",
+            DEFAULT_MAX_DELAY,
+            "the longest the hypervisor defers the preemption of a vCPU whose guest marked a held spinlock \
+             (Uhlig et al. VM'04 delayed preemption; L4's per-thread maximum delay, no value given: 1 ms assumed)",
+        )
+        .range(1.0, SEC as f64),
+    )]
+}
+
+/// Read the one duration key of an overlay's section, if the section is there.
+fn section_duration(section: Option<&Section>, keys: Vec<SectionKey>, default: crate::time::Nanos) -> Result<crate::time::Nanos, SimError> {
+    let Some(section) = section else { return Ok(default) };
+    let valid: Vec<&str> = keys.iter().map(|k| k.spec.name).collect();
+    section.allow_only(&valid)?;
+    match section.param(&keys[0].spec)? {
+        Some(ParamValue::Duration(d)) => Ok(d),
+        _ => Ok(default),
+    }
+}
+
 /// `[host] overlay` (a name, or absent) with `[host.irs]`. `policy_defers` says whether the
 /// default pool's policy can hold a preemption back (`PolicyKind::defers_preemption`).
 pub fn host_overlay(host: &Section, policy: &str, policy_defers: bool) -> Result<Option<OverlayConfig>, SimError> {
     let irs_section = host.table("irs")?;
+    let relaxed_section = host.table("relaxed_co")?;
+    let delay_section = host.table("delay_preempt")?;
     let Some(name) = host.string("overlay")? else {
         if irs_section.is_some() {
             return Err(host.error_at("irs", "[host.irs] configures the IRS overlay; add overlay = \"irs\" to [host] or leave out [host.irs]"));
+        }
+        if relaxed_section.is_some() {
+            return Err(host.error_at(
+                "relaxed_co",
+                "[host.relaxed_co] configures relaxed co-scheduling; add overlay = \"relaxed-co\" to [host] or leave out [host.relaxed_co]",
+            ));
+        }
+        if delay_section.is_some() {
+            return Err(host.error_at(
+                "delay_preempt",
+                "[host.delay_preempt] configures delayed preemption; add overlay = \"delay-preempt\" to [host] or leave out [host.delay_preempt]",
+            ));
         }
         return Ok(None);
     };
@@ -57,12 +113,15 @@ pub fn host_overlay(host: &Section, policy: &str, policy_defers: bool) -> Result
             }
             OverlayConfig::Irs(cfg)
         }
-        "relaxed-co" | "delay-preempt" => {
-            return Err(host.error_at(
-                "overlay",
-                format!("{name:?} is not implemented yet (issue 14 part 3); expected \"irs\" or no overlay"),
-            ))
+        "relaxed-co" if !RELAXED_CO_READY => {
+            return Err(host.error_at("overlay", "\"relaxed-co\" is not implemented yet (issue 14 part 3)"));
         }
+        "relaxed-co" => OverlayConfig::RelaxedCo(RelaxedCoConfig {
+            skew_threshold: section_duration(relaxed_section.as_ref(), host_relaxed_co_keys(), DEFAULT_SKEW_THRESHOLD)?,
+        }),
+        "delay-preempt" => OverlayConfig::DelayPreempt(DelayPreemptConfig {
+            max_delay: section_duration(delay_section.as_ref(), host_delay_preempt_keys(), DEFAULT_MAX_DELAY)?,
+        }),
         other => {
             return Err(host.error_at(
                 "overlay",
@@ -72,6 +131,12 @@ pub fn host_overlay(host: &Section, policy: &str, policy_defers: bool) -> Result
     };
     if irs_section.is_some() && !matches!(cfg, OverlayConfig::Irs(_)) {
         return Err(host.error_at("irs", format!("[host.irs] configures the IRS overlay, but overlay = {:?}", cfg.name())));
+    }
+    if relaxed_section.is_some() && !matches!(cfg, OverlayConfig::RelaxedCo(_)) {
+        return Err(host.error_at("relaxed_co", format!("[host.relaxed_co] configures relaxed co-scheduling, but overlay = {:?}", cfg.name())));
+    }
+    if delay_section.is_some() && !matches!(cfg, OverlayConfig::DelayPreempt(_)) {
+        return Err(host.error_at("delay_preempt", format!("[host.delay_preempt] configures delayed preemption, but overlay = {:?}", cfg.name())));
     }
     if !policy_defers {
         return Err(host.error_at(

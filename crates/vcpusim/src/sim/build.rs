@@ -331,6 +331,7 @@ impl Sim {
             sched: VmSched { weight: spec.weight, cap: spec.cap, vm_type: spec.vm_type, u_factor: spec.u_factor, uvf: spec.uvf },
             progress_unit: program.progress_unit,
             workload: spec.workload.clone(),
+            clients: program.clients,
             stats: VmStats::default(),
             bare_metal: spec.bare_metal,
         });

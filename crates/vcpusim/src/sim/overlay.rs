@@ -121,6 +121,11 @@ impl Sim {
         if !self.trivial_placement && (self.vcpu_pool[prev.idx()] != self.pcpu_pool[p.idx()] || !self.affinity[prev.idx()].hard.contains(p)) {
             return false;
         }
+        if matches!(self.overlay.as_ref().map(|o| &o.cfg), Some(OverlayConfig::DelayPreempt(_))) {
+            // The guest's lock mark, published lazily (as the kernel-function channel).
+            let (g, i) = self.gslot(prev);
+            self.guests[g].publish_lock_mark(&self.threads, i, &mut self.pv);
+        }
         let ov = self.overlay.as_mut().expect("called with an overlay");
         if ov.go == Some((p, prev)) {
             return false;
@@ -141,7 +146,7 @@ impl Sim {
                 topology: &self.topology,
                 scope: None,
             };
-            ov.overlay.preempt(&host, p, prev, Some(next), registered)
+            ov.overlay.preempt(&host, p, prev, Some(next), registered, &self.pv[prev.idx()])
         };
         let (until, notify) = match verdict {
             Verdict::Go => return false,
@@ -171,6 +176,10 @@ impl Sim {
         ov.per_vm[vm].held += 1;
         ov.per_vm[vm].notices += u64::from(notify);
         ov.holds[p.idx()] = Some(PreemptHold { vcpu: prev, decided: self.now, until, event, notified: notify, thread });
+        if !notify {
+            // Deferred: the guest is told a preemption is pending (delayed preemption).
+            self.pv[prev.idx()].preempt_pending = true;
+        }
         if notify {
             ov.stats.notices += 1;
             if let Some(tr) = self.trace.as_mut() {
@@ -189,6 +198,7 @@ impl Sim {
         let Some(hold) = ov.holds[p.idx()].take() else { return };
         self.queue.cancel(hold.event);
         let vm = self.vinfo[hold.vcpu.idx()].vm.idx();
+        self.pv[hold.vcpu.idx()].preempt_pending = false;
         if acked {
             ov.stats.acks += 1;
             ov.per_vm[vm].acks += 1;
@@ -227,7 +237,8 @@ impl Sim {
         let Some(p) = self.vinfo[v.idx()].pcpu else { return };
         let Some(ov) = self.overlay.as_mut() else { return };
         ov.stats.migrated += u64::from(moved);
-        let Some(hold) = ov.holds[p.idx()].filter(|h| h.vcpu == v && h.notified) else { return };
+        // A notified hold (IRS) or a deferred one (delayed preemption's give-back).
+        let Some(hold) = ov.holds[p.idx()].filter(|h| h.vcpu == v) else { return };
         if self.check && moved > 0 {
             // The thread the guest was notified about is on a sibling before `v` is descheduled.
             if let Some(t) = hold.thread {
@@ -250,6 +261,7 @@ impl Sim {
         if let Some(h) = ov.holds[p.idx()].filter(|h| h.vcpu == v) {
             ov.holds[p.idx()] = None;
             self.queue.cancel(h.event);
+            self.pv[v.idx()].preempt_pending = false;
             ov.stats.dropped += 1;
         }
     }

@@ -94,6 +94,8 @@ pub struct Vm {
     pub sched: VmSched,
     pub progress_unit: &'static str,
     pub workload: String,
+    /// The program's closed-loop clients (`Program::clients`: ab's concurrency), if any.
+    pub clients: Option<u32>,
     pub stats: VmStats,
     /// `bare_metal`: runs on its own pCPUs with no hypervisor (no PLE, native costs).
     pub bare_metal: bool,

@@ -154,6 +154,9 @@ pub struct Program {
     /// The VM's network device, which `Op::SockRecv` reads from (seed 002 section 3.2;
     /// `hardware/nic.rs`, `sim/device.rs`, `guest/netrx.rs`).
     pub nic: Option<crate::hardware::nic::NicSpec>,
+    /// Clients of a closed-loop server workload (`ab -c`, workload/builtin/ab.rs): the
+    /// requests kept outstanding, for ab's "Time per request" in the reports.
+    pub clients: Option<u32>,
 }
 
 impl Program {
@@ -168,6 +171,7 @@ impl Program {
             progress_unit,
             work_stealing: None,
             nic: None,
+            clients: None,
         }
     }
 

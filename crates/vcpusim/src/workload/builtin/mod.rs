@@ -5,6 +5,7 @@
 //! never from how it fares under a particular policy. Where a seed gives no number, the
 //! parameter's doc says "assumed".
 
+pub mod ab;
 mod barrier;
 mod cpu_bound;
 mod idle;
@@ -80,6 +81,7 @@ pub static ALL: &[&dyn Workload] = &[
     &spec2006::SJENG,
     &spec2006::LIBQUANTUM,
     &spec2006::H264REF,
+    &ab::Ab,
 ];
 
 /// Shared checks for the workload tests.

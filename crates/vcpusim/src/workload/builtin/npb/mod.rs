@@ -47,6 +47,7 @@ pub mod ft;
 pub mod is;
 pub mod lu;
 pub mod mg;
+pub mod omp_wait;
 pub mod sp;
 pub mod ua;
 
@@ -132,7 +133,7 @@ impl Profile {
 /// A profile as a built-in workload.
 pub struct Npb(pub &'static Profile);
 
-const WAITS: &[&str] = &["block", "spin", "spin-then-block"];
+const WAITS: &[&str] = &["block", "spin", "spin-then-block", "active", "passive"];
 
 /// GOMP_SPINCOUNT's 300,000 polls on the seed's 2.33 GHz Xeon, assumed ~8 cycles each.
 pub const GOMP_SPIN: Nanos = MS;
@@ -175,7 +176,10 @@ impl Workload for Npb {
                 "block",
                 "how threads wait at OpenMP barriers: block (futex_wait at once: GCC 4.2 libgomp, \
                  as in the seed's Fedora Core 6; assumed), spin, or spin-then-block (GCC >= 4.4 \
-                 libgomp, GOMP_SPINCOUNT; Intel KMP_BLOCKTIME). LU's point-to-point flags always spin.",
+                 libgomp, GOMP_SPINCOUNT; Intel KMP_BLOCKTIME); active / passive: GCC >= 4.4 \
+                 libgomp under OMP_WAIT_POLICY=active (3e10 polls, 300 s, then block: seed 003's \
+                 spinning NPB) or passive (block at once); see npb/omp_wait.rs. LU's \
+                 point-to-point flags always spin.",
             ),
             ParamSpec::duration(
                 "spin",
@@ -212,6 +216,8 @@ impl Workload for Npb {
             "block" => BarrierWait::Block,
             "spin" => BarrierWait::Spin,
             "spin-then-block" => BarrierWait::SpinThenBlock(params.duration("spin")),
+            "active" => omp_wait::WaitPolicy::Active.barrier_wait(),
+            "passive" => omp_wait::WaitPolicy::Passive.barrier_wait(),
             other => return Err(format!("{}: wait must be one of {}, got {other:?}", p.name, WAITS.join(", "))),
         };
         let rounds = params.int("rounds");
