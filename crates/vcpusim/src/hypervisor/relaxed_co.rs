@@ -20,8 +20,9 @@
 //! - a vCPU *makes progress* while it runs or is halted (idle); it *lags* while it is runnable
 //!   and not co-stopped (ready, waiting for a pCPU);
 //! - its skew grows by the time it lags while at least one sibling runs, and shrinks (not below
-//!   zero) by the time it runs while at least one sibling is co-stopped (it catches up with the
-//!   stopped leaders); a halted or co-stopped vCPU's skew does not change;
+//!   zero) by the time it makes progress (runs or idles) while at least one sibling is
+//!   co-stopped (it catches up with the stopped leaders); a co-stopped vCPU's skew does not
+//!   change, and an idle one's never grows;
 //! - when a vCPU's skew exceeds `skew_threshold`, every running sibling is co-stopped (taken off
 //!   its pCPU and not runnable for the policy), and each lagging vCPU's pCPU is asked to
 //!   reschedule (co-start: the laggard is offered its pCPU; its priority is the policy's);
@@ -44,6 +45,10 @@ use crate::vmexit::PvArea;
 
 /// The default skew threshold (assumed: "a few milliseconds", see the module doc).
 pub const DEFAULT_SKEW_THRESHOLD: Nanos = 3 * MS;
+
+/// The must-hold's slack: one tick of Xen credit (`CSCHED_DEFAULT_TSLICE_MS` 30 ms /
+/// `CSCHED_TICKS_PER_TSLICE` 3), the period a tick-driven check would have.
+pub const TICK_SLACK: Nanos = 10 * MS;
 
 /// `[host.relaxed_co]`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -78,7 +83,7 @@ pub fn account(skew: &mut [Nanos], states: &[Progress], dt: Nanos) {
     for (k, s) in states.iter().enumerate() {
         match s {
             Progress::Lagging if any_running => skew[k] += dt,
-            Progress::Running if any_stopped => skew[k] = skew[k].saturating_sub(dt),
+            Progress::Running | Progress::Idle if any_stopped => skew[k] = skew[k].saturating_sub(dt),
             _ => {}
         }
     }
@@ -110,10 +115,11 @@ mod tests {
         // Nobody runs: nobody lags behind anyone.
         account(&mut skew, &[Idle, Lagging, Idle], 5 * MS);
         assert_eq!(skew, vec![0, 2 * MS, 0]);
-        // The laggard runs while the leader is co-stopped: it catches up, never below zero.
+        // The laggard runs (or idles: progress) while the leader is co-stopped: it catches up,
+        // never below zero.
         account(&mut skew, &[Stopped, Running, Idle], MS);
         assert_eq!(skew, vec![0, MS, 0]);
-        account(&mut skew, &[Stopped, Running, Idle], 3 * MS);
+        account(&mut skew, &[Stopped, Idle, Idle], 3 * MS);
         assert_eq!(skew, vec![0, 0, 0]);
     }
 }

@@ -32,9 +32,6 @@ pub fn host_irs_keys() -> Vec<SectionKey> {
     ]
 }
 
-/// Relaxed co-scheduling's engine side is in place (sim/relaxed_co.rs).
-const RELAXED_CO_READY: bool = false;
-
 /// `[host.relaxed_co]` keys (hypervisor/relaxed_co.rs).
 pub fn host_relaxed_co_keys() -> Vec<SectionKey> {
     vec![SectionKey::defaulted(
@@ -112,9 +109,6 @@ pub fn host_overlay(host: &Section, policy: &str, policy_defers: bool) -> Result
                 }
             }
             OverlayConfig::Irs(cfg)
-        }
-        "relaxed-co" if !RELAXED_CO_READY => {
-            return Err(host.error_at("overlay", "\"relaxed-co\" is not implemented yet (issue 14 part 3)"));
         }
         "relaxed-co" => OverlayConfig::RelaxedCo(RelaxedCoConfig {
             skew_threshold: section_duration(relaxed_section.as_ref(), host_relaxed_co_keys(), DEFAULT_SKEW_THRESHOLD)?,

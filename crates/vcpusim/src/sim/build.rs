@@ -72,6 +72,7 @@ impl Sim {
             pool_channels,
             micro: None,
             overlay: None,
+            relaxed: None,
             micro_pool: PoolId(u32::MAX),
             pcpus: (0..npcpus).map(|_| Pcpu { online: false, last: None, slice_event: None, run_start: 0 }).collect(),
             vms: Vec::new(),
@@ -129,6 +130,9 @@ impl Sim {
                     stats: Default::default(),
                     per_vm: vec![Default::default(); sim.vminfo.len()],
                 }));
+                if let crate::hypervisor::overlay::OverlayConfig::RelaxedCo(rc) = cfg {
+                    sim.relaxed = Some(Box::new(super::relaxed_co::RelaxedCoState::new(*rc, sim.vinfo.len(), sim.vminfo.len())));
+                }
                 if let crate::hypervisor::overlay::OverlayConfig::Irs(irs) = cfg {
                     for g in sim.guests.iter_mut().filter(|g| g.config.irs) {
                         g.irs = Some(Box::new(crate::guest::irs::IrsGuest::new(g.vcpus.len(), irs.migrator)));

@@ -210,6 +210,9 @@ impl Sim {
 
     /// Take `v` off pCPU `p`. If it was still Running this is a preemption.
     pub(super) fn switch_out(&mut self, v: VcpuId, p: PcpuId) {
+        if self.relaxed.is_some() {
+            self.rc_account(v);
+        }
         self.settle(v);
         if self.overlay.is_some() {
             self.overlay_switch_out(v, p);
@@ -243,12 +246,15 @@ impl Sim {
         if self.trace.is_some() {
             self.trace_switch_out(v, p);
         }
+        if self.relaxed.is_some() {
+            self.rc_poke(v);
+        }
     }
 
     /// LHP: descheduled while its thread holds spinlocks (counted per lock class);
     /// LWP: descheduled while spinning in a ticket-lock queue. What the thread holds and waits
     /// for is the guest's to say (`GuestKernel::lock_state`); the counts are the host's.
-    fn count_lock_preemptions(&mut self, v: VcpuId) {
+    pub(super) fn count_lock_preemptions(&mut self, v: VcpuId) {
         let (g, i) = self.gslot(v);
         let Some((held, ticket_waiter)) = self.guests[g].lock_state(&self.threads, &self.locks, i) else { return };
         let vm = self.vinfo[v.idx()].vm.idx();
@@ -272,6 +278,9 @@ impl Sim {
     }
 
     fn switch_in(&mut self, v: VcpuId, p: PcpuId) {
+        if self.relaxed.is_some() {
+            self.rc_account(v);
+        }
         let vm = self.vinfo[v.idx()].vm;
         let info = &mut self.vinfo[v.idx()];
         info.state = VcpuState::Running;
@@ -316,11 +325,18 @@ impl Sim {
         if self.trace.is_some() {
             self.trace_switch_in(v, p);
         }
+        if self.relaxed.is_some() {
+            self.rc_poke(v);
+        }
     }
 
     /// The guest on `v` executed HLT and the exit cost is paid: block it.
     pub fn halt(&mut self, v: VcpuId) {
         let p = self.vinfo[v.idx()].pcpu.expect("a halting vCPU is running");
+        if self.relaxed.is_some() {
+            self.rc_account(v);
+            self.rc_poke(v);
+        }
         self.settle(v);
         self.vinfo[v.idx()].state = VcpuState::Halted;
         self.pv[v.idx()].runnable = false;
@@ -344,6 +360,14 @@ impl Sim {
     pub fn wake_vcpu(&mut self, v: VcpuId, waker: Option<VcpuId>) {
         if self.vinfo[v.idx()].state != VcpuState::Halted {
             return;
+        }
+        if self.relaxed.is_some() {
+            if self.co_stopped(v) {
+                // Co-stopped: the interrupt waits in the guest until the co-start.
+                return;
+            }
+            self.rc_account(v);
+            self.rc_poke(v);
         }
         self.vinfo[v.idx()].state = VcpuState::Runnable;
         self.vinfo[v.idx()].preempted = false;

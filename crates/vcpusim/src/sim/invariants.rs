@@ -9,6 +9,7 @@ impl Sim {
     pub fn check_invariants(&self) -> Result<(), String> {
         self.check_microsliced()?;
         self.check_overlay()?;
+        self.check_relaxed_co()?;
         // A pCPU runs at most one vCPU and a vCPU runs on at most one pCPU, both sides agreeing.
         for (p, info) in self.pinfo.iter().enumerate() {
             if let Some(v) = info.current {
@@ -42,7 +43,8 @@ impl Sim {
         // its lock sleeps without a kick on its way (no lost wake-up).
         for (v, vc) in self.vcpus.iter().enumerate() {
             let (g, i) = (vc.slot.vm as usize, vc.slot.index as usize);
-            if self.vinfo[v].state == VcpuState::Halted && self.guests[g].vcpus[i].current.is_some() && !vc.polling {
+            let co_stopped = self.co_stopped(crate::ids::VcpuId(v as u32));
+            if self.vinfo[v].state == VcpuState::Halted && self.guests[g].vcpus[i].current.is_some() && !vc.polling && !co_stopped {
                 return Err(format!("vCPU {v} is halted with a thread on it, but not in SCHEDOP_poll"));
             }
         }

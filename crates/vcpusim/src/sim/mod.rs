@@ -10,6 +10,7 @@ pub mod line;
 pub mod microsliced;
 pub mod overlay;
 pub mod pools;
+pub mod relaxed_co;
 pub mod sampling;
 pub mod speed;
 pub mod tracing;
@@ -129,6 +130,7 @@ impl Sim {
             Event::NicSend(d) => self.on_nic_send(d),
             Event::MicroAdjust => self.micro_adjust(),
             Event::PreemptDeadline(p) => self.preempt_deadline(p),
+            Event::RelaxedCoCheck(vm) => self.rc_check_event(vm),
             Event::GuestTick(v) => self.upcall(v, crate::vmexit::Upcall::TimerTick),
             Event::PcpuOnline(p) => {
                 self.pcpus[p.idx()].online = true;

@@ -197,8 +197,8 @@ impl Sim {
         let Some(ov) = self.overlay.as_mut() else { return };
         let Some(hold) = ov.holds[p.idx()].take() else { return };
         self.queue.cancel(hold.event);
-        let vm = self.vinfo[hold.vcpu.idx()].vm.idx();
         self.pv[hold.vcpu.idx()].preempt_pending = false;
+        let vm = self.vinfo[hold.vcpu.idx()].vm.idx();
         if acked {
             ov.stats.acks += 1;
             ov.per_vm[vm].acks += 1;

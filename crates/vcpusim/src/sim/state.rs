@@ -132,6 +132,8 @@ pub enum Event {
     /// The bound of the preemption overlay's hold on a pCPU passed (`sim/overlay.rs`; the
     /// event is owned by the hold and cancelled when the hold ends another way).
     PreemptDeadline(PcpuId),
+    /// Relaxed co-scheduling: check this VM's skews (sim/relaxed_co.rs).
+    RelaxedCoCheck(u32),
     /// `[[vm.sched_pe]]`: the VM's class becomes (type, u_factor).
     VmReconfigure(crate::ids::VmId, crate::hypervisor::policy::VmType, f64),
 }
@@ -214,6 +216,8 @@ pub struct Sim {
     pub vm_speed: Vec<Speed>,
     /// The preemption overlay (`[host] overlay`, `sim/overlay.rs`); None = off.
     pub overlay: Option<Box<super::overlay::OverlayState>>,
+    /// Relaxed co-scheduling's skews and co-stops (`overlay = "relaxed-co"`, sim/relaxed_co.rs).
+    pub relaxed: Option<Box<super::relaxed_co::RelaxedCoState>>,
 }
 
 impl Sim {

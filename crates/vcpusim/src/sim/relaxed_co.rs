@@ -1,0 +1,265 @@
+//! The engine side of relaxed co-scheduling (`overlay = "relaxed-co"`; the model, its sources
+//! and the skew arithmetic are in hypervisor/relaxed_co.rs).
+//!
+//! - **Accounting**: each VM's skews are brought up to date (`account`) just before any of its
+//!   vCPUs changes state (switched in or out, halted, woken, co-stopped, co-started), so every
+//!   interval is accounted with the states that held over it, exactly.
+//! - **Checks** (`check`) follow each change: a vCPU above the threshold co-stops the VM's
+//!   running vCPUs; no vCPU owing skew any more co-starts the stopped ones. Between changes a
+//!   lagging vCPU's skew grows at wall-clock rate while a sibling runs, so the check is also
+//!   scheduled for the instant the first laggard would cross the threshold
+//!   (`Event::RelaxedCoCheck`): a skew never exceeds the threshold by more than that event's
+//!   granularity (it is the check a real scheduler makes at its ticks; the must-hold of issue
+//!   14 allows one tick).
+//! - **Co-stop** (`co_stop`): the vCPU is taken off its pCPU and is not runnable for the policy
+//!   (the host's state `Halted` and the policy's `sleep`: Xen's `vcpu_pause` ->
+//!   `vcpu_sleep_nosync` path), while the guest sees it descheduled while runnable (the PV area's
+//!   preempted and runnable flags, its time counted as steal). An interrupt for it stays pending
+//!   in the guest until the co-start. A vCPU paying its halt exit is not co-stopped (it is
+//!   about to idle, which is progress).
+//! - **Co-start** (`co_start`): runnable again through the policy's `wake` (Xen's
+//!   `vcpu_unpause` -> `vcpu_wake`, BOOST included under credit).
+
+use super::state::{Activity, Event, Sim};
+use crate::engine::event_queue::EventId;
+use crate::hypervisor::policy::VcpuState;
+use crate::hypervisor::relaxed_co::{account, Progress, RelaxedCoConfig};
+use crate::ids::VcpuId;
+use crate::time::Nanos;
+
+/// Relaxed co-scheduling's state (`Sim::relaxed`).
+pub struct RelaxedCoState {
+    pub cfg: RelaxedCoConfig,
+    /// Per vCPU (host-wide index): accumulated skew, ns.
+    pub skew: Vec<Nanos>,
+    /// Per vCPU: the largest skew it reached (for the tests and the docs).
+    pub max_skew: Vec<Nanos>,
+    /// Per vCPU: co-stopped now.
+    pub stopped: Vec<bool>,
+    /// Per VM: when its skews were last brought up to date.
+    pub last: Vec<Nanos>,
+    /// Per VM: the pending threshold-crossing check.
+    pub next_check: Vec<Option<EventId>>,
+    /// Per VM: co-stops (vCPUs stopped) and the total time vCPUs spent co-stopped (esxtop's
+    /// %CSTP numerator).
+    pub costops: Vec<u64>,
+    pub costop_ns: Vec<Nanos>,
+    /// A check is running (its co-stops and co-starts change states, which must not re-check).
+    busy: bool,
+}
+
+impl RelaxedCoState {
+    pub fn new(cfg: RelaxedCoConfig, nvcpus: usize, nvms: usize) -> Self {
+        RelaxedCoState {
+            cfg,
+            skew: vec![0; nvcpus],
+            max_skew: vec![0; nvcpus],
+            stopped: vec![false; nvcpus],
+            last: vec![0; nvms],
+            next_check: vec![None; nvms],
+            costops: vec![0; nvms],
+            costop_ns: vec![0; nvms],
+            busy: false,
+        }
+    }
+}
+
+impl Sim {
+    /// Check mode: a co-stopped vCPU is off every pCPU and not runnable for the policy, and no
+    /// skew exceeds the threshold by more than a credit tick (issue 14's must-hold; the
+    /// crossing checks keep it within nanoseconds).
+    pub(super) fn check_relaxed_co(&self) -> Result<(), String> {
+        let Some(rc) = self.relaxed.as_ref() else { return Ok(()) };
+        let slack = crate::hypervisor::relaxed_co::TICK_SLACK;
+        for (v, info) in self.vinfo.iter().enumerate() {
+            if rc.stopped[v] && (info.state != VcpuState::Halted || info.pcpu.is_some()) {
+                return Err(format!("relaxed-co: vCPU {v} is co-stopped but {:?} on {:?}", info.state, info.pcpu));
+            }
+            if rc.skew[v] > rc.cfg.skew_threshold + slack {
+                return Err(format!("relaxed-co: vCPU {v}'s skew {} ns exceeds the threshold {} ns by more than a tick", rc.skew[v], rc.cfg.skew_threshold));
+            }
+        }
+        Ok(())
+    }
+
+    /// `v` is co-stopped (relaxed co-scheduling).
+    #[inline]
+    pub fn co_stopped(&self, v: VcpuId) -> bool {
+        self.relaxed.as_ref().is_some_and(|r| r.stopped[v.idx()])
+    }
+
+    /// What `v` does as far as skew goes.
+    fn progress_of(&self, v: VcpuId) -> Progress {
+        match self.vinfo[v.idx()].state {
+            VcpuState::Running => Progress::Running,
+            VcpuState::Runnable => Progress::Lagging,
+            VcpuState::Halted if self.co_stopped(v) => Progress::Stopped,
+            VcpuState::Halted => Progress::Idle,
+        }
+    }
+
+    /// Bring the skews of `v`'s VM up to date (before one of its vCPUs changes state).
+    #[inline(never)]
+    pub(super) fn rc_account(&mut self, v: VcpuId) {
+        let vm = self.vinfo[v.idx()].vm.idx();
+        let Some(rc) = self.relaxed.as_ref() else { return };
+        let dt = self.now - rc.last[vm];
+        if dt == 0 || self.vminfo[vm].vcpus.len() < 2 {
+            if let Some(rc) = self.relaxed.as_mut() {
+                rc.last[vm] = self.now;
+            }
+            return;
+        }
+        let ids = &self.vminfo[vm].vcpus;
+        let states: Vec<Progress> = ids.iter().map(|u| self.progress_of(*u)).collect();
+        let rc = self.relaxed.as_mut().expect("checked above");
+        let mut skew: Vec<Nanos> = ids.iter().map(|u| rc.skew[u.idx()]).collect();
+        account(&mut skew, &states, dt);
+        for (k, u) in ids.iter().enumerate() {
+            rc.skew[u.idx()] = skew[k];
+            rc.max_skew[u.idx()] = rc.max_skew[u.idx()].max(skew[k]);
+            if states[k] == Progress::Stopped {
+                rc.costop_ns[vm] += dt;
+            }
+        }
+        rc.last[vm] = self.now;
+    }
+
+    /// After a state change of `v`: check its VM at once, from the event loop (never inside the
+    /// reschedule that made the change).
+    #[inline(never)]
+    pub(super) fn rc_poke(&mut self, v: VcpuId) {
+        let vm = self.vinfo[v.idx()].vm.idx();
+        if self.vminfo[vm].vcpus.len() < 2 {
+            return;
+        }
+        let Some(rc) = self.relaxed.as_mut() else { return };
+        if rc.busy {
+            return;
+        }
+        if let Some(old) = rc.next_check[vm].take() {
+            self.queue.cancel(old);
+        }
+        let e = self.queue.push(self.now, Event::RelaxedCoCheck(vm as u32));
+        self.relaxed.as_mut().expect("checked").next_check[vm] = Some(e);
+    }
+
+    /// Check `v`'s VM: co-stop or co-start, and schedule the next crossing.
+    fn rc_check(&mut self, v: VcpuId) {
+        let vm = self.vinfo[v.idx()].vm.idx();
+        if self.relaxed.as_ref().is_none_or(|r| r.busy) || self.vminfo[vm].vcpus.len() < 2 {
+            return;
+        }
+        self.rc_account(v);
+        self.relaxed.as_mut().expect("checked").busy = true;
+        let ids = self.vminfo[vm].vcpus.clone();
+        let threshold = self.relaxed.as_ref().expect("checked").cfg.skew_threshold;
+        let skewed = ids.iter().any(|u| self.relaxed.as_ref().expect("checked").skew[u.idx()] > threshold);
+        if skewed {
+            // Co-stop the leaders: every running sibling.
+            for u in &ids {
+                let running = self.vinfo[u.idx()].state == VcpuState::Running;
+                let halting = matches!(self.vcpus[u.idx()].activity, Activity::Overhead { halting: true });
+                if running && !halting && self.relaxed.as_ref().expect("checked").skew[u.idx()] <= threshold {
+                    self.co_stop(*u);
+                }
+            }
+        } else {
+            // Co-start when no vCPU that is not stopped owes skew any more (the laggards caught up).
+            let rc = self.relaxed.as_ref().expect("checked");
+            let caught_up = ids.iter().all(|u| rc.stopped[u.idx()] || rc.skew[u.idx()] == 0);
+            if caught_up && ids.iter().any(|u| rc.stopped[u.idx()]) {
+                for u in &ids {
+                    if self.co_stopped(*u) {
+                        self.co_start(*u);
+                    }
+                }
+            }
+        }
+        self.relaxed.as_mut().expect("checked").busy = false;
+        self.rc_schedule_check(vm);
+    }
+
+    /// Arm the next check of `vm`, replacing the pending one: the instant the first lagging
+    /// vCPU would cross the threshold (while a sibling runs), or, while some are co-stopped, the
+    /// instant the last running or idle one with skew would have caught up (skew 0).
+    fn rc_schedule_check(&mut self, vm: usize) {
+        let ids = &self.vminfo[vm].vcpus;
+        let rc = self.relaxed.as_ref().expect("called with relaxed co-scheduling");
+        let states: Vec<Progress> = ids.iter().map(|u| self.progress_of(*u)).collect();
+        let any_running = states.contains(&Progress::Running);
+        let any_stopped = states.contains(&Progress::Stopped);
+        let threshold = rc.cfg.skew_threshold;
+        let crossing = ids
+            .iter()
+            .zip(&states)
+            .filter(|(_, s)| any_running && **s == Progress::Lagging)
+            .map(|(u, _)| threshold.saturating_sub(rc.skew[u.idx()]) + 1)
+            .min();
+        let caught_up = ids
+            .iter()
+            .zip(&states)
+            .filter(|(u, s)| any_stopped && matches!(s, Progress::Running | Progress::Idle) && rc.skew[u.idx()] > 0)
+            .map(|(u, _)| rc.skew[u.idx()])
+            .max();
+        let next = match (crossing, caught_up) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(old) = self.relaxed.as_mut().expect("checked").next_check[vm].take() {
+            self.queue.cancel(old);
+        }
+        if let Some(dt) = next {
+            let e = self.queue.push(self.now + dt, Event::RelaxedCoCheck(vm as u32));
+            self.relaxed.as_mut().expect("checked").next_check[vm] = Some(e);
+        }
+    }
+
+    /// `Event::RelaxedCoCheck(vm)`: a laggard of `vm` may have crossed the threshold.
+    pub(super) fn rc_check_event(&mut self, vm: u32) {
+        if let Some(rc) = self.relaxed.as_mut() {
+            rc.next_check[vm as usize] = None;
+        }
+        let v = self.vminfo[vm as usize].vcpus[0];
+        self.rc_check(v);
+    }
+
+    /// Co-stop running `v`: off its pCPU, not runnable for the policy, preempted for the guest.
+    fn co_stop(&mut self, v: VcpuId) {
+        let Some(p) = self.vinfo[v.idx()].pcpu else { return };
+        self.rc_account(v);
+        self.settle(v);
+        let vm = self.vinfo[v.idx()].vm.idx();
+        if let Some(rc) = self.relaxed.as_mut() {
+            rc.stopped[v.idx()] = true;
+            rc.costops[vm] += 1;
+        }
+        self.vinfo[v.idx()].state = VcpuState::Halted;
+        self.vinfo[v.idx()].preempted = true;
+        self.pv[v.idx()].preempted = true;
+        self.pv[v.idx()].runnable = true;
+        self.vcpus[v.idx()].runnable_since = self.now;
+        self.vcpus[v.idx()].woken = false;
+        self.vms[vm].stats.preemptions += 1;
+        self.count_lock_preemptions(v);
+        if let Some(tr) = self.trace.as_mut() {
+            tr.instant_with(1 + vm as u32, self.vinfo[v.idx()].index, "co-stop", self.now, &[]);
+        }
+        self.with_vcpu_policy(v, |pol, ctx| pol.sleep(ctx, v));
+        self.reschedule(p);
+    }
+
+    /// Co-start stopped `v`: runnable again through the policy.
+    fn co_start(&mut self, v: VcpuId) {
+        self.rc_account(v);
+        if let Some(rc) = self.relaxed.as_mut() {
+            rc.stopped[v.idx()] = false;
+        }
+        self.vinfo[v.idx()].state = VcpuState::Runnable;
+        if let Some(tr) = self.trace.as_mut() {
+            let vm = self.vinfo[v.idx()].vm.idx();
+            tr.instant_with(1 + vm as u32, self.vinfo[v.idx()].index, "co-start", self.now, &[]);
+        }
+        self.with_vcpu_policy(v, |pol, ctx| pol.wake(ctx, v, None));
+    }
+}

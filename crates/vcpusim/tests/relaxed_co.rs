@@ -1,0 +1,106 @@
+//! VMware ESX relaxed co-scheduling (issue 14 part 3, `overlay = "relaxed-co"`,
+//! hypervisor/relaxed_co.rs, sim/relaxed_co.rs), in check mode: a lagging vCPU accumulates skew
+//! while a sibling runs, the running siblings are co-stopped past the threshold and co-started
+//! when the laggards caught up; idle vCPUs accumulate none.
+
+use vcpusim::api::load_scenario;
+use vcpusim::sim::state::Sim;
+use vcpusim::time::MS;
+
+/// One credit tick: the must-hold's slack.
+const TICK: u64 = vcpusim::hypervisor::relaxed_co::TICK_SLACK;
+
+/// `vcpus` vCPUs pinned one per pCPU running `threads` threads of `workload`, and a CPU hog
+/// pinned on pCPU 0 (sharing it with vCPU 0).
+fn scenario(host_extra: &str, workload: &str, vcpus: u32, threads: u32) -> String {
+    let cpus: Vec<String> = (0..vcpus).map(|i| format!("\"{i}\"")).collect();
+    format!(
+        "[host]\npcpus = 4\npolicy = \"credit\"\nparams = {{ xen = \"4.4\" }}\n{host_extra}\n\
+         [[vm]]\nname = \"par\"\nvcpus = {vcpus}\nthreads = {threads}\nworkload = \"{workload}\"\ncpus = [{}]\n\
+         [[vm]]\nname = \"noise\"\nvcpus = 1\ncpus = [\"0\"]\nworkload = \"cpu-bound\"\n\
+         [run]\nduration = \"400ms\"\n",
+        cpus.join(", ")
+    )
+}
+
+fn run_text(text: &str, ms: u64) -> Sim {
+    let sc = load_scenario(text, "<relaxed-co test>").expect("the scenario loads");
+    let mut sim = Sim::build(&sc, sc.run.seed, false, true).expect("builds");
+    sim.start();
+    sim.run_until(ms * MS, None).expect("runs in check mode without an invariant failing");
+    sim.finish();
+    sim
+}
+
+const RELAXED: &str = "overlay = \"relaxed-co\"";
+
+#[test]
+fn no_skew_exceeds_the_threshold_by_more_than_a_tick_and_leaders_are_co_stopped() {
+    for (workload, threshold) in [("cpu-bound", 3 * MS), ("parsec.streamcluster", 3 * MS), ("cpu-bound", MS)] {
+        let text = scenario(&format!("{RELAXED}\n[host.relaxed_co]\nskew_threshold = \"{}us\"", threshold / 1000), workload, 4, 4);
+        let sim = run_text(&text, 400);
+        let rc = sim.relaxed.as_ref().expect("relaxed co-scheduling built");
+        let par = &sim.vminfo[0].vcpus;
+        let max: Vec<u64> = par.iter().map(|v| rc.max_skew[v.idx()]).collect();
+        eprintln!("{workload} threshold {threshold}: max skew {max:?} costops {} costop {} ms", rc.costops[0], rc.costop_ns[0] / MS);
+        assert!(max.iter().all(|m| *m <= threshold + TICK), "{workload}: {max:?}");
+        assert!(max[0] > threshold / 2, "vCPU 0 lags behind its siblings while the hog runs: {max:?}");
+        assert!(rc.costops[0] > 0, "{workload}: leaders were co-stopped");
+        assert!(rc.costop_ns[0] > 0);
+        // No co-stop outlives the run's consistency: every stopped vCPU is Halted to the host.
+        for v in par {
+            if rc.stopped[v.idx()] {
+                assert!(sim.co_stopped(*v));
+            }
+        }
+    }
+}
+
+#[test]
+fn an_idle_vcpu_accumulates_no_skew() {
+    // Three vCPUs, two threads: vCPU 2 idles (halted) the whole run while vCPU 1 runs and
+    // vCPU 0 lags behind the hog.
+    // Every pCPU starts at once: no vCPU waits for its first run while a sibling runs.
+    let sim = run_text(&scenario(&format!("{RELAXED}\nstart_skew = \"0ms\""), "cpu-bound", 3, 2), 400);
+    let rc = sim.relaxed.as_ref().expect("relaxed co-scheduling built");
+    let par = &sim.vminfo[0].vcpus;
+    let max: Vec<u64> = par.iter().map(|v| rc.max_skew[v.idx()]).collect();
+    eprintln!("max skew {max:?} halts {}", sim.vms[0].stats.halts);
+    assert!(sim.vinfo[par[2].idx()].run_time < MS, "vCPU 2 idles");
+    assert_eq!(max[2], 0, "{max:?}");
+    assert!(max[0] > 0, "{max:?}");
+}
+
+#[test]
+fn without_a_sibling_to_lag_behind_nothing_is_co_stopped() {
+    // One thread: only vCPU 0 runs, so nobody lags behind a running sibling.
+    let sim = run_text(&scenario(&format!("{RELAXED}\nstart_skew = \"0ms\""), "cpu-bound", 4, 1), 200);
+    let rc = sim.relaxed.as_ref().expect("relaxed co-scheduling built");
+    assert_eq!(rc.costops[0], 0);
+}
+
+#[test]
+fn relaxed_co_keys_are_checked() {
+    for (text, want) in [
+        ("[host.relaxed_co]\nskew_threshold = \"3ms\"", "add overlay = \"relaxed-co\""),
+        ("overlay = \"relaxed-co\"\n[host.relaxed_co]\nskew_threshold = \"0ms\"", "skew_threshold"),
+        ("overlay = \"relaxed-co\"\n[host.relaxed_co]\nthreshold = \"3ms\"", "threshold"),
+        ("overlay = \"delay-preempt\"\n[host.relaxed_co]\nskew_threshold = \"3ms\"", "but overlay = \"delay-preempt\""),
+    ] {
+        let err = load_scenario(&scenario(text, "cpu-bound", 4, 4), "s.toml").err().unwrap_or_else(|| panic!("{text} loads")).to_string();
+        assert!(err.contains(want), "{text}: {err}");
+    }
+}
+
+#[test]
+fn both_baselines_are_deterministic_and_run_with_ple_on() {
+    use vcpusim::api::{run, RunOptions};
+    let run_scenario_text = |text: &str| run(&load_scenario(text, "<t>").expect("loads"), &RunOptions { check: true, ..Default::default() });
+    for overlay in [RELAXED, "overlay = \"delay-preempt\""] {
+        let text = scenario(&format!("{overlay}\n[host.ple]\nenabled = true"), "parsec.streamcluster", 4, 4);
+        let a = run_scenario_text(&text).expect("runs");
+        let b = run_scenario_text(&text).expect("runs");
+        assert_eq!(a.vms_csv, b.vms_csv, "{overlay}");
+        assert_eq!(a.metrics_csv, b.metrics_csv, "{overlay}");
+    }
+}
