@@ -21,7 +21,7 @@ import pandas as pd
 
 from common import (
     DIRECTION, IRS, NOT_REPRODUCED, PIPELINE, PLE, RELAXED_CO, REPRODUCED, VANILLA, Claim, Settings,
-    aggregate, available, compare, figure_main, finite, improvement_plot, mean_improvement, noise_levels,
+    aggregate, available, compare, levels_of, figure_main, finite, improvement_plot, mean_improvement, noise_levels,
     not_run_claim, notify_to_switch, parse_args, parsec_set, pct, write_csv,
 )
 
@@ -89,9 +89,12 @@ def claims(df: pd.DataFrame) -> list[Claim]:
     out.append(Claim("Slide 12/19", "IRS outperforms PLE (blocking)", "IRS > PLE", f"IRS {pct(irs)} vs PLE {pct(ple)}",
                      REPRODUCED if irs > ple else NOT_REPRODUCED))
     if available(RELAXED_CO) is None:
-        rc = mean_improvement(df, RELAXED_CO)
+        lv = levels_of(df, RELAXED_CO)
+        rc, irs_lv = mean_improvement(df, RELAXED_CO), mean_improvement(df, IRS, noise=lv)
         out.append(Claim("Slide 12/19", "IRS outperforms relaxed co-scheduling (blocking)", "IRS > relaxed-Co",
-                         f"IRS {pct(irs)} vs relaxed-Co {pct(rc)}", REPRODUCED if irs > rc else NOT_REPRODUCED))
+                         f"IRS {pct(irs_lv)} vs relaxed-Co {pct(rc)} (at {lv} interfering VMs)",
+                         REPRODUCED if irs_lv > rc else NOT_REPRODUCED,
+                         "relaxed-co not run at 4 interfering VMs (common.RELAXED_CO_MAX_NOISE)"))
     else:
         out.append(not_run_claim("Slide 12/19", "IRS outperforms relaxed co-scheduling (blocking)", "IRS > relaxed-Co",
                                  RELAXED_CO))
