@@ -321,6 +321,11 @@ def compare(benches, schemes, noises, settings: Settings, seeds=None, layout: st
     return improvement(df)
 
 
+def beats(irs: float, other: float) -> str:
+    """IRS outperforms a baseline: R when better and a gain itself, D when only better."""
+    return REPRODUCED if irs > other and irs > 0 else (DIRECTION if irs > other else NOT_REPRODUCED)
+
+
 def mean_improvement(df: pd.DataFrame, scheme: str, **where) -> float:
     sub = df[df["scheme"] == scheme]
     for k, v in where.items():
@@ -330,7 +335,7 @@ def mean_improvement(df: pd.DataFrame, scheme: str, **where) -> float:
 
 def levels_of(df: pd.DataFrame, scheme: str) -> list[int]:
     """The interference levels ``scheme`` ran at (relaxed-co: not at 4), for like-for-like means."""
-    return sorted(df[df["scheme"] == scheme]["noise"].unique())
+    return sorted(int(n) for n in df[df["scheme"] == scheme]["noise"].unique())
 
 
 def notify_to_switch(df: pd.DataFrame) -> tuple[float, float, int]:

@@ -21,7 +21,7 @@ import pandas as pd
 
 from common import (
     DIRECTION, IRS, NOT_REPRODUCED, PIPELINE, PLE, RELAXED_CO, REPRODUCED, VANILLA, Claim, Settings,
-    aggregate, available, compare, levels_of, figure_main, finite, improvement_plot, mean_improvement, noise_levels,
+    aggregate, available, beats, compare, levels_of, figure_main, finite, improvement_plot, mean_improvement, noise_levels,
     not_run_claim, notify_to_switch, parse_args, parsec_set, pct, write_csv,
 )
 
@@ -87,13 +87,13 @@ def claims(df: pd.DataFrame) -> list[Claim]:
                      REPRODUCED if ple <= 0.01 else NOT_REPRODUCED, "R: mean improvement at most +1%"))
     irs = mean_improvement(df, IRS)
     out.append(Claim("Slide 12/19", "IRS outperforms PLE (blocking)", "IRS > PLE", f"IRS {pct(irs)} vs PLE {pct(ple)}",
-                     REPRODUCED if irs > ple else NOT_REPRODUCED))
+                     beats(irs, ple)))
     if available(RELAXED_CO) is None:
         lv = levels_of(df, RELAXED_CO)
         rc, irs_lv = mean_improvement(df, RELAXED_CO), mean_improvement(df, IRS, noise=lv)
         out.append(Claim("Slide 12/19", "IRS outperforms relaxed co-scheduling (blocking)", "IRS > relaxed-Co",
                          f"IRS {pct(irs_lv)} vs relaxed-Co {pct(rc)} (at {lv} interfering VMs)",
-                         REPRODUCED if irs_lv > rc else NOT_REPRODUCED,
+                         beats(irs_lv, rc),
                          "relaxed-co not run at 4 interfering VMs (common.RELAXED_CO_MAX_NOISE)"))
     else:
         out.append(not_run_claim("Slide 12/19", "IRS outperforms relaxed co-scheduling (blocking)", "IRS > relaxed-Co",
