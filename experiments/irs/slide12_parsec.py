@@ -10,7 +10,8 @@ short spinning period"; and (slide 19) IRS outperforms PLE and relaxed co-schedu
 
 Ours: the 4-vCPU VM pinned vCPU i on pCPU i, 1, 2 or 4 CPU hogs pinned on pCPUs 0.. (the levels of
 interference: the slides' figure does not say which it used; slide 16 sweeps 1-4). Relaxed-Co
-is issue 14 part 3: when this build refuses it, its claims are "not run".
+is issue 14 part 3: when this build refuses it, its claims are "not run"; it runs at 1 and 2
+interfering VMs only (common.RELAXED_CO_MAX_NOISE).
 
     python experiments/irs/slide12_parsec.py [--quick]
 """
