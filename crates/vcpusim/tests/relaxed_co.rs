@@ -102,5 +102,7 @@ fn both_baselines_are_deterministic_and_run_with_ple_on() {
         let b = run_scenario_text(&text).expect("runs");
         assert_eq!(a.vms_csv, b.vms_csv, "{overlay}");
         assert_eq!(a.metrics_csv, b.metrics_csv, "{overlay}");
+        let rows = a.metrics_csv.lines().filter(|l| l.starts_with("par,co_stop") || l.starts_with("par,skew_max_ms")).count();
+        assert_eq!(rows, if overlay == RELAXED { 3 } else { 0 }, "{overlay}: relaxed-co's rows only in its runs");
     }
 }

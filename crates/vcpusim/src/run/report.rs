@@ -242,6 +242,13 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             put("irs_migrations", moved.to_string());
             put("irs_wake_preemptions", wake.to_string());
         }
+        if let Some(rc) = sim.relaxed.as_deref() {
+            // Relaxed co-scheduling (sim/relaxed_co.rs): only with overlay = "relaxed-co".
+            put("co_stops", rc.costops[i].to_string());
+            put("co_stop_ms", f3(to_ms(rc.costop_ns[i])));
+            let max = info.vcpus.iter().map(|v| rc.max_skew[v.idx()]).max().unwrap_or(0);
+            put("skew_max_ms", f3(to_ms(max)));
+        }
         if let Some(samples) = &sim.samples {
             for (at, per_vm) in &samples.rows {
                 put(&format!("pcpu_time_ms[{:.3}s]", *at as f64 / 1e9), f3(to_ms(per_vm[i])));
