@@ -30,7 +30,7 @@
 //!   any vCPU (docs/model.md § seed 003).
 
 use super::kernel::GuestKernel;
-use super::thread::Thread;
+use super::thread::{Step, Thread};
 use crate::ids::ThreadId;
 use crate::time::{Nanos, MS};
 use crate::vmexit::{KernelFn, PvArea};
@@ -221,7 +221,10 @@ impl GuestKernel {
         if !std::mem::take(&mut irs.preempt_on_ipi[i]) {
             return false;
         }
-        self.vcpus[i].current.is_some_and(|cur| threads[cur.idx()].held.is_empty())
+        self.vcpus[i].current.is_some_and(|cur| {
+            let th = &threads[cur.idx()];
+            th.held.is_empty() && user_mode(th.steps.front())
+        })
     }
 
     /// Thread `t` blocked: it is no longer a migrated task running away from its vCPU.
@@ -230,5 +233,19 @@ impl GuestKernel {
         if let Some(irs) = self.irs.as_mut() {
             irs.migrated.retain(|(m, _)| *m != t);
         }
+    }
+}
+
+/// Whether a thread whose next step is `front` was interrupted in user mode: a user-mode run or
+/// poll (or a step that has not started kernel work yet). A thread spinning for a kernel lock
+/// (`Step::Lock`, possibly holding a ticket), waiting for TLB acknowledgements or in any kernel
+/// function is in kernel mode, where Linux 3.x (CONFIG_PREEMPT_VOLUNTARY) does not reschedule on
+/// interrupt return.
+fn user_mode(front: Option<&Step>) -> bool {
+    match front {
+        None => true,
+        Some(Step::Run { func, .. } | Step::RunDist { func, .. }) => *func == KernelFn::User,
+        Some(Step::UserSpin { .. }) => true,
+        Some(_) => false,
     }
 }
