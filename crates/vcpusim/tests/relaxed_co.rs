@@ -106,3 +106,32 @@ fn both_baselines_are_deterministic_and_run_with_ple_on() {
         assert_eq!(rows, if overlay == RELAXED { 3 } else { 0 }, "{overlay}: relaxed-co's rows only in its runs");
     }
 }
+
+/// Regression (found by experiments/irs at 4 interfering VMs): with a hog on each of par's
+/// pCPUs, two laggards pass the threshold at once. Before the fix a running vCPU already past the
+/// threshold was never co-stopped, so the other laggard's skew grew without bound (13 ms over a
+/// 3 ms threshold) and its crossing check was re-armed every nanosecond (31.6 million events in
+/// 200 ms); and a vCPU co-stopped past the threshold kept its siblings stopped for good.
+#[test]
+fn hogs_on_every_pcpu_neither_storm_nor_stop_the_vm_for_good() {
+    let mut text = String::from(
+        "[host]\npcpus = 4\npolicy = \"credit\"\nparams = { xen = \"4.4\" }\noverlay = \"relaxed-co\"\n[host.ple]\nenabled = false\n\
+         [[vm]]\nname = \"par\"\nvcpus = 4\nworkload = \"npb.ep\"\ncpus = [\"0\", \"1\", \"2\", \"3\"]\nparams = { wait = \"active\" }\n",
+    );
+    for k in 0..4 {
+        text.push_str(&format!("[[vm]]\nname = \"noise{k}\"\nvcpus = 1\ncpus = [\"{k}\"]\nworkload = \"cpu-bound\"\n"));
+    }
+    text.push_str("[run]\nduration = \"1s\"\nseed = 1\n");
+    let sim = run_text(&text, 1000);
+    let rc = sim.relaxed.as_ref().expect("relaxed co-scheduling built");
+    let par = &sim.vminfo[0].vcpus;
+    let max: Vec<u64> = par.iter().map(|v| rc.max_skew[v.idx()]).collect();
+    assert!(max.iter().all(|m| *m <= 3 * MS + TICK), "skews stay within a tick of the threshold: {max:?}");
+    assert!(rc.costops[0] > 0, "leaders were co-stopped");
+    // Thousands of events for 1 s of five always-busy VMs on 4 pCPUs, not millions.
+    assert!(sim.events < 200_000, "no event storm: {} events", sim.events);
+    // The VM keeps running: with four hogs on its four pCPUs it gets a real share (~45% of the
+    // host here), not the 7 ms it got when a stopped vCPU past the threshold blocked co-start.
+    let par_ms = sim.vms[0].stats.cpu_ns() / MS;
+    assert!(par_ms > 1_000, "par ran {par_ms} ms of 4,000");
+}

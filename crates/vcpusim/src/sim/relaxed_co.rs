@@ -154,13 +154,25 @@ impl Sim {
         self.relaxed.as_mut().expect("checked").busy = true;
         let ids = self.vminfo[vm].vcpus.clone();
         let threshold = self.relaxed.as_ref().expect("checked").cfg.skew_threshold;
-        let skewed = ids.iter().any(|u| self.relaxed.as_ref().expect("checked").skew[u.idx()] > threshold);
+        // A co-stopped vCPU's skew is frozen (it neither lags nor leads while stopped), so only
+        // the others can call for co-stops; otherwise a vCPU stopped past the threshold would
+        // keep its siblings stopped for good.
+        let skewed = ids.iter().any(|u| {
+            let rc = self.relaxed.as_ref().expect("checked");
+            !rc.stopped[u.idx()] && rc.skew[u.idx()] > threshold
+        });
         if skewed {
-            // Co-stop the leaders: every running sibling.
+            // Co-stop the leaders: every running sibling within the threshold; and while a
+            // *waiting* vCPU is past it, every running sibling, since any sibling's progress
+            // widens that laggard's skew (a running vCPU that is itself past the threshold would
+            // otherwise keep it growing without bound).
+            let laggard_past = ids.iter().any(|u| {
+                self.progress_of(*u) == Progress::Lagging && self.relaxed.as_ref().expect("checked").skew[u.idx()] > threshold
+            });
             for u in &ids {
                 let running = self.vinfo[u.idx()].state == VcpuState::Running;
                 let halting = matches!(self.vcpus[u.idx()].activity, Activity::Overhead { halting: true });
-                if running && !halting && self.relaxed.as_ref().expect("checked").skew[u.idx()] <= threshold {
+                if running && !halting && (laggard_past || self.relaxed.as_ref().expect("checked").skew[u.idx()] <= threshold) {
                     self.co_stop(*u);
                 }
             }
@@ -193,8 +205,11 @@ impl Sim {
         let crossing = ids
             .iter()
             .zip(&states)
-            .filter(|(_, s)| any_running && **s == Progress::Lagging)
-            .map(|(u, _)| threshold.saturating_sub(rc.skew[u.idx()]) + 1)
+            // A laggard already past the threshold grows only while a sibling that could not be
+            // co-stopped runs (one paying its halt exit); that sibling's next state change pokes
+            // a check, so no crossing event is armed for it (one would fire every nanosecond).
+            .filter(|(u, s)| any_running && **s == Progress::Lagging && rc.skew[u.idx()] <= threshold)
+            .map(|(u, _)| threshold - rc.skew[u.idx()] + 1)
             .min();
         let caught_up = ids
             .iter()
@@ -202,7 +217,14 @@ impl Sim {
             .filter(|(u, s)| any_stopped && matches!(s, Progress::Running | Progress::Idle) && rc.skew[u.idx()] > 0)
             .map(|(u, _)| rc.skew[u.idx()])
             .max();
+        // A laggard past the threshold while a sibling that can be co-stopped runs (one switched
+        // in while this check co-started the VM, when pokes are not taken): check again now.
+        let past_now = ids.iter().zip(&states).any(|(u, s)| *s == Progress::Lagging && rc.skew[u.idx()] > threshold)
+            && ids.iter().zip(&states).any(|(u, s)| {
+                *s == Progress::Running && !matches!(self.vcpus[u.idx()].activity, Activity::Overhead { halting: true })
+            });
         let next = match (crossing, caught_up) {
+            _ if past_now => Some(0),
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
