@@ -112,8 +112,7 @@ def test_scripts_share_the_pool_and_a_rerun_computes_nothing(outputs):
     # interfering VMs are slide 5's: each saved run was computed once.
     assert settings.added["slide16_interference"] == 0
     schemes = common.schemes_run((common.VANILLA, common.PLE, common.RELAXED_CO, common.IRS))
-    per_program = sum(1 for s in schemes for n in (1, 4)  # --quick's levels; relaxed-co not at 4
-                      if not (s == common.RELAXED_CO and n > common.RELAXED_CO_MAX_NOISE))
+    per_program = len(schemes) * 2  # --quick's levels: 1 and 4 interfering VMs
     for script, progs in (("slide12_parsec", common.QUICK_PARSEC), ("slide13_npb", common.QUICK_NPB)):
         assert settings.added[script] == len(progs) * (per_program - 1), script  # less slide 5's vanilla at 4
     before = saved(out)

@@ -296,21 +296,12 @@ OVERLAY_METRICS = ("preempt_notices", "preempt_acks", "preempt_timeouts", "notif
                    "notify_to_switch_max_us", "irs_migrations", "irs_wake_preemptions")
 
 
-#: Relaxed co-scheduling runs only up to this many interfering VMs. With a hog on every one of
-#: par's pCPUs (4), this build's relaxed-co model runs an event storm: 31.6 million events in
-#: 200 ms of npb.ep (and 463 million in 1 s of parsec.swaptions) against ~10^4 otherwise, none of
-#: them in the trace, so a 5 s run costs minutes, and check mode fails its skew must-hold there
-#: (npb.ep, seed 1, t = 156.688 ms: a 13 ms skew over a 3 ms threshold); reported, left out here.
-RELAXED_CO_MAX_NOISE = 3
-
-
 def compare(benches, schemes, noises, settings: Settings, seeds=None, layout: str = "pinned") -> pd.DataFrame:
     """The parallel VM's rows of every (bench, scheme, noise) point plus vanilla's (the
     reference), with ``improvement`` over vanilla on the same seed. Schemes this build refuses
-    are left out (see :func:`available`), and relaxed-co above RELAXED_CO_MAX_NOISE."""
+    are left out (see :func:`available`)."""
     run = [VANILLA] + [s for s in schemes_run(schemes) if s != VANILLA]
-    pts = [point(b, s, n, layout) for b in benches for s in run for n in noises
-           if not (s == RELAXED_CO and n > RELAXED_CO_MAX_NOISE)]
+    pts = [point(b, s, n, layout) for b in benches for s in run for n in noises]
     df = par_rows(run_points(pts, settings, seeds))
     for m in OVERLAY_METRICS + ("runnable_wait_mean_us",):
         df[m] = pd.to_numeric(df[m], errors="coerce").fillna(0.0) if m in df else 0.0
@@ -330,7 +321,7 @@ def mean_improvement(df: pd.DataFrame, scheme: str, **where) -> float:
 
 
 def levels_of(df: pd.DataFrame, scheme: str) -> list[int]:
-    """The interference levels ``scheme`` ran at (relaxed-co: not at 4), for like-for-like means."""
+    """The interference levels ``scheme`` ran at , for like-for-like means."""
     return sorted(int(n) for n in df[df["scheme"] == scheme]["noise"].unique())
 
 
