@@ -33,7 +33,7 @@ import vcpusim  # noqa: E402
 #: What each set's common.py re-exports to its figure scripts (``from runkit import *``).
 __all__ = [
     "DIRECTION", "NOT_REPRODUCED", "OUT", "REPRODUCED", "Case", "Claim", "Settings", "aggregate",
-    "bar_plot", "beyond_noise", "console", "figure_main", "finite", "fmt", "judge", "line_plot", "out_dir", "parse_args",
+    "bar_plot", "beyond_noise", "console", "figure_main", "finite", "fmt", "judge", "param_default", "require_workload", "line_plot", "out_dir", "parse_args",
     "per_seed_ratio", "report", "run_cases", "run_set", "use_quick_outputs", "verdict", "write_csv",
 ]
 
@@ -262,6 +262,25 @@ def judge(ours: float, paper: float, tol: float = 0.25, direction: bool | None =
     if not same:
         return NOT_REPRODUCED
     return REPRODUCED if abs(ours - paper) <= tol * abs(paper) else DIRECTION
+
+_CATALOG: dict[str, dict] | None = None
+
+
+def require_workload(name: str) -> str:
+    """``name`` if this build of vcpusim has that workload; else a clear exit (not a traceback)."""
+    global _CATALOG
+    if _CATALOG is None:
+        _CATALOG = {w["name"]: w for w in vcpusim.catalog()["workloads"]}
+    if name not in _CATALOG:
+        raise SystemExit(f"workload {name!r} is not in this build of vcpusim; rebuild with `pip install .`")
+    return name
+
+
+def param_default(workload: str, param: str):
+    """The default of ``workload``'s parameter ``param``, from the catalog of this build."""
+    require_workload(workload)
+    return {p["name"]: p for p in _CATALOG[workload]["params"]}[param]["default"]
+
 
 
 def report(fig: str, claims: Sequence[Claim]) -> Path:

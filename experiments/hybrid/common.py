@@ -33,7 +33,6 @@ from pathlib import Path
 
 import pandas as pd
 
-import vcpusim
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # experiments/, for the shared runkit
@@ -149,22 +148,10 @@ def dom0() -> dict:
 
 # --- Workloads -----------------------------------------------------------------------------------
 
-_CATALOG: dict[str, dict] | None = None
-
-
-def _workloads() -> dict[str, dict]:
-    global _CATALOG
-    if _CATALOG is None:
-        _CATALOG = {w["name"]: w for w in vcpusim.catalog()["workloads"]}
-    return _CATALOG
-
-
 def workload_name(bench: str) -> str:
     """``lu`` -> ``npb.lu``, ``gcc`` -> ``spec2000.gcc``; a clear exit if this build lacks it."""
     name = f"spec2000.{bench}" if bench in SPEC_SET else f"npb.{bench}"
-    if name not in _workloads():
-        raise SystemExit(f"workload {name!r} is not in this build of vcpusim; rebuild with `pip install .`")
-    return name
+    return require_workload(name)
 
 
 def kind_of(bench: str) -> str:
@@ -176,8 +163,7 @@ def units_per_round(bench: str, threads: int = THREADS) -> int:
     100 hundredths per SPEC copy (docs/model.md, "NPB and SPEC CPU2000 models")."""
     if kind_of(bench) == THROUGHPUT:
         return 100 * threads
-    params = {p["name"]: p for p in _workloads()[workload_name(bench)]["params"]}
-    return int(params["steps"]["default"])
+    return int(param_default(workload_name(bench), "steps"))
 
 
 def bench_vm(name: str, bench: str, scheduler: Scheduler, *, weight: int = DEFAULT_WEIGHT,

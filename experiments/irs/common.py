@@ -101,32 +101,16 @@ FIB_LIMIT = "60s"
 #: Slide 14: ApacheBench against httpd's worker MPM (ab's defaults: concurrency 100, assumed).
 AB = "ab"
 
-_CATALOG: dict | None = None
-
-
-def _catalog() -> dict:
-    global _CATALOG
-    if _CATALOG is None:
-        _CATALOG = {w["name"]: w for w in vcpusim.catalog()["workloads"]}
-    return _CATALOG
-
-
 def workload_name(bench: str) -> str:
     """``streamcluster`` -> parsec.streamcluster, ``cg`` -> npb.cg, ``ab``; a clear exit if missing."""
     name = {AB: AB, FIB: "tascell.fib"}.get(bench) or (f"npb.{bench}" if bench in NPB else f"parsec.{bench}")
-    if name not in _catalog():
-        raise SystemExit(f"workload {name!r} is not in this build of vcpusim; rebuild with `pip install .`")
-    return name
-
-
-def _param_default(name: str, param: str):
-    return {p["name"]: p for p in _catalog()[name]["params"]}[param]["default"]
+    return require_workload(name)
 
 
 def npb_scale(bench: str) -> float:
     """``scale`` giving one step NPB_STEP_WORK_MS of serial work (the model's class A work per
     step is its serial runtime / steps: workload/builtin/npb)."""
-    steps = int(_param_default(workload_name(bench), "steps"))
+    steps = int(param_default(workload_name(bench), "steps"))
     return NPB_STEP_WORK_MS / (NPB_SERIAL_S[bench] * 1e3 / steps)
 
 

@@ -41,7 +41,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-import vcpusim
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # experiments/, for the shared runkit
@@ -189,27 +188,14 @@ NPB_WAIT = {"wait": "spin-then-block"}
 QUICK_SERIAL = {FIB: "1s", NQ: "1s"}
 QUICK_NPB_SCALE = 0.02
 
-_CATALOG: dict | None = None
-
-
-def _catalog() -> dict:
-    global _CATALOG
-    if _CATALOG is None:
-        _CATALOG = {w["name"]: w for w in vcpusim.catalog()["workloads"]}
-    return _CATALOG
-
-
 def workload_name(bench: str) -> str:
     """``fib`` -> tascell.fib, ``nq`` -> tascell.nqueen, ``cg`` -> npb.cg; a clear exit if missing."""
     name = {"fib": FIB, "nq": NQ}.get(bench, f"npb.{bench}")
-    if name not in _catalog():
-        raise SystemExit(f"workload {name!r} is not in this build of vcpusim; rebuild with `pip install .`")
-    return name
+    return require_workload(name)
 
 
 def steps(bench: str) -> int:
-    params = {p["name"]: p for p in _catalog()[workload_name(bench)]["params"]}
-    return int(params["steps"]["default"])
+    return int(param_default(workload_name(bench), "steps"))
 
 
 def workload_setup(bench: str, settings: Settings) -> tuple[str, dict, int]:
