@@ -21,8 +21,8 @@ import pandas as pd
 
 from common import (
     DIRECTION, IRS, NOT_REPRODUCED, PIPELINE, PLE, RELAXED_CO, REPRODUCED, VANILLA, Claim, Settings,
-    aggregate, available, beats, compare, levels_of, figure_main, finite, improvement_plot, mean_improvement, noise_levels,
-    not_run_claim, notify_to_switch, parse_args, parsec_set, pct, write_csv,
+    aggregate, beats, compare, figure_main, finite, improvement_plot, irs_beats_relaxed_co, mean_improvement,
+    noise_levels, notify_to_switch, parse_args, parsec_set, pct, write_csv,
 )
 
 FIG = "slide12"
@@ -88,15 +88,7 @@ def claims(df: pd.DataFrame) -> list[Claim]:
     irs = mean_improvement(df, IRS)
     out.append(Claim("Slide 12/19", "IRS outperforms PLE (blocking)", "IRS > PLE", f"IRS {pct(irs)} vs PLE {pct(ple)}",
                      beats(irs, ple)))
-    if available(RELAXED_CO) is None:
-        lv = levels_of(df, RELAXED_CO)
-        rc, irs_lv = mean_improvement(df, RELAXED_CO), mean_improvement(df, IRS, noise=lv)
-        out.append(Claim("Slide 12/19", "IRS outperforms relaxed co-scheduling (blocking)", "IRS > relaxed-Co",
-                         f"IRS {pct(irs_lv)} vs relaxed-Co {pct(rc)} (at {lv} interfering VMs)",
-                         beats(irs_lv, rc)))
-    else:
-        out.append(not_run_claim("Slide 12/19", "IRS outperforms relaxed co-scheduling (blocking)", "IRS > relaxed-Co",
-                                 RELAXED_CO))
+    out.append(irs_beats_relaxed_co(df, "Slide 12/19", "blocking"))
     mean, mx, n = notify_to_switch(df)
     out.append(Claim("Slide 7", "notify-to-switch delay 20-26 us", "20-26 us",
                      f"mean {mean:.1f} us, max {mx:.1f} us over {n} notices" if n else "no notices",

@@ -21,7 +21,7 @@ import pandas as pd
 import slide12_parsec
 from common import (
     DIRECTION, IRS, NOT_REPRODUCED, PLE, RELAXED_CO, REPRODUCED, VANILLA, Claim, Settings, aggregate,
-    available, beats, compare, figure_main, levels_of, improvement_plot, mean_improvement, noise_levels, not_run_claim,
+    available, beats, compare, figure_main, levels_of, improvement_plot, irs_beats_relaxed_co, mean_improvement, noise_levels, not_run_claim,
     npb_set, parse_args, pct, write_csv,
 )
 
@@ -79,15 +79,7 @@ def claims(df: pd.DataFrame) -> list[Claim]:
     irs, ple = mean_improvement(npb, IRS), mean_improvement(npb, PLE)
     out.append(Claim("Slide 13/19", "IRS outperforms PLE (spinning)", "IRS > PLE", f"IRS {pct(irs)} vs PLE {pct(ple)}",
                      beats(irs, ple)))
-    if available(RELAXED_CO) is None:
-        lv = levels_of(npb, RELAXED_CO)
-        rc, irs_lv = mean_improvement(npb, RELAXED_CO), mean_improvement(npb, IRS, noise=lv)
-        out.append(Claim("Slide 13/19", "IRS outperforms relaxed co-scheduling (spinning)", "IRS > relaxed-Co",
-                         f"IRS {pct(irs_lv)} vs relaxed-Co {pct(rc)} (at {lv} interfering VMs)",
-                         beats(irs_lv, rc)))
-    else:
-        out.append(not_run_claim("Slide 13/19", "IRS outperforms relaxed co-scheduling (spinning)", "IRS > relaxed-Co",
-                                 RELAXED_CO))
+    out.append(irs_beats_relaxed_co(npb, "Slide 13/19", "spinning"))
     return out
 
 
