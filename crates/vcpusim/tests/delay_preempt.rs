@@ -4,8 +4,9 @@
 //! gives the pCPU back after its last critical section. Runs in check mode (every hold within
 //! its bound after every event: sim/overlay.rs `check_overlay`).
 
+mod common;
+use common::run_sim_checked;
 use vcpusim::api::load_scenario;
-use vcpusim::sim::state::Sim;
 use vcpusim::time::{MS, US};
 
 /// A 4-vCPU VM running `workload` whose vCPUs 0 and 1 share pCPUs with pinned CPU hogs.
@@ -35,18 +36,9 @@ fn scenario(host_extra: &str, workload: &str) -> String {
     )
 }
 
-fn run_text(text: &str, ms: u64) -> Sim {
-    let sc = load_scenario(text, "<delay-preempt test>").expect("the scenario loads");
-    let mut sim = Sim::build(&sc, sc.run.seed, false, true).expect("builds");
-    sim.start();
-    sim.run_until(ms * MS, None).expect("runs in check mode without an invariant failing");
-    sim.finish();
-    sim
-}
-
 #[test]
 fn marked_preemptions_are_deferred_never_beyond_the_bound_and_given_back_early() {
-    let sim = run_text(&scenario("overlay = \"delay-preempt\"", "locked"), 400);
+    let sim = run_sim_checked(&scenario("overlay = \"delay-preempt\"", "locked"), 400);
     let s = sim.overlay.as_ref().expect("overlay built").stats;
     eprintln!("{s:?}");
     assert!(s.held > 0, "preemptions of lock-holding vCPUs were deferred: {s:?}");
@@ -59,7 +51,7 @@ fn marked_preemptions_are_deferred_never_beyond_the_bound_and_given_back_early()
 #[test]
 fn a_tiny_bound_cuts_deferrals_at_the_bound() {
     let text = scenario("overlay = \"delay-preempt\"\n[host.delay_preempt]\nmax_delay = \"1us\"", "locked");
-    let sim = run_text(&text, 400);
+    let sim = run_sim_checked(&text, 400);
     let s = sim.overlay.as_ref().expect("overlay built").stats;
     eprintln!("{s:?}");
     assert!(s.held > 0, "{s:?}");
@@ -68,7 +60,7 @@ fn a_tiny_bound_cuts_deferrals_at_the_bound() {
 
 #[test]
 fn a_vm_without_kernel_locks_is_never_deferred() {
-    let sim = run_text(&scenario("overlay = \"delay-preempt\"", "cpu-bound"), 200);
+    let sim = run_sim_checked(&scenario("overlay = \"delay-preempt\"", "cpu-bound"), 200);
     let s = sim.overlay.as_ref().expect("overlay built").stats;
     assert!(s.asked > 0, "{s:?}");
     assert_eq!(s.held, 0, "{s:?}");
@@ -77,7 +69,7 @@ fn a_vm_without_kernel_locks_is_never_deferred() {
 #[test]
 fn deferral_reduces_lock_holder_preemptions_on_the_same_seed() {
     let lhp = |host: &str| {
-        let sim = run_text(&scenario(host, "locked"), 400);
+        let sim = run_sim_checked(&scenario(host, "locked"), 400);
         sim.vms[0].stats.lhp_count()
     };
     let (vanilla, delayed) = (lhp(""), lhp("overlay = \"delay-preempt\""));

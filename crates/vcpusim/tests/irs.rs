@@ -3,6 +3,8 @@
 //! migrator (guest/irs.rs), all in check mode (the hold is within its bound after every event;
 //! no thread is lost or duplicated; a thread is off the vCPU when the guest acknowledges).
 
+mod common;
+use common::run_sim_checked;
 use vcpusim::api::load_scenario;
 use vcpusim::sim::state::Sim;
 use vcpusim::time::{MS, US};
@@ -22,18 +24,9 @@ fn scenario(overlay: &str, guest_irs: bool, workload: &str) -> String {
 
 const IRS: &str = "overlay = \"irs\"";
 
-fn run_text(text: &str, ms: u64) -> Sim {
-    let sc = load_scenario(text, "<irs test>").expect("the scenario loads");
-    let mut sim = Sim::build(&sc, sc.run.seed, false, true).expect("builds");
-    sim.start();
-    sim.run_until(ms * MS, None).expect("runs in check mode without an invariant failing");
-    sim.finish();
-    sim
-}
-
 #[test]
 fn irs_notifies_moves_threads_and_switches_within_the_notify_delay() {
-    let sim = run_text(&scenario(IRS, true, "parsec.streamcluster"), 400);
+    let sim = run_sim_checked(&scenario(IRS, true, "parsec.streamcluster"), 400);
     let ov = sim.overlay.as_ref().expect("overlay built");
     let s = ov.stats;
     eprintln!("{s:?}");
@@ -53,13 +46,13 @@ fn scenario_44(overlay: &str, workload: &str) -> String {
 fn halts_yields_and_pause_loop_exits_are_never_notified() {
     // Linux 3.2 ticket spinlocks under interference: pause-loop exits; dedup's TLB shootdowns
     // under Linux 4.4: SCHEDOP_yield; both block in futexes: halts.
-    let ple = run_text(&scenario(IRS, true, "parsec.dedup"), 400);
+    let ple = run_sim_checked(&scenario(IRS, true, "parsec.dedup"), 400);
     let s = ple.overlay.as_ref().unwrap().stats;
     eprintln!("3.2 dedup {s:?} ple_exits {}", ple.vms[0].stats.ple_exits);
     assert!(ple.vms[0].stats.ple_exits > 0, "par took pause-loop exits");
     assert!(s.not_asked_ple > 0, "pause-loop exits that gave the pCPU away were not notified: {s:?}");
     assert!(s.not_asked_halt > 0, "halts that gave the pCPU away were not notified: {s:?}");
-    let y = run_text(&scenario_44(IRS, "parsec.dedup"), 400);
+    let y = run_sim_checked(&scenario_44(IRS, "parsec.dedup"), 400);
     let s = y.overlay.as_ref().unwrap().stats;
     eprintln!("4.4 dedup {s:?} yields_ipi {}", y.vms[0].stats.yields_ipi);
     assert!(y.vms[0].stats.yields_ipi > 0, "par yielded by SCHEDOP_yield");
@@ -77,14 +70,14 @@ fn halts_yields_and_pause_loop_exits_are_never_notified() {
 #[test]
 fn a_slow_handler_is_cut_at_the_notify_delay_and_an_unregistered_guest_is_never_notified() {
     let slow = scenario(IRS, true, "parsec.streamcluster").replace("irs = true", "irs = true\nirs_handler = \"50us\"");
-    let sim = run_text(&slow, 400);
+    let sim = run_sim_checked(&slow, 400);
     let s = sim.overlay.as_ref().unwrap().stats;
     assert!(s.timeouts > 0 && s.acks == 0, "every hold ended at its deadline: {s:?}");
     assert_eq!(s.delay_max_ns, 23 * US, "the switch came exactly at the notify delay: {s:?}");
     let custom = scenario("overlay = \"irs\"\n[host.irs]\nnotify_delay = \"5us\"", true, "parsec.streamcluster").replace("irs = true", "irs = true\nirs_handler = \"50us\"");
-    let s = run_text(&custom, 200).overlay.as_ref().unwrap().stats;
+    let s = run_sim_checked(&custom, 200).overlay.as_ref().unwrap().stats;
     assert!(s.timeouts > 0 && s.delay_max_ns == 5 * US, "[host.irs] notify_delay is the bound: {s:?}");
-    let sim = run_text(&scenario(IRS, false, "parsec.streamcluster"), 400);
+    let sim = run_sim_checked(&scenario(IRS, false, "parsec.streamcluster"), 400);
     let s = sim.overlay.as_ref().unwrap().stats;
     assert!(s.asked > 0, "preemptions happened: {s:?}");
     assert_eq!((s.notices, s.held), (0, 0), "a guest without the SA vIRQ is not notified: {s:?}");
@@ -247,7 +240,7 @@ fn the_migrators_wake_preemption_never_deschedules_a_lock_spinner() {
                 [[vm]]\nname = \"par\"\nvcpus = 4\ncpus = [\"0\", \"1\", \"2\", \"3\"]\nworkload = \"ab\"\n[vm.guest]\nirs = true\n\
                 [[vm]]\nname = \"noise0\"\nvcpus = 1\ncpus = [\"0\"]\nworkload = \"cpu-bound\"\n\
                 [run]\nduration = \"2s\"\nseed = 1\n";
-    let sim = run_text(text, 2000);
+    let sim = run_sim_checked(text, 2000);
     let ov = sim.overlay.as_ref().expect("overlay built");
     let stats = &sim.vms[0].stats;
     eprintln!("{:?}; par spun {} ms", ov.stats, stats.spin_ns / MS);

@@ -3,8 +3,9 @@
 //! while a sibling runs, the running siblings are co-stopped past the threshold and co-started
 //! when the laggards caught up; idle vCPUs accumulate none.
 
+mod common;
+use common::run_sim_checked;
 use vcpusim::api::load_scenario;
-use vcpusim::sim::state::Sim;
 use vcpusim::time::MS;
 
 /// One credit tick: the must-hold's slack.
@@ -23,22 +24,13 @@ fn scenario(host_extra: &str, workload: &str, vcpus: u32, threads: u32) -> Strin
     )
 }
 
-fn run_text(text: &str, ms: u64) -> Sim {
-    let sc = load_scenario(text, "<relaxed-co test>").expect("the scenario loads");
-    let mut sim = Sim::build(&sc, sc.run.seed, false, true).expect("builds");
-    sim.start();
-    sim.run_until(ms * MS, None).expect("runs in check mode without an invariant failing");
-    sim.finish();
-    sim
-}
-
 const RELAXED: &str = "overlay = \"relaxed-co\"";
 
 #[test]
 fn no_skew_exceeds_the_threshold_by_more_than_a_tick_and_leaders_are_co_stopped() {
     for (workload, threshold) in [("cpu-bound", 3 * MS), ("parsec.streamcluster", 3 * MS), ("cpu-bound", MS)] {
         let text = scenario(&format!("{RELAXED}\n[host.relaxed_co]\nskew_threshold = \"{}us\"", threshold / 1000), workload, 4, 4);
-        let sim = run_text(&text, 400);
+        let sim = run_sim_checked(&text, 400);
         let rc = sim.relaxed.as_ref().expect("relaxed co-scheduling built");
         let par = &sim.vminfo[0].vcpus;
         let max: Vec<u64> = par.iter().map(|v| rc.max_skew[v.idx()]).collect();
@@ -61,7 +53,7 @@ fn an_idle_vcpu_accumulates_no_skew() {
     // Three vCPUs, two threads: vCPU 2 idles (halted) the whole run while vCPU 1 runs and
     // vCPU 0 lags behind the hog.
     // Every pCPU starts at once: no vCPU waits for its first run while a sibling runs.
-    let sim = run_text(&scenario(&format!("{RELAXED}\nstart_skew = \"0ms\""), "cpu-bound", 3, 2), 400);
+    let sim = run_sim_checked(&scenario(&format!("{RELAXED}\nstart_skew = \"0ms\""), "cpu-bound", 3, 2), 400);
     let rc = sim.relaxed.as_ref().expect("relaxed co-scheduling built");
     let par = &sim.vminfo[0].vcpus;
     let max: Vec<u64> = par.iter().map(|v| rc.max_skew[v.idx()]).collect();
@@ -74,7 +66,7 @@ fn an_idle_vcpu_accumulates_no_skew() {
 #[test]
 fn without_a_sibling_to_lag_behind_nothing_is_co_stopped() {
     // One thread: only vCPU 0 runs, so nobody lags behind a running sibling.
-    let sim = run_text(&scenario(&format!("{RELAXED}\nstart_skew = \"0ms\""), "cpu-bound", 4, 1), 200);
+    let sim = run_sim_checked(&scenario(&format!("{RELAXED}\nstart_skew = \"0ms\""), "cpu-bound", 4, 1), 200);
     let rc = sim.relaxed.as_ref().expect("relaxed co-scheduling built");
     assert_eq!(rc.costops[0], 0);
 }
@@ -122,7 +114,7 @@ fn hogs_on_every_pcpu_neither_storm_nor_stop_the_vm_for_good() {
         text.push_str(&format!("[[vm]]\nname = \"noise{k}\"\nvcpus = 1\ncpus = [\"{k}\"]\nworkload = \"cpu-bound\"\n"));
     }
     text.push_str("[run]\nduration = \"1s\"\nseed = 1\n");
-    let sim = run_text(&text, 1000);
+    let sim = run_sim_checked(&text, 1000);
     let rc = sim.relaxed.as_ref().expect("relaxed co-scheduling built");
     let par = &sim.vminfo[0].vcpus;
     let max: Vec<u64> = par.iter().map(|v| rc.max_skew[v.idx()]).collect();

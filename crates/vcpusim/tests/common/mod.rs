@@ -4,6 +4,17 @@
 use std::collections::BTreeMap;
 use vcpusim::api::{load_scenario, run, RunOptions, RunOutput};
 
+/// Build `text` as a `Sim` in check mode, run it for `ms` simulated milliseconds and finish it,
+/// for tests that read the engine's state (overlays' holds and skews) rather than its outputs.
+pub fn run_sim_checked(text: &str, ms: u64) -> vcpusim::sim::state::Sim {
+    let sc = load_scenario(text, "<test>").unwrap_or_else(|e| panic!("scenario does not load: {e}\n{text}"));
+    let mut sim = vcpusim::sim::state::Sim::build(&sc, sc.run.seed, false, true).expect("builds");
+    sim.start();
+    sim.run_until(ms * vcpusim::time::MS, None).expect("runs in check mode without an invariant failing");
+    sim.finish();
+    sim
+}
+
 pub fn run_toml(text: &str, check: bool) -> RunOutput {
     let sc = load_scenario(text, "<test>").unwrap_or_else(|e| panic!("scenario does not load: {e}\n{text}"));
     run(&sc, &RunOptions { check, ..Default::default() }).unwrap_or_else(|e| panic!("run failed: {e}"))
