@@ -2,6 +2,7 @@
 
 pub mod cpupool;
 pub mod delay_preempt;
+pub mod kvm;
 pub mod microsliced;
 pub mod node_affinity;
 pub mod overlay;

@@ -1,117 +1,15 @@
-//! KVM's directed yield on a pause-loop exit (arch/x86/kvm/vmx.c `handle_pause` ->
-//! virt/kvm/kvm_main.c `kvm_vcpu_on_spin` -> kernel/sched.c `yield_to` ->
-//! `yield_to_task_fair`), by Linux version (`[host.params] kvm`), each read in that version's
-//! source:
-//! - **3.2** (the default; seed 000's host): two passes over the VM's vCPUs, the first after
-//!   `last_boosted_vcpu` (`if (!pass && i < last_boosted_vcpu) { i = last_boosted_vcpu;
-//!   continue; }`, which starts at vCPU 0 itself when that was the last boosted), the second
-//!   from 0 up to it. A candidate is skipped only if
-//!   it is the spinner, halted (`waitqueue_active(&vcpu->wq)`) or running (`PF_VCPU`);
-//!   `yield_to` then fails only for a task that is running or not runnable. So a vCPU woken by
-//!   an IPI and still waiting in its run queue is a candidate. The first success boosts the
-//!   target (`set_next_buddy`), makes the spinner yield (`yield_task_fair`: the skip buddy, unless
-//!   it is alone on its pCPU), reschedules the target's pCPU and the spinner's, and becomes
-//!   `last_boosted_vcpu`.
-//! - **3.9**: the first pass starts after `last_boosted_vcpu` (`i <= last_boosted_vcpu`, as
-//!   since 3.6), and `yield_to` answers `-ESRCH` without yielding when both the spinner's and the
-//!   target's run queues hold one task. `yield_to` still returns `bool` there (3.9-3.15), so
-//!   `kvm_vcpu_yield_to` turns `-ESRCH` into `true`: the scan stops as if the target had been
-//!   boosted (and it becomes `last_boosted_vcpu`), nothing yields. (The `dy_eligible` filter of
-//!   3.7-3.8 changes nothing here: a candidate that is not running is never inside
-//!   `kvm_vcpu_on_spin`, so it is always eligible.)
-//! - **3.10**: also skip a candidate that was not preempted while runnable
-//!   (`if (!ACCESS_ONCE(vcpu->preempted)) continue;`: absent in 3.9.6, present in 3.10.99 and
-//!   3.11): a vCPU woken and not yet run is no longer a candidate.
-//! - **3.16**: `yield_to` returns `int` (still `bool` in 3.15.5, `int` in 3.16.0), so `-ESRCH`
-//!   counts as a failure and the scan gives up after three (`try = 3`).
-//!
-//! Siblings in another pool (another policy instance) are not candidates here.
+//! CFS's side of KVM's directed yield (hypervisor/kvm.rs `kvm_vcpu_on_spin`): Linux 3.2's
+//! `yield_to` -> `yield_to_task_fair` (kernel/sched.c, kernel/sched_fair.c), with the `-ESRCH`
+//! answer of 3.9 on (`[host.params] kvm`).
 
 use super::{Buddy, Cfs};
-use crate::hypervisor::policy::{PolicyCtx, VcpuState};
+use crate::hypervisor::kvm::{KvmSpin, KvmVersion, KvmYieldTo, YieldTo};
+use crate::hypervisor::policy::PolicyCtx;
 use crate::ids::VcpuId;
 
-/// The candidates `kvm_vcpu_on_spin` tries before giving up on `-ESRCH` results (`try`,
-/// kvm_main.c, counted from 3.16 on).
-const DIRECTED_YIELD_TRIES: u32 = 3;
-
-/// The Linux version whose `kvm_vcpu_on_spin` / `yield_to` the policy follows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum KvmVersion {
-    V3_2,
-    V3_9,
-    V3_10,
-    V3_16,
-}
-
-impl KvmVersion {
-    pub(super) const NAMES: &'static [&'static str] = &["3.2", "3.9", "3.10", "3.16"];
-
-    pub(super) fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "3.2" => Some(KvmVersion::V3_2),
-            "3.9" => Some(KvmVersion::V3_9),
-            "3.10" => Some(KvmVersion::V3_10),
-            "3.16" => Some(KvmVersion::V3_16),
-            _ => None,
-        }
-    }
-}
-
-/// What `yield_to` answered.
-enum YieldTo {
-    Yielded,
-    Failed,
-    /// `-ESRCH`: both run queues hold one task (3.9 on).
-    Esrch,
-}
-
-impl Cfs {
-    /// `kvm_vcpu_on_spin(me)` for the spinning vCPU `v`.
-    pub(super) fn kvm_vcpu_on_spin(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
-        let vm = Self::vm_of(ctx, v);
-        let host = ctx.host;
-        let siblings = &host.vm(host.vcpu(v).vm).vcpus;
-        let last = self.last_boosted[vm];
-        let mut tries = DIRECTED_YIELD_TRIES;
-        for pass in 0..2 {
-            for (i, &target) in siblings.iter().enumerate() {
-                // 3.2's `i = last_boosted_vcpu; continue;` lands on last + 1 unless last is 0.
-                let skip_first = if self.kvm >= KvmVersion::V3_9 { i <= last } else { last > 0 && i <= last };
-                if pass == 0 && skip_first {
-                    continue;
-                }
-                if pass == 1 && i > last {
-                    break;
-                }
-                let info = host.vcpu(target);
-                if self.kvm >= KvmVersion::V3_10 && !info.preempted {
-                    continue;
-                }
-                // The spinner itself; a halted vCPU (waitqueue_active); a running one (PF_VCPU).
-                if target == v || info.state != VcpuState::Runnable {
-                    continue;
-                }
-                match self.yield_to(ctx, v, target) {
-                    YieldTo::Yielded => {
-                        self.last_boosted[vm] = i;
-                        return;
-                    }
-                    YieldTo::Esrch if self.kvm < KvmVersion::V3_16 => {
-                        // A bool `true`: the scan ends as after a boost.
-                        self.last_boosted[vm] = i;
-                        return;
-                    }
-                    YieldTo::Esrch => {
-                        tries -= 1;
-                        if tries == 0 {
-                            return;
-                        }
-                    }
-                    YieldTo::Failed => {}
-                }
-            }
-        }
+impl KvmYieldTo for Cfs {
+    fn kvm_spin(&mut self) -> &mut KvmSpin {
+        &mut self.kvm
     }
 
     /// `yield_to(task, preempt = 1)` from `v` to `target`.
@@ -119,7 +17,7 @@ impl Cfs {
         let me = ctx.host.vcpu(v).pcpu.expect("a yielding vCPU is running").idx();
         // A throttled or foreign vCPU is on no run queue here (yield_to_task_fair: !on_rq).
         let Some(tp) = self.se[target.idx()].rq else { return YieldTo::Failed };
-        if self.kvm >= KvmVersion::V3_9 && self.rqs[me].nr_running == 1 && self.rqs[tp].nr_running == 1 {
+        if self.kvm.version >= KvmVersion::V3_9 && self.rqs[me].nr_running == 1 && self.rqs[tp].nr_running == 1 {
             return YieldTo::Esrch;
         }
         if self.curr_task(tp) == Some(target) {

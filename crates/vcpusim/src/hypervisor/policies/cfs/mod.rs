@@ -19,7 +19,8 @@
 //!   active balancing, `idle_balance`, `cpu_load[]`;
 //! - `select.rs`: `select_task_rq_fair` for wakeups (`wake_affine`, `select_idle_sibling`) and
 //!   forks (`find_idlest_group`, `find_idlest_cpu`), cpumasks and the seed-000 placements;
-//! - `kvm.rs`: `kvm_vcpu_on_spin` / `yield_to` by KVM version;
+//! - `kvm.rs`: `yield_to` / `yield_to_task_fair` for KVM's `kvm_vcpu_on_spin`
+//!   (hypervisor/kvm.rs, by KVM version);
 //! - `bandwidth.rs`: CFS bandwidth control for capped VMs;
 //! - `urgent.rs`: the urgent-vCPU-first overlay.
 //!
@@ -59,7 +60,7 @@ mod urgent;
 
 use bandwidth::Bandwidth;
 use domains::{Domain, SdState};
-use kvm::KvmVersion;
+use crate::hypervisor::kvm::{KvmSpin, KvmVersion};
 use shares::{LoadAvg, TaskGroup};
 
 pub struct CfsKind;
@@ -256,7 +257,8 @@ pub struct Cfs {
     imbalance_pct: u64,
     busy_factor: u64,
     directed_yield: bool,
-    kvm: KvmVersion,
+    /// KVM's directed-yield state (hypervisor/kvm.rs): version and `last_boosted_vcpu` per VM.
+    kvm: KvmSpin,
     /// Which run queues a waking or migrating vCPU may join (placement.rs).
     placement: Placement,
     /// Host pCPUs (`num_online_cpus`); tables are sized for the whole host.
@@ -277,8 +279,6 @@ pub struct Cfs {
     /// vCPUs whose next `insert_vcpu` follows a `pick_pcpu` (entering from another pool), not a
     /// fork.
     picked: Vec<bool>,
-    /// kvm->last_boosted_vcpu per VM (index within the VM).
-    last_boosted: Vec<usize>,
     ticks_started: bool,
     /// `cpu.cfs_period_us` of capped VMs.
     cfs_period: Nanos,
@@ -308,7 +308,10 @@ impl Cfs {
             imbalance_pct: params.int("imbalance_pct"),
             busy_factor: params.int("busy_factor"),
             directed_yield: params.boolean("directed_yield"),
-            kvm: KvmVersion::from_name(params.choice("kvm")).expect("the loader checks the name against KvmVersion::NAMES"),
+            kvm: KvmSpin::new(
+                KvmVersion::from_name(params.choice("kvm")).expect("the loader checks the name against KvmVersion::NAMES"),
+                host.nvms as usize,
+            ),
             placement: Placement::from_name(params.choice("placement")).expect("the loader checks the name against Placement::NAMES"),
             npcpus,
             se: vec![Entity::default(); host.nvcpus as usize],
@@ -320,7 +323,6 @@ impl Cfs {
             domains: vec![Vec::new(); npcpus],
             lb_cpus: crate::hardware::cpumask::CpuMask::empty(),
             picked: vec![false; host.nvcpus as usize],
-            last_boosted: vec![0; host.nvms as usize],
             ticks_started: false,
             cfs_period: params.duration("cfs_period"),
             bw: vec![Bandwidth::default(); host.nvms as usize],
@@ -342,7 +344,7 @@ impl Cfs {
             self.vms.resize(n, CfsVm::default());
             self.tgs.resize(n, TaskGroup::default());
             self.groups.resize(n * self.npcpus, Group::default());
-            self.last_boosted.resize(n, 0);
+            self.kvm.grow_vms(n);
         }
     }
 
@@ -996,7 +998,7 @@ impl Policy for Cfs {
             YieldReason::PauseLoop => {
                 self.uvf_cancel(ctx, v);
                 if self.directed_yield {
-                    self.kvm_vcpu_on_spin(ctx, v);
+                    crate::hypervisor::kvm::kvm_vcpu_on_spin(self, ctx, v);
                 } else if let Some(p) = self.se[v.idx()].rq {
                     // sys_sched_yield: yield_task_fair, then schedule().
                     self.yield_task(ctx, p);
