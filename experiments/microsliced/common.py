@@ -268,6 +268,22 @@ def static_table(df: pd.DataFrame) -> pd.DataFrame:
     return t.sort_values(["bench", "cores", "seed"]).reset_index(drop=True)
 
 
+def static_measure(benches, settings: Settings) -> pd.DataFrame:
+    """Figures 4/5: every bench beside swaptions at the baseline and each static core count."""
+    return run_points(benches, [c for c in quick_configs(settings) if c not in ("solo", "dyn")], settings)
+
+
+def static_outputs(df: pd.DataFrame, fig: str, name: str, values, labels, title: str) -> pd.DataFrame:
+    """Figures 4/5: the per-run table (``runs.csv``), its aggregate over seeds (``<name>.csv``) and
+    the bar plot ``<fig>.png``; returns the aggregate."""
+    t = static_table(df)
+    write_csv(t, fig, "runs")
+    agg = aggregate(t, ["bench", "cores"], values)
+    write_csv(agg, fig, name)
+    cores_plot(agg, labels, out_dir(fig) / f"{fig}.png", title, "throughput / baseline")
+    return agg
+
+
 def cores_plot(agg: pd.DataFrame, benches, path: Path, title: str, app_label: str) -> Path:
     """Figures 4/5: per bench, the target's normalized throughput (bars) and swaptions' normalized
     execution time (line, right axis) over 0 (baseline) to 6 micro-sliced cores."""

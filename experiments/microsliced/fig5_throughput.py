@@ -13,8 +13,8 @@ from __future__ import annotations
 import pandas as pd
 
 from common import (
-    DIRECTION, NOT_REPRODUCED, REPRODUCED, Claim, Settings, aggregate, cores_plot, figure_main, judge,
-    out_dir, parse_args, pct, quick_configs, run_points, static_table, write_csv,
+    DIRECTION, NOT_REPRODUCED, REPRODUCED, Claim, Settings, figure_main, judge, parse_args, pct,
+    static_measure, static_outputs,
 )
 
 FIG = "fig5"
@@ -23,17 +23,12 @@ VALUES = ["app_speedup", "co_speedup", "co_slowdown", "combined", "rate"]
 
 
 def measure(settings: Settings) -> pd.DataFrame:
-    return run_points(BENCHES, [c for c in quick_configs(settings) if c not in ("solo", "dyn")], settings)
+    return static_measure(BENCHES, settings)
 
 
 def write_outputs(df: pd.DataFrame) -> pd.DataFrame:
-    t = static_table(df)
-    write_csv(t, FIG, "runs")
-    agg = aggregate(t, ["bench", "cores"], VALUES)
-    write_csv(agg, FIG, "fig5_throughput")
-    cores_plot(agg, ["exim", "psearchy"], out_dir(FIG) / "fig5.png",
-               "Figure 5: throughput with static micro-sliced cores beside swaptions", "throughput / baseline")
-    return agg
+    return static_outputs(df, FIG, "fig5_throughput", VALUES, ["exim", "psearchy"],
+                          "Figure 5: throughput with static micro-sliced cores beside swaptions")
 
 
 def at(agg: pd.DataFrame, bench: str, cores: int, value: str) -> float:
