@@ -10,18 +10,21 @@
 //! (free), and count one record. The report is `records_read / elapsed` ("records/s") and the
 //! run's user and sys time from `getrusage`.
 //!
-//! **What `-M` does in glibc.** Without `-M` a 512 KiB malloc is over the mmap threshold only
-//! until the first free raises the dynamic threshold; `M_MMAP_MAX = 0` forbids mmap and freezes
-//! the thresholds (`do_set_mmaps_max` sets `no_dyn_threshold`), so the trim threshold stays at
-//! its default, `DEFAULT_TRIM_THRESHOLD` = 128 KiB (malloc/malloc.c). Each thread gets an arena of
-//! its own (`arena_get2`), an mmap'ed heap. free of the copy coalesces it into the arena's top
-//! chunk and `_int_free` -> `heap_trim` finds more than the trim threshold above the top pad
-//! (`DEFAULT_TOP_PAD` = 128 KiB), so `shrink_heap` gives the rest back with
-//! `madvise(MADV_DONTNEED)` (malloc/arena.c; the `MAP_FIXED` remap only with
-//! `overcommit_memory = 2`). The kernel zaps those pages and flushes every other CPU that runs
-//! the address space: a TLB shootdown per record. The next malloc grows the heap again inside
-//! the already-`mprotect`ed area (`grow_heap`: no system call), and the memcpy faults the zapped
-//! pages back in, one anonymous page fault per page.
+//! **What `-M` does in glibc** (malloc/malloc.c, malloc/arena.c). Without `-M` a 512 KiB malloc
+//! is over the mmap threshold only until its first free: freeing an mmapped chunk raises the
+//! dynamic mmap threshold to its size and the trim threshold to twice that (`__libc_free`), and
+//! later copies come from the heap untrimmed. `M_MMAP_MAX = 0` forbids mmap, so no chunk is ever
+//! mmapped, the thresholds never move, and the trim threshold stays at `DEFAULT_TRIM_THRESHOLD`
+//! = 128 KiB. Each thread gets an arena of its own (`arena_get2`, up to 8 x cores of them), an
+//! mmap'ed heap. free of the copy coalesces it into the arena's top chunk and `_int_free` calls
+//! `heap_trim(heap, mp_.top_pad)`, which keeps the top pad (`DEFAULT_TOP_PAD` = 128 KiB) and gives
+//! the rest back when it is at least the trim threshold (current glibc; older versions give back
+//! any whole page past the pad) through `shrink_heap`: `madvise(MADV_DONTNEED)` (the
+//! `MAP_FIXED` remap only with `overcommit_memory = 2`). The kernel zaps those pages and
+//! flushes every other CPU that runs the address space: a TLB shootdown per record, under
+//! `mmap_sem` for read (mm/madvise.c `madvise_need_mmap_write`). The next malloc grows the heap
+//! again inside the already-`mprotect`ed area (`grow_heap`: no system call), and the memcpy
+//! faults the zapped pages back in, one anonymous page fault per page.
 //!
 //! **Model**: `threads` threads (default `2 x vCPUs`), each an endless loop of records:
 //! 1. the page faults of the copy: `(chunk - top pad)` pages x `fault` of kernel work (one

@@ -14,8 +14,9 @@
 //! reader asleep on another CPU gets a reschedule IPI) and `unix_stream_read_generic` (dequeue,
 //! copy out, `consume_skb`, whose `sock_wfree` wakes a writer blocked on the send buffer).
 //!
-//! **Model**: `threads / (2 fds)` groups, the first `fds` threads of a group its senders, the
-//! rest its receivers (threads beyond whole groups form one smaller group, half senders); one bounded queue per receiver
+//! **Model**: `threads / (2 fds)` groups, the first `fds` threads of a group its receivers, the
+//! rest its senders, in `group`'s creation order (threads beyond whole groups form one smaller
+//! group, half senders); one bounded queue per receiver
 //! stands for its socket. A sender loops forever over its group's receivers: a `Syscall` of
 //! `send` kernel work whose last [`QUEUE_HOLD`] is under the receiver's socket lock (class
 //! [`SOCKET_LOCK`], the receive queue's spinlock, shared by the 20 senders), then `QueuePut`;
@@ -134,6 +135,11 @@ impl Workload for Hackbench {
         for (senders, receivers) in sizes {
             let receivers = first..first + receivers;
             first = receivers.end;
+            // `group` creates the receivers first, then the senders.
+            for r in receivers.clone() {
+                let body = vec![Op::QueueGet(r), Op::Syscall { work: Dist::Const(RECV + copy), lock: None }, Op::Progress];
+                program.threads.push(vec![Op::Loop { count: None, body }]);
+            }
             for _ in 0..senders {
                 let body = receivers
                     .clone()
@@ -145,10 +151,6 @@ impl Workload for Hackbench {
                         ]
                     })
                     .collect();
-                program.threads.push(vec![Op::Loop { count: None, body }]);
-            }
-            for r in receivers {
-                let body = vec![Op::QueueGet(r), Op::Syscall { work: Dist::Const(RECV + copy), lock: None }, Op::Progress];
                 program.threads.push(vec![Op::Loop { count: None, body }]);
             }
         }
@@ -167,7 +169,7 @@ mod tests {
         let params = params_with(&Hackbench, &[("fds", 2i64.into())]);
         let program = build_valid(&Hackbench, 8, &params);
         assert_eq!(program.queues, vec![QUEUE_CAPACITY; 4]);
-        // Group 1's second sender writes to receivers 2 and 3 (threads 6 and 7 read them).
+        // Group 1 is threads 4-7: receivers 2 and 3 (threads 4 and 5), then its senders.
         let send = |r| {
             [
                 Op::Syscall { work: Dist::Const(SEND - QUEUE_HOLD), lock: None },
@@ -175,8 +177,8 @@ mod tests {
                 Op::QueuePut(r),
             ]
         };
-        assert_eq!(loop_body(&program.threads[5]), [send(2), send(3)].concat());
-        assert_eq!(loop_body(&program.threads[7]), [Op::QueueGet(3), Op::Syscall { work: Dist::Const(RECV), lock: None }, Op::Progress]);
+        assert_eq!(loop_body(&program.threads[7]), [send(2), send(3)].concat());
+        assert_eq!(loop_body(&program.threads[5]), [Op::QueueGet(3), Op::Syscall { work: Dist::Const(RECV), lock: None }, Op::Progress]);
         assert_eq!(Hackbench.default_threads(3), 400);
     }
 
