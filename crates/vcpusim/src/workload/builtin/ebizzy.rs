@@ -41,8 +41,9 @@
 //! fault with `clear_page`); the copy at 10 GB/s (assumed: one core's memcpy bandwidth of a
 //! Xeon of the PV patches' era). No source we have gives ebizzy -M's solo records/s or sys
 //! share on a stated machine, so the solo characteristics the calibration test checks are the
-//! ones these numbers give (module constants below): about 190 us of CPU per record, 73% of it
-//! in the kernel, about 5,000 records/s per thread when the thread has a CPU of its own.
+//! ones these numbers give (module constants below): 52 us of user and 140 us of kernel time per
+//! record (73% kernel); on 8 vCPUs the handlers of the other vCPUs' shootdowns and the IPI
+//! exits add about 55 us, so a vCPU makes about 3,800 records/s.
 //!
 //! Not modelled: the `lru_lock` pagevec drains of the refaulted pages (the pages cycle through
 //! the CPU's per-CPU list, so no `zone->lock`: mosbench/mod.rs), the `bsearch` (17 compares),
