@@ -13,6 +13,11 @@ use std::collections::VecDeque;
 /// Kernel work per page mapped or unmapped (page-table updates), assumed.
 const MM_WORK_PER_PAGE: Nanos = 250;
 
+/// Pages past which x86 flushes the whole TLB instead of page by page
+/// (`tlb_single_page_flush_ceiling`, arch/x86/mm/tlb.c, Linux 3.7+; Linux 3.2's `flush_tlb_mm`
+/// always flushes all): a `MadviseDontneed` shootdown's handlers pay at most this many pages.
+const FULL_FLUSH_PAGES: u32 = 33;
+
 impl GuestKernel {
     /// Move thread `t`'s program counter to the next op and queue its steps. Returns false when
     /// the thread is done instead: its program ended, or its VM `finished` (its iteration
@@ -105,6 +110,12 @@ impl GuestKernel {
                 Step::Run { ns: pages as Nanos * MM_WORK_PER_PAGE, func: KernelFn::FlushTlbOthers },
                 Step::Do(Action::TlbShootdown { pages }),
                 Step::Do(Action::MmSem(MmSemOp::UpWrite)),
+            ]),
+            // mmap_sem for read only (workload/program.rs): the zap and the shootdown, no sem.
+            Op::MadviseDontneed { pages } => steps.extend([
+                Step::Run { ns: costs.syscall, func: KernelFn::Syscall },
+                Step::Run { ns: pages as Nanos * MM_WORK_PER_PAGE, func: KernelFn::FlushTlbOthers },
+                Step::Do(Action::TlbShootdown { pages: pages.min(FULL_FLUSH_PAGES) }),
             ]),
             Op::Progress => steps.push_back(Step::Do(Action::Progress)),
             Op::SockRecv { len } => steps.push_back(Step::Do(Action::SockRecv { len })),

@@ -109,7 +109,7 @@ fn start_skew(top: &Section, host: &mut HostSpec, run: &RunSpec) -> Result<(), S
 fn max_munmap_pages(ops: &[Op]) -> Option<u32> {
     ops.iter()
         .filter_map(|op| match op {
-            Op::Munmap { pages } => Some(*pages),
+            Op::Munmap { pages } | Op::MadviseDontneed { pages } => Some(*pages),
             Op::Loop { body, .. } => max_munmap_pages(body),
             _ => None,
         })

@@ -434,7 +434,7 @@ fn takes_time(op: &Op) -> bool {
     };
     match op {
         Op::Compute(d) | Op::Syscall { work: d, .. } => positive(d),
-        Op::Mmap { .. } | Op::Munmap { .. } => true,
+        Op::Mmap { .. } | Op::Munmap { .. } | Op::MadviseDontneed { .. } => true,
         Op::Loop { body, .. } => body.iter().any(takes_time),
         _ => false,
     }

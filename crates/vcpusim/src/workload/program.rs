@@ -104,6 +104,12 @@ pub enum Op {
     /// Unmap `pages` pages: kernel work plus a TLB shootdown to every other vCPU that may cache
     /// the address space.
     Munmap { pages: u32 },
+    /// `madvise(MADV_DONTNEED)` of `pages` pages (mm/madvise.c `madvise_dontneed` ->
+    /// `zap_page_range` -> `tlb_finish_mmu`): the same zap and TLB shootdown as [`Op::Munmap`],
+    /// but under `mmap_sem` taken for *read* (`madvise_need_mmap_write` is false for
+    /// MADV_DONTNEED), which the model does not represent (readers never exclude each other), so
+    /// no semaphore is taken. glibc's `shrink_heap` (malloc/arena.c) trims a thread arena this way.
+    MadviseDontneed { pages: u32 },
     /// Count one unit of the VM's progress (see the workload's `progress_unit`).
     Progress,
     /// Repeat `body` `count` times, or forever when `None`.

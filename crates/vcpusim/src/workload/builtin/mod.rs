@@ -8,8 +8,12 @@
 pub mod ab;
 mod barrier;
 mod cpu_bound;
+pub mod dbench;
+pub mod ebizzy;
+pub mod hackbench;
 mod idle;
 pub mod iperf;
+pub mod kbuild;
 mod lookbusy;
 pub mod memclone;
 pub mod mosbench;
@@ -82,6 +86,10 @@ pub static ALL: &[&dyn Workload] = &[
     &spec2006::LIBQUANTUM,
     &spec2006::H264REF,
     &ab::Ab,
+    &ebizzy::Ebizzy,
+    &kbuild::Kbuild,
+    &dbench::Dbench,
+    &hackbench::Hackbench,
 ];
 
 /// Shared checks for the workload tests.

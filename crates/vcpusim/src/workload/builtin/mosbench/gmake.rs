@@ -43,7 +43,7 @@ use crate::workload::Workload;
 
 pub struct Gmake;
 
-const PROGRESS_UNIT: &str = "compile jobs finished (all make job slots)";
+pub const PROGRESS_UNIT: &str = "compile jobs finished (all make job slots)";
 /// CPU time of one compile job (assumed, module doc).
 pub const JOB_CPU: Nanos = 400 * MS;
 /// Share of a job's CPU in the kernel (perf stat of a parallel kernel build, module doc).
@@ -165,18 +165,25 @@ impl Workload for Gmake {
         2 * vcpus
     }
     fn build(&self, threads: u32, params: &Params) -> Result<Program, String> {
-        if threads == 0 {
-            return Err("mosbench.gmake needs at least 1 job slot (threads), got 0".into());
-        }
-        let l = lengths(params.duration("job"), params.float("kernel_share")).map_err(|e| format!("mosbench.gmake: {e}"))?;
-        let mut program = Program::new(PROGRESS_UNIT);
-        // One rq lock per vCPU: the default runs two job slots per vCPU.
-        let locks = KernelLocks::declare(&mut program, (threads as usize).div_ceil(2));
-        program.threads = (0..threads as usize)
-            .map(|t| vec![Op::Loop { count: None, body: job_ops(&locks, t, &l) }])
-            .collect();
-        Ok(program)
+        build_make(self.name(), threads, 2, params)
     }
+}
+
+/// The program of `make -j threads` with [`Gmake`]'s parameters, errors prefixed with `name` (the
+/// workload that runs it: `mosbench.gmake` or `kbuild`); `slots_per_vcpu` is the `-j` factor the
+/// default thread count assumes, which sets the number of run-queue locks (one per vCPU).
+pub fn build_make(name: &str, threads: u32, slots_per_vcpu: u32, params: &Params) -> Result<Program, String> {
+    if threads == 0 {
+        return Err(format!("{name} needs at least 1 job slot (threads), got 0"));
+    }
+    let l = lengths(params.duration("job"), params.float("kernel_share")).map_err(|e| format!("{name}: {e}"))?;
+    let mut program = Program::new(PROGRESS_UNIT);
+    // One rq lock per vCPU.
+    let locks = KernelLocks::declare(&mut program, (threads as usize).div_ceil(slots_per_vcpu.max(1) as usize));
+    program.threads = (0..threads as usize)
+        .map(|t| vec![Op::Loop { count: None, body: job_ops(&locks, t, &l) }])
+        .collect();
+    Ok(program)
 }
 
 #[cfg(test)]
