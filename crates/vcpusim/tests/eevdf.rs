@@ -48,3 +48,29 @@ fn the_example_scenario_runs() {
     let t = vm_table(&run_toml(&text, true));
     assert!(t.values().all(|row| row["cpu_time_ms"].parse::<f64>().unwrap() > 0.0), "{t:?}");
 }
+
+/// EEVDF as the default pool beside a credit pool, on a two-socket SMT host (so SMT, MC and
+/// DIE-level domains): the barrier VM completes and the 2-vCPU VMs of equal weight get CPU
+/// within 10% of each other.
+#[test]
+fn an_eevdf_pool_beside_a_credit_pool_on_an_smt_host() {
+    let text = "[host]\npcpus = 8\nsockets = 2\nthreads_per_core = 2\npolicy = \"eevdf\"\n\
+                [[host.pool]]\nname = \"side\"\npcpus = \"6-7\"\npolicy = \"credit\"\n\
+                [[vm]]\nname = \"par\"\nvcpus = 6\nworkload = \"barrier\"\nthreads = 6\niterations = 300\n\
+                [[vm]]\nname = \"seq\"\ncount = 3\nvcpus = 2\nweight = 512\nworkload = \"cpu-bound\"\n\
+                [[vm]]\nname = \"other\"\nvcpus = 2\npool = \"side\"\nworkload = \"cpu-bound\"\n\
+                [run]\nduration = \"2s\"\nseed = 3\n";
+    let t = vm_table(&run_toml(text, true));
+    assert!(num(&t, "par", "completion_time_ms") > 0.0, "the barrier VM did not finish");
+    let seq: Vec<f64> = (0..3).map(|i| num(&t, &format!("seq-{i}"), "cpu_time_ms")).collect();
+    let (lo, hi) = seq.iter().fold((f64::MAX, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    assert!((hi - lo) / hi < 0.1, "seq VMs' CPU {seq:?}");
+}
+
+/// EEVDF has no CFS bandwidth control: a capped VM in its pool is refused with the key named.
+#[test]
+fn a_cap_under_eevdf_is_refused() {
+    let text = "[host]\npcpus = 2\npolicy = \"eevdf\"\n[[vm]]\nname = \"a\"\nvcpus = 1\ncap = 50\nworkload = \"cpu-bound\"\n[run]\nduration = \"10ms\"\n";
+    let err = vcpusim::api::load_scenario(text, "<test>").err().expect("a cap under eevdf is an error").to_string();
+    assert!(err.contains("cap") && err.contains("eevdf"), "{err}");
+}
