@@ -293,7 +293,7 @@ impl Eevdf {
             return false;
         }
         let plan = self.find_busiest_group(&sd, level, idle);
-        let moved = match plan.and_then(|(g, kind, imb)| self.find_busiest_queue(&sd, g, kind, imb).map(|q| (q, kind, imb))) {
+        match plan.and_then(|(g, kind, imb)| self.find_busiest_queue(&sd, g, kind, imb).map(|q| (q, kind, imb))) {
             Some((busiest, kind, imbalance)) => {
                 let moved = self.detach_tasks(ctx, this, busiest, &sd, level, kind, imbalance, idle);
                 if moved == 0 && idle != CpuIdle::NewlyIdle {
@@ -315,8 +315,7 @@ impl Eevdf {
                 }
                 false
             }
-        };
-        moved
+        }
     }
 
     /// `find_busiest_group` + `calculate_imbalance` (6.6, reduced as the module says): the
