@@ -1773,7 +1773,7 @@ mod tests {
         let overlap = "[[host.pool]]\nname = \"slow\"\npcpus = \"0-3,11\"\n";
         assert_error(&pool("[[host.pool_change]]", &format!("{overlap}[[host.pool_change]]")), "host.pool[1].pcpus: pCPU 11 is in pool \"fast\" (host.pool[0]) and in pool \"slow\"; a pCPU belongs to one pool");
         assert_error(&pool("pcpus = \"10-11\"", "pcpus = \"0-11\""), "host.pool: the [[host.pool]] entries take every pCPU (0-11), leaving the default pool \"pool0\" with none; Xen's Pool-0 always keeps at least one pCPU");
-        assert_error(&pool("policy = \"credit\"\nparams", "policy = \"credt\"\nparams"), "host.pool[0].policy: unknown policy \"credt\"; expected one of: cfs, credit, gang, hybrid; did you mean \"credit\"?");
+        assert_error(&pool("policy = \"credit\"\nparams", "policy = \"credt\"\nparams"), "host.pool[0].policy: unknown policy \"credt\"; expected one of: cfs, credit, eevdf, gang, hybrid; did you mean \"credit\"?");
         assert_error(&pool("tslice = \"1ms\"", "tslce = \"1ms\""), "host.pool[0].params.tslce: unknown key; did you mean \"tslice\"?");
         assert_error(&pool("tslice = \"1ms\"", "tslice = \"1\""), "host.pool[0].params.tslice: \"1\" has no unit");
         // params are checked against the pool's policy, as [host.params] is.

@@ -1,6 +1,7 @@
 //! The hypervisor scheduling policies, one file each, and their registry.
 
 pub mod cfs;
+pub mod eevdf;
 pub mod credit;
 pub mod gang;
 pub mod hybrid;
@@ -95,7 +96,7 @@ pub enum HostFeature {
 
 /// All policies, in the order `vcpusim list` shows them.
 pub fn registry() -> &'static [&'static dyn PolicyKind] {
-    &[&cfs::CfsKind, &credit::CreditKind, &gang::GangKind, &hybrid::HybridKind]
+    &[&cfs::CfsKind, &credit::CreditKind, &eevdf::EevdfKind, &gang::GangKind, &hybrid::HybridKind]
 }
 
 /// Look a policy up by name, including the internal `native` (the pool of a bare-metal VM),

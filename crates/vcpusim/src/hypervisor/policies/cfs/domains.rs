@@ -19,6 +19,9 @@
 //! (`update_cpu_power`; no RT load, so `scale_rt_power` is 1024). With cpupools, each pool is a
 //! partition (exclusive cpusets): its domains span only its own pCPUs, rebuilt when a pCPU
 //! joins or leaves (`partition_sched_domains`).
+//!
+//! `policies/eevdf` builds its Linux 6.6 domains here too: 6.6's x86 topology levels (SMT, MC,
+//! DIE, NUMA) have the same spans and groups; it sets its own `sd_init` parameters.
 
 use crate::hardware::cpumask::CpuMask;
 use crate::hardware::topology::Topology;
@@ -26,39 +29,39 @@ use crate::ids::PcpuId;
 
 /// `SCHED_POWER_SCALE` / `SCHED_LOAD_SCALE`: the power of one pCPU and the weight of a nice-0
 /// task.
-pub(super) const POWER_SCALE: u64 = 1024;
+pub(crate) const POWER_SCALE: u64 = 1024;
 /// `SD_SIBLING_INIT.smt_gain`: two hardware threads are worth 1.15 pCPUs (1178 / 1024).
 const SMT_GAIN: u64 = 1178;
 
 /// One level's `struct sched_domain` parameters (3.2 initialisers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct SdParams {
-    pub(super) name: &'static str,
+pub(crate) struct SdParams {
+    pub(crate) name: &'static str,
     /// `min_interval` / `max_interval`, in ms: the range of `balance_interval`.
-    pub(super) min_interval: u64,
-    pub(super) max_interval: u64,
+    pub(crate) min_interval: u64,
+    pub(crate) max_interval: u64,
     /// A busy pCPU balances `busy_factor` times less often.
-    pub(super) busy_factor: u64,
+    pub(crate) busy_factor: u64,
     /// `imbalance_pct`: how far (percent) the busiest group must exceed this one.
-    pub(super) imbalance_pct: u64,
+    pub(crate) imbalance_pct: u64,
     /// `cache_nice_tries`: failed balances after which cache-hot tasks may move.
-    pub(super) cache_nice_tries: u32,
+    pub(crate) cache_nice_tries: u32,
     /// `cpu_load[]` indexes: busy, idle, newly idle, wake and fork/exec balancing.
-    pub(super) busy_idx: usize,
-    pub(super) idle_idx: usize,
-    pub(super) newidle_idx: usize,
-    pub(super) wake_idx: usize,
-    pub(super) forkexec_idx: usize,
+    pub(crate) busy_idx: usize,
+    pub(crate) idle_idx: usize,
+    pub(crate) newidle_idx: usize,
+    pub(crate) wake_idx: usize,
+    pub(crate) forkexec_idx: usize,
     /// `SD_SHARE_CPUPOWER`, `SD_SHARE_PKG_RESOURCES`, `SD_PREFER_SIBLING` flags (the others are
     /// set on every level here: `SD_LOAD_BALANCE`, `SD_BALANCE_NEWIDLE`, `SD_BALANCE_FORK`,
     /// `SD_BALANCE_EXEC`, `SD_WAKE_AFFINE`; `SD_BALANCE_WAKE` on none).
-    pub(super) share_cpupower: bool,
-    pub(super) share_pkg_resources: bool,
-    pub(super) prefer_sibling: bool,
+    pub(crate) share_cpupower: bool,
+    pub(crate) share_pkg_resources: bool,
+    pub(crate) prefer_sibling: bool,
 }
 
 /// `SD_SIBLING_INIT` (include/linux/topology.h, 3.2).
-pub(super) const SD_SIBLING: SdParams = SdParams {
+pub(crate) const SD_SIBLING: SdParams = SdParams {
     name: "SIBLING",
     min_interval: 1,
     max_interval: 2,
@@ -76,7 +79,7 @@ pub(super) const SD_SIBLING: SdParams = SdParams {
 };
 /// `SD_MC_INIT` (include/linux/topology.h, 3.2; `sd_balance_for_mc_power()` gives
 /// `SD_PREFER_SIBLING` with power savings off, the default).
-pub(super) const SD_MC: SdParams = SdParams {
+pub(crate) const SD_MC: SdParams = SdParams {
     name: "MC",
     min_interval: 1,
     max_interval: 4,
@@ -94,7 +97,7 @@ pub(super) const SD_MC: SdParams = SdParams {
 };
 /// `SD_CPU_INIT` (include/linux/topology.h, 3.2; `sd_balance_for_package_power()` gives
 /// `SD_PREFER_SIBLING`).
-pub(super) const SD_CPU: SdParams = SdParams {
+pub(crate) const SD_CPU: SdParams = SdParams {
     name: "CPU",
     min_interval: 1,
     max_interval: 4,
@@ -112,7 +115,7 @@ pub(super) const SD_CPU: SdParams = SdParams {
 };
 /// `SD_NODE_INIT` for x86_64 (arch/x86/include/asm/topology.h, 3.2: `SD_CACHE_NICE_TRIES` 2,
 /// `SD_IDLE_IDX` 2).
-pub(super) const SD_NODE: SdParams = SdParams {
+pub(crate) const SD_NODE: SdParams = SdParams {
     name: "NODE",
     min_interval: 8,
     max_interval: 32,
@@ -131,27 +134,27 @@ pub(super) const SD_NODE: SdParams = SdParams {
 
 /// A `struct sched_group`: its pCPUs (increasing) and its power.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct SchedGroup {
-    pub(super) cpus: Vec<usize>,
-    pub(super) power: u64,
+pub(crate) struct SchedGroup {
+    pub(crate) cpus: Vec<usize>,
+    pub(crate) power: u64,
 }
 
 /// One pCPU's view of one level (`struct sched_domain`).
 #[derive(Clone, Debug)]
-pub(super) struct Domain {
-    pub(super) sd: SdParams,
+pub(crate) struct Domain {
+    pub(crate) sd: SdParams,
     /// `sched_domain_span`, increasing.
-    pub(super) span: Vec<usize>,
+    pub(crate) span: Vec<usize>,
     /// The same as a mask (`load_balance` starts its `cpus` from it).
-    pub(super) span_mask: CpuMask,
+    pub(crate) span_mask: CpuMask,
     /// The groups, starting with the one holding this pCPU, then in increasing order (wrapping).
-    pub(super) groups: Vec<SchedGroup>,
+    pub(crate) groups: Vec<SchedGroup>,
     /// `sd->child->flags & SD_PREFER_SIBLING` (after degenerate levels are dropped).
-    pub(super) child_prefers_sibling: bool,
+    pub(crate) child_prefers_sibling: bool,
 }
 
 impl Domain {
-    pub(super) fn spans(&self, p: usize) -> bool {
+    pub(crate) fn spans(&self, p: usize) -> bool {
         self.span.binary_search(&p).is_ok()
     }
 }
@@ -159,18 +162,18 @@ impl Domain {
 /// The per-pCPU balancing state of one level (`sd->last_balance`, `balance_interval`,
 /// `nr_balance_failed`).
 #[derive(Clone, Copy, Debug)]
-pub(super) struct SdState {
+pub(crate) struct SdState {
     /// In jiffies.
-    pub(super) last_balance: u64,
+    pub(crate) last_balance: u64,
     /// In ms.
-    pub(super) balance_interval: u64,
-    pub(super) nr_balance_failed: u32,
+    pub(crate) balance_interval: u64,
+    pub(crate) nr_balance_failed: u32,
 }
 
 /// The power of pCPU `p`: 1024, or `smt_gain / threads` when its sibling group (a core's threads,
 /// or a CMT module's cores: Linux's `set_cpu_sibling_map` links AMD compute-unit peers as thread
 /// siblings, topology.rs) has several in the pool.
-pub(super) fn cpu_power(topo: &Topology, pool: &[usize], p: usize) -> u64 {
+pub(crate) fn cpu_power(topo: &Topology, pool: &[usize], p: usize) -> u64 {
     let module = topo.place(PcpuId(p as u32)).module;
     let threads = pool.iter().filter(|&&q| topo.place(PcpuId(q as u32)).module == module).count() as u64;
     if threads > 1 {
@@ -181,7 +184,7 @@ pub(super) fn cpu_power(topo: &Topology, pool: &[usize], p: usize) -> u64 {
 }
 
 /// Build every pool pCPU's domains (bottom up). `pool` is the pool's pCPUs, increasing.
-pub(super) fn build(topo: &Topology, pool: &[usize], npcpus: usize) -> Vec<Vec<Domain>> {
+pub(crate) fn build(topo: &Topology, pool: &[usize], npcpus: usize) -> Vec<Vec<Domain>> {
     let mut out = vec![Vec::new(); npcpus];
     let place = |q: usize| topo.place(PcpuId(q as u32));
     // Computed once per pCPU (and per level and pCPU) rather than once per use: every pCPU's
@@ -259,7 +262,7 @@ fn child_span(topo: &Topology, pool: &[usize], sd: SdParams, q: usize) -> Vec<us
 }
 
 /// The initial per-level state (`.balance_interval = 1`, `.last_balance = jiffies`).
-pub(super) fn initial_state(levels: usize, jiffies: u64) -> Vec<SdState> {
+pub(crate) fn initial_state(levels: usize, jiffies: u64) -> Vec<SdState> {
     vec![SdState { last_balance: jiffies, balance_interval: 1, nr_balance_failed: 0 }; levels]
 }
 

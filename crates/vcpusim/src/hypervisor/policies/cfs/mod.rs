@@ -52,7 +52,7 @@ const BW_TIMER: u64 = 1 << 33;
 
 mod balance;
 mod bandwidth;
-mod domains;
+pub(crate) mod domains;
 mod kvm;
 mod select;
 mod shares;

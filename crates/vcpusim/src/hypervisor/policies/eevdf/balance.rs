@@ -1,0 +1,449 @@
+//! Where EEVDF's vCPU threads run, as Linux 6.6 decides it (kernel/sched/fair.c,
+//! kernel/sched/topology.c): the wake path (`select_task_rq_fair` -> `wake_affine` ->
+//! `select_idle_sibling`), fork placement, and the load balancer's pulls of runnable vCPUs
+//! (`newidle_balance`, `rebalance_domains` -> `load_balance` with `find_busiest_group`'s group
+//! types and migration types, `detach_tasks`).
+//!
+//! The domains are `cfs/domains.rs`'s (6.6's x86 SMT / MC / DIE / NUMA levels have the spans
+//! and groups of 3.2's SIBLING / MC / CPU / NODE) with 6.6's `sd_init` parameters:
+//! `balance_interval` and `min_interval` = the span's weight (ms), `max_interval` twice that,
+//! `busy_factor` 16, `imbalance_pct` 117 (110 on SMT levels), `cache_nice_tries` 0 on SMT,
+//! 2 on NUMA, 1 elsewhere.
+//!
+//! Simplified (docs/model.md, "EEVDF host (Linux 6.6)"): loads are run-queue weights, not
+//! PELT averages; a group's type comes from its task count (has spare: fewer tasks than pCPUs;
+//! fully busy: as many; overloaded: more); `migrate_util` moves tasks up to the local group's
+//! idle pCPUs; no active balancing (a running vCPU is never pushed), no `wake_wide`, no
+//! `SIS_UTIL` scan limit and no idle-core search on SMT hosts; `newidle_balance` always tries
+//! (no `avg_idle` / `max_newidle_lb_cost` cut-off); a sleeping vCPU's `task_h_load` in
+//! `wake_affine_weight` is 0 (its PELT load would have decayed).
+
+use super::Eevdf;
+use crate::hypervisor::policies::cfs::domains::{self, Domain, SdState};
+use crate::hypervisor::policy::PolicyCtx;
+use crate::ids::{PcpuId, VcpuId};
+use crate::time::{MS, SEC};
+use std::sync::Arc;
+
+/// `SCHED_CAPACITY_SCALE`: one pCPU's capacity.
+const CAPACITY_SCALE: u64 = 1024;
+/// `sd_init` (6.6): `imbalance_pct` of SMT levels.
+const SMT_IMBALANCE_PCT: u64 = 110;
+
+/// The pool's domains per pCPU (bottom up) and each pCPU's last-level-cache id (`sd_llc_id`:
+/// the first pCPU of its `sd_llc` span, the highest level sharing package resources).
+#[derive(Clone, Debug, Default)]
+pub(super) struct Domains {
+    per: Vec<Vec<Arc<Domain>>>,
+    llc: Vec<usize>,
+}
+
+/// `enum cpu_idle_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CpuIdle {
+    Idle,
+    NotIdle,
+    NewlyIdle,
+}
+
+/// `enum group_type`, as far as vCPU threads reach it (ordered: a higher one is busier).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum GroupType {
+    HasSpare,
+    FullyBusy,
+    Overloaded,
+}
+
+/// `enum migration_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Migration {
+    Load,
+    Util,
+    Task,
+}
+
+/// `struct sg_lb_stats` of one group.
+#[derive(Clone, Copy, Debug)]
+struct SgStats {
+    group: usize,
+    nr: u64,
+    load: u64,
+    capacity: u64,
+    weight: u64,
+    idle_cpus: u64,
+    kind: GroupType,
+    avg_load: u64,
+}
+
+impl Eevdf {
+    /// (Re)build the pool's domains with 6.6's `sd_init` values; each pCPU's per-level state
+    /// starts afresh; the idle mask covers the pool.
+    pub(super) fn rebuild_domains(&mut self, ctx: &PolicyCtx) {
+        let pool: Vec<usize> = ctx.host.pcpu_ids().map(|p| p.idx()).collect();
+        let mut built = domains::build(ctx.host.topology, &pool, self.npcpus);
+        let mut llc: Vec<usize> = (0..self.npcpus).collect();
+        for (p, doms) in built.iter_mut().enumerate() {
+            for d in doms.iter_mut() {
+                let weight = d.span.len() as u64;
+                d.sd.min_interval = weight;
+                d.sd.max_interval = 2 * weight;
+                d.sd.busy_factor = self.busy_factor;
+                d.sd.imbalance_pct = if d.sd.share_cpupower { SMT_IMBALANCE_PCT } else { self.imbalance_pct };
+                d.sd.cache_nice_tries = match (d.sd.share_cpupower, d.sd.share_pkg_resources, d.sd.name) {
+                    (true, _, _) => 0,
+                    (_, _, "NODE") => 2,
+                    _ => 1,
+                };
+                if d.sd.share_pkg_resources {
+                    llc[p] = d.span[0];
+                }
+            }
+        }
+        let jiffies = self.jiffies(ctx.now());
+        for &p in &pool {
+            self.rqs[p].sd = built[p]
+                .iter()
+                .map(|d| SdState { last_balance: jiffies, balance_interval: d.sd.min_interval, nr_balance_failed: 0 })
+                .collect();
+            self.idle.set(PcpuId(p as u32), self.rqs[p].nr_running == 0);
+        }
+        for p in (0..self.npcpus).filter(|p| !pool.contains(p)) {
+            self.idle.set(PcpuId(p as u32), false);
+        }
+        self.domains = Domains { per: built.into_iter().map(|d| d.into_iter().map(Arc::new).collect()).collect(), llc };
+    }
+
+    /// `available_idle_cpu` (a host is no guest: `vcpu_is_preempted` is false).
+    fn idle_cpu(&self, p: usize) -> bool {
+        self.idle.contains(PcpuId(p as u32))
+    }
+
+    /// `cpus_share_cache`.
+    fn share_cache(&self, a: usize, b: usize) -> bool {
+        self.domains.llc[a] == self.domains.llc[b]
+    }
+
+    /// `select_task_rq_fair` for a wakeup (`WF_TTWU`) of `v`, woken from `waker`'s pCPU (its
+    /// previous pCPU when no running vCPU woke it): `wake_affine` in the lowest domain of the
+    /// waker spanning the previous pCPU, then `select_idle_sibling`.
+    pub(super) fn select_task_rq(&mut self, ctx: &PolicyCtx, v: VcpuId, waker: Option<PcpuId>) -> usize {
+        let host = &ctx.host;
+        let last = host.vcpu(v).last_pcpu;
+        let prev = if host.may_run(v, last) { last.idx() } else { self.select_fork(ctx, v) };
+        let cpu = waker.map_or(prev, |w| w.idx());
+        let mut target = prev;
+        if cpu != prev && host.may_run(v, PcpuId(cpu as u32)) {
+            if let Some(d) = self.domains.per[cpu].iter().find(|d| d.spans(prev)).cloned() {
+                target = self.wake_affine(&d, cpu, prev);
+            }
+        }
+        self.select_idle_sibling(ctx, v, prev, target)
+    }
+
+    /// `wake_affine` (WA_IDLE, WA_WEIGHT, WA_BIAS; not sync): the waker's pCPU `this` or `prev`.
+    fn wake_affine(&self, sd: &Domain, this: usize, prev: usize) -> usize {
+        // wake_affine_idle.
+        if self.idle_cpu(this) && self.share_cache(this, prev) {
+            return if self.idle_cpu(prev) { prev } else { this };
+        }
+        if self.idle_cpu(prev) {
+            return prev;
+        }
+        // wake_affine_weight, with task_h_load 0 and equal capacities.
+        let this_eff = self.rqs[this].root.load * 100;
+        let prev_eff = self.rqs[prev].root.load * (100 + (sd.sd.imbalance_pct - 100) / 2);
+        if this_eff < prev_eff {
+            this
+        } else {
+            prev
+        }
+    }
+
+    /// `select_idle_sibling(p, prev, target)` (6.6): an idle target, an idle cache-sharing
+    /// `prev`, an idle cache-sharing `recent_used_cpu`, else the first idle pCPU of target's LLC
+    /// after target (`select_idle_cpu`, wrapping), else target.
+    fn select_idle_sibling(&mut self, ctx: &PolicyCtx, v: VcpuId, prev: usize, target: usize) -> usize {
+        if self.idle_cpu(target) {
+            return target;
+        }
+        if prev != target && self.share_cache(prev, target) && self.idle_cpu(prev) {
+            return prev;
+        }
+        let recent = std::mem::replace(&mut self.recent_used[v.idx()], prev);
+        if recent != prev
+            && recent != target
+            && self.share_cache(recent, target)
+            && self.idle_cpu(recent)
+            && ctx.host.may_run(v, PcpuId(recent as u32))
+        {
+            return recent;
+        }
+        let llc = self.domains.llc[target];
+        let mut from = target + 1;
+        for _ in 0..2 {
+            let mut next = self.idle.next_from(from);
+            while let Some(c) = next {
+                let c = c.idx();
+                if self.domains.llc[c] == llc && ctx.host.may_run(v, PcpuId(c as u32)) {
+                    return c;
+                }
+                next = self.idle.next_from(c + 1);
+            }
+            from = 0;
+        }
+        target
+    }
+
+    /// `select_task_rq(SD_BALANCE_FORK)` for a new vCPU thread, reduced to its outcome on these
+    /// hosts (`find_idlest_cpu`): the allowed pCPU with the fewest tasks, then the least
+    /// load, then the first from the vCPU's last pCPU on.
+    pub(super) fn select_fork(&self, ctx: &PolicyCtx, v: VcpuId) -> usize {
+        let n = self.npcpus;
+        let start = ctx.host.vcpu(v).last_pcpu.idx();
+        ctx.host
+            .pcpu_ids()
+            .map(|p| p.idx())
+            .filter(|&p| ctx.host.may_run(v, PcpuId(p as u32)))
+            .min_by_key(|&p| (self.rqs[p].nr_running, self.rqs[p].root.load, (p + n - start) % n))
+            .unwrap_or(start)
+    }
+
+    /// `newidle_balance`: pull, level by level from the bottom, until a task arrives.
+    pub(super) fn newidle_balance(&mut self, ctx: &mut PolicyCtx, p: usize) {
+        for level in 0..self.domains.per[p].len() {
+            if self.load_balance(ctx, p, level, CpuIdle::NewlyIdle) || self.rqs[p].nr_running > 0 {
+                break;
+            }
+        }
+    }
+
+    /// `trigger_load_balance` -> `rebalance_domains` at a tick: each level whose interval
+    /// (times `busy_factor` on a busy pCPU) has passed balances. An idle pCPU's tick stands in
+    /// for nohz idle balancing on its behalf.
+    pub(super) fn trigger_load_balance(&mut self, ctx: &mut PolicyCtx, p: usize) {
+        let jiffies = self.jiffies(ctx.now());
+        // max_load_balance_interval: HZ * num_online_cpus() / 10.
+        let max_interval = ((SEC * self.npcpus as u64) / 10 / self.tick).max(1);
+        let mut idle = if self.rqs[p].nr_running == 0 { CpuIdle::Idle } else { CpuIdle::NotIdle };
+        for level in 0..self.domains.per[p].len() {
+            let sd = self.rqs[p].sd[level];
+            let mut interval = sd.balance_interval;
+            if idle == CpuIdle::NotIdle {
+                interval *= self.domains.per[p][level].sd.busy_factor;
+            }
+            // msecs_to_jiffies, clamped to [1, max_load_balance_interval].
+            let interval = (interval * MS).div_ceil(self.tick).clamp(1, max_interval);
+            if jiffies >= sd.last_balance + interval {
+                if self.load_balance(ctx, p, level, idle) {
+                    idle = if self.rqs[p].nr_running == 0 { CpuIdle::Idle } else { CpuIdle::NotIdle };
+                }
+                self.rqs[p].sd[level].last_balance = jiffies;
+            }
+        }
+    }
+
+    /// `should_we_balance`: a newly idle pCPU always; otherwise only the first idle pCPU of the
+    /// local group, or its first pCPU when none is idle.
+    fn should_we_balance(&self, sd: &Domain, this: usize, idle: CpuIdle) -> bool {
+        if idle == CpuIdle::NewlyIdle {
+            return true;
+        }
+        let local = &sd.groups[0].cpus;
+        local.iter().copied().find(|&c| self.idle_cpu(c)).unwrap_or(local[0]) == this
+    }
+
+    /// `update_sg_lb_stats` and `group_classify` for group `gi` of `sd`.
+    fn group_stats(&self, sd: &Domain, gi: usize) -> SgStats {
+        let cpus = &sd.groups[gi].cpus;
+        let nr: u64 = cpus.iter().map(|&c| self.rqs[c].nr_running).sum();
+        let load: u64 = cpus.iter().map(|&c| self.rqs[c].root.load).sum();
+        let weight = cpus.len() as u64;
+        let capacity = weight * CAPACITY_SCALE;
+        let kind = match nr.cmp(&weight) {
+            std::cmp::Ordering::Less => GroupType::HasSpare,
+            std::cmp::Ordering::Equal => GroupType::FullyBusy,
+            std::cmp::Ordering::Greater => GroupType::Overloaded,
+        };
+        let idle_cpus = cpus.iter().filter(|&&c| self.idle_cpu(c)).count() as u64;
+        SgStats { group: gi, nr, load, capacity, weight, idle_cpus, kind, avg_load: load * CAPACITY_SCALE / capacity }
+    }
+
+    /// `update_sd_pick_busiest`: whether `sg` is busier than the current pick.
+    fn busier(sg: &SgStats, busiest: Option<&SgStats>) -> bool {
+        if sg.nr == 0 {
+            return false;
+        }
+        let Some(b) = busiest else { return true };
+        if sg.kind != b.kind {
+            return sg.kind > b.kind;
+        }
+        match sg.kind {
+            GroupType::Overloaded | GroupType::FullyBusy => sg.avg_load > b.avg_load,
+            GroupType::HasSpare => sg.idle_cpus < b.idle_cpus || (sg.idle_cpus == b.idle_cpus && sg.nr > b.nr),
+        }
+    }
+
+    /// `load_balance(this, sd, idle)` at domain level `level`: find the busiest group and the
+    /// imbalance (`find_busiest_group`, `calculate_imbalance`), the busiest run queue in it
+    /// (`find_busiest_queue`), and pull queued vCPUs from it (`detach_tasks`, `attach_tasks`).
+    /// Returns whether a vCPU moved.
+    fn load_balance(&mut self, ctx: &mut PolicyCtx, this: usize, level: usize, idle: CpuIdle) -> bool {
+        let sd = Arc::clone(&self.domains.per[this][level]);
+        if !self.should_we_balance(&sd, this, idle) {
+            return false;
+        }
+        let plan = self.find_busiest_group(&sd, level, idle);
+        match plan.and_then(|(g, kind, imb)| self.find_busiest_queue(&sd, g, kind, imb).map(|q| (q, kind, imb))) {
+            Some((busiest, kind, imbalance)) => {
+                let moved = self.detach_tasks(ctx, this, busiest, &sd, level, kind, imbalance, idle);
+                if moved == 0 && idle != CpuIdle::NewlyIdle {
+                    self.rqs[this].sd[level].nr_balance_failed += 1;
+                }
+                // "We were unbalanced, so reset the balancing interval".
+                self.rqs[this].sd[level].balance_interval = sd.sd.min_interval;
+                if moved > 0 {
+                    self.rqs[this].sd[level].nr_balance_failed = 0;
+                }
+                moved > 0
+            }
+            None => {
+                // out_balanced: nr_balance_failed = 0; the interval backs off.
+                let st = &mut self.rqs[this].sd[level];
+                st.nr_balance_failed = 0;
+                if st.balance_interval < sd.sd.max_interval {
+                    st.balance_interval *= 2;
+                }
+                false
+            }
+        }
+    }
+
+    /// `find_busiest_group` + `calculate_imbalance` (6.6, reduced as the module says): the
+    /// busiest group, the migration type and the imbalance (tasks, or load for `Load`).
+    fn find_busiest_group(&self, sd: &Domain, level: usize, idle: CpuIdle) -> Option<(usize, Migration, u64)> {
+        let stats: Vec<SgStats> = (0..sd.groups.len()).map(|g| self.group_stats(sd, g)).collect();
+        let local = stats[0];
+        let mut busiest: Option<&SgStats> = None;
+        for sg in &stats[1..] {
+            if Self::busier(sg, busiest) {
+                busiest = Some(sg);
+            }
+        }
+        let busiest = *busiest?;
+        let (total_load, total_cap) = stats.iter().fold((0, 0), |(l, c), s| (l + s.load, c + s.capacity));
+        let sd_avg = total_load * CAPACITY_SCALE / total_cap.max(1);
+        // SD_PREFER_SIBLING of the child level (sd_init sets it below NUMA; not under SMT here).
+        let prefer_sibling = level > 0 && !self.domains_child_is_smt(sd, level);
+        if local.kind > busiest.kind {
+            return None;
+        }
+        if local.kind == GroupType::Overloaded
+            && (local.avg_load >= busiest.avg_load
+                || local.avg_load >= sd_avg
+                || 100 * busiest.avg_load <= sd.sd.imbalance_pct * local.avg_load)
+        {
+            return None;
+        }
+        let force = prefer_sibling && local.kind == GroupType::HasSpare && busiest.nr > local.nr + 1;
+        if !force && busiest.kind != GroupType::Overloaded {
+            if idle == CpuIdle::NotIdle {
+                return None;
+            }
+            if busiest.weight > 1 && local.idle_cpus <= busiest.idle_cpus + 1 {
+                return None;
+            }
+            if busiest.nr <= 1 {
+                return None;
+            }
+        }
+        // calculate_imbalance.
+        let plan = if local.kind == GroupType::HasSpare {
+            if busiest.kind == GroupType::Overloaded && !sd.sd.share_pkg_resources {
+                // migrate_util: fill the local group's spare capacity.
+                (Migration::Util, (local.weight - local.nr).max(1))
+            } else if busiest.weight == 1 || prefer_sibling {
+                (Migration::Task, (busiest.nr.saturating_sub(local.nr) / 2).max(1))
+            } else {
+                (Migration::Task, (local.idle_cpus.saturating_sub(busiest.idle_cpus) / 2).max(1))
+            }
+        } else {
+            if local.avg_load >= sd_avg || busiest.avg_load <= sd_avg {
+                return None;
+            }
+            let imb = ((busiest.avg_load - sd_avg) * busiest.capacity).min((sd_avg - local.avg_load) * local.capacity) / CAPACITY_SCALE;
+            (Migration::Load, imb)
+        };
+        (plan.1 > 0).then_some((busiest.group, plan.0, plan.1))
+    }
+
+    /// Whether the level below `level` is an SMT level (`SD_SHARE_CPUCAPACITY`).
+    fn domains_child_is_smt(&self, sd: &Domain, level: usize) -> bool {
+        let p = sd.groups[0].cpus[0];
+        self.domains.per[p].get(level - 1).is_some_and(|c| c.sd.share_cpupower)
+    }
+
+    /// `find_busiest_queue`: the pCPU of the busiest group with the most tasks (`Task`,
+    /// `Util`) or the most load (`Load`, skipping a lone task heavier than the imbalance), among
+    /// those with a queued task to give.
+    fn find_busiest_queue(&self, sd: &Domain, group: usize, kind: Migration, imbalance: u64) -> Option<usize> {
+        sd.groups[group]
+            .cpus
+            .iter()
+            .copied()
+            .filter(|&c| self.rqs[c].nr_running > 1)
+            .filter(|&c| kind != Migration::Load || !(self.rqs[c].nr_running == 1 && self.rqs[c].root.load > imbalance))
+            .max_by_key(|&c| {
+                let key = if kind == Migration::Load { self.rqs[c].root.load } else { self.rqs[c].nr_running };
+                (key, std::cmp::Reverse(c))
+            })
+    }
+
+    /// `task_h_load` of queued `v` on `p`: its share of its group entity's weight.
+    fn task_h_load(&self, v: VcpuId, p: usize) -> u64 {
+        let vm = self.vcpu_vm[v.idx()];
+        let g = &self.groups[self.gi(vm, p)];
+        self.ses[self.gse(vm, p) as usize].weight * super::NICE_0_LOAD / g.load.max(1)
+    }
+
+    /// `detach_tasks` + `attach_tasks`: pull queued vCPUs of `busiest`, least recently run
+    /// first, that may run here and are not cache hot (`can_migrate_task`, `task_hot`), until
+    /// the imbalance is met or `busiest` keeps one task. Returns how many moved.
+    #[allow(clippy::too_many_arguments)]
+    fn detach_tasks(&mut self, ctx: &mut PolicyCtx, this: usize, busiest: usize, sd: &Domain, level: usize, kind: Migration, imbalance: u64, idle: CpuIdle) -> u32 {
+        let now = ctx.now();
+        let failed = self.rqs[this].sd[level].nr_balance_failed;
+        let mut queued: Vec<VcpuId> = (0..self.tgs.len())
+            .flat_map(|vm| self.groups[self.gi(vm, busiest)].tree.iter().map(|&(_, v)| VcpuId(v)))
+            .collect();
+        queued.sort_by_key(|v| (self.last_ran[v.idx()], v.0));
+        let mut left = imbalance as i64;
+        let mut moved = 0;
+        for v in queued {
+            if left <= 0 || (idle != CpuIdle::NotIdle && self.rqs[busiest].nr_running <= 1) {
+                break;
+            }
+            if !ctx.host.may_run(v, PcpuId(this as u32)) {
+                continue;
+            }
+            let hot = !sd.sd.share_cpupower && now.saturating_sub(self.last_ran[v.idx()]) < self.migration_cost;
+            if hot && failed <= sd.sd.cache_nice_tries {
+                continue;
+            }
+            let cost = match kind {
+                Migration::Load => {
+                    let load = self.task_h_load(v, busiest);
+                    if (load >> failed.min(63)) as i64 > left {
+                        continue;
+                    }
+                    load as i64
+                }
+                Migration::Util | Migration::Task => 1,
+            };
+            let resched = self.migrate(now, v, this);
+            self.check_preempt_wakeup(ctx, v, this, resched);
+            left -= cost;
+            moved += 1;
+        }
+        moved
+    }
+}
