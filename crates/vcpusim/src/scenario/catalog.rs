@@ -287,7 +287,11 @@ mod tests {
         let json = parsed();
         assert_eq!(
             names(&json["guest"]),
-            ["kernel", "futex_wake_ipi", "tlb_targets", "spinlock", "pv_spin", "call_function_yield", "tick", "futex_buckets", "irs", "irs_handler"]
+            [
+                "kernel", "futex_wake_ipi", "tlb_targets", "spinlock", "pv_spin", "call_function_yield", "pv_spinlock",
+                "vcpu_is_preempted", "pv_tlb_flush", "pv_sched_yield", "pv_ipi", "steal_time", "tick", "futex_buckets", "irs",
+                "irs_handler"
+            ]
         );
         assert_eq!(names(&json["host_ple"]), ["enabled", "window_cycles", "cpu_ghz", "grow", "window_max_cycles"]);
         assert_eq!(
