@@ -3,6 +3,8 @@
 //! scenario showing the pathology it targets, each off when its key is off, and the loader's
 //! checks (KVM-only keys on a Xen host, the kernel's dependencies).
 
+mod common;
+
 use vcpusim::api::load_scenario;
 use vcpusim::guest::config::{Hypervisor, KernelPreset, PvFeatures};
 use vcpusim::guest::thread::{FutexKey, ThreadState};
@@ -12,11 +14,7 @@ use vcpusim::time::{MS, US};
 use vcpusim::workload::program::SpinlockKind;
 
 fn sim(text: &str, until_ms: u64) -> Sim {
-    let sc = load_scenario(text, "<test>").unwrap_or_else(|e| panic!("scenario does not load: {e}\n{text}"));
-    let mut sim = Sim::build(&sc, 1, false, true).unwrap();
-    sim.start();
-    sim.run_until(until_ms * MS, None).unwrap_or_else(|e| panic!("run failed: {e}\n{text}"));
-    sim
+    common::run_sim_checked(text, until_ms)
 }
 
 fn load_error(text: &str) -> String {
@@ -29,15 +27,7 @@ fn load_error(text: &str) -> String {
 /// Two threads on two vCPUs of a VM alone on two pCPUs of a KVM (cfs) host: thread 0 holds
 /// kernel lock 0 for 2 ms at a time, thread 1 wants it briefly between computing.
 fn holder_and_waiter(guest: &str) -> String {
-    format!(
-        "[host]\npcpus = 2\npolicy = \"cfs\"\n[host.ple]\nenabled = false\n\
-         [guest]\nkernel = \"linux-6.x\"\npv_spin = \"50us\"\n{guest}\n\
-         [[vm]]\nname = \"a\"\nvcpus = 2\nworkload = \"program\"\n\
-         [vm.program]\nkernel_locks = [\"k\"]\n\
-         threads = [[{{loop = \"forever\", body = [{{syscall = \"2ms\", lock = 0}}, {{compute = \"100us\"}}, {{progress = true}}]}}], \
-                    [{{loop = \"forever\", body = [{{compute = \"300us\"}}, {{syscall = \"5us\", lock = 0}}, {{progress = true}}]}}]]\n\
-         [run]\nduration = \"40ms\"\n"
-    )
+    common::holder_and_waiter("\"cfs\"", &format!("kernel = \"linux-6.x\"\npv_spin = \"50us\"\n{guest}"))
 }
 
 #[test]
@@ -64,20 +54,10 @@ fn kvm_pv_qspinlock_waiters_halt_after_the_threshold_and_the_kick_wakes_them() {
     assert!(off.vms[0].stats.spin_ns > 10 * stats.spin_ns, "virt_spin_lock {} ns vs pv {} ns", off.vms[0].stats.spin_ns, stats.spin_ns);
 }
 
-/// A VM whose thread 0 munmaps (TLB shootdowns to the other three vCPUs) beside a CPU-bound
-/// VM, on fewer pCPUs than vCPUs under cfs, so that shootdown targets are often preempted.
+/// `common::shootdowns_overcommitted` under cfs (KVM) with the linux-6.x guest and `guest`'s
+/// keys on top.
 fn shootdowns_overcommitted(guest: &str, pcpus: u32) -> String {
-    format!(
-        "[host]\npcpus = {pcpus}\npolicy = \"cfs\"\n[guest]\nkernel = \"linux-6.x\"\n{guest}\n\
-         [[vm]]\nname = \"tlb\"\nvcpus = 4\nworkload = \"program\"\n\
-         [vm.program]\nthreads = [[{{loop = \"forever\", body = [{{compute = \"200us\"}}, {{mmap = 1}}, {{munmap = 1}}, {{progress = true}}]}}], \
-                                  [{{loop = \"forever\", body = [{{compute = \"1ms\"}}, {{progress = true}}]}}], \
-                                  [{{loop = \"forever\", body = [{{compute = \"1ms\"}}, {{progress = true}}]}}], \
-                                  [{{loop = \"forever\", body = [{{compute = \"1ms\"}}, {{progress = true}}]}}]]\n\
-         [[vm]]\nname = \"hog\"\nvcpus = 2\nworkload = \"program\"\n\
-         [vm.program]\nthreads = [[{{loop = \"forever\", body = [{{compute = \"1ms\"}}]}}], [{{loop = \"forever\", body = [{{compute = \"1ms\"}}]}}]]\n\
-         [run]\nduration = \"300ms\"\n"
-    )
+    common::shootdowns_overcommitted(pcpus, "\"cfs\"", &format!("kernel = \"linux-6.x\"\n{guest}"))
 }
 
 #[test]
@@ -241,12 +221,7 @@ fn the_linux_6_guest_holds_the_invariants_under_every_policy() {
     // the engine's invariants.
     for policy in ["cfs", "credit", "gang", "hybrid"] {
         for workload in ["mutex", "tlb", "barrier"] {
-            let text = format!(
-                "[host]\npcpus = 4\npolicy = \"{policy}\"\n[guest]\nkernel = \"linux-6.x\"\npv_spin = \"20us\"\n\
-                 [[vm]]\nname = \"par\"\nvcpus = 4\nworkload = \"{workload}\"\n\
-                 [[vm]]\nname = \"hog\"\nvcpus = 3\nworkload = \"cpu-bound\"\n\
-                 [run]\nduration = \"200ms\"\nseed = 5\n"
-            );
+            let text = common::workload_beside_hog(policy, workload, "kernel = \"linux-6.x\"\npv_spin = \"20us\"");
             let s = sim(&text, 200);
             assert!(s.guests[0].stats.progress > 0, "{policy}/{workload}: no progress");
         }

@@ -304,7 +304,7 @@ mod tests {
         assert_eq!(names(&json["vm_contention"]), sources);
         assert_eq!(json["host_contention"][0]["default"], false);
         assert!(json["vm_contention"][0]["default"].is_null(), "unset: the workload's sensitivity");
-        let tick = &json["guest"][6];
+        let tick = &json["guest"][12];
         assert_eq!((tick["type"].as_str(), tick["default"].as_str()), (Some("duration"), Some("4ms")));
         assert_eq!(json["host_ple"][1]["default"], 4096);
         assert_eq!(json["host_costs"][0]["default"], "2us");

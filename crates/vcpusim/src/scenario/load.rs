@@ -1436,7 +1436,9 @@ mod tests {
         let vm = &s.vms[0];
         assert_eq!((vm.name.as_str(), vm.weight, vm.threads), ("a", 256, 2));
         assert_eq!(vm.program.threads.len(), 2);
-        assert_eq!(vm.guest, GuestConfig::default());
+        // The default guest, told which hypervisor its pool's policy is (no PV feature is on).
+        let hypervisor = policies::find(DEFAULT_POLICY).unwrap().hypervisor();
+        assert_eq!(vm.guest, GuestConfig { hypervisor, ..GuestConfig::default() });
         assert_eq!(s.run.duration, 10 * SEC);
     }
 

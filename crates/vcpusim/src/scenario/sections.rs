@@ -502,7 +502,7 @@ mod tests {
         assert_eq!(g, GuestConfig { tick: 7 * MS, ..GuestConfig::default() });
         let t: toml::Table = toml::from_str("kernel = \"linux-5.4\"").unwrap();
         let e = guest_config(&Section::new("f", "guest", &t), &GuestConfig::default()).unwrap_err();
-        assert_eq!(e.to_string(), "f: guest.kernel: expected one of linux-3.2, linux-4.4, got \"linux-5.4\"");
+        assert_eq!(e.to_string(), "f: guest.kernel: expected one of linux-3.2, linux-4.4, linux-6.x, got \"linux-5.4\"");
         let t: toml::Table = toml::from_str("call_function_yield = 1").unwrap();
         let e = guest_config(&Section::new("f", "guest", &t), &GuestConfig::default()).unwrap_err();
         assert!(e.to_string().starts_with("f: guest.call_function_yield: expected true or false"), "{e}");
