@@ -86,7 +86,7 @@ pub enum Exit {
     Hypercall(Hypercall),
 }
 
-/// Paravirtual hypercalls a Linux 4.4 guest on Xen makes (seed 002).
+/// Paravirtual hypercalls: a Linux 4.4 guest's on Xen (seed 002), the Linux 6.x guest's on KVM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hypercall {
     /// Give up the pCPU (Xen `SCHEDOP_yield` -> `vcpu_yield`): Linux 4.4's
@@ -111,6 +111,13 @@ pub enum Hypercall {
     /// SCHEDOP would serve, assumed. Also the delayed-preemption guest's give-back after its
     /// last critical section when the host marked a preemption pending (`moved` = 0).
     PreemptAck { moved: u32 },
+    /// `KVM_HC_KICK_CPU` (the Linux 6.x guest's `kvm_kick_cpu`, PV qspinlock unlock on KVM): the
+    /// host sets the target's `pv_unhalted` and wakes it if halted (arch/x86/kvm/x86.c
+    /// `kvm_pv_kick_cpu_op` -> `kvm_vcpu_kick`).
+    KickCpu(VcpuId),
+    /// `KVM_HC_SCHED_YIELD` to a preempted vCPU (the Linux 6.x guest's
+    /// `kvm_smp_send_call_func_ipi`; x86.c `kvm_sched_yield`): `YieldReason::DirectedTo`.
+    SchedYield(VcpuId),
 }
 
 /// One received frame of a VM's network device (seed 002 section 3.2, `sim/device.rs`): the
@@ -257,11 +264,25 @@ pub struct PvArea {
     /// the guest gives the pCPU back (`Hypercall::PreemptAck`) when it leaves its last critical
     /// section. Cleared when the hold ends.
     pub preempt_pending: bool,
+    /// Written by the guest: `KVM_VCPU_FLUSH_TLB` in the steal-time area's `preempted` byte (the
+    /// Linux 6.x guest's `pv_tlb_flush`, arch/x86/kernel/kvm.c `kvm_flush_tlb_multi`), as the
+    /// pages of the shootdowns it stands for (0: not set). The host flushes at the vCPU's next
+    /// VM entry and clears it (x86.c `record_steal_time` -> `kvm_vcpu_flush_tlb_guest`:
+    /// sim/line.rs `take_pv_tlb_flush`).
+    pub flush_tlb_pages: u32,
 }
 
 impl Default for PvArea {
     fn default() -> Self {
-        PvArea { preempted: false, steal_time_ns: 0, runnable: false, kernel_fn: KernelFn::Idle, lock_mark: false, preempt_pending: false }
+        PvArea {
+            preempted: false,
+            steal_time_ns: 0,
+            runnable: false,
+            kernel_fn: KernelFn::Idle,
+            lock_mark: false,
+            preempt_pending: false,
+            flush_tlb_pages: 0,
+        }
     }
 }
 

@@ -3,6 +3,8 @@
 //! mode), and the SCHEDOP_yield of `xen_smp_send_call_function_ipi` (`guest/tlb.rs`) taken by
 //! the host as a yield under every policy (sim/line.rs).
 
+mod common;
+
 use vcpusim::api::{load_scenario, run, RunOptions};
 use vcpusim::sim::state::Sim;
 use vcpusim::time::{MS, US};
@@ -18,15 +20,7 @@ fn sim(text: &str, check: bool, until_ms: u64) -> Sim {
 /// Two threads on two vCPUs of a VM alone on two pCPUs: thread 0 holds kernel lock 0 for 2 ms
 /// at a time, thread 1 wants it briefly between computing.
 fn holder_and_waiter(spinlock: &str) -> String {
-    format!(
-        "[host]\npcpus = 2\npolicy = \"credit\"\nparams = {{ xen = \"4.7\" }}\n[host.ple]\nenabled = false\n\
-         [guest]\nspinlock = \"{spinlock}\"\npv_spin = \"50us\"\n\
-         [[vm]]\nname = \"a\"\nvcpus = 2\nworkload = \"program\"\n\
-         [vm.program]\nkernel_locks = [\"k\"]\n\
-         threads = [[{{loop = \"forever\", body = [{{syscall = \"2ms\", lock = 0}}, {{compute = \"100us\"}}, {{progress = true}}]}}], \
-                    [{{loop = \"forever\", body = [{{compute = \"300us\"}}, {{syscall = \"5us\", lock = 0}}, {{progress = true}}]}}]]\n\
-         [run]\nduration = \"40ms\"\n"
-    )
+    common::holder_and_waiter("\"credit\"\nparams = { xen = \"4.7\" }", &format!("spinlock = \"{spinlock}\"\npv_spin = \"50us\""))
 }
 
 #[test]
@@ -140,17 +134,7 @@ fn no_pv_spinlock_wakeup_is_lost_in_random_overcommitted_runs() {
 /// A VM whose threads munmap (TLB shootdowns) beside a CPU-bound VM on fewer pCPUs, so that
 /// shootdown targets are often preempted.
 fn shootdowns_overcommitted(extra_guest: &str, policy: &str) -> String {
-    format!(
-        "[host]\npcpus = 2\npolicy = {policy}\n[guest]\n{extra_guest}\n\
-         [[vm]]\nname = \"tlb\"\nvcpus = 4\nworkload = \"program\"\n\
-         [vm.program]\nthreads = [[{{loop = \"forever\", body = [{{compute = \"200us\"}}, {{mmap = 1}}, {{munmap = 1}}, {{progress = true}}]}}], \
-                                  [{{loop = \"forever\", body = [{{compute = \"1ms\"}}, {{progress = true}}]}}], \
-                                  [{{loop = \"forever\", body = [{{compute = \"1ms\"}}, {{progress = true}}]}}], \
-                                  [{{loop = \"forever\", body = [{{compute = \"1ms\"}}, {{progress = true}}]}}]]\n\
-         [[vm]]\nname = \"hog\"\nvcpus = 2\nworkload = \"program\"\n\
-         [vm.program]\nthreads = [[{{loop = \"forever\", body = [{{compute = \"1ms\"}}]}}], [{{loop = \"forever\", body = [{{compute = \"1ms\"}}]}}]]\n\
-         [run]\nduration = \"300ms\"\n"
-    )
+    common::shootdowns_overcommitted(2, policy, extra_guest)
 }
 
 #[test]
@@ -200,12 +184,7 @@ fn the_linux_4_4_guest_holds_the_invariants_under_every_policy() {
     // TLB shootdowns (the call-function yield) and barriers, in check mode.
     for policy in ["cfs", "credit", "gang", "hybrid"] {
         for workload in ["mutex", "tlb", "barrier"] {
-            let text = format!(
-                "[host]\npcpus = 4\npolicy = \"{policy}\"\n[guest]\nkernel = \"linux-4.4\"\npv_spin = \"20us\"\n\
-                 [[vm]]\nname = \"par\"\nvcpus = 4\nworkload = \"{workload}\"\n\
-                 [[vm]]\nname = \"hog\"\nvcpus = 3\nworkload = \"cpu-bound\"\n\
-                 [run]\nduration = \"200ms\"\nseed = 5\n"
-            );
+            let text = common::workload_beside_hog(policy, workload, "kernel = \"linux-4.4\"\npv_spin = \"20us\"");
             let sc = load_scenario(&text, "<t>").unwrap_or_else(|e| panic!("{policy}/{workload}: {e}"));
             let out = run(&sc, &RunOptions { check: true, ..Default::default() }).unwrap_or_else(|e| panic!("{policy}/{workload}: {e}"));
             let row = out.vms_csv.lines().nth(1).unwrap();

@@ -1,5 +1,6 @@
 //! Guest-kernel options: which Linux behaviour the guest kernel follows.
 
+pub use crate::hypervisor::policies::Hypervisor;
 use crate::time::{Nanos, MS};
 use crate::workload::program::SpinlockKind;
 
@@ -38,6 +39,112 @@ pub const E5645_CYCLES_PER_US: u64 = 2400;
 /// Default `pv_spin`: SPIN_THRESHOLD iterations of PAUSE_LOOP_CYCLES at 2.4 GHz = 136.5 us.
 pub const PV_SPIN_DEFAULT: Nanos = SPIN_THRESHOLD * PAUSE_LOOP_CYCLES * 1000 / E5645_CYCLES_PER_US;
 
+/// The Linux guest's paravirtual features (the `[guest]` / `[vm.guest]` booleans of the same
+/// names; all on in the `linux-6.x` preset, Linux 6.6, all off in the older presets). Each is
+/// what a 6.6 guest sets up when its hypervisor advertises the feature (arch/x86/kernel/kvm.c
+/// `kvm_guest_init`, `kvm_spinlock_init`, `kvm_apic_init`; on Xen arch/x86/xen/spinlock.c);
+/// guest/pv_guest.rs carries them out, docs/model.md § Linux 6.x guest (KVM PV) says what each
+/// changes and where the model leaves it out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PvFeatures {
+    /// PV qspinlock (`__pv_queued_spin_lock_slowpath`): on KVM `kvm_wait` (HLT) and
+    /// `kvm_kick_cpu` (`KVM_HC_KICK_CPU`), Linux 3.12 for ticket locks, 4.2 for qspinlocks
+    /// (commit bf0c7c34adc2); on Xen `xen_qlock_wait` / `xen_qlock_kick`.
+    pub pv_spinlock: bool,
+    /// `vcpu_is_preempted` (KVM: `__kvm_vcpu_is_preempted` reads the steal-time area's
+    /// `preempted` byte, Linux 4.9, commit 1885aa7037c0; Xen: `xen_vcpu_stolen`).
+    pub vcpu_is_preempted: bool,
+    /// `kvm_flush_tlb_multi` (Linux 4.16, commit 858a43aae236): a preempted target gets
+    /// `KVM_VCPU_FLUSH_TLB` in its steal-time area instead of an IPI. KVM only.
+    pub pv_tlb_flush: bool,
+    /// `kvm_smp_send_call_func_ipi` (Linux 5.3, commit f85f6e7bd8e9): after call-function IPIs,
+    /// `KVM_HC_SCHED_YIELD` to a target that is preempted and not idle. KVM only.
+    pub pv_sched_yield: bool,
+    /// `kvm_send_ipi_mask` (Linux 4.19, commit aaffcfd1e82d): one `KVM_HC_SEND_IPI` per 128
+    /// consecutive APIC ids instead of one ICR write per target. KVM only.
+    pub pv_ipi: bool,
+    /// The steal clock (`kvm_steal_clock`, `MSR_KVM_STEAL_TIME`, Linux 3.1): the area
+    /// `vcpu_is_preempted`, `pv_tlb_flush` and `pv_sched_yield` need.
+    pub steal_time: bool,
+}
+
+impl PvFeatures {
+    /// Key names, in the order of the fields.
+    pub const NAMES: [&'static str; 6] = ["pv_spinlock", "vcpu_is_preempted", "pv_tlb_flush", "pv_sched_yield", "pv_ipi", "steal_time"];
+    /// The features only a KVM host offers (a Xen host has its own spinlock kick and runstate,
+    /// none of these).
+    pub const KVM_ONLY: [&'static str; 3] = ["pv_tlb_flush", "pv_sched_yield", "pv_ipi"];
+    pub const ALL: PvFeatures = PvFeatures {
+        pv_spinlock: true,
+        vcpu_is_preempted: true,
+        pv_tlb_flush: true,
+        pv_sched_yield: true,
+        pv_ipi: true,
+        steal_time: true,
+    };
+
+    /// The feature named `name` (one of `NAMES`).
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut bool> {
+        Some(match name {
+            "pv_spinlock" => &mut self.pv_spinlock,
+            "vcpu_is_preempted" => &mut self.vcpu_is_preempted,
+            "pv_tlb_flush" => &mut self.pv_tlb_flush,
+            "pv_sched_yield" => &mut self.pv_sched_yield,
+            "pv_ipi" => &mut self.pv_ipi,
+            "steal_time" => &mut self.steal_time,
+            _ => return None,
+        })
+    }
+
+    pub fn get(&self, name: &str) -> bool {
+        let mut c = *self;
+        c.get_mut(name).is_some_and(|b| *b)
+    }
+
+    /// Whether any feature is on.
+    pub fn any(&self) -> bool {
+        *self != PvFeatures::default()
+    }
+
+    /// Fit the features to the VM's host (`hypervisor`), as the 6.6 guest does at boot: on Xen
+    /// the KVM-only ones are off (an error if the scenario wrote one `true`: `given` has the
+    /// keys it wrote); then the dependencies the kernel checks. Errors are (key, message).
+    pub fn resolve(&mut self, given: &PvFeatures, hypervisor: Hypervisor) -> Result<(), (&'static str, String)> {
+        if hypervisor == Hypervisor::Xen {
+            for name in PvFeatures::KVM_ONLY {
+                if given.get(name) && self.get(name) {
+                    return Err((
+                        name,
+                        format!(
+                            "{name} is a KVM paravirtual interface, but this VM's host policy schedules for Xen; \
+                             set {name} = false or put the VM in a pool of a KVM policy (cfs)"
+                        ),
+                    ));
+                }
+                *self.get_mut(name).expect("a feature name") = false;
+            }
+        }
+        // kvm.c: vcpu_is_preempted is installed, and pv_tlb_flush_supported /
+        // pv_sched_yield_supported hold, only with KVM_FEATURE_STEAL_TIME; the yield reads
+        // vcpu_is_preempted.
+        let needs = [
+            ("vcpu_is_preempted", self.vcpu_is_preempted, "steal_time", self.steal_time),
+            ("pv_tlb_flush", self.pv_tlb_flush, "steal_time", self.steal_time),
+            ("pv_sched_yield", self.pv_sched_yield, "steal_time", self.steal_time),
+            ("pv_sched_yield", self.pv_sched_yield, "vcpu_is_preempted", self.vcpu_is_preempted),
+        ];
+        for (name, on, needed, has) in needs {
+            if on && !has {
+                return Err((
+                    name,
+                    format!("{name} = true needs {needed} = true (Linux 6.6 arch/x86/kernel/kvm.c sets it up only then); set {needed} = true or {name} = false"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The guest kernel versions a `[guest] kernel` preset names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KernelPreset {
@@ -49,15 +156,22 @@ pub enum KernelPreset {
     /// shootdowns still interrupt lazy-TLB vCPUs (4.4's native_flush_tlb_others sends to the
     /// whole mm_cpumask; docs/model.md § seed 002: the Linux 4.4 guest).
     Linux44,
+    /// Linux 6.6 with its paravirtual features (`PvFeatures::ALL`, fitted to the host at load:
+    /// `PvFeatures::resolve`): PV qspinlocks, wake_q futex wake-ups (since 4.2), TLB shootdowns
+    /// that skip lazy-TLB CPUs (6.6 arch/x86/mm/tlb.c `native_flush_tlb_multi`:
+    /// `on_each_cpu_cond_mask(tlb_is_not_lazy, ...)` unless page tables were freed), and no Xen
+    /// SCHEDOP_yield after call-function IPIs (a KVM guest's is `pv_sched_yield`).
+    Linux6,
 }
 
 impl KernelPreset {
-    pub const NAMES: &'static [&'static str] = &["linux-3.2", "linux-4.4"];
+    pub const NAMES: &'static [&'static str] = &["linux-3.2", "linux-4.4", "linux-6.x"];
 
     pub fn name(self) -> &'static str {
         match self {
             KernelPreset::Linux32 => "linux-3.2",
             KernelPreset::Linux44 => "linux-4.4",
+            KernelPreset::Linux6 => "linux-6.x",
         }
     }
 
@@ -65,6 +179,7 @@ impl KernelPreset {
         match name {
             "linux-3.2" => Some(KernelPreset::Linux32),
             "linux-4.4" => Some(KernelPreset::Linux44),
+            "linux-6.x" => Some(KernelPreset::Linux6),
             _ => None,
         }
     }
@@ -79,14 +194,25 @@ impl KernelPreset {
                 c.tlb_targets = d.tlb_targets;
                 c.spinlock = d.spinlock;
                 c.call_function_yield = d.call_function_yield;
+                c.pv = d.pv;
             }
             KernelPreset::Linux44 => {
                 c.futex_wake_ipi = FutexWakeIpi::AfterUnlock;
                 c.tlb_targets = TlbTargets::AllInMask;
                 c.spinlock = SpinlockKind::PvQueued;
                 c.call_function_yield = true;
+                c.pv = PvFeatures::default();
+            }
+            KernelPreset::Linux6 => {
+                c.futex_wake_ipi = FutexWakeIpi::AfterUnlock;
+                c.tlb_targets = TlbTargets::SkipLazy;
+                c.spinlock = SpinlockKind::PvQueued;
+                c.call_function_yield = false;
+                c.pv = PvFeatures::ALL;
             }
         }
+        // A preset's features are the preset's, not keys the scenario wrote.
+        c.pv_given = PvFeatures::default();
         c
     }
 }
@@ -122,6 +248,22 @@ pub struct GuestConfig {
     /// the notice at once and completes the switch at the ack, so the handler carries the whole
     /// delay; its split among the three steps is not given.
     pub irs_handler: Nanos,
+    /// The paravirtual features (`PvFeatures`): none by default.
+    pub pv: PvFeatures,
+    /// Which of `pv` the scenario wrote itself (the loader's: a KVM-only key written `true`
+    /// for a Xen host is an error, one a preset turned on is just turned off).
+    pub pv_given: PvFeatures,
+    /// The hypervisor whose interfaces the features use: the VM's pool policy's
+    /// (`PolicyKind::hypervisor`), set by the loader; Xen by default.
+    pub hypervisor: Hypervisor,
+}
+
+impl GuestConfig {
+    /// The KVM PV qspinlock (`kvm_wait` / `kvm_kick_cpu`) rather than Xen's.
+    #[inline]
+    pub fn kvm_pv_spinlock(&self) -> bool {
+        self.pv.pv_spinlock && self.hypervisor == Hypervisor::Kvm
+    }
 }
 
 impl Default for GuestConfig {
@@ -136,6 +278,9 @@ impl Default for GuestConfig {
             call_function_yield: false,
             irs: false,
             irs_handler: IRS_HANDLER_DEFAULT,
+            pv: PvFeatures::default(),
+            pv_given: PvFeatures::default(),
+            hypervisor: Hypervisor::Xen,
         }
     }
 }

@@ -21,12 +21,13 @@ use std::collections::VecDeque;
 /// What a guest-kernel operation needs beyond its VM's own state: the host-wide thread and
 /// spinlock tables (ids are host-wide; a VM's operations touch only its own entries), the costs
 /// its kernel paths take (the syscall entry, an IPI handler), the PV areas it may read (indexed
-/// by host-wide vCPU id) and the time. `Sim::guest_env` lends them.
+/// by host-wide vCPU id; the guest writes only what the interface lets it, as the Linux 6.x
+/// guest's `KVM_VCPU_FLUSH_TLB`) and the time. `Sim::guest_env` lends them.
 pub struct GuestEnv<'a> {
     pub threads: &'a mut [Thread],
     pub locks: &'a mut Vec<Spinlock>,
     pub costs: &'a Costs,
-    pub pv: &'a [PvArea],
+    pub pv: &'a mut [PvArea],
     pub now: Nanos,
 }
 

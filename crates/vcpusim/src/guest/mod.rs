@@ -19,6 +19,7 @@ pub mod mm_sem;
 pub mod netrx;
 pub mod objects;
 pub mod placement;
+pub mod pv_guest;
 pub mod pv_spinlock;
 pub mod run;
 pub mod scheduler;

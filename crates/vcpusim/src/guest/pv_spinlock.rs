@@ -1,7 +1,19 @@
 //! The paravirtual slow path of Linux 4.4's queued spinlock in a Xen guest
 //! (`SpinlockKind::PvQueued`): kernel/locking/qspinlock_paravirt.h (`pv_wait_node`,
 //! `pv_kick_node`, `pv_wait_head`, `__pv_queued_spin_unlock`) over arch/x86/xen/spinlock.c
-//! (`xen_qlock_wait`, `xen_qlock_kick`).
+//! (`xen_qlock_wait`, `xen_qlock_kick`); and the same state machine in the Linux 6.x guest
+//! on KVM (`pv_spinlock` on a KVM host: `GuestConfig::kvm_pv_spinlock`), where only the two
+//! hypervisor calls differ (arch/x86/kernel/kvm.c, Linux 6.6):
+//! - `pv_wait` is `kvm_wait`: if the byte still holds the value, `safe_halt()`, a HLT
+//!   (`Exit::Hlt`) that returns on an interrupt or on the kick's `pv_unhalted`
+//!   (`kvm_arch_vcpu_runnable`); no event to clear first, the host's flag does that job.
+//! - `pv_kick` is `kvm_kick_cpu`: `KVM_HC_KICK_CPU` (`Hypercall::KickCpu`), one hypercall exit.
+//!
+//! What 6.6 adds over 4.4 and the model leaves out: the one lock-stealing attempt at slow-path
+//! entry (`pv_queued_spin_steal_lock`, 4.5), the queue node's early wait when its predecessor
+//! is not running (`pv_wait_early`, 4.6) and the pending bit of the head's spin
+//! (`set_pending`): the lock is handed over at release here (the ticket model), so there is
+//! no window in which a stealer could take it (docs/model.md § Linux 6.x guest (KVM PV)).
 //!
 //! The lock itself is FIFO (guest/spinlock.rs: the MCS queue, no pending bit under PV, no
 //! stealing in 4.4). What PV adds:
@@ -60,7 +72,22 @@ impl GuestKernel {
         th.pv_spin_left = None;
         self.stats.pv_polls += 1;
         self.vcpus[i].pv_polled = true;
-        Next::Exit(Exit::Hypercall(Hypercall::Poll))
+        if self.config.kvm_pv_spinlock() {
+            // kvm_wait: safe_halt(); the host treats a HLT of a polling vCPU as this wait.
+            Next::Exit(Exit::Hlt)
+        } else {
+            Next::Exit(Exit::Hypercall(Hypercall::Poll))
+        }
+    }
+
+    /// The hypercall a `Step::Kick` of `vcpu` makes once its cost is paid: KVM's
+    /// `KVM_HC_KICK_CPU` or Xen's `EVTCHNOP_send` on the kicker port.
+    pub(super) fn kick_hypercall(&self, vcpu: VcpuId) -> Hypercall {
+        if self.config.kvm_pv_spinlock() {
+            Hypercall::KickCpu(vcpu)
+        } else {
+            Hypercall::Kick(vcpu)
+        }
     }
 
     /// Thread `t` released PV qspinlock `lock` to `next` (the queue head; `None`: nobody

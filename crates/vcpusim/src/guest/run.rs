@@ -203,7 +203,7 @@ impl GuestKernel {
                 self.release(env, t, lock);
                 None
             }
-            Step::SendIpis { targets, func, .. } => {
+            Step::SendIpis { targets, func, kind, .. } => {
                 let func = *func;
                 let native = self.topology.is_some();
                 if step_remaining.is_none() && entry != Entry::AfterExit && !native {
@@ -211,9 +211,11 @@ impl GuestKernel {
                     // (on bare metal there is nothing to exit to).
                     return Some(Next::Exit(Exit::IpiSendStarted));
                 }
-                // One APIC ICR write (a VMEXIT) per target without APICv (seed 000 section 4.2).
+                // One APIC ICR write (a VMEXIT) per target without APICv (seed 000 section 4.2);
+                // with the 6.x guest's PV IPIs one KVM_HC_SEND_IPI per cluster (guest/pv_guest.rs).
                 // Saturating, as the handler's work above.
-                let cost = env.costs.ipi_send.saturating_mul(targets.len().max(1) as u64);
+                let exits = if self.config.pv.pv_ipi { self.pv_ipi_exits(*kind, targets) } else { targets.len() };
+                let cost = env.costs.ipi_send.saturating_mul(exits.max(1) as u64);
                 let left = *step_remaining.get_or_insert(cost);
                 if left == 0 {
                     // Only reachable if the exit time was already spent: deliver now.
@@ -305,7 +307,7 @@ impl GuestKernel {
     /// exactly when its PV area does not say preempted: `vcpu_is_preempted`). The new holder,
     /// if spinning, is poked.
     fn release(&mut self, env: &mut GuestEnv, t: ThreadId, lock: LockId) {
-        let (threads, pv) = (&*env.threads, env.pv);
+        let (threads, pv) = (&*env.threads, &*env.pv);
         let first = self.vcpus[0].id.0;
         let vcpus = &self.vcpus;
         let next = env.locks[lock.idx()].release(t, |w| {
@@ -405,6 +407,7 @@ impl GuestKernel {
                     return Some(Next::Exit(Exit::Hypercall(Hypercall::Yield)));
                 }
             }
+            Action::PvSchedYield { targets } => return self.pv_sched_yield(env, &targets),
             Action::TlbShootdown { pages } => {
                 if self.tlb_shootdown(env, v, t, pages) {
                     self.stats.tlb_shootdowns += 1;
@@ -474,7 +477,7 @@ impl GuestKernel {
         if let Some(&Step::Kick { vcpu }) = th.steps.front() {
             th.steps.pop_front();
             th.step_remaining = None;
-            return Some(Exit::Hypercall(Hypercall::Kick(vcpu)));
+            return Some(Exit::Hypercall(self.kick_hypercall(vcpu)));
         }
         if !matches!(th.steps.front(), Some(Step::SendIpis { .. })) {
             return None;

@@ -72,14 +72,14 @@ impl GuestKernel {
             let vcpus = &self.vcpus;
             return topo.select_idle_sibling(prev, |i| vcpus[i].idle());
         }
-        if self.vcpus[prev].idle() && (self.irs.is_none() || self.wake_capacity_ok(pv, prev, now)) {
+        if self.available_idle(pv, prev) && (self.irs.is_none() || self.wake_capacity_ok(pv, prev, now)) {
             return prev;
         }
         let n = self.vcpus.len();
         let start = self.wake_cursor;
         for k in 0..n {
             let u = (start + k) % n;
-            if self.vcpus[u].idle() && (self.irs.is_none() || self.wake_capacity_ok(pv, u, now)) {
+            if self.available_idle(pv, u) && (self.irs.is_none() || self.wake_capacity_ok(pv, u, now)) {
                 self.wake_cursor = (start + k + 1) % n;
                 return u;
             }

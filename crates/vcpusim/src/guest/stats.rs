@@ -60,6 +60,11 @@ pub struct GuestStats {
     pub pv_polls: u64,
     /// PV qspinlock unlocks that kicked the head (`_Q_SLOW_VAL`).
     pub pv_kicks: u64,
+    /// Linux 6.x `pv_tlb_flush`: shootdown targets left out of the IPI mask because they were
+    /// preempted (`KVM_VCPU_FLUSH_TLB` set instead).
+    pub pv_tlb_deferred: u64,
+    /// Linux 6.x `pv_sched_yield`: `KVM_HC_SCHED_YIELD` hypercalls made.
+    pub pv_sched_yields: u64,
     /// Contended spinlock acquisitions: from the first failed attempt to acquisition.
     pub spin_wait: Histogram,
     /// The same waits by lock, indexed by `LockId` (grown when a lock is first waited for):

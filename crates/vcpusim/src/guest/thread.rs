@@ -123,6 +123,10 @@ pub enum Action {
     /// `xen_smp_send_call_function_ipi`): yield the pCPU if one of `targets` has a runnable
     /// Xen runstate (`xen_vcpu_stolen`, read from its PV area).
     YieldIfStolen { targets: Vec<VcpuId> },
+    /// Right after a shootdown's call-function IPIs went out (the Linux 6.x guest on KVM,
+    /// `kvm_smp_send_call_func_ipi`): `KVM_HC_SCHED_YIELD` to the first of `targets` that is not
+    /// idle and is preempted (guest/pv_guest.rs).
+    PvSchedYield { targets: Vec<VcpuId> },
     /// Delayed preemption (Uhlig et al. VM'04, hypervisor/delay_preempt.rs): after the thread's
     /// outermost spinlock release, give the pCPU back (`Hypercall::PreemptAck`) if the host
     /// marked a preemption pending in the PV area.

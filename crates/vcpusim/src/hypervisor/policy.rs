@@ -48,6 +48,12 @@ pub struct VcpuInfo {
     pub preempted: bool,
     /// Total time on a pCPU so far.
     pub run_time: Nanos,
+    /// KVM's `vcpu->arch.pv.pv_unhalted`: a PV spinlock kick (`KVM_HC_KICK_CPU`,
+    /// arch/x86/kvm/x86.c `kvm_pv_kick_cpu_op`) arrived and the vCPU's halt has not ended since:
+    /// its next HLT returns at once (`kvm_arch_vcpu_runnable`). Set by sim/line.rs; cleared when
+    /// the halt ends (`vcpu_block`) or the vCPU is next switched in. Always false without the
+    /// Linux 6.x guest's `pv_spinlock` on a KVM host.
+    pub pv_unhalted: bool,
 }
 
 /// What the hypervisor knows about one pCPU.
@@ -241,6 +247,11 @@ pub enum YieldReason {
     /// `xen_smp_send_call_function_ipi` after sending call-function IPIs to a vCPU whose
     /// runstate is runnable (seed 002 section 5's "IPI" yields).
     Hypercall,
+    /// The guest asked for a directed yield to a preempted sibling (`KVM_HC_SCHED_YIELD`, Linux
+    /// 5.3+: arch/x86/kvm/x86.c `kvm_sched_yield`), from the Linux 6.x guest's
+    /// `kvm_smp_send_call_func_ipi` (`pv_sched_yield`). A KVM host scheduler answers with its
+    /// `yield_to`; any other policy treats it as its plain yield.
+    DirectedTo(VcpuId),
 }
 
 /// Index of a policy-owned timer in the engine's [`TimerTable`].

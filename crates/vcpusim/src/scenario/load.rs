@@ -13,7 +13,7 @@ use super::contention_sections;
 use super::spec::{HostSpec, PoolChange, PoolSpec, Scenario, VmClassChange, VmSpec, DEFAULT_POOL};
 use super::suggest::with_suggestion;
 use crate::error::SimError;
-use crate::guest::config::GuestConfig;
+use crate::guest::config::{GuestConfig, PvFeatures};
 use crate::hardware::cpumask::{parse_cpulist, CpuMask};
 use crate::hardware::topology::{LlcScope, Topology};
 use crate::hypervisor::policies;
@@ -831,6 +831,25 @@ fn valid_name(name: &str) -> bool {
 }
 
 /// One `[[vm]]` entry, expanded into `count` VMs.
+/// Fit VM `name`'s paravirtual guest features (`GuestConfig::pv`) to the hypervisor of its pool's
+/// policy (`PolicyKind::hypervisor`), with the kernel's dependencies (`PvFeatures::resolve`). A
+/// bare-metal VM has no hypervisor to talk to: every feature is off.
+fn pv_guest(section: &Section, name: &str, mut guest: GuestConfig, host: &HostSpec, pool: usize, bare: bool) -> Result<GuestConfig, SimError> {
+    if bare {
+        guest.pv = PvFeatures::default();
+        return Ok(guest);
+    }
+    let spec = &host.pools[pool];
+    let kind = policies::find(&spec.policy).expect("pool policies are checked against the registry");
+    guest.hypervisor = kind.hypervisor();
+    let given = guest.pv_given;
+    guest.pv.resolve(&given, guest.hypervisor).map_err(|(key, message)| {
+        let at = if section.table("guest").ok().flatten().is_some() { "guest" } else { "name" };
+        section.error_at(at, format!("VM {name:?} (pool {:?}, policy = {:?}): guest.{key}: {message}", spec.name, spec.policy))
+    })?;
+    Ok(guest)
+}
+
 fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask) -> Result<Vec<VmSpec>, SimError> {
     section.allow_only(VM_KEYS)?;
     let bare = bare_metal_cpus(section, host, free)?;
@@ -862,6 +881,7 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask) -
         None => placement_keys(section, host, name, vcpus)?,
     };
     let cap = cap(section)?;
+    let guest = pv_guest(section, name, guest, host, pool, bare.is_some())?;
     let memory_nodes = contention_sections::memory_nodes(section, host.topology.numa_nodes)?;
     let contention = match section.table("contention")? {
         // Sensitivities without the host's contention model would silently do nothing.
@@ -1416,7 +1436,9 @@ mod tests {
         let vm = &s.vms[0];
         assert_eq!((vm.name.as_str(), vm.weight, vm.threads), ("a", 256, 2));
         assert_eq!(vm.program.threads.len(), 2);
-        assert_eq!(vm.guest, GuestConfig::default());
+        // The default guest, told which hypervisor its pool's policy is (no PV feature is on).
+        let hypervisor = policies::find(DEFAULT_POLICY).unwrap().hypervisor();
+        assert_eq!(vm.guest, GuestConfig { hypervisor, ..GuestConfig::default() });
         assert_eq!(s.run.duration, 10 * SEC);
     }
 

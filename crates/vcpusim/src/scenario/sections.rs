@@ -4,7 +4,7 @@
 
 use super::section::Section;
 use crate::error::SimError;
-use crate::guest::config::{FutexWakeIpi, GuestConfig, KernelPreset, TlbTargets};
+use crate::guest::config::{FutexWakeIpi, GuestConfig, KernelPreset, PvFeatures, TlbTargets};
 use crate::hardware::costs::{Costs, Ple};
 use crate::params::{ParamSpec, ParamValue};
 use crate::scenario::spec::RunSpec;
@@ -70,7 +70,9 @@ pub fn guest_keys() -> Vec<SectionKey> {
              linux-3.2 (the seeds' guest: ticket spinlocks, futex wake IPI under the bucket lock) or \
              linux-4.4 on Xen (seed 002: spinlock = pv-qspinlock, futex_wake_ipi = after-unlock, \
              call_function_yield = true, tlb_targets = all-in-mask as 4.4's flush_tlb_others still \
-             interrupts lazy-TLB vCPUs)",
+             interrupts lazy-TLB vCPUs) or linux-6.x (Linux 6.6 on KVM: spinlock = pv-qspinlock, \
+             futex_wake_ipi = after-unlock, tlb_targets = skip-lazy, call_function_yield = false and every \
+             paravirtual feature on; on a Xen host the KVM-only ones are off)",
         )),
         SectionKey::defaulted(ParamSpec::choice(
             "futex_wake_ipi",
@@ -110,6 +112,46 @@ pub fn guest_keys() -> Vec<SectionKey> {
             d.call_function_yield,
             "After sending a TLB shootdown's call-function IPIs, yield the pCPU (SCHEDOP_yield) if a \
              target vCPU's Xen runstate is runnable (Linux 4.4 xen_smp_send_call_function_ipi)",
+        )),
+        SectionKey::defaulted(ParamSpec::boolean(
+            "pv_spinlock",
+            d.pv.pv_spinlock,
+            "Paravirtual qspinlock slow path (needs spinlock = pv-qspinlock): on a KVM host kvm_wait halts \
+             the waiter after pv_spin and the unlocker's KVM_HC_KICK_CPU wakes it (Linux 4.2+); on Xen \
+             SCHEDOP_poll and the event-channel kick. Off: a linux-6.x guest on KVM falls back to \
+             virt_spin_lock (spinlock = tas)",
+        )),
+        SectionKey::defaulted(ParamSpec::boolean(
+            "vcpu_is_preempted",
+            d.pv.vcpu_is_preempted,
+            "The guest reads other vCPUs' preempted flag (KVM steal-time area, Linux 4.9+; Xen runstate): \
+             wake-up placement skips an idle vCPU that is preempted (available_idle_cpu). Needs steal_time",
+        )),
+        SectionKey::defaulted(ParamSpec::boolean(
+            "pv_tlb_flush",
+            d.pv.pv_tlb_flush,
+            "KVM only: a TLB shootdown does not IPI a preempted vCPU but sets KVM_VCPU_FLUSH_TLB in its \
+             steal-time area, and the host flushes it at its next VM entry (kvm_flush_tlb_multi, Linux \
+             4.16+). Needs steal_time",
+        )),
+        SectionKey::defaulted(ParamSpec::boolean(
+            "pv_sched_yield",
+            d.pv.pv_sched_yield,
+            "KVM only: after a TLB shootdown's call-function IPIs, KVM_HC_SCHED_YIELD (a directed yield) \
+             to the first target that is preempted and not idle (kvm_smp_send_call_func_ipi, Linux 5.3+). \
+             Needs steal_time and vcpu_is_preempted",
+        )),
+        SectionKey::defaulted(ParamSpec::boolean(
+            "pv_ipi",
+            d.pv.pv_ipi,
+            "KVM only: a many-target IPI send is one KVM_HC_SEND_IPI exit per 128 consecutive vCPUs \
+             instead of one APIC write exit per target (kvm_send_ipi_mask, Linux 4.19+)",
+        )),
+        SectionKey::defaulted(ParamSpec::boolean(
+            "steal_time",
+            d.pv.steal_time,
+            "The guest registers the steal-time area (KVM MSR_KVM_STEAL_TIME, Linux 3.1+): needed by \
+             vcpu_is_preempted, pv_tlb_flush and pv_sched_yield",
         )),
         SectionKey::defaulted(
             ParamSpec::duration(
@@ -292,6 +334,11 @@ pub fn guest_config(section: &Section, base: &GuestConfig) -> Result<GuestConfig
         },
         _ => base.clone(),
     };
+    let preset = values.iter().find_map(|(name, v)| match (name, v) {
+        (&"kernel", Some(ParamValue::Choice(c))) => KernelPreset::from_name(c),
+        _ => None,
+    });
+    let wrote_spinlock = values.iter().any(|(name, v)| *name == "spinlock" && v.is_some());
     for (name, value) in values {
         match (name, value) {
             ("futex_wake_ipi", Some(ParamValue::Choice(c))) => {
@@ -310,6 +357,10 @@ pub fn guest_config(section: &Section, base: &GuestConfig) -> Result<GuestConfig
             }
             ("pv_spin", Some(ParamValue::Duration(ns))) => config.pv_spin = ns,
             ("call_function_yield", Some(ParamValue::Bool(b))) => config.call_function_yield = b,
+            (name, Some(ParamValue::Bool(b))) if PvFeatures::NAMES.contains(&name) => {
+                *config.pv.get_mut(name).expect("a feature name") = b;
+                *config.pv_given.get_mut(name).expect("a feature name") = true;
+            }
             ("irs", Some(ParamValue::Bool(b))) => config.irs = b,
             ("irs_handler", Some(ParamValue::Duration(ns))) => config.irs_handler = ns,
             ("tick", Some(ParamValue::Duration(ns))) => config.tick = ns,
@@ -319,6 +370,20 @@ pub fn guest_config(section: &Section, base: &GuestConfig) -> Result<GuestConfig
             }
             _ => {}
         }
+    }
+    if preset == Some(KernelPreset::Linux6) && !config.pv.pv_spinlock && !wrote_spinlock {
+        // Linux 6.6 kvm_spinlock_init without KVM_FEATURE_PV_UNHALT: virt_spin_lock_key stays
+        // on, and virt_spin_lock (arch/x86/include/asm/qspinlock.h) takes the lock test-and-set.
+        config.spinlock = SpinlockKind::TestAndSet;
+    }
+    if config.pv.pv_spinlock && config.spinlock != SpinlockKind::PvQueued {
+        return Err(section.error_at(
+            "pv_spinlock",
+            format!(
+                "pv_spinlock = true is the slow path of the queued spinlock, but spinlock = {:?}; set spinlock = \"pv-qspinlock\" or pv_spinlock = false",
+                spinlock_name(config.spinlock)
+            ),
+        ));
     }
     Ok(config)
 }
@@ -437,7 +502,7 @@ mod tests {
         assert_eq!(g, GuestConfig { tick: 7 * MS, ..GuestConfig::default() });
         let t: toml::Table = toml::from_str("kernel = \"linux-5.4\"").unwrap();
         let e = guest_config(&Section::new("f", "guest", &t), &GuestConfig::default()).unwrap_err();
-        assert_eq!(e.to_string(), "f: guest.kernel: expected one of linux-3.2, linux-4.4, got \"linux-5.4\"");
+        assert_eq!(e.to_string(), "f: guest.kernel: expected one of linux-3.2, linux-4.4, linux-6.x, got \"linux-5.4\"");
         let t: toml::Table = toml::from_str("call_function_yield = 1").unwrap();
         let e = guest_config(&Section::new("f", "guest", &t), &GuestConfig::default()).unwrap_err();
         assert!(e.to_string().starts_with("f: guest.call_function_yield: expected true or false"), "{e}");

@@ -185,6 +185,7 @@ impl Sim {
                 run_start: 0,
                 preempted: false,
                 run_time: 0,
+                pv_unhalted: false,
             });
             self.vcpus.push(Vcpu {
                 slot: GuestSlot { vm: vm.0, index: i as u32 },

@@ -163,7 +163,9 @@ impl Sim {
             Activity::Overhead { halting: true } if self.vcpus[v.idx()].polling => {
                 // SCHEDOP_poll (`do_poll`) does not block when the polled event is pending or
                 // an interrupt awaits delivery (`local_events_need_delivery`).
-                if self.vcpus[v.idx()].kick_pending || self.guests[vm].has_interrupts(i) {
+                // KVM's `kvm_wait` HLT: `vcpu_block` ends on `pv_unhalted` and clears it.
+                let unhalted = std::mem::take(&mut self.vinfo[v.idx()].pv_unhalted);
+                if unhalted || self.vcpus[v.idx()].kick_pending || self.guests[vm].has_interrupts(i) {
                     let vc = &mut self.vcpus[v.idx()];
                     vc.kick_pending = false;
                     vc.polling = false;
@@ -174,8 +176,10 @@ impl Sim {
             }
             Activity::Overhead { halting: true } => {
                 // HLT does not block with an interrupt pending or work queued meanwhile
-                // (KVM: kvm_vcpu_has_events / kvm_arch_vcpu_runnable).
-                if !self.guests[vm].has_events(i) {
+                // (KVM: kvm_vcpu_has_events / kvm_arch_vcpu_runnable, which also counts a PV
+                // kick's `pv_unhalted`, cleared as the halt ends).
+                let unhalted = std::mem::take(&mut self.vinfo[v.idx()].pv_unhalted);
+                if !unhalted && !self.guests[vm].has_events(i) {
                     self.halt(v);
                     return;
                 }
@@ -213,9 +217,12 @@ impl Sim {
     /// `vmexit::Next`) until it is busy with work, a spin or an exit.
     pub fn dispatch(&mut self, v: VcpuId) {
         let (vm, i) = self.gslot(v);
-        // Entering the guest ends any SCHEDOP_poll it was in (one preempted in its exit
-        // re-checks its lock now).
-        self.vcpus[v.idx()].polling = false;
+        // Entering the guest ends any SCHEDOP_poll (or KVM `kvm_wait` halt) it was in (one
+        // preempted in its exit re-checks its lock now); KVM's `vcpu_block` clears
+        // `pv_unhalted` as that halt ends.
+        if std::mem::take(&mut self.vcpus[v.idx()].polling) {
+            self.vinfo[v.idx()].pv_unhalted = false;
+        }
         let mut entry = Entry::Resume;
         loop {
             if self.stop.is_some() || !self.running(v) {

@@ -295,6 +295,7 @@ impl Sim {
         stats.switches_in += 1;
         stats.waited(waited, self.vcpus[v.idx()].woken);
         let cost = if self.pcpus[p.idx()].last != Some(v) { self.vm_costs[vm.idx()].context_switch } else { 0 };
+        let cost = cost + self.take_pv_tlb_flush(v);
         self.pcpus[p.idx()].last = Some(v);
         if !self.speed_constant {
             // A new pCPU (a migration, another NUMA node) or a new neighbourhood: ask again.
@@ -407,7 +408,7 @@ impl Sim {
                 self.vms[vm].stats.ple_exits += 1;
                 self.vcpus[v.idx()].ple_exits += 1;
             }
-            YieldReason::Hypercall => self.vms[vm].stats.yields_ipi += 1,
+            YieldReason::Hypercall | YieldReason::DirectedTo(_) => self.vms[vm].stats.yields_ipi += 1,
         }
         self.vcpus[v.idx()].epoch += 1;
         let epoch = self.vcpus[v.idx()].epoch;

@@ -17,8 +17,13 @@ impl Sim {
         match exit {
             Exit::Hlt => {
                 // The exit's cost first; `on_activity_done` then blocks the vCPU (`halt`) unless an
-                // interrupt or work arrived meanwhile.
-                let cost = self.vm_costs[self.vcpus[v.idx()].slot.vm as usize].hlt_exit;
+                // interrupt or work arrived meanwhile. A HLT in a PV qspinlock wait (KVM's
+                // `kvm_wait`) is a poll as SCHEDOP_poll is: it ends on a kick or an interrupt.
+                let slot = self.vcpus[v.idx()].slot;
+                if self.guests[slot.vm as usize].vcpus[slot.index as usize].pv_polled {
+                    self.vcpus[v.idx()].polling = true;
+                }
+                let cost = self.vm_costs[slot.vm as usize].hlt_exit;
                 self.vcpus[v.idx()].remaining = cost;
                 self.start_timed(v, Activity::Overhead { halting: true }, TimeKind::Overhead, cost);
             }
@@ -31,10 +36,11 @@ impl Sim {
         }
     }
 
-    /// A paravirtual hypercall from `v` (Linux 4.4 on Xen, seed 002), under every policy: the
-    /// host's side is Xen's (xen/common/schedule.c `do_sched_op`, xen/common/event_channel.c);
-    /// the policy hears only the yield (`Policy::yield_vcpu`) and the block / wake-up it
-    /// always hears (`sleep`, `wake`).
+    /// A paravirtual hypercall from `v` (Linux 4.4 on Xen, seed 002; the Linux 6.x guest on KVM),
+    /// under every policy: the host's side is Xen's (xen/common/schedule.c `do_sched_op`,
+    /// xen/common/event_channel.c) or KVM's (arch/x86/kvm/x86.c `kvm_emulate_hypercall`); the
+    /// policy hears only the yields (`Policy::yield_vcpu`) and the block / wake-up it always
+    /// hears (`sleep`, `wake`).
     fn hypercall(&mut self, v: VcpuId, h: Hypercall) {
         match h {
             // SCHEDOP_yield -> `vcpu_yield`: as a pause-loop exit, a yield the policy takes.
@@ -71,7 +77,35 @@ impl Sim {
                     self.wake_vcpu(u, Some(v));
                 }
             }
+            // KVM_HC_KICK_CPU (x86.c `kvm_pv_kick_cpu_op`, the hypercall's cost was the guest's
+            // step): `pv_unhalted = true`, then `kvm_vcpu_kick`, which wakes a halted vCPU; a
+            // running one keeps the flag until its halt ends (`vcpu_block` clears it).
+            Hypercall::KickCpu(u) => {
+                let vm = self.vcpus[v.idx()].slot.vm as usize;
+                self.vms[vm].stats.kicks += 1;
+                self.vinfo[u.idx()].pv_unhalted = true;
+                if self.vinfo[u.idx()].state == VcpuState::Halted {
+                    self.wake_vcpu(u, Some(v));
+                }
+            }
+            // KVM_HC_SCHED_YIELD: a directed yield the policy takes (`kvm_sched_yield`).
+            Hypercall::SchedYield(u) => self.yield_exit(v, YieldReason::DirectedTo(u)),
         }
+    }
+
+    /// KVM's `record_steal_time` at `v`'s VM entry after a switch-in: a `KVM_VCPU_FLUSH_TLB` the
+    /// Linux 6.x guest set while `v` was preempted (`pv_tlb_flush`) is cleared and the guest's
+    /// TLB flushed (`kvm_vcpu_flush_tlb_guest`). Returns the flush's cost, which the switch-in
+    /// adds to its own: the per-page flush cost of the pages of the shootdowns it replaced
+    /// (docs/model.md § Linux 6.x guest (KVM PV)). 0, at the cost of one load, without it.
+    #[inline]
+    pub(super) fn take_pv_tlb_flush(&mut self, v: VcpuId) -> crate::time::Nanos {
+        let pages = std::mem::take(&mut self.pv[v.idx()].flush_tlb_pages);
+        if pages == 0 {
+            return 0;
+        }
+        let vm = self.vcpus[v.idx()].slot.vm as usize;
+        self.vm_costs[vm].tlb_flush_per_page.saturating_mul(u64::from(pages))
     }
 
     /// The host enters guest vCPU `v` with `upcall`. (Inlined, as `on_exit`.)

@@ -237,6 +237,6 @@ impl Sim {
     /// VM `vm`'s guest kernel and what its operations need from the host's tables.
     #[inline]
     pub fn guest_env(&mut self, vm: usize) -> (&mut GuestKernel, GuestEnv<'_>) {
-        (&mut self.guests[vm], GuestEnv { threads: &mut self.threads, locks: &mut self.locks, costs: &self.vm_costs[vm], pv: &self.pv, now: self.now })
+        (&mut self.guests[vm], GuestEnv { threads: &mut self.threads, locks: &mut self.locks, costs: &self.vm_costs[vm], pv: &mut self.pv, now: self.now })
     }
 }

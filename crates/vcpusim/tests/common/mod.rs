@@ -15,6 +15,50 @@ pub fn run_sim_checked(text: &str, ms: u64) -> vcpusim::sim::state::Sim {
     sim
 }
 
+/// A VM ("tlb") whose thread 0 munmaps (a TLB shootdown to its three other vCPUs, each running
+/// a CPU-bound thread) beside a CPU-bound 2-vCPU VM ("hog"), on `pcpus` pCPUs under `policy`
+/// (the value of `[host] policy` and any line after it), with `guest` as the `[guest]` body:
+/// on fewer than six pCPUs shootdown targets are often preempted. Runs 300 ms.
+pub fn shootdowns_overcommitted(pcpus: u32, policy: &str, guest: &str) -> String {
+    format!(
+        "[host]\npcpus = {pcpus}\npolicy = {policy}\n[guest]\n{guest}\n\
+         [[vm]]\nname = \"tlb\"\nvcpus = 4\nworkload = \"program\"\n\
+         [vm.program]\nthreads = [[{{loop = \"forever\", body = [{{compute = \"200us\"}}, {{mmap = 1}}, {{munmap = 1}}, {{progress = true}}]}}], \
+                                  [{{loop = \"forever\", body = [{{compute = \"1ms\"}}, {{progress = true}}]}}], \
+                                  [{{loop = \"forever\", body = [{{compute = \"1ms\"}}, {{progress = true}}]}}], \
+                                  [{{loop = \"forever\", body = [{{compute = \"1ms\"}}, {{progress = true}}]}}]]\n\
+         [[vm]]\nname = \"hog\"\nvcpus = 2\nworkload = \"program\"\n\
+         [vm.program]\nthreads = [[{{loop = \"forever\", body = [{{compute = \"1ms\"}}]}}], [{{loop = \"forever\", body = [{{compute = \"1ms\"}}]}}]]\n\
+         [run]\nduration = \"300ms\"\n"
+    )
+}
+
+/// A 4-vCPU VM ("par") running `workload` beside a 3-vCPU CPU-bound VM on 4 pCPUs under
+/// `policy`, with `guest` as the `[guest]` body; 200 ms, seed 5.
+pub fn workload_beside_hog(policy: &str, workload: &str, guest: &str) -> String {
+    format!(
+        "[host]\npcpus = 4\npolicy = \"{policy}\"\n[guest]\n{guest}\n\
+         [[vm]]\nname = \"par\"\nvcpus = 4\nworkload = \"{workload}\"\n\
+         [[vm]]\nname = \"hog\"\nvcpus = 3\nworkload = \"cpu-bound\"\n\
+         [run]\nduration = \"200ms\"\nseed = 5\n"
+    )
+}
+
+/// Two threads on two vCPUs of a VM ("a") alone on two pCPUs without pause-loop exiting, under
+/// `policy` (the value of `[host] policy` and any line after it), with `guest` as the
+/// `[guest]` body: thread 0 holds kernel lock 0 for 2 ms at a time, thread 1 wants it briefly
+/// between computing. Runs 40 ms.
+pub fn holder_and_waiter(policy: &str, guest: &str) -> String {
+    format!(
+        "[host]\npcpus = 2\npolicy = {policy}\n[host.ple]\nenabled = false\n[guest]\n{guest}\n\
+         [[vm]]\nname = \"a\"\nvcpus = 2\nworkload = \"program\"\n\
+         [vm.program]\nkernel_locks = [\"k\"]\n\
+         threads = [[{{loop = \"forever\", body = [{{syscall = \"2ms\", lock = 0}}, {{compute = \"100us\"}}, {{progress = true}}]}}], \
+                    [{{loop = \"forever\", body = [{{compute = \"300us\"}}, {{syscall = \"5us\", lock = 0}}, {{progress = true}}]}}]]\n\
+         [run]\nduration = \"40ms\"\n"
+    )
+}
+
 pub fn run_toml(text: &str, check: bool) -> RunOutput {
     let sc = load_scenario(text, "<test>").unwrap_or_else(|e| panic!("scenario does not load: {e}\n{text}"));
     run(&sc, &RunOptions { check, ..Default::default() }).unwrap_or_else(|e| panic!("run failed: {e}"))

@@ -109,7 +109,7 @@ fn preempted_siblings<'a>(ctx: &'a PolicyCtx, v: VcpuId) -> impl Iterator<Item =
 pub fn on_yield(detect: &Detect, ctx: &mut PolicyCtx, v: VcpuId, reason: YieldReason) -> YieldOutcome {
     let Some(f) = ctx.kernel_fn(v) else { return YieldOutcome::Yield };
     let class = match reason {
-        YieldReason::Hypercall => YieldClass::IpiMany,
+        YieldReason::Hypercall | YieldReason::DirectedTo(_) => YieldClass::IpiMany,
         YieldReason::PauseLoop => yield_class(f),
     };
     match class {

@@ -24,6 +24,27 @@ pub struct HostShape {
     pub uvf: Option<crate::hypervisor::uvf::UvfHost>,
 }
 
+/// Which hypervisor's paravirtual interfaces a policy's host offers its guests: what a guest's
+/// paravirtual features talk to (the Linux 6.x guest's `pv_spinlock`, `vcpu_is_preempted`,
+/// `pv_tlb_flush`, `pv_sched_yield`, `pv_ipi`, `steal_time`: guest/config.rs `PvFeatures`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hypervisor {
+    /// KVM (arch/x86/kvm): `KVM_HC_KICK_CPU`, the steal-time area's `preempted` byte,
+    /// `KVM_VCPU_FLUSH_TLB`, `KVM_HC_SCHED_YIELD`, `KVM_HC_SEND_IPI`.
+    Kvm,
+    /// Xen: event channels, `SCHEDOP_poll` / `SCHEDOP_yield`, the vCPU runstate area.
+    Xen,
+}
+
+impl Hypervisor {
+    pub fn name(self) -> &'static str {
+        match self {
+            Hypervisor::Kvm => "KVM",
+            Hypervisor::Xen => "Xen",
+        }
+    }
+}
+
 /// A policy as the registry knows it: its name, description, parameters and constructor.
 pub trait PolicyKind: Sync {
     fn name(&self) -> &'static str;
@@ -58,6 +79,12 @@ pub trait PolicyKind: Sync {
     /// as a real hypervisor sees it only through an interface the guest shares. None by default.
     fn channels(&self) -> crate::vmexit::Channels {
         crate::vmexit::Channels::NONE
+    }
+    /// The hypervisor this policy schedules for, whose paravirtual interfaces the guests see:
+    /// Xen by default (credit, the seeds' hosts; hybrid and gang, built on Xen's model of a
+    /// domain); cfs is Linux's, under KVM.
+    fn hypervisor(&self) -> Hypervisor {
+        Hypervisor::Xen
     }
     /// Fill in the parameter defaults that depend on another parameter, and refuse a parameter
     /// the modelled version lacks (credit's `xen`: 3.3 has no ratelimit). `given(name)` says

@@ -28,6 +28,7 @@ pub(crate) fn vms_of(vms: &[(u32, u32)]) -> (Vec<VcpuInfo>, Vec<VmInfo>, Vec<VmS
             run_start: 0,
             preempted: false,
             run_time: 0,
+            pv_unhalted: false,
         }));
         vm_infos.push(VmInfo {
             id: vm,

@@ -106,6 +106,10 @@ impl PolicyKind for CfsKind {
     fn ple_grow(&self) -> u64 {
         1
     }
+    /// CFS schedules KVM's vCPU threads.
+    fn hypervisor(&self) -> super::Hypervisor {
+        super::Hypervisor::Kvm
+    }
     fn carries_uvf(&self) -> bool {
         true
     }
@@ -1014,6 +1018,9 @@ impl Policy for Cfs {
                     self.resched_now(ctx, p);
                 }
             }
+            // KVM_HC_SCHED_YIELD (the Linux 6.x guest's pv_sched_yield): KVM's
+            // `kvm_sched_yield` -> `kvm_vcpu_yield_to` -> this scheduler's `yield_to` (cfs/kvm.rs).
+            YieldReason::DirectedTo(target) => self.kvm_sched_yield(ctx, v, target),
         }
         self.flush_throttles(ctx, None);
     }

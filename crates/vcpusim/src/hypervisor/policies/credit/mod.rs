@@ -799,7 +799,7 @@ impl Policy for Credit {
             YieldReason::PauseLoop => self.uvf_cancel(ctx, v),
             // `do_sched_op(SCHEDOP_yield)` -> `vcpu_yield` -> `csched_unit_yield`: the flag only
             // (seed 000's urgency is cancelled by pause-loop exits, not by a guest's yield).
-            YieldReason::Hypercall => {}
+            YieldReason::Hypercall | YieldReason::DirectedTo(_) => {}
         }
     }
 

@@ -512,7 +512,7 @@ impl Policy for Hybrid {
         match reason {
             // A guest's SCHEDOP_yield (Linux 4.4 on Xen) is taken as credit takes it too
             // (`csched_vcpu_yield`: the same flag): the same as a pause-loop exit here.
-            YieldReason::PauseLoop | YieldReason::Hypercall => self.yield_slot(&ctx.host, v),
+            YieldReason::PauseLoop | YieldReason::Hypercall | YieldReason::DirectedTo(_) => self.yield_slot(&ctx.host, v),
         }
     }
 
