@@ -72,14 +72,10 @@ fn params_have_documented_defaults_and_bounds() {
     assert!(crate::hypervisor::policies::find("hybrid").is_ok());
 }
 
-#[test]
-fn initial_mapping_puts_a_concurrent_vms_vcpus_in_distinct_queues() {
-    // Algorithm 1 on a policy driven directly: VM 0 (HIT, 3 vCPUs) fills pCPUs 0-2 (least
-    // loaded, ties to the lowest); the concurrent VM's 4 vCPUs then take pCPU 3 (load 0) and
-    // 0, 1, 2 (load 1), never a second queue slot on pCPU 3; the next HIT vCPU goes to the least
-    // loaded pCPU whatever it holds.
-    let h = hybrid_host(4, &[(3, 256, HIT, 0.0), (4, 256, CON, 0.0), (2, 256, HIT, 0.0)], true);
-    let shape = HostShape { npcpus: 4, nvcpus: h.vcpus.len() as u32, nvms: 3, uvf: None };
+/// A work-conserving policy driven directly on `h`'s VMs (not through the fake host): every VM
+/// adjusted, every vCPU inserted (Algorithm 1), no slot started yet.
+fn driven_directly(h: &FakeHost) -> Hybrid {
+    let shape = HostShape { npcpus: h.pcpus.len() as u32, nvcpus: h.vcpus.len() as u32, nvms: h.vms.len() as u32, uvf: None };
     let cfg = HybridConfig { slot: DEFAULT_SLOT, work_conserving: true, pe_unit: 300, allocation_slots: 1 };
     let mut pol = Hybrid::new(cfg, shape);
     let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
@@ -88,9 +84,20 @@ fn initial_mapping_puts_a_concurrent_vms_vcpus_in_distinct_queues() {
         pol.adjust(&mut PolicyCtx::new(view, &mut requests, &mut timers), VmId(vm as u32), sched);
     }
     for v in 0..h.vcpus.len() as u32 {
-        let mut ctx = PolicyCtx::new(view, &mut requests, &mut timers);
-        pol.insert_vcpu(&mut ctx, VcpuId(v));
+        pol.insert_vcpu(&mut PolicyCtx::new(view, &mut requests, &mut timers), VcpuId(v));
     }
+    pol
+}
+
+#[test]
+fn initial_mapping_puts_a_concurrent_vms_vcpus_in_distinct_queues() {
+    // Algorithm 1 on a policy driven directly: VM 0 (HIT, 3 vCPUs) fills pCPUs 0-2 (least
+    // loaded, ties to the lowest); the concurrent VM's 4 vCPUs then take pCPU 3 (load 0) and
+    // 0, 1, 2 (load 1), never a second queue slot on pCPU 3; the next HIT vCPU goes to the least
+    // loaded pCPU whatever it holds.
+    let h = hybrid_host(4, &[(3, 256, HIT, 0.0), (4, 256, CON, 0.0), (2, 256, HIT, 0.0)], true);
+    let mut pol = driven_directly(&h);
+    let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topology, scope: None };
     let homes: Vec<u32> = pol.vcpus.iter().map(|d| d.home.0).collect();
     assert_eq!(homes, [0, 1, 2, 3, 0, 1, 2, 3, 0]);
     pol.check(&view).unwrap();
@@ -403,17 +410,9 @@ fn a_vm_made_concurrent_gets_distinct_queues_and_runs_co_scheduled_from_the_next
 #[test]
 fn steal_index_follows_the_queues_and_check_catches_drift() {
     let h = hybrid_host(4, &[(3, 256, HIT, 0.0), (6, 256, HIT, 0.0)], true);
-    let shape = HostShape { npcpus: 4, nvcpus: h.vcpus.len() as u32, nvms: 2, uvf: None };
-    let cfg = HybridConfig { slot: DEFAULT_SLOT, work_conserving: true, pe_unit: 300, allocation_slots: 1 };
-    let mut pol = Hybrid::new(cfg, shape);
+    let mut pol = driven_directly(&h);
     let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
     let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topology, scope: None };
-    for (vm, sched) in h.sched.iter().enumerate() {
-        pol.adjust(&mut PolicyCtx::new(view, &mut requests, &mut timers), VmId(vm as u32), sched);
-    }
-    for v in 0..h.vcpus.len() as u32 {
-        pol.insert_vcpu(&mut PolicyCtx::new(view, &mut requests, &mut timers), VcpuId(v));
-    }
     assert!(pol.steal.members().is_empty(), "no index before the first slot");
     pol.do_schedule(&mut PolicyCtx::new(view, &mut requests, &mut timers), PcpuId(0));
     pol.check(&view).unwrap();
