@@ -28,26 +28,23 @@ const QUEUE_NS: Nanos = 100;
 
 impl GuestKernel {
     /// A futex system call: enter the kernel, run `action` under the bucket lock (after
-    /// `locked_ns` of work there).
-    fn futex_call(&mut self, env: &mut GuestEnv, key: FutexKey, func: KernelFn, locked_ns: Nanos, action: Action) -> Vec<Step> {
+    /// `locked_ns` of work there). The steps come in an array, not a `Vec`: futex calls are
+    /// per-operation work of the PARSEC-style mutex and condition-variable workloads, where a
+    /// `Vec` per call and its growth took about a tenth of the instructions (issue 15).
+    fn futex_call(&mut self, env: &mut GuestEnv, key: FutexKey, func: KernelFn, locked_ns: Nanos, action: Action) -> impl DoubleEndedIterator<Item = Step> {
         let lock = self.futex_bucket_lock(key, env.locks, FUTEX_LOCK_CLASS);
-        let mut steps = vec![Step::Run { ns: env.costs.syscall, func }, Step::Lock { lock, func }];
-        if locked_ns > 0 {
-            steps.push(Step::Run { ns: locked_ns, func });
-        }
-        steps.extend([Step::Do(action), Step::Unlock { lock }]);
-        steps
+        let locked = (locked_ns > 0).then_some(Step::Run { ns: locked_ns, func });
+        let steps = [Some(Step::Run { ns: env.costs.syscall, func }), Some(Step::Lock { lock, func }), locked, Some(Step::Do(action)), Some(Step::Unlock { lock })];
+        steps.into_iter().flatten()
     }
 
     /// Steps of futex_wait(key, expect): sleep unless the word changed.
-    pub fn futex_wait_steps(&mut self, env: &mut GuestEnv, key: FutexKey, expect: u64) -> Vec<Step> {
-        let mut steps = self.futex_call(env, key, KernelFn::FutexWait, QUEUE_NS, Action::FutexQueue { key, expect });
-        steps.push(Step::Do(Action::FutexSleep));
-        steps
+    pub fn futex_wait_steps(&mut self, env: &mut GuestEnv, key: FutexKey, expect: u64) -> impl DoubleEndedIterator<Item = Step> {
+        self.futex_call(env, key, KernelFn::FutexWait, QUEUE_NS, Action::FutexQueue { key, expect }).chain([Step::Do(Action::FutexSleep)])
     }
 
     /// Steps of futex_wake(key, n).
-    pub fn futex_wake_steps(&mut self, env: &mut GuestEnv, key: FutexKey, n: usize) -> Vec<Step> {
+    pub fn futex_wake_steps(&mut self, env: &mut GuestEnv, key: FutexKey, n: usize) -> impl DoubleEndedIterator<Item = Step> {
         self.futex_call(env, key, KernelFn::FutexWake, 0, Action::FutexWake { key, n })
     }
 
@@ -72,27 +69,29 @@ impl GuestKernel {
     /// pthread_cond_broadcast issues it: the syscall, then both hash-bucket locks in bucket
     /// order (double_lock_hb, Linux 3.2: the lower bucket first, one lock when both words share
     /// a bucket), the requeue under them, and the unlocks (double_unlock_hb).
-    pub fn futex_requeue_steps(&mut self, env: &mut GuestEnv, from: FutexKey, to: FutexKey, expect: u64) -> Vec<Step> {
+    pub fn futex_requeue_steps(&mut self, env: &mut GuestEnv, from: FutexKey, to: FutexKey, expect: u64) -> impl DoubleEndedIterator<Item = Step> {
         let func = KernelFn::FutexWake;
         let l1 = self.futex_bucket_lock(from, env.locks, FUTEX_LOCK_CLASS);
         let l2 = self.futex_bucket_lock(to, env.locks, FUTEX_LOCK_CLASS);
         let buckets = self.config.futex_buckets;
         let (b1, b2) = (self.objects.futex_bucket(from, buckets), self.objects.futex_bucket(to, buckets));
-        let mut steps = vec![Step::Run { ns: env.costs.syscall, func }];
         let unlocks = if l1 == l2 { 1 } else { 2 };
-        if l1 == l2 {
-            steps.push(Step::Lock { lock: l1, func });
+        let (first, second) = if l1 == l2 {
+            (l1, None)
         } else if b1 <= b2 {
-            steps.extend([Step::Lock { lock: l1, func }, Step::Lock { lock: l2, func }]);
+            (l1, Some(l2))
         } else {
-            steps.extend([Step::Lock { lock: l2, func }, Step::Lock { lock: l1, func }]);
-        }
-        steps.push(Step::Do(Action::FutexRequeue { from, to, expect, unlocks }));
-        steps.push(Step::Unlock { lock: l1 });
-        if l1 != l2 {
-            steps.push(Step::Unlock { lock: l2 });
-        }
-        steps
+            (l2, Some(l1))
+        };
+        let steps = [
+            Some(Step::Run { ns: env.costs.syscall, func }),
+            Some(Step::Lock { lock: first, func }),
+            second.map(|lock| Step::Lock { lock, func }),
+            Some(Step::Do(Action::FutexRequeue { from, to, expect, unlocks })),
+            Some(Step::Unlock { lock: l1 }),
+            (l1 != l2).then_some(Step::Unlock { lock: l2 }),
+        ];
+        steps.into_iter().flatten()
     }
 
     /// Under both bucket locks (futex_requeue, Linux 3.2): when `from` no longer holds `expect`

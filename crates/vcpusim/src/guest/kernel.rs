@@ -32,8 +32,14 @@ pub struct GuestEnv<'a> {
 }
 
 impl GuestEnv<'_> {
-    /// Queue `steps` in front of thread `t`'s pending steps, in order.
-    pub fn push_front_steps(&mut self, t: ThreadId, steps: Vec<Step>) {
+    /// Queue `steps` in front of thread `t`'s pending steps, in order. Any sequence that can be
+    /// walked backwards: the futex and synchronization paths hand arrays and iterators over
+    /// them, so a call allocates nothing (issue 15).
+    pub fn push_front_steps<I>(&mut self, t: ThreadId, steps: I)
+    where
+        I: IntoIterator<Item = Step>,
+        I::IntoIter: DoubleEndedIterator,
+    {
         let q = &mut self.threads[t.idx()].steps;
         for s in steps.into_iter().rev() {
             q.push_front(s);

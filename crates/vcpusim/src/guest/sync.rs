@@ -24,9 +24,8 @@ impl GuestKernel {
     }
 
     fn mutex_wait(&mut self, env: &mut GuestEnv, t: ThreadId, m: ObjIndex) {
-        let mut steps = self.futex_wait_steps(env, FutexKey::Mutex(m), MutexWord::Contended as u64);
-        steps.push(Step::Do(Action::MutexRetry(m)));
-        env.push_front_steps(t, steps);
+        let steps = self.futex_wait_steps(env, FutexKey::Mutex(m), MutexWord::Contended as u64);
+        env.push_front_steps(t, steps.chain([Step::Do(Action::MutexRetry(m))]));
     }
 
     /// After futex_wait returns: xchg(word, 2); got it if it was free.
@@ -126,15 +125,17 @@ impl GuestKernel {
         }
         let generation = bar.generation;
         let cond = SpinCond::BarrierGeneration { barrier: b, generation };
-        let steps = match wait {
-            BarrierWait::Spin => vec![Step::UserSpin { cond, budget: None }],
-            BarrierWait::Block => self.futex_wait_steps(env, FutexKey::Barrier(b), generation),
-            BarrierWait::SpinThenBlock(spin) => vec![
-                Step::UserSpin { cond, budget: Some(spin) },
-                Step::Do(Action::BarrierBlockUnlessOpen { barrier: b, generation }),
-            ],
-        };
-        env.push_front_steps(t, steps);
+        match wait {
+            BarrierWait::Spin => env.push_front_steps(t, [Step::UserSpin { cond, budget: None }]),
+            BarrierWait::Block => {
+                let steps = self.futex_wait_steps(env, FutexKey::Barrier(b), generation);
+                env.push_front_steps(t, steps);
+            }
+            BarrierWait::SpinThenBlock(spin) => env.push_front_steps(
+                t,
+                [Step::UserSpin { cond, budget: Some(spin) }, Step::Do(Action::BarrierBlockUnlessOpen { barrier: b, generation })],
+            ),
+        }
         Vec::new()
     }
 
@@ -157,9 +158,8 @@ impl GuestKernel {
         })?;
         let seq = self.objects.conds[c];
         self.objects.cond_mutex.insert(c, m);
-        let mut steps = vec![Step::Do(Action::MutexUnlock(m))];
-        steps.extend(self.futex_wait_steps(env, FutexKey::Cond(c), seq));
-        steps.push(Step::Do(Action::MutexCondLock(m)));
+        let wait = self.futex_wait_steps(env, FutexKey::Cond(c), seq);
+        let steps = [Step::Do(Action::MutexUnlock(m))].into_iter().chain(wait).chain([Step::Do(Action::MutexCondLock(m))]);
         env.push_front_steps(t, steps);
         Ok(())
     }
@@ -173,14 +173,17 @@ impl GuestKernel {
         self.objects.conds[c] += 1;
         let waiters = self.objects.futex_waiters.get(&FutexKey::Cond(c)).is_some_and(|q| !q.is_empty());
         if waiters {
-            let steps = match (all, self.objects.cond_mutex.get(&c)) {
+            match (all, self.objects.cond_mutex.get(&c)) {
                 (true, Some(&m)) => {
                     let seq = self.objects.conds[c];
-                    self.futex_requeue_steps(env, FutexKey::Cond(c), FutexKey::Mutex(m), seq)
+                    let steps = self.futex_requeue_steps(env, FutexKey::Cond(c), FutexKey::Mutex(m), seq);
+                    env.push_front_steps(t, steps);
                 }
-                _ => self.futex_wake_steps(env, FutexKey::Cond(c), if all { usize::MAX } else { 1 }),
-            };
-            env.push_front_steps(t, steps);
+                _ => {
+                    let steps = self.futex_wake_steps(env, FutexKey::Cond(c), if all { usize::MAX } else { 1 });
+                    env.push_front_steps(t, steps);
+                }
+            }
         }
     }
 

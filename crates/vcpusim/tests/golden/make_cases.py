@@ -37,15 +37,22 @@ SETS = {
 
 
 class Caught(Exception):
-    def __init__(self, cases):
+    def __init__(self, cases, duration):
         self.cases = cases
+        self.duration = duration
 
 
-def catch(fig, cases, *args, **kwargs):
-    raise Caught(list(cases))
+def catch(fig, cases, seeds, duration, *args, **kwargs):
+    raise Caught(list(cases), duration)
 
 
 def cases_of(set_name: str, module: str) -> list:
+    return caught(set_name, module)[0]
+
+
+def caught(set_name: str, module: str, quick: bool = True) -> tuple[list, str]:
+    """The cases a figure's ``measure`` builds and the duration it runs them for (its quick
+    settings, or the full ones: benches/experiment_cpu.py times those)."""
     folder = ROOT / "experiments" / set_name
     # Each set has its own common.py: drop the other set's modules before importing.
     for name in ["common", *SETS["asplos13"], *SETS["hybrid"]]:
@@ -57,9 +64,9 @@ def cases_of(set_name: str, module: str) -> list:
         for m in (mod, common, sys.modules["runkit"]):
             m.run_cases = catch
         try:
-            mod.measure(common.Settings(quick=True, seeds=1, processes=1))
+            mod.measure(common.Settings(quick=quick, seeds=1, processes=1))
         except Caught as c:
-            return c.cases
+            return c.cases, c.duration
         raise RuntimeError(f"{set_name}/{module}: measure() never called run_cases")
     finally:
         sys.path.remove(str(folder))

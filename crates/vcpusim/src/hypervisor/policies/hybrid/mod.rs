@@ -18,16 +18,19 @@
 
 mod allocation;
 mod plan;
+mod steal;
 #[cfg(test)]
 mod tests;
 
 use super::matching::Matching;
 use super::{HostShape, PolicyKind};
 use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Timer, VcpuState, VmSched, VmType, YieldReason};
+use crate::hardware::cpumask::CpuMask;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, MS, SEC};
 use allocation::AllocVm;
+use steal::{StealIndex, StealKey};
 
 /// Default slot: 30 ms, Xen credit's timeslice (`CSCHED_DEFAULT_TSLICE_MS`,
 /// xen/common/sched/credit.c). The seed counts in abstract slots and gives no length; its prototype
@@ -159,6 +162,11 @@ struct HybridVcpu {
     /// The slot it last ran in: among equal PE, the vCPU that waited longer goes first (round
     /// robin, as credit.c queues a descheduled vCPU behind its priority peers).
     last_ran_slot: u64,
+    /// Its VM is scheduled as high-throughput (`!is_concurrent`), as of the last slot boundary
+    /// or `adjust` (what the steal index reads).
+    hit: bool,
+    /// Its position in its run queue among vCPUs of equal PE (`steal.rs`).
+    ticket: u64,
 }
 
 /// Per-pCPU private data.
@@ -207,6 +215,10 @@ pub struct Hybrid {
     /// hard affinity (computed from the first host view; masks and pools do not change at run
     /// time under this policy).
     coschedulable: std::cell::OnceCell<Vec<bool>>,
+    /// The vCPUs balancing may steal, best first (`steal.rs`); built at the first slot boundary.
+    steal: StealIndex,
+    /// The pCPUs nothing is assigned to this slot (kept by `assign`), for `place_woken`.
+    unassigned: CpuMask,
 }
 
 impl Hybrid {
@@ -222,6 +234,8 @@ impl Hybrid {
             last_handed_out: 0,
             last_pe_total: 0,
             coschedulable: std::cell::OnceCell::new(),
+            steal: StealIndex::default(),
+            unassigned: CpuMask::full(host.npcpus as usize),
         }
     }
 
@@ -297,9 +311,50 @@ impl Hybrid {
         let old = std::mem::replace(&mut self.pcpus[p].assigned, pick);
         if let Some(v) = old {
             self.vcpus[v.idx()].picked_by -= 1;
+            self.sync_steal(v);
         }
         if let Some(v) = pick {
             self.vcpus[v.idx()].picked_by += 1;
+            self.sync_steal(v);
+        }
+        self.unassigned.set(PcpuId(p as u32), pick.is_none());
+    }
+
+    /// `v`'s key in the steal index: queued (awake), high-throughput and picked by no pCPU.
+    fn steal_key(&self, v: VcpuId) -> Option<StealKey> {
+        let d = &self.vcpus[v.idx()];
+        (self.started && d.awake && d.hit && d.picked_by == 0).then_some(StealKey {
+            pe: std::cmp::Reverse(d.pe),
+            home: d.home,
+            ticket: d.ticket,
+            v,
+        })
+    }
+
+    fn sync_steal(&mut self, v: VcpuId) {
+        let key = self.steal_key(v);
+        self.steal.place(v, key);
+    }
+
+    /// Rebuild the steal index after PE, queue order or VM types changed (slot boundaries,
+    /// `adjust`): each vCPU's type, its queue's order as tickets, then the members. O(V log V),
+    /// once per slot. Not before the first slot (the VM types are read from the host then).
+    fn rebuild_steal_index(&mut self, host: &HostView) {
+        if !self.started {
+            return;
+        }
+        for info in host.vcpus.iter().filter(|i| host.owns_vcpu(i.id)) {
+            self.vcpus[info.id.idx()].hit = self.is_hit_vcpu(host, info.id);
+        }
+        for p in 0..self.pcpus.len() {
+            for i in 0..self.pcpus[p].runq.len() {
+                let v = self.pcpus[p].runq[i];
+                self.vcpus[v.idx()].ticket = self.steal.ticket();
+            }
+        }
+        self.steal.clear();
+        for v in 0..self.vcpus.len() {
+            self.sync_steal(VcpuId(v as u32));
         }
     }
 
@@ -341,11 +396,15 @@ impl Hybrid {
         let q = &self.pcpus[p].runq;
         let at = q.iter().position(|w| self.vcpus[w.idx()].pe < pe).unwrap_or(q.len());
         self.pcpus[p].runq.insert(at, v);
+        // Behind every vCPU of equal PE in this queue, so its ticket is the newest.
+        self.vcpus[v.idx()].ticket = self.steal.ticket();
+        self.sync_steal(v);
     }
 
     fn dequeue(&mut self, v: VcpuId) {
         let p = self.vcpus[v.idx()].home.idx();
         self.pcpus[p].runq.retain(|w| *w != v);
+        self.steal.place(v, None);
     }
 
     /// Move a (not running) vCPU to `p`'s run queue (Algorithm 4 line 12).
@@ -436,6 +495,7 @@ impl Hybrid {
             self.allocate(&host);
         }
         self.sort_runqs();
+        self.rebuild_steal_index(&host);
         self.slots += 1;
         self.plan_slot(ctx);
         let timer = *self.slot_timer.get_or_insert_with(|| ctx.init_timer(TIMER_SLOT));
@@ -545,6 +605,19 @@ impl Policy for Hybrid {
     /// boundary it only runs co-scheduled. A VM made high-throughput keeps its queues and any
     /// co-scheduled slot in progress. The PCPS interval restarts under the new u-factor.
     fn adjust(&mut self, ctx: &mut PolicyCtx, vm: VmId, sched: &VmSched) {
+        self.adjust_vm(ctx, vm, sched);
+        // The VM's type may have changed: high-throughput vCPUs are the ones stealable.
+        self.rebuild_steal_index(&ctx.host);
+    }
+
+    fn check(&self, host: &HostView) -> Result<(), String> {
+        self.check_invariants(host)
+    }
+}
+
+impl Hybrid {
+    /// `adjust`'s work (see there); the steal index is rebuilt after it.
+    fn adjust_vm(&mut self, ctx: &mut PolicyCtx, vm: VmId, sched: &VmSched) {
         let host = ctx.host;
         if self.vms.len() <= vm.idx() {
             self.vms.resize(vm.idx() + 1, HybridVm::default());
@@ -570,12 +643,6 @@ impl Policy for Hybrid {
         self.spread_concurrent_vm(&host, vm);
     }
 
-    fn check(&self, host: &HostView) -> Result<(), String> {
-        self.check_invariants(host)
-    }
-}
-
-impl Hybrid {
     /// Algorithm 1 for a VM that became concurrent: in index order, a vCPU whose run queue already
     /// holds a sibling moves to the least loaded pCPU (by [`Self::loads`]) holding none (ties to the lowest index),
     /// avoiding the queues of siblings not yet visited so that they can stay where they are; only
@@ -683,6 +750,34 @@ impl Hybrid {
             }
             if d.pe.abs() > 2 * self.cfg.pe_bound() {
                 return Err(format!("hybrid: vCPU {v} has PE {} beyond its bound", d.pe));
+            }
+        }
+        // The steal index holds exactly the queued, unpicked high-throughput vCPUs, with tickets
+        // in queue order among equal PE (steal.rs).
+        if self.started {
+            let mut want: Vec<StealKey> = Vec::new();
+            for (p, d) in self.pcpus.iter().enumerate() {
+                let mut before: Option<(i64, u64)> = None;
+                for v in &d.runq {
+                    let s = &self.vcpus[v.idx()];
+                    if s.hit != self.is_hit_vcpu(host, *v) {
+                        return Err(format!("hybrid: vCPU {v}'s high-throughput flag is stale"));
+                    }
+                    if before.is_some_and(|(pe, ticket)| pe < s.pe || (pe == s.pe && ticket >= s.ticket)) {
+                        return Err(format!("hybrid: vCPU {v} is out of PE or ticket order in the queue of pCPU {p}"));
+                    }
+                    before = Some((s.pe, s.ticket));
+                    if s.hit && s.picked_by == 0 {
+                        want.push(StealKey { pe: std::cmp::Reverse(s.pe), home: PcpuId(p as u32), ticket: s.ticket, v: *v });
+                    }
+                }
+            }
+            want.sort();
+            if want != self.steal.members() {
+                return Err("hybrid: the steal index differs from the run queues".into());
+            }
+            if let Some(p) = (0..self.pcpus.len()).find(|&p| self.unassigned.contains(PcpuId(p as u32)) != self.pcpus[p].assigned.is_none()) {
+                return Err(format!("hybrid: pCPU {p}'s bit in the unassigned mask is out of step"));
             }
         }
         // PE conservation: the last allocation event handed out exactly |P| x PE_unit x L.

@@ -58,7 +58,7 @@ impl Hybrid {
         self.vcpus[v.idx()].picked_by > 0
     }
 
-    fn is_hit_vcpu(&self, host: &HostView, v: VcpuId) -> bool {
+    pub(super) fn is_hit_vcpu(&self, host: &HostView, v: VcpuId) -> bool {
         !self.is_concurrent(host, host.vcpu(v).vm)
     }
 
@@ -101,25 +101,29 @@ impl Hybrid {
     }
 
     /// Balancing (Algorithm 4 line 11): the queued high-throughput vCPU of largest PE on another
-    /// pCPU, admitted by `need`, allowed on `p` by its hard affinity, not picked, and not running (a running vCPU cannot be moved until
-    /// it is off its pCPU). Ties go to the lower pCPU, then to the queue order. (Concurrent VMs
-    /// are balanced whole, by `migrate_waiting_gangs`.)
+    /// pCPU, admitted by `need`, allowed on `p` by its hard affinity, not picked, and not running (a
+    /// running vCPU cannot be moved until it is off its pCPU). Ties go to the lower pCPU, then to
+    /// the queue order. (Concurrent VMs are balanced whole, by `migrate_waiting_gangs`.)
+    ///
+    /// A vCPU still running from the last slot may move at a boundary: every slot starts by
+    /// choosing afresh for every pCPU (section 5.5), so it is not held by its old pCPU unless
+    /// picked there again (then it is assigned). Inside a slot a running vCPU is always assigned
+    /// to its pCPU.
+    ///
+    /// The steal index (steal.rs) holds the queued, unpicked high-throughput vCPUs in exactly that
+    /// order, so the first one admitted on `p` is the answer; since `need` admits a PE or none
+    /// below it, the walk stops at the first one it refuses. Skipped: those queued on `p` itself
+    /// (`pick_hit` looked at them first) and those whose hard affinity excludes `p`.
     fn steal_candidate(&self, host: &HostView, p: PcpuId, need: Need) -> Option<VcpuId> {
-        let mut best: Option<VcpuId> = None;
-        for q in host.pcpu_ids().filter(|q| *q != p) {
-            for v in &self.pcpus[q.idx()].runq {
-                let pe = self.vcpus[v.idx()].pe;
-                // A vCPU still running from the last slot may move at a boundary: every slot
-                // starts by choosing afresh for every pCPU (section 5.5), so it is not held by
-                // its old pCPU unless picked there again (then it is assigned). Inside a slot a
-                // running vCPU is always assigned to its pCPU.
-                let ok = self.is_hit_vcpu(host, *v) && need.admits(pe) && !self.is_assigned(*v) && host.may_run(*v, p);
-                if ok && best.is_none_or(|b| pe > self.vcpus[b.idx()].pe) {
-                    best = Some(*v);
-                }
+        for key in self.steal.iter() {
+            if !need.admits(key.pe.0) {
+                return None;
+            }
+            if key.home != p && host.may_run(key.v, p) {
+                return Some(key.v);
             }
         }
-        best
+        None
     }
 
     /// Give an empty pCPU a high-throughput vCPU: local first, else stolen and migrated.
@@ -373,7 +377,9 @@ impl Hybrid {
         let empty = |q: PcpuId| self.pcpus[q.idx()].assigned.is_none() && host.pcpu(q).current.is_none();
         if empty(home) {
             ctx.reschedule(home);
-        } else if let Some(q) = host.pcpu_ids().find(|q| empty(*q) && host.may_run(v, *q)) {
+        } else if let Some(q) = self.unassigned.iter().find(|q| host.owns_pcpu(*q) && empty(*q) && host.may_run(v, *q)) {
+            // The first pool pCPU, in index order, with no pick and nothing running: only those
+            // without a pick are looked at (`unassigned`), not every pCPU.
             ctx.reschedule(q);
         }
     }

@@ -72,14 +72,10 @@ fn params_have_documented_defaults_and_bounds() {
     assert!(crate::hypervisor::policies::find("hybrid").is_ok());
 }
 
-#[test]
-fn initial_mapping_puts_a_concurrent_vms_vcpus_in_distinct_queues() {
-    // Algorithm 1 on a policy driven directly: VM 0 (HIT, 3 vCPUs) fills pCPUs 0-2 (least
-    // loaded, ties to the lowest); the concurrent VM's 4 vCPUs then take pCPU 3 (load 0) and
-    // 0, 1, 2 (load 1), never a second queue slot on pCPU 3; the next HIT vCPU goes to the least
-    // loaded pCPU whatever it holds.
-    let h = hybrid_host(4, &[(3, 256, HIT, 0.0), (4, 256, CON, 0.0), (2, 256, HIT, 0.0)], true);
-    let shape = HostShape { npcpus: 4, nvcpus: h.vcpus.len() as u32, nvms: 3, uvf: None };
+/// A work-conserving policy driven directly on `h`'s VMs (not through the fake host): every VM
+/// adjusted, every vCPU inserted (Algorithm 1), no slot started yet.
+fn driven_directly(h: &FakeHost) -> Hybrid {
+    let shape = HostShape { npcpus: h.pcpus.len() as u32, nvcpus: h.vcpus.len() as u32, nvms: h.vms.len() as u32, uvf: None };
     let cfg = HybridConfig { slot: DEFAULT_SLOT, work_conserving: true, pe_unit: 300, allocation_slots: 1 };
     let mut pol = Hybrid::new(cfg, shape);
     let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
@@ -88,9 +84,20 @@ fn initial_mapping_puts_a_concurrent_vms_vcpus_in_distinct_queues() {
         pol.adjust(&mut PolicyCtx::new(view, &mut requests, &mut timers), VmId(vm as u32), sched);
     }
     for v in 0..h.vcpus.len() as u32 {
-        let mut ctx = PolicyCtx::new(view, &mut requests, &mut timers);
-        pol.insert_vcpu(&mut ctx, VcpuId(v));
+        pol.insert_vcpu(&mut PolicyCtx::new(view, &mut requests, &mut timers), VcpuId(v));
     }
+    pol
+}
+
+#[test]
+fn initial_mapping_puts_a_concurrent_vms_vcpus_in_distinct_queues() {
+    // Algorithm 1 on a policy driven directly: VM 0 (HIT, 3 vCPUs) fills pCPUs 0-2 (least
+    // loaded, ties to the lowest); the concurrent VM's 4 vCPUs then take pCPU 3 (load 0) and
+    // 0, 1, 2 (load 1), never a second queue slot on pCPU 3; the next HIT vCPU goes to the least
+    // loaded pCPU whatever it holds.
+    let h = hybrid_host(4, &[(3, 256, HIT, 0.0), (4, 256, CON, 0.0), (2, 256, HIT, 0.0)], true);
+    let mut pol = driven_directly(&h);
+    let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topology, scope: None };
     let homes: Vec<u32> = pol.vcpus.iter().map(|d| d.home.0).collect();
     assert_eq!(homes, [0, 1, 2, 3, 0, 1, 2, 3, 0]);
     pol.check(&view).unwrap();
@@ -395,4 +402,42 @@ fn a_vm_made_concurrent_gets_distinct_queues_and_runs_co_scheduled_from_the_next
     assert!(together > 20, "co-scheduled in only {together} of 100 slots");
     let share = (h.vm_run_time(0) - start) as f64 / (4.0 * 3.0 * SEC as f64);
     assert!((share - 1.0 / 3.0).abs() < 0.03, "share after the change {share:.3}");
+}
+
+/// The steal index (steal.rs) is what balancing reads in place of a walk over every run queue:
+/// after a slot starts it holds exactly the queued, unpicked high-throughput vCPUs in the walk's
+/// order, and `check` catches an index that lost a member or a queue whose tickets disagree.
+#[test]
+fn steal_index_follows_the_queues_and_check_catches_drift() {
+    let h = hybrid_host(4, &[(3, 256, HIT, 0.0), (6, 256, HIT, 0.0)], true);
+    let mut pol = driven_directly(&h);
+    let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
+    let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topology, scope: None };
+    assert!(pol.steal.members().is_empty(), "no index before the first slot");
+    pol.do_schedule(&mut PolicyCtx::new(view, &mut requests, &mut timers), PcpuId(0));
+    pol.check(&view).unwrap();
+    // 9 vCPUs, 4 picked: the other 5 are the members, in (PE descending, pCPU, queue) order.
+    let members = pol.steal.members();
+    assert_eq!(members.len(), 5);
+    let picked: Vec<VcpuId> = pol.pcpus.iter().filter_map(|d| d.assigned).collect();
+    assert!(members.iter().all(|k| !picked.contains(&k.v)));
+    let walk: Vec<VcpuId> = (0..4).flat_map(|p| pol.pcpus[p].runq.clone()).filter(|v| !picked.contains(v)).collect();
+    let mut by_walk = walk.clone();
+    by_walk.sort_by_key(|v| std::cmp::Reverse(pol.vcpus[v.idx()].pe)); // stable: the walk's tie order
+    assert_eq!(members.iter().map(|k| k.v).collect::<Vec<_>>(), by_walk);
+    // A lost member is caught.
+    let lost = members[0].v;
+    pol.steal.place(lost, None);
+    let err = pol.check(&view).unwrap_err();
+    assert!(err.contains("steal index"), "{err}");
+    pol.sync_steal(lost);
+    pol.check(&view).unwrap();
+    // So is a ticket out of queue order (two vCPUs of one VM, equal PE, share a queue here).
+    let (a, b) = (0..4)
+        .flat_map(|p| pol.pcpus[p].runq.windows(2).map(|w| (w[0], w[1])).collect::<Vec<_>>())
+        .find(|(a, b)| pol.vcpus[a.idx()].pe == pol.vcpus[b.idx()].pe)
+        .expect("a queue with two vCPUs of equal PE");
+    pol.vcpus[b.idx()].ticket = pol.vcpus[a.idx()].ticket;
+    let err = pol.check(&view).unwrap_err();
+    assert!(err.contains("out of PE or ticket order"), "{err}");
 }
