@@ -333,7 +333,7 @@ def list_(json_output: bool = typer.Option(False, "--json", help="Print the cata
         entries = catalog()
     for section, title, what in (("policies", "Policies", "[host] policy"), ("workloads", "Workloads", "[[vm]] workload")):
         stdout.print(_catalog_table(entries.get(section, []), f"{title}  ({what} = NAME, parameters under {_params_table(section)})"))
-    for section, title in (("host", "[host]"), ("vm", "[[vm]]"), ("host_ple", "[host.ple]"), ("host_costs", "[host.costs]"), ("host_uvf", "[host.uvf]"), ("vm_uvf", "[vm.uvf]"), ("host_contention", "[host.contention]"), ("vm_contention", "[vm.contention]"), ("host_microsliced", "[host.microsliced]"), ("host_irs", "[host.irs]"), ("host_relaxed_co", "[host.relaxed_co]"), ("host_delay_preempt", "[host.delay_preempt]"), ("guest", "[guest] / [vm.guest]"), ("run", "[run]")):
+    for section, title in (("host", "[host]"), ("vm", "[[vm]]"), ("host_ple", "[host.ple]"), ("host_costs", "[host.costs]"), ("host_halt_poll", "[host.halt_poll]"), ("host_uvf", "[host.uvf]"), ("vm_uvf", "[vm.uvf]"), ("host_contention", "[host.contention]"), ("vm_contention", "[vm.contention]"), ("host_microsliced", "[host.microsliced]"), ("host_irs", "[host.irs]"), ("host_relaxed_co", "[host.relaxed_co]"), ("host_delay_preempt", "[host.delay_preempt]"), ("guest", "[guest] / [vm.guest]"), ("run", "[run]")):
         if entries.get(section):
             stdout.print(_settings_table(entries[section], title))
 

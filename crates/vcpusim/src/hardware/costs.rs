@@ -25,6 +25,11 @@ pub struct Costs {
     pub tlb_flush_per_page: Nanos,
     /// Guest system-call entry plus exit.
     pub syscall: Nanos,
+    /// The host's wake-up path for a vCPU that blocked in HLT (the kick of its pCPU, the idle
+    /// exit, `schedule()` and `vcpu_load` before VM entry), charged as overhead when it is
+    /// switched in after the wake-up; halt polling (`[host.halt_poll]`) avoids it. Default 0
+    /// (the engine charged nothing for it before issue 17).
+    pub halt_wake: Nanos,
     /// Fixed virtualization overhead: a VM's work takes `1 + virt_overhead` times as long as on
     /// bare metal (memory virtualization by EPT/NPT two-dimensional page walks and the vCPU
     /// scheduler's own work), applied as a speed factor to every vCPU of every VM that is not
@@ -43,6 +48,7 @@ impl Default for Costs {
             hlt_exit: 2 * US,
             tlb_flush_per_page: 100,
             syscall: 300,
+            halt_wake: 0,
             virt_overhead: 0.0,
         }
     }
@@ -71,13 +77,17 @@ impl Costs {
             hlt_exit: 0,
             tlb_flush_per_page: self.tlb_flush_per_page,
             syscall: self.syscall,
+            halt_wake: 0,
             virt_overhead: 0.0,
         }
     }
 }
 
 /// Pause-loop exiting (Intel PLE / AMD pause filter). A vCPU that spins in the guest kernel
-/// longer than the window exits to the hypervisor, which treats it as a yield.
+/// longer than the window exits to the hypervisor, which treats it as a yield. The window is
+/// per vCPU (KVM VMX `vmx->ple_window`, the dynamic window of Linux 3.18 on): it grows at each
+/// exit (`grow_ple_window` in `handle_pause`) and shrinks when the vCPU is loaded again after
+/// being scheduled out (`shrink_ple_window` in `vmx_vcpu_load`, v6.6 arch/x86/kvm/vmx/vmx.c).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ple {
     pub enabled: bool,
@@ -85,35 +95,49 @@ pub struct Ple {
     pub window_cycles: u64,
     /// Host clock in GHz, to turn cycles into time. 2.67 GHz: seed 000 section 4's Xeon X5550.
     pub cpu_ghz: f64,
-    /// Window growth factor per exit while the vCPU stays scheduled (KVM `ple_window_grow` = 2;
-    /// Xen keeps it fixed: 1). The window resets when the vCPU is scheduled out.
+    /// KVM `ple_window_grow` (default 2; Xen keeps its window fixed: 1): at each exit the window
+    /// is multiplied by it, or, if it is at least `window_cycles`, increased by it; 0 resets the
+    /// window to `window_cycles` (`__grow_ple_window`).
     pub grow: u64,
-    /// Upper bound on the grown window, in cycles.
+    /// Upper bound on the grown window, in cycles (KVM `ple_window_max`, default
+    /// `KVM_VMX_DEFAULT_PLE_WINDOW_MAX` = `UINT_MAX`).
     pub window_max_cycles: u64,
+    /// KVM `ple_window_shrink` (default 0): when the vCPU is loaded after being scheduled out,
+    /// 0 resets the window to `window_cycles`; otherwise it is divided by it, or, if it is at
+    /// least `window_cycles`, decreased by it, never below `window_cycles` (`__shrink_ple_window`).
+    pub shrink: u64,
 }
 
 impl Default for Ple {
     fn default() -> Self {
-        Ple { enabled: true, window_cycles: 4096, cpu_ghz: 2.67, grow: 2, window_max_cycles: u32::MAX as u64 }
+        Ple { enabled: true, window_cycles: 4096, cpu_ghz: 2.67, grow: 2, window_max_cycles: u32::MAX as u64, shrink: 0 }
     }
 }
 
-/// Consecutive exits past which the window stops growing (`Ple::window_ns` caps the exponent).
-pub const PLE_GROWTH_STEPS: usize = 32;
-
 impl Ple {
-    /// The window in nanoseconds after `exits` consecutive exits without being scheduled out.
-    pub fn window_ns(&self, exits: u32) -> Nanos {
-        let growth = self.grow.max(1).saturating_pow(exits.min(PLE_GROWTH_STEPS as u32));
-        let cycles = self.window_cycles.saturating_mul(growth).min(self.window_max_cycles.max(self.window_cycles));
-        ((cycles as f64 / self.cpu_ghz).ceil() as Nanos).max(1)
+    /// `__grow_ple_window(window, ple_window, ple_window_grow, ple_window_max)`.
+    pub fn grown(&self, window: u64) -> u64 {
+        let base = self.window_cycles;
+        if self.grow < 1 {
+            return base;
+        }
+        let val = if self.grow < base { window.saturating_mul(self.grow) } else { window.saturating_add(self.grow) };
+        val.min(self.window_max_cycles.max(base))
     }
 
-    /// `window_ns` for 0..=`PLE_GROWTH_STEPS` exits (the same for every count above), computed
-    /// once per run so that arming a spin costs a table load, not a power and a float division
-    /// (issue 15 part 3). `windows[exits.min(PLE_GROWTH_STEPS)] == window_ns(exits)`.
-    pub fn windows_ns(&self) -> [Nanos; PLE_GROWTH_STEPS + 1] {
-        std::array::from_fn(|k| self.window_ns(k as u32))
+    /// `__shrink_ple_window(window, ple_window, ple_window_shrink, ple_window)`.
+    pub fn shrunk(&self, window: u64) -> u64 {
+        let base = self.window_cycles;
+        if self.shrink < 1 {
+            return base;
+        }
+        let val = if self.shrink < base { window / self.shrink } else { window.saturating_sub(self.shrink) };
+        val.max(base)
+    }
+
+    /// A window of `cycles` in nanoseconds (at least 1).
+    pub fn ns(&self, cycles: u64) -> Nanos {
+        ((cycles as f64 / self.cpu_ghz).ceil() as Nanos).max(1)
     }
 }
 
@@ -122,23 +146,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ple_window_table_matches_window_ns() {
-        for ple in [Ple::default(), Ple { grow: 1, ..Ple::default() }, Ple { window_max_cycles: 4096 * 4, ..Ple::default() }, Ple { grow: 3, cpu_ghz: 1.1, ..Ple::default() }] {
-            let table = ple.windows_ns();
-            for exits in [0u32, 1, 2, 5, 31, 32, 33, 1000, u32::MAX] {
-                assert_eq!(table[(exits as usize).min(PLE_GROWTH_STEPS)], ple.window_ns(exits), "{ple:?} {exits}");
-            }
+    fn ple_window_grows_and_caps() {
+        let ple = Ple { window_max_cycles: 4096 * 4, ..Ple::default() };
+        assert_eq!(ple.ns(4096), (4096.0f64 / 2.67).ceil() as u64);
+        let mut w = ple.window_cycles;
+        let mut seen = vec![];
+        for _ in 0..4 {
+            w = ple.grown(w);
+            seen.push(w);
         }
+        assert_eq!(seen, [8192, 16384, 16384, 16384]);
+        let fixed = Ple { grow: 1, ..Ple::default() };
+        assert_eq!(fixed.grown(4096), 4096);
+        // A modifier of at least the base adds (`__grow_ple_window`); 0 resets.
+        assert_eq!(Ple { grow: 5000, ..Ple::default() }.grown(4096), 9096);
+        assert_eq!(Ple { grow: 0, ..Ple::default() }.grown(8192), 4096);
     }
 
     #[test]
-    fn ple_window_grows_and_caps() {
-        let ple = Ple { window_max_cycles: 4096 * 4, ..Ple::default() };
-        let w0 = ple.window_ns(0);
-        assert_eq!(w0, (4096.0f64 / 2.67).ceil() as u64);
-        assert_eq!(ple.window_ns(1), (8192.0f64 / 2.67).ceil() as u64);
-        assert_eq!(ple.window_ns(10), ple.window_ns(2));
-        let fixed = Ple { grow: 1, ..Ple::default() };
-        assert_eq!(fixed.window_ns(5), fixed.window_ns(0));
+    fn ple_window_shrinks_to_its_base_or_by_its_divisor() {
+        // ple_window_shrink = 0 (the default): reset to ple_window.
+        assert_eq!(Ple::default().shrunk(4096 * 64), 4096);
+        let halve = Ple { shrink: 2, ..Ple::default() };
+        assert_eq!(halve.shrunk(4096 * 64), 4096 * 32);
+        assert_eq!(halve.shrunk(6000), 4096, "never below ple_window");
+        let subtract = Ple { shrink: 10_000, ..Ple::default() };
+        assert_eq!(subtract.shrunk(30_000), 20_000);
+        assert_eq!(subtract.shrunk(12_000), 4096);
     }
 }

@@ -1,6 +1,7 @@
 //! The hypervisor: vCPU states, the policy interface and the policies.
 
 pub mod cpupool;
+pub mod halt_poll;
 pub mod delay_preempt;
 pub mod kvm;
 pub mod microsliced;

@@ -46,14 +46,28 @@ pub struct VcpuInfo {
     pub run_start: Nanos,
     /// Descheduled involuntarily and still runnable (KVM's `preempted`, steal_time).
     pub preempted: bool,
+    /// Whether it was executing guest kernel code (CPL 0) when it was last descheduled while
+    /// runnable: KVM x86 `vcpu->arch.preempted_in_kernel`, read from the VMCS in
+    /// `kvm_arch_vcpu_put` (arch/x86/kvm/x86.c) when `vcpu->preempted`. Kept by the engine from
+    /// the host's accounting of the slice it was in (sim/hypervisor_ops.rs `switch_out`).
+    pub preempted_in_kernel: bool,
+    /// A virtual interrupt was delivered to it while it was not running, and it has not run
+    /// since: KVM's `KVM_REQ_EVENT` (`__apic_accept_irq`) or, with APICv, the posted-interrupt
+    /// descriptor's ON bit (`kvm_arch_dy_has_pending_interrupt`, arch/x86/kvm/x86.c).
+    pub pending_interrupt: bool,
+    /// KVM `vcpu->spin_loop.in_spin_loop`: it was descheduled inside its own
+    /// `kvm_vcpu_on_spin` (its pause-loop exit yielded to a sibling: `yield_to` -> `schedule()`
+    /// with `in_spin_loop` set) and has not run since.
+    pub in_spin_loop: bool,
+    /// KVM x86 `vcpu->arch.pv.pv_unhalted`: a sibling's `KVM_HC_KICK_CPU` hypercall
+    /// (`kvm_pv_kick_cpu_op` -> `APIC_DM_REMRD`) kicked it, and it has not run since
+    /// (`vcpu_block` clears it). While set, its next HLT returns at once
+    /// (`kvm_arch_vcpu_runnable`). Set by the host half of the hypercall (`Sim::kvm_kick_cpu`);
+    /// cleared when the halt ends or the vCPU is next switched in after a block. Always false
+    /// without the Linux 6.x guest's `pv_spinlock` on a KVM host.
+    pub pv_unhalted: bool,
     /// Total time on a pCPU so far.
     pub run_time: Nanos,
-    /// KVM's `vcpu->arch.pv.pv_unhalted`: a PV spinlock kick (`KVM_HC_KICK_CPU`,
-    /// arch/x86/kvm/x86.c `kvm_pv_kick_cpu_op`) arrived and the vCPU's halt has not ended since:
-    /// its next HLT returns at once (`kvm_arch_vcpu_runnable`). Set by sim/line.rs; cleared when
-    /// the halt ends (`vcpu_block`) or the vCPU is next switched in. Always false without the
-    /// Linux 6.x guest's `pv_spinlock` on a KVM host.
-    pub pv_unhalted: bool,
 }
 
 /// What the hypervisor knows about one pCPU.
@@ -581,6 +595,19 @@ pub trait Policy {
     fn keep_running(&mut self, _ctx: &mut PolicyCtx, _p: PcpuId, _prev: VcpuId, _next: VcpuId) -> bool {
         false
     }
+
+    /// Linux `single_task_running()` on pCPU `p`: its run queue holds only the vCPU running
+    /// there. KVM host schedulers answer it (halt polling polls only then, `kvm_vcpu_can_poll`;
+    /// `kvm_sched_yield` yields only otherwise); the default, true, lets a vCPU poll its whole
+    /// `halt_poll_ns` and never yields to a kicked vCPU.
+    fn single_task_running(&self, _p: PcpuId) -> bool {
+        true
+    }
+
+    /// KVM's `kvm_sched_yield` after `KVM_HC_KICK_CPU` from running `v` to the vCPU `target`
+    /// it kicked (hypervisor/kvm.rs [`kvm_sched_yield`](crate::hypervisor::kvm::kvm_sched_yield)).
+    /// Nothing by default (a host without the hypercall, or a KVM older than 5.3).
+    fn kvm_sched_yield(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId, _target: VcpuId) {}
 
     /// Check the policy's own invariants (used in check mode after every event).
     fn check(&self, _host: &HostView) -> Result<(), String> {

@@ -44,6 +44,10 @@ pub struct VmStats {
     pub switches_in: u64,
     pub halts: u64,
     pub wakeups: u64,
+    /// HLTs after which a vCPU halt-polled (`[host.halt_poll]`; KVM `halt_attempted_poll`).
+    pub halt_polls: u64,
+    /// Of those, polls a wake-up ended before the vCPU blocked (KVM `halt_successful_poll`).
+    pub halt_poll_successes: u64,
     /// vCPUs whose hard affinity lost its last pCPU in their pool and was reset to every pCPU
     /// (Xen's "Breaking affinity" in cpu_disable_scheduler).
     pub affinity_broken: u64,

@@ -26,6 +26,7 @@ struct Catalog {
     guest: Vec<KeyEntry>,
     host_ple: Vec<KeyEntry>,
     host_costs: Vec<KeyEntry>,
+    host_halt_poll: Vec<KeyEntry>,
     host_uvf: Vec<KeyEntry>,
     vm_uvf: Vec<KeyEntry>,
     host_microsliced: Vec<KeyEntry>,
@@ -120,6 +121,7 @@ const HOST_KEY_DOCS: &[(&str, &str, &str, &str)] = &[
     ("params", "table", "", "[host.params]: the policy's parameters (see Policies)"),
     ("ple", "table", "", "[host.ple]: pause-loop exiting (below)"),
     ("costs", "table", "", "[host.costs]: virtualization costs (below)"),
+    ("halt_poll", "table", "", "[host.halt_poll]: KVM host halt polling after HLT (below; KVM host policies: cfs); off when absent"),
     ("uvf", "table", "", "[host.uvf]: the urgent-vCPU-first overlay (below); off when absent"),
     ("pool", "array of tables", "", "[[host.pool]]: Xen cpupools, each with name, pcpus, policy and params"),
     ("pool_change", "array of tables", "", "[[host.pool_change]]: at, pcpu, to: a pCPU moved between pools at run time"),
@@ -208,6 +210,7 @@ fn catalog() -> Catalog {
         guest: section_entries(&sections::guest_keys()),
         host_ple: section_entries(&sections::ple_keys(grow)),
         host_costs: section_entries(&sections::costs_keys()),
+        host_halt_poll: section_entries(&sections::halt_poll_keys()),
         host_uvf: section_entries(&uvf_sections::host_uvf_keys()),
         vm_uvf: section_entries(&uvf_sections::vm_uvf_keys()),
         host_contention: section_entries(&contention_sections::host_contention_keys()),
@@ -293,11 +296,13 @@ mod tests {
                 "irs_handler"
             ]
         );
-        assert_eq!(names(&json["host_ple"]), ["enabled", "window_cycles", "cpu_ghz", "grow", "window_max_cycles"]);
+        assert_eq!(names(&json["host_ple"]), ["enabled", "window_cycles", "cpu_ghz", "grow", "window_max_cycles", "shrink"]);
         assert_eq!(
             names(&json["host_costs"]),
-            ["ipi_send", "ipi_delivery", "ipi_handler", "context_switch", "hlt_exit", "tlb_flush_per_page", "syscall", "virt_overhead"]
+            ["ipi_send", "ipi_delivery", "ipi_handler", "context_switch", "hlt_exit", "tlb_flush_per_page", "syscall", "halt_wake", "virt_overhead"]
         );
+        assert_eq!(names(&json["host_halt_poll"]), ["max", "grow", "grow_start", "shrink"]);
+        assert_eq!(json["host_halt_poll"][0]["default"], "200us");
         assert_eq!(names(&json["run"]), ["duration", "seed", "max_events", "check", "sample_every"]);
         let sources = ["module_frontend", "module_fpu", "llc", "numa_remote"];
         assert_eq!(names(&json["host_contention"]), sources);
@@ -311,7 +316,7 @@ mod tests {
         assert_eq!(json["run"][0]["default"], "10s");
         assert!(json["run"][2]["default"].is_null(), "max_events has no default");
         assert_eq!(json["guest"][3]["expected"], "one of ticket, tas, pv-qspinlock");
-        for section in ["guest", "host_ple", "host_costs", "run", "host_contention", "vm_contention"] {
+        for section in ["guest", "host_ple", "host_costs", "host_halt_poll", "run", "host_contention", "vm_contention"] {
             for key in json[section].as_array().unwrap() {
                 assert!(!key["doc"].as_str().unwrap().is_empty(), "{section}.{} has no doc", key["name"]);
             }

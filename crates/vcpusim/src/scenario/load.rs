@@ -32,7 +32,7 @@ use toml::Value;
 const TOP_KEYS: &[&str] = &["host", "guest", "vm", "run", "sweep"];
 pub(super) const HOST_KEYS: &[&str] = &[
     "pcpus", "policy", "sockets", "numa_nodes", "threads_per_core", "cores_per_module", "llc", "start_skew", "placement", "params",
-    "ple", "costs", "uvf", "pool", "pool_change", "contention", "node_memory", "microsliced", "overlay", "irs", "relaxed_co", "delay_preempt",
+    "ple", "costs", "halt_poll", "uvf", "pool", "pool_change", "contention", "node_memory", "microsliced", "overlay", "irs", "relaxed_co", "delay_preempt",
 ];
 pub(super) const VM_KEYS: &[&str] = &[
     "name", "count", "vcpus", "weight", "type", "u_factor", "sched_pe", "workload", "threads", "iterations", "params", "program",
@@ -355,6 +355,12 @@ fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
         }
         ple.enabled = false;
     }
+    let halt_poll = host.table("halt_poll")?.map(|s| sections::halt_poll(&s)).transpose()?;
+    if halt_poll.is_some() {
+        if let Some((name, why)) = lacking(&pools, policies::HostFeature::HaltPolling) {
+            return Err(host.error_at("halt_poll", format!("halt polling is KVM's (kvm_vcpu_halt), but in pool {name:?}, {why}; leave out [host.halt_poll]")));
+        }
+    }
     let (change_index, pool_changes) = pool_changes(&host, &topology, &pools)?.into_iter().unzip();
     let contention = host.table("contention")?.map(|s| contention_sections::host_contention(&s)).transpose()?.unwrap_or_default();
     let node_memory_mib = super::numa_sections::node_memory(&host, topology.numa_nodes)?;
@@ -372,6 +378,7 @@ fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
         node_memory_mib,
         microsliced,
         overlay,
+        halt_poll,
     };
     Ok((spec, change_index))
 }

@@ -6,6 +6,7 @@ use super::section::Section;
 use crate::error::SimError;
 use crate::guest::config::{FutexWakeIpi, GuestConfig, KernelPreset, PvFeatures, TlbTargets};
 use crate::hardware::costs::{Costs, Ple};
+use crate::hypervisor::halt_poll::HaltPoll;
 use crate::params::{ParamSpec, ParamValue};
 use crate::scenario::spec::RunSpec;
 use crate::time::{MS, SEC};
@@ -220,7 +221,8 @@ pub fn ple_keys(grow_default: u64) -> Vec<SectionKey> {
                 "grow",
                 grow_default,
                 "Window growth factor per exit while the vCPU stays scheduled (default: the policy's; KVM \
-                 ple_window_grow = 2, Xen credit keeps the window fixed: 1)",
+                 ple_window_grow = 2, Xen credit keeps the window fixed: 1); a value of at least \
+                 window_cycles is added instead (KVM __grow_ple_window)",
             )
             .at_least(1.0),
         ),
@@ -232,6 +234,13 @@ pub fn ple_keys(grow_default: u64) -> Vec<SectionKey> {
             )
             .at_least(1.0),
         ),
+        SectionKey::defaulted(ParamSpec::int(
+            "shrink",
+            d.shrink,
+            "When a vCPU is scheduled in again: 0 resets its window to window_cycles (KVM VMX \
+             ple_window_shrink = 0, vmx_vcpu_load -> shrink_ple_window); N divides it by N, or \
+             subtracts N if N >= window_cycles, never below window_cycles",
+        )),
     ]
 }
 
@@ -265,6 +274,13 @@ pub fn costs_keys() -> Vec<SectionKey> {
              tlb_single_page_flush_ceiling)",
         ),
         key("syscall", d.syscall, "Guest system-call entry plus exit"),
+        key(
+            "halt_wake",
+            d.halt_wake,
+            "The host's wake-up path of a vCPU that blocked in HLT (kick, idle exit, schedule, vcpu_load), \
+             charged as overhead when it is switched in after the wake-up; what [host.halt_poll] saves. \
+             Assumed 0 (not modelled) by default",
+        ),
         SectionKey::defaulted(
             ParamSpec::float(
                 "virt_overhead",
@@ -404,6 +420,7 @@ pub fn ple(section: Option<&Section>, grow_default: u64) -> Result<Ple, SimError
             }
             ("grow", Some(ParamValue::Int(n))) => ple.grow = n,
             ("window_max_cycles", Some(ParamValue::Int(n))) => ple.window_max_cycles = n,
+            ("shrink", Some(ParamValue::Int(n))) => ple.shrink = n,
             _ => {}
         }
     }
@@ -414,6 +431,51 @@ pub fn ple(section: Option<&Section>, grow_default: u64) -> Result<Ple, SimError
         ));
     }
     Ok(ple)
+}
+
+/// `[host.halt_poll]`: KVM's host halt polling (hypervisor/halt_poll.rs `HaltPoll`; the
+/// kvm_main.c module parameters).
+pub fn halt_poll_keys() -> Vec<SectionKey> {
+    let d = HaltPoll::default();
+    vec![
+        SectionKey::defaulted(ParamSpec::duration(
+            "max",
+            d.max,
+            "halt_poll_ns: the longest a vCPU polls after HLT before it blocks (x86 KVM_HALT_POLL_NS_DEFAULT \
+             200 us); 0 turns polling off",
+        )),
+        SectionKey::defaulted(ParamSpec::int(
+            "grow",
+            d.grow,
+            "halt_poll_ns_grow: a vCPU's poll is multiplied by this after a short halt it did not catch \
+             (default 2; 0 never grows)",
+        )),
+        SectionKey::defaulted(ParamSpec::duration(
+            "grow_start",
+            d.grow_start,
+            "halt_poll_ns_grow_start: where a poll grows from 0 and the least a shrunk poll keeps (default 10 us)",
+        )),
+        SectionKey::defaulted(ParamSpec::int(
+            "shrink",
+            d.shrink,
+            "halt_poll_ns_shrink: after a halt longer than max the poll is divided by this (default 0: reset to 0)",
+        )),
+    ]
+}
+
+/// `[host.halt_poll]`; absent keys take `HaltPoll::default()`.
+pub fn halt_poll(section: &Section) -> Result<HaltPoll, SimError> {
+    let mut hp = HaltPoll::default();
+    for (name, value) in read(section, &halt_poll_keys())? {
+        match (name, value) {
+            ("max", Some(ParamValue::Duration(ns))) => hp.max = ns,
+            ("grow", Some(ParamValue::Int(n))) => hp.grow = n,
+            ("grow_start", Some(ParamValue::Duration(ns))) => hp.grow_start = ns,
+            ("shrink", Some(ParamValue::Int(n))) => hp.shrink = n,
+            _ => {}
+        }
+    }
+    Ok(hp)
 }
 
 /// `[host.costs]`; absent keys take `Costs::default()`.
@@ -434,6 +496,7 @@ pub fn costs(section: Option<&Section>) -> Result<Costs, SimError> {
             "hlt_exit" => &mut costs.hlt_exit,
             "tlb_flush_per_page" => &mut costs.tlb_flush_per_page,
             "syscall" => &mut costs.syscall,
+            "halt_wake" => &mut costs.halt_wake,
             _ => continue,
         };
         *field = ns;

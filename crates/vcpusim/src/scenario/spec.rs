@@ -52,6 +52,8 @@ pub struct HostSpec {
     /// `[host] overlay` with its section (`[host.irs]`): issue 14's preemption overlays
     /// (hypervisor/overlay.rs); None = off.
     pub overlay: Option<crate::hypervisor::overlay::OverlayConfig>,
+    /// `[host.halt_poll]`: KVM's host halt polling (hypervisor/halt_poll.rs); None = off.
+    pub halt_poll: Option<crate::hypervisor::halt_poll::HaltPoll>,
 }
 
 /// `node_memory` when the scenario gives none: more than any VM asks for, equal on every node,

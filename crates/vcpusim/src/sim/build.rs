@@ -56,7 +56,7 @@ impl Sim {
             topology: sc.host.topology.clone(),
             costs: sc.host.costs.clone(),
             ple: sc.host.ple.clone(),
-            ple_window_ns: sc.host.ple.windows_ns(),
+            ple_base_ns: sc.host.ple.ns(sc.host.ple.window_cycles),
             pools,
             pcpu_pool,
             vcpu_pool: Vec::new(),
@@ -75,6 +75,8 @@ impl Sim {
             micro: None,
             overlay: None,
             relaxed: None,
+            halt_poll: sc.host.halt_poll,
+            pollers: Vec::new(),
             micro_pool: PoolId(u32::MAX),
             pcpus: (0..npcpus).map(|_| Pcpu { online: false, last: None, slice_event: None, run_start: 0 }).collect(),
             vms: Vec::new(),
@@ -184,8 +186,11 @@ impl Sim {
                 last_pcpu: home,
                 run_start: 0,
                 preempted: false,
-                run_time: 0,
+                preempted_in_kernel: false,
+                pending_interrupt: false,
+                in_spin_loop: false,
                 pv_unhalted: false,
+                run_time: 0,
             });
             self.vcpus.push(Vcpu {
                 slot: GuestSlot { vm: vm.0, index: i as u32 },
@@ -195,12 +200,15 @@ impl Sim {
                 remaining: 0,
                 speed: Speed::ONE,
                 epoch: 0,
-                ple_exits: 0,
+                ple_cycles: self.ple.window_cycles,
+                ple_ns: self.ple_base_ns,
                 yielding: false,
                 runnable_since: 0,
                 woken: false,
                 kick_pending: false,
                 polling: false,
+                halt_poll_ns: 0,
+                halt_start: None,
             });
             // Every vCPU starts runnable (inserted into its pool, not yet run).
             self.pv.push(PvArea { runnable: true, ..PvArea::default() });

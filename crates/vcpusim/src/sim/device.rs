@@ -144,10 +144,15 @@ impl Sim {
                 if self.vcpus[v.idx()].activity == Activity::Thread {
                     self.settle(v);
                     self.dispatch(v);
+                } else if self.vcpus[v.idx()].activity == Activity::HaltPoll {
+                    self.halt_poll_wake(v);
                 }
             }
-            VcpuState::Halted => self.wake_vcpu(v, None),
-            VcpuState::Runnable => {}
+            VcpuState::Halted => {
+                self.vinfo[v.idx()].pending_interrupt = true;
+                self.wake_vcpu(v, None)
+            }
+            VcpuState::Runnable => self.vinfo[v.idx()].pending_interrupt = true,
         }
     }
 

@@ -46,7 +46,7 @@ impl Sim {
                 let s = vc.slot;
                 self.guests[s.vm as usize].executed(&mut self.threads, s.index as usize, kind, elapsed, || speed.work_in(elapsed));
             }
-            Activity::Off | Activity::Starting => {}
+            Activity::Off | Activity::Starting | Activity::HaltPoll => {}
         }
         if let Some(tr) = self.trace.as_mut() {
             let name = match kind {
@@ -102,8 +102,7 @@ impl Sim {
         // of executions of PAUSE at CPL 0"); KVM's handle_pause (arch/x86/kvm/vmx.c) takes the exit.
         // Bare metal has no hypervisor to exit to.
         if self.ple.enabled && kind != TimeKind::UserSpin && !self.vms[self.vcpus[v.idx()].slot.vm as usize].bare_metal {
-            let exits = self.vcpus[v.idx()].ple_exits as usize;
-            let window = self.ple_window_ns[exits.min(crate::hardware::costs::PLE_GROWTH_STEPS)];
+            let window = self.vcpus[v.idx()].ple_ns;
             self.queue.push(self.now + window, Event::PauseLoopExit(v, e));
         }
     }
@@ -169,6 +168,9 @@ impl Sim {
                     let vc = &mut self.vcpus[v.idx()];
                     vc.kick_pending = false;
                     vc.polling = false;
+                } else if self.halt_poll.is_some() {
+                    // KVM's `kvm_wait` is a HLT: `kvm_vcpu_halt` polls it as any other.
+                    return self.kvm_vcpu_halt(v);
                 } else {
                     self.halt(v);
                     return;
@@ -180,6 +182,9 @@ impl Sim {
                 // kick's `pv_unhalted`, cleared as the halt ends).
                 let unhalted = std::mem::take(&mut self.vinfo[v.idx()].pv_unhalted);
                 if !unhalted && !self.guests[vm].has_events(i) {
+                    if self.halt_poll.is_some() {
+                        return self.kvm_vcpu_halt(v);
+                    }
                     self.halt(v);
                     return;
                 }
@@ -208,6 +213,7 @@ impl Sim {
                     }
                 }
             }
+            Activity::HaltPoll => return self.halt_poll_timeout(v),
             Activity::Off | Activity::Starting => return,
         }
         self.upcall(v, Upcall::Resume);
@@ -303,12 +309,14 @@ impl Sim {
                     if self.trace.is_some() {
                         self.trace_ipi_received(to, from, kind);
                     }
+                    self.vinfo[to.idx()].pending_interrupt = true;
                     self.upcall(to, Upcall::Interrupt(ipi))
                 }
                 VcpuState::Halted => {
                     if self.trace.is_some() {
                         self.trace_ipi_received(to, from, kind);
                     }
+                    self.vinfo[to.idx()].pending_interrupt = true;
                     self.upcall(to, Upcall::Interrupt(ipi));
                     self.wake_vcpu(to, Some(from));
                 }
@@ -323,6 +331,9 @@ impl Sim {
         let halted = self.vinfo[v.idx()].state == VcpuState::Halted;
         if self.trace.is_some() {
             self.trace_ipi_received(v, ipi.from, ipi.kind);
+        }
+        if self.vinfo[v.idx()].state != VcpuState::Running {
+            self.vinfo[v.idx()].pending_interrupt = true;
         }
         self.upcall(v, Upcall::Interrupt(ipi));
         if halted {

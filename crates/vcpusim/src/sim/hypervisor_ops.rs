@@ -96,6 +96,10 @@ impl Sim {
         if self.stop.is_some() || !self.pcpus[p.idx()].online {
             return;
         }
+        // A vCPU halt-polling here stops if another waits (sim/halt_poll.rs).
+        if self.halt_poll.is_some() && self.halt_poll_resched(p) {
+            return;
+        }
         let pool = self.pcpu_pool[p.idx()];
         let decision = self.call_policy(pool, |pol, ctx| pol.do_schedule(ctx, p));
         if let Err(message) = self.validate_decision(p, decision) {
@@ -214,6 +218,10 @@ impl Sim {
         if self.relaxed.is_some() {
             self.rc_account(v);
         }
+        let in_kernel = self.in_guest_kernel(v);
+        if self.vcpus[v.idx()].activity == Activity::HaltPoll {
+            self.stop_polling(v);
+        }
         self.settle(v);
         if self.overlay.is_some() {
             self.overlay_switch_out(v, p);
@@ -224,6 +232,8 @@ impl Sim {
             self.vinfo[v.idx()].state = VcpuState::Runnable;
             // KVM marks a yielding vCPU preempted too (still runnable, kvm_sched_out).
             self.vinfo[v.idx()].preempted = true;
+            // kvm_arch_vcpu_put: `preempted_in_kernel = !kvm_x86_get_cpl(vcpu)`.
+            self.vinfo[v.idx()].preempted_in_kernel = in_kernel;
             self.pv[v.idx()].preempted = true;
             self.pv[v.idx()].runnable = true;
             self.vcpus[v.idx()].runnable_since = self.now;
@@ -243,12 +253,27 @@ impl Sim {
         let vc = &mut self.vcpus[v.idx()];
         vc.activity = Activity::Off;
         vc.epoch += 1;
-        vc.ple_exits = 0;
         if self.trace.is_some() {
             self.trace_switch_out(v, p);
         }
         if self.relaxed.is_some() {
             self.rc_poke(v);
+        }
+    }
+
+    /// Whether running `v` executes guest kernel code (CPL 0) now, as the host reads it from
+    /// the VMCS at a deschedule (`kvm_x86_get_cpl`): user work and user-space spins are CPL 3;
+    /// kernel work, kernel spins, interrupt handlers and exits (IPI sends, HLT, PLE) are CPL 0.
+    /// The host's own switch-in cost precedes any guest code: the CPL it last saw stands.
+    fn in_guest_kernel(&self, v: VcpuId) -> bool {
+        let vc = &self.vcpus[v.idx()];
+        match vc.time_kind {
+            TimeKind::User | TimeKind::UserSpin => false,
+            TimeKind::Overhead if vc.activity == Activity::Overhead { halting: false } && vc.seg_start == self.vinfo[v.idx()].run_start => {
+                self.vinfo[v.idx()].preempted_in_kernel
+            }
+            _ if vc.activity == Activity::Starting => self.vinfo[v.idx()].preempted_in_kernel,
+            _ => true,
         }
     }
 
@@ -284,6 +309,14 @@ impl Sim {
         info.last_pcpu = p;
         info.run_start = self.now;
         info.preempted = false;
+        // kvm_sched_in / vcpu_enter_guest: pending events are injected, the spin loop it yielded
+        // from returns; a vCPU resuming from a block leaves `vcpu_block`, which clears
+        // `pv_unhalted`.
+        info.pending_interrupt = false;
+        info.in_spin_loop = false;
+        if self.vcpus[v.idx()].woken {
+            info.pv_unhalted = false;
+        }
         let waited = self.now - self.vcpus[v.idx()].runnable_since;
         let pv = &mut self.pv[v.idx()];
         pv.preempted = false;
@@ -294,8 +327,15 @@ impl Sim {
         let stats = &mut self.vms[vm.idx()].stats;
         stats.switches_in += 1;
         stats.waited(waited, self.vcpus[v.idx()].woken);
-        let cost = if self.pcpus[p.idx()].last != Some(v) { self.vm_costs[vm.idx()].context_switch } else { 0 };
-        let cost = cost + self.take_pv_tlb_flush(v);
+        let mut cost = if self.pcpus[p.idx()].last != Some(v) { self.vm_costs[vm.idx()].context_switch } else { 0 };
+        cost += self.take_pv_tlb_flush(v);
+        if self.vcpus[v.idx()].woken {
+            // Back from a block: the host's wake-up path (`[host.costs] halt_wake`, 0 by default).
+            cost += self.vm_costs[vm.idx()].halt_wake;
+        }
+        if self.halt_poll.is_some() {
+            self.halt_ended(v);
+        }
         self.pcpus[p.idx()].last = Some(v);
         if !self.speed_constant {
             // A new pCPU (a migration, another NUMA node) or a new neighbourhood: ask again.
@@ -306,6 +346,14 @@ impl Sim {
             }
         }
         let vc = &mut self.vcpus[v.idx()];
+        // vmx_vcpu_load after kvm_sched_out: shrink_ple_window (ple_window_shrink = 0: reset).
+        if self.ple.shrink == 0 {
+            vc.ple_cycles = self.ple.window_cycles;
+            vc.ple_ns = self.ple_base_ns;
+        } else if vc.ple_cycles != self.ple.window_cycles {
+            vc.ple_cycles = self.ple.shrunk(vc.ple_cycles);
+            vc.ple_ns = self.ple.ns(vc.ple_cycles);
+        }
         vc.epoch += 1;
         vc.seg_start = self.now;
         if cost > 0 {
@@ -386,6 +434,9 @@ impl Sim {
         } else {
             self.with_vcpu_policy(v, |pol, ctx| pol.wake(ctx, v, waker_pcpu));
         }
+        if !self.pollers.is_empty() {
+            self.halt_poll_check_pollers();
+        }
     }
 
     /// A pause-loop exit (`Exit::PauseLoop`): the spinning vCPU traps to the hypervisor, which
@@ -406,7 +457,13 @@ impl Sim {
         match reason {
             YieldReason::PauseLoop => {
                 self.vms[vm].stats.ple_exits += 1;
-                self.vcpus[v.idx()].ple_exits += 1;
+                // handle_pause: grow_ple_window.
+                let vc = &mut self.vcpus[v.idx()];
+                let grown = self.ple.grown(vc.ple_cycles);
+                if grown != vc.ple_cycles {
+                    vc.ple_cycles = grown;
+                    vc.ple_ns = self.ple.ns(grown);
+                }
             }
             YieldReason::Hypercall | YieldReason::DirectedTo(_) => self.vms[vm].stats.yields_ipi += 1,
         }
@@ -418,6 +475,11 @@ impl Sim {
         }
         if self.yield_entry(v, reason) {
             self.reschedule(p);
+        }
+        // Descheduled by its own directed yield: KVM's `yield_to` calls `schedule()` inside
+        // `kvm_vcpu_on_spin`, so it waits with `in_spin_loop` set until it runs again.
+        if reason == YieldReason::PauseLoop && self.vinfo[v.idx()].state == VcpuState::Runnable {
+            self.vinfo[v.idx()].in_spin_loop = true;
         }
         if let Some(ov) = self.overlay.as_mut() {
             ov.yielding = None;

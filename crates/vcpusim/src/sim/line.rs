@@ -78,15 +78,14 @@ impl Sim {
                 }
             }
             // KVM_HC_KICK_CPU (x86.c `kvm_pv_kick_cpu_op`, the hypercall's cost was the guest's
-            // step): `pv_unhalted = true`, then `kvm_vcpu_kick`, which wakes a halted vCPU; a
-            // running one keeps the flag until its halt ends (`vcpu_block` clears it).
+            // step): `pv_unhalted = true`, then `kvm_vcpu_kick`, which wakes a halted vCPU or ends
+            // a halt poll; a running one keeps the flag until its halt ends (`vcpu_block` clears
+            // it). Then `kvm_sched_yield` to the kicked vCPU (the queue-head boost):
+            // `Sim::kvm_kick_cpu` (sim/halt_poll.rs).
             Hypercall::KickCpu(u) => {
                 let vm = self.vcpus[v.idx()].slot.vm as usize;
                 self.vms[vm].stats.kicks += 1;
-                self.vinfo[u.idx()].pv_unhalted = true;
-                if self.vinfo[u.idx()].state == VcpuState::Halted {
-                    self.wake_vcpu(u, Some(v));
-                }
+                self.kvm_kick_cpu(v, u);
             }
             // KVM_HC_SCHED_YIELD: a directed yield the policy takes (`kvm_sched_yield`).
             Hypercall::SchedYield(u) => self.yield_exit(v, YieldReason::DirectedTo(u)),
@@ -121,6 +120,9 @@ impl Sim {
                     // Interrupt the thread: pause its step and run the handler first.
                     self.settle(v);
                     self.dispatch(v);
+                } else if vc.activity == Activity::HaltPoll && self.halt_polling(v) {
+                    // kvm_vcpu_check_block sees the interrupt: the poll succeeds.
+                    self.halt_poll_wake(v);
                 }
             }
             Upcall::DeviceIrq(virq) => self.device_irq(v, virq),
@@ -169,7 +171,7 @@ impl Sim {
     /// the guest round-robins on return; then the guest re-arms its timer if threads still wait.
     fn timer_tick(&mut self, v: VcpuId) {
         let (vm, i) = self.gslot(v);
-        if self.vinfo[v.idx()].state != VcpuState::Running {
+        if self.vinfo[v.idx()].state != VcpuState::Running || self.vcpus[v.idx()].activity == Activity::HaltPoll {
             self.guests[vm].tick_missed(i);
             return;
         }

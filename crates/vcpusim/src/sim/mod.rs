@@ -4,6 +4,7 @@ pub mod build;
 pub mod contention;
 pub mod device;
 pub mod execute;
+pub mod halt_poll;
 pub mod hypervisor_ops;
 pub mod invariants;
 pub mod line;

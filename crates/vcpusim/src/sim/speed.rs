@@ -178,7 +178,7 @@ impl Sim {
                 matches!(vc.time_kind, TimeKind::User | TimeKind::Kernel | TimeKind::Overhead)
                     && self.guests[vc.slot.vm as usize].work_left(&self.threads, vc.slot.index as usize).is_some()
             }
-            Activity::Off | Activity::Starting => false,
+            Activity::Off | Activity::Starting | Activity::HaltPoll => false,
         }
     }
 }

@@ -31,6 +31,9 @@ pub enum Activity {
     Thread,
     /// Waiting for a dispatch event (just scheduled in).
     Starting,
+    /// KVM halt polling after a HLT (`[host.halt_poll]`, sim/halt_poll.rs): host time, spent
+    /// waiting for a wake-up on its pCPU.
+    HaltPoll,
 }
 
 /// Where a vCPU's guest state lives: `Sim::guests[vm].vcpus[index]` (its VM and its index in
@@ -60,8 +63,11 @@ pub struct Vcpu {
     pub speed: Speed,
     /// Bumped whenever its current activity changes: stale events carry an older epoch.
     pub epoch: u64,
-    /// Consecutive PLE exits since it was last scheduled in (grows the window).
-    pub ple_exits: u32,
+    /// Its pause-loop-exit window in cycles (KVM VMX `vmx->ple_window`: grown at each exit,
+    /// shrunk when it is scheduled in again; `hardware/costs.rs` `Ple`).
+    pub ple_cycles: u64,
+    /// `ple_cycles` in nanoseconds (recomputed when it changes, so arming a spin is a load).
+    pub ple_ns: Nanos,
     /// Leaving its pCPU by a pause-loop yield (voluntary: not a preemption).
     pub yielding: bool,
     /// Since when it has been runnable but not running (for the PV area's steal time and the
@@ -76,6 +82,11 @@ pub struct Vcpu {
     /// In a `Hypercall::Poll`: paying its exit (`Activity::Overhead { halting: true }`) or
     /// blocked in it (Halted). Cleared when it is woken or the poll returns at once.
     pub polling: bool,
+    /// KVM `vcpu->halt_poll_ns`: how long its next halt polls (`[host.halt_poll]`).
+    pub halt_poll_ns: Nanos,
+    /// When its current halt began (`kvm_vcpu_halt`'s `start`), until it runs guest code again;
+    /// only with halt polling on.
+    pub halt_start: Option<Nanos>,
 }
 
 pub struct Pcpu {
@@ -149,8 +160,8 @@ pub struct Sim {
     pub topology: Topology,
     pub costs: Costs,
     pub ple: Ple,
-    /// `ple.windows_ns()`: the PLE window by consecutive exits, precomputed.
-    pub ple_window_ns: [Nanos; crate::hardware::costs::PLE_GROWTH_STEPS + 1],
+    /// `ple.ns(ple.window_cycles)`: the base PLE window, precomputed.
+    pub ple_base_ns: Nanos,
     /// Cpupools, each with its own policy instance (`hypervisor/cpupool.rs`); `pools[0]` is the
     /// default pool.
     pub pools: Vec<Cpupool>,
@@ -224,6 +235,10 @@ pub struct Sim {
     pub overlay: Option<Box<super::overlay::OverlayState>>,
     /// Relaxed co-scheduling's skews and co-stops (`overlay = "relaxed-co"`, sim/relaxed_co.rs).
     pub relaxed: Option<Box<super::relaxed_co::RelaxedCoState>>,
+    /// KVM's host halt polling (`[host.halt_poll]`, sim/halt_poll.rs); None = off.
+    pub halt_poll: Option<crate::hypervisor::halt_poll::HaltPoll>,
+    /// The vCPUs halt-polling now (few: one per pCPU at most).
+    pub pollers: Vec<VcpuId>,
 }
 
 impl Sim {

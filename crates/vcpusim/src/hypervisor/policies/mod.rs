@@ -96,13 +96,10 @@ pub trait PolicyKind: Sync {
     /// `xen = "3.3"` has no pause-loop exiting), or `None` if it has it. The loader refuses a
     /// scenario that uses a lacking feature and turns off what is on by default.
     fn lacks(&self, _params: &Params, feature: HostFeature) -> Option<String> {
-        match feature {
-            HostFeature::NodeAffinity => Some(format!(
-                "policy {:?} does not schedule by a domain's NUMA node affinity (credit as Xen 4.4 does)",
-                self.name()
-            )),
-            _ => None,
+        if feature == HostFeature::HaltPolling && self.hypervisor() == Hypervisor::Kvm {
+            return None;
         }
+        default_lacks(self.name(), feature)
     }
 }
 
@@ -119,6 +116,20 @@ pub enum HostFeature {
     /// steers it (`[[vm]] numa_placement`; credit as Xen 4.3 and 4.4). Policies lack it unless
     /// they say otherwise.
     NodeAffinity,
+    /// KVM's host halt polling (`[host.halt_poll]`): only KVM host schedulers
+    /// (`PolicyKind::hypervisor` Kvm: cfs, eevdf) have it.
+    HaltPolling,
+}
+
+/// What a policy named `name` lacks unless it says otherwise (`PolicyKind::lacks`).
+pub fn default_lacks(name: &str, feature: HostFeature) -> Option<String> {
+    match feature {
+        HostFeature::NodeAffinity => {
+            Some(format!("policy {name:?} does not schedule by a domain's NUMA node affinity (credit as Xen 4.4 does)"))
+        }
+        HostFeature::HaltPolling => Some(format!("policy {name:?} is not a KVM host scheduler (cfs and eevdf are)")),
+        _ => None,
+    }
 }
 
 /// All policies, in the order `vcpusim list` shows them.

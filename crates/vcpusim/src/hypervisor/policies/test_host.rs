@@ -27,8 +27,11 @@ pub(crate) fn vms_of(vms: &[(u32, u32)]) -> (Vec<VcpuInfo>, Vec<VmInfo>, Vec<VmS
             last_pcpu: PcpuId(0),
             run_start: 0,
             preempted: false,
-            run_time: 0,
+            preempted_in_kernel: false,
+            pending_interrupt: false,
+            in_spin_loop: false,
             pv_unhalted: false,
+            run_time: 0,
         }));
         vm_infos.push(VmInfo {
             id: vm,

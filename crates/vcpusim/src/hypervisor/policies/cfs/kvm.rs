@@ -36,24 +36,6 @@ impl KvmYieldTo for Cfs {
     }
 }
 
-impl Cfs {
-    /// `KVM_HC_SCHED_YIELD` from running `v` naming `target` (arch/x86/kvm/x86.c
-    /// `kvm_sched_yield`, Linux 5.3+): no yield when the caller's run queue holds only it
-    /// (`single_task_running`), when the target is not `ready` (KVM sets `vcpu->ready` when the
-    /// vCPU is preempted while runnable or woken, and clears it at sched-in: here, Runnable) or is
-    /// the caller; else `kvm_vcpu_yield_to(target)`, this scheduler's `yield_to`.
-    pub(super) fn kvm_sched_yield(&mut self, ctx: &mut PolicyCtx, v: VcpuId, target: VcpuId) {
-        let Some(me) = ctx.host.vcpu(v).pcpu else { return };
-        if self.rqs[me.idx()].nr_running == 1 {
-            return;
-        }
-        if target == v || ctx.host.vcpu(target).state != crate::hypervisor::policy::VcpuState::Runnable {
-            return;
-        }
-        let _ = self.yield_to(ctx, v, target);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::CfsKind;

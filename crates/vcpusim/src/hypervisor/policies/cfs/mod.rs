@@ -94,7 +94,7 @@ impl PolicyKind for CfsKind {
             ParamSpec::duration("migration_cost", 500 * US, "sysctl_sched_migration_cost: a vCPU that ran this recently is cache-hot and not pulled by the balancer; a pCPU whose average idle time is below it does no newidle balancing")
                 .range(0.0, 1e9),
             ParamSpec::boolean("directed_yield", true, "on a pause-loop exit, yield to a sibling vCPU (kvm_vcpu_on_spin); false: plain yield"),
-            ParamSpec::choice("kvm", KvmVersion::NAMES, "3.2", "kvm_vcpu_on_spin / yield_to as of this Linux version: 3.2 (any runnable sibling; the seed's host), 3.9 (yield_to answers -ESRCH when both run queues hold one task, which the bool return of 3.9-3.15 turns into a boost without a yield), 3.10 (only siblings preempted while runnable), 3.16 (int return: give up after three -ESRCH)"),
+            ParamSpec::choice("kvm", KvmVersion::NAMES, "3.2", "kvm_vcpu_on_spin / yield_to as of this Linux version: 3.2 (any runnable sibling; the seed's host), 3.9 (yield_to answers -ESRCH when both run queues hold one task, which the bool return of 3.9-3.15 turns into a boost without a yield), 3.10 (only siblings preempted while runnable), 3.16 (int return: give up after three -ESRCH), 6.6 (candidates must be ready: preempted, or woken with an interrupt or pv kick pending; a preempted one must have been in kernel mode or have an interrupt pending; dy_eligible alternation for siblings in their own spin loop; with [host.ple] grow = 2 for the dynamic window)"),
             ParamSpec::duration("cfs_period", 100 * MS, "CFS bandwidth period for capped VMs ([[vm]] cap): cpu.cfs_period_us, default 100 ms (sched_fair.c default_cfs_period); a VM may run cap/100 x this per period")
                 .range(MS as f64, SEC as f64),
             ParamSpec::choice("placement", Placement::NAMES, "default", "vCPU-to-pCPU placement, usually set as [host] placement: default (the Linux 3.2 wake and fork paths and load balancer), balance (siblings never share a run queue; Sukwong and Kim, EuroSys'11) or lc-balance (load-conscious balance, seed 000 section 3.2)"),
@@ -113,6 +113,7 @@ impl PolicyKind for CfsKind {
     fn carries_uvf(&self) -> bool {
         true
     }
+    /// A KVM host scheduler: it has KVM's halt polling.
     fn honours_cap(&self) -> bool {
         true
     }
@@ -1020,7 +1021,9 @@ impl Policy for Cfs {
             }
             // KVM_HC_SCHED_YIELD (the Linux 6.x guest's pv_sched_yield): KVM's
             // `kvm_sched_yield` -> `kvm_vcpu_yield_to` -> this scheduler's `yield_to` (cfs/kvm.rs).
-            YieldReason::DirectedTo(target) => self.kvm_sched_yield(ctx, v, target),
+            YieldReason::DirectedTo(target) => {
+                crate::hypervisor::kvm::kvm_sched_yield(self, ctx, v, target);
+            }
         }
         self.flush_throttles(ctx, None);
     }
@@ -1170,6 +1173,16 @@ impl Policy for Cfs {
 
     fn ipi_handled(&mut self, ctx: &mut PolicyCtx, v: VcpuId, kind: IpiKind) {
         self.uvf_ipi_handled(ctx, v, kind);
+        self.flush_throttles(ctx, None);
+    }
+
+    /// `single_task_running()`: `this_rq()->nr_running == 1`.
+    fn single_task_running(&self, p: PcpuId) -> bool {
+        self.rqs.get(p.idx()).is_none_or(|rq| rq.nr_running <= 1)
+    }
+
+    fn kvm_sched_yield(&mut self, ctx: &mut PolicyCtx, v: VcpuId, target: VcpuId) {
+        crate::hypervisor::kvm::kvm_sched_yield(self, ctx, v, target);
         self.flush_throttles(ctx, None);
     }
 

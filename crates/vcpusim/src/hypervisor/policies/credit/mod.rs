@@ -261,6 +261,7 @@ impl PolicyKind for CreditKind {
                 (xen.has_soft_affinity(), "soft affinity", "Xen 4.5 (cpu_soft_affinity, CSCHED_BALANCE_SOFT_AFFINITY)")
             }
             HostFeature::Cpupools => (xen.has_cpupools(), "cpupools", "Xen 4.1 (xen/common/cpupool.c)"),
+            HostFeature::HaltPolling => return super::default_lacks(self.name(), feature),
             HostFeature::NodeAffinity if xen.prefer_step() == version::PreferStep::Soft => {
                 return Some(format!(
                     "xen = \"{xen}\" (policy \"credit\") no longer schedules by a domain's NUMA node affinity: \

@@ -73,8 +73,13 @@ impl PolicyKind for EevdfKind {
             ParamSpec::duration("migration_cost", 500 * US, "sysctl_sched_migration_cost: a vCPU that ran this recently is cache-hot and not pulled by the balancer")
                 .range(0.0, 1e9),
             ParamSpec::boolean("directed_yield", true, "on a pause-loop exit, yield to a sibling vCPU (kvm_vcpu_on_spin); false: plain yield"),
-            ParamSpec::choice("kvm", KvmVersion::NAMES, "3.16", "which kvm_vcpu_on_spin candidate rules KVM follows (hypervisor/kvm.rs); the scheduler's yield_to is always 6.6's"),
+            ParamSpec::choice("kvm", KvmVersion::NAMES, "6.6", "which kvm_vcpu_on_spin candidate rules KVM follows (hypervisor/kvm.rs; default 6.6, the KVM of the EEVDF kernel; 3.2-3.16 for comparison); the scheduler's yield_to is always 6.6's"),
         ]
+    }
+    /// A KVM host: the Linux 6.x guest's KVM paravirtual features apply (`[guest] kernel =
+    /// "linux-6.x"`).
+    fn hypervisor(&self) -> super::Hypervisor {
+        super::Hypervisor::Kvm
     }
     fn build(&self, params: &Params, host: HostShape) -> Box<dyn Policy> {
         Box::new(Eevdf::new(params, host))
@@ -434,12 +439,29 @@ impl Policy for Eevdf {
             crate::hypervisor::kvm::kvm_vcpu_on_spin(self, ctx, v);
             return;
         }
+        // KVM_HC_SCHED_YIELD (the Linux 6.x guest's pv_sched_yield): KVM's `kvm_sched_yield` ->
+        // `kvm_vcpu_yield_to` -> this scheduler's `yield_to` (eevdf/kvm.rs).
+        if let YieldReason::DirectedTo(target) = reason {
+            crate::hypervisor::kvm::kvm_sched_yield(self, ctx, v, target);
+            return;
+        }
         // sys_sched_yield (a plain yield, or the guest's yield hypercall, which KVM does not
         // have as such): yield_task_fair, then schedule().
         if let Some(p) = self.task_rq[v.idx()] {
             self.yield_task(ctx.now(), p);
             self.resched(ctx, p);
         }
+    }
+
+    /// KVM's `single_task_running()` on `p` (halt polling's `kvm_vcpu_can_poll`, and
+    /// `kvm_sched_yield`): its run queue holds at most one task.
+    fn single_task_running(&self, p: PcpuId) -> bool {
+        self.rqs.get(p.idx()).is_none_or(|rq| rq.nr_running <= 1)
+    }
+
+    /// The queue-head boost after `KVM_HC_KICK_CPU` (hypervisor/kvm.rs `kvm_sched_yield`).
+    fn kvm_sched_yield(&mut self, ctx: &mut PolicyCtx, v: VcpuId, target: VcpuId) {
+        crate::hypervisor::kvm::kvm_sched_yield(self, ctx, v, target);
     }
 
     /// `pick_next_task_fair` (6.6): charge, pick at each level with `curr` still in place
