@@ -17,7 +17,7 @@ fn weighted_pair(policy: &str) -> String {
 
 #[test]
 fn always_busy_vms_with_weights_1_to_2_get_cpu_within_3_percent_of_1_to_2() {
-    for policy in ["cfs", "credit", "gang"] {
+    for policy in ["cfs", "credit", "gang", "eevdf"] {
         let t = vm_table(&run_toml(&weighted_pair(policy), false));
         let ratio = num(&t, "heavy", "cpu_time_ms") / num(&t, "light", "cpu_time_ms");
         assert!((ratio - 2.0).abs() / 2.0 < 0.03, "{policy}: heavy/light CPU = {ratio:.3}, expected 2 +- 3%");
@@ -121,7 +121,7 @@ fn futex_lock_spinning_is_amplified_under_cfs_beside_streamcluster_and_not_under
 
 #[test]
 fn lock_holders_are_never_preempted_in_solo_runs() {
-    for policy in ["cfs", "credit", "gang"] {
+    for policy in ["cfs", "credit", "gang", "eevdf"] {
         for workload in ["barrier", "mutex", "tlb"] {
             assert_eq!(sync_share(policy, workload, None).1, 0.0, "{policy}/{workload}: LHP in a solo run");
         }

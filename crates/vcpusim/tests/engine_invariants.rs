@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 
-const POLICIES: &[&str] = &["cfs", "credit", "gang"];
+const POLICIES: &[&str] = &["cfs", "credit", "gang", "eevdf"];
 
 fn mix(policy: &str, workload: &str, extra: &str) -> String {
     format!(

@@ -216,6 +216,14 @@ fn cfs_gives_always_busy_vms_their_entitled_share() {
 /// With the balancer's tolerance taken away (`imbalance_pct = 101`), the group shares and the
 /// balancer (moving several vCPUs per pass, each group's share following its vCPUs) reach the
 /// exact placement: every VM within 3% of its entitlement.
+/// EEVDF (Linux 6.6) keeps the group shares of the cgroup hierarchy KVM hosts use: every mix's
+/// VMs get their entitlement as under cfs (same tolerance; eevdf's balancer is 6.6's).
+#[test]
+fn eevdf_gives_always_busy_vms_their_entitled_share() {
+    let worst = fairness_holds("eevdf", "", Tolerance::Absolute(0.03));
+    assert!(worst < 0.15, "eevdf: worst relative deviation {worst:.3}");
+}
+
 #[test]
 fn cfs_without_the_imbalance_margin_gives_every_vm_its_share_within_3_percent() {
     fairness_holds("cfs", "imbalance_pct = 101", Tolerance::Relative(0.03));
