@@ -219,20 +219,6 @@ def pct(x: float, digits: int = 1) -> str:
     return f"{x:+.{digits}%}" if finite(x) else "n/a"
 
 
-def gain_table(df: pd.DataFrame, fig: str, name: str, title: str, schemes, label=None) -> pd.DataFrame:
-    """Write the per-run rows and the mean gain per (bench, layout, scheme) as CSV and bars."""
-    sub = df[df["scheme"].isin(schemes)].copy()
-    write_csv(sub, fig, f"{name}_runs")
-    agg = aggregate(sub, ["bench", "layout", "scheme"], ["gain", "perf"])
-    write_csv(agg, fig, name)
-    agg["case"] = agg["bench"] + " " + agg["layout"]
-    if label:
-        agg["scheme"] = agg["scheme"].map(lambda s: label.get(s, s))
-    bar_plot(agg, "case", "scheme", "gain", "gain over the reference (higher is better)", title,
-             out_dir(fig) / f"{name}.png", hline=0.0)
-    return agg
-
-
 def vms_set(settings: Settings, full=VM_LAYOUTS, quick=("1vm", "3vm")) -> tuple[str, ...]:
     return quick if settings.quick else full
 
