@@ -14,21 +14,28 @@
 //! PELT averages; a group's type comes from its task count (has spare: fewer tasks than pCPUs;
 //! fully busy: as many; overloaded: more); `migrate_util` moves tasks up to the local group's
 //! idle pCPUs; no active balancing (a running vCPU is never pushed), no `wake_wide`, no
-//! `SIS_UTIL` scan limit and no idle-core search on SMT hosts; `newidle_balance` always tries
-//! (no `avg_idle` / `max_newidle_lb_cost` cut-off); a sleeping vCPU's `task_h_load` in
+//! `SIS_UTIL` scan limit and no idle-core search on SMT hosts; `newidle_balance`'s cut-offs
+//! (`rd->overload`, `avg_idle` against `sd->max_newidle_lb_cost`) price a domain's balance at
+//! an assumed [`NEWIDLE_COST_PER_PCPU`] per pCPU instead of timing it; a sleeping vCPU's `task_h_load` in
 //! `wake_affine_weight` is 0 (its PELT load would have decayed).
 
 use super::Eevdf;
 use crate::hypervisor::policies::cfs::domains::{self, Domain, SdState};
 use crate::hypervisor::policy::PolicyCtx;
 use crate::ids::{PcpuId, VcpuId};
-use crate::time::{MS, SEC};
+use crate::time::{Nanos, MS, SEC};
 use std::sync::Arc;
 
 /// `SCHED_CAPACITY_SCALE`: one pCPU's capacity.
 const CAPACITY_SCALE: u64 = 1024;
 /// `sd_init` (6.6): `imbalance_pct` of SMT levels.
 const SMT_IMBALANCE_PCT: u64 = 110;
+/// Cost of one newly-idle `load_balance` per pCPU of the domain's span. Linux measures the real
+/// cost with `sched_clock_cpu` around each call and keeps the maximum per domain
+/// (`update_newidle_cost`: `sd->max_newidle_lb_cost`, decaying 1% a second); the model has no
+/// wall clock of its own, so the cost is assumed: 250 ns per run queue read (a few cache
+/// misses), i.e. 2 us for an 8-pCPU domain and 256 us for 1,024 pCPUs.
+const NEWIDLE_COST_PER_PCPU: Nanos = 250;
 
 /// The pool's domains per pCPU (bottom up) and each pCPU's last-level-cache id (`sd_llc_id`:
 /// the first pCPU of its `sd_llc` span, the highest level sharing package resources).
@@ -208,13 +215,55 @@ impl Eevdf {
             .unwrap_or(start)
     }
 
-    /// `newidle_balance`: pull, level by level from the bottom, until a task arrives.
+    /// `sd->max_newidle_lb_cost` of `sd` as the model prices it ([`NEWIDLE_COST_PER_PCPU`] per
+    /// pCPU of the span), capped as `update_newidle_cost` caps it (`sysctl_sched_migration_cost
+    /// + 200`).
+    fn newidle_cost(&self, sd: &Domain) -> Nanos {
+        (sd.span.len() as Nanos * NEWIDLE_COST_PER_PCPU).min(self.migration_cost + 200)
+    }
+
+    /// `newidle_balance` (6.6): `p` found nothing to run. It notes when it went idle, and
+    /// gives up at once when no run queue is overloaded (`rd->overload`) or its average idle
+    /// period is shorter than the lowest domain's balance cost; otherwise it pulls level by
+    /// level from the bottom while the idle period still pays for the next level
+    /// (`avg_idle < curr_cost + sd->max_newidle_lb_cost` stops it), until a task arrives.
     pub(super) fn newidle_balance(&mut self, ctx: &mut PolicyCtx, p: usize) {
-        for level in 0..self.domains.per[p].len() {
-            if self.load_balance(ctx, p, level, CpuIdle::NewlyIdle) || self.rqs[p].nr_running > 0 {
+        if self.rqs[p].idle_stamp.is_none() {
+            self.rqs[p].idle_stamp = Some(ctx.now());
+        }
+        let levels = self.domains.per[p].len();
+        let avg_idle = self.rqs[p].avg_idle;
+        if !self.overload || (levels > 0 && avg_idle < self.newidle_cost(&self.domains.per[p][0])) {
+            return;
+        }
+        let mut curr_cost: Nanos = 0;
+        for level in 0..levels {
+            let cost = self.newidle_cost(&self.domains.per[p][level]);
+            if avg_idle < curr_cost + cost {
+                break;
+            }
+            let pulled = self.load_balance(ctx, p, level, CpuIdle::NewlyIdle);
+            curr_cost += cost;
+            if pulled {
+                self.rqs[p].idle_stamp = None;
+            }
+            if pulled || self.rqs[p].nr_running > 0 {
                 break;
             }
         }
+    }
+
+    /// `ttwu_do_activate`'s idle accounting: a wakeup onto `p`, idle since `idle_stamp`,
+    /// averages the idle period into `avg_idle` (`update_avg`: `avg += (sample - avg) / 8`),
+    /// capped at twice `max_idle_balance_cost` (the larger of `sysctl_sched_migration_cost` and
+    /// the sum of `p`'s domain costs).
+    pub(super) fn note_wakeup(&mut self, now: Nanos, p: usize) {
+        let Some(stamp) = self.rqs[p].idle_stamp.take() else { return };
+        let domain_costs: Nanos = self.domains.per[p].iter().map(|sd| self.newidle_cost(sd)).sum();
+        let max = 2 * self.migration_cost.max(domain_costs);
+        let rq = &mut self.rqs[p];
+        let diff = now.saturating_sub(stamp) as i64 - rq.avg_idle as i64;
+        rq.avg_idle = ((rq.avg_idle as i64 + diff / 8) as Nanos).min(max);
     }
 
     /// `trigger_load_balance` -> `rebalance_domains` at a tick: each level whose interval
@@ -291,6 +340,11 @@ impl Eevdf {
         let sd = Arc::clone(&self.domains.per[this][level]);
         if !self.should_we_balance(&sd, this, idle) {
             return false;
+        }
+        if level + 1 == self.domains.per[this].len() {
+            // update_sd_lb_stats at the top level (`!env->sd->parent`): rd->overload becomes
+            // whether some run queue of the span holds more than one task (SG_OVERLOAD).
+            self.overload = sd.span.iter().any(|&c| self.rqs[c].nr_running > 1);
         }
         let plan = self.find_busiest_group(&sd, level, idle);
         match plan.and_then(|(g, kind, imb)| self.find_busiest_queue(&sd, g, kind, imb).map(|q| (q, kind, imb))) {

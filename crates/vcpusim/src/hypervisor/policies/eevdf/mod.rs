@@ -98,6 +98,12 @@ struct Rq {
     tick_timer: Option<Timer>,
     /// Per domain level: `last_balance` (jiffies), `balance_interval` (ms), `nr_balance_failed`.
     sd: Vec<crate::hypervisor::policies::cfs::domains::SdState>,
+    /// `rq->idle_stamp`: when `newidle_balance` found this pCPU going idle (None: not idle
+    /// since, or a pull ended it).
+    idle_stamp: Option<Nanos>,
+    /// `rq->avg_idle`: the average idle period, updated at each wakeup onto the pCPU
+    /// (`ttwu_do_activate`); `newidle_balance` skips the levels it cannot afford.
+    avg_idle: Nanos,
 }
 
 /// A task group (`struct task_group`) as this model keeps it.
@@ -137,6 +143,9 @@ pub struct Eevdf {
     idle: CpuMask,
     domains: balance::Domains,
     ticks_started: bool,
+    /// `rq->rd->overload`: some run queue held two tasks since the last top-level balance
+    /// (set by `add_nr_running`, recomputed by `update_sd_lb_stats` at the top level).
+    overload: bool,
 }
 
 impl Eevdf {
@@ -169,11 +178,13 @@ impl Eevdf {
             last_ran: vec![0; nvcpus],
             recent_used: vec![0; nvcpus],
             groups: vec![CfsRq::default(); nvms * npcpus],
-            rqs: vec![Rq::default(); npcpus],
+            // sched_init: avg_idle = 2 * sysctl_sched_migration_cost.
+            rqs: vec![Rq { avg_idle: 2 * params.duration("migration_cost"), ..Rq::default() }; npcpus],
             tgs: vec![Tg::default(); nvms],
             idle: CpuMask::full(npcpus),
             domains: balance::Domains::default(),
             ticks_started: false,
+            overload: false,
         }
     }
 
@@ -264,10 +275,14 @@ impl Eevdf {
         self.rqs[p].root.reweight(&mut self.ses, id, shares);
     }
 
-    /// Account `delta` tasks on `p` (`rq->nr_running`) and keep the idle mask.
+    /// Account `delta` tasks on `p` (`rq->nr_running`) and keep the idle mask; a second task
+    /// on a run queue sets the root domain's `overload` (`add_nr_running`).
     fn add_nr_running(&mut self, p: usize, delta: i64) {
         let rq = &mut self.rqs[p];
         rq.nr_running = (rq.nr_running as i64 + delta) as u64;
+        if rq.nr_running >= 2 {
+            self.overload = true;
+        }
         self.idle.set(PcpuId(p as u32), rq.nr_running == 0);
     }
 
@@ -422,6 +437,7 @@ impl Policy for Eevdf {
 
     fn wake(&mut self, ctx: &mut PolicyCtx, v: VcpuId, waker: Option<PcpuId>) {
         let p = self.select_task_rq(ctx, v, waker);
+        self.note_wakeup(ctx.now(), p);
         let resched = self.enqueue_task(ctx.now(), v, self.vcpu_vm[v.idx()], p, Place::Normal);
         self.check_preempt_wakeup(ctx, v, p, resched);
     }

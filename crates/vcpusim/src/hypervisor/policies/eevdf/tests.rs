@@ -186,26 +186,47 @@ fn a_pause_loop_yield_pushes_the_spinners_deadline_but_does_not_boost_an_ineligi
     assert_eq!(h.pcpus[0].current, Some(B));
 }
 
-#[test]
-fn a_newly_idle_pcpu_pulls_a_queued_vcpu_from_an_overloaded_one() {
-    // Two pCPUs (base slice 0.75 × 2 = 1.5 ms), three vCPUs: fork placement puts A on pCPU 0,
-    // B on pCPU 1 and C, at a tie, on pCPU 0 (from its last pCPU, 0). At 1 ms B halts: pCPU 1
-    // is newly idle, its MC domain's busiest group is pCPU 0 (two tasks), and C, which never
-    // ran there, is pulled (migrate_task, imbalance (2 − 0) / 2 = 1).
-    let mut h = host(2, &[(3, 256)], &[]);
+/// Two pCPUs (base slice 0.75 × 2 = 1.5 ms), three vCPUs of one VM (`migration_cost` as
+/// given). Fork placement puts A on pCPU 0, B on pCPU 1 and C behind B: B's enqueue raised the
+/// group's load, so B's group entity weighs half of A's and pCPU 1 is the less loaded
+/// (`select_task_rq_fair`'s least-loaded pick; A's entity is reweighed only at its next update).
+/// At 1 ms A halts and pCPU 0 is newly idle while pCPU 1 holds two tasks (`rd->overload`).
+fn a_halts_beside_an_overloaded_pcpu(set: &[(&str, ParamValue)]) -> FakeHost {
+    let mut h = host(2, &[(3, 256)], set);
     let c = VcpuId(2);
     assert_eq!((h.pcpus[0].current, h.pcpus[1].current), (Some(A), Some(B)));
     assert_eq!(h.vcpus[c.idx()].state, VcpuState::Runnable);
     advance(&mut h, MS);
-    h.halt(B);
-    assert_eq!(h.pcpus[1].current, Some(c), "the newly idle pCPU pulled C");
-    // B wakes from no vCPU: its previous pCPU is busy, pCPU 0 too, so it queues on pCPU 1.
-    h.wake(B);
+    h.halt(A);
+    h
+}
+
+#[test]
+fn a_newly_idle_pcpu_pulls_a_queued_vcpu_from_an_overloaded_one() {
+    // pCPU 0's avg_idle starts at 2 × migration_cost = 1 ms, more than its MC domain's balance
+    // cost (2 pCPUs × 250 ns): newidle_balance runs, the busiest group is pCPU 1 (two tasks),
+    // and C, which never ran there, is pulled (migrate_task, imbalance (2 − 0) / 2 = 1).
+    let mut h = a_halts_beside_an_overloaded_pcpu(&[]);
+    let c = VcpuId(2);
+    assert_eq!(h.pcpus[0].current, Some(c), "the newly idle pCPU pulled C");
+    // A wakes from no vCPU: its previous pCPU is busy, pCPU 1 too, so it queues on pCPU 0.
+    h.wake(A);
     h.check();
     advance(&mut h, 50 * MS);
     for v in [A, B, c] {
         assert!(run_time(&h, v) > 10 * MS, "{v} progresses");
     }
+}
+
+#[test]
+fn a_newly_idle_pcpu_whose_idle_periods_are_too_short_to_pay_for_a_balance_does_not_pull() {
+    // The same with sysctl_sched_migration_cost at 100 ns: pCPU 0's avg_idle starts at
+    // 2 × 100 ns = 200 ns, below the MC domain's balance cost (2 pCPUs × 250 ns, capped at
+    // 100 + 200 ns = 300 ns), so newidle_balance gives up at once (6.6: `avg_idle <
+    // sd->max_newidle_lb_cost`) and C stays queued behind B although pCPU 0 is idle.
+    let h = a_halts_beside_an_overloaded_pcpu(&[("migration_cost", ParamValue::Duration(100))]);
+    assert_eq!(h.pcpus[0].current, None, "pCPU 0 stays idle");
+    assert_eq!(h.vcpus[2].state, VcpuState::Runnable, "C still waits behind B");
 }
 
 #[test]
