@@ -1,7 +1,8 @@
 """Table 2: what PV sched yield buys on ebizzy -M with the PV TLB flush off.
 
-Linux commit 715062970f37 ("KVM: X86: Implement PV sched yield in linux guest", Linux 5.2,
-arch/x86/kernel/kvm.c ``kvm_smp_send_call_func_ipi``): after sending a call-function IPI the
+The PV sched yield series (host side 715062970f37, the ``KVM_HC_SCHED_YIELD`` hypercall; guest
+side f85f6e7bd8e9, arch/x86/kernel/kvm.c ``kvm_smp_send_call_func_ipi``; Linux 5.2-5.3; commit
+IDs recalled, not re-read): after sending a call-function IPI the
 sender yields (``KVM_HC_SCHED_YIELD``, a directed yield on the host) to the first target its
 steal-time area says is preempted. Its message: ebizzy on an overcommitted host, +17%, measured
 with the PV TLB flush off (else the shootdowns this yield helps never wait on a preempted vCPU).
