@@ -366,6 +366,10 @@ pub enum KernelFn {
     /// __pv_queued_spin_lock_slowpath (kernel/locking/qspinlock_paravirt.h): the PV slow path
     /// (spinning, then blocking in SCHEDOP_poll).
     PvQueuedSpinLockSlowpath,
+    /// rwsem_spin_on_owner (kernel/locking/rwsem.c, Linux 3.16+): a writer spinning while the
+    /// semaphore's owner runs (`[guest] rwsem_spin`); the released seed-002 code's
+    /// `is_lock_spinning` lists it.
+    RwsemSpinOnOwner,
 }
 
 impl KernelFn {
@@ -397,6 +401,7 @@ impl KernelFn {
             KernelFn::RwsemWake => "rwsem_wake",
             KernelFn::RawSpinLock => "_raw_spin_lock",
             KernelFn::PvQueuedSpinLockSlowpath => "__pv_queued_spin_lock_slowpath",
+            KernelFn::RwsemSpinOnOwner => "rwsem_spin_on_owner",
         }
     }
 }

@@ -19,6 +19,20 @@
 //!   reschedule-IPI sender comes to hold an `mm-sem-wait` lock. Unlike futex_wake, no Linux
 //!   version of the seed's era defers this IPI, so `GuestConfig::futex_wake_ipi` does not apply.
 //!
+//! **Optimistic spinning** (`[guest] rwsem_spin`, Linux 3.16+, on in the linux-6.x preset;
+//! 6.6 kernel/locking/rwsem.c `rwsem_down_write_slowpath` -> `rwsem_can_spin_on_owner`,
+//! `rwsem_optimistic_spin`, `rwsem_spin_on_owner`): a writer that finds the semaphore held by a
+//! writer that is on a CPU (`owner_on_cpu`: its task runs, and `!vcpu_is_preempted` of its CPU
+//! when the guest has that feature) spins in the kernel instead of queueing (`SpinOwner`, a
+//! kernel spin: pause-loop exits catch it) until the owner releases (then it takes the
+//! semaphore: `rwsem_try_write_lock_unqueued`) or stops being on a CPU (then the slow path
+//! above). Without `vcpu_is_preempted` a preempted owner still looks on its CPU, and the
+//! spinner spins until the owner's vCPU runs again and releases: the waste the flag removes.
+//! Shortcuts: every spinner spins on the owner (no `osq` queue of spinners, whose own
+//! `vcpu_is_preempted` checks are left out), a spinner does not stop at `need_resched`, and a
+//! release with queued waiters still hands over to the first (3.2's grant, below), so a spinner
+//! takes only a semaphore released with nobody queued.
+//!
 //! munmap holds the semaphore across the page-table work *and* the TLB shootdown
 //! (`unmap_region` -> `tlb_finish_mmu` -> `flush_tlb_mm` runs under it), so a writer whose
 //! shootdown waits for a preempted vCPU keeps every other mmap/munmap of the VM sleeping.
@@ -27,8 +41,8 @@
 use super::kernel::{GuestEnv, GuestKernel};
 use super::handoff::HandOffKind;
 use super::kernel_fn::KernelFn;
-use super::thread::{Action, FutexKey, Step, ThreadState};
-use crate::vmexit::IpiKind;
+use super::thread::{Action, FutexKey, SpinCond, Step, Thread, ThreadState};
+use crate::vmexit::{IpiKind, PvArea};
 use crate::ids::{ThreadId, VcpuId};
 use crate::time::Nanos;
 
@@ -56,6 +70,9 @@ pub enum MmSemOp {
     Sleep,
     /// up_write: release; with waiters, rwsem_wake's steps.
     UpWrite,
+    /// After an optimistic spin (`SpinCond::MmSemOwner`) ended: take the semaphore if it is
+    /// free, spin again on a new running owner, else the slow path.
+    AfterSpin,
     /// Under wait_lock: grant the semaphore to the first waiter and wake it.
     HandOff,
 }
@@ -67,6 +84,55 @@ impl GuestKernel {
             sem.owner = Some(t);
             return;
         }
+        if self.config.rwsem_spin && self.mm_sem_owner_on_cpu(env.threads, env.pv) {
+            env.push_front_steps(t, Self::mm_sem_spin_steps());
+            return;
+        }
+        self.mm_sem_slow_path(env, t);
+    }
+
+    /// `rwsem_optimistic_spin`'s loop: spin while the owner is on a CPU, then decide.
+    fn mm_sem_spin_steps() -> Vec<Step> {
+        vec![Step::UserSpin { cond: SpinCond::MmSemOwner, budget: None }, Step::Do(Action::MmSem(MmSemOp::AfterSpin))]
+    }
+
+    /// `owner_on_cpu(owner)`: mmap_sem's writer runs on its vCPU (`owner->on_cpu`) and, with
+    /// `vcpu_is_preempted`, that vCPU is not preempted. False when nobody holds it.
+    pub(super) fn mm_sem_owner_on_cpu(&self, threads: &[Thread], pv: &[PvArea]) -> bool {
+        let Some(owner) = self.objects.mm_sem.owner else { return false };
+        let u = threads[owner.idx()].vcpu;
+        let on_cpu = self.vcpus[self.index_of(u)].current == Some(owner);
+        on_cpu && !(self.config.pv.vcpu_is_preempted && pv[u.idx()].preempted)
+    }
+
+    /// After the spin: free -> take it (`rwsem_try_write_lock_unqueued`); held by a writer
+    /// still on a CPU (another spinner won) -> spin again; else queue and sleep.
+    fn mm_sem_after_spin(&mut self, env: &mut GuestEnv, t: ThreadId) {
+        self.objects.mm_sem.spinners.retain(|s| *s != t);
+        let sem = &mut self.objects.mm_sem;
+        if sem.owner.is_none() && sem.waiters.is_empty() {
+            sem.owner = Some(t);
+            return;
+        }
+        if self.mm_sem_owner_on_cpu(env.threads, env.pv) {
+            env.push_front_steps(t, Self::mm_sem_spin_steps());
+            return;
+        }
+        self.mm_sem_slow_path(env, t);
+    }
+
+    /// The threads spinning on mmap_sem's owner, if that owner runs on `v`: the host preempted
+    /// `v`, so with `vcpu_is_preempted` they stop spinning (`owner_on_cpu` turns false).
+    pub fn mm_sem_spinners_of(&self, threads: &[Thread], v: VcpuId) -> Vec<ThreadId> {
+        let sem = &self.objects.mm_sem;
+        match sem.owner {
+            Some(owner) if !sem.spinners.is_empty() && threads[owner.idx()].vcpu == v => sem.spinners.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// `rwsem_down_write_slowpath` past the spin: queue under `wait_lock` and sleep.
+    fn mm_sem_slow_path(&mut self, env: &mut GuestEnv, t: ThreadId) {
         let lock = self.mm_sem_wait_lock(env.locks, WAIT_LOCK_CLASS);
         let func = KernelFn::Syscall;
         let steps = vec![
@@ -108,6 +174,11 @@ impl GuestKernel {
         let sem = &mut self.objects.mm_sem;
         debug_assert_eq!(sem.owner, Some(t), "only the owner releases mmap_sem");
         sem.owner = None;
+        // Optimistic spinners see the owner gone (rwsem_spin_on_owner: OWNER_NULL).
+        for s in std::mem::take(&mut self.objects.mm_sem.spinners) {
+            self.poke(env.threads, s);
+        }
+        let sem = &mut self.objects.mm_sem;
         if sem.waiters.is_empty() {
             return;
         }
@@ -123,7 +194,12 @@ impl GuestKernel {
     /// Under wait_lock: the next Step is the Unlock, so the wake-up's work and IPI go before it.
     fn mm_sem_hand_off(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId) {
         let sem = &mut self.objects.mm_sem;
-        debug_assert!(sem.owner.is_none(), "nobody takes a released mmap_sem past its waiters");
+        if sem.owner.is_some() {
+            // An optimistic spinner took the semaphore while this release waited for
+            // wait_lock: the waiters stay queued for its release (6.6 would wake the first,
+            // which finds the semaphore taken and sleeps again).
+            return;
+        }
         let Some(next) = sem.waiters.pop_front() else { return };
         sem.owner = Some(next);
         if let Some(log) = self.handoffs.as_mut() {
@@ -148,6 +224,7 @@ impl GuestKernel {
             MmSemOp::Sleep => self.mm_sem_sleep(env, i, t),
             MmSemOp::UpWrite => self.mm_sem_up_write(env, t),
             MmSemOp::HandOff => self.mm_sem_hand_off(env, v, t),
+            MmSemOp::AfterSpin => self.mm_sem_after_spin(env, t),
         }
     }
 }

@@ -99,6 +99,9 @@ pub struct MmSem {
     pub waiters: VecDeque<ThreadId>,
     /// `sem->wait_lock`, created on the first contended down_write.
     pub wait_lock: Option<LockId>,
+    /// Writers spinning optimistically on the owner (`[guest] rwsem_spin`), poked when it
+    /// releases the semaphore or its vCPU is preempted.
+    pub spinners: Vec<ThreadId>,
 }
 
 impl SyncObjects {

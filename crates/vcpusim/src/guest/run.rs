@@ -130,6 +130,10 @@ impl GuestKernel {
     /// one), else what the vCPU does now.
     fn run_front_step(&mut self, env: &mut GuestEnv, i: usize, t: ThreadId, entry: Entry) -> Option<Next> {
         let now = env.now;
+        // An optimistic mmap_sem spinner's owner is another thread: read it before borrowing
+        // this one's state.
+        let mm_owner_gone = matches!(env.threads[t.idx()].steps.front(), Some(Step::UserSpin { cond: SpinCond::MmSemOwner, .. }))
+            && !self.mm_sem_owner_on_cpu(env.threads, env.pv);
         let Thread { steps, step_remaining, rng, held, wait_started, spin_budget_left, pv_spin_left, pv_state, index, .. } =
             &mut env.threads[t.idx()];
         if steps.is_empty() {
@@ -248,7 +252,7 @@ impl GuestKernel {
                 }
             }
             &mut Step::UserSpin { cond, budget } => {
-                if self.spin_done(cond) {
+                if self.spin_done(cond, mm_owner_gone) {
                     steps.pop_front();
                     *spin_budget_left = None;
                     return None;
@@ -271,6 +275,10 @@ impl GuestKernel {
                         spinners.push(t);
                     }
                 }
+                if cond == SpinCond::MmSemOwner {
+                    self.vcpus[i].func = KernelFn::RwsemSpinOnOwner;
+                    return Some(Next::Spin { kind: TimeKind::Spin, budget: left });
+                }
                 self.vcpus[i].func = KernelFn::User;
                 Some(Next::Spin { kind: TimeKind::UserSpin, budget: left })
             }
@@ -282,8 +290,11 @@ impl GuestKernel {
     }
 
     /// Whether what a user-space spin polls has come true.
-    fn spin_done(&self, cond: SpinCond) -> bool {
+    /// (`mm_owner_gone`: for `MmSemOwner`, read by the caller: the owner released mmap_sem or
+    /// is no longer on a CPU.)
+    fn spin_done(&self, cond: SpinCond, mm_owner_gone: bool) -> bool {
         match cond {
+            SpinCond::MmSemOwner => mm_owner_gone,
             SpinCond::BarrierGeneration { barrier, generation } => self.objects.barriers[barrier].generation != generation,
             SpinCond::ParsecPhase { barrier, arrival } => self.objects.parsec[barrier].arrival == arrival,
             SpinCond::MutexFree(m) => self.objects.mutexes[m] == super::objects::MutexWord::Free,
@@ -299,6 +310,7 @@ impl GuestKernel {
             SpinCond::ParsecPhase { barrier, .. } => Some(&mut self.objects.parsec[barrier].spinners),
             SpinCond::MutexFree(m) => Some(self.objects.mutex_spinners.entry(m).or_default()),
             SpinCond::WsBackoff { .. } => None,
+            SpinCond::MmSemOwner => Some(&mut self.objects.mm_sem.spinners),
         }
     }
 

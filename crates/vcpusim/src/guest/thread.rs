@@ -67,6 +67,9 @@ pub enum SpinCond {
     ParsecPhase { barrier: ObjIndex, arrival: bool },
     /// The mutex is free (`while (pthread_mutex_trylock(m) == EBUSY);`, parsec_barrier_wait).
     MutexFree(ObjIndex),
+    /// In the kernel: mmap_sem's writer is gone or no longer running (`rwsem_spin_on_owner`,
+    /// guest/mm_sem.rs). Spun as kernel time (`TimeKind::Spin`), so pause-loop exits catch it.
+    MmSemOwner,
 }
 
 /// An instantaneous piece of guest logic, run when the thread reaches it.

@@ -115,6 +115,13 @@ pub fn guest_keys() -> Vec<SectionKey> {
              target vCPU's Xen runstate is runnable (Linux 4.4 xen_smp_send_call_function_ipi)",
         )),
         SectionKey::defaulted(ParamSpec::boolean(
+            "rwsem_spin",
+            d.rwsem_spin,
+            "mmap_sem writers spin optimistically while the owner runs (rwsem_optimistic_spin, Linux \
+             3.16+; on in linux-6.x) instead of sleeping; the spin stops when the owner releases or stops \
+             running, and with vcpu_is_preempted also when the owner's vCPU is preempted",
+        )),
+        SectionKey::defaulted(ParamSpec::boolean(
             "pv_spinlock",
             d.pv.pv_spinlock,
             "Paravirtual qspinlock slow path (needs spinlock = pv-qspinlock): on a KVM host kvm_wait halts \
@@ -373,6 +380,7 @@ pub fn guest_config(section: &Section, base: &GuestConfig) -> Result<GuestConfig
             }
             ("pv_spin", Some(ParamValue::Duration(ns))) => config.pv_spin = ns,
             ("call_function_yield", Some(ParamValue::Bool(b))) => config.call_function_yield = b,
+            ("rwsem_spin", Some(ParamValue::Bool(b))) => config.rwsem_spin = b,
             (name, Some(ParamValue::Bool(b))) if PvFeatures::NAMES.contains(&name) => {
                 *config.pv.get_mut(name).expect("a feature name") = b;
                 *config.pv_given.get_mut(name).expect("a feature name") = true;

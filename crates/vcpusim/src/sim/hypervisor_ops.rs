@@ -259,6 +259,24 @@ impl Sim {
         if self.relaxed.is_some() {
             self.rc_poke(v);
         }
+        if was_running {
+            self.mm_sem_owner_preempted(v);
+        }
+    }
+
+    /// The host preempted `v`: in a guest with `rwsem_spin` and `vcpu_is_preempted`, every
+    /// mmap_sem writer spinning on an owner that runs on `v` stops (`owner_on_cpu` now reads the
+    /// preempted flag just set) and takes the slow path (guest/mm_sem.rs).
+    fn mm_sem_owner_preempted(&mut self, v: VcpuId) {
+        let (vm, _) = self.gslot(v);
+        let g = &self.guests[vm];
+        if !(g.config.rwsem_spin && g.config.pv.vcpu_is_preempted) {
+            return;
+        }
+        for t in g.mm_sem_spinners_of(&self.threads, v) {
+            let u = self.threads[t.idx()].vcpu;
+            self.poke(u);
+        }
     }
 
     /// Whether running `v` executes guest kernel code (CPL 0) now, as the host reads it from

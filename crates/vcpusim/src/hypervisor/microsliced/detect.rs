@@ -50,7 +50,7 @@ pub fn yield_class(f: KernelFn) -> YieldClass {
     match f {
         KernelFn::SmpCallFunctionMany | KernelFn::FlushTlbOthers => YieldClass::IpiMany,
         KernelFn::SmpCallFunctionSingle => YieldClass::IpiSingle,
-        KernelFn::RawSpinLock | KernelFn::PvQueuedSpinLockSlowpath => YieldClass::LockSpin,
+        KernelFn::RawSpinLock | KernelFn::PvQueuedSpinLockSlowpath | KernelFn::RwsemSpinOnOwner => YieldClass::LockSpin,
         _ => YieldClass::Other,
     }
 }
