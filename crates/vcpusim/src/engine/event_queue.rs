@@ -119,7 +119,7 @@ impl<E> EventQueue<E> {
     }
 
     /// Schedule `event` at `at`.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, at: Nanos, event: E) -> EventId {
         let slot = match self.free.pop() {
             Some(s) => s as usize,
