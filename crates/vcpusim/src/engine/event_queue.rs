@@ -119,7 +119,7 @@ impl<E> EventQueue<E> {
     }
 
     /// Schedule `event` at `at`.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, at: Nanos, event: E) -> EventId {
         let slot = match self.free.pop() {
             Some(s) => s as usize,
@@ -181,6 +181,30 @@ impl<E> EventQueue<E> {
             }
         }
         None
+    }
+
+    /// The earliest live event if it is due at or before `until`, removed; `None` if there is
+    /// none or it is later (it stays). The event loop's step: one look at the top where
+    /// `peek_time` then `pop` took two.
+    #[inline]
+    pub fn pop_until(&mut self, until: Nanos) -> Option<(Nanos, E)> {
+        loop {
+            let key = *self.heap.peek()?;
+            let slot = key.slot();
+            let live = self.payloads[slot].is_some();
+            if live && key.at > until {
+                return None;
+            }
+            self.heap.pop();
+            self.free.push(slot as u32);
+            match self.payloads[slot].take() {
+                Some(event) => return Some((key.at, event)),
+                None => {
+                    self.dead -= 1;
+                    self.skipped += 1;
+                }
+            }
+        }
     }
 
     /// Time of the earliest live event.
@@ -265,6 +289,22 @@ mod tests {
         q.push(10, "a2");
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(order, vec![(10, "a1"), (10, "a2"), (20, "b"), (30, "c")]);
+    }
+
+    #[test]
+    fn pop_until_stops_at_the_first_live_event_past_the_limit() {
+        let mut q = EventQueue::new();
+        let a = q.push(5, 'a');
+        q.push(10, 'b');
+        q.push(20, 'c');
+        q.cancel(a);
+        assert_eq!(q.pop_until(9), None, "the dead key at 5 is no event");
+        assert_eq!(q.len(), 2);
+        assert_eq!(q.pop_until(10), Some((10, 'b')));
+        assert_eq!(q.pop_until(19), None);
+        assert_eq!(q.pop_until(u64::MAX), Some((20, 'c')));
+        assert_eq!(q.pop_until(u64::MAX), None);
+        assert!(q.is_empty());
     }
 
     #[test]

@@ -38,7 +38,6 @@ use crate::hypervisor::uvf::{Uvf, UvfVm};
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, MS, SEC, US};
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// NICE_0_LOAD: the weight of a nice-0 task, every vCPU thread (kernel/sched.c).
@@ -56,12 +55,14 @@ pub(crate) mod domains;
 mod kvm;
 mod select;
 mod shares;
+mod timeline;
 mod urgent;
 
 use bandwidth::Bandwidth;
 use domains::{Domain, SdState};
 use crate::hypervisor::kvm::{KvmSpin, KvmVersion};
 use shares::{LoadAvg, TaskGroup};
+use timeline::Timeline;
 
 pub struct CfsKind;
 
@@ -151,7 +152,7 @@ struct Entity {
 #[derive(Clone, Debug, Default)]
 struct CfsRq {
     /// The queued entities by (vruntime, key); the running one (`curr`) is not in it.
-    tree: BTreeSet<(u64, u32)>,
+    tree: Timeline,
     curr: Option<u32>,
     min_vruntime: u64,
     /// `load.weight`: the weight of the queued and running entities.
