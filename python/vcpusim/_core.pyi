@@ -32,7 +32,7 @@ def bench(
     repeats: int = 5,
     scaling: bool = False,
     scaling_pcpus: str = "quick",
-    scaling_policies: str = "cfs,credit,gang,hybrid",
+    scaling_policies: str = "cfs,credit,gang,hybrid,eevdf",
     scaling_sim_time: str = "2s",
 ) -> str: ...
 def _panic_for_test(message: str) -> None: ...

@@ -591,7 +591,7 @@ def bench(
     repeats: int = 5,
     scaling: bool = False,
     scaling_pcpus: str = "quick",
-    scaling_policies: str = "cfs,credit,gang,hybrid",
+    scaling_policies: str = "cfs,credit,gang,hybrid,eevdf",
     scaling_sim_time: str = "2s",
 ) -> dict:
     """The standard benchmark on scenarios/quickstart.toml (see crates/vcpusim/src/bench.rs);

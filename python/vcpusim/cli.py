@@ -391,7 +391,7 @@ def bench(
     repeats: int = typer.Option(5, "--repeats", min=1, help="Times the timed run is repeated (each followed by a bare-heap timing)."),
     scaling: bool = typer.Option(False, "--scaling", help="Add the scaling table: the quickstart's mix per 8 pCPUs, every policy."),
     scaling_pcpus: str = typer.Option("quick", "--scaling-pcpus", help='pCPU counts: "quick" (8,32,128), "full" (8..1024) or a list like 8,64.'),
-    scaling_policies: str = typer.Option("cfs,credit,gang,hybrid", "--scaling-policies", help="Policies of the scaling table."),
+    scaling_policies: str = typer.Option("cfs,credit,gang,hybrid,eevdf", "--scaling-policies", help="Policies of the scaling table."),
     scaling_sim_time: str = typer.Option("2s", "--scaling-sim-time", help="Simulated time at 8 pCPUs (P pCPUs run 8/P of it)."),
 ) -> None:
     """Run the standard benchmark (scenarios/quickstart.toml): live events/s, stale events apart,

@@ -235,7 +235,7 @@ fn catalog(py: Python<'_>) -> PyResult<String> {
 /// Run the standard benchmark (see vcpusim::bench) and return its report as JSON text.
 /// Durations are strings with units ("1s"); `memory=False` skips the memory-flatness check.
 #[pyfunction]
-#[pyo3(name = "bench", signature = (duration=None, memory=true, memory_short="10s", memory_long="40s", repeats=5, scaling=false, scaling_pcpus="quick", scaling_policies="cfs,credit,gang,hybrid", scaling_sim_time="2s"))]
+#[pyo3(name = "bench", signature = (duration=None, memory=true, memory_short="10s", memory_long="40s", repeats=5, scaling=false, scaling_pcpus="quick", scaling_policies="cfs,credit,gang,hybrid,eevdf", scaling_sim_time="2s"))]
 #[allow(clippy::too_many_arguments)]
 fn run_bench(
     py: Python<'_>,

@@ -33,8 +33,9 @@ use std::time::Instant;
 pub const QUICKSTART_TOML: &str = include_str!("../../../scenarios/quickstart.toml");
 pub const QUICKSTART_SOURCE: &str = "scenarios/quickstart.toml";
 
-/// The policies of the scaling table (issue 15: "cfs, credit, gang and hybrid").
-pub const SCALING_POLICIES: [&str; 4] = ["cfs", "credit", "gang", "hybrid"];
+/// The policies of the scaling table (issue 15: "cfs, credit, gang and hybrid ... and any future
+/// policy": eevdf).
+pub const SCALING_POLICIES: [&str; 5] = ["cfs", "credit", "gang", "hybrid", "eevdf"];
 /// pCPU counts of the quick scaling table (the default of `--scaling`).
 pub const SCALING_PCPUS_QUICK: [u32; 3] = [8, 32, 128];
 /// pCPU counts of the full scaling table (`--scaling-pcpus full`): issue 15's 8 to 1024.
