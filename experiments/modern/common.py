@@ -205,18 +205,16 @@ def compare(benches, layouts, schemes, ref: str, settings: Settings, seeds=None)
     return out
 
 
-def mean_gain(df: pd.DataFrame, s: str, **where) -> float:
-    sub = df[df["scheme"] == s]
-    for k, v in where.items():
-        sub = sub[sub[k].isin(v)] if isinstance(v, (list, tuple, set)) else sub[sub[k] == v]
-    return float(sub["gain"].mean()) if len(sub) else float("nan")
-
-
 def mean_of(df: pd.DataFrame, col: str, **where) -> float:
     sub = df
     for k, v in where.items():
         sub = sub[sub[k].isin(v)] if isinstance(v, (list, tuple, set)) else sub[sub[k] == v]
     return float(sub[col].mean()) if len(sub) else float("nan")
+
+
+def mean_gain(df: pd.DataFrame, s: str, **where) -> float:
+    """Mean ``gain`` of scheme ``s``'s rows that match ``where``."""
+    return mean_of(df, "gain", scheme=s, **where)
 
 
 def pct(x: float, digits: int = 1) -> str:

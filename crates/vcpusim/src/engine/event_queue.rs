@@ -166,18 +166,27 @@ impl<E> EventQueue<E> {
         }
     }
 
+    /// Remove the heap's top entry `key`: its event if live; a cancelled one is counted as
+    /// skipped and dropped (`None`).
+    #[inline(always)]
+    fn remove_top(&mut self, key: Key) -> Option<(Nanos, E)> {
+        self.heap.pop();
+        let slot = key.slot();
+        self.free.push(slot as u32);
+        let event = self.payloads[slot].take();
+        if event.is_none() {
+            self.dead -= 1;
+            self.skipped += 1;
+        }
+        event.map(|e| (key.at, e))
+    }
+
     /// The earliest live event, removed.
     #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
-        while let Some(key) = self.heap.pop() {
-            let slot = key.slot();
-            self.free.push(slot as u32);
-            match self.payloads[slot].take() {
-                Some(event) => return Some((key.at, event)),
-                None => {
-                    self.dead -= 1;
-                    self.skipped += 1;
-                }
+        while let Some(&key) = self.heap.peek() {
+            if let Some(event) = self.remove_top(key) {
+                return Some(event);
             }
         }
         None
@@ -190,19 +199,11 @@ impl<E> EventQueue<E> {
     pub fn pop_until(&mut self, until: Nanos) -> Option<(Nanos, E)> {
         loop {
             let key = *self.heap.peek()?;
-            let slot = key.slot();
-            let live = self.payloads[slot].is_some();
-            if live && key.at > until {
+            if key.at > until && self.payloads[key.slot()].is_some() {
                 return None;
             }
-            self.heap.pop();
-            self.free.push(slot as u32);
-            match self.payloads[slot].take() {
-                Some(event) => return Some((key.at, event)),
-                None => {
-                    self.dead -= 1;
-                    self.skipped += 1;
-                }
+            if let Some(event) = self.remove_top(key) {
+                return Some(event);
             }
         }
     }

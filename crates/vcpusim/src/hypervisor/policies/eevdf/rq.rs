@@ -30,8 +30,9 @@ pub(super) struct Se {
     pub(super) vruntime: i64,
     pub(super) deadline: i64,
     /// `vlag`: V − v saved at dequeue (`update_entity_lag`), read by `place_entity`; while the
-    /// entity runs it holds the deadline it was picked with (`set_next_entity`'s HACK, read by
-    /// RUN_TO_PARITY).
+    /// entity runs it holds the deadline it was picked with, for RUN_TO_PARITY: 6.6's
+    /// `set_next_entity` does exactly this ("HACK, stash a copy of deadline at the point of pick
+    /// in vlag, which isn't used until dequeue"), and the model keeps the kernel's layout.
     pub(super) vlag: i64,
     /// `slice`: the request size r_i (`sysctl_sched_base_slice`).
     pub(super) slice: Nanos,
@@ -239,7 +240,7 @@ impl CfsRq {
     }
 
     /// `set_next_entity`: `id` leaves the tree and becomes `curr`; its deadline at the pick is
-    /// stashed in `vlag` (the HACK RUN_TO_PARITY reads).
+    /// stashed in `vlag` for RUN_TO_PARITY, as the kernel does (see `Se::vlag`).
     pub(super) fn set_next(&mut self, ses: &mut [Se], id: u32) {
         if ses[id as usize].on_rq && self.curr != Some(id) {
             self.remove(ses, id);
