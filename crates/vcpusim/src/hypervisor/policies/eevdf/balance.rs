@@ -19,6 +19,7 @@
 //! an assumed [`NEWIDLE_COST_PER_PCPU`] per pCPU instead of timing it; a sleeping vCPU's `task_h_load` in
 //! `wake_affine_weight` is 0 (its PELT load would have decayed).
 
+use super::lb_index::{GroupType, LbIndex, CAPACITY_SCALE};
 use super::Eevdf;
 use crate::hypervisor::policies::cfs::domains::{self, Domain, SdState};
 use crate::hypervisor::policy::PolicyCtx;
@@ -26,8 +27,6 @@ use crate::ids::{PcpuId, VcpuId};
 use crate::time::{Nanos, MS, SEC};
 use std::sync::Arc;
 
-/// `SCHED_CAPACITY_SCALE`: one pCPU's capacity.
-const CAPACITY_SCALE: u64 = 1024;
 /// `sd_init` (6.6): `imbalance_pct` of SMT levels.
 const SMT_IMBALANCE_PCT: u64 = 110;
 /// Cost of one newly-idle `load_balance` per pCPU of the domain's span. Linux measures the real
@@ -43,6 +42,8 @@ const NEWIDLE_COST_PER_PCPU: Nanos = 250;
 pub(super) struct Domains {
     per: Vec<Vec<Arc<Domain>>>,
     llc: Vec<usize>,
+    /// The load balancer's sums over the domains' groups, kept current by `note_rq`.
+    index: LbIndex,
 }
 
 /// `enum cpu_idle_type`.
@@ -53,33 +54,12 @@ pub(super) enum CpuIdle {
     NewlyIdle,
 }
 
-/// `enum group_type`, as far as vCPU threads reach it (ordered: a higher one is busier).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum GroupType {
-    HasSpare,
-    FullyBusy,
-    Overloaded,
-}
-
 /// `enum migration_type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Migration {
     Load,
     Util,
     Task,
-}
-
-/// `struct sg_lb_stats` of one group.
-#[derive(Clone, Copy, Debug)]
-struct SgStats {
-    group: usize,
-    nr: u64,
-    load: u64,
-    capacity: u64,
-    weight: u64,
-    idle_cpus: u64,
-    kind: GroupType,
-    avg_load: u64,
 }
 
 impl Eevdf {
@@ -117,7 +97,24 @@ impl Eevdf {
         for p in (0..self.npcpus).filter(|p| !pool.contains(p)) {
             self.idle.set(PcpuId(p as u32), false);
         }
-        self.domains = Domains { per: built.into_iter().map(|d| d.into_iter().map(Arc::new).collect()).collect(), llc };
+        let per: Vec<Vec<Arc<Domain>>> = built.into_iter().map(|d| d.into_iter().map(Arc::new).collect()).collect();
+        let index = LbIndex::build(&per);
+        self.domains = Domains { per, llc, index };
+        for p in 0..self.npcpus {
+            self.note_rq(p);
+        }
+    }
+
+    /// Run queue `p`'s task count or root load may have changed: keep the balancer's sums.
+    #[inline]
+    pub(super) fn note_rq(&mut self, p: usize) {
+        let rq = &self.rqs[p];
+        self.domains.index.note_rq(p, rq.nr_running, rq.root.load);
+    }
+
+    /// The balancer's sums against a pass over the run queues (`Policy::check`).
+    pub(super) fn check_balance_sums(&self) -> Result<(), String> {
+        self.domains.index.check(&self.domains.per, |c| self.rqs[c].nr_running, |c| self.rqs[c].root.load)
     }
 
     /// `available_idle_cpu` (a host is no guest: `vcpu_is_preempted` is false).
@@ -301,37 +298,6 @@ impl Eevdf {
         local.iter().copied().find(|&c| self.idle_cpu(c)).unwrap_or(local[0]) == this
     }
 
-    /// `update_sg_lb_stats` and `group_classify` for group `gi` of `sd`.
-    fn group_stats(&self, sd: &Domain, gi: usize) -> SgStats {
-        let cpus = &sd.groups[gi].cpus;
-        let nr: u64 = cpus.iter().map(|&c| self.rqs[c].nr_running).sum();
-        let load: u64 = cpus.iter().map(|&c| self.rqs[c].root.load).sum();
-        let weight = cpus.len() as u64;
-        let capacity = weight * CAPACITY_SCALE;
-        let kind = match nr.cmp(&weight) {
-            std::cmp::Ordering::Less => GroupType::HasSpare,
-            std::cmp::Ordering::Equal => GroupType::FullyBusy,
-            std::cmp::Ordering::Greater => GroupType::Overloaded,
-        };
-        let idle_cpus = cpus.iter().filter(|&&c| self.idle_cpu(c)).count() as u64;
-        SgStats { group: gi, nr, load, capacity, weight, idle_cpus, kind, avg_load: load * CAPACITY_SCALE / capacity }
-    }
-
-    /// `update_sd_pick_busiest`: whether `sg` is busier than the current pick.
-    fn busier(sg: &SgStats, busiest: Option<&SgStats>) -> bool {
-        if sg.nr == 0 {
-            return false;
-        }
-        let Some(b) = busiest else { return true };
-        if sg.kind != b.kind {
-            return sg.kind > b.kind;
-        }
-        match sg.kind {
-            GroupType::Overloaded | GroupType::FullyBusy => sg.avg_load > b.avg_load,
-            GroupType::HasSpare => sg.idle_cpus < b.idle_cpus || (sg.idle_cpus == b.idle_cpus && sg.nr > b.nr),
-        }
-    }
-
     /// `load_balance(this, sd, idle)` at domain level `level`: find the busiest group and the
     /// imbalance (`find_busiest_group`, `calculate_imbalance`), the busiest run queue in it
     /// (`find_busiest_queue`), and pull queued vCPUs from it (`detach_tasks`, `attach_tasks`).
@@ -344,9 +310,10 @@ impl Eevdf {
         if level + 1 == self.domains.per[this].len() {
             // update_sd_lb_stats at the top level (`!env->sd->parent`): rd->overload becomes
             // whether some run queue of the span holds more than one task (SG_OVERLOAD).
-            self.overload = sd.span.iter().any(|&c| self.rqs[c].nr_running > 1);
+            // (The sums are kept current: lb_index.rs.)
+            self.overload = self.domains.index.span(this, level).2;
         }
-        let plan = self.find_busiest_group(&sd, level, idle);
+        let plan = self.find_busiest_group(&sd, this, level, idle);
         match plan.and_then(|(g, kind, imb)| self.find_busiest_queue(&sd, g, kind, imb).map(|q| (q, kind, imb))) {
             Some((busiest, kind, imbalance)) => {
                 let moved = self.detach_tasks(ctx, this, busiest, &sd, level, kind, imbalance, idle);
@@ -374,17 +341,13 @@ impl Eevdf {
 
     /// `find_busiest_group` + `calculate_imbalance` (6.6, reduced as the module says): the
     /// busiest group, the migration type and the imbalance (tasks, or load for `Load`).
-    fn find_busiest_group(&self, sd: &Domain, level: usize, idle: CpuIdle) -> Option<(usize, Migration, u64)> {
-        let stats: Vec<SgStats> = (0..sd.groups.len()).map(|g| self.group_stats(sd, g)).collect();
-        let local = stats[0];
-        let mut busiest: Option<&SgStats> = None;
-        for sg in &stats[1..] {
-            if Self::busier(sg, busiest) {
-                busiest = Some(sg);
-            }
-        }
-        let busiest = *busiest?;
-        let (total_load, total_cap) = stats.iter().fold((0, 0), |(l, c), s| (l + s.load, c + s.capacity));
+    fn find_busiest_group(&self, sd: &Domain, this: usize, level: usize, idle: CpuIdle) -> Option<(usize, Migration, u64)> {
+        // update_sd_lb_stats: the groups' statistics and the busiest other group, from the sums
+        // kept current (lb_index.rs) instead of a pass over the span.
+        let index = &self.domains.index;
+        let local = index.local(this, level);
+        let busiest = index.busiest(this, level)?;
+        let (total_load, total_cap, _) = index.span(this, level);
         let sd_avg = total_load * CAPACITY_SCALE / total_cap.max(1);
         // SD_PREFER_SIBLING of the child level (sd_init sets it below NUMA; not under SMT here).
         let prefer_sibling = level > 0 && !self.domains_child_is_smt(sd, level);
@@ -466,8 +429,15 @@ impl Eevdf {
     fn detach_tasks(&mut self, ctx: &mut PolicyCtx, this: usize, busiest: usize, sd: &Domain, level: usize, kind: Migration, imbalance: u64, idle: CpuIdle) -> u32 {
         let now = ctx.now();
         let failed = self.rqs[this].sd[level].nr_balance_failed;
-        let mut queued: Vec<VcpuId> = (0..self.tgs.len())
-            .flat_map(|vm| self.groups[self.gi(vm, busiest)].tree.iter().map(|&(_, v)| VcpuId(v)))
+        // `src_rq->cfs_tasks`: the queued vCPUs of the VMs whose group entity is on the busiest
+        // root run queue (queued, or its current one), not a pass over every VM.
+        let root = &self.rqs[busiest].root;
+        let mut queued: Vec<VcpuId> = root
+            .tree
+            .iter()
+            .map(|&(_, g)| g)
+            .chain(root.curr)
+            .flat_map(|g| self.groups[self.gi(self.gse_vm(g), busiest)].tree.iter().map(|&(_, v)| VcpuId(v)))
             .collect();
         queued.sort_by_key(|v| (self.last_ran[v.idx()], v.0));
         let mut left = imbalance as i64;

@@ -33,6 +33,7 @@ use rq::{calc_delta_fair, CfsRq, Features, Place, Se, NICE_0_LOAD};
 
 mod balance;
 mod kvm;
+mod lb_index;
 mod rq;
 #[cfg(test)]
 mod tests;
@@ -273,6 +274,7 @@ impl Eevdf {
         let shares = shares.clamp(MIN_SHARES, tg.shares.max(MIN_SHARES));
         let id = self.gse(vm, p);
         self.rqs[p].root.reweight(&mut self.ses, id, shares);
+        self.note_rq(p);
     }
 
     /// Account `delta` tasks on `p` (`rq->nr_running`) and keep the idle mask; a second task
@@ -304,6 +306,7 @@ impl Eevdf {
             self.rqs[p].root.place_entity(&mut self.ses, g, Place::Normal, self.base_slice, self.features);
             self.rqs[p].root.account_enqueue(&mut self.ses, g);
         }
+        self.note_rq(p);
         resched
     }
 
@@ -325,6 +328,7 @@ impl Eevdf {
         } else {
             self.update_cfs_group(vm, p);
         }
+        self.note_rq(p);
     }
 
     /// Move queued `v` to `to` keeping its lag (`detach_task` + `attach_task`, or a wakeup on
@@ -571,6 +575,7 @@ impl Policy for Eevdf {
                 return Err(format!("eevdf: pCPU {p} runs {runs:?} but the policy's current vCPU is {:?}", self.running_task(p)));
             }
         }
+        self.check_balance_sums()?;
         for (i, info) in host.vcpus.iter().enumerate().filter(|(_, info)| host.owns_vcpu(info.id)) {
             let on = self.task_rq[i];
             if (info.state == VcpuState::Halted) == on.is_some() {
