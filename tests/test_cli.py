@@ -140,6 +140,10 @@ def test_bench_scaling_table(cli):
     rows = json.loads(done.stdout)["scaling"]
     assert [(r["policy"], r["pcpus"], r["vcpus"]) for r in rows] == [("cfs", 8, 12), ("credit", 8, 12), ("cfs", 16, 24), ("credit", 16, 24)]
     assert all(r["events"] > 0 and r["peak_queue_len"] > 0 and r["ns_per_event"] > 0 for r in rows)
+    # The per-event cost is the event loop's: building the host is timed apart.
+    for r in rows:
+        assert 0 < r["setup_s"] < r["wall_time_s"]
+        assert r["ns_per_event"] == pytest.approx((r["wall_time_s"] - r["setup_s"]) * 1e9 / r["events"])
 
 
 def test_bad_bench_scaling_pcpus_is_a_user_error(cli):

@@ -159,12 +159,17 @@ pub struct ScalingRow {
     pub pcpus: u32,
     pub vcpus: u32,
     pub sim_time_ns: u64,
-    /// Wall time of the fastest run.
+    /// Wall time of the fastest run, setup included.
     pub wall_time_s: f64,
+    /// Of which building and starting the host (`Sim::build`, `Sim::start`: domains, fork
+    /// placement of every vCPU), which grows with the host and is paid once a run.
+    pub setup_s: f64,
     pub events: u64,
     pub stale_events: u64,
     pub cancelled_skipped: u64,
+    /// Live events per second of the event loop (`wall_time_s - setup_s`).
     pub events_per_s: f64,
+    /// Nanoseconds of the event loop per live event: the per-event cost, setup apart.
     pub ns_per_event: f64,
     pub peak_queue_len: u64,
     /// Peak RSS during the row's runs (VmHWM reset before them through /proc/self/clear_refs;
@@ -259,9 +264,16 @@ impl RunFacts {
 /// Build, start and run a simulation as `api::run` does (no trace, no check), without the
 /// report; returns its facts and the wall time of the whole.
 fn timed_run(scenario: &Scenario) -> Result<(RunFacts, f64), SimError> {
+    timed_run_split(scenario).map(|(facts, _, wall)| (facts, wall))
+}
+
+/// `timed_run`, also returning the wall time of building and starting the host (`Sim::build`,
+/// `Sim::start`) apart: (facts, setup, whole).
+fn timed_run_split(scenario: &Scenario) -> Result<(RunFacts, f64, f64), SimError> {
     let start = Instant::now();
     let mut sim = Sim::build(scenario, scenario.run.seed, false, false)?;
     sim.start();
+    let setup = start.elapsed().as_secs_f64();
     sim.run_until(scenario.run.duration, scenario.run.max_events)?;
     sim.take_samples(sim.now);
     sim.finish();
@@ -274,7 +286,7 @@ fn timed_run(scenario: &Scenario) -> Result<(RunFacts, f64), SimError> {
         sim_time_ns: sim.now,
     };
     drop(sim);
-    Ok((facts, wall))
+    Ok((facts, setup, wall))
 }
 
 fn median(xs: &[f64]) -> f64 {
@@ -350,14 +362,15 @@ fn scaling_table(options: &ScalingOptions) -> Result<Vec<ScalingRow>, SimError> 
             let duration = (options.sim_time_at_8 as u128 * 8 / pcpus.max(1) as u128) as Nanos;
             let scenario = scaling_scenario(policy, pcpus, duration.max(1))?;
             let rss_reset = reset_peak_rss();
-            let mut best: Option<(RunFacts, f64)> = None;
+            let mut best: Option<(RunFacts, f64, f64)> = None;
             for _ in 0..options.repeats.max(1) {
-                let (facts, wall) = timed_run(&scenario)?;
-                if best.is_none_or(|(_, w)| wall < w) {
-                    best = Some((facts, wall));
+                let (facts, setup, wall) = timed_run_split(&scenario)?;
+                if best.is_none_or(|(_, _, w)| wall < w) {
+                    best = Some((facts, setup, wall));
                 }
             }
-            let (facts, wall) = best.expect("at least one run");
+            let (facts, setup, wall) = best.expect("at least one run");
+            let event_loop = (wall - setup).max(1e-9);
             let live = facts.live();
             rows.push(ScalingRow {
                 policy: policy.clone(),
@@ -365,11 +378,12 @@ fn scaling_table(options: &ScalingOptions) -> Result<Vec<ScalingRow>, SimError> 
                 vcpus: scenario.vms.iter().map(|v| v.vcpus).sum(),
                 sim_time_ns: facts.sim_time_ns,
                 wall_time_s: wall,
+                setup_s: setup,
                 events: live,
                 stale_events: facts.stale,
                 cancelled_skipped: facts.skipped,
-                events_per_s: live as f64 / wall,
-                ns_per_event: wall * 1e9 / live.max(1) as f64,
+                events_per_s: live as f64 / event_loop,
+                ns_per_event: event_loop * 1e9 / live.max(1) as f64,
                 peak_queue_len: facts.peak_queue_len,
                 peak_rss_kib: peak_rss_kib(),
                 rss_reset,
@@ -517,12 +531,12 @@ pub fn to_text(r: &BenchReport) -> String {
         );
     }
     if let Some(rows) = &r.scaling {
-        let _ = writeln!(s, "\nscaling (quickstart mix per 8 pCPUs; fastest run of each row):");
-        let _ = writeln!(s, "  {:<7} {:>6} {:>6} {:>9} {:>10} {:>12} {:>9} {:>10} {:>9} {:>9}", "policy", "pcpus", "vcpus", "sim ms", "events", "events/s", "ns/event", "peak queue", "stale %", "RSS MiB");
+        let _ = writeln!(s, "\nscaling (quickstart mix per 8 pCPUs; fastest run of each row; events/s and ns/event of the event loop, setup apart):");
+        let _ = writeln!(s, "  {:<7} {:>6} {:>6} {:>9} {:>10} {:>12} {:>9} {:>9} {:>10} {:>9} {:>9}", "policy", "pcpus", "vcpus", "sim ms", "events", "events/s", "ns/event", "setup ms", "peak queue", "stale %", "RSS MiB");
         for x in rows {
             let _ = writeln!(
                 s,
-                "  {:<7} {:>6} {:>6} {:>9.1} {:>10} {:>12.0} {:>9.1} {:>10} {:>9.1} {:>9}",
+                "  {:<7} {:>6} {:>6} {:>9.1} {:>10} {:>12.0} {:>9.1} {:>9.1} {:>10} {:>9.1} {:>9}",
                 x.policy,
                 x.pcpus,
                 x.vcpus,
@@ -530,6 +544,7 @@ pub fn to_text(r: &BenchReport) -> String {
                 x.events,
                 x.events_per_s,
                 x.ns_per_event,
+                x.setup_s * 1e3,
                 x.peak_queue_len,
                 100.0 * x.stale_events as f64 / (x.events + x.stale_events).max(1) as f64,
                 x.peak_rss_kib.map(|k| format!("{:.1}{}", k as f64 / 1024.0, if x.rss_reset { "" } else { "*" })).unwrap_or("-".into()),
