@@ -109,8 +109,8 @@ impl GuestKernel {
             }
             return;
         }
-        let mut woken = Vec::new();
-        let mut moved = Vec::new();
+        let mut woken = std::mem::take(&mut self.scratch.woken);
+        let mut moved = std::mem::take(&mut self.scratch.moved);
         if let Some(q) = self.objects.futex_waiters.get_mut(&from) {
             woken.extend(q.pop_front());
             moved.extend(q.drain(..));
@@ -126,15 +126,19 @@ impl GuestKernel {
             }
         }
         if !moved.is_empty() {
-            self.objects.futex_waiters.entry(to).or_default().extend(moved);
+            self.objects.futex_waiters.entry(to).or_default().extend(moved.drain(..));
         }
-        self.wake_dequeued(env, v, t, from, woken, unlocks);
+        self.scratch.moved = moved;
+        self.wake_dequeued(env, v, t, from, &woken, unlocks);
+        woken.clear();
+        self.scratch.woken = woken;
     }
 
     /// Under the bucket lock: dequeue up to `n` waiters and make them runnable; the reschedule
     /// IPIs to remote vCPUs become a SendIpis step placed before or after the unlock.
     pub fn futex_wake(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId, key: FutexKey, n: usize) {
-        let mut woken = Vec::new();
+        // The dequeued waiters go in a list kept for reuse (issue 15: no allocation per call).
+        let mut woken = std::mem::take(&mut self.scratch.woken);
         if let Some(q) = self.objects.futex_waiters.get_mut(&key) {
             while woken.len() < n {
                 match q.pop_front() {
@@ -143,7 +147,9 @@ impl GuestKernel {
                 }
             }
         }
-        self.wake_dequeued(env, v, t, key, woken, 1);
+        self.wake_dequeued(env, v, t, key, &woken, 1);
+        woken.clear();
+        self.scratch.woken = woken;
     }
 
     /// Make the dequeued `woken` (taken from futex `key`) runnable (waker `t` on vCPU `v`, which
@@ -152,17 +158,17 @@ impl GuestKernel {
     /// WAKE_ONE_NS on each. A mutex's waiters woken by its unlock are hand-offs for the trace
     /// (guest/handoff.rs).
     #[allow(clippy::too_many_arguments)]
-    fn wake_dequeued(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId, key: FutexKey, woken: Vec<ThreadId>, unlocks: usize) {
+    fn wake_dequeued(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId, key: FutexKey, woken: &[ThreadId], unlocks: usize) {
         if let (Some(_), FutexKey::Mutex(_)) = (&self.handoffs, key) {
             let lock = self.object_name(key);
             if let Some(log) = self.handoffs.as_mut() {
-                for w in &woken {
+                for w in woken {
                     log.release(env.now, HandOffKind::Mutex, lock.clone(), t, v, *w);
                 }
             }
         }
-        let mut targets: Vec<VcpuId> = Vec::new();
-        for w in &woken {
+        let mut targets = self.scratch.ipi_targets();
+        for w in woken {
             if let Some(target) = self.wake_thread(env.threads, env.pv, env.now, v, *w) {
                 if !targets.contains(&target) {
                     targets.push(target);
@@ -170,8 +176,12 @@ impl GuestKernel {
             }
         }
         let th = &mut env.threads[t.idx()];
-        let ipis = (!targets.is_empty())
-            .then_some(Step::SendIpis { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0, func: KernelFn::FutexWake });
+        let ipis = if targets.is_empty() {
+            self.scratch.recycle_ipi_targets(targets);
+            None
+        } else {
+            Some(Step::SendIpis { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0, func: KernelFn::FutexWake })
+        };
         // The front steps now are the bucket Unlocks.
         match (ipis, self.config.futex_wake_ipi) {
             (Some(s), FutexWakeIpi::UnderLock) => th.steps.push_front(s),

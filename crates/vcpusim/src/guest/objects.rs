@@ -76,8 +76,9 @@ pub struct SyncObjects {
     pub cond_mutex: BTreeMap<usize, usize>,
     /// PARSEC barriers, one per program barrier (used by `Op::ParsecBarrier`).
     pub parsec: Vec<ParsecBarrier>,
-    /// Threads spinning in user space on `pthread_mutex_trylock` of a mutex, by mutex.
-    pub mutex_spinners: BTreeMap<usize, Vec<ThreadId>>,
+    /// Threads spinning in user space on `pthread_mutex_trylock` of a mutex, by mutex (grown on
+    /// first use; a list is emptied, not dropped, when the mutex is released).
+    pub mutex_spinners: Vec<Vec<ThreadId>>,
     pub queues: Vec<Queue>,
     /// futex wait queues, by futex.
     pub futex_waiters: BTreeMap<FutexKey, VecDeque<ThreadId>>,

@@ -308,7 +308,13 @@ impl GuestKernel {
         match cond {
             SpinCond::BarrierGeneration { barrier, .. } => Some(&mut self.objects.barriers[barrier].spinners),
             SpinCond::ParsecPhase { barrier, .. } => Some(&mut self.objects.parsec[barrier].spinners),
-            SpinCond::MutexFree(m) => Some(self.objects.mutex_spinners.entry(m).or_default()),
+            SpinCond::MutexFree(m) => {
+                let lists = &mut self.objects.mutex_spinners;
+                if lists.len() <= m {
+                    lists.resize_with(m + 1, Vec::new);
+                }
+                Some(&mut lists[m])
+            }
             SpinCond::WsBackoff { .. } => None,
             SpinCond::MmSemOwner => Some(&mut self.objects.mm_sem.spinners),
         }

@@ -48,10 +48,12 @@ impl GuestKernel {
         self.check_owner(env, t, m, || format!("unlock of {}", self.object_name(FutexKey::Mutex(m))))?;
         self.objects.mutex_owner[m] = None;
         let old = std::mem::replace(&mut self.objects.mutexes[m], MutexWord::Free);
-        if let Some(spinners) = self.objects.mutex_spinners.remove(&m) {
-            for s in spinners {
+        if let Some(list) = self.objects.mutex_spinners.get_mut(m) {
+            let spinners = std::mem::take(list);
+            for &s in &spinners {
                 self.poke(env.threads, s);
             }
+            self.objects.mutex_spinners[m] = recycled(spinners);
         }
         if old == MutexWord::Contended {
             let steps = self.futex_wake_steps(env, FutexKey::Mutex(m), 1);
@@ -190,38 +192,35 @@ impl GuestKernel {
     /// parsec_barrier_wait (PARSEC 2.1 parsec_barrier.cpp) entered: `pthread_mutex_lock`.
     pub fn parsec_barrier(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, wait: BarrierWait) {
         let m = self.objects.parsec[b].mutex;
-        env.push_front_steps(t, vec![Step::Do(Action::MutexLock(m)), Step::Do(Action::ParsecArrive { barrier: b, wait })]);
+        env.push_front_steps(t, [Step::Do(Action::MutexLock(m)), Step::Do(Action::ParsecArrive { barrier: b, wait })]);
     }
 
     /// The steps that wait, with the barrier's mutex held, until `is_arrival_phase == arrival`,
     /// and then hold the mutex again: with ENABLE_SPIN_BARRIER, unlock, poll the flag for at
     /// most SPIN_COUNTER_MAX iterations, spin on trylock, then pthread_cond_wait while it still
-    /// differs; without, pthread_cond_wait only.
-    fn parsec_wait_steps(&self, b: ObjIndex, arrival: bool, wait: BarrierWait) -> Vec<Step> {
+    /// differs; without, pthread_cond_wait only. (An iterator over an array, no `Vec`: issue 15.)
+    fn parsec_wait_steps(&self, b: ObjIndex, arrival: bool, wait: BarrierWait) -> impl DoubleEndedIterator<Item = Step> {
         let m = self.objects.parsec[b].mutex;
-        let budget = match wait {
-            BarrierWait::Block => return vec![Step::Do(Action::ParsecWaitPhase { barrier: b, arrival })],
-            BarrierWait::Spin => None,
-            BarrierWait::SpinThenBlock(spin) => Some(spin),
+        let spin = match wait {
+            BarrierWait::Block => None,
+            BarrierWait::Spin => Some(None),
+            BarrierWait::SpinThenBlock(spin) => Some(Some(spin)),
         };
-        let mut steps = vec![
-            Step::Do(Action::MutexUnlock(m)),
-            Step::UserSpin { cond: SpinCond::ParsecPhase { barrier: b, arrival }, budget },
-        ];
-        steps.extend(trylock_spin(m));
-        steps.push(Step::Do(Action::ParsecWaitPhase { barrier: b, arrival }));
-        steps
+        let [try_spin, trylock] = trylock_spin(m);
+        let spin_steps = spin.map(|budget| {
+            [Step::Do(Action::MutexUnlock(m)), Step::UserSpin { cond: SpinCond::ParsecPhase { barrier: b, arrival }, budget }, try_spin, trylock]
+        });
+        spin_steps.into_iter().flatten().chain([Step::Do(Action::ParsecWaitPhase { barrier: b, arrival })])
     }
 
     /// With the mutex held: "First we must wait to be sure that all threads from a previous
     /// barrier use had the chance to leave", then register.
     pub fn parsec_arrive(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, wait: BarrierWait) {
-        let mut steps = Vec::new();
+        // Queued back to front: the registration, then the wait before it.
+        env.push_front_steps(t, [Step::Do(Action::ParsecRegister { barrier: b, wait })]);
         if !self.objects.parsec[b].arrival {
-            steps = self.parsec_wait_steps(b, true, wait);
+            env.push_front_steps(t, self.parsec_wait_steps(b, true, wait));
         }
-        steps.push(Step::Do(Action::ParsecRegister { barrier: b, wait }));
-        env.push_front_steps(t, steps);
     }
 
     /// With the mutex held in an arrival phase: `barrier->n++`; the last arriver clears
@@ -229,19 +228,20 @@ impl GuestKernel {
     pub fn parsec_register(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, wait: BarrierWait) {
         let pb = &mut self.objects.parsec[b];
         pb.n += 1;
-        let mut steps = if pb.n >= pb.max {
+        // Queued back to front: the departure, then what comes before it.
+        env.push_front_steps(t, [Step::Do(Action::ParsecDepart(b))]);
+        if pb.n >= pb.max {
             pb.arrival = false;
             let cond = pb.cond;
             let spinners = std::mem::take(&mut pb.spinners);
-            for s in spinners {
+            for &s in &spinners {
                 self.poke(env.threads, s);
             }
-            vec![Step::Do(Action::CondSignal { cond, all: true })]
+            self.objects.parsec[b].spinners = recycled(spinners);
+            env.push_front_steps(t, [Step::Do(Action::CondSignal { cond, all: true })]);
         } else {
-            self.parsec_wait_steps(b, false, wait)
-        };
-        steps.push(Step::Do(Action::ParsecDepart(b)));
-        env.push_front_steps(t, steps);
+            env.push_front_steps(t, self.parsec_wait_steps(b, false, wait));
+        }
     }
 
     /// With the mutex held: `while (flag != arrival) pthread_cond_wait(&cond, &mutex);`.
@@ -249,10 +249,7 @@ impl GuestKernel {
         let pb = &self.objects.parsec[b];
         if pb.arrival != arrival {
             let (cond, mutex) = (pb.cond, pb.mutex);
-            env.push_front_steps(
-                t,
-                vec![Step::Do(Action::CondWait { cond, mutex }), Step::Do(Action::ParsecWaitPhase { barrier: b, arrival })],
-            );
+            env.push_front_steps(t, [Step::Do(Action::CondWait { cond, mutex }), Step::Do(Action::ParsecWaitPhase { barrier: b, arrival })]);
         }
     }
 
@@ -261,17 +258,17 @@ impl GuestKernel {
     pub fn parsec_depart(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex) {
         let pb = &mut self.objects.parsec[b];
         pb.n -= 1;
-        let mut steps = Vec::new();
+        // Queued back to front: the unlock, then the broadcast before it.
+        env.push_front_steps(t, [Step::Do(Action::MutexUnlock(pb.mutex))]);
         if pb.n == 0 {
             pb.arrival = true;
-            steps.push(Step::Do(Action::CondSignal { cond: pb.cond, all: true }));
+            env.push_front_steps(t, [Step::Do(Action::CondSignal { cond: pb.cond, all: true })]);
             let spinners = std::mem::take(&mut pb.spinners);
-            for s in spinners {
+            for &s in &spinners {
                 self.poke(env.threads, s);
             }
+            self.objects.parsec[b].spinners = recycled(spinners);
         }
-        steps.push(Step::Do(Action::MutexUnlock(self.objects.parsec[b].mutex)));
-        env.push_front_steps(t, steps);
     }
 
     /// With the queue's mutex held: put an item, or wait on `not_full` and retry.
@@ -279,10 +276,10 @@ impl GuestKernel {
         let queue = &mut self.objects.queues[q];
         let (m, not_empty, not_full) = (queue.mutex, queue.not_empty, queue.not_full);
         let steps = if queue.items == queue.capacity {
-            vec![Step::Do(Action::CondWait { cond: not_full, mutex: m }), Step::Do(Action::QueuePut(q))]
+            [Step::Do(Action::CondWait { cond: not_full, mutex: m }), Step::Do(Action::QueuePut(q))]
         } else {
             queue.items += 1;
-            vec![Step::Do(Action::CondSignal { cond: not_empty, all: false }), Step::Do(Action::MutexUnlock(m))]
+            [Step::Do(Action::CondSignal { cond: not_empty, all: false }), Step::Do(Action::MutexUnlock(m))]
         };
         env.push_front_steps(t, steps);
     }
@@ -292,10 +289,10 @@ impl GuestKernel {
         let queue = &mut self.objects.queues[q];
         let (m, not_empty, not_full) = (queue.mutex, queue.not_empty, queue.not_full);
         let steps = if queue.items == 0 {
-            vec![Step::Do(Action::CondWait { cond: not_empty, mutex: m }), Step::Do(Action::QueueGet(q))]
+            [Step::Do(Action::CondWait { cond: not_empty, mutex: m }), Step::Do(Action::QueueGet(q))]
         } else {
             queue.items -= 1;
-            vec![Step::Do(Action::CondSignal { cond: not_full, all: false }), Step::Do(Action::MutexUnlock(m))]
+            [Step::Do(Action::CondSignal { cond: not_full, all: false }), Step::Do(Action::MutexUnlock(m))]
         };
         env.push_front_steps(t, steps);
     }
@@ -307,6 +304,13 @@ impl GuestKernel {
 
 /// `while (pthread_mutex_trylock(m) == EBUSY);`: a user-space spin until the word is free, then
 /// the trylock.
-fn trylock_spin(m: ObjIndex) -> Vec<Step> {
-    vec![Step::UserSpin { cond: SpinCond::MutexFree(m), budget: None }, Step::Do(Action::MutexTrylock(m))]
+fn trylock_spin(m: ObjIndex) -> [Step; 2] {
+    [Step::UserSpin { cond: SpinCond::MutexFree(m), budget: None }, Step::Do(Action::MutexTrylock(m))]
+}
+
+/// A list taken out of an object to walk it, emptied for reuse: its buffer goes back instead of
+/// a new one growing again at the next use (issue 15: allocation on the barrier paths).
+fn recycled<T>(mut list: Vec<T>) -> Vec<T> {
+    list.clear();
+    list
 }
