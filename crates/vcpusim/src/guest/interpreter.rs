@@ -4,11 +4,10 @@ use super::kernel::{GuestEnv, GuestKernel};
 use super::kernel_fn::KernelFn;
 use crate::hardware::costs::Costs;
 use super::mm_sem::MmSemOp;
-use super::thread::{Action, Code, Step};
+use super::thread::{Action, Code, Step, StepQueue};
 use crate::ids::ThreadId;
 use crate::time::Nanos;
 use crate::workload::program::Op;
-use std::collections::VecDeque;
 
 /// Kernel work per page mapped or unmapped (page-table updates), assumed.
 const MM_WORK_PER_PAGE: Nanos = 250;
@@ -74,7 +73,7 @@ impl GuestKernel {
     }
 
     /// Append the steps of `op` to `steps`.
-    fn expand(&self, costs: &Costs, op: Op, steps: &mut VecDeque<Step>) {
+    fn expand(&self, costs: &Costs, op: Op, steps: &mut StepQueue) {
         match op {
             Op::Compute(dist) => steps.push_back(Step::RunDist { dist, func: KernelFn::User }),
             Op::Syscall { work, lock } => {

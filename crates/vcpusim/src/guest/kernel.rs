@@ -40,10 +40,7 @@ impl GuestEnv<'_> {
         I: IntoIterator<Item = Step>,
         I::IntoIter: DoubleEndedIterator,
     {
-        let q = &mut self.threads[t.idx()].steps;
-        for s in steps.into_iter().rev() {
-            q.push_front(s);
-        }
+        self.threads[t.idx()].steps.push_front_all(steps);
     }
 }
 

@@ -286,7 +286,7 @@ impl Sim {
                 code: compile(ops),
                 pc: 0,
                 loops: Vec::new(),
-                steps: VecDeque::new(),
+                steps: crate::guest::thread::StepQueue::new(),
                 step_remaining: None,
                 spin_budget_left: None,
                 pv_spin_left: None,
