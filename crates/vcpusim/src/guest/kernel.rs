@@ -42,6 +42,12 @@ impl GuestEnv<'_> {
     {
         self.threads[t.idx()].steps.push_front_all(steps);
     }
+
+    /// Queue `step` in front of thread `t`'s pending steps.
+    #[inline]
+    pub fn push_front(&mut self, t: ThreadId, step: Step) {
+        self.threads[t.idx()].steps.push_front(step);
+    }
 }
 
 /// The guest kernel's state of one of its vCPUs (Linux: the per-CPU run queue and `current`,

@@ -24,8 +24,8 @@ impl GuestKernel {
     }
 
     fn mutex_wait(&mut self, env: &mut GuestEnv, t: ThreadId, m: ObjIndex) {
-        let steps = self.futex_wait_steps(env, FutexKey::Mutex(m), MutexWord::Contended as u64);
-        env.push_front_steps(t, steps.chain([Step::Do(Action::MutexRetry(m))]));
+        env.push_front(t, Step::Do(Action::MutexRetry(m)));
+        self.push_futex_wait(env, t, FutexKey::Mutex(m), MutexWord::Contended as u64);
     }
 
     /// After futex_wait returns: xchg(word, 2); got it if it was free.
@@ -56,8 +56,7 @@ impl GuestKernel {
             self.objects.mutex_spinners[m] = recycled(spinners);
         }
         if old == MutexWord::Contended {
-            let steps = self.futex_wake_steps(env, FutexKey::Mutex(m), 1);
-            env.push_front_steps(t, steps);
+            self.push_futex_wake(env, t, FutexKey::Mutex(m), 1);
         }
         Ok(())
     }
@@ -120,8 +119,7 @@ impl GuestKernel {
             let spinners = std::mem::take(&mut bar.spinners);
             let sleepers = self.objects.futex_waiters.get(&FutexKey::Barrier(b)).is_some_and(|q| !q.is_empty());
             if sleepers {
-                let steps = self.futex_wake_steps(env, FutexKey::Barrier(b), usize::MAX);
-                env.push_front_steps(t, steps);
+                self.push_futex_wake(env, t, FutexKey::Barrier(b), usize::MAX);
             }
             return spinners;
         }
@@ -129,10 +127,7 @@ impl GuestKernel {
         let cond = SpinCond::BarrierGeneration { barrier: b, generation };
         match wait {
             BarrierWait::Spin => env.push_front_steps(t, [Step::UserSpin { cond, budget: None }]),
-            BarrierWait::Block => {
-                let steps = self.futex_wait_steps(env, FutexKey::Barrier(b), generation);
-                env.push_front_steps(t, steps);
-            }
+            BarrierWait::Block => self.push_futex_wait(env, t, FutexKey::Barrier(b), generation),
             BarrierWait::SpinThenBlock(spin) => env.push_front_steps(
                 t,
                 [Step::UserSpin { cond, budget: Some(spin) }, Step::Do(Action::BarrierBlockUnlessOpen { barrier: b, generation })],
@@ -144,8 +139,7 @@ impl GuestKernel {
     pub fn barrier_block_unless_open(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, generation: u64) {
         self.objects.barriers[b].spinners.retain(|s| *s != t);
         if self.objects.barriers[b].generation == generation {
-            let steps = self.futex_wait_steps(env, FutexKey::Barrier(b), generation);
-            env.push_front_steps(t, steps);
+            self.push_futex_wait(env, t, FutexKey::Barrier(b), generation);
         }
     }
 
@@ -160,9 +154,10 @@ impl GuestKernel {
         })?;
         let seq = self.objects.conds[c];
         self.objects.cond_mutex.insert(c, m);
-        let wait = self.futex_wait_steps(env, FutexKey::Cond(c), seq);
-        let steps = [Step::Do(Action::MutexUnlock(m))].into_iter().chain(wait).chain([Step::Do(Action::MutexCondLock(m))]);
-        env.push_front_steps(t, steps);
+        // Queued back to front: take the mutex back, after the futex_wait, after the unlock.
+        env.push_front(t, Step::Do(Action::MutexCondLock(m)));
+        self.push_futex_wait(env, t, FutexKey::Cond(c), seq);
+        env.push_front(t, Step::Do(Action::MutexUnlock(m)));
         Ok(())
     }
 
@@ -178,12 +173,10 @@ impl GuestKernel {
             match (all, self.objects.cond_mutex.get(&c)) {
                 (true, Some(&m)) => {
                     let seq = self.objects.conds[c];
-                    let steps = self.futex_requeue_steps(env, FutexKey::Cond(c), FutexKey::Mutex(m), seq);
-                    env.push_front_steps(t, steps);
+                    self.push_futex_requeue(env, t, FutexKey::Cond(c), FutexKey::Mutex(m), seq);
                 }
                 _ => {
-                    let steps = self.futex_wake_steps(env, FutexKey::Cond(c), if all { usize::MAX } else { 1 });
-                    env.push_front_steps(t, steps);
+                    self.push_futex_wake(env, t, FutexKey::Cond(c), if all { usize::MAX } else { 1 });
                 }
             }
         }
@@ -195,22 +188,22 @@ impl GuestKernel {
         env.push_front_steps(t, [Step::Do(Action::MutexLock(m)), Step::Do(Action::ParsecArrive { barrier: b, wait })]);
     }
 
-    /// The steps that wait, with the barrier's mutex held, until `is_arrival_phase == arrival`,
-    /// and then hold the mutex again: with ENABLE_SPIN_BARRIER, unlock, poll the flag for at
-    /// most SPIN_COUNTER_MAX iterations, spin on trylock, then pthread_cond_wait while it still
-    /// differs; without, pthread_cond_wait only. (An iterator over an array, no `Vec`: issue 15.)
-    fn parsec_wait_steps(&self, b: ObjIndex, arrival: bool, wait: BarrierWait) -> impl DoubleEndedIterator<Item = Step> {
+    /// Queue in front of thread `t`'s steps the wait, with the barrier's mutex held, until
+    /// `is_arrival_phase == arrival`, after which it holds the mutex again: with
+    /// ENABLE_SPIN_BARRIER, unlock, poll the flag for at most SPIN_COUNTER_MAX iterations, spin on
+    /// trylock, then pthread_cond_wait while it still differs; without, pthread_cond_wait only.
+    /// (Queued back to front, one step at a time: no list per call, issue 15.)
+    fn push_parsec_wait(&self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, arrival: bool, wait: BarrierWait) {
         let m = self.objects.parsec[b].mutex;
-        let spin = match wait {
-            BarrierWait::Block => None,
-            BarrierWait::Spin => Some(None),
-            BarrierWait::SpinThenBlock(spin) => Some(Some(spin)),
+        env.push_front(t, Step::Do(Action::ParsecWaitPhase { barrier: b, arrival }));
+        let budget = match wait {
+            BarrierWait::Block => return,
+            BarrierWait::Spin => None,
+            BarrierWait::SpinThenBlock(spin) => Some(spin),
         };
-        let [try_spin, trylock] = trylock_spin(m);
-        let spin_steps = spin.map(|budget| {
-            [Step::Do(Action::MutexUnlock(m)), Step::UserSpin { cond: SpinCond::ParsecPhase { barrier: b, arrival }, budget }, try_spin, trylock]
-        });
-        spin_steps.into_iter().flatten().chain([Step::Do(Action::ParsecWaitPhase { barrier: b, arrival })])
+        env.push_front_steps(t, trylock_spin(m));
+        env.push_front(t, Step::UserSpin { cond: SpinCond::ParsecPhase { barrier: b, arrival }, budget });
+        env.push_front(t, Step::Do(Action::MutexUnlock(m)));
     }
 
     /// With the mutex held: "First we must wait to be sure that all threads from a previous
@@ -219,7 +212,7 @@ impl GuestKernel {
         // Queued back to front: the registration, then the wait before it.
         env.push_front_steps(t, [Step::Do(Action::ParsecRegister { barrier: b, wait })]);
         if !self.objects.parsec[b].arrival {
-            env.push_front_steps(t, self.parsec_wait_steps(b, true, wait));
+            self.push_parsec_wait(env, t, b, true, wait);
         }
     }
 
@@ -240,7 +233,7 @@ impl GuestKernel {
             self.objects.parsec[b].spinners = recycled(spinners);
             env.push_front_steps(t, [Step::Do(Action::CondSignal { cond, all: true })]);
         } else {
-            env.push_front_steps(t, self.parsec_wait_steps(b, false, wait));
+            self.push_parsec_wait(env, t, b, false, wait);
         }
     }
 
