@@ -377,11 +377,7 @@ impl GuestKernel {
                     return Some(Next::Stop(Box::new(SimError::Program { time_ns: env.now, message })));
                 }
             }
-            Action::BarrierArrive { barrier, wait } => {
-                for s in self.barrier_arrive(env, t, barrier, wait) {
-                    self.poke(env.threads, s);
-                }
-            }
+            Action::BarrierArrive { barrier, wait } => self.barrier_arrive(env, t, barrier, wait),
             Action::BarrierBlockUnlessOpen { barrier, generation } => self.barrier_block_unless_open(env, t, barrier, generation),
             Action::CondWait { cond, mutex } => {
                 if let Err(message) = self.cond_wait(env, t, cond, mutex) {

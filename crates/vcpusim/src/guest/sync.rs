@@ -106,11 +106,9 @@ impl GuestKernel {
         }
     }
 
-    /// Arrive at a barrier. The last arriver opens it: spinners see the new generation (the
-    /// caller lets each re-check at once: the returned threads), sleepers get one futex_wake
-    /// for all of them.
-    #[must_use = "the spinners of an opened barrier must be poked"]
-    pub fn barrier_arrive(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, wait: BarrierWait) -> Vec<ThreadId> {
+    /// Arrive at a barrier. The last arriver opens it: spinners see the new generation (each is
+    /// poked to re-check at once), sleepers get one futex_wake for all of them.
+    pub fn barrier_arrive(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, wait: BarrierWait) {
         let bar = &mut self.objects.barriers[b];
         bar.arrived += 1;
         if bar.arrived == bar.parties {
@@ -121,7 +119,11 @@ impl GuestKernel {
             if sleepers {
                 self.push_futex_wake(env, t, FutexKey::Barrier(b), usize::MAX);
             }
-            return spinners;
+            for &s in &spinners {
+                self.poke(env.threads, s);
+            }
+            self.objects.barriers[b].spinners = recycled(spinners);
+            return;
         }
         let generation = bar.generation;
         let cond = SpinCond::BarrierGeneration { barrier: b, generation };
@@ -133,7 +135,6 @@ impl GuestKernel {
                 [Step::UserSpin { cond, budget: Some(spin) }, Step::Do(Action::BarrierBlockUnlessOpen { barrier: b, generation })],
             ),
         }
-        Vec::new()
     }
 
     pub fn barrier_block_unless_open(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, generation: u64) {
