@@ -59,7 +59,7 @@ impl GuestKernel {
     /// Under the bucket lock: queue `t` if the futex word still holds `expect`.
     pub fn futex_queue(&mut self, env: &mut GuestEnv, t: ThreadId, key: FutexKey, expect: u64) {
         if self.objects.futex_value(key) == expect {
-            self.objects.futex_waiters.entry(key).or_default().push_back(t);
+            self.objects.futex_waiters.entry_or_default(key).push_back(t);
             env.threads[t.idx()].futex_queued = Some(key);
         } else {
             env.threads[t.idx()].futex_queued = None;
@@ -138,7 +138,7 @@ impl GuestKernel {
             }
         }
         if !moved.is_empty() {
-            self.objects.futex_waiters.entry(to).or_default().extend(moved.drain(..));
+            self.objects.futex_waiters.entry_or_default(to).extend(moved.drain(..));
         }
         self.scratch.moved = moved;
         self.wake_dequeued(env, v, t, from, &woken, unlocks);

@@ -154,7 +154,11 @@ impl GuestKernel {
             format!("cond_wait on {} with {}", self.object_name(FutexKey::Cond(c)), self.object_name(FutexKey::Mutex(m)))
         })?;
         let seq = self.objects.conds[c];
-        self.objects.cond_mutex.insert(c, m);
+        let recorded = &mut self.objects.cond_mutex;
+        if recorded.len() <= c {
+            recorded.resize(c + 1, None);
+        }
+        recorded[c] = Some(m);
         // Queued back to front: take the mutex back, after the futex_wait, after the unlock.
         env.push_front(t, Step::Do(Action::MutexCondLock(m)));
         self.push_futex_wait(env, t, FutexKey::Cond(c), seq);
@@ -171,8 +175,8 @@ impl GuestKernel {
         self.objects.conds[c] += 1;
         let waiters = self.objects.futex_waiters.get(&FutexKey::Cond(c)).is_some_and(|q| !q.is_empty());
         if waiters {
-            match (all, self.objects.cond_mutex.get(&c)) {
-                (true, Some(&m)) => {
+            match (all, self.objects.cond_mutex.get(c).copied().flatten()) {
+                (true, Some(m)) => {
                     let seq = self.objects.conds[c];
                     self.push_futex_requeue(env, t, FutexKey::Cond(c), FutexKey::Mutex(m), seq);
                 }
