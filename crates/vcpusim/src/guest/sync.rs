@@ -48,7 +48,7 @@ impl GuestKernel {
         self.check_owner(env, t, m, || format!("unlock of {}", self.object_name(FutexKey::Mutex(m))))?;
         self.objects.mutex_owner[m] = None;
         let old = std::mem::replace(&mut self.objects.mutexes[m], MutexWord::Free);
-        if let Some(list) = self.objects.mutex_spinners.get_mut(m) {
+        if let Some(list) = self.objects.mutex_spinners.get_mut(m).filter(|l| !l.is_empty()) {
             let spinners = std::mem::take(list);
             for &s in &spinners {
                 self.poke(env.threads, s);
