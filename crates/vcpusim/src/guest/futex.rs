@@ -27,31 +27,39 @@ const WAKE_ONE_NS: Nanos = 200;
 const QUEUE_NS: Nanos = 100;
 
 impl GuestKernel {
-    /// A futex system call: enter the kernel, run `action` under the bucket lock (after
-    /// `locked_ns` of work there). The steps come in an array, not a `Vec`: futex calls are
-    /// per-operation work of the PARSEC-style mutex and condition-variable workloads, where a
-    /// `Vec` per call and its growth took about a tenth of the instructions (issue 15).
-    fn futex_call(&mut self, env: &mut GuestEnv, key: FutexKey, func: KernelFn, locked_ns: Nanos, action: Action) -> impl DoubleEndedIterator<Item = Step> {
+    /// Queue a futex system call in front of thread `t`'s steps: enter the kernel, run `action`
+    /// under the bucket lock (after `locked_ns` of work there). The steps are queued one at a
+    /// time, the last first: futex calls are per-operation work of the PARSEC-style mutex and
+    /// condition-variable workloads, where a `Vec` per call and its growth took about a tenth of
+    /// the instructions, and iterator chains over step arrays a few per cent more (issue 15).
+    fn push_futex_call(&mut self, env: &mut GuestEnv, t: ThreadId, key: FutexKey, func: KernelFn, locked_ns: Nanos, action: Action) {
         let lock = self.futex_bucket_lock(key, env.locks, FUTEX_LOCK_CLASS);
-        let locked = (locked_ns > 0).then_some(Step::Run { ns: locked_ns, func });
-        let steps = [Some(Step::Run { ns: env.costs.syscall, func }), Some(Step::Lock { lock, func }), locked, Some(Step::Do(action)), Some(Step::Unlock { lock })];
-        steps.into_iter().flatten()
+        let syscall = env.costs.syscall;
+        let q = &mut env.threads[t.idx()].steps;
+        q.push_front(Step::Unlock { lock });
+        q.push_front(Step::Do(action));
+        if locked_ns > 0 {
+            q.push_front(Step::Run { ns: locked_ns, func });
+        }
+        q.push_front(Step::Lock { lock, func });
+        q.push_front(Step::Run { ns: syscall, func });
     }
 
-    /// Steps of futex_wait(key, expect): sleep unless the word changed.
-    pub fn futex_wait_steps(&mut self, env: &mut GuestEnv, key: FutexKey, expect: u64) -> impl DoubleEndedIterator<Item = Step> {
-        self.futex_call(env, key, KernelFn::FutexWait, QUEUE_NS, Action::FutexQueue { key, expect }).chain([Step::Do(Action::FutexSleep)])
+    /// Queue futex_wait(key, expect) in front of thread `t`'s steps: sleep unless the word changed.
+    pub fn push_futex_wait(&mut self, env: &mut GuestEnv, t: ThreadId, key: FutexKey, expect: u64) {
+        env.push_front(t, Step::Do(Action::FutexSleep));
+        self.push_futex_call(env, t, key, KernelFn::FutexWait, QUEUE_NS, Action::FutexQueue { key, expect });
     }
 
-    /// Steps of futex_wake(key, n).
-    pub fn futex_wake_steps(&mut self, env: &mut GuestEnv, key: FutexKey, n: usize) -> impl DoubleEndedIterator<Item = Step> {
-        self.futex_call(env, key, KernelFn::FutexWake, 0, Action::FutexWake { key, n })
+    /// Queue futex_wake(key, n) in front of thread `t`'s steps.
+    pub fn push_futex_wake(&mut self, env: &mut GuestEnv, t: ThreadId, key: FutexKey, n: usize) {
+        self.push_futex_call(env, t, key, KernelFn::FutexWake, 0, Action::FutexWake { key, n });
     }
 
     /// Under the bucket lock: queue `t` if the futex word still holds `expect`.
     pub fn futex_queue(&mut self, env: &mut GuestEnv, t: ThreadId, key: FutexKey, expect: u64) {
         if self.objects.futex_value(key) == expect {
-            self.objects.futex_waiters.entry(key).or_default().push_back(t);
+            self.objects.futex_waiters.entry_or_default(key).push_back(t);
             env.threads[t.idx()].futex_queued = Some(key);
         } else {
             env.threads[t.idx()].futex_queued = None;
@@ -65,11 +73,11 @@ impl GuestKernel {
         self.objects.futex_waiters.get(&key).is_some_and(|q| q.contains(&t)).then_some(key)
     }
 
-    /// Steps of futex(FUTEX_CMP_REQUEUE, from, 1, INT_MAX, to, expect), as glibc's
-    /// pthread_cond_broadcast issues it: the syscall, then both hash-bucket locks in bucket
-    /// order (double_lock_hb, Linux 3.2: the lower bucket first, one lock when both words share
-    /// a bucket), the requeue under them, and the unlocks (double_unlock_hb).
-    pub fn futex_requeue_steps(&mut self, env: &mut GuestEnv, from: FutexKey, to: FutexKey, expect: u64) -> impl DoubleEndedIterator<Item = Step> {
+    /// Queue in front of thread `t`'s steps futex(FUTEX_CMP_REQUEUE, from, 1, INT_MAX, to,
+    /// expect), as glibc's pthread_cond_broadcast issues it: the syscall, then both hash-bucket
+    /// locks in bucket order (double_lock_hb, Linux 3.2: the lower bucket first, one lock when
+    /// both words share a bucket), the requeue under them, and the unlocks (double_unlock_hb).
+    pub fn push_futex_requeue(&mut self, env: &mut GuestEnv, t: ThreadId, from: FutexKey, to: FutexKey, expect: u64) {
         let func = KernelFn::FutexWake;
         let l1 = self.futex_bucket_lock(from, env.locks, FUTEX_LOCK_CLASS);
         let l2 = self.futex_bucket_lock(to, env.locks, FUTEX_LOCK_CLASS);
@@ -83,15 +91,18 @@ impl GuestKernel {
         } else {
             (l2, Some(l1))
         };
-        let steps = [
-            Some(Step::Run { ns: env.costs.syscall, func }),
-            Some(Step::Lock { lock: first, func }),
-            second.map(|lock| Step::Lock { lock, func }),
-            Some(Step::Do(Action::FutexRequeue { from, to, expect, unlocks })),
-            Some(Step::Unlock { lock: l1 }),
-            (l1 != l2).then_some(Step::Unlock { lock: l2 }),
-        ];
-        steps.into_iter().flatten()
+        let syscall = env.costs.syscall;
+        let q = &mut env.threads[t.idx()].steps;
+        if l1 != l2 {
+            q.push_front(Step::Unlock { lock: l2 });
+        }
+        q.push_front(Step::Unlock { lock: l1 });
+        q.push_front(Step::Do(Action::FutexRequeue { from, to, expect, unlocks }));
+        if let Some(lock) = second {
+            q.push_front(Step::Lock { lock, func });
+        }
+        q.push_front(Step::Lock { lock: first, func });
+        q.push_front(Step::Run { ns: syscall, func });
     }
 
     /// Under both bucket locks (futex_requeue, Linux 3.2): when `from` no longer holds `expect`
@@ -102,15 +113,16 @@ impl GuestKernel {
     #[allow(clippy::too_many_arguments)]
     pub fn futex_requeue(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId, from: FutexKey, to: FutexKey, expect: u64, unlocks: usize) {
         if self.objects.futex_value(from) != expect {
-            let wake = self.futex_wake_steps(env, from, usize::MAX);
-            let th = &mut env.threads[t.idx()];
-            for (k, s) in wake.into_iter().enumerate() {
-                th.steps.insert(unlocks + k, s);
-            }
+            // The wake goes right after the bucket Unlocks in front (one or two).
+            debug_assert!((1..=2).contains(&unlocks));
+            let steps = &mut env.threads[t.idx()].steps;
+            let front = [steps.pop_front(), if unlocks == 2 { steps.pop_front() } else { None }];
+            self.push_futex_wake(env, t, from, usize::MAX);
+            env.threads[t.idx()].steps.push_front_all(front.into_iter().flatten());
             return;
         }
-        let mut woken = Vec::new();
-        let mut moved = Vec::new();
+        let mut woken = std::mem::take(&mut self.scratch.woken);
+        let mut moved = std::mem::take(&mut self.scratch.moved);
         if let Some(q) = self.objects.futex_waiters.get_mut(&from) {
             woken.extend(q.pop_front());
             moved.extend(q.drain(..));
@@ -126,15 +138,19 @@ impl GuestKernel {
             }
         }
         if !moved.is_empty() {
-            self.objects.futex_waiters.entry(to).or_default().extend(moved);
+            self.objects.futex_waiters.entry_or_default(to).extend(moved.drain(..));
         }
-        self.wake_dequeued(env, v, t, from, woken, unlocks);
+        self.scratch.moved = moved;
+        self.wake_dequeued(env, v, t, from, &woken, unlocks);
+        woken.clear();
+        self.scratch.woken = woken;
     }
 
     /// Under the bucket lock: dequeue up to `n` waiters and make them runnable; the reschedule
     /// IPIs to remote vCPUs become a SendIpis step placed before or after the unlock.
     pub fn futex_wake(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId, key: FutexKey, n: usize) {
-        let mut woken = Vec::new();
+        // The dequeued waiters go in a list kept for reuse (issue 15: no allocation per call).
+        let mut woken = std::mem::take(&mut self.scratch.woken);
         if let Some(q) = self.objects.futex_waiters.get_mut(&key) {
             while woken.len() < n {
                 match q.pop_front() {
@@ -143,7 +159,9 @@ impl GuestKernel {
                 }
             }
         }
-        self.wake_dequeued(env, v, t, key, woken, 1);
+        self.wake_dequeued(env, v, t, key, &woken, 1);
+        woken.clear();
+        self.scratch.woken = woken;
     }
 
     /// Make the dequeued `woken` (taken from futex `key`) runnable (waker `t` on vCPU `v`, which
@@ -152,17 +170,17 @@ impl GuestKernel {
     /// WAKE_ONE_NS on each. A mutex's waiters woken by its unlock are hand-offs for the trace
     /// (guest/handoff.rs).
     #[allow(clippy::too_many_arguments)]
-    fn wake_dequeued(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId, key: FutexKey, woken: Vec<ThreadId>, unlocks: usize) {
+    fn wake_dequeued(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId, key: FutexKey, woken: &[ThreadId], unlocks: usize) {
         if let (Some(_), FutexKey::Mutex(_)) = (&self.handoffs, key) {
             let lock = self.object_name(key);
             if let Some(log) = self.handoffs.as_mut() {
-                for w in &woken {
+                for w in woken {
                     log.release(env.now, HandOffKind::Mutex, lock.clone(), t, v, *w);
                 }
             }
         }
-        let mut targets: Vec<VcpuId> = Vec::new();
-        for w in &woken {
+        let mut targets = self.scratch.ipi_targets();
+        for w in woken {
             if let Some(target) = self.wake_thread(env.threads, env.pv, env.now, v, *w) {
                 if !targets.contains(&target) {
                     targets.push(target);
@@ -170,8 +188,12 @@ impl GuestKernel {
             }
         }
         let th = &mut env.threads[t.idx()];
-        let ipis = (!targets.is_empty())
-            .then_some(Step::SendIpis { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0, func: KernelFn::FutexWake });
+        let ipis = if targets.is_empty() {
+            self.scratch.recycle_ipi_targets(targets);
+            None
+        } else {
+            Some(Step::SendIpis { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0, func: KernelFn::FutexWake })
+        };
         // The front steps now are the bucket Unlocks.
         match (ipis, self.config.futex_wake_ipi) {
             (Some(s), FutexWakeIpi::UnderLock) => th.steps.push_front(s),

@@ -4,11 +4,10 @@ use super::kernel::{GuestEnv, GuestKernel};
 use super::kernel_fn::KernelFn;
 use crate::hardware::costs::Costs;
 use super::mm_sem::MmSemOp;
-use super::thread::{Action, Code, Step};
+use super::thread::{Action, Code, Step, StepQueue};
 use crate::ids::ThreadId;
 use crate::time::Nanos;
 use crate::workload::program::Op;
-use std::collections::VecDeque;
 
 /// Kernel work per page mapped or unmapped (page-table updates), assumed.
 const MM_WORK_PER_PAGE: Nanos = 250;
@@ -63,9 +62,9 @@ impl GuestKernel {
                     }
                 }
                 Code::Op(op) => {
-                    let op = op.clone();
                     th.pc += 1;
-                    // Straight into the thread's step queue: no list per op (issue 15 part 3).
+                    // Straight into the thread's step queue: no list per op (issue 15 part 3), and
+                    // read in place, not cloned.
                     self.expand(env.costs, op, &mut th.steps);
                     return true;
                 }
@@ -74,18 +73,18 @@ impl GuestKernel {
     }
 
     /// Append the steps of `op` to `steps`.
-    fn expand(&self, costs: &Costs, op: Op, steps: &mut VecDeque<Step>) {
-        match op {
-            Op::Compute(dist) => steps.push_back(Step::RunDist { dist, func: KernelFn::User }),
-            Op::Syscall { work, lock } => {
+    fn expand(&self, costs: &Costs, op: &Op, steps: &mut StepQueue) {
+        match *op {
+            Op::Compute(ref dist) => steps.push_back(Step::RunDist { dist: dist.clone(), func: KernelFn::User }),
+            Op::Syscall { ref work, lock } => {
                 steps.push_back(Step::Run { ns: costs.syscall, func: KernelFn::Syscall });
                 match lock.map(|l| self.objects.kernel_locks[l]) {
                     Some(lock) => {
                         steps.push_back(Step::Lock { lock, func: KernelFn::Syscall });
-                        steps.push_back(Step::RunDist { dist: work, func: KernelFn::Syscall });
+                        steps.push_back(Step::RunDist { dist: work.clone(), func: KernelFn::Syscall });
                         steps.push_back(Step::Unlock { lock });
                     }
-                    None => steps.push_back(Step::RunDist { dist: work, func: KernelFn::Syscall }),
+                    None => steps.push_back(Step::RunDist { dist: work.clone(), func: KernelFn::Syscall }),
                 }
             }
             Op::MutexLock(m) => steps.push_back(Step::Do(Action::MutexLock(m))),

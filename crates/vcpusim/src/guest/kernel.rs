@@ -40,10 +40,13 @@ impl GuestEnv<'_> {
         I: IntoIterator<Item = Step>,
         I::IntoIter: DoubleEndedIterator,
     {
-        let q = &mut self.threads[t.idx()].steps;
-        for s in steps.into_iter().rev() {
-            q.push_front(s);
-        }
+        self.threads[t.idx()].steps.push_front_all(steps);
+    }
+
+    /// Queue `step` in front of thread `t`'s pending steps.
+    #[inline]
+    pub fn push_front(&mut self, t: ThreadId, step: Step) {
+        self.threads[t.idx()].steps.push_front(step);
     }
 }
 
@@ -151,6 +154,33 @@ pub struct GuestKernel {
     /// Seed 003's IRS guest side (guest/irs.rs): `Some` for a guest with `irs = true` on a host
     /// with `overlay = "irs"`.
     pub irs: Option<Box<super::irs::IrsGuest>>,
+    /// Lists kept for reuse by the futex paths (no allocation per call).
+    pub scratch: Scratch,
+}
+
+/// Buffers the futex paths reuse instead of allocating per call (issue 15): the waiters a wake
+/// dequeues, the waiters a requeue moves, and spent IPI target lists (a `SendIpis` step's
+/// `targets`, handed back by the host once it delivered them: `Sim::on_exit`).
+#[derive(Default)]
+pub struct Scratch {
+    pub woken: Vec<ThreadId>,
+    pub moved: Vec<ThreadId>,
+    ipi_targets: Vec<Vec<VcpuId>>,
+}
+
+impl Scratch {
+    /// An empty IPI target list (a spent one if there is one).
+    pub fn ipi_targets(&mut self) -> Vec<VcpuId> {
+        self.ipi_targets.pop().unwrap_or_default()
+    }
+
+    /// Keep a spent IPI target list for reuse (a few at most).
+    pub fn recycle_ipi_targets(&mut self, mut targets: Vec<VcpuId>) {
+        if self.ipi_targets.len() < 8 && targets.capacity() > 0 {
+            targets.clear();
+            self.ipi_targets.push(targets);
+        }
+    }
 }
 
 impl GuestKernel {

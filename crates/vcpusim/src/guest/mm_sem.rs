@@ -92,8 +92,8 @@ impl GuestKernel {
     }
 
     /// `rwsem_optimistic_spin`'s loop: spin while the owner is on a CPU, then decide.
-    fn mm_sem_spin_steps() -> Vec<Step> {
-        vec![Step::UserSpin { cond: SpinCond::MmSemOwner, budget: None }, Step::Do(Action::MmSem(MmSemOp::AfterSpin))]
+    fn mm_sem_spin_steps() -> [Step; 2] {
+        [Step::UserSpin { cond: SpinCond::MmSemOwner, budget: None }, Step::Do(Action::MmSem(MmSemOp::AfterSpin))]
     }
 
     /// `owner_on_cpu(owner)`: mmap_sem's writer runs on its vCPU (`owner->on_cpu`) and, with
@@ -135,7 +135,7 @@ impl GuestKernel {
     fn mm_sem_slow_path(&mut self, env: &mut GuestEnv, t: ThreadId) {
         let lock = self.mm_sem_wait_lock(env.locks, WAIT_LOCK_CLASS);
         let func = KernelFn::Syscall;
-        let steps = vec![
+        let steps = [
             Step::Lock { lock, func },
             Step::Run { ns: QUEUE_NS, func },
             Step::Do(Action::MmSem(MmSemOp::Queue)),
@@ -183,7 +183,7 @@ impl GuestKernel {
             return;
         }
         let lock = self.mm_sem_wait_lock(env.locks, WAIT_LOCK_CLASS);
-        let steps = vec![
+        let steps = [
             Step::Lock { lock, func: KernelFn::Syscall },
             Step::Do(Action::MmSem(MmSemOp::HandOff)),
             Step::Unlock { lock },
@@ -206,11 +206,12 @@ impl GuestKernel {
             log.release(env.now, HandOffKind::MmSem, MM_SEM_NAME.to_string(), t, v, next);
         }
         let func = KernelFn::Syscall;
-        let mut steps = vec![Step::Run { ns: HAND_OFF_NS, func }];
-        if let Some(target) = self.wake_thread(env.threads, env.pv, env.now, v, next) {
-            steps.push(Step::SendIpis { kind: IpiKind::Resched, targets: vec![target], shootdown: 0, pages: 0, func });
-        }
-        env.push_front_steps(t, steps);
+        let ipi = self.wake_thread(env.threads, env.pv, env.now, v, next).map(|target| {
+            let mut targets = self.scratch.ipi_targets();
+            targets.push(target);
+            Step::SendIpis { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0, func }
+        });
+        env.push_front_steps(t, [Some(Step::Run { ns: HAND_OFF_NS, func }), ipi].into_iter().flatten());
     }
 }
 

@@ -177,11 +177,17 @@ impl GuestKernel {
 
     /// Take a pending device interrupt on vCPU `i` (from `run`, after pending IPIs): the
     /// upcall clears the pending bit and runs the hard IRQ handler.
+    /// (The test is inlined into `run`, which calls this on every entry.)
+    #[inline(always)]
     pub(super) fn take_device_irq(&mut self, i: usize) -> Option<Next> {
-        let gv = &mut self.vcpus[i];
-        if !gv.virq_pending {
+        if !self.vcpus[i].virq_pending {
             return None;
         }
+        self.take_pending_device_irq(i)
+    }
+
+    fn take_pending_device_irq(&mut self, i: usize) -> Option<Next> {
+        let gv = &mut self.vcpus[i];
         gv.virq_pending = false;
         let nic = &self.net.as_ref()?.nic;
         gv.dev_irq = Some(DevIrq::Hard);

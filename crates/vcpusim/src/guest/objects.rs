@@ -2,7 +2,7 @@
 
 use super::thread::FutexKey;
 use crate::ids::{LockId, ThreadId};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 /// glibc lowlevellock states (nptl/lowlevellock.h): 0 free, 1 locked, 2 locked with waiters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,21 +72,112 @@ pub struct SyncObjects {
     /// Condition-variable sequence numbers (the futex word of old-style glibc condvars).
     pub conds: Vec<u64>,
     /// The mutex each condition variable was last waited with (glibc's `cond->__data.__mutex`,
-    /// set by pthread_cond_wait): where pthread_cond_broadcast requeues the sleepers.
-    pub cond_mutex: BTreeMap<usize, usize>,
+    /// set by pthread_cond_wait): where pthread_cond_broadcast requeues the sleepers. By
+    /// condition variable, grown on first use.
+    pub cond_mutex: Vec<Option<usize>>,
     /// PARSEC barriers, one per program barrier (used by `Op::ParsecBarrier`).
     pub parsec: Vec<ParsecBarrier>,
-    /// Threads spinning in user space on `pthread_mutex_trylock` of a mutex, by mutex.
-    pub mutex_spinners: BTreeMap<usize, Vec<ThreadId>>,
+    /// Threads spinning in user space on `pthread_mutex_trylock` of a mutex, by mutex (grown on
+    /// first use; a list is emptied, not dropped, when the mutex is released).
+    pub mutex_spinners: Vec<Vec<ThreadId>>,
     pub queues: Vec<Queue>,
     /// futex wait queues, by futex.
-    pub futex_waiters: BTreeMap<FutexKey, VecDeque<ThreadId>>,
+    pub futex_waiters: FutexMap<VecDeque<ThreadId>>,
     /// The hash-bucket spinlock of each futex.
-    pub bucket_lock: BTreeMap<FutexKey, LockId>,
+    pub bucket_lock: FutexMap<LockId>,
     /// Kernel locks named by Syscall ops.
     pub kernel_locks: Vec<LockId>,
     /// The address space's mmap_sem, taken by mmap and munmap (guest/mm_sem.rs).
     pub mm_sem: MmSem,
+}
+
+/// A map from futexes to `V`, as a `BTreeMap<FutexKey, V>` would be used, kept in a vector
+/// indexed by object: a lookup on the futex paths is an index, not a tree walk (issue 15). An
+/// entry exists once created (`entry_or_default`, `insert`), empty or not, as a map's would.
+#[derive(Clone, Debug)]
+pub struct FutexMap<V> {
+    /// By `FutexMap::slot` of the key; `None`: no entry.
+    slots: Vec<Option<V>>,
+    /// The keys with an entry, in the order they were created.
+    keys: Vec<FutexKey>,
+}
+
+impl<V> Default for FutexMap<V> {
+    fn default() -> Self {
+        FutexMap { slots: Vec::new(), keys: Vec::new() }
+    }
+}
+
+impl<V> FutexMap<V> {
+    /// Where `key`'s entry lives: the two kernel wait queues first, then the mutexes, barriers
+    /// and condition variables interleaved by index.
+    #[inline]
+    fn slot(key: FutexKey) -> usize {
+        match key {
+            FutexKey::MmSem => 0,
+            FutexKey::Socket => 1,
+            FutexKey::Mutex(m) => 2 + 3 * m,
+            FutexKey::Barrier(b) => 3 + 3 * b,
+            FutexKey::Cond(c) => 4 + 3 * c,
+        }
+    }
+
+    #[inline]
+    pub fn get(&self, key: &FutexKey) -> Option<&V> {
+        self.slots.get(Self::slot(*key))?.as_ref()
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self, key: &FutexKey) -> Option<&mut V> {
+        self.slots.get_mut(Self::slot(*key))?.as_mut()
+    }
+
+    pub fn contains_key(&self, key: &FutexKey) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Set `key`'s entry to `value`.
+    pub fn insert(&mut self, key: FutexKey, value: V) {
+        let i = Self::slot(key);
+        if i >= self.slots.len() {
+            self.slots.resize_with(i + 1, || None);
+        }
+        if self.slots[i].is_none() {
+            self.keys.push(key);
+        }
+        self.slots[i] = Some(value);
+    }
+
+    /// `key`'s entry, created empty if it has none (`BTreeMap::entry(key).or_default()`).
+    #[inline]
+    pub fn entry_or_default(&mut self, key: FutexKey) -> &mut V
+    where
+        V: Default,
+    {
+        let i = Self::slot(key);
+        if self.slots.get(i).is_none_or(|s| s.is_none()) {
+            self.insert(key, V::default());
+        }
+        self.slots[i].as_mut().expect("just created")
+    }
+
+    /// The keys with an entry (in the order they were created).
+    pub fn keys(&self) -> impl Iterator<Item = &FutexKey> {
+        self.keys.iter()
+    }
+
+    /// The entries (in the order they were created).
+    pub fn iter(&self) -> impl Iterator<Item = (&FutexKey, &V)> {
+        self.keys.iter().map(|k| (k, self.get(k).expect("a listed key has its entry")))
+    }
+}
+
+impl<V> std::ops::Index<&FutexKey> for FutexMap<V> {
+    type Output = V;
+
+    fn index(&self, key: &FutexKey) -> &V {
+        self.get(key).expect("no entry for this futex")
+    }
 }
 
 /// The write side of an mm's `mmap_sem` (Linux 3.2 rw_semaphore, lib/rwsem.c): a sleeping lock

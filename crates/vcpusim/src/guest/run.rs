@@ -308,7 +308,13 @@ impl GuestKernel {
         match cond {
             SpinCond::BarrierGeneration { barrier, .. } => Some(&mut self.objects.barriers[barrier].spinners),
             SpinCond::ParsecPhase { barrier, .. } => Some(&mut self.objects.parsec[barrier].spinners),
-            SpinCond::MutexFree(m) => Some(self.objects.mutex_spinners.entry(m).or_default()),
+            SpinCond::MutexFree(m) => {
+                let lists = &mut self.objects.mutex_spinners;
+                if lists.len() <= m {
+                    lists.resize_with(m + 1, Vec::new);
+                }
+                Some(&mut lists[m])
+            }
             SpinCond::WsBackoff { .. } => None,
             SpinCond::MmSemOwner => Some(&mut self.objects.mm_sem.spinners),
         }
@@ -371,11 +377,7 @@ impl GuestKernel {
                     return Some(Next::Stop(Box::new(SimError::Program { time_ns: env.now, message })));
                 }
             }
-            Action::BarrierArrive { barrier, wait } => {
-                for s in self.barrier_arrive(env, t, barrier, wait) {
-                    self.poke(env.threads, s);
-                }
-            }
+            Action::BarrierArrive { barrier, wait } => self.barrier_arrive(env, t, barrier, wait),
             Action::BarrierBlockUnlessOpen { barrier, generation } => self.barrier_block_unless_open(env, t, barrier, generation),
             Action::CondWait { cond, mutex } => {
                 if let Err(message) = self.cond_wait(env, t, cond, mutex) {

@@ -24,8 +24,8 @@ impl GuestKernel {
     }
 
     fn mutex_wait(&mut self, env: &mut GuestEnv, t: ThreadId, m: ObjIndex) {
-        let steps = self.futex_wait_steps(env, FutexKey::Mutex(m), MutexWord::Contended as u64);
-        env.push_front_steps(t, steps.chain([Step::Do(Action::MutexRetry(m))]));
+        env.push_front(t, Step::Do(Action::MutexRetry(m)));
+        self.push_futex_wait(env, t, FutexKey::Mutex(m), MutexWord::Contended as u64);
     }
 
     /// After futex_wait returns: xchg(word, 2); got it if it was free.
@@ -48,14 +48,15 @@ impl GuestKernel {
         self.check_owner(env, t, m, || format!("unlock of {}", self.object_name(FutexKey::Mutex(m))))?;
         self.objects.mutex_owner[m] = None;
         let old = std::mem::replace(&mut self.objects.mutexes[m], MutexWord::Free);
-        if let Some(spinners) = self.objects.mutex_spinners.remove(&m) {
-            for s in spinners {
+        if let Some(list) = self.objects.mutex_spinners.get_mut(m).filter(|l| !l.is_empty()) {
+            let spinners = std::mem::take(list);
+            for &s in &spinners {
                 self.poke(env.threads, s);
             }
+            self.objects.mutex_spinners[m] = recycled(spinners);
         }
         if old == MutexWord::Contended {
-            let steps = self.futex_wake_steps(env, FutexKey::Mutex(m), 1);
-            env.push_front_steps(t, steps);
+            self.push_futex_wake(env, t, FutexKey::Mutex(m), 1);
         }
         Ok(())
     }
@@ -105,11 +106,9 @@ impl GuestKernel {
         }
     }
 
-    /// Arrive at a barrier. The last arriver opens it: spinners see the new generation (the
-    /// caller lets each re-check at once: the returned threads), sleepers get one futex_wake
-    /// for all of them.
-    #[must_use = "the spinners of an opened barrier must be poked"]
-    pub fn barrier_arrive(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, wait: BarrierWait) -> Vec<ThreadId> {
+    /// Arrive at a barrier. The last arriver opens it: spinners see the new generation (each is
+    /// poked to re-check at once), sleepers get one futex_wake for all of them.
+    pub fn barrier_arrive(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, wait: BarrierWait) {
         let bar = &mut self.objects.barriers[b];
         bar.arrived += 1;
         if bar.arrived == bar.parties {
@@ -118,32 +117,30 @@ impl GuestKernel {
             let spinners = std::mem::take(&mut bar.spinners);
             let sleepers = self.objects.futex_waiters.get(&FutexKey::Barrier(b)).is_some_and(|q| !q.is_empty());
             if sleepers {
-                let steps = self.futex_wake_steps(env, FutexKey::Barrier(b), usize::MAX);
-                env.push_front_steps(t, steps);
+                self.push_futex_wake(env, t, FutexKey::Barrier(b), usize::MAX);
             }
-            return spinners;
+            for &s in &spinners {
+                self.poke(env.threads, s);
+            }
+            self.objects.barriers[b].spinners = recycled(spinners);
+            return;
         }
         let generation = bar.generation;
         let cond = SpinCond::BarrierGeneration { barrier: b, generation };
         match wait {
             BarrierWait::Spin => env.push_front_steps(t, [Step::UserSpin { cond, budget: None }]),
-            BarrierWait::Block => {
-                let steps = self.futex_wait_steps(env, FutexKey::Barrier(b), generation);
-                env.push_front_steps(t, steps);
-            }
+            BarrierWait::Block => self.push_futex_wait(env, t, FutexKey::Barrier(b), generation),
             BarrierWait::SpinThenBlock(spin) => env.push_front_steps(
                 t,
                 [Step::UserSpin { cond, budget: Some(spin) }, Step::Do(Action::BarrierBlockUnlessOpen { barrier: b, generation })],
             ),
         }
-        Vec::new()
     }
 
     pub fn barrier_block_unless_open(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, generation: u64) {
         self.objects.barriers[b].spinners.retain(|s| *s != t);
         if self.objects.barriers[b].generation == generation {
-            let steps = self.futex_wait_steps(env, FutexKey::Barrier(b), generation);
-            env.push_front_steps(t, steps);
+            self.push_futex_wait(env, t, FutexKey::Barrier(b), generation);
         }
     }
 
@@ -157,10 +154,15 @@ impl GuestKernel {
             format!("cond_wait on {} with {}", self.object_name(FutexKey::Cond(c)), self.object_name(FutexKey::Mutex(m)))
         })?;
         let seq = self.objects.conds[c];
-        self.objects.cond_mutex.insert(c, m);
-        let wait = self.futex_wait_steps(env, FutexKey::Cond(c), seq);
-        let steps = [Step::Do(Action::MutexUnlock(m))].into_iter().chain(wait).chain([Step::Do(Action::MutexCondLock(m))]);
-        env.push_front_steps(t, steps);
+        let recorded = &mut self.objects.cond_mutex;
+        if recorded.len() <= c {
+            recorded.resize(c + 1, None);
+        }
+        recorded[c] = Some(m);
+        // Queued back to front: take the mutex back, after the futex_wait, after the unlock.
+        env.push_front(t, Step::Do(Action::MutexCondLock(m)));
+        self.push_futex_wait(env, t, FutexKey::Cond(c), seq);
+        env.push_front(t, Step::Do(Action::MutexUnlock(m)));
         Ok(())
     }
 
@@ -173,15 +175,13 @@ impl GuestKernel {
         self.objects.conds[c] += 1;
         let waiters = self.objects.futex_waiters.get(&FutexKey::Cond(c)).is_some_and(|q| !q.is_empty());
         if waiters {
-            match (all, self.objects.cond_mutex.get(&c)) {
-                (true, Some(&m)) => {
+            match (all, self.objects.cond_mutex.get(c).copied().flatten()) {
+                (true, Some(m)) => {
                     let seq = self.objects.conds[c];
-                    let steps = self.futex_requeue_steps(env, FutexKey::Cond(c), FutexKey::Mutex(m), seq);
-                    env.push_front_steps(t, steps);
+                    self.push_futex_requeue(env, t, FutexKey::Cond(c), FutexKey::Mutex(m), seq);
                 }
                 _ => {
-                    let steps = self.futex_wake_steps(env, FutexKey::Cond(c), if all { usize::MAX } else { 1 });
-                    env.push_front_steps(t, steps);
+                    self.push_futex_wake(env, t, FutexKey::Cond(c), if all { usize::MAX } else { 1 });
                 }
             }
         }
@@ -190,38 +190,35 @@ impl GuestKernel {
     /// parsec_barrier_wait (PARSEC 2.1 parsec_barrier.cpp) entered: `pthread_mutex_lock`.
     pub fn parsec_barrier(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, wait: BarrierWait) {
         let m = self.objects.parsec[b].mutex;
-        env.push_front_steps(t, vec![Step::Do(Action::MutexLock(m)), Step::Do(Action::ParsecArrive { barrier: b, wait })]);
+        env.push_front_steps(t, [Step::Do(Action::MutexLock(m)), Step::Do(Action::ParsecArrive { barrier: b, wait })]);
     }
 
-    /// The steps that wait, with the barrier's mutex held, until `is_arrival_phase == arrival`,
-    /// and then hold the mutex again: with ENABLE_SPIN_BARRIER, unlock, poll the flag for at
-    /// most SPIN_COUNTER_MAX iterations, spin on trylock, then pthread_cond_wait while it still
-    /// differs; without, pthread_cond_wait only.
-    fn parsec_wait_steps(&self, b: ObjIndex, arrival: bool, wait: BarrierWait) -> Vec<Step> {
+    /// Queue in front of thread `t`'s steps the wait, with the barrier's mutex held, until
+    /// `is_arrival_phase == arrival`, after which it holds the mutex again: with
+    /// ENABLE_SPIN_BARRIER, unlock, poll the flag for at most SPIN_COUNTER_MAX iterations, spin on
+    /// trylock, then pthread_cond_wait while it still differs; without, pthread_cond_wait only.
+    /// (Queued back to front, one step at a time: no list per call, issue 15.)
+    fn push_parsec_wait(&self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, arrival: bool, wait: BarrierWait) {
         let m = self.objects.parsec[b].mutex;
+        env.push_front(t, Step::Do(Action::ParsecWaitPhase { barrier: b, arrival }));
         let budget = match wait {
-            BarrierWait::Block => return vec![Step::Do(Action::ParsecWaitPhase { barrier: b, arrival })],
+            BarrierWait::Block => return,
             BarrierWait::Spin => None,
             BarrierWait::SpinThenBlock(spin) => Some(spin),
         };
-        let mut steps = vec![
-            Step::Do(Action::MutexUnlock(m)),
-            Step::UserSpin { cond: SpinCond::ParsecPhase { barrier: b, arrival }, budget },
-        ];
-        steps.extend(trylock_spin(m));
-        steps.push(Step::Do(Action::ParsecWaitPhase { barrier: b, arrival }));
-        steps
+        env.push_front_steps(t, trylock_spin(m));
+        env.push_front(t, Step::UserSpin { cond: SpinCond::ParsecPhase { barrier: b, arrival }, budget });
+        env.push_front(t, Step::Do(Action::MutexUnlock(m)));
     }
 
     /// With the mutex held: "First we must wait to be sure that all threads from a previous
     /// barrier use had the chance to leave", then register.
     pub fn parsec_arrive(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, wait: BarrierWait) {
-        let mut steps = Vec::new();
+        // Queued back to front: the registration, then the wait before it.
+        env.push_front_steps(t, [Step::Do(Action::ParsecRegister { barrier: b, wait })]);
         if !self.objects.parsec[b].arrival {
-            steps = self.parsec_wait_steps(b, true, wait);
+            self.push_parsec_wait(env, t, b, true, wait);
         }
-        steps.push(Step::Do(Action::ParsecRegister { barrier: b, wait }));
-        env.push_front_steps(t, steps);
     }
 
     /// With the mutex held in an arrival phase: `barrier->n++`; the last arriver clears
@@ -229,19 +226,20 @@ impl GuestKernel {
     pub fn parsec_register(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, wait: BarrierWait) {
         let pb = &mut self.objects.parsec[b];
         pb.n += 1;
-        let mut steps = if pb.n >= pb.max {
+        // Queued back to front: the departure, then what comes before it.
+        env.push_front_steps(t, [Step::Do(Action::ParsecDepart(b))]);
+        if pb.n >= pb.max {
             pb.arrival = false;
             let cond = pb.cond;
             let spinners = std::mem::take(&mut pb.spinners);
-            for s in spinners {
+            for &s in &spinners {
                 self.poke(env.threads, s);
             }
-            vec![Step::Do(Action::CondSignal { cond, all: true })]
+            self.objects.parsec[b].spinners = recycled(spinners);
+            env.push_front_steps(t, [Step::Do(Action::CondSignal { cond, all: true })]);
         } else {
-            self.parsec_wait_steps(b, false, wait)
-        };
-        steps.push(Step::Do(Action::ParsecDepart(b)));
-        env.push_front_steps(t, steps);
+            self.push_parsec_wait(env, t, b, false, wait);
+        }
     }
 
     /// With the mutex held: `while (flag != arrival) pthread_cond_wait(&cond, &mutex);`.
@@ -249,10 +247,7 @@ impl GuestKernel {
         let pb = &self.objects.parsec[b];
         if pb.arrival != arrival {
             let (cond, mutex) = (pb.cond, pb.mutex);
-            env.push_front_steps(
-                t,
-                vec![Step::Do(Action::CondWait { cond, mutex }), Step::Do(Action::ParsecWaitPhase { barrier: b, arrival })],
-            );
+            env.push_front_steps(t, [Step::Do(Action::CondWait { cond, mutex }), Step::Do(Action::ParsecWaitPhase { barrier: b, arrival })]);
         }
     }
 
@@ -261,17 +256,17 @@ impl GuestKernel {
     pub fn parsec_depart(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex) {
         let pb = &mut self.objects.parsec[b];
         pb.n -= 1;
-        let mut steps = Vec::new();
+        // Queued back to front: the unlock, then the broadcast before it.
+        env.push_front_steps(t, [Step::Do(Action::MutexUnlock(pb.mutex))]);
         if pb.n == 0 {
             pb.arrival = true;
-            steps.push(Step::Do(Action::CondSignal { cond: pb.cond, all: true }));
+            env.push_front_steps(t, [Step::Do(Action::CondSignal { cond: pb.cond, all: true })]);
             let spinners = std::mem::take(&mut pb.spinners);
-            for s in spinners {
+            for &s in &spinners {
                 self.poke(env.threads, s);
             }
+            self.objects.parsec[b].spinners = recycled(spinners);
         }
-        steps.push(Step::Do(Action::MutexUnlock(self.objects.parsec[b].mutex)));
-        env.push_front_steps(t, steps);
     }
 
     /// With the queue's mutex held: put an item, or wait on `not_full` and retry.
@@ -279,10 +274,10 @@ impl GuestKernel {
         let queue = &mut self.objects.queues[q];
         let (m, not_empty, not_full) = (queue.mutex, queue.not_empty, queue.not_full);
         let steps = if queue.items == queue.capacity {
-            vec![Step::Do(Action::CondWait { cond: not_full, mutex: m }), Step::Do(Action::QueuePut(q))]
+            [Step::Do(Action::CondWait { cond: not_full, mutex: m }), Step::Do(Action::QueuePut(q))]
         } else {
             queue.items += 1;
-            vec![Step::Do(Action::CondSignal { cond: not_empty, all: false }), Step::Do(Action::MutexUnlock(m))]
+            [Step::Do(Action::CondSignal { cond: not_empty, all: false }), Step::Do(Action::MutexUnlock(m))]
         };
         env.push_front_steps(t, steps);
     }
@@ -292,10 +287,10 @@ impl GuestKernel {
         let queue = &mut self.objects.queues[q];
         let (m, not_empty, not_full) = (queue.mutex, queue.not_empty, queue.not_full);
         let steps = if queue.items == 0 {
-            vec![Step::Do(Action::CondWait { cond: not_empty, mutex: m }), Step::Do(Action::QueueGet(q))]
+            [Step::Do(Action::CondWait { cond: not_empty, mutex: m }), Step::Do(Action::QueueGet(q))]
         } else {
             queue.items -= 1;
-            vec![Step::Do(Action::CondSignal { cond: not_full, all: false }), Step::Do(Action::MutexUnlock(m))]
+            [Step::Do(Action::CondSignal { cond: not_full, all: false }), Step::Do(Action::MutexUnlock(m))]
         };
         env.push_front_steps(t, steps);
     }
@@ -307,6 +302,13 @@ impl GuestKernel {
 
 /// `while (pthread_mutex_trylock(m) == EBUSY);`: a user-space spin until the word is free, then
 /// the trylock.
-fn trylock_spin(m: ObjIndex) -> Vec<Step> {
-    vec![Step::UserSpin { cond: SpinCond::MutexFree(m), budget: None }, Step::Do(Action::MutexTrylock(m))]
+fn trylock_spin(m: ObjIndex) -> [Step; 2] {
+    [Step::UserSpin { cond: SpinCond::MutexFree(m), budget: None }, Step::Do(Action::MutexTrylock(m))]
+}
+
+/// A list taken out of an object to walk it, emptied for reuse: its buffer goes back instead of
+/// a new one growing again at the next use (issue 15: allocation on the barrier paths).
+fn recycled<T>(mut list: Vec<T>) -> Vec<T> {
+    list.clear();
+    list
 }

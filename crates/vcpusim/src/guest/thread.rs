@@ -6,7 +6,6 @@ use crate::vmexit::IpiKind;
 use crate::ids::{LockId, ThreadId, VcpuId, VmId};
 use crate::time::Nanos;
 use crate::workload::program::{BarrierWait, Dist, ObjIndex, Op};
-use std::collections::VecDeque;
 
 /// A thread's op tree flattened into straight-line code with loop jumps, so that the
 /// interpreter needs only a program counter and a loop-counter stack.
@@ -164,6 +163,97 @@ pub enum Step {
     Do(Action),
 }
 
+/// A thread's pending steps, front first. Steps are taken from the front and almost always
+/// queued there (a kernel path puts its steps before what the thread was doing); only an op's
+/// expansion goes to the back, and then the queue is empty. So it is kept as a stack, the front
+/// step last in a `Vec`: taking or queueing a front step is a plain push or pop (issue 15: the
+/// ring buffer's index arithmetic was a noticeable part of every interpreter pass).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepQueue {
+    /// The steps, back first (the front step is the last element).
+    rev: Vec<Step>,
+}
+
+impl StepQueue {
+    pub fn new() -> Self {
+        StepQueue { rev: Vec::new() }
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.rev.is_empty()
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.rev.len()
+    }
+
+    #[inline]
+    pub fn front(&self) -> Option<&Step> {
+        self.rev.last()
+    }
+
+    #[inline]
+    pub fn front_mut(&mut self) -> Option<&mut Step> {
+        self.rev.last_mut()
+    }
+
+    #[inline]
+    pub fn pop_front(&mut self) -> Option<Step> {
+        self.rev.pop()
+    }
+
+    #[inline]
+    pub fn push_front(&mut self, s: Step) {
+        self.rev.push(s);
+    }
+
+    /// Queue `steps` in front of the pending ones, in order.
+    #[inline]
+    pub fn push_front_all<I>(&mut self, steps: I)
+    where
+        I: IntoIterator<Item = Step>,
+        I::IntoIter: DoubleEndedIterator,
+    {
+        self.rev.extend(steps.into_iter().rev());
+    }
+
+    /// Queue `s` behind every pending step.
+    #[inline]
+    pub fn push_back(&mut self, s: Step) {
+        if self.rev.is_empty() {
+            self.rev.push(s);
+        } else {
+            self.rev.insert(0, s);
+        }
+    }
+
+    /// Queue `steps` behind every pending step, in order.
+    pub fn extend<I>(&mut self, steps: I)
+    where
+        I: IntoIterator<Item = Step>,
+        I::IntoIter: DoubleEndedIterator,
+    {
+        if self.rev.is_empty() {
+            self.rev.extend(steps.into_iter().rev());
+        } else {
+            self.rev.splice(0..0, steps.into_iter().rev());
+        }
+    }
+
+    /// Put `s` at position `index` counted from the front (`index` steps stay before it).
+    pub fn insert(&mut self, index: usize, s: Step) {
+        let at = self.rev.len() - index;
+        self.rev.insert(at, s);
+    }
+
+    /// The steps, front first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Step> {
+        self.rev.iter().rev()
+    }
+}
+
 /// A PV qspinlock waiter's `pv_node::state` (Linux 4.4 kernel/locking/qspinlock_paravirt.h).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PvState {
@@ -198,7 +288,7 @@ pub struct Thread {
     /// Remaining iterations of each open loop (innermost last); `u64::MAX` = forever.
     pub loops: Vec<u64>,
     /// Steps still to run, front first. Empty means: fetch the next op.
-    pub steps: VecDeque<Step>,
+    pub steps: StepQueue,
     /// Remaining work (work-ns, `hardware/speed.rs`) of the front step when it is timed.
     pub step_remaining: Option<Nanos>,
     /// User-spin budget left (spin-then-block): wall time, not scaled by speed.

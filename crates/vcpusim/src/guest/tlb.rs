@@ -16,17 +16,19 @@ impl GuestKernel {
     /// wait for the acknowledgements. Returns whether there was anyone to send to.
     pub fn tlb_shootdown(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId, pages: u32) -> bool {
         let mode = self.config.tlb_targets;
-        let mut targets: Vec<VcpuId> = self
-            .vcpus
-            .iter()
-            .filter(|u| u.id != v)
-            .filter(|u| match mode {
-                TlbTargets::AllInMask => u.mm_loaded,
-                TlbTargets::SkipLazy => u.mm_loaded && u.current.is_some(),
-            })
-            .map(|u| u.id)
-            .collect();
+        let mut targets = self.scratch.ipi_targets();
+        targets.extend(
+            self.vcpus
+                .iter()
+                .filter(|u| u.id != v)
+                .filter(|u| match mode {
+                    TlbTargets::AllInMask => u.mm_loaded,
+                    TlbTargets::SkipLazy => u.mm_loaded && u.current.is_some(),
+                })
+                .map(|u| u.id),
+        );
         if targets.is_empty() {
+            self.scratch.recycle_ipi_targets(targets);
             return false;
         }
         let native = self.topology.is_some();

@@ -286,7 +286,7 @@ impl Sim {
                 code: compile(ops),
                 pc: 0,
                 loops: Vec::new(),
-                steps: VecDeque::new(),
+                steps: crate::guest::thread::StepQueue::new(),
                 step_remaining: None,
                 spin_budget_left: None,
                 pv_spin_left: None,
@@ -330,6 +330,7 @@ impl Sim {
             handoffs: self.trace.is_some().then(Box::default),
             irs: None,
             net,
+            scratch: Default::default(),
         });
         self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids, node_affinity, memory_nodes });
         if spec.bare_metal {

@@ -28,7 +28,12 @@ impl Sim {
                 self.start_timed(v, Activity::Overhead { halting: true }, TimeKind::Overhead, cost);
             }
             Exit::IpiSendStarted => self.with_vcpu_policy(v, |pol, ctx| pol.ipi_send_started(ctx, v)),
-            Exit::IpiSend { kind, targets, shootdown, pages } => self.deliver_ipis(v, kind, &targets, shootdown, pages),
+            Exit::IpiSend { kind, targets, shootdown, pages } => {
+                self.deliver_ipis(v, kind, &targets, shootdown, pages);
+                // The list goes back to the sender's guest for its next send (no allocation per send).
+                let vm = self.vcpus[v.idx()].slot.vm as usize;
+                self.guests[vm].scratch.recycle_ipi_targets(targets);
+            }
             Exit::PauseLoop => self.pause_loop_exit(v),
             Exit::Eoi { kind } => self.with_vcpu_policy(v, |pol, ctx| pol.ipi_handled(ctx, v, kind)),
             Exit::NetTx { device, acked, window } => self.net_tx(device, acked, window),
