@@ -140,17 +140,27 @@ impl Credit {
     /// immediate neighbour", round the whole host (no nodes, no affinity steps); the first steal
     /// ends it.
     fn load_balance_3_3(&mut self, host: &HostView, cpu: usize, pri: Pri) -> Option<VcpuId> {
-        let mut workers: Vec<bool> =
-            (0..self.pcpus.len()).map(|p| p != cpu && !self.idlers.contains(PcpuId(p as u32)) && host.owns_pcpu(PcpuId(p as u32))).collect();
+        // The busy pCPUs of the pool other than this one, in a scratch mask (no allocation).
+        self.fit_topology(host);
+        let [mut workers, tried, b] = std::mem::take(&mut self.pick_masks);
+        workers.clone_from(&self.topo_masks.all);
+        workers.remove_all(&self.idlers);
+        if let Some(s) = host.scope.filter(|s| !s.trivial) {
+            workers.and_with(&s.pool.mask);
+        }
+        workers.remove(PcpuId(cpu as u32));
         let mut peer = cpu;
-        while let Some(next) = cycle(peer, &workers) {
+        let mut stolen = None;
+        while let Some(next) = cycle_mask(peer, &workers) {
             peer = next;
-            workers[peer] = false;
+            workers.remove(PcpuId(peer as u32));
             if let Some(v) = self.runq_steal(host, peer, cpu, pri, Step::Hard) {
-                return Some(v);
+                stolen = Some(v);
+                break;
             }
         }
-        None
+        self.pick_masks = [workers, tried, b];
+        stolen
     }
 
     pub(super) fn load_balance_allowed(&self, p: usize, now: Nanos) -> bool {

@@ -490,7 +490,9 @@ pub struct Credit {
 // ---- cpumask helpers ----
 
 /// `cpumask_cycle(n, mask)`: the first pCPU after `n` in `mask`, wrapping; `n` itself if it is the
-/// only one; `None` for an empty mask.
+/// only one; `None` for an empty mask. Over a `Vec<bool>`: the tests' reference picks use it
+/// (the policy uses `CpuMask::cycle`).
+#[cfg(test)]
 fn cycle(n: usize, mask: &[bool]) -> Option<usize> {
     let len = mask.len();
     (1..=len).map(|k| (n + k) % len).find(|&i| mask[i])
@@ -499,10 +501,6 @@ fn cycle(n: usize, mask: &[bool]) -> Option<usize> {
 /// `cpumask_cycle` over a mask, as a pCPU index.
 fn cycle_mask(n: usize, mask: &CpuMask) -> Option<usize> {
     mask.cycle(n).map(|p| p.idx())
-}
-
-fn weight_of(mask: &[bool]) -> usize {
-    mask.iter().filter(|&&b| b).count()
 }
 
 /// The steps of `for_each_affinity_balance_step` (private.h): `BALANCE_SOFT_AFFINITY` first, then

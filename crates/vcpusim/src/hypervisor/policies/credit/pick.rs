@@ -12,7 +12,7 @@ pub(super) struct TopoMasks {
     sockets: Vec<CpuMask>,
     /// Per NUMA node: its pCPUs (`node_to_cpumask`).
     nodes: Vec<CpuMask>,
-    all: CpuMask,
+    pub(super) all: CpuMask,
 }
 
 impl Credit {
@@ -155,43 +155,36 @@ impl Credit {
     /// socket compare the idle threads of the two cores, across sockets the idle pCPUs of the two
     /// sockets, and move to `nxt` if it has strictly more (no factor of two, no idle bias);
     /// otherwise drop `nxt`'s idle group from the candidates.
-    fn cpu_pick_3_3(&self, host: &HostView, v: VcpuId) -> usize {
+    fn cpu_pick_3_3(&mut self, host: &HostView, v: VcpuId) -> usize {
+        self.fit_topology(host);
         let topo = host.topology;
-        let n = self.pcpus.len();
-        let place = |p: usize| topo.place(PcpuId(p as u32));
         let master = self.vcpus[v.idx()].processor.idx();
+        // The scratch masks of `cpu_pick`, reused: no allocation per call.
+        let [mut cpus, mut idlers, mut tmp] = std::mem::take(&mut self.pick_masks);
         // "Pick from online CPUs in VCPU's affinity mask, giving a preference to its current
         // processor if it's in there."
-        let mut cpus: Vec<bool> = (0..n).map(|p| host.may_run(v, PcpuId(p as u32))).collect();
-        let mut cpu = if cpus[master] { master } else { cycle(master, &cpus).unwrap_or(master) };
-        let mut idlers: Vec<bool> = (0..n).map(|p| self.idlers.contains(PcpuId(p as u32))).collect();
-        idlers[cpu] = true;
-        for (c, i) in cpus.iter_mut().zip(&idlers) {
-            *c &= *i;
-        }
-        cpus[cpu] = false;
-        while let Some(nxt) = cycle(cpu, &cpus) {
+        self.balance_mask(host, v, Step::Hard, &mut cpus);
+        let mut cpu = if cpus.contains(PcpuId(master as u32)) { master } else { cycle_mask(master, &cpus).unwrap_or(master) };
+        idlers.clone_from(&self.idlers);
+        idlers.insert(PcpuId(cpu as u32));
+        cpus.and_with(&idlers);
+        cpus.remove(PcpuId(cpu as u32));
+        let groups = &self.topo_masks;
+        while let Some(nxt) = cycle_mask(cpu, &cpus) {
             // cpu_sibling_map (threads of a core, or a CMT module's cores) on one socket,
             // cpu_core_map (the socket) across.
-            let same_socket = place(cpu).socket == place(nxt).socket;
-            let group = |a: usize, b: usize| {
-                if same_socket {
-                    place(a).module == place(b).module
-                } else {
-                    place(a).socket == place(b).socket
-                }
-            };
-            let cpu_idlers = (0..n).filter(|&q| idlers[q] && group(cpu, q)).count();
-            let nxt_idlers: Vec<bool> = (0..n).map(|q| idlers[q] && group(nxt, q)).collect();
-            if cpu_idlers < weight_of(&nxt_idlers) {
+            let same_socket = topo.place(PcpuId(cpu as u32)).socket == topo.place(PcpuId(nxt as u32)).socket;
+            let (cpu_group, nxt_group) = if same_socket { (&groups.siblings[cpu], &groups.siblings[nxt]) } else { (&groups.sockets[cpu], &groups.sockets[nxt]) };
+            if idlers.count_and(cpu_group) < idlers.count_and(nxt_group) {
                 cpu = nxt;
-                cpus[cpu] = false;
+                cpus.remove(PcpuId(cpu as u32));
             } else {
-                for (c, x) in cpus.iter_mut().zip(&nxt_idlers) {
-                    *c &= !*x;
-                }
+                tmp.clone_from(&idlers);
+                tmp.and_with(nxt_group);
+                cpus.remove_all(&tmp);
             }
         }
+        self.pick_masks = [cpus, idlers, tmp];
         cpu
     }
 }

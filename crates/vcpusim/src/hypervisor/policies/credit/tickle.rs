@@ -117,17 +117,25 @@ impl Credit {
         let cpu = self.vcpus[v.idx()].processor.idx();
         let new_pri = self.vcpus[v.idx()].pri;
         let cur_pri = self.pri_of_curr(cpu);
-        let mut mask = vec![false; self.pcpus.len()];
-        if new_pri > cur_pri && host.may_run(v, PcpuId(cpu as u32)) {
-            mask[cpu] = true;
-        }
+        // The mask {cpu if preempting} ∪ (idlers ∩ affinity), raised in ascending order without
+        // building it: the idlers walked in order, `cpu` raised in its place.
+        let mut own = (new_pri > cur_pri && host.may_run(v, PcpuId(cpu as u32))).then_some(cpu);
         if cur_pri > PRI_IDLE {
-            for (p, m) in mask.iter_mut().enumerate() {
-                *m |= self.idlers.contains(PcpuId(p as u32)) && host.may_run(v, PcpuId(p as u32));
+            for p in self.idlers.iter() {
+                if let Some(c) = own.filter(|&c| c <= p.idx()) {
+                    own = None;
+                    // (c == p: raised just below, as `own` implies that v may run there.)
+                    if c < p.idx() {
+                        ctx.reschedule(PcpuId(c as u32));
+                    }
+                }
+                if host.may_run(v, p) {
+                    ctx.reschedule(p);
+                }
             }
         }
-        for (p, _) in mask.iter().enumerate().filter(|(_, m)| **m) {
-            ctx.reschedule(PcpuId(p as u32));
+        if let Some(c) = own {
+            ctx.reschedule(PcpuId(c as u32));
         }
     }
 
