@@ -59,7 +59,7 @@ impl Sim {
             let mut batch = std::mem::replace(&mut self.requests, spare);
             for &r in &batch {
                 match r {
-                    Request::Reschedule(p) => self.reschedule(p),
+                    Request::Reschedule(p) => self.reschedule_requested(p),
                     Request::SetTimer { timer, at } => {
                         // Xen set_timer: a pending expiry is cancelled, the new one pushed here
                         // (the same point in the request order as every earlier timer push).
@@ -93,15 +93,46 @@ impl Sim {
 
     /// Ask the policy what runs next on `p` and switch to it.
     pub fn reschedule(&mut self, p: PcpuId) {
-        if self.stop.is_some() || !self.pcpus[p.idx()].online {
-            return;
-        }
-        // A vCPU halt-polling here stops if another waits (sim/halt_poll.rs).
-        if self.halt_poll.is_some() && self.halt_poll_resched(p) {
+        if !self.may_reschedule(p) {
             return;
         }
         let pool = self.pcpu_pool[p.idx()];
+        match self.kept_current(pool, p) {
+            Some(c) if self.check => self.schedule_checked(pool, p, c),
+            Some(_) => self.keep_current(p),
+            None => self.schedule(pool, p),
+        }
+    }
+
+    /// `Request::Reschedule(p)`: the policy asked, so by its own account it has work there;
+    /// it is not asked whether it keeps the running vCPU (`kept_current`) as well.
+    fn reschedule_requested(&mut self, p: PcpuId) {
+        if self.may_reschedule(p) {
+            self.schedule(self.pcpu_pool[p.idx()], p);
+        }
+    }
+
+    /// Whether `p` reschedules at all: the run goes on, `p` is online, and no vCPU stops
+    /// halt-polling there instead (sim/halt_poll.rs: it stops if another waits).
+    #[inline(always)]
+    fn may_reschedule(&mut self, p: PcpuId) -> bool {
+        if self.stop.is_some() || !self.pcpus[p.idx()].online {
+            return false;
+        }
+        !(self.halt_poll.is_some() && self.halt_poll_resched(p))
+    }
+
+    /// `do_schedule(p)` and what it decided. Out of line: `reschedule`'s keep path then sets up
+    /// no frame for it.
+    #[inline(never)]
+    fn schedule(&mut self, pool: PoolId, p: PcpuId) {
         let decision = self.call_policy(pool, |pol, ctx| pol.do_schedule(ctx, p));
+        self.carry_out(pool, p, decision);
+    }
+
+    /// Switch `p` as `decision` says (checked first), then carry out the requests pending.
+    #[inline(always)]
+    fn carry_out(&mut self, pool: PoolId, p: PcpuId, decision: Decision) {
         if let Err(message) = self.validate_decision(p, decision) {
             self.stop = Some(SimError::Invariant { time_ns: self.now, message });
             return;
@@ -118,10 +149,55 @@ impl Sim {
         }
     }
 
+    /// The Running vCPU of `p`, when the policy of `pool` says `do_schedule(p)` would keep it
+    /// and change nothing (`Policy::keeps_current`): a pause-loop exit's own reschedule, after
+    /// its directed yield has switched the pCPU already, is one per exit. The engine then does
+    /// only what that decision would have done (`keep_current`). Not with an overlay or in the
+    /// micro pool (they act on every decision), nor for a policy that reads the kernel-function
+    /// channel (the call publishes it first), nor when the engine would refuse the decision.
+    #[inline(always)]
+    fn kept_current(&self, pool: PoolId, p: PcpuId) -> Option<VcpuId> {
+        let c = self.pinfo[p.idx()].current?;
+        let eligible = self.vinfo[c.idx()].state == VcpuState::Running
+            && self.overlay.is_none()
+            && pool != self.micro_pool
+            && !self.pool_channels[pool.idx()].kernel_fn
+            && (self.trivial_placement || self.validate_decision(p, Decision::run(c, None)).is_ok());
+        (eligible && self.pools[pool.idx()].policy.keeps_current(p)).then_some(c)
+    }
+
+    /// `carry_out` of `Decision::run(current, None)`: the pending slice end, if any, is
+    /// cancelled, and nothing switches.
+    #[inline]
+    fn keep_current(&mut self, p: PcpuId) {
+        if let Some(ev) = self.pcpus[p.idx()].slice_event.take() {
+            self.queue.cancel(ev);
+        }
+        if !self.requests.is_empty() {
+            self.flush_requests();
+        }
+    }
+
+    /// Check mode: the policy is asked all the same, and held to its word (`Policy::keeps_current`).
+    #[cold]
+    #[inline(never)]
+    fn schedule_checked(&mut self, pool: PoolId, p: PcpuId, c: VcpuId) {
+        let asked = self.requests.len();
+        let decision = self.call_policy(pool, |pol, ctx| pol.do_schedule(ctx, p));
+        let made = self.requests.len() - asked;
+        if decision != Decision::run(c, None) || made > 0 {
+            let name = self.pools[pool.idx()].policy.name();
+            let message = format!("policy {name} said do_schedule would keep vCPU {c} on pCPU {p}, then decided {decision:?} and made {made} requests");
+            self.stop = Some(SimError::Invariant { time_ns: self.now, message });
+            return;
+        }
+        self.carry_out(pool, p, decision);
+    }
+
     /// The contract check on every decision. The common case is a few loads and compares; the
     /// messages are built out of line (`decision_error`), which keeps this small enough to inline
     /// into `reschedule`, the hottest path of the engine.
-    #[inline]
+    #[inline(always)]
     fn validate_decision(&self, p: PcpuId, d: Decision) -> Result<(), String> {
         let ok = match d.next {
             None => true,
@@ -188,6 +264,7 @@ impl Sim {
         Ok(())
     }
 
+    #[inline(always)]
     fn apply_decision(&mut self, p: PcpuId, d: Decision) {
         let prev = self.pinfo[p.idx()].current;
         // One live slice end per pCPU: a new slice cancels the pending one and pushes its own

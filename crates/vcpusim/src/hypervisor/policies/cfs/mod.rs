@@ -827,6 +827,14 @@ impl Cfs {
         self.set_buddy(Buddy::Skip, vm, p, c);
     }
 
+    /// Whether `schedule()` on `p`, with its current vCPU still running, has nothing to do:
+    /// no `need_resched` (TIF_NEED_RESCHED) and no active balance waiting for the cpu stopper.
+    /// `do_schedule` then keeps the vCPU without touching the run queues (`keeps_current`).
+    #[inline]
+    fn nothing_to_do(&self, p: usize) -> bool {
+        !self.rqs[p].need_resched && self.rqs[p].active_balance.is_none()
+    }
+
     /// Whether nothing runs on `p` and nothing waits there (`idle_cpu`).
     fn idle_cpu(&self, p: usize) -> bool {
         self.rqs[p].root.curr.is_none() && self.rqs[p].nr_running == 0
@@ -1034,7 +1042,7 @@ impl Policy for Cfs {
         let now = ctx.now();
         let host_curr = ctx.host.pcpu(pcpu).current;
         let still_running = host_curr.is_some_and(|c| ctx.host.vcpu(c).state == VcpuState::Running);
-        if still_running && !self.rqs[p].need_resched && self.rqs[p].active_balance.is_none() {
+        if still_running && self.nothing_to_do(p) {
             return Decision::run(host_curr.expect("checked"), None);
         }
         self.rqs[p].need_resched = false;
@@ -1080,6 +1088,11 @@ impl Policy for Cfs {
             }
             None => Decision::idle(),
         }
+    }
+
+    /// `do_schedule`'s first test: the running vCPU stays, untouched.
+    fn keeps_current(&self, pcpu: PcpuId) -> bool {
+        self.nothing_to_do(pcpu.idx())
     }
 
     fn on_timer(&mut self, ctx: &mut PolicyCtx, key: u64) {
