@@ -713,6 +713,41 @@ impl Cfs {
         }
     }
 
+    /// The running task of `pcpu` and its VM, when it is the only task there and `schedule()`
+    /// is sure to pick it again: still running (`prev`), allowed here and not out of run time,
+    /// no active balance waiting and no UVF overlay. Then `put_prev` puts it and its group
+    /// entity into trees holding nothing else, and `pick_next_entity` takes them back at each
+    /// level whatever the buddies say.
+    fn only_task_stays(&self, ctx: &PolicyCtx, pcpu: PcpuId, prev: Option<VcpuId>) -> Option<(usize, VcpuId)> {
+        let p = pcpu.idx();
+        if self.rqs[p].nr_running != 1 || self.rqs[p].active_balance.is_some() || self.uvf.is_some() {
+            return None;
+        }
+        let (vm, c) = self.running_task(p)?;
+        let stays = prev == Some(c)
+            && self.groups[self.gi(vm, p)].se.on_rq
+            && !self.exhausted(VmId(vm as u32))
+            && ctx.host.may_run(c, pcpu);
+        stays.then_some((vm, c))
+    }
+
+    /// `put_prev_task_fair`, `pick_next_task_fair` and `set_next_entity` for the only task `c`
+    /// of `vm` on `p` (`only_task_stays`), by what they leave behind: the trees and `curr` are
+    /// as before, the task's `last_ran` and both levels' `prev_sum_exec` are now, and the
+    /// picks clear the buddies pointing at it (`clear_buddies`). Its caller charged the running
+    /// entities up to `now` already, so `put_prev`'s `update_curr` has nothing to add.
+    fn keep_only_task(&mut self, now: Nanos, vm: usize, c: VcpuId, p: usize) {
+        self.clear_buddies_root(vm, p);
+        self.clear_buddies_task(vm, p, c);
+        let gi = self.gi(vm, p);
+        let g = &mut self.groups[gi];
+        g.se.prev_sum_exec = g.se.sum_exec;
+        let e = &mut self.se[c.idx()];
+        e.last_ran = now;
+        e.prev_sum_exec = e.sum_exec;
+        self.rqs[p].exec_start = now;
+    }
+
     /// `set_next_entity` at both levels: `v` of `vm` becomes the running entity of `p`.
     fn set_next(&mut self, now: Nanos, vm: usize, v: VcpuId, p: usize) {
         let gi = self.gi(vm, p);
@@ -1048,6 +1083,10 @@ impl Policy for Cfs {
         self.rqs[p].need_resched = false;
         self.update_curr(ctx, p);
         self.flush_throttles(ctx, Some(p));
+        if let Some((vm, c)) = self.only_task_stays(ctx, pcpu, host_curr.filter(|_| still_running)) {
+            self.keep_only_task(now, vm, c, p);
+            return Decision::run(c, None);
+        }
         let mut prev = host_curr.filter(|_| still_running);
         // put_prev_task: a still-runnable curr goes back into its trees, unless its cgroup ran
         // out of run time (check_cfs_rq_runtime -> throttle_cfs_rq).
