@@ -52,8 +52,18 @@ impl Sim {
     ///
     /// Each batch is the list pending when it starts; what its requests cause waits for the next
     /// batch (a nested flush, inside `reschedule`, takes those first). Batch lists are reused
-    /// (`request_buffers`), so a reschedule request costs no allocation.
+    /// (`request_buffers`), so a reschedule request costs no allocation. Most calls find none
+    /// (every `do_schedule` is followed by one): that test is inlined into the caller.
+    #[inline(always)]
     pub fn flush_requests(&mut self) {
+        if !self.requests.is_empty() {
+            self.flush_pending_requests();
+        }
+    }
+
+    /// `flush_requests` when some are pending.
+    #[inline(never)]
+    fn flush_pending_requests(&mut self) {
         while !self.requests.is_empty() {
             let spare = self.request_buffers.pop().unwrap_or_default();
             let mut batch = std::mem::replace(&mut self.requests, spare);
@@ -173,9 +183,7 @@ impl Sim {
         if let Some(ev) = self.pcpus[p.idx()].slice_event.take() {
             self.queue.cancel(ev);
         }
-        if !self.requests.is_empty() {
-            self.flush_requests();
-        }
+        self.flush_requests();
     }
 
     /// Check mode: the policy is asked all the same, and held to its word (`Policy::keeps_current`).
