@@ -398,6 +398,9 @@ impl Cfs {
         self.update_curr_at(ctx.now(), p);
     }
 
+    /// Inlined: most calls come right after another at the same time and have nothing to
+    /// charge; the charging itself is `charge_curr`.
+    #[inline(always)]
     fn update_curr_at(&mut self, now: Nanos, p: usize) {
         let delta = now.saturating_sub(self.rqs[p].exec_start);
         self.rqs[p].exec_start = now;
@@ -405,6 +408,12 @@ impl Cfs {
         if delta == 0 {
             return;
         }
+        self.charge_curr(p, vm, delta);
+    }
+
+    /// `update_curr` of `delta` > 0 for the running entities of `p` (group entity of `vm`).
+    #[inline(never)]
+    fn charge_curr(&mut self, p: usize, vm: usize, delta: Nanos) {
         let gi = self.gi(vm, p);
         // The group entity in the root run queue.
         let g = &mut self.groups[gi];
