@@ -683,9 +683,14 @@ impl Cfs {
 
     /// `pick_next_entity` (3.2): the leftmost, unless it is the skip buddy and the second is
     /// not too far behind; the last buddy, then the next buddy, if not unfair to the leftmost.
+    /// A lone entity is picked whatever the buddies say (a buddy in the tree is the leftmost
+    /// itself, never ahead of it), so the buddy tests are skipped.
     fn pick_next_entity(&self, rq: &CfsRq, vr: impl Fn(u32) -> u64, w: impl Fn(u32) -> u64) -> Option<u32> {
         let mut it = rq.tree.iter();
         let &(left_vr, left) = it.next()?;
+        if it.len() == 0 {
+            return Some(left);
+        }
         let mut se = left;
         if rq.skip == Some(left) {
             if let Some(&(second_vr, second)) = it.next() {
