@@ -571,12 +571,14 @@ impl Cfs {
 
     /// `clear_buddies(cfs_rq, se)` for task `v` in its group run queue: each buddy pointing at
     /// it is cleared, and the root's too when it points at its group (`__clear_buddies_*`).
+    #[inline]
     fn clear_buddies_task(&mut self, vm: usize, p: usize, v: VcpuId) {
         let gi = self.gi(vm, p);
+        let (group, root) = (&mut self.groups[gi].rq, &mut self.rqs[p].root);
         for b in [Buddy::Last, Buddy::Next, Buddy::Skip] {
-            if *self.groups[gi].rq.buddy(b) == Some(v.0) {
-                *self.groups[gi].rq.buddy(b) = None;
-                let root = self.rqs[p].root.buddy(b);
+            if *group.buddy(b) == Some(v.0) {
+                *group.buddy(b) = None;
+                let root = root.buddy(b);
                 if *root == Some(vm as u32) {
                     *root = None;
                 }
@@ -585,9 +587,11 @@ impl Cfs {
     }
 
     /// `clear_buddies(cfs_rq, se)` for VM `vm`'s group entity in the root run queue of `p`.
+    #[inline]
     fn clear_buddies_root(&mut self, vm: usize, p: usize) {
+        let root = &mut self.rqs[p].root;
         for b in [Buddy::Last, Buddy::Next, Buddy::Skip] {
-            let root = self.rqs[p].root.buddy(b);
+            let root = root.buddy(b);
             if *root == Some(vm as u32) {
                 *root = None;
             }
