@@ -311,29 +311,34 @@ impl Sim {
         if self.overlay.is_some() {
             self.overlay_switch_out(v, p);
         }
-        let vm = self.vinfo[v.idx()].vm;
-        let was_running = self.vinfo[v.idx()].state == VcpuState::Running;
+        let now = self.now;
+        let info = &mut self.vinfo[v.idx()];
+        let vm = info.vm;
+        let was_running = info.state == VcpuState::Running;
         if was_running {
-            self.vinfo[v.idx()].state = VcpuState::Runnable;
+            info.state = VcpuState::Runnable;
             // KVM marks a yielding vCPU preempted too (still runnable, kvm_sched_out).
-            self.vinfo[v.idx()].preempted = true;
+            info.preempted = true;
             // kvm_arch_vcpu_put: `preempted_in_kernel = !kvm_x86_get_cpl(vcpu)`.
-            self.vinfo[v.idx()].preempted_in_kernel = in_kernel;
-            self.pv[v.idx()].preempted = true;
-            self.pv[v.idx()].runnable = true;
-            self.vcpus[v.idx()].runnable_since = self.now;
-            self.vcpus[v.idx()].woken = false;
+            info.preempted_in_kernel = in_kernel;
+            let pv = &mut self.pv[v.idx()];
+            pv.preempted = true;
+            pv.runnable = true;
+            let vc = &mut self.vcpus[v.idx()];
+            vc.runnable_since = now;
+            vc.woken = false;
             // A pause-loop yield is voluntary: not a preemption; but a lock holder or ticket
             // waiter descheduled by it still stalls its lock, so LHP/LWP count it.
-            if !self.vcpus[v.idx()].yielding {
+            if !vc.yielding {
                 self.vms[vm.idx()].stats.preemptions += 1;
             }
             self.count_lock_preemptions(v);
         }
-        let start = self.vinfo[v.idx()].run_start;
-        self.vinfo[v.idx()].run_time += self.now - start;
-        self.usage.add_busy(vm.idx(), p, self.now - start);
-        self.vinfo[v.idx()].pcpu = None;
+        let info = &mut self.vinfo[v.idx()];
+        let start = info.run_start;
+        info.run_time += now - start;
+        info.pcpu = None;
+        self.usage.add_busy(vm.idx(), p, now - start);
         self.pinfo[p.idx()].current = None;
         let vc = &mut self.vcpus[v.idx()];
         vc.activity = Activity::Off;
@@ -405,8 +410,10 @@ impl Sim {
         if self.relaxed.is_some() {
             self.rc_account(v);
         }
-        let vm = self.vinfo[v.idx()].vm;
+        let now = self.now;
+        let (woken, runnable_since) = (self.vcpus[v.idx()].woken, self.vcpus[v.idx()].runnable_since);
         let info = &mut self.vinfo[v.idx()];
+        let vm = info.vm;
         info.state = VcpuState::Running;
         info.pcpu = Some(p);
         info.last_pcpu = p;
@@ -417,22 +424,24 @@ impl Sim {
         // `pv_unhalted`.
         info.pending_interrupt = false;
         info.in_spin_loop = false;
-        if self.vcpus[v.idx()].woken {
+        if woken {
             info.pv_unhalted = false;
         }
-        let waited = self.now - self.vcpus[v.idx()].runnable_since;
+        let waited = now - runnable_since;
         let pv = &mut self.pv[v.idx()];
         pv.preempted = false;
         pv.runnable = false;
         pv.steal_time_ns += waited;
         self.pinfo[p.idx()].current = Some(v);
-        self.pcpus[p.idx()].run_start = self.now;
+        let pc = &mut self.pcpus[p.idx()];
+        pc.run_start = now;
+        let switched = pc.last != Some(v);
         let stats = &mut self.vms[vm.idx()].stats;
         stats.switches_in += 1;
-        stats.waited(waited, self.vcpus[v.idx()].woken);
-        let mut cost = if self.pcpus[p.idx()].last != Some(v) { self.vm_costs[vm.idx()].context_switch } else { 0 };
+        stats.waited(waited, woken);
+        let mut cost = if switched { self.vm_costs[vm.idx()].context_switch } else { 0 };
         cost += self.take_pv_tlb_flush(v);
-        if self.vcpus[v.idx()].woken {
+        if woken {
             // Back from a block: the host's wake-up path (`[host.costs] halt_wake`, 0 by default).
             cost += self.vm_costs[vm.idx()].halt_wake;
         }

@@ -714,17 +714,18 @@ impl Cfs {
     }
 
     /// `put_prev_task_fair`: the running vCPU and its group entity go back into their trees.
+    #[inline(always)]
     fn put_prev(&mut self, now: Nanos, p: usize) {
         self.update_curr_at(now, p);
         if let Some(vm) = self.rqs[p].root.curr.take() {
             let gi = self.gi(vm as usize, p);
-            if let Some(v) = self.groups[gi].rq.curr.take() {
+            let g = &mut self.groups[gi];
+            if let Some(v) = g.rq.curr.take() {
                 let e = &mut self.se[v as usize];
                 e.last_ran = now;
                 e.queued = true;
-                self.groups[gi].rq.tree.insert((e.vruntime, v));
+                g.rq.tree.insert((e.vruntime, v));
             }
-            let g = &self.groups[gi];
             if g.se.on_rq {
                 self.rqs[p].root.tree.insert((g.se.vruntime, vm));
             }

@@ -57,7 +57,7 @@ impl Timeline {
     }
 
     /// Bubble entry `i` to the end and drop it: a few swaps, where `Vec::remove` calls memmove.
-    #[inline]
+    #[inline(always)]
     fn remove_at(s: &mut Vec<(u64, u32)>, i: usize) {
         for j in i..s.len() - 1 {
             s.swap(j, j + 1);
