@@ -871,6 +871,7 @@ impl Cfs {
 
     /// `yield_task_fair` of the vCPU running on `p`: unless it is alone on the pCPU, it becomes
     /// the skip buddy at both levels (its other buddies cleared first).
+    #[inline(always)]
     fn yield_task(&mut self, ctx: &PolicyCtx, p: usize) {
         if self.rqs[p].nr_running == 1 {
             return;
