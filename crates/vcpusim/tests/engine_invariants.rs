@@ -96,3 +96,22 @@ fn credit_holds_invariants_under_every_xen_version() {
         }
     }
 }
+
+/// Issue 15: the engine skips `do_schedule` when the policy says it would keep the running vCPU
+/// (`Policy::keeps_current`; a pause-loop exit's own reschedule). Check mode asks the policy all
+/// the same and stops the run if the promise fails; the plain run takes the shortcut. The two
+/// must agree byte for byte, on the quickstart's pause-loop storm under each policy that keeps.
+#[test]
+fn skipping_do_schedule_when_the_policy_keeps_its_vcpu_changes_no_output() {
+    let base = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/quickstart.toml")).unwrap();
+    let base = base.replace("duration = \"60s\"", "duration = \"300ms\"");
+    for (policy, params) in [("cfs", ""), ("cfs", "[host.params]\nkvm = \"6.6\"\n"), ("eevdf", "")] {
+        let text = base.replace("policy = \"cfs\"", &format!("policy = \"{policy}\"\n{params}"));
+        let plain = run_toml(&text, false);
+        let checked = run_toml(&text, true);
+        assert!(num(&vm_table(&plain), "parallel", "ple_exit_count") > 1000.0, "{policy}: no pause-loop storm");
+        assert_eq!(plain.vms_csv, checked.vms_csv, "{policy} {params}");
+        assert_eq!(plain.metrics_csv, checked.metrics_csv, "{policy} {params}");
+        assert_eq!(plain.summary_json, checked.summary_json, "{policy} {params}");
+    }
+}

@@ -73,18 +73,41 @@ impl Key {
     fn slot(self) -> usize {
         (self.tag & SLOT_MASK) as usize
     }
+    /// (time, tag) as one number, ordered as the pair: the heap's sifts compare it in one
+    /// 128-bit comparison where the pair took two compares and a select.
+    #[inline(always)]
+    fn rank(self) -> u128 {
+        ((self.at as u128) << 64) | self.tag as u128
+    }
 }
 
 impl Ord for Key {
     #[inline(always)]
     fn cmp(&self, other: &Self) -> Ordering {
-        (other.at, other.tag).cmp(&(self.at, self.tag))
+        other.rank().cmp(&self.rank())
     }
 }
 impl PartialOrd for Key {
     #[inline(always)]
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
+    }
+    // The comparisons `BinaryHeap` makes, each one 128-bit compare (reversed: earliest on top).
+    #[inline(always)]
+    fn lt(&self, other: &Self) -> bool {
+        other.rank() < self.rank()
+    }
+    #[inline(always)]
+    fn le(&self, other: &Self) -> bool {
+        other.rank() <= self.rank()
+    }
+    #[inline(always)]
+    fn gt(&self, other: &Self) -> bool {
+        other.rank() > self.rank()
+    }
+    #[inline(always)]
+    fn ge(&self, other: &Self) -> bool {
+        other.rank() >= self.rank()
     }
 }
 

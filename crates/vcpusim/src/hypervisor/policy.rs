@@ -477,7 +477,9 @@ impl Decision {
 /// and later `wake` (Runnable). `yield_vcpu` precedes a `do_schedule` on the yielder's pCPU.
 ///
 /// Contract checked by the engine: `do_schedule(p)` returns either the vCPU currently running on
-/// `p` or a Runnable vCPU; never a Halted one, never one running on another pCPU.
+/// `p` or a Runnable vCPU; never a Halted one, never one running on another pCPU. When
+/// `keeps_current(p)` says true the engine takes that answer for `do_schedule(p)`'s without
+/// calling it, so it must be exact (check mode verifies it).
 pub trait Policy {
     /// The name scenarios use (`policy = "credit"`).
     fn name(&self) -> &'static str;
@@ -501,6 +503,17 @@ pub trait Policy {
     /// Running) is the previous one; if another is chosen it becomes Runnable, so it must be
     /// kept queued by the policy.
     fn do_schedule(&mut self, ctx: &mut PolicyCtx, pcpu: PcpuId) -> Decision;
+
+    /// Whether `do_schedule(pcpu)`, called now, would keep the vCPU running on `pcpu` with no
+    /// slice (`Decision::run(current, None)`), change no state of the policy and make no
+    /// request: then the engine skips the call (a pause-loop exit's second reschedule, once its
+    /// directed yield has already switched the pCPU). Asked only while the vCPU current on
+    /// `pcpu` is Running. A policy must answer true only when that holds (check mode calls
+    /// `do_schedule` all the same and stops the run if it does not); false, the default, is
+    /// always correct.
+    fn keeps_current(&self, _pcpu: PcpuId) -> bool {
+        false
+    }
 
     /// A timer of this policy (`ctx.init_timer(key)`) fired; called only for a timer still armed
     /// at its expiry (Xen: the timer's handler function).

@@ -52,14 +52,24 @@ impl Sim {
     ///
     /// Each batch is the list pending when it starts; what its requests cause waits for the next
     /// batch (a nested flush, inside `reschedule`, takes those first). Batch lists are reused
-    /// (`request_buffers`), so a reschedule request costs no allocation.
+    /// (`request_buffers`), so a reschedule request costs no allocation. Most calls find none
+    /// (every `do_schedule` is followed by one): that test is inlined into the caller.
+    #[inline(always)]
     pub fn flush_requests(&mut self) {
+        if !self.requests.is_empty() {
+            self.flush_pending_requests();
+        }
+    }
+
+    /// `flush_requests` when some are pending.
+    #[inline(never)]
+    fn flush_pending_requests(&mut self) {
         while !self.requests.is_empty() {
             let spare = self.request_buffers.pop().unwrap_or_default();
             let mut batch = std::mem::replace(&mut self.requests, spare);
             for &r in &batch {
                 match r {
-                    Request::Reschedule(p) => self.reschedule(p),
+                    Request::Reschedule(p) => self.reschedule_requested(p),
                     Request::SetTimer { timer, at } => {
                         // Xen set_timer: a pending expiry is cancelled, the new one pushed here
                         // (the same point in the request order as every earlier timer push).
@@ -93,15 +103,46 @@ impl Sim {
 
     /// Ask the policy what runs next on `p` and switch to it.
     pub fn reschedule(&mut self, p: PcpuId) {
-        if self.stop.is_some() || !self.pcpus[p.idx()].online {
-            return;
-        }
-        // A vCPU halt-polling here stops if another waits (sim/halt_poll.rs).
-        if self.halt_poll.is_some() && self.halt_poll_resched(p) {
+        if !self.may_reschedule(p) {
             return;
         }
         let pool = self.pcpu_pool[p.idx()];
+        match self.kept_current(pool, p) {
+            Some(c) if self.check => self.schedule_checked(pool, p, c),
+            Some(_) => self.keep_current(p),
+            None => self.schedule(pool, p),
+        }
+    }
+
+    /// `Request::Reschedule(p)`: the policy asked, so by its own account it has work there;
+    /// it is not asked whether it keeps the running vCPU (`kept_current`) as well.
+    fn reschedule_requested(&mut self, p: PcpuId) {
+        if self.may_reschedule(p) {
+            self.schedule(self.pcpu_pool[p.idx()], p);
+        }
+    }
+
+    /// Whether `p` reschedules at all: the run goes on, `p` is online, and no vCPU stops
+    /// halt-polling there instead (sim/halt_poll.rs: it stops if another waits).
+    #[inline(always)]
+    fn may_reschedule(&mut self, p: PcpuId) -> bool {
+        if self.stop.is_some() || !self.pcpus[p.idx()].online {
+            return false;
+        }
+        !(self.halt_poll.is_some() && self.halt_poll_resched(p))
+    }
+
+    /// `do_schedule(p)` and what it decided. Out of line: `reschedule`'s keep path then sets up
+    /// no frame for it.
+    #[inline(never)]
+    fn schedule(&mut self, pool: PoolId, p: PcpuId) {
         let decision = self.call_policy(pool, |pol, ctx| pol.do_schedule(ctx, p));
+        self.carry_out(pool, p, decision);
+    }
+
+    /// Switch `p` as `decision` says (checked first), then carry out the requests pending.
+    #[inline(always)]
+    fn carry_out(&mut self, pool: PoolId, p: PcpuId, decision: Decision) {
         if let Err(message) = self.validate_decision(p, decision) {
             self.stop = Some(SimError::Invariant { time_ns: self.now, message });
             return;
@@ -118,10 +159,53 @@ impl Sim {
         }
     }
 
+    /// The Running vCPU of `p`, when the policy of `pool` says `do_schedule(p)` would keep it
+    /// and change nothing (`Policy::keeps_current`): a pause-loop exit's own reschedule, after
+    /// its directed yield has switched the pCPU already, is one per exit. The engine then does
+    /// only what that decision would have done (`keep_current`). Not with an overlay or in the
+    /// micro pool (they act on every decision), nor for a policy that reads the kernel-function
+    /// channel (the call publishes it first), nor when the engine would refuse the decision.
+    #[inline(always)]
+    fn kept_current(&self, pool: PoolId, p: PcpuId) -> Option<VcpuId> {
+        let c = self.pinfo[p.idx()].current?;
+        let eligible = self.vinfo[c.idx()].state == VcpuState::Running
+            && self.overlay.is_none()
+            && pool != self.micro_pool
+            && !self.pool_channels[pool.idx()].kernel_fn
+            && (self.trivial_placement || self.validate_decision(p, Decision::run(c, None)).is_ok());
+        (eligible && self.pools[pool.idx()].policy.keeps_current(p)).then_some(c)
+    }
+
+    /// `carry_out` of `Decision::run(current, None)`: the pending slice end, if any, is
+    /// cancelled, and nothing switches.
+    #[inline]
+    fn keep_current(&mut self, p: PcpuId) {
+        if let Some(ev) = self.pcpus[p.idx()].slice_event.take() {
+            self.queue.cancel(ev);
+        }
+        self.flush_requests();
+    }
+
+    /// Check mode: the policy is asked all the same, and held to its word (`Policy::keeps_current`).
+    #[cold]
+    #[inline(never)]
+    fn schedule_checked(&mut self, pool: PoolId, p: PcpuId, c: VcpuId) {
+        let asked = self.requests.len();
+        let decision = self.call_policy(pool, |pol, ctx| pol.do_schedule(ctx, p));
+        let made = self.requests.len() - asked;
+        if decision != Decision::run(c, None) || made > 0 {
+            let name = self.pools[pool.idx()].policy.name();
+            let message = format!("policy {name} said do_schedule would keep vCPU {c} on pCPU {p}, then decided {decision:?} and made {made} requests");
+            self.stop = Some(SimError::Invariant { time_ns: self.now, message });
+            return;
+        }
+        self.carry_out(pool, p, decision);
+    }
+
     /// The contract check on every decision. The common case is a few loads and compares; the
     /// messages are built out of line (`decision_error`), which keeps this small enough to inline
     /// into `reschedule`, the hottest path of the engine.
-    #[inline]
+    #[inline(always)]
     fn validate_decision(&self, p: PcpuId, d: Decision) -> Result<(), String> {
         let ok = match d.next {
             None => true,
@@ -188,6 +272,7 @@ impl Sim {
         Ok(())
     }
 
+    #[inline(always)]
     fn apply_decision(&mut self, p: PcpuId, d: Decision) {
         let prev = self.pinfo[p.idx()].current;
         // One live slice end per pCPU: a new slice cancels the pending one and pushes its own
@@ -226,29 +311,34 @@ impl Sim {
         if self.overlay.is_some() {
             self.overlay_switch_out(v, p);
         }
-        let vm = self.vinfo[v.idx()].vm;
-        let was_running = self.vinfo[v.idx()].state == VcpuState::Running;
+        let now = self.now;
+        let info = &mut self.vinfo[v.idx()];
+        let vm = info.vm;
+        let was_running = info.state == VcpuState::Running;
         if was_running {
-            self.vinfo[v.idx()].state = VcpuState::Runnable;
+            info.state = VcpuState::Runnable;
             // KVM marks a yielding vCPU preempted too (still runnable, kvm_sched_out).
-            self.vinfo[v.idx()].preempted = true;
+            info.preempted = true;
             // kvm_arch_vcpu_put: `preempted_in_kernel = !kvm_x86_get_cpl(vcpu)`.
-            self.vinfo[v.idx()].preempted_in_kernel = in_kernel;
-            self.pv[v.idx()].preempted = true;
-            self.pv[v.idx()].runnable = true;
-            self.vcpus[v.idx()].runnable_since = self.now;
-            self.vcpus[v.idx()].woken = false;
+            info.preempted_in_kernel = in_kernel;
+            let pv = &mut self.pv[v.idx()];
+            pv.preempted = true;
+            pv.runnable = true;
+            let vc = &mut self.vcpus[v.idx()];
+            vc.runnable_since = now;
+            vc.woken = false;
             // A pause-loop yield is voluntary: not a preemption; but a lock holder or ticket
             // waiter descheduled by it still stalls its lock, so LHP/LWP count it.
-            if !self.vcpus[v.idx()].yielding {
+            if !vc.yielding {
                 self.vms[vm.idx()].stats.preemptions += 1;
             }
             self.count_lock_preemptions(v);
         }
-        let start = self.vinfo[v.idx()].run_start;
-        self.vinfo[v.idx()].run_time += self.now - start;
-        self.usage.add_busy(vm.idx(), p, self.now - start);
-        self.vinfo[v.idx()].pcpu = None;
+        let info = &mut self.vinfo[v.idx()];
+        let start = info.run_start;
+        info.run_time += now - start;
+        info.pcpu = None;
+        self.usage.add_busy(vm.idx(), p, now - start);
         self.pinfo[p.idx()].current = None;
         let vc = &mut self.vcpus[v.idx()];
         vc.activity = Activity::Off;
@@ -320,8 +410,10 @@ impl Sim {
         if self.relaxed.is_some() {
             self.rc_account(v);
         }
-        let vm = self.vinfo[v.idx()].vm;
+        let now = self.now;
+        let (woken, runnable_since) = (self.vcpus[v.idx()].woken, self.vcpus[v.idx()].runnable_since);
         let info = &mut self.vinfo[v.idx()];
+        let vm = info.vm;
         info.state = VcpuState::Running;
         info.pcpu = Some(p);
         info.last_pcpu = p;
@@ -332,22 +424,24 @@ impl Sim {
         // `pv_unhalted`.
         info.pending_interrupt = false;
         info.in_spin_loop = false;
-        if self.vcpus[v.idx()].woken {
+        if woken {
             info.pv_unhalted = false;
         }
-        let waited = self.now - self.vcpus[v.idx()].runnable_since;
+        let waited = now - runnable_since;
         let pv = &mut self.pv[v.idx()];
         pv.preempted = false;
         pv.runnable = false;
         pv.steal_time_ns += waited;
         self.pinfo[p.idx()].current = Some(v);
-        self.pcpus[p.idx()].run_start = self.now;
+        let pc = &mut self.pcpus[p.idx()];
+        pc.run_start = now;
+        let switched = pc.last != Some(v);
         let stats = &mut self.vms[vm.idx()].stats;
         stats.switches_in += 1;
-        stats.waited(waited, self.vcpus[v.idx()].woken);
-        let mut cost = if self.pcpus[p.idx()].last != Some(v) { self.vm_costs[vm.idx()].context_switch } else { 0 };
+        stats.waited(waited, woken);
+        let mut cost = if switched { self.vm_costs[vm.idx()].context_switch } else { 0 };
         cost += self.take_pv_tlb_flush(v);
-        if self.vcpus[v.idx()].woken {
+        if woken {
             // Back from a block: the host's wake-up path (`[host.costs] halt_wake`, 0 by default).
             cost += self.vm_costs[vm.idx()].halt_wake;
         }

@@ -4,7 +4,7 @@
 use super::HostShape;
 use crate::hardware::topology::Topology;
 use crate::engine::event_queue::EventQueue;
-use crate::hypervisor::policy::{HostView, PcpuInfo, Policy, PolicyCtx, Request, TimerId, TimerTable, VcpuInfo, VcpuState, VmInfo, VmSched};
+use crate::hypervisor::policy::{Decision, HostView, PcpuInfo, Policy, PolicyCtx, Request, TimerId, TimerTable, VcpuInfo, VcpuState, VmInfo, VmSched};
 use crate::hypervisor::uvf::UvfHost;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::time::Nanos;
@@ -69,6 +69,8 @@ pub struct FakeHost {
     pub urgent_entered: u32,
     /// The slice of the last decision.
     pub last_slice: Option<Nanos>,
+    /// `schedule` calls the policy said it would answer by keeping its vCPU (`keeps_current`).
+    pub kept: u32,
 }
 
 impl FakeHost {
@@ -113,6 +115,7 @@ impl FakeHost {
             extra_check: None,
             urgent_entered: 0,
             last_slice: None,
+            kept: 0,
         };
         for vm in 0..host.vms.len() {
             host.adjust(vm);
@@ -136,6 +139,13 @@ impl FakeHost {
 
     /// Run one policy call and carry out its requests.
     pub fn call<R>(&mut self, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
+        let (result, requests) = self.call_unapplied(f);
+        self.apply(requests);
+        result
+    }
+
+    /// One policy call; its requests are returned, not carried out.
+    fn call_unapplied<R>(&mut self, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> (R, Vec<Request>) {
         let mut requests = Vec::new();
         let result = {
             let view = HostView {
@@ -149,8 +159,7 @@ impl FakeHost {
             let mut ctx = PolicyCtx::new(view, &mut requests, &mut self.timers);
             f(self.policy.as_mut(), &mut ctx)
         };
-        self.apply(requests);
-        result
+        (result, requests)
     }
 
     pub fn apply(&mut self, requests: Vec<Request>) {
@@ -178,8 +187,18 @@ impl FakeHost {
     }
 
     /// `do_schedule(p)` and apply the decision as the engine would.
+    /// The engine skips the call when the policy says it keeps the Running vCPU of `p`
+    /// (`Policy::keeps_current`); here it is made all the same, and the policy held to its word.
     pub fn schedule(&mut self, p: PcpuId) {
-        let decision = self.call(|pol, ctx| pol.do_schedule(ctx, p));
+        let current = self.pcpus[p.idx()].current.filter(|c| self.vcpus[c.idx()].state == VcpuState::Running);
+        let promised = current.filter(|_| self.policy.keeps_current(p));
+        let (decision, requests) = self.call_unapplied(|pol, ctx| pol.do_schedule(ctx, p));
+        if let Some(c) = promised {
+            self.kept += 1;
+            assert_eq!(decision, Decision::run(c, None), "{} said do_schedule({p}) keeps vCPU {c}", self.policy.name());
+            assert_eq!(requests, [], "{} said do_schedule({p}) keeps vCPU {c} and asks nothing", self.policy.name());
+        }
+        self.apply(requests);
         self.last_slice = decision.slice;
         let prev = self.pcpus[p.idx()].current;
         if let Some(next) = decision.next {
@@ -282,6 +301,36 @@ impl FakeHost {
                 VcpuState::Running if next() % 3 == 0 => self.halt(v),
                 VcpuState::Halted if next() % 2 == 0 => self.wake(v),
                 _ => {}
+            }
+        }
+    }
+
+    /// A pause-loop storm: at every step each running vCPU of VM 0 takes a pause-loop exit
+    /// (`yield_vcpu`, its requests carried out, then `do_schedule` on its pCPU, as the engine
+    /// does); every third step a pseudo-random vCPU halts or wakes as in
+    /// `random_halts_and_wakes`.
+    pub fn pause_loop_storm(&mut self, steps: u64, step: Nanos) {
+        let mut lcg: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            lcg = lcg.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            lcg >> 33
+        };
+        let nvcpus = self.vcpus.len() as u64;
+        for i in 1..=steps {
+            self.advance_to(i * step);
+            for v in self.vms[0].vcpus.clone() {
+                let Some(p) = self.vcpus[v.idx()].pcpu else { continue };
+                self.call(|pol, ctx| pol.yield_vcpu(ctx, v, crate::hypervisor::policy::YieldReason::PauseLoop));
+                self.schedule(p);
+                self.check();
+            }
+            if i % 3 == 0 {
+                let v = VcpuId((next() % nvcpus) as u32);
+                match self.vcpus[v.idx()].state {
+                    VcpuState::Running => self.halt(v),
+                    VcpuState::Halted => self.wake(v),
+                    VcpuState::Runnable => {}
+                }
             }
         }
     }

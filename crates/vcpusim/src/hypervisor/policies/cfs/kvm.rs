@@ -39,6 +39,7 @@ impl KvmYieldTo for Cfs {
 #[cfg(test)]
 mod tests {
     use super::super::CfsKind;
+    use crate::hypervisor::kvm::KvmVersion;
     use crate::hypervisor::policies::test_host::FakeHost;
     use crate::hypervisor::policies::PolicyKind;
     use crate::hypervisor::policy::{IpiKind, VcpuState, YieldReason};
@@ -82,6 +83,20 @@ mod tests {
         h.call(|pol, ctx| pol.yield_vcpu(ctx, SPINNER, YieldReason::PauseLoop));
         h.schedule(P0);
         h.check();
+    }
+
+    /// Issue 15: `keeps_current` (the engine then skips `do_schedule`) holds at every
+    /// reschedule of a pause-loop storm (`FakeHost::schedule` asserts it) under each KVM
+    /// version, and says true for the spinner's own reschedule after its directed yield.
+    #[test]
+    fn keeps_current_is_exact_through_a_pause_loop_storm() {
+        for kvm in KvmVersion::NAMES {
+            let mut params = Params::defaults(&CfsKind.params());
+            params.set("kvm", ParamValue::Choice(kvm.to_string()));
+            let mut h = FakeHost::new(3, &[(4, 256), (1, 256), (1, 256)], None, |shape| CfsKind.build(&params, shape));
+            h.pause_loop_storm(300, 200 * crate::time::US);
+            assert!(h.kept > 100, "{kvm}: keeps_current said true {} times", h.kept);
+        }
     }
 
     #[test]

@@ -398,6 +398,9 @@ impl Cfs {
         self.update_curr_at(ctx.now(), p);
     }
 
+    /// Inlined: most calls come right after another at the same time and have nothing to
+    /// charge; the charging itself is `charge_curr`.
+    #[inline(always)]
     fn update_curr_at(&mut self, now: Nanos, p: usize) {
         let delta = now.saturating_sub(self.rqs[p].exec_start);
         self.rqs[p].exec_start = now;
@@ -405,6 +408,12 @@ impl Cfs {
         if delta == 0 {
             return;
         }
+        self.charge_curr(p, vm, delta);
+    }
+
+    /// `update_curr` of `delta` > 0 for the running entities of `p` (group entity of `vm`).
+    #[inline(never)]
+    fn charge_curr(&mut self, p: usize, vm: usize, delta: Nanos) {
         let gi = self.gi(vm, p);
         // The group entity in the root run queue.
         let g = &mut self.groups[gi];
@@ -562,12 +571,14 @@ impl Cfs {
 
     /// `clear_buddies(cfs_rq, se)` for task `v` in its group run queue: each buddy pointing at
     /// it is cleared, and the root's too when it points at its group (`__clear_buddies_*`).
+    #[inline]
     fn clear_buddies_task(&mut self, vm: usize, p: usize, v: VcpuId) {
         let gi = self.gi(vm, p);
+        let (group, root) = (&mut self.groups[gi].rq, &mut self.rqs[p].root);
         for b in [Buddy::Last, Buddy::Next, Buddy::Skip] {
-            if *self.groups[gi].rq.buddy(b) == Some(v.0) {
-                *self.groups[gi].rq.buddy(b) = None;
-                let root = self.rqs[p].root.buddy(b);
+            if *group.buddy(b) == Some(v.0) {
+                *group.buddy(b) = None;
+                let root = root.buddy(b);
                 if *root == Some(vm as u32) {
                     *root = None;
                 }
@@ -576,9 +587,11 @@ impl Cfs {
     }
 
     /// `clear_buddies(cfs_rq, se)` for VM `vm`'s group entity in the root run queue of `p`.
+    #[inline]
     fn clear_buddies_root(&mut self, vm: usize, p: usize) {
+        let root = &mut self.rqs[p].root;
         for b in [Buddy::Last, Buddy::Next, Buddy::Skip] {
-            let root = self.rqs[p].root.buddy(b);
+            let root = root.buddy(b);
             if *root == Some(vm as u32) {
                 *root = None;
             }
@@ -674,9 +687,14 @@ impl Cfs {
 
     /// `pick_next_entity` (3.2): the leftmost, unless it is the skip buddy and the second is
     /// not too far behind; the last buddy, then the next buddy, if not unfair to the leftmost.
+    /// A lone entity is picked whatever the buddies say (a buddy in the tree is the leftmost
+    /// itself, never ahead of it), so the buddy tests are skipped.
     fn pick_next_entity(&self, rq: &CfsRq, vr: impl Fn(u32) -> u64, w: impl Fn(u32) -> u64) -> Option<u32> {
         let mut it = rq.tree.iter();
         let &(left_vr, left) = it.next()?;
+        if it.len() == 0 {
+            return Some(left);
+        }
         let mut se = left;
         if rq.skip == Some(left) {
             if let Some(&(second_vr, second)) = it.next() {
@@ -696,21 +714,57 @@ impl Cfs {
     }
 
     /// `put_prev_task_fair`: the running vCPU and its group entity go back into their trees.
+    #[inline(always)]
     fn put_prev(&mut self, now: Nanos, p: usize) {
         self.update_curr_at(now, p);
         if let Some(vm) = self.rqs[p].root.curr.take() {
             let gi = self.gi(vm as usize, p);
-            if let Some(v) = self.groups[gi].rq.curr.take() {
+            let g = &mut self.groups[gi];
+            if let Some(v) = g.rq.curr.take() {
                 let e = &mut self.se[v as usize];
                 e.last_ran = now;
                 e.queued = true;
-                self.groups[gi].rq.tree.insert((e.vruntime, v));
+                g.rq.tree.insert((e.vruntime, v));
             }
-            let g = &self.groups[gi];
             if g.se.on_rq {
                 self.rqs[p].root.tree.insert((g.se.vruntime, vm));
             }
         }
+    }
+
+    /// The running task of `pcpu` and its VM, when it is the only task there and `schedule()`
+    /// is sure to pick it again: still running (`prev`), allowed here and not out of run time,
+    /// no active balance waiting and no UVF overlay. Then `put_prev` puts it and its group
+    /// entity into trees holding nothing else, and `pick_next_entity` takes them back at each
+    /// level whatever the buddies say.
+    fn only_task_stays(&self, ctx: &PolicyCtx, pcpu: PcpuId, prev: Option<VcpuId>) -> Option<(usize, VcpuId)> {
+        let p = pcpu.idx();
+        if self.rqs[p].nr_running != 1 || self.rqs[p].active_balance.is_some() || self.uvf.is_some() {
+            return None;
+        }
+        let (vm, c) = self.running_task(p)?;
+        let stays = prev == Some(c)
+            && self.groups[self.gi(vm, p)].se.on_rq
+            && !self.exhausted(VmId(vm as u32))
+            && ctx.host.may_run(c, pcpu);
+        stays.then_some((vm, c))
+    }
+
+    /// `put_prev_task_fair`, `pick_next_task_fair` and `set_next_entity` for the only task `c`
+    /// of `vm` on `p` (`only_task_stays`), by what they leave behind: the trees and `curr` are
+    /// as before, the task's `last_ran` and both levels' `prev_sum_exec` are now, and the
+    /// picks clear the buddies pointing at it (`clear_buddies`). Its caller charged the running
+    /// entities up to `now` already, so `put_prev`'s `update_curr` has nothing to add.
+    fn keep_only_task(&mut self, now: Nanos, vm: usize, c: VcpuId, p: usize) {
+        self.clear_buddies_root(vm, p);
+        self.clear_buddies_task(vm, p, c);
+        let gi = self.gi(vm, p);
+        let g = &mut self.groups[gi];
+        g.se.prev_sum_exec = g.se.sum_exec;
+        let e = &mut self.se[c.idx()];
+        e.last_ran = now;
+        e.prev_sum_exec = e.sum_exec;
+        self.rqs[p].exec_start = now;
     }
 
     /// `set_next_entity` at both levels: `v` of `vm` becomes the running entity of `p`.
@@ -817,6 +871,7 @@ impl Cfs {
 
     /// `yield_task_fair` of the vCPU running on `p`: unless it is alone on the pCPU, it becomes
     /// the skip buddy at both levels (its other buddies cleared first).
+    #[inline(always)]
     fn yield_task(&mut self, ctx: &PolicyCtx, p: usize) {
         if self.rqs[p].nr_running == 1 {
             return;
@@ -825,6 +880,14 @@ impl Cfs {
         self.clear_buddies_task(vm, p, c);
         self.update_curr(ctx, p);
         self.set_buddy(Buddy::Skip, vm, p, c);
+    }
+
+    /// Whether `schedule()` on `p`, with its current vCPU still running, has nothing to do:
+    /// no `need_resched` (TIF_NEED_RESCHED) and no active balance waiting for the cpu stopper.
+    /// `do_schedule` then keeps the vCPU without touching the run queues (`keeps_current`).
+    #[inline]
+    fn nothing_to_do(&self, p: usize) -> bool {
+        !self.rqs[p].need_resched && self.rqs[p].active_balance.is_none()
     }
 
     /// Whether nothing runs on `p` and nothing waits there (`idle_cpu`).
@@ -1034,12 +1097,16 @@ impl Policy for Cfs {
         let now = ctx.now();
         let host_curr = ctx.host.pcpu(pcpu).current;
         let still_running = host_curr.is_some_and(|c| ctx.host.vcpu(c).state == VcpuState::Running);
-        if still_running && !self.rqs[p].need_resched && self.rqs[p].active_balance.is_none() {
+        if still_running && self.nothing_to_do(p) {
             return Decision::run(host_curr.expect("checked"), None);
         }
         self.rqs[p].need_resched = false;
         self.update_curr(ctx, p);
         self.flush_throttles(ctx, Some(p));
+        if let Some((vm, c)) = self.only_task_stays(ctx, pcpu, host_curr.filter(|_| still_running)) {
+            self.keep_only_task(now, vm, c, p);
+            return Decision::run(c, None);
+        }
         let mut prev = host_curr.filter(|_| still_running);
         // put_prev_task: a still-runnable curr goes back into its trees, unless its cgroup ran
         // out of run time (check_cfs_rq_runtime -> throttle_cfs_rq).
@@ -1080,6 +1147,11 @@ impl Policy for Cfs {
             }
             None => Decision::idle(),
         }
+    }
+
+    /// `do_schedule`'s first test: the running vCPU stays, untouched.
+    fn keeps_current(&self, pcpu: PcpuId) -> bool {
+        self.nothing_to_do(pcpu.idx())
     }
 
     fn on_timer(&mut self, ctx: &mut PolicyCtx, key: u64) {

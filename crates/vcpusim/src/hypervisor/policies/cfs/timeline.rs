@@ -26,7 +26,7 @@ impl Timeline {
     /// Queue `x`; false (and nothing changes) if it is queued already, as `BTreeSet::insert`.
     /// One insertion-sort step from the right end: a waking or preempted entity's vruntime is
     /// usually among the largest.
-    #[inline]
+    #[inline(always)]
     pub(super) fn insert(&mut self, x: (u64, u32)) -> bool {
         let s = &mut self.sorted;
         s.push(x);
@@ -57,7 +57,7 @@ impl Timeline {
     }
 
     /// Bubble entry `i` to the end and drop it: a few swaps, where `Vec::remove` calls memmove.
-    #[inline]
+    #[inline(always)]
     fn remove_at(s: &mut Vec<(u64, u32)>, i: usize) {
         for j in i..s.len() - 1 {
             s.swap(j, j + 1);

@@ -252,6 +252,14 @@ impl Eevdf {
         }
     }
 
+    /// Whether `schedule()` on `p`, with its current vCPU still running, has nothing to do (no
+    /// TIF_NEED_RESCHED): `do_schedule` then keeps the vCPU without touching the run queues
+    /// (`keeps_current`).
+    #[inline]
+    fn nothing_to_do(&self, p: usize) -> bool {
+        !self.rqs[p].need_resched
+    }
+
     /// `resched_curr`.
     fn resched(&mut self, ctx: &mut PolicyCtx, p: usize) {
         if !self.rqs[p].need_resched {
@@ -492,7 +500,7 @@ impl Policy for Eevdf {
         let now = ctx.now();
         let host_curr = ctx.host.pcpu(pcpu).current;
         let still_running = host_curr.is_some_and(|c| ctx.host.vcpu(c).state == VcpuState::Running);
-        if still_running && !self.rqs[p].need_resched {
+        if still_running && self.nothing_to_do(p) {
             return Decision::run(host_curr.expect("checked"), None);
         }
         self.update_curr_at(now, p);
@@ -535,6 +543,11 @@ impl Policy for Eevdf {
     /// `scheduler_tick` -> `task_tick_fair` (6.6): `entity_tick` at both levels (`update_curr`,
     /// which reschedules once a request is used up, and `update_cfs_group`), then
     /// `trigger_load_balance`. 6.6 has no `check_preempt_tick`.
+    /// `do_schedule`'s first test: the running vCPU stays, untouched.
+    fn keeps_current(&self, pcpu: PcpuId) -> bool {
+        self.nothing_to_do(pcpu.idx())
+    }
+
     fn on_timer(&mut self, ctx: &mut PolicyCtx, key: u64) {
         let p = key as usize;
         let timer = self.rqs[p].tick_timer.expect("a tick fires only after start_ticks made it");

@@ -237,3 +237,13 @@ fn churn_keeps_the_books() {
     h.random_halts_and_wakes(3000, 150 * US);
     h.check();
 }
+
+/// Issue 15: `keeps_current` (the engine then skips `do_schedule`) holds at every reschedule of
+/// a pause-loop storm (`FakeHost::schedule` asserts it), and says true for the spinner's own
+/// reschedule after its directed yield.
+#[test]
+fn keeps_current_is_exact_through_a_pause_loop_storm() {
+    let mut h = host(3, &[(4, 256), (1, 256), (1, 256)], &[]);
+    h.pause_loop_storm(300, 200 * US);
+    assert!(h.kept > 100, "keeps_current said true {} times", h.kept);
+}
