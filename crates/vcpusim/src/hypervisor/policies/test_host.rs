@@ -288,11 +288,7 @@ impl FakeHost {
     /// the pattern is the same every run) halts if running (1 in 3) or wakes if halted (1 in 2).
     /// `check` runs after every event, so policy invariants are exercised under churn.
     pub fn random_halts_and_wakes(&mut self, steps: u64, step: Nanos) {
-        let mut lcg: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = || {
-            lcg = lcg.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            lcg >> 33
-        };
+        let mut next = lcg(0x2545_f491_4f6c_dd1d);
         let nvcpus = self.vcpus.len() as u64;
         for i in 1..=steps {
             self.advance_to(i * step);
@@ -310,11 +306,7 @@ impl FakeHost {
     /// does); every third step a pseudo-random vCPU halts or wakes as in
     /// `random_halts_and_wakes`.
     pub fn pause_loop_storm(&mut self, steps: u64, step: Nanos) {
-        let mut lcg: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = || {
-            lcg = lcg.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            lcg >> 33
-        };
+        let mut next = lcg(0x9e37_79b9_7f4a_7c15);
         let nvcpus = self.vcpus.len() as u64;
         for i in 1..=steps {
             self.advance_to(i * step);
@@ -361,6 +353,15 @@ impl FakeHost {
     }
 }
 
+/// The drivers' pseudo-random numbers: a fixed 64-bit LCG (Knuth's MMIX constants) from `seed`,
+/// its high 31 bits per draw, so a driven pattern is the same on every run.
+fn lcg(seed: u64) -> impl FnMut() -> u64 {
+    let mut state = seed;
+    move || {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        state >> 33
+    }
+}
 
 #[cfg(test)]
 mod tests {

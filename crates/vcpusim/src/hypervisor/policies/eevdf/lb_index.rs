@@ -290,9 +290,9 @@ mod tests {
         let mut rng = crate::engine::rng::stream(7, "lb_index");
         let mut compared = 0;
         for step in 0..600 {
-            let p = pool[rng.gen_range(0..pool.len())];
-            nr[p] = rng.gen_range(0..4);
-            load[p] = nr[p] * 1024 * rng.gen_range(1..3);
+            let p = pool[rng.random_range(0..pool.len())];
+            nr[p] = rng.random_range(0..4);
+            load[p] = nr[p] * 1024 * rng.random_range(1..3);
             index.note_rq(p, nr[p], load[p]);
             index.check(&per, |c| nr[c], |c| load[c]).unwrap_or_else(|e| panic!("step {step}: {e}"));
             for &q in &pool {
