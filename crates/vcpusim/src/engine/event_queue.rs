@@ -403,13 +403,8 @@ mod tests {
         let mut q = EventQueue::new();
         let mut m = Model { set: BTreeSet::new(), live: Default::default(), seq: 0 };
         let mut ids: Vec<(EventId, u64)> = Vec::new(); // (queue id, model seq)
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut rnd = |n: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % n
-        };
+        let mut rng = crate::engine::rng::stream(1, "event_queue test");
+        let mut rnd = |n: u64| rand::Rng::random_range(&mut rng, 0..n);
         let mut now = 0;
         for step in 0..20_000u32 {
             match rnd(10) {

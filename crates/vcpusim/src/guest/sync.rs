@@ -215,7 +215,7 @@ impl GuestKernel {
     /// barrier use had the chance to leave", then register.
     pub fn parsec_arrive(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, wait: BarrierWait) {
         // Queued back to front: the registration, then the wait before it.
-        env.push_front_steps(t, [Step::Do(Action::ParsecRegister { barrier: b, wait })]);
+        env.push_front(t, Step::Do(Action::ParsecRegister { barrier: b, wait }));
         if !self.objects.parsec[b].arrival {
             self.push_parsec_wait(env, t, b, true, wait);
         }
@@ -227,7 +227,7 @@ impl GuestKernel {
         let pb = &mut self.objects.parsec[b];
         pb.n += 1;
         // Queued back to front: the departure, then what comes before it.
-        env.push_front_steps(t, [Step::Do(Action::ParsecDepart(b))]);
+        env.push_front(t, Step::Do(Action::ParsecDepart(b)));
         if pb.n >= pb.max {
             pb.arrival = false;
             let cond = pb.cond;
@@ -236,7 +236,7 @@ impl GuestKernel {
                 self.poke(env.threads, s);
             }
             self.objects.parsec[b].spinners = recycled(spinners);
-            env.push_front_steps(t, [Step::Do(Action::CondSignal { cond, all: true })]);
+            env.push_front(t, Step::Do(Action::CondSignal { cond, all: true }));
         } else {
             self.push_parsec_wait(env, t, b, false, wait);
         }
@@ -257,10 +257,10 @@ impl GuestKernel {
         let pb = &mut self.objects.parsec[b];
         pb.n -= 1;
         // Queued back to front: the unlock, then the broadcast before it.
-        env.push_front_steps(t, [Step::Do(Action::MutexUnlock(pb.mutex))]);
+        env.push_front(t, Step::Do(Action::MutexUnlock(pb.mutex)));
         if pb.n == 0 {
             pb.arrival = true;
-            env.push_front_steps(t, [Step::Do(Action::CondSignal { cond: pb.cond, all: true })]);
+            env.push_front(t, Step::Do(Action::CondSignal { cond: pb.cond, all: true }));
             let spinners = std::mem::take(&mut pb.spinners);
             for &s in &spinners {
                 self.poke(env.threads, s);

@@ -222,11 +222,7 @@ impl StepQueue {
     /// Queue `s` behind every pending step.
     #[inline]
     pub fn push_back(&mut self, s: Step) {
-        if self.rev.is_empty() {
-            self.rev.push(s);
-        } else {
-            self.rev.insert(0, s);
-        }
+        self.rev.insert(0, s);
     }
 
     /// Queue `steps` behind every pending step, in order.

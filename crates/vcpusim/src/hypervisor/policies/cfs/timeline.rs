@@ -86,13 +86,8 @@ mod tests {
     fn answers_as_a_btree_set_under_random_inserts_and_removes() {
         let mut t = Timeline::default();
         let mut set = BTreeSet::new();
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut rnd = |n: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % n
-        };
+        let mut rng = crate::engine::rng::stream(1, "timeline test");
+        let mut rnd = |n: u64| rand::Rng::random_range(&mut rng, 0..n);
         for _ in 0..20_000 {
             // Few distinct values, so that duplicates and misses happen often.
             let x = (rnd(20), rnd(4) as u32);
