@@ -15,8 +15,9 @@
 //! the queued and running vCPUs), so a UP VM's vCPU weighs as much as all eight vCPUs of an
 //! equally weighted 8-vCPU VM, which is what makes the seed's mixes imbalanced (section 3.2.1).
 //!
-//! The functions here are pure: they see a [`LoadView`] and decide; the policy builds the view
-//! from its own run queues.
+//! The functions here are pure: they see a [`PlacementView`] and decide; the policy reads its
+//! own run queues through one (CFS: `cfs/select.rs`, in place, no per-wakeup copy), and
+//! [`LoadView`] is the same view over plain slices.
 
 /// The placement rule (`[host] placement`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +49,20 @@ impl Placement {
     }
 }
 
+/// What placement reads about each pCPU, seen from one vCPU being placed (pCPUs numbered
+/// `0..npcpus()`).
+pub trait PlacementView {
+    fn npcpus(&self) -> usize;
+    /// Run-queue load (queued and running vCPUs' weights).
+    fn load(&self, p: usize) -> u64;
+    /// Whether the run queue holds a sibling of the vCPU (queued or running; not itself).
+    fn holds_sibling(&self, p: usize) -> bool;
+    /// Whether `p` is the policy's pool's: the average load is theirs.
+    fn in_pool(&self, p: usize) -> bool;
+    /// Whether the vCPU may run on `p` (pool ∩ hard affinity): the only candidates.
+    fn usable(&self, p: usize) -> bool;
+}
+
 /// What placement knows about each pCPU, seen from one vCPU being placed.
 #[derive(Clone, Copy, Debug)]
 pub struct LoadView<'a> {
@@ -62,10 +77,25 @@ pub struct LoadView<'a> {
     pub usable: &'a [bool],
 }
 
-impl LoadView<'_> {
+impl PlacementView for LoadView<'_> {
     fn npcpus(&self) -> usize {
         self.loads.len()
     }
+    fn load(&self, p: usize) -> u64 {
+        self.loads[p]
+    }
+    fn holds_sibling(&self, p: usize) -> bool {
+        self.holds_sibling[p]
+    }
+    fn in_pool(&self, p: usize) -> bool {
+        self.pool[p]
+    }
+    fn usable(&self, p: usize) -> bool {
+        self.usable[p]
+    }
+}
+
+impl LoadView<'_> {
 
     /// Overloaded in the seed's sense: strictly above the average pCPU load.
     pub fn above_average(&self, p: usize) -> bool {
@@ -122,23 +152,54 @@ pub fn wake_candidates(placement: Placement, view: &LoadView) -> Option<Vec<usiz
     }
 }
 
-/// Where a waking vCPU goes under `placement`: the least loaded candidate, `prev` on ties.
-/// `None` for `default` (the base policy's wake path decides).
-pub fn select_waking(placement: Placement, view: &LoadView, prev: usize) -> Option<usize> {
-    let candidates = wake_candidates(placement, view)?;
-    view.least_loaded(&candidates, prev)
+/// Where a waking vCPU goes under `placement`: the least loaded of [`wake_candidates`], `prev`
+/// on ties, then the lowest number. `None` for `default` (the base policy's wake path decides).
+/// One pass per candidate set over the view, no list built (it runs at every wakeup); the
+/// `wake_candidates_select_the_same_pcpu_as_select_waking` test holds it to the list version.
+pub fn select_waking<V: PlacementView>(placement: Placement, view: &V, prev: usize) -> Option<usize> {
+    let free = |p: usize| view.usable(p) && !view.holds_sibling(p);
+    let all = |p: usize| view.usable(p);
+    match placement {
+        Placement::Default => None,
+        Placement::Balance => least_loaded_where(view, prev, free).or_else(|| least_loaded_where(view, prev, all)),
+        Placement::LcBalance => {
+            let (total, n) = pool_total(view);
+            let some_underloaded = (0..view.npcpus()).any(|p| free(p) && (view.load(p) as u128 * n).cmp(&total).is_le());
+            if some_underloaded {
+                least_loaded_where(view, prev, free)
+            } else {
+                least_loaded_where(view, prev, all)
+            }
+        }
+    }
 }
 
-/// May the load balancer move a vCPU onto pCPU `dest`, given the run-queue `loads` (its current
-/// queue included), the pool's pCPUs (whose loads make the average) and whether `dest` holds one
-/// of its siblings? (Affinity is the caller's to check.)
-pub fn may_move_to(placement: Placement, loads: &[u64], pool: &[bool], dest: usize, dest_holds_sibling: bool) -> bool {
+/// The least loaded pCPU `p` with `keep(p)` (ties: `prev`, then the lowest number), as
+/// [`LoadView::least_loaded`] over the list of them.
+fn least_loaded_where<V: PlacementView>(view: &V, prev: usize, keep: impl Fn(usize) -> bool) -> Option<usize> {
+    (0..view.npcpus()).filter(|&p| keep(p)).min_by_key(|&p| (view.load(p), p != prev, p))
+}
+
+/// The pool's total load and pCPU count (u128, as `vs_average`).
+fn pool_total<V: PlacementView>(view: &V) -> (u128, u128) {
+    (0..view.npcpus()).filter(|&p| view.in_pool(p)).fold((0, 0), |(t, n), p| (t + view.load(p) as u128, n + 1))
+}
+
+/// May the load balancer move the view's vCPU onto pCPU `dest`, given the run-queue loads (its
+/// current queue included), the pool's pCPUs (whose loads make the average) and whether `dest`
+/// holds one of its siblings? (Affinity is the caller's to check.)
+pub fn may_move_to<V: PlacementView>(placement: Placement, view: &V, dest: usize) -> bool {
     match placement {
         Placement::Default => true,
-        Placement::Balance => !dest_holds_sibling,
+        Placement::Balance => !view.holds_sibling(dest),
         // "vCPU stacking is also allowed when the load balancer tries to migrate the vCPU to an
         // underloaded pCPU to which its sibling vCPU has been assigned" (seed 000 3.2.2).
-        Placement::LcBalance => !dest_holds_sibling || vs_average(loads, pool, dest).is_lt(),
+        Placement::LcBalance => {
+            !view.holds_sibling(dest) || {
+                let (total, n) = pool_total(view);
+                (view.load(dest) as u128 * n).cmp(&total).is_lt()
+            }
+        }
     }
 }
 
@@ -157,7 +218,14 @@ mod tests {
     }
 
     fn may_move(placement: Placement, v: &LoadView, dest: usize) -> bool {
-        may_move_to(placement, v.loads, v.pool, dest, v.holds_sibling[dest])
+        let by_average = match placement {
+            Placement::Default => true,
+            Placement::Balance => !v.holds_sibling[dest],
+            Placement::LcBalance => !v.holds_sibling[dest] || v.below_average(dest),
+        };
+        let moved = may_move_to(placement, v, dest);
+        assert_eq!(moved, by_average, "may_move_to against the average of the slices");
+        moved
     }
 
     #[test]
@@ -250,6 +318,29 @@ mod tests {
         assert!(!may_move(Placement::LcBalance, &view(&loads, &sib), 3), "equal loads: nobody is below average");
         // A sibling-free destination is always allowed.
         assert!(may_move(Placement::LcBalance, &view(&loads, &sib), 2));
+    }
+
+    /// `select_waking` (one pass, no list) picks what the list version picks: the least loaded
+    /// of `wake_candidates`, on random views with ties, partial pools and affinities, and
+    /// pCPUs that hold siblings or may not be used.
+    #[test]
+    fn wake_candidates_select_the_same_pcpu_as_select_waking() {
+        let mut rng = crate::engine::rng::stream(1, "placement test");
+        let mut rnd = |n: u64| rand::Rng::random_range(&mut rng, 0..n);
+        for _ in 0..20_000 {
+            let n = 1 + rnd(9) as usize;
+            // Few distinct loads, so ties (and loads at the average) are common.
+            let loads: Vec<u64> = (0..n).map(|_| [0, SMP, 2 * SMP, UP, u64::MAX / 4][rnd(5) as usize]).collect();
+            let sib: Vec<bool> = (0..n).map(|_| rnd(2) == 0).collect();
+            let pool: Vec<bool> = (0..n).map(|_| rnd(5) != 0).collect();
+            let usable: Vec<bool> = (0..n).map(|p| pool[p] && rnd(4) != 0).collect();
+            let v = LoadView { loads: &loads, holds_sibling: &sib, pool: &pool, usable: &usable };
+            let prev = rnd(n as u64) as usize;
+            for placement in [Placement::Default, Placement::Balance, Placement::LcBalance] {
+                let by_list = wake_candidates(placement, &v).and_then(|c| v.least_loaded(&c, prev));
+                assert_eq!(select_waking(placement, &v, prev), by_list, "{placement:?} {v:?} prev {prev}");
+            }
+        }
     }
 
     #[test]

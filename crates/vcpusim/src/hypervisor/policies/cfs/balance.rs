@@ -661,10 +661,8 @@ impl Cfs {
         if self.placement == Placement::Default {
             return true;
         }
-        let loads: Vec<u64> = self.rqs.iter().map(|rq| rq.root.load).collect();
-        let pool = self.pool_masks(ctx, None).0;
-        let dest_holds_sibling = ctx.host.vm_of(v).vcpus.iter().any(|&s| s != v && self.se[s.idx()].rq == Some(dest));
-        placement::may_move_to(self.placement, &loads, &pool, dest, dest_holds_sibling)
+        let view = super::select::PlaceView::new(self, ctx, v);
+        placement::may_move_to(self.placement, &view, dest)
     }
 
     /// Under `balance`, siblings never share a run queue while the VM has no more vCPUs than

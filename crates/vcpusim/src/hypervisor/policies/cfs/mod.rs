@@ -369,7 +369,7 @@ impl Cfs {
         if w == NICE_0_LOAD {
             return delta;
         }
-        ((delta as u128 * NICE_0_LOAD as u128) / w.max(1) as u128) as u64
+        crate::time::mul_div(delta, NICE_0_LOAD, w.max(1)) as u64
     }
 
     fn vm_of(ctx: &PolicyCtx, v: VcpuId) -> usize {
@@ -951,7 +951,7 @@ fn update_min_vruntime(rq: &mut CfsRq, curr_vr: Option<u64>, first_vr: Option<u6
 
 /// `calc_delta_mine(delta, weight, lw)`: `delta x weight / lw`.
 fn mul_div(delta: Nanos, weight: u64, load: u64) -> Nanos {
-    ((delta as u128 * weight as u128) / load.max(1) as u128) as Nanos
+    crate::time::mul_div(delta, weight, load.max(1)) as Nanos
 }
 
 impl Policy for Cfs {

@@ -8,7 +8,7 @@
 
 use super::domains::{Domain, POWER_SCALE};
 use super::{Cfs, NICE_0_LOAD};
-use crate::hypervisor::policies::placement::{self, LoadView, Placement};
+use crate::hypervisor::policies::placement::{self, Placement};
 use crate::hypervisor::policy::PolicyCtx;
 use crate::ids::{PcpuId, VcpuId};
 
@@ -77,40 +77,14 @@ impl Cfs {
         host.pcpu_ids().find(|p| host.prefers(v, *p) && idle(*p)).map(|p| p.idx())
     }
 
-    /// The placement's view of the host for `v`: run-queue loads, and which pCPUs hold one of
-    /// its siblings (queued or running).
-    pub(super) fn placement_view(&self, ctx: &PolicyCtx, v: VcpuId) -> (Vec<u64>, Vec<bool>) {
-        let loads = self.rqs.iter().map(|rq| rq.root.load).collect();
-        let mut holds_sibling = vec![false; self.rqs.len()];
-        for &s in ctx.host.vm_of(v).vcpus.iter().filter(|&&s| s != v) {
-            if let Some(p) = self.se[s.idx()].rq {
-                holds_sibling[p] = true;
-            }
-        }
-        (loads, holds_sibling)
-    }
-
     /// The pCPU a (re)entering vCPU joins under `balance` / `lc-balance`; None under `default`,
-    /// whose choice is select_task_rq_fair's.
+    /// whose choice is select_task_rq_fair's. Reads the run queues in place ([`PlaceView`]).
     pub(super) fn place(&self, ctx: &PolicyCtx, v: VcpuId) -> Option<usize> {
         if self.placement == Placement::Default {
             return None;
         }
-        let (loads, holds_sibling) = self.placement_view(ctx, v);
-        let (pool, usable) = self.pool_masks(ctx, Some(v));
-        let view = LoadView { loads: &loads, holds_sibling: &holds_sibling, pool: &pool, usable: &usable };
+        let view = PlaceView::new(self, ctx, v);
         placement::select_waking(self.placement, &view, ctx.host.vcpu(v).last_pcpu.idx())
-    }
-
-    /// Which pCPUs are the pool's, and which of them `v` may run on (all of the pool's for None).
-    pub(super) fn pool_masks(&self, ctx: &PolicyCtx, v: Option<VcpuId>) -> (Vec<bool>, Vec<bool>) {
-        let host = &ctx.host;
-        let pool: Vec<bool> = (0..self.rqs.len()).map(|p| host.owns_pcpu(PcpuId(p as u32))).collect();
-        let usable = match v {
-            None => pool.clone(),
-            Some(v) => (0..self.rqs.len()).map(|p| host.may_run(v, PcpuId(p as u32))).collect(),
-        };
-        (pool, usable)
     }
 
     /// `wake_affine` (3.2, a non-sync wakeup: KVM's `kvm_vcpu_kick` wakes the vCPU thread with
@@ -272,5 +246,49 @@ impl Cfs {
         } else {
             self.fallback_pcpu(ctx, v, host.vcpu(v).last_pcpu.idx())
         }
+    }
+}
+
+/// The placement's view of the host for `v`, read from the run queues as it is asked: a wakeup
+/// builds no per-pCPU lists.
+pub(super) struct PlaceView<'c, 'a> {
+    cfs: &'c Cfs,
+    ctx: &'c PolicyCtx<'a>,
+    v: VcpuId,
+    /// `v`'s VM's vCPUs (`v` among them).
+    siblings: &'c [VcpuId],
+    /// On hosts of up to 128 pCPUs, bit `p` set when pCPU `p`'s run queue holds a sibling (one
+    /// pass over the VM's vCPUs); beyond, `holds_sibling` walks the VM's vCPUs each time.
+    sibling_bits: Option<u128>,
+}
+
+impl<'c, 'a> PlaceView<'c, 'a> {
+    pub(super) fn new(cfs: &'c Cfs, ctx: &'c PolicyCtx<'a>, v: VcpuId) -> Self {
+        let siblings: &'c [VcpuId] = &ctx.host.vm_of(v).vcpus;
+        let sibling_bits = (cfs.rqs.len() <= 128).then(|| {
+            siblings.iter().filter(|&&s| s != v).filter_map(|s| cfs.se[s.idx()].rq).fold(0u128, |bits, p| bits | 1 << p)
+        });
+        PlaceView { cfs, ctx, v, siblings, sibling_bits }
+    }
+}
+
+impl placement::PlacementView for PlaceView<'_, '_> {
+    fn npcpus(&self) -> usize {
+        self.cfs.rqs.len()
+    }
+    fn load(&self, p: usize) -> u64 {
+        self.cfs.rqs[p].root.load
+    }
+    fn holds_sibling(&self, p: usize) -> bool {
+        match self.sibling_bits {
+            Some(bits) => bits >> p & 1 == 1,
+            None => self.siblings.iter().any(|&s| s != self.v && self.cfs.se[s.idx()].rq == Some(p)),
+        }
+    }
+    fn in_pool(&self, p: usize) -> bool {
+        self.ctx.host.owns_pcpu(PcpuId(p as u32))
+    }
+    fn usable(&self, p: usize) -> bool {
+        self.ctx.host.may_run(self.v, PcpuId(p as u32))
     }
 }

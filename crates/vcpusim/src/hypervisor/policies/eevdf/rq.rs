@@ -49,7 +49,7 @@ pub(super) fn calc_delta_fair(delta: Nanos, weight: u64) -> i64 {
     if weight == NICE_0_LOAD {
         return delta as i64;
     }
-    ((delta as u128 * NICE_0_LOAD as u128) / weight.max(1) as u128) as i64
+    crate::time::mul_div(delta, NICE_0_LOAD, weight.max(1)) as i64
 }
 
 /// A `struct cfs_rq`.
