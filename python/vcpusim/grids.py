@@ -272,7 +272,7 @@ _NOT_NUMERIC = r"[^0-9eE+\-._ \tinfatyINFATY]"
 #: read_csv's default words for booleans: a column of only these is bool, not text.
 _BOOL_WORDS = ["True", "TRUE", "true", "False", "FALSE", "false"]
 #: A line whose last field is not a plain integer (metrics.csv's value column is then not int64).
-_NON_INT_LAST_FIELD = re.compile(r",(?![+-]?\d+\n)[^,\n]*\n")
+_NON_INT_LAST_FIELD = re.compile(r",(?![+-]?[0-9]+\n)[^,\n]*\n")  # ASCII digits, as read_csv
 #: Integers up to this size are exact as float64 (int64 -> float64 in concat changes no value).
 _EXACT_INT = 2**53
 
