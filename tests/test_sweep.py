@@ -92,6 +92,11 @@ def test_a_killed_worker_loses_no_run(scenarios, tmp_path, monkeypatch):
     assert (tmp_path / "killed").exists(), "the worker was killed"
     assert [r.files() for r in results] == [vcpusim.run(s).files() for s in runs]
     assert len(_folders(tmp_path / "sweep")) == 4
+    # The pool that lost a worker is not kept; the next sweep runs.
+    kept = _kept_pool()
+    assert kept is None or not kept._broken
+    again = vcpusim.run_many(runs, processes=2, progress=False)
+    assert [r.files() for r in again] == [r.files() for r in results]
 
 
 def test_a_run_that_kills_its_worker_every_time_is_reported_and_the_others_are_saved(scenarios, tmp_path, monkeypatch):
@@ -105,6 +110,36 @@ def test_a_run_that_kills_its_worker_every_time_is_reported_and_the_others_are_s
     others = [scenarios[0], scenarios[2], scenarios[3]]
     assert _folders(out) == sorted(vcpusim.runs.run_key(s, False, False) for s in others)
     assert "always-kill" in (out / "index.csv").read_text()
+
+
+def _kept_pool(workers=2):
+    kept = vcpusim.runs._POOLS.get(workers)
+    return kept[1] if kept is not None else None
+
+
+def test_worker_processes_are_kept_between_sweeps_and_replaced_when_stale_or_dead(scenarios, monkeypatch):
+    import os
+    import signal
+    import time
+
+    expected = [vcpusim.run(s).files() for s in scenarios]
+    assert [r.files() for r in vcpusim.run_many(scenarios, processes=2, progress=False)] == expected
+    pool = _kept_pool()
+    workers = set(pool._processes)
+    assert len(workers) == 2
+    # The next sweep runs in the same workers.
+    assert [r.files() for r in vcpusim.run_many(scenarios[::-1], processes=2, progress=False)] == expected[::-1]
+    assert _kept_pool() is pool and set(pool._processes) == workers
+    # Another environment: workers started under the old one are not reused.
+    monkeypatch.setenv("VCPUSIM_TEST_POOL_STATE", "changed")
+    assert [r.files() for r in vcpusim.run_many(scenarios, processes=2, progress=False)] == expected
+    assert _kept_pool() is not pool
+    # A kept worker killed while idle (out of memory, say): the next sweep starts a new pool.
+    pool = _kept_pool()
+    os.kill(next(iter(pool._processes)), signal.SIGKILL)
+    time.sleep(0.5)
+    assert [r.files() for r in vcpusim.run_many(scenarios, processes=2, progress=False)] == expected
+    assert _kept_pool() is not pool
 
 
 def test_a_failing_run_does_not_lose_the_others(scenarios, tmp_path):

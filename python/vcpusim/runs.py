@@ -11,7 +11,9 @@ runs, and ``out_dir/index.csv`` lists which folder holds which run of the last s
 
 Worker processes are started with "spawn": a script that calls ``run_many`` must do so under
 ``if __name__ == "__main__":`` (the workers import the script again); without the guard
-``run_many`` stops at once with an error saying so. A worker that dies (killed, out of memory)
+``run_many`` stops at once with an error saying so. The workers are kept for the next
+``run_many`` of the same process (with as many workers, while the environment, working directory
+and ``sys.path`` are unchanged) and stopped at exit. A worker that dies (killed, out of memory)
 loses only the runs it had; they are run again, and a run whose worker dies even when it runs
 alone is reported as failed, after every other run has finished and been saved.
 """
@@ -19,6 +21,7 @@ alone is reported as failed, after every other run has finished and been saved.
 from __future__ import annotations
 
 import ast
+import atexit
 import functools
 import hashlib
 import json
@@ -354,6 +357,50 @@ def _run_in_pools(
             advance()
 
 
+#: Worker pools kept between sweeps of this process, by worker count: (what their workers were
+#: started with, the pool). Starting "spawn" workers costs about a second (each imports the main
+#: script again, with pandas and matplotlib); a script that sweeps many times (the experiment
+#: sets: one sweep per figure) pays it once per worker count.
+_POOLS: dict[int, tuple[tuple, ProcessPoolExecutor]] = {}
+
+
+def _spawn_state() -> tuple:
+    """What a spawned worker takes from this process when it starts (environment, working
+    directory, sys.path, argv, main script, interpreter): a pool whose workers were started under
+    other values is not reused, so a run sees what a fresh worker would."""
+    main = sys.modules.get("__main__")
+    return (tuple(sorted(os.environ.items())), os.getcwd(), tuple(sys.path), tuple(sys.argv),
+            getattr(main, "__file__", None), sys.executable)
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    """The kept pool of ``workers`` workers, or a new one (kept for the next sweep)."""
+    state = _spawn_state()
+    kept = _POOLS.get(workers)
+    if kept is not None:
+        if kept[0] == state and not getattr(kept[1], "_broken", False):
+            return kept[1]
+        _discard_pool(workers)
+    # "spawn": fresh workers that share nothing with this process (no inherited threads or locks,
+    # such as the progress bar's refresh thread).
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
+    _POOLS[workers] = (state, pool)
+    return pool
+
+
+def _discard_pool(workers: int) -> None:
+    """Shut down and forget the kept pool of ``workers`` (broken, stale, or at exit)."""
+    kept = _POOLS.pop(workers, None)
+    if kept is not None:
+        kept[1].shutdown(wait=True, cancel_futures=True)
+
+
+@atexit.register
+def _shutdown_pools() -> None:
+    for workers in list(_POOLS):
+        _discard_pool(workers)
+
+
 def _pool_round(
     scenarios: Sequence[Scenario],
     items: Sequence[int],
@@ -363,29 +410,37 @@ def _pool_round(
     finish: Callable[[int, tuple], None],
     advance: Callable[[], None],
 ) -> list[int]:
-    """One pool over ``items``; returns the runs lost to a dead worker (empty when none died)."""
+    """One round over ``items`` in a pool of ``workers`` (the kept one when it is whole: see
+    _pool); returns the runs lost to a dead worker (empty when none died). A pool that lost a
+    worker is discarded, so the next round starts new workers."""
     lost: list[int] = []
-    # "spawn": fresh workers that share nothing with this process (no inherited threads or locks,
-    # such as the progress bar's refresh thread).
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-        # Looked up at each call (not bound at import), so tests can stand in for the worker.
-        work = _run_in_worker
+    # Looked up at each call (not bound at import), so tests can stand in for the worker.
+    work = _run_in_worker
+    pool = _pool(workers)
+    try:
         pending = {pool.submit(work, scenarios[i].text, scenarios[i].source, trace, check): i for i in items}
-        try:
-            while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    index = pending.pop(future)
-                    try:
-                        outcome = future.result()
-                    except BrokenProcessPool:
-                        lost.append(index)
-                        continue
-                    finish(index, outcome)
-                    advance()
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+    except BrokenProcessPool:  # a worker of the kept pool died while it waited (killed): a new pool
+        _discard_pool(workers)
+        pool = _pool(workers)
+        pending = {pool.submit(work, scenarios[i].text, scenarios[i].source, trace, check): i for i in items}
+    try:
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                index = pending.pop(future)
+                try:
+                    outcome = future.result()
+                except BrokenProcessPool:
+                    lost.append(index)
+                    continue
+                finish(index, outcome)
+                advance()
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        _discard_pool(workers)  # waits for the runs already started, as leaving a with block did
+        raise
+    if lost:
+        _discard_pool(workers)
     return sorted(lost)
 
 

@@ -1,0 +1,97 @@
+"""Time vcpusim.grids.tidy (the sweep table) against its reference implementation
+(grids._tidy_reference: a pandas parse, pivot and merge per run) on saved runs, and check they give
+the same table.
+
+    python benches/tidy_bench.py experiments/hybrid/out/.runs   # every run folder under it
+    python benches/tidy_bench.py                                # 60 small runs made here
+
+Prints milliseconds per run of each (best of --repeats), their ratio, and whether the tables are
+equal (DataFrame with dtypes, and CSV bytes). Each timing starts from fresh Result objects (no
+DataFrame cached on them), as a sweep's results are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import pandas as pd
+import vcpusim
+from vcpusim import grids
+
+SMALL = """\
+[host]
+pcpus = 4
+policy = "cfs"
+
+[[vm]]
+name = "parallel"
+vcpus = 4
+workload = "barrier"
+threads = 4
+
+[[vm]]
+name = "seq"
+count = 2
+vcpus = 1
+workload = "cpu-bound"
+
+[run]
+duration = "30ms"
+seed = 1
+"""
+
+
+def saved_runs(root: Path) -> list[list[vcpusim.Result]]:
+    """The run folders under root, grouped by parent folder (one group per figure)."""
+    groups: dict[Path, list[vcpusim.Result]] = {}
+    for record in sorted(root.rglob("run.json")):
+        groups.setdefault(record.parent.parent, []).append(vcpusim.Result.read(record.parent))
+    return list(groups.values())
+
+
+def small_runs(n: int) -> list[list[vcpusim.Result]]:
+    base = vcpusim.Scenario(SMALL, "small.toml")
+    policies = ["cfs", "credit", "gang", "eevdf"]
+    return [[vcpusim.run(base.with_policy(policies[i % 4]).with_seed(i)) for i in range(n)]]
+
+
+def labelled(group: list[vcpusim.Result]) -> list[tuple[dict, vcpusim.Result]]:
+    # Fresh copies: no DataFrame cached from an earlier timing.
+    return [({"case": f"c{i % 7}", "seed": i % 3 + 1, "weight": 256, "scale": 0.5 * i},
+             vcpusim.Result(r.vms_csv, r.metrics_csv, r.summary_json)) for i, r in enumerate(group)]
+
+
+def best(fn, groups, repeats: int) -> tuple[float, list]:
+    times, tables = [], []
+    for _ in range(repeats):
+        inputs = [labelled(g) for g in groups]
+        t = time.perf_counter()
+        tables = [fn(x, [f"{i:016x}" for i in range(len(x))], False) for x in inputs]
+        times.append(time.perf_counter() - t)
+    return min(times), tables
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="?", type=Path, help="a folder of saved runs (run_many's out_dir, or above)")
+    parser.add_argument("--repeats", type=int, default=3)
+    a = parser.parse_args()
+    groups = saved_runs(a.runs) if a.runs else small_runs(60)
+    n = sum(len(g) for g in groups)
+    ref_s, ref_tables = best(grids._tidy_reference, groups, a.repeats)
+    new_s, new_tables = best(grids.tidy, groups, a.repeats)
+    same = True
+    for x, y in zip(ref_tables, new_tables):
+        try:
+            pd.testing.assert_frame_equal(x, y, check_dtype=True, check_exact=True)
+        except AssertionError:
+            same = False
+        same = same and x.to_csv() == y.to_csv()
+    print(f"{n} runs in {len(groups)} tables: reference {ref_s / n * 1e3:.2f} ms/run, tidy {new_s / n * 1e3:.2f} ms/run, "
+          f"{ref_s / new_s:.1f}x; same table: {same}")
+
+
+if __name__ == "__main__":
+    main()
