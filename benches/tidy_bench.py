@@ -20,27 +20,8 @@ import pandas as pd
 import vcpusim
 from vcpusim import grids
 
-SMALL = """\
-[host]
-pcpus = 4
-policy = "cfs"
-
-[[vm]]
-name = "parallel"
-vcpus = 4
-workload = "barrier"
-threads = 4
-
-[[vm]]
-name = "seq"
-count = 2
-vcpus = 1
-workload = "cpu-bound"
-
-[run]
-duration = "30ms"
-seed = 1
-"""
+#: The quickstart, shortened: a barrier-synchronized SMP VM beside single-vCPU CPU-bound VMs.
+QUICKSTART = Path(__file__).resolve().parents[1] / "scenarios" / "quickstart.toml"
 
 
 def saved_runs(root: Path) -> list[list[vcpusim.Result]]:
@@ -52,7 +33,7 @@ def saved_runs(root: Path) -> list[list[vcpusim.Result]]:
 
 
 def small_runs(n: int) -> list[list[vcpusim.Result]]:
-    base = vcpusim.Scenario(SMALL, "small.toml")
+    base = vcpusim.Scenario.from_toml(QUICKSTART).with_duration("30ms")
     policies = ["cfs", "credit", "gang", "eevdf"]
     return [[vcpusim.run(base.with_policy(policies[i % 4]).with_seed(i)) for i in range(n)]]
 
