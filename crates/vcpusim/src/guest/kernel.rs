@@ -158,6 +158,10 @@ pub struct GuestKernel {
     pub scratch: Scratch,
 }
 
+/// Spent IPI target lists kept for reuse: enough for the sends a guest has queued between
+/// deliveries in the experiment workloads; a list beyond it is dropped (only an allocation).
+const KEPT_IPI_TARGET_LISTS: usize = 8;
+
 /// Buffers the futex paths reuse instead of allocating per call (issue 15): the waiters a wake
 /// dequeues, the waiters a requeue moves, and spent IPI target lists (a `SendIpis` step's
 /// `targets`, handed back by the host once it delivered them: `Sim::on_exit`).
@@ -174,9 +178,9 @@ impl Scratch {
         self.ipi_targets.pop().unwrap_or_default()
     }
 
-    /// Keep a spent IPI target list for reuse (a few at most).
+    /// Keep a spent IPI target list for reuse (at most `KEPT_IPI_TARGET_LISTS`).
     pub fn recycle_ipi_targets(&mut self, mut targets: Vec<VcpuId>) {
-        if self.ipi_targets.len() < 8 && targets.capacity() > 0 {
+        if self.ipi_targets.len() < KEPT_IPI_TARGET_LISTS && targets.capacity() > 0 {
             targets.clear();
             self.ipi_targets.push(targets);
         }

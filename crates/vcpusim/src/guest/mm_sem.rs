@@ -175,9 +175,7 @@ impl GuestKernel {
         debug_assert_eq!(sem.owner, Some(t), "only the owner releases mmap_sem");
         sem.owner = None;
         // Optimistic spinners see the owner gone (rwsem_spin_on_owner: OWNER_NULL).
-        for s in std::mem::take(&mut self.objects.mm_sem.spinners) {
-            self.poke(env.threads, s);
-        }
+        self.poke_spinners(env.threads, |o| &mut o.mm_sem.spinners);
         let sem = &mut self.objects.mm_sem;
         if sem.waiters.is_empty() {
             return;

@@ -18,6 +18,7 @@
 use super::kernel::{GuestEnv, GuestKernel};
 use super::handoff::HandOffKind;
 use super::kernel_fn::KernelFn;
+use super::objects::SyncObjects;
 use super::spinlock::{Acquire, Spinlock};
 use super::thread::{Action, SpinCond, Step, Thread};
 use crate::ids::{LockId, ThreadId, VcpuId};
@@ -357,6 +358,18 @@ impl GuestKernel {
         if let Some(u) = self.poke_target(threads, t) {
             self.pokes.push_back(u);
         }
+    }
+
+    /// What the spinners in the list `list` picks out of the sync objects poll changed (a
+    /// barrier opened, a lock released): poke each, and leave the list empty with its buffer
+    /// kept for the next spinners (issue 15: no list grown again at every release).
+    pub(super) fn poke_spinners(&mut self, threads: &[Thread], list: impl Fn(&mut SyncObjects) -> &mut Vec<ThreadId>) {
+        let mut spinners = std::mem::take(list(&mut self.objects));
+        for &s in &spinners {
+            self.poke(threads, s);
+        }
+        spinners.clear();
+        *list(&mut self.objects) = spinners;
     }
 
     /// Run thread `t`'s instantaneous action on vCPU `i`; `Some` when the host must act.

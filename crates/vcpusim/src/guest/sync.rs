@@ -48,12 +48,8 @@ impl GuestKernel {
         self.check_owner(env, t, m, || format!("unlock of {}", self.object_name(FutexKey::Mutex(m))))?;
         self.objects.mutex_owner[m] = None;
         let old = std::mem::replace(&mut self.objects.mutexes[m], MutexWord::Free);
-        if let Some(list) = self.objects.mutex_spinners.get_mut(m).filter(|l| !l.is_empty()) {
-            let spinners = std::mem::take(list);
-            for &s in &spinners {
-                self.poke(env.threads, s);
-            }
-            self.objects.mutex_spinners[m] = recycled(spinners);
+        if self.objects.mutex_spinners.get(m).is_some_and(|l| !l.is_empty()) {
+            self.poke_spinners(env.threads, |o| &mut o.mutex_spinners[m]);
         }
         if old == MutexWord::Contended {
             self.push_futex_wake(env, t, FutexKey::Mutex(m), 1);
@@ -114,15 +110,11 @@ impl GuestKernel {
         if bar.arrived == bar.parties {
             bar.arrived = 0;
             bar.generation += 1;
-            let spinners = std::mem::take(&mut bar.spinners);
             let sleepers = self.objects.futex_waiters.get(&FutexKey::Barrier(b)).is_some_and(|q| !q.is_empty());
             if sleepers {
                 self.push_futex_wake(env, t, FutexKey::Barrier(b), usize::MAX);
             }
-            for &s in &spinners {
-                self.poke(env.threads, s);
-            }
-            self.objects.barriers[b].spinners = recycled(spinners);
+            self.poke_spinners(env.threads, |o| &mut o.barriers[b].spinners);
             return;
         }
         let generation = bar.generation;
@@ -231,11 +223,7 @@ impl GuestKernel {
         if pb.n >= pb.max {
             pb.arrival = false;
             let cond = pb.cond;
-            let spinners = std::mem::take(&mut pb.spinners);
-            for &s in &spinners {
-                self.poke(env.threads, s);
-            }
-            self.objects.parsec[b].spinners = recycled(spinners);
+            self.poke_spinners(env.threads, |o| &mut o.parsec[b].spinners);
             env.push_front(t, Step::Do(Action::CondSignal { cond, all: true }));
         } else {
             self.push_parsec_wait(env, t, b, false, wait);
@@ -261,11 +249,7 @@ impl GuestKernel {
         if pb.n == 0 {
             pb.arrival = true;
             env.push_front(t, Step::Do(Action::CondSignal { cond: pb.cond, all: true }));
-            let spinners = std::mem::take(&mut pb.spinners);
-            for &s in &spinners {
-                self.poke(env.threads, s);
-            }
-            self.objects.parsec[b].spinners = recycled(spinners);
+            self.poke_spinners(env.threads, |o| &mut o.parsec[b].spinners);
         }
     }
 
@@ -304,11 +288,4 @@ impl GuestKernel {
 /// the trylock.
 fn trylock_spin(m: ObjIndex) -> [Step; 2] {
     [Step::UserSpin { cond: SpinCond::MutexFree(m), budget: None }, Step::Do(Action::MutexTrylock(m))]
-}
-
-/// A list taken out of an object to walk it, emptied for reuse: its buffer goes back instead of
-/// a new one growing again at the next use (issue 15: allocation on the barrier paths).
-fn recycled<T>(mut list: Vec<T>) -> Vec<T> {
-    list.clear();
-    list
 }

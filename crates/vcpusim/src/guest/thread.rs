@@ -185,11 +185,6 @@ impl StepQueue {
     }
 
     #[inline]
-    pub fn len(&self) -> usize {
-        self.rev.len()
-    }
-
-    #[inline]
     pub fn front(&self) -> Option<&Step> {
         self.rev.last()
     }
@@ -231,11 +226,7 @@ impl StepQueue {
         I: IntoIterator<Item = Step>,
         I::IntoIter: DoubleEndedIterator,
     {
-        if self.rev.is_empty() {
-            self.rev.extend(steps.into_iter().rev());
-        } else {
-            self.rev.splice(0..0, steps.into_iter().rev());
-        }
+        self.rev.splice(0..0, steps.into_iter().rev());
     }
 
     /// Put `s` at position `index` counted from the front (`index` steps stay before it).

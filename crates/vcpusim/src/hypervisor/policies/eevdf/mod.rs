@@ -540,14 +540,14 @@ impl Policy for Eevdf {
         Decision::run(VcpuId(v), None)
     }
 
-    /// `scheduler_tick` -> `task_tick_fair` (6.6): `entity_tick` at both levels (`update_curr`,
-    /// which reschedules once a request is used up, and `update_cfs_group`), then
-    /// `trigger_load_balance`. 6.6 has no `check_preempt_tick`.
     /// `do_schedule`'s first test: the running vCPU stays, untouched.
     fn keeps_current(&self, pcpu: PcpuId) -> bool {
         self.nothing_to_do(pcpu.idx())
     }
 
+    /// `scheduler_tick` -> `task_tick_fair` (6.6): `entity_tick` at both levels (`update_curr`,
+    /// which reschedules once a request is used up, and `update_cfs_group`), then
+    /// `trigger_load_balance`. 6.6 has no `check_preempt_tick`.
     fn on_timer(&mut self, ctx: &mut PolicyCtx, key: u64) {
         let p = key as usize;
         let timer = self.rqs[p].tick_timer.expect("a tick fires only after start_ticks made it");
