@@ -131,16 +131,16 @@ impl GuestKernel {
     /// one), else what the vCPU does now.
     fn run_front_step(&mut self, env: &mut GuestEnv, i: usize, t: ThreadId, entry: Entry) -> Option<Next> {
         let now = env.now;
+        if env.threads[t.idx()].steps.is_empty() {
+            return self.next_op(env, i, t);
+        }
         // An optimistic mmap_sem spinner's owner is another thread: read it before borrowing
         // this one's state.
         let mm_owner_gone = matches!(env.threads[t.idx()].steps.front(), Some(Step::UserSpin { cond: SpinCond::MmSemOwner, .. }))
             && !self.mm_sem_owner_on_cpu(env.threads, env.pv);
         let Thread { steps, step_remaining, rng, held, wait_started, spin_budget_left, pv_spin_left, pv_state, index, .. } =
             &mut env.threads[t.idx()];
-        if steps.is_empty() {
-            steps.push_back(Step::Do(Action::FetchOp));
-        }
-        match steps.front_mut().expect("just ensured") {
+        match steps.front_mut().expect("checked above") {
             &mut Step::Run { ns, func } => {
                 if self.ws.is_some() && func == KernelFn::User {
                     // A Tascell worker polls for task requests at every recursive call.
@@ -372,17 +372,21 @@ impl GuestKernel {
         *list(&mut self.objects) = spinners;
     }
 
+    /// Thread `t` on vCPU `i` has no step left: fetch its next user op and queue that op's steps
+    /// (`fetch_op`); `Some` when the host must act (the thread exited and left its VM deadlocked).
+    fn next_op(&mut self, env: &mut GuestEnv, i: usize, t: ThreadId) -> Option<Next> {
+        let finished = self.finished_at.is_some();
+        if !self.fetch_op(env, t, finished) {
+            self.exit_current(env.threads, i);
+            return self.deadlock(env.threads, env.now);
+        }
+        None
+    }
+
     /// Run thread `t`'s instantaneous action on vCPU `i`; `Some` when the host must act.
     fn do_action(&mut self, env: &mut GuestEnv, i: usize, t: ThreadId, action: Action) -> Option<Next> {
         let v = self.vcpus[i].id;
         match action {
-            Action::FetchOp => {
-                let finished = self.finished_at.is_some();
-                if !self.fetch_op(env, t, finished) {
-                    self.exit_current(env.threads, i);
-                    return self.deadlock(env.threads, env.now);
-                }
-            }
             Action::MutexLock(m) => self.mutex_lock(env, t, m),
             Action::MutexRetry(m) => self.mutex_retry(env, t, m),
             Action::MutexUnlock(m) => {
@@ -498,9 +502,24 @@ impl GuestKernel {
 
     /// The timed step the host ran for vCPU `i` ended (its work is done): an IPI send's APIC
     /// writes complete with the `IpiSend` exit that delivers them; any other step is over.
+    ///
+    /// A finished `Run` step is taken off here, where `run_front_step` would take it off first
+    /// thing when the host enters the vCPU again (which it does at once: `Sim::on_activity_done`),
+    /// and counted as the instantaneous step that visit was, so the runaway count stays what it
+    /// was (issue 15: one interpreter pass fewer per timed step). Not when that visit does more
+    /// than take it off: a Tascell worker polls for task requests at every `Run` step
+    /// (`ws_poll`), and the visit that would exceed `MAX_ZERO_TIME_STEPS` stops the run.
     pub fn step_done(&mut self, threads: &mut [Thread], i: usize) -> Option<Exit> {
         let t = self.vcpus[i].current.expect("a thread activity has a thread");
         let th = &mut threads[t.idx()];
+        if let Some(Step::Run { .. }) = th.steps.front() {
+            if th.step_remaining == Some(0) && self.ws.is_none() && self.zero_time_steps < MAX_ZERO_TIME_STEPS {
+                th.steps.pop_front();
+                th.step_remaining = None;
+                self.zero_time_steps += 1;
+            }
+            return None;
+        }
         if let Some(&Step::Kick { vcpu }) = th.steps.front() {
             th.steps.pop_front();
             th.step_remaining = None;

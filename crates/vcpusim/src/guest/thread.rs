@@ -74,8 +74,6 @@ pub enum SpinCond {
 /// An instantaneous piece of guest logic, run when the thread reaches it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
-    /// The next user op: fetch it from the program and expand it.
-    FetchOp,
     MutexLock(ObjIndex),
     /// After waking from futex_wait on a mutex: try again (glibc `__lll_lock_wait`).
     MutexRetry(ObjIndex),
