@@ -86,9 +86,13 @@ impl Credit {
         let mut credit_xtra = false;
         let xen = self.cfg.xen;
 
-        // list_for_each_safe: later moves to the head and removals do not change what is visited.
-        for vm in self.active_sdom.clone() {
-            let units = self.doms[vm.idx()].active_units.clone();
+        // list_for_each_safe: later moves to the head and removals do not change what is visited
+        // (the lists are walked as they were, copied into kept buffers: no allocation per period).
+        let mut sdoms = std::mem::take(&mut self.acct_sdoms);
+        sdoms.clone_from(&self.active_sdom);
+        let mut units = std::mem::take(&mut self.acct_units);
+        for &vm in &sdoms {
+            units.clone_from(&self.doms[vm.idx()].active_units);
             let n = units.len() as u64;
             let w = self.doms[vm.idx()].weight as u64;
             // The domain's part of `prv->weight`: weight x active vCPUs, or (3.3) its weight.
@@ -126,7 +130,7 @@ impl Credit {
             }
             let per_unit = credit_fair.div_ceil(n) as i64;
 
-            for v in units {
+            for &v in &units {
                 let svc = &mut self.vcpus[v.idx()];
                 svc.credit += per_unit;
                 if svc.credit < 0 {
@@ -156,6 +160,8 @@ impl Credit {
                 credit_balance += self.vcpus[v.idx()].credit;
             }
         }
+        self.acct_sdoms = sdoms;
+        self.acct_units = units;
         self.credit_balance = credit_balance;
         // "Inform each CPU that its runq needs to be sorted".
         self.runq_sort = self.runq_sort.wrapping_add(1);

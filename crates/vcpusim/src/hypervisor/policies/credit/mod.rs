@@ -464,6 +464,12 @@ pub struct Credit {
     topo_masks: pick::TopoMasks,
     /// Scratch masks of `_csched_cpu_pick` and `__runq_tickle`, reused across calls.
     pick_masks: [CpuMask; 3],
+    /// `runq_sort`'s scratch list (the OVER vCPUs of the queue being sorted), reused.
+    sort_over: Vec<VcpuId>,
+    /// `acct`'s copies of the active domain list and of one domain's active vCPUs (the lists it
+    /// walks while it changes them), reused.
+    acct_sdoms: Vec<VmId>,
+    acct_units: Vec<VcpuId>,
     /// Per NUMA node: the peer last stolen from, where the next steal round starts (`balance_bias`).
     balance_bias: Vec<usize>,
     /// Accounting epoch (`runq_sort`), bumped by every `csched_acct`.
@@ -539,6 +545,9 @@ impl Credit {
             overloaded: CpuMask::with_len(npcpus),
             topo_masks: pick::TopoMasks::default(),
             pick_masks: Default::default(),
+            sort_over: Vec::new(),
+            acct_sdoms: Vec::new(),
+            acct_units: Vec::new(),
             balance_bias: Vec::new(),
             runq_sort: 0,
             weight: 0,
@@ -650,10 +659,19 @@ impl Credit {
             return;
         }
         self.pcpus[p].runq_sort_last = self.runq_sort;
-        let runq = std::mem::take(&mut self.pcpus[p].runq);
-        let (mut under, over): (Vec<_>, Vec<_>) = runq.into_iter().partition(|v| self.vcpus[v.idx()].pri >= PRI_UNDER);
-        under.extend(over);
-        self.pcpus[p].runq = under;
+        // A stable partition in place: OVER vCPUs step aside into a kept buffer and come back
+        // behind the rest (two new lists per sort were most of a credit tick's allocations).
+        let (vcpus, over) = (&self.vcpus, &mut self.sort_over);
+        over.clear();
+        let runq = &mut self.pcpus[p].runq;
+        runq.retain(|v| {
+            let under = vcpus[v.idx()].pri >= PRI_UNDER;
+            if !under {
+                over.push(*v);
+            }
+            under
+        });
+        runq.extend_from_slice(over);
     }
 }
 

@@ -464,6 +464,12 @@ fn runq_is_fifo_within_priority_and_yield_goes_behind_one_lower() {
     h.policy.runq_sort += 1;
     h.policy.runq_sort(0);
     assert_eq!(h.policy.pcpus[0].runq, vec![VcpuId(3), VcpuId(1), VcpuId(0), VcpuId(2)]);
+    // The next period's sort starts from an empty scratch list (it is kept between sorts).
+    h.policy.vcpus[1].pri = PRI_OVER;
+    h.policy.vcpus[2].pri = PRI_UNDER;
+    h.policy.runq_sort += 1;
+    h.policy.runq_sort(0);
+    assert_eq!(h.policy.pcpus[0].runq, vec![VcpuId(3), VcpuId(2), VcpuId(1), VcpuId(0)]);
 }
 
 #[test]
