@@ -156,9 +156,16 @@ impl Credit {
     /// sockets, and move to `nxt` if it has strictly more (no factor of two, no idle bias);
     /// otherwise drop `nxt`'s idle group from the candidates.
     fn cpu_pick_3_3(&mut self, host: &HostView, v: VcpuId) -> usize {
+        let master = self.vcpus[v.idx()].processor.idx();
+        if self.idlers.is_empty() && master < self.pcpus.len() && host.may_run(v, PcpuId(master as u32)) {
+            // No pCPU idle and the processor allowed: the start is the processor, the only
+            // candidate is the start itself, which is dropped before the loop, so the answer is
+            // the processor. The same answer without building the masks (issue 15: a busy host
+            // asks this at every 10 ms tick of every pCPU, `csched_vcpu_acct`).
+            return master;
+        }
         self.fit_topology(host);
         let topo = host.topology;
-        let master = self.vcpus[v.idx()].processor.idx();
         // The scratch masks of `cpu_pick`, reused: no allocation per call.
         let [mut cpus, mut idlers, mut tmp] = std::mem::take(&mut self.pick_masks);
         // "Pick from online CPUs in VCPU's affinity mask, giving a preference to its current

@@ -679,6 +679,34 @@ fn affine_host(n: u32, masks: &[(&[u32], &[u32])], processor: u32) -> FakeHost {
 }
 
 #[test]
+fn xen_3_3_cpu_pick_on_a_host_without_idlers_keeps_an_allowed_processor_and_leaves_a_barred_one() {
+    // Xen 3.3 csched_cpu_pick with no pCPU idle: the start pCPU is the only candidate, so the
+    // answer is the processor when the vCPU may run there, else the next allowed pCPU after it
+    // (the shortcut that skips the masks must give both).
+    let mut h = FakeHost::new(Topology::flat(4), &[(1, 256)], cfg_for(Xen::V3_3)).with_affinity(&[(&[1, 2], &[])]);
+    h.call(|pol, ctx| pol.fit_to(&ctx.host));
+    let mut svc = CreditVcpu::new(VmId(0), PcpuId(2));
+    svc.awake = true;
+    h.policy.vcpus.push(svc);
+    let pick = |h: &mut FakeHost| h.call(|pol, ctx| pol.cpu_pick(&ctx.host, VcpuId(0), false));
+    h.policy.idlers = CpuMask::empty();
+    assert_eq!(pick(&mut h), 2, "busy host, processor allowed: stay");
+    h.policy.vcpus[0].processor = PcpuId(3);
+    assert_eq!(pick(&mut h), 1, "busy host, processor outside hard affinity: the next allowed pCPU (wrapping)");
+    h.policy.vcpus[0].processor = PcpuId(0);
+    assert_eq!(pick(&mut h), 1, "the next allowed pCPU after pCPU 0");
+    // One idle pCPU: the full walk runs, and 3.3 counts the start as idle ("cpu_set(cpu,
+    // idlers)"), so a single idle core is not strictly more idle than it: stay; a barred
+    // processor starts from the next allowed pCPU, which is the idle one.
+    h.policy.vcpus[0].processor = PcpuId(1);
+    h.policy.idlers = idler_mask(&[false, false, true, false]);
+    assert_eq!(pick(&mut h), 1, "an idle core is no more idle than the start");
+    h.policy.vcpus[0].processor = PcpuId(0);
+    h.policy.idlers = idler_mask(&[true, false, false, false]);
+    assert_eq!(pick(&mut h), 1, "an idle pCPU outside the affinity is never a candidate");
+}
+
+#[test]
 fn cpu_pick_tries_soft_then_hard_and_never_leaves_hard() {
     // vCPU 0: hard {1, 2}, soft {2}, last on pCPU 0 (outside its hard affinity).
     let mut h = affine_host(4, &[(&[1, 2], &[2])], 0);
