@@ -214,8 +214,11 @@ def tidy(labelled: Sequence[tuple[Mapping[str, Any], Result]], keys: Sequence[st
     if labelled:
         try:
             return _tidy_fast(labelled, keys, labels_first)
-        except Exception:  # anything the fast path does not cover exactly: the reference decides
+        except _NotCovered:  # an input the fast path does not reproduce exactly: the reference decides
             pass
+        except Exception as e:  # a gap in the fast path itself: still the reference's table, but said
+            warnings.warn(f"grids.tidy: the fast path failed ({e!r}); the per-run version made the table",
+                          RuntimeWarning, stacklevel=2)
     return _tidy_reference(labelled, keys, labels_first)
 
 

@@ -416,13 +416,17 @@ def _pool_round(
     lost: list[int] = []
     # Looked up at each call (not bound at import), so tests can stand in for the worker.
     work = _run_in_worker
+
+    def submit_all(pool: ProcessPoolExecutor) -> dict:
+        return {pool.submit(work, scenarios[i].text, scenarios[i].source, trace, check): i for i in items}
+
     pool = _pool(workers)
     try:
-        pending = {pool.submit(work, scenarios[i].text, scenarios[i].source, trace, check): i for i in items}
+        pending = submit_all(pool)
     except BrokenProcessPool:  # a worker of the kept pool died while it waited (killed): a new pool
         _discard_pool(workers)
         pool = _pool(workers)
-        pending = {pool.submit(work, scenarios[i].text, scenarios[i].source, trace, check): i for i in items}
+        pending = submit_all(pool)
     try:
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)

@@ -16,8 +16,8 @@
 //! equally weighted 8-vCPU VM, which is what makes the seed's mixes imbalanced (section 3.2.1).
 //!
 //! The functions here are pure: they see a [`PlacementView`] and decide; the policy reads its
-//! own run queues through one (CFS: `cfs/select.rs`, in place, no per-wakeup copy), and
-//! [`LoadView`] is the same view over plain slices.
+//! own run queues through one (CFS: `cfs/select.rs`, in place, no per-wakeup copy). The tests
+//! hold them to the rules written as lists of candidate pCPUs over plain slices.
 
 /// The placement rule (`[host] placement`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,99 +63,14 @@ pub trait PlacementView {
     fn usable(&self, p: usize) -> bool;
 }
 
-/// What placement knows about each pCPU, seen from one vCPU being placed.
-#[derive(Clone, Copy, Debug)]
-pub struct LoadView<'a> {
-    /// Run-queue load of each pCPU (queued and running vCPUs' weights).
-    pub loads: &'a [u64],
-    /// Whether each pCPU's run queue holds a sibling of the vCPU (queued or running; the vCPU
-    /// itself does not count).
-    pub holds_sibling: &'a [bool],
-    /// The pCPUs of the policy's pool: the average load is theirs.
-    pub pool: &'a [bool],
-    /// The pCPUs the vCPU may run on (pool ∩ hard affinity): the only candidates.
-    pub usable: &'a [bool],
-}
-
-impl PlacementView for LoadView<'_> {
-    fn npcpus(&self) -> usize {
-        self.loads.len()
-    }
-    fn load(&self, p: usize) -> u64 {
-        self.loads[p]
-    }
-    fn holds_sibling(&self, p: usize) -> bool {
-        self.holds_sibling[p]
-    }
-    fn in_pool(&self, p: usize) -> bool {
-        self.pool[p]
-    }
-    fn usable(&self, p: usize) -> bool {
-        self.usable[p]
-    }
-}
-
-impl LoadView<'_> {
-
-    /// Overloaded in the seed's sense: strictly above the average pCPU load.
-    pub fn above_average(&self, p: usize) -> bool {
-        vs_average(self.loads, self.pool, p).is_gt()
-    }
-
-    /// Underloaded in the load balancer's sense: strictly below the average pCPU load.
-    pub fn below_average(&self, p: usize) -> bool {
-        vs_average(self.loads, self.pool, p).is_lt()
-    }
-
-    /// Usable pCPUs holding no sibling (balance scheduling's affinity for the vCPU).
-    pub fn sibling_free(&self) -> Vec<usize> {
-        (0..self.npcpus()).filter(|&p| self.usable[p] && !self.holds_sibling[p]).collect()
-    }
-
-    /// Every usable pCPU.
-    pub fn all_usable(&self) -> Vec<usize> {
-        (0..self.npcpus()).filter(|&p| self.usable[p]).collect()
-    }
-
-    /// The least loaded of `candidates`: ties go to `prev` (the warm cache the base wake path
-    /// would also keep), then to the lowest number, so the choice is deterministic.
-    pub fn least_loaded(&self, candidates: &[usize], prev: usize) -> Option<usize> {
-        candidates.iter().copied().min_by_key(|&p| (self.loads[p], p != prev, p))
-    }
-}
-
-/// loads[p] compared with the average load of the pool's pCPUs, without rounding the average:
-/// loads[p] x n against the total (u128: weights times pCPU counts can pass u64).
-fn vs_average(loads: &[u64], pool: &[bool], p: usize) -> std::cmp::Ordering {
-    let (total, n) = loads.iter().zip(pool).filter(|(_, &inp)| inp).fold((0u128, 0u128), |(t, n), (&l, _)| (t + l as u128, n + 1));
-    (loads[p] as u128 * n).cmp(&total)
-}
-
-/// The pCPUs a waking vCPU may join, or `None` when the placement leaves the choice to the base
-/// policy's own wake path (`default`).
-pub fn wake_candidates(placement: Placement, view: &LoadView) -> Option<Vec<usize>> {
-    let all = || view.all_usable();
-    match placement {
-        Placement::Default => None,
-        Placement::Balance => {
-            let free = view.sibling_free();
-            // More vCPUs than pCPUs: stacking is unavoidable; any pCPU will do.
-            Some(if free.is_empty() { all() } else { free })
-        }
-        Placement::LcBalance => {
-            let free = view.sibling_free();
-            // "If at least one underloaded pCPU exists in the set, the set is determined as the
-            // pCPU affinity ... Otherwise the affinity is set to all pCPUs" (seed 000 3.2.2).
-            let some_underloaded = free.iter().any(|&p| !view.above_average(p));
-            Some(if some_underloaded { free } else { all() })
-        }
-    }
-}
-
-/// Where a waking vCPU goes under `placement`: the least loaded of [`wake_candidates`], `prev`
-/// on ties, then the lowest number. `None` for `default` (the base policy's wake path decides).
-/// One pass per candidate set over the view, no list built (it runs at every wakeup); the
-/// `wake_candidates_select_the_same_pcpu_as_select_waking` test holds it to the list version.
+/// Where a waking vCPU goes under `placement`: the least loaded candidate (`prev` on ties, then
+/// the lowest number). Candidates: the usable pCPUs holding no sibling; under `balance` every
+/// usable pCPU when there is none ("more vCPUs than pCPUs: stacking is unavoidable"); under
+/// `lc-balance` every usable pCPU unless a sibling-free one is at or below the average load ("If
+/// at least one underloaded pCPU exists in the set, the set is determined as the pCPU affinity
+/// ... Otherwise the affinity is set to all pCPUs", seed 000 3.2.2). `None` for `default` (the
+/// base policy's wake path decides). One pass per candidate set, no list built (it runs at
+/// every wakeup); a test holds it to the rule written with candidate lists.
 pub fn select_waking<V: PlacementView>(placement: Placement, view: &V, prev: usize) -> Option<usize> {
     let free = |p: usize| view.usable(p) && !view.holds_sibling(p);
     let all = |p: usize| view.usable(p);
@@ -163,8 +78,8 @@ pub fn select_waking<V: PlacementView>(placement: Placement, view: &V, prev: usi
         Placement::Default => None,
         Placement::Balance => least_loaded_where(view, prev, free).or_else(|| least_loaded_where(view, prev, all)),
         Placement::LcBalance => {
-            let (total, n) = pool_total(view);
-            let some_underloaded = (0..view.npcpus()).any(|p| free(p) && (view.load(p) as u128 * n).cmp(&total).is_le());
+            let pool = pool_total(view);
+            let some_underloaded = (0..view.npcpus()).any(|p| free(p) && vs_average(view, pool, p).is_le());
             if some_underloaded {
                 least_loaded_where(view, prev, free)
             } else {
@@ -174,15 +89,21 @@ pub fn select_waking<V: PlacementView>(placement: Placement, view: &V, prev: usi
     }
 }
 
-/// The least loaded pCPU `p` with `keep(p)` (ties: `prev`, then the lowest number), as
-/// [`LoadView::least_loaded`] over the list of them.
+/// The least loaded pCPU `p` with `keep(p)` (ties: `prev`, the warm cache the base wake path
+/// would also keep, then the lowest number, so the choice is deterministic).
 fn least_loaded_where<V: PlacementView>(view: &V, prev: usize, keep: impl Fn(usize) -> bool) -> Option<usize> {
     (0..view.npcpus()).filter(|&p| keep(p)).min_by_key(|&p| (view.load(p), p != prev, p))
 }
 
-/// The pool's total load and pCPU count (u128, as `vs_average`).
+/// The pool's total load and pCPU count (u128: weights times pCPU counts can pass u64).
 fn pool_total<V: PlacementView>(view: &V) -> (u128, u128) {
     (0..view.npcpus()).filter(|&p| view.in_pool(p)).fold((0, 0), |(t, n), p| (t + view.load(p) as u128, n + 1))
+}
+
+/// `p`'s load against the average load of the pool's pCPUs (`pool_total`), without rounding the
+/// average: load x n against the total.
+fn vs_average<V: PlacementView>(view: &V, (total, n): (u128, u128), p: usize) -> std::cmp::Ordering {
+    (view.load(p) as u128 * n).cmp(&total)
 }
 
 /// May the load balancer move the view's vCPU onto pCPU `dest`, given the run-queue loads (its
@@ -194,18 +115,77 @@ pub fn may_move_to<V: PlacementView>(placement: Placement, view: &V, dest: usize
         Placement::Balance => !view.holds_sibling(dest),
         // "vCPU stacking is also allowed when the load balancer tries to migrate the vCPU to an
         // underloaded pCPU to which its sibling vCPU has been assigned" (seed 000 3.2.2).
-        Placement::LcBalance => {
-            !view.holds_sibling(dest) || {
-                let (total, n) = pool_total(view);
-                (view.load(dest) as u128 * n).cmp(&total).is_lt()
-            }
-        }
+        Placement::LcBalance => !view.holds_sibling(dest) || vs_average(view, pool_total(view), dest).is_lt(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The view over plain slices, and the rules written with candidate lists: the reference
+    /// the one-pass functions above are held to.
+    #[derive(Clone, Copy, Debug)]
+    struct LoadView<'a> {
+        loads: &'a [u64],
+        holds_sibling: &'a [bool],
+        pool: &'a [bool],
+        usable: &'a [bool],
+    }
+
+    impl PlacementView for LoadView<'_> {
+        fn npcpus(&self) -> usize {
+            self.loads.len()
+        }
+        fn load(&self, p: usize) -> u64 {
+            self.loads[p]
+        }
+        fn holds_sibling(&self, p: usize) -> bool {
+            self.holds_sibling[p]
+        }
+        fn in_pool(&self, p: usize) -> bool {
+            self.pool[p]
+        }
+        fn usable(&self, p: usize) -> bool {
+            self.usable[p]
+        }
+    }
+
+    impl LoadView<'_> {
+        /// loads[p] against the average of the pool's loads, summed from the slices.
+        fn by_average(&self, p: usize) -> std::cmp::Ordering {
+            let (total, n) = self.loads.iter().zip(self.pool).filter(|(_, &inp)| inp).fold((0u128, 0u128), |(t, n), (&l, _)| (t + l as u128, n + 1));
+            (self.loads[p] as u128 * n).cmp(&total)
+        }
+        fn above_average(&self, p: usize) -> bool {
+            self.by_average(p).is_gt()
+        }
+        fn below_average(&self, p: usize) -> bool {
+            self.by_average(p).is_lt()
+        }
+        fn sibling_free(&self) -> Vec<usize> {
+            (0..self.npcpus()).filter(|&p| self.usable[p] && !self.holds_sibling[p]).collect()
+        }
+        fn all_usable(&self) -> Vec<usize> {
+            (0..self.npcpus()).filter(|&p| self.usable[p]).collect()
+        }
+        fn least_loaded(&self, candidates: &[usize], prev: usize) -> Option<usize> {
+            candidates.iter().copied().min_by_key(|&p| (self.loads[p], p != prev, p))
+        }
+    }
+
+    /// The pCPUs a waking vCPU may join (seed 000 3.2.2), as a list.
+    fn wake_candidates(placement: Placement, view: &LoadView) -> Option<Vec<usize>> {
+        let free = view.sibling_free();
+        match placement {
+            Placement::Default => None,
+            Placement::Balance => Some(if free.is_empty() { view.all_usable() } else { free }),
+            Placement::LcBalance => {
+                let some_underloaded = free.iter().any(|&p| !view.above_average(p));
+                Some(if some_underloaded { free } else { view.all_usable() })
+            }
+        }
+    }
 
     /// Weights as CFS gives them with equal VM weights on 4 pCPUs: a 4-vCPU VM's vCPU 1024, a UP
     /// VM's vCPU 4096 (seed 000 Figure 6).
