@@ -736,7 +736,12 @@ mod tests {
 
     impl Host {
         fn new(npcpus: u32, n: u32) -> Self {
-            let (vcpus, vms, _) = crate::hypervisor::policies::test_host::vms_of(&[(n, 256)]);
+            Self::with_vms(npcpus, &[(n, 256)])
+        }
+
+        /// VMs of (vCPUs, weight) on `npcpus` flat pCPUs.
+        fn with_vms(npcpus: u32, vms: &[(u32, u32)]) -> Self {
+            let (vcpus, vms, _) = crate::hypervisor::policies::test_host::vms_of(vms);
             let pcpus = (0..npcpus).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect();
             Host { vcpus, pcpus, vms, topology: Topology::flat(npcpus), timers: TimerTable::default() }
         }
@@ -748,6 +753,42 @@ mod tests {
             let mut ctx = PolicyCtx::new(view, &mut requests, &mut self.timers);
             f(&mut ctx)
         }
+    }
+
+    #[test]
+    fn the_placement_view_marks_sibling_run_queues_beyond_128_pcpus_and_leaves_its_mask_empty() {
+        // 160 pCPUs (beyond the 128-bit set the view used to keep): VM 0's v1 and v2 queued on
+        // pCPUs 130 and 150, VM 1's v3 on 140. Under `balance` the balancer may not move v0 onto
+        // a sibling's run queue, but may onto one holding another VM's vCPU; the view of a VM 1
+        // vCPU built next sees only VM 1's run queue, so the first view left no bit behind.
+        const NPCPUS: u32 = 160;
+        let mut host = Host::with_vms(NPCPUS, &[(3, 256), (2, 256)]);
+        let mut params = Params::defaults(&CfsKind.params());
+        params.set("placement", crate::params::ParamValue::Choice("balance".into()));
+        let mut c = Cfs::new(&params, HostShape { npcpus: NPCPUS, nvcpus: 5, nvms: 2, uvf: None });
+        host.call(0, |ctx| {
+            for vm in 0..2 {
+                c.adjust(ctx, VmId(vm), &VmSched::with_weight(256));
+            }
+            for (v, vm, p) in [(1, 0, 130), (2, 0, 150), (3, 1, 140)] {
+                c.vcpu_vm[v] = vm;
+                c.enqueue_task(0, VcpuId(v as u32), vm, p, Enqueue::Relative);
+            }
+            c.vcpu_vm[4] = 1;
+        });
+        let marked = |c: &Cfs, ctx: &PolicyCtx, v: u32| -> Vec<usize> {
+            let view = super::super::select::PlaceView::new(c, ctx, VcpuId(v));
+            (0..NPCPUS as usize).filter(|&p| placement::PlacementView::holds_sibling(&view, p)).collect()
+        };
+        host.call(MS, |ctx| {
+            assert_eq!(marked(&c, ctx, 0), [130, 150]);
+            assert!(!c.may_move(ctx, VcpuId(0), 130) && !c.may_move(ctx, VcpuId(0), 150));
+            assert!(c.may_move(ctx, VcpuId(0), 140) && c.may_move(ctx, VcpuId(0), 159));
+            assert_eq!(marked(&c, ctx, 4), [140]);
+            // v1's own run queue is not a sibling's.
+            assert_eq!(marked(&c, ctx, 1), [150]);
+        });
+        assert!(c.sibling_rqs.take().is_empty(), "a view left bits in the kept mask");
     }
 
     #[test]

@@ -282,6 +282,10 @@ pub struct Cfs {
     domains: Vec<Vec<Arc<Domain>>>,
     /// `load_balance_tmpmask`: the scratch `cpus` mask of `load_balance` (balance.rs).
     lb_cpus: crate::hardware::cpumask::CpuMask,
+    /// Scratch of the placement's view (select.rs `PlaceView`): the pCPUs whose run queue holds
+    /// a sibling of the vCPU being placed. Empty between uses; a `Cell` because the view reads
+    /// the policy through `&Cfs`.
+    sibling_rqs: std::cell::Cell<crate::hardware::cpumask::CpuMask>,
     /// vCPUs whose next `insert_vcpu` follows a `pick_pcpu` (entering from another pool), not a
     /// fork.
     picked: Vec<bool>,
@@ -328,6 +332,7 @@ impl Cfs {
             tgs: vec![TaskGroup::default(); host.nvms as usize],
             domains: vec![Vec::new(); npcpus],
             lb_cpus: crate::hardware::cpumask::CpuMask::empty(),
+            sibling_rqs: std::cell::Cell::new(crate::hardware::cpumask::CpuMask::with_len(npcpus)),
             picked: vec![false; host.nvcpus as usize],
             ticks_started: false,
             cfs_period: params.duration("cfs_period"),

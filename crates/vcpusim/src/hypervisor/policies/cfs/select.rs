@@ -8,6 +8,7 @@
 
 use super::domains::{Domain, POWER_SCALE};
 use super::{Cfs, NICE_0_LOAD};
+use crate::hardware::cpumask::CpuMask;
 use crate::hypervisor::policies::placement::{self, Placement};
 use crate::hypervisor::policy::PolicyCtx;
 use crate::ids::{PcpuId, VcpuId};
@@ -257,18 +258,37 @@ pub(super) struct PlaceView<'c, 'a> {
     v: VcpuId,
     /// `v`'s VM's vCPUs (`v` among them).
     siblings: &'c [VcpuId],
-    /// On hosts of up to 128 pCPUs, bit `p` set when pCPU `p`'s run queue holds a sibling (one
-    /// pass over the VM's vCPUs); beyond, `holds_sibling` walks the VM's vCPUs each time.
-    sibling_bits: Option<u128>,
+    /// The pCPUs whose run queue holds a sibling of `v`, from one pass over the VM's vCPUs: the
+    /// policy's kept `sibling_rqs` mask, taken for the view's life and given back empty (a second
+    /// pass clears the bits the first set). So `holds_sibling` is one bit test on a host of any
+    /// size (issue 15: it walked the VM's vCPUs per pCPU asked beyond 128 pCPUs, the width of
+    /// the bit set it used before), and a wakeup allocates nothing.
+    sibling_rqs: CpuMask,
 }
 
 impl<'c, 'a> PlaceView<'c, 'a> {
     pub(super) fn new(cfs: &'c Cfs, ctx: &'c PolicyCtx<'a>, v: VcpuId) -> Self {
         let siblings: &'c [VcpuId] = &ctx.host.vm_of(v).vcpus;
-        let sibling_bits = (cfs.rqs.len() <= 128).then(|| {
-            siblings.iter().filter(|&&s| s != v).filter_map(|s| cfs.se[s.idx()].rq).fold(0u128, |bits, p| bits | 1 << p)
-        });
-        PlaceView { cfs, ctx, v, siblings, sibling_bits }
+        let mut sibling_rqs = cfs.sibling_rqs.take();
+        for p in Self::sibling_pcpus(cfs, siblings, v) {
+            sibling_rqs.insert(p);
+        }
+        PlaceView { cfs, ctx, v, siblings, sibling_rqs }
+    }
+
+    /// The run queues `v`'s siblings are on (one per queued sibling, repeats included).
+    fn sibling_pcpus(cfs: &'c Cfs, siblings: &'c [VcpuId], v: VcpuId) -> impl Iterator<Item = PcpuId> + 'c {
+        siblings.iter().filter(move |&&s| s != v).filter_map(|s| cfs.se[s.idx()].rq).map(|p| PcpuId(p as u32))
+    }
+}
+
+impl Drop for PlaceView<'_, '_> {
+    fn drop(&mut self) {
+        let mut mask = std::mem::take(&mut self.sibling_rqs);
+        for p in Self::sibling_pcpus(self.cfs, self.siblings, self.v) {
+            mask.remove(p);
+        }
+        self.cfs.sibling_rqs.set(mask);
     }
 }
 
@@ -280,10 +300,7 @@ impl placement::PlacementView for PlaceView<'_, '_> {
         self.cfs.rqs[p].root.load
     }
     fn holds_sibling(&self, p: usize) -> bool {
-        match self.sibling_bits {
-            Some(bits) => bits >> p & 1 == 1,
-            None => self.siblings.iter().any(|&s| s != self.v && self.cfs.se[s.idx()].rq == Some(p)),
-        }
+        self.sibling_rqs.contains(PcpuId(p as u32))
     }
     fn in_pool(&self, p: usize) -> bool {
         self.ctx.host.owns_pcpu(PcpuId(p as u32))
