@@ -25,13 +25,24 @@ impl Credit {
     /// search; otherwise the hard step's answer stands (the own pCPU if allowed, else the next
     /// allowed one), so the result is always in hard ∩ pool. With `commit`, remember the choice in
     /// the winning pCPU's idle bias. Xen 3.3 picks differently: `cpu_pick_3_3`.
+    ///
+    /// With no pCPU idle and the vCPU allowed on its processor (pool and hard affinity), every
+    /// version answers the processor without building a mask (issue 15: a busy host asks this at
+    /// every 10 ms tick of every pCPU, `csched_vcpu_acct`). 3.3: the start is the processor and
+    /// the only candidate, dropped before the loop. 4.x: each step's candidates are `idlers` (at
+    /// most the processor, added when it runs the only runnable vCPU there) ∩ the step's mask, so
+    /// the loop has nothing to compare and no `spc` to commit; a step stops only when its `cpu`
+    /// is idle, i.e. is the processor; else the hard step's `cpu` stands, the processor.
     pub(super) fn cpu_pick(&mut self, host: &HostView, v: VcpuId, commit: bool) -> usize {
+        let master = self.vcpus[v.idx()].processor.idx();
+        if self.idlers.is_empty() && master < self.pcpus.len() && host.may_run(v, PcpuId(master as u32)) {
+            return master;
+        }
         if self.cfg.xen.cpu_pick_3_3() {
             return self.cpu_pick_3_3(host, v);
         }
         self.fit_topology(host);
         let topo = host.topology;
-        let master = self.vcpus[v.idx()].processor.idx();
         let mut cpu = master;
         let mut spc = None;
         // Scratch masks (credit.c's `cpumask_t cpus`, `idlers`, and the temporaries of
@@ -157,13 +168,6 @@ impl Credit {
     /// otherwise drop `nxt`'s idle group from the candidates.
     fn cpu_pick_3_3(&mut self, host: &HostView, v: VcpuId) -> usize {
         let master = self.vcpus[v.idx()].processor.idx();
-        if self.idlers.is_empty() && master < self.pcpus.len() && host.may_run(v, PcpuId(master as u32)) {
-            // No pCPU idle and the processor allowed: the start is the processor, the only
-            // candidate is the start itself, which is dropped before the loop, so the answer is
-            // the processor. The same answer without building the masks (issue 15: a busy host
-            // asks this at every 10 ms tick of every pCPU, `csched_vcpu_acct`).
-            return master;
-        }
         self.fit_topology(host);
         let topo = host.topology;
         // The scratch masks of `cpu_pick`, reused: no allocation per call.
