@@ -378,7 +378,9 @@ def _pool(workers: int) -> ProcessPoolExecutor:
     state = _spawn_state()
     kept = _POOLS.get(workers)
     if kept is not None:
-        if kept[0] == state and not getattr(kept[1], "_broken", False):
+        # A kept pool whose worker died while it waited is found out by the executor's public
+        # signal, BrokenProcessPool, at submit or at a result (_pool_round starts a new one).
+        if kept[0] == state:
             return kept[1]
         _discard_pool(workers)
     # "spawn": fresh workers that share nothing with this process (no inherited threads or locks,
