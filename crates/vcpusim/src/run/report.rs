@@ -53,7 +53,16 @@ fn csv_field(s: &str) -> String {
 }
 
 fn f3(x: f64) -> String {
-    format!("{x:.3}")
+    F3(x).to_string()
+}
+
+/// A value with three decimals, as `f3` without the String (written straight into a table).
+struct F3(f64);
+
+impl std::fmt::Display for F3 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:.3}", self.0)
+    }
 }
 
 pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
@@ -180,82 +189,87 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         vms.push('\n');
 
         let name = csv_field(&info.name);
-        let mut put = |metric: &str, value: String| {
-            writeln!(metrics, "{name},{metric},{value}").expect("writing to a String cannot fail");
-        };
+        // One row of metrics.csv, written in place: metric and value are anything displayable
+        // (format_args!, F3), so the rows allocate nothing (a 1,024-pCPU host has 1,024
+        // `pcpu_busy_ms` rows per VM).
+        macro_rules! put {
+            ($metric:expr, $value:expr) => {
+                writeln!(metrics, "{name},{},{}", $metric, $value).expect("writing to a String cannot fail")
+            };
+        }
         for (label, h) in [("spin_wait", &gs.spin_wait), ("tlb_shootdown_latency", &gs.tlb_shootdown)] {
-            put(&format!("{label}_count"), h.count.to_string());
-            put(&format!("{label}_mean_us"), f3(h.mean() / 1e3));
-            put(&format!("{label}_p50_us"), f3(h.quantile(0.5) as f64 / 1e3));
-            put(&format!("{label}_p99_us"), f3(h.quantile(0.99) as f64 / 1e3));
-            put(&format!("{label}_max_us"), f3(h.max as f64 / 1e3));
+            put!(format_args!("{label}_count"), h.count);
+            put!(format_args!("{label}_mean_us"), F3(h.mean() / 1e3));
+            put!(format_args!("{label}_p50_us"), F3(h.quantile(0.5) as f64 / 1e3));
+            put!(format_args!("{label}_p99_us"), F3(h.quantile(0.99) as f64 / 1e3));
+            put!(format_args!("{label}_max_us"), F3(h.max as f64 / 1e3));
         }
         for (label, h) in [("runnable_wait", &s.runnable_wait), ("sched_latency", &s.sched_latency)] {
-            put(&format!("{label}_count"), h.count.to_string());
-            put(&format!("{label}_mean_us"), f3(h.mean() / 1e3));
+            put!(format_args!("{label}_count"), h.count);
+            put!(format_args!("{label}_mean_us"), F3(h.mean() / 1e3));
             for (q, name) in [(0.5, "p50"), (0.9, "p90"), (0.99, "p99")] {
-                put(&format!("{label}_{name}_us"), f3(h.quantile(q) as f64 / 1e3));
+                put!(format_args!("{label}_{name}_us"), F3(h.quantile(q) as f64 / 1e3));
             }
-            put(&format!("{label}_max_us"), f3(h.max as f64 / 1e3));
+            put!(format_args!("{label}_max_us"), F3(h.max as f64 / 1e3));
         }
         for v in &info.vcpus {
-            put(&format!("steal_time_ms[v{}]", sim.vinfo[v.idx()].index), f3(to_ms(sim.pv[v.idx()].steal_time_ns)));
+            put!(format_args!("steal_time_ms[v{}]", sim.vinfo[v.idx()].index), F3(to_ms(sim.pv[v.idx()].steal_time_ns)));
         }
         for (class, n) in &s.lhp_by_class(|l| sim.locks[l].class.as_str()) {
-            put(&format!("lhp_count[{class}]"), n.to_string());
+            put!(format_args!("lhp_count[{class}]"), n);
         }
         for p in 0..sim.pinfo.len() as u32 {
-            put(&format!("pcpu_busy_ms[{p}]"), f3(to_ms(sim.usage.busy(i, crate::ids::PcpuId(p)))));
+            put!(format_args!("pcpu_busy_ms[{p}]"), F3(to_ms(sim.usage.busy(i, crate::ids::PcpuId(p)))));
         }
-        put("wakeups", s.wakeups.to_string());
-        put("futex_wakes", gs.futex_wakes.to_string());
+        put!("wakeups", s.wakeups);
+        put!("futex_wakes", gs.futex_wakes);
         // Seed 002 Table 4: spinlock waits by kernel lock class (lockstat's waittime-avg of
         // contended acquisitions; every class of the program's `kernel_locks`, and the guest's
         // own classes once they were waited for), TLB synchronization min.
         for (class, w) in &gs.spin_wait_by_class(&sim.locks, &guest.objects.kernel_locks) {
-            put(&format!("spin_wait_count[{class}]"), w.count.to_string());
-            put(&format!("spin_wait_mean_us[{class}]"), f3(w.mean() / 1e3));
-            put(&format!("spin_wait_max_us[{class}]"), f3(w.max as f64 / 1e3));
+            put!(format_args!("spin_wait_count[{class}]"), w.count);
+            put!(format_args!("spin_wait_mean_us[{class}]"), F3(w.mean() / 1e3));
+            put!(format_args!("spin_wait_max_us[{class}]"), F3(w.max as f64 / 1e3));
         }
-        put("tlb_shootdown_latency_min_us", f3(gs.tlb_shootdown.min_or_zero() as f64 / 1e3));
+        put!("tlb_shootdown_latency_min_us", F3(gs.tlb_shootdown.min_or_zero() as f64 / 1e3));
         if let Some(n) = guest.net.as_deref() {
             // Seed 002's network device (sim/device.rs, guest/netrx.rs): frames received, the
             // virtual IRQs relayed for them, ACKs sent, bytes recv returned.
             let dev = &sim.devices[n.device as usize];
-            put("net_frames", dev.frames.to_string());
-            put("net_virqs", dev.virqs.to_string());
-            put("net_acks", n.acks.to_string());
-            put("net_bytes_read", n.bytes_read.to_string());
+            put!("net_frames", dev.frames);
+            put!("net_virqs", dev.virqs);
+            put!("net_acks", n.acks);
+            put!("net_bytes_read", n.bytes_read);
         }
         if let Some(ov) = sim.overlay.as_deref() {
             // Issue 14's preemption overlay (sim/overlay.rs, guest/irs.rs): only in runs with
             // `[host] overlay`, so every other run's metrics.csv is as before.
             let o = &ov.per_vm[i];
-            put("overlay_held", o.held.to_string());
-            put("preempt_notices", o.notices.to_string());
-            put("preempt_acks", o.acks.to_string());
-            put("preempt_timeouts", o.timeouts.to_string());
+            put!("overlay_held", o.held);
+            put!("preempt_notices", o.notices);
+            put!("preempt_acks", o.acks);
+            put!("preempt_timeouts", o.timeouts);
             let mean = if o.switches > 0 { o.delay_sum_ns as f64 / o.switches as f64 } else { 0.0 };
-            put("notify_to_switch_mean_us", f3(mean / 1e3));
-            put("notify_to_switch_max_us", f3(o.delay_max_ns as f64 / 1e3));
+            put!("notify_to_switch_mean_us", F3(mean / 1e3));
+            put!("notify_to_switch_max_us", F3(o.delay_max_ns as f64 / 1e3));
             let (moved, wake) = guest.irs.as_deref().map_or((0, 0), |g| (g.moved, g.wake_preemptions));
-            put("irs_migrations", moved.to_string());
-            put("irs_wake_preemptions", wake.to_string());
+            put!("irs_migrations", moved);
+            put!("irs_wake_preemptions", wake);
         }
         if let Some(rc) = sim.relaxed.as_deref() {
             // Relaxed co-scheduling (sim/relaxed_co.rs): only with overlay = "relaxed-co".
-            put("co_stops", rc.costops[i].to_string());
-            put("co_stop_ms", f3(to_ms(rc.costop_ns[i])));
+            put!("co_stops", rc.costops[i]);
+            put!("co_stop_ms", F3(to_ms(rc.costop_ns[i])));
             let max = info.vcpus.iter().map(|v| rc.max_skew[v.idx()]).max().unwrap_or(0);
-            put("skew_max_ms", f3(to_ms(max)));
+            put!("skew_max_ms", F3(to_ms(max)));
         }
         if let Some(samples) = &sim.samples {
             for (at, per_vm) in &samples.rows {
-                put(&format!("pcpu_time_ms[{:.3}s]", *at as f64 / 1e9), f3(to_ms(per_vm[i])));
+                put!(format_args!("pcpu_time_ms[{:.3}s]", *at as f64 / 1e9), F3(to_ms(per_vm[i])));
             }
             // A host quantity, repeated in every VM's rows (metrics.csv is per VM).
             for ((at, _), n) in samples.rows.iter().zip(&samples.micro_pcpus) {
-                put(&format!("micro_pool_pcpus[{:.3}s]", *at as f64 / 1e9), n.to_string());
+                put!(format_args!("micro_pool_pcpus[{:.3}s]", *at as f64 / 1e9), n);
             }
         }
     }
