@@ -134,11 +134,7 @@ impl GuestKernel {
         if env.threads[t.idx()].steps.is_empty() {
             return self.next_op(env, i, t);
         }
-        // An optimistic mmap_sem spinner's owner is another thread: read it before borrowing
-        // this one's state.
-        let mm_owner_gone = matches!(env.threads[t.idx()].steps.front(), Some(Step::UserSpin { cond: SpinCond::MmSemOwner, .. }))
-            && !self.mm_sem_owner_on_cpu(env.threads, env.pv);
-        let Thread { steps, step_remaining, rng, held, wait_started, spin_budget_left, pv_spin_left, pv_state, index, .. } =
+        let Thread { steps, step_remaining, rng, held, wait_started, pv_spin_left, pv_state, index, .. } =
             &mut env.threads[t.idx()];
         match steps.front_mut().expect("checked above") {
             &mut Step::Run { ns, func } => {
@@ -262,6 +258,10 @@ impl GuestKernel {
                 }
             }
             &mut Step::UserSpin { cond, budget } => {
+                // An optimistic mmap_sem spinner's owner is another thread: read it before
+                // borrowing this one's state again.
+                let mm_owner_gone = cond == SpinCond::MmSemOwner && !self.mm_sem_owner_on_cpu(env.threads, env.pv);
+                let Thread { steps, spin_budget_left, .. } = &mut env.threads[t.idx()];
                 if self.spin_done(cond, mm_owner_gone) {
                     steps.pop_front();
                     *spin_budget_left = None;
