@@ -76,20 +76,25 @@ impl GuestKernel {
         }
         let mut entry = entry;
         loop {
-            let t = match self.vcpus[i].current {
-                Some(t) => t,
-                None => match self.pick_next(env.threads, i) {
-                    Some(t) => t,
-                    None => {
-                        // The idle loop: HLT exits to the hypervisor, which blocks the vCPU.
-                        self.vcpus[i].func = KernelFn::Idle;
-                        return Next::Exit(Exit::Hlt);
-                    }
-                },
+            // The current thread and the tick's check read the guest vCPU once (the common case:
+            // a thread is current).
+            let gv = &mut self.vcpus[i];
+            let t = if let Some(t) = gv.current {
+                if let Some(tick) = super::scheduler::arm_tick_of(gv, self.config.tick) {
+                    return Next::SetTimer(tick);
+                }
+                t
+            } else {
+                let Some(t) = self.pick_next(env.threads, i) else {
+                    // The idle loop: HLT exits to the hypervisor, which blocks the vCPU.
+                    self.vcpus[i].func = KernelFn::Idle;
+                    return Next::Exit(Exit::Hlt);
+                };
+                if let Some(tick) = self.arm_tick(i) {
+                    return Next::SetTimer(tick);
+                }
+                t
             };
-            if let Some(tick) = self.arm_tick(i) {
-                return Next::SetTimer(tick);
-            }
             if let Some(log) = self.handoffs.as_mut() {
                 // A waiter handed a lock (or woken by an unlock) resumes here.
                 log.running(env.now, t, self.vcpus[i].id);

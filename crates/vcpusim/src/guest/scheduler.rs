@@ -182,13 +182,7 @@ impl GuestKernel {
     /// delay to the tick when it was armed now (the host times it).
     #[inline]
     pub fn arm_tick(&mut self, i: usize) -> Option<Nanos> {
-        let gv = &mut self.vcpus[i];
-        if !gv.tick_armed && !gv.runqueue.is_empty() {
-            gv.tick_armed = true;
-            Some(self.config.tick)
-        } else {
-            None
-        }
+        arm_tick_of(&mut self.vcpus[i], self.config.tick)
     }
 
     /// Periodic balancing at vCPU `i`'s tick: hand one queued thread to an idle sibling;
@@ -241,5 +235,16 @@ impl GuestKernel {
     #[inline]
     pub fn tick_missed(&mut self, i: usize) {
         self.vcpus[i].tick_armed = false;
+    }
+}
+
+/// `GuestKernel::arm_tick` on a guest vCPU already at hand (`tick`: the guest's tick period).
+#[inline(always)]
+pub(super) fn arm_tick_of(gv: &mut super::kernel::GuestVcpu, tick: Nanos) -> Option<Nanos> {
+    if !gv.tick_armed && !gv.runqueue.is_empty() {
+        gv.tick_armed = true;
+        Some(tick)
+    } else {
+        None
     }
 }
