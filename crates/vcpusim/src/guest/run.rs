@@ -298,7 +298,10 @@ impl GuestKernel {
                 Some(Next::Spin { kind: TimeKind::UserSpin, budget: left })
             }
             Step::Do(_) => {
-                let Some(Step::Do(action)) = steps.pop_front() else { unreachable!() };
+                // Taken off before it runs (its action may queue steps in front), then read in
+                // place: the popped step is the only copy.
+                let step = steps.pop_front();
+                let Some(Step::Do(action)) = &step else { unreachable!() };
                 self.do_action(env, i, t, action)
             }
         }
@@ -398,9 +401,9 @@ impl GuestKernel {
     }
 
     /// Run thread `t`'s instantaneous action on vCPU `i`; `Some` when the host must act.
-    fn do_action(&mut self, env: &mut GuestEnv, i: usize, t: ThreadId, action: Action) -> Option<Next> {
+    fn do_action(&mut self, env: &mut GuestEnv, i: usize, t: ThreadId, action: &Action) -> Option<Next> {
         let v = self.vcpus[i].id;
-        match action {
+        match *action {
             Action::MutexLock(m) => self.mutex_lock(env, t, m),
             Action::MutexRetry(m) => self.mutex_retry(env, t, m),
             Action::MutexUnlock(m) => {
@@ -446,13 +449,13 @@ impl GuestKernel {
                     return Some(Next::Exit(Exit::Hypercall(Hypercall::PreemptAck { moved: 0 })));
                 }
             }
-            Action::YieldIfStolen { targets } => {
+            Action::YieldIfStolen { ref targets } => {
                 // xen_smp_send_call_function_ipi: `if (xen_vcpu_stolen(cpu)) { SCHEDOP_yield; break; }`.
                 if targets.iter().any(|u| env.pv[u.idx()].runnable) {
                     return Some(Next::Exit(Exit::Hypercall(Hypercall::Yield)));
                 }
             }
-            Action::PvSchedYield { targets } => return self.pv_sched_yield(env, &targets),
+            Action::PvSchedYield { ref targets } => return self.pv_sched_yield(env, targets),
             Action::TlbShootdown { pages } => {
                 if self.tlb_shootdown(env, v, t, pages) {
                     self.stats.tlb_shootdowns += 1;
