@@ -69,8 +69,9 @@ impl Sim {
     ) -> Result<bool, SimError> {
         let has_targets = self.unfinished_targets > 0;
         loop {
-            if let Some(err) = self.stop.take() {
-                return Err(err);
+            // Tested in place: `take` would move the whole `Option<SimError>` out at every event.
+            if self.stop.is_some() {
+                return Err(self.stop.take().expect("tested above"));
             }
             if has_targets && self.unfinished_targets == 0 {
                 return Ok(true);
