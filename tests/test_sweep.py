@@ -193,6 +193,35 @@ def test_run_many_without_the_main_guard_says_so_instead_of_a_broken_pool(tmp_pa
     assert done.returncode == 0, done.stderr
 
 
+IMPORT_COUNTING = """\
+import os
+import vcpusim
+with open({marker!r}, "a") as f:
+    f.write(str(os.getpid()) + "\\n")
+if __name__ == "__main__":
+    sc = vcpusim.Scenario.from_dict({small!r}, "small")
+    results = vcpusim.run_many([sc, sc.with_seed(2), sc.with_seed(3)], processes=2, progress=False)
+    print("done", len(results), len({{r.summary["seed"] for r in results}}))
+"""
+
+
+def test_sweep_workers_do_not_run_the_calling_script_again(tmp_path):
+    # A spawn worker would run the script's top level again (multiprocessing's __mp_main__),
+    # importing whatever the script imports before its first run; ours start without it.
+    import subprocess
+    import sys
+    import tomllib
+
+    marker = tmp_path / "imports.txt"
+    script = tmp_path / "counting_script.py"
+    script.write_text(IMPORT_COUNTING.format(marker=str(marker), small=tomllib.loads(SMALL_SCENARIO)))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "done 3 3", done.stdout
+    runs_of_script = marker.read_text().split()
+    assert len(runs_of_script) == 1, f"the script ran in {len(runs_of_script)} processes (only the parent expected)"
+
+
 @pytest.mark.parametrize("call, error, message", [
     (lambda s: vcpusim.run_many("file.toml"), TypeError, "run_many: scenarios: expected a list of scenarios .* got one str 'file.toml'"),
     (lambda s: vcpusim.run_many(5), TypeError, "run_many: scenarios: expected a list of scenarios, got int 5"),

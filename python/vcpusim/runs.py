@@ -9,9 +9,12 @@ so a folder that exists was complete when written; on reading, every file is che
 already computed, running it again (in any order, with runs added or removed) skips the finished
 runs, and ``out_dir/index.csv`` lists which folder holds which run of the last sweep.
 
-Worker processes are started with "spawn": a script that calls ``run_many`` must do so under
-``if __name__ == "__main__":`` (the workers import the script again); without the guard
-``run_many`` stops at once with an error saying so. The workers are kept for the next
+Worker processes are started with "spawn", without running the calling script again (they run
+only vcpusim's own run function on a scenario's text, so they need nothing from the script; see
+``_workers_skip_main_script``). A script that calls ``run_many`` must still do so under
+``if __name__ == "__main__":``, so that whatever imports the script (another library's spawn
+workers, a test collector) does not start the sweep again; without the guard ``run_many`` stops
+at once with an error saying so. The workers are kept for the next
 ``run_many`` of the same process (with as many workers, while the environment, working directory
 and ``sys.path`` are unchanged) and stopped at exit. A worker that dies (killed, out of memory)
 loses only the runs it had; they are run again, and a run whose worker dies even when it runs
@@ -22,12 +25,14 @@ from __future__ import annotations
 
 import ast
 import atexit
+import contextlib
 import functools
 import hashlib
 import json
 import os
 import shutil
 import sys
+import types
 import warnings
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -230,11 +235,12 @@ GUARD_MESSAGE = (
 def _check_main_guard(where: str) -> None:
     """Stop with a clear error when the calling script runs ``run_many`` at import time.
 
-    Spawned workers run the main script again as ``__mp_main__`` (multiprocessing.spawn), so a call
-    that is not under the ``__main__`` guard would start pools from inside the workers and the
-    sweep would die with BrokenProcessPool. Checked in two places: in a worker that is still
-    importing the main script (the call itself is the proof), and in the parent, where the first
-    frame of the main script's top-level code is looked up in the script's syntax tree."""
+    A "spawn" worker runs the parent's main script again as ``__mp_main__`` unless told otherwise
+    (ours are: ``_workers_skip_main_script``; other libraries' are not), so a call that is not
+    under the ``__main__`` guard would start pools from inside those workers and die with
+    BrokenProcessPool. Checked in two places: in a worker that is still importing the main
+    script (the call itself is the proof), and in the parent, where the first frame of the main
+    script's top-level code is looked up in the script's syntax tree."""
     from multiprocessing import current_process
 
     if getattr(current_process(), "_inheriting", False):
@@ -358,9 +364,9 @@ def _run_in_pools(
 
 
 #: Worker pools kept between sweeps of this process, by worker count: (what their workers were
-#: started with, the pool). Starting "spawn" workers costs about a second (each imports the main
-#: script again, with pandas and matplotlib); a script that sweeps many times (the experiment
-#: sets: one sweep per figure) pays it once per worker count.
+#: started with, the pool). Starting a "spawn" worker costs a new interpreter and vcpusim's import
+#: (about 0.1 s; it skips the main script); a script that sweeps many times (the experiment sets:
+#: one sweep per figure) pays it once per worker count.
 _POOLS: dict[int, tuple[tuple, ProcessPoolExecutor]] = {}
 
 
@@ -388,6 +394,29 @@ def _pool(workers: int) -> ProcessPoolExecutor:
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
     _POOLS[workers] = (state, pool)
     return pool
+
+
+@contextlib.contextmanager
+def _workers_skip_main_script():
+    """Workers started in this block do not run the main script.
+
+    A "spawn" worker runs the parent's main script again (as ``__mp_main__``) before its first
+    task, so that functions defined there can be unpickled; ours only ever run
+    ``_run_in_worker`` (a vcpusim function, on a scenario's text), so that import is pure cost:
+    the experiment sets' scripts import pandas and matplotlib, about 0.75 s of CPU per worker
+    before its first run. ProcessPoolExecutor starts its "spawn" workers in ``submit``, where
+    multiprocessing reads what to import from ``sys.modules["__main__"]``; while this block
+    runs it finds a stand-in without a file (as in an interactive session, which spawn starts
+    no script for), as ``runpy`` stands one in while it runs a module."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is None:
+            del sys.modules["__main__"]
+        else:
+            sys.modules["__main__"] = main
 
 
 def _discard_pool(workers: int) -> None:
@@ -424,11 +453,13 @@ def _pool_round(
 
     pool = _pool(workers)
     try:
-        pending = submit_all(pool)
+        with _workers_skip_main_script():
+            pending = submit_all(pool)
     except BrokenProcessPool:  # a worker of the kept pool died while it waited (killed): a new pool
         _discard_pool(workers)
         pool = _pool(workers)
-        pending = submit_all(pool)
+        with _workers_skip_main_script():
+            pending = submit_all(pool)
     try:
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
