@@ -21,20 +21,57 @@ pub fn u_millionths(u: f64) -> u64 {
 /// floors first, the remaining units one each to the largest remainders (ties: lower index).
 /// All-zero weights get nothing.
 pub fn split_exact(total: u64, parts: &[u64]) -> Vec<u64> {
-    let sum: u128 = parts.iter().map(|w| *w as u128).sum();
-    if sum == 0 {
-        return vec![0; parts.len()];
-    }
-    let mut out: Vec<u64> = parts.iter().map(|w| (total as u128 * *w as u128 / sum) as u64).collect();
-    let given: u64 = out.iter().sum();
-    let mut order: Vec<usize> = (0..parts.len()).collect();
-    // Largest remainder first; the sort is stable, so ties keep index order.
-    order.sort_by_key(|i| std::cmp::Reverse(total as u128 * parts[*i] as u128 % sum));
-    for i in order.into_iter().take((total - given) as usize) {
-        out[i] += 1;
-    }
+    let mut out = vec![0; parts.len()];
+    split_exact_into(total, parts, &mut out);
     out
 }
+
+/// [`split_exact`] into `out` (as long as `parts`).
+pub fn split_exact_into(total: u64, parts: &[u64], out: &mut [u64]) {
+    let sum: u128 = parts.iter().map(|w| *w as u128).sum();
+    if sum == 0 {
+        out.fill(0);
+        return;
+    }
+    // Each part's floor and remainder of total x w / sum, in 64 bits when the product fits (the
+    // same numbers; a 128-bit division is a library call).
+    let share = |w: u64| -> (u64, u128) {
+        match (total.checked_mul(w), u64::try_from(sum)) {
+            (Some(x), Ok(s)) => (x / s, (x % s) as u128),
+            _ => {
+                let x = total as u128 * w as u128;
+                ((x / sum) as u64, x % sum)
+            }
+        }
+    };
+    for (o, &w) in out.iter_mut().zip(parts) {
+        *o = share(w).0;
+    }
+    let short = (total - out.iter().sum::<u64>()) as usize;
+    if short > 0 {
+        // Largest remainder first, ties to the lower index: each remainder computed once, sorted
+        // on the stack for the usual few parts (a VM's vCPUs, the pool's VMs).
+        let remainder = |(i, &w): (usize, &u64)| (std::cmp::Reverse(share(w).1), i);
+        let mut on_stack = [(std::cmp::Reverse(0u128), 0usize); SPLIT_ON_STACK];
+        let mut on_heap = Vec::new();
+        let order = if parts.len() <= SPLIT_ON_STACK {
+            for (slot, r) in on_stack.iter_mut().zip(parts.iter().enumerate().map(remainder)) {
+                *slot = r;
+            }
+            &mut on_stack[..parts.len()]
+        } else {
+            on_heap.extend(parts.iter().enumerate().map(remainder));
+            &mut on_heap[..]
+        };
+        order.sort_unstable();
+        for &(_, i) in &order[..short] {
+            out[i] += 1;
+        }
+    }
+}
+
+/// Parts `split_exact` orders on the stack (more go to a heap buffer).
+const SPLIT_ON_STACK: usize = 32;
 
 /// One VM as Algorithm 2 sees it.
 #[derive(Clone, Copy, Debug)]
@@ -50,22 +87,32 @@ pub struct AllocVm {
 }
 
 /// Algorithm 2 for one allocation event: the PE increment of every vCPU, VM by VM in order, each
-/// VM's vCPUs by index. The increments add up to exactly `pe_total` when any VM has weight and
-/// vCPUs.
-pub fn allocate(pe_total: u64, vms: &[AllocVm]) -> Vec<Vec<u64>> {
+/// VM's vCPUs by index, in one list (VM `i`'s vCPUs follow VM `i - 1`'s). The increments add up
+/// to exactly `pe_total` when any VM has weight and vCPUs.
+pub fn allocate(pe_total: u64, vms: &[AllocVm]) -> Vec<u64> {
     let per_vm = per_vm_increments(pe_total, vms);
-    vms.iter()
-        .zip(per_vm)
-        .map(|(vm, pe_inc)| {
-            // Algorithm 2 lines 6-8 (master: 1 + uf, others: 1, over |C(V_i)| + uf) and lines
-            // 11-12 (equal split); with uf = 0 both are the same equal split, which is what makes
-            // CPS the u-factor-0 case of PCPS.
-            let master_extra = if vm.concurrent { vm.u } else { 0 };
-            let shares: Vec<u64> =
-                (0..vm.nvcpus).map(|j| if j == 0 { U_SCALE + master_extra } else { U_SCALE }).collect();
-            split_exact(pe_inc, &shares)
-        })
-        .collect()
+    let mut out = vec![0; vms.iter().map(|vm| vm.nvcpus).sum()];
+    let mut shares_on_stack = [0u64; SPLIT_ON_STACK];
+    let mut shares_on_heap = Vec::new();
+    let mut at = 0;
+    for (vm, pe_inc) in vms.iter().zip(per_vm) {
+        // Algorithm 2 lines 6-8 (master: 1 + uf, others: 1, over |C(V_i)| + uf) and lines
+        // 11-12 (equal split); with uf = 0 both are the same equal split, which is what makes
+        // CPS the u-factor-0 case of PCPS.
+        let master_extra = if vm.concurrent { vm.u } else { 0 };
+        let shares = if vm.nvcpus <= SPLIT_ON_STACK {
+            &mut shares_on_stack[..vm.nvcpus]
+        } else {
+            shares_on_heap.resize(vm.nvcpus, 0);
+            &mut shares_on_heap[..]
+        };
+        for (j, share) in shares.iter_mut().enumerate() {
+            *share = if j == 0 { U_SCALE + master_extra } else { U_SCALE };
+        }
+        split_exact_into(pe_inc, shares, &mut out[at..at + vm.nvcpus]);
+        at += vm.nvcpus;
+    }
+    out
 }
 
 /// Line 4 of Algorithm 2, `PE_inc = PE_total x w(V_i)`, water-filled: a VM never gets more
@@ -134,6 +181,42 @@ mod tests {
         AllocVm { weight, nvcpus, concurrent: true, u: u_millionths(u), limit: u64::MAX }
     }
 
+    /// The split as first written (a stable sort of the indices by remainder, each remainder
+    /// recomputed in 128 bits at every comparison): `split_exact` must give the same units.
+    fn split_reference(total: u64, parts: &[u64]) -> Vec<u64> {
+        let sum: u128 = parts.iter().map(|w| *w as u128).sum();
+        if sum == 0 {
+            return vec![0; parts.len()];
+        }
+        let mut out: Vec<u64> = parts.iter().map(|w| (total as u128 * *w as u128 / sum) as u64).collect();
+        let given: u64 = out.iter().sum();
+        let mut order: Vec<usize> = (0..parts.len()).collect();
+        order.sort_by_key(|i| std::cmp::Reverse(total as u128 * parts[*i] as u128 % sum));
+        for i in order.into_iter().take((total - given) as usize) {
+            out[i] += 1;
+        }
+        out
+    }
+
+    #[test]
+    fn split_exact_matches_the_reference_split_in_64_and_128_bits() {
+        let mut rng = crate::engine::rng::stream(7, "split_exact test");
+        let mut rnd = |n: u64| rand::Rng::random_range(&mut rng, 0..n);
+        for case in 0..20_000 {
+            // Mostly a VM's few parts (ordered on the stack), sometimes more than SPLIT_ON_STACK.
+            let n = if case % 10 == 0 { SPLIT_ON_STACK + 1 + rnd(30) as usize } else { 1 + rnd(9) as usize };
+            // Small weights (many ties), PE-sized ones, and ones whose products overflow 64 bits.
+            let scale = [4, 1_000_000, u64::MAX / 3][case % 3];
+            let parts: Vec<u64> = (0..n).map(|_| if rnd(5) == 0 { 0 } else { rnd(scale) }).collect();
+            let total = [rnd(1000), rnd(10_000_000), rnd(u64::MAX / 2)][case % 3];
+            let got = split_exact(total, &parts);
+            assert_eq!(got, split_reference(total, &parts), "total {total}, parts {parts:?}");
+            if parts.iter().any(|w| *w > 0) {
+                assert_eq!(got.iter().sum::<u64>(), total);
+            }
+        }
+    }
+
     #[test]
     fn limits_water_fill_by_weight_and_still_hand_out_everything() {
         let limited = |weight, nvcpus, limit| AllocVm { limit, ..hit(weight, nvcpus) };
@@ -164,11 +247,9 @@ mod tests {
             let total = npcpus * pe_unit * l;
             for vms in &mixes {
                 let out = allocate(total, vms);
-                let handed: u64 = out.iter().flatten().sum();
+                let handed: u64 = out.iter().sum();
                 assert_eq!(handed, total, "P={npcpus} PE_unit={pe_unit} L={l}");
-                for (vm, incs) in vms.iter().zip(&out) {
-                    assert_eq!(incs.len(), vm.nvcpus);
-                }
+                assert_eq!(out.len(), vms.iter().map(|vm| vm.nvcpus).sum::<usize>(), "one increment per vCPU");
             }
         }
     }
@@ -177,10 +258,14 @@ mod tests {
     fn vm_increments_follow_weights_and_master_gets_the_pcps_share() {
         // Weights 256 : 128 of 2400 units (8 pCPUs x 300): 1600 and 800.
         let out = allocate(2400, &[hit(256, 8), con(128, 4, 0.25)]);
-        assert_eq!(out[0], vec![200; 8]);
+        assert_eq!(out[..8], [200; 8]);
         // 800 over 4 + 0.25: master 800 x 1.25 / 4.25 = 235.29, others 188.24.
-        assert_eq!(out[1].iter().sum::<u64>(), 800);
-        assert_eq!(out[1], vec![236, 188, 188, 188]);
+        assert_eq!(out[8..].iter().sum::<u64>(), 800);
+        assert_eq!(out[8..], [236, 188, 188, 188]);
+        // A VM of more vCPUs than split_exact orders on the stack.
+        let out = allocate(1000, &[hit(1, 1), con(1, SPLIT_ON_STACK + 3, 0.5)]);
+        assert_eq!(out.len(), SPLIT_ON_STACK + 4);
+        assert_eq!(out[1..], split_exact(500, &[U_SCALE * 3 / 2].into_iter().chain(std::iter::repeat_n(U_SCALE, SPLIT_ON_STACK + 2)).collect::<Vec<_>>()));
     }
 
     #[test]
@@ -188,7 +273,7 @@ mod tests {
         let cps = allocate(3000, &[con(300, 4, 0.0), hit(700, 3)]);
         let as_hit = allocate(3000, &[hit(300, 4), hit(700, 3)]);
         assert_eq!(cps, as_hit);
-        assert_eq!(cps[0], vec![225; 4]);
+        assert_eq!(cps[..4], [225; 4]);
         assert_eq!(extra_slot_interval(0), None);
     }
 

@@ -465,12 +465,10 @@ impl Hybrid {
         let incs = allocation::allocate(total, &alloc_vms);
         let bound = self.cfg.pe_bound();
         let mut handed = 0;
-        for (vm, vm_incs) in pool_vms.iter().zip(incs) {
-            for (v, inc) in vm.vcpus.iter().zip(vm_incs) {
-                handed += inc;
-                let d = &mut self.vcpus[v.idx()];
-                d.pe = (d.pe + inc as i64).clamp(-bound, bound);
-            }
+        for (v, inc) in pool_vms.iter().flat_map(|vm| vm.vcpus.iter()).zip(incs) {
+            handed += inc;
+            let d = &mut self.vcpus[v.idx()];
+            d.pe = (d.pe + inc as i64).clamp(-bound, bound);
         }
         self.last_handed_out = handed;
         self.last_pe_total = total;
