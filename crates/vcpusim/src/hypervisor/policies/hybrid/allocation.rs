@@ -28,6 +28,7 @@ pub fn split_exact(total: u64, parts: &[u64]) -> Vec<u64> {
 
 /// [`split_exact`] into `out` (as long as `parts`).
 pub fn split_exact_into(total: u64, parts: &[u64], out: &mut [u64]) {
+    assert_eq!(out.len(), parts.len(), "split_exact_into: one output per part");
     let sum: u128 = parts.iter().map(|w| *w as u128).sum();
     if sum == 0 {
         out.fill(0);
