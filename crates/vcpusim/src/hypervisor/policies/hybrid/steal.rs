@@ -19,6 +19,11 @@
 //! queues are re-ticketed in order. A member is a vCPU in a run queue (awake), of a
 //! high-throughput VM (`hit`, refreshed at slot boundaries and by `adjust`) and picked by no pCPU
 //! (`picked_by == 0`); `Hybrid::check` compares the index with the scan's view.
+//!
+//! The members are held in a sorted list while the host has at most [`SMALL_INDEX`] vCPUs (a
+//! binary search and a move of at most that many keys per change, where a B-tree's node search
+//! and node bookkeeping cost more for so few), in a B-tree beyond (log-time changes on a big
+//! host); the same order either way.
 
 use crate::ids::{PcpuId, VcpuId};
 use std::cmp::Reverse;
@@ -33,10 +38,16 @@ pub(super) struct StealKey {
     pub v: VcpuId,
 }
 
+/// Hosts of at most this many vCPUs keep the members in a sorted list, bigger ones in a B-tree.
+pub(super) const SMALL_INDEX: usize = 64;
+
 /// The members, and each vCPU's key while it is one.
 #[derive(Clone, Debug, Default)]
 pub(super) struct StealIndex {
-    set: BTreeSet<StealKey>,
+    /// The members in order, while `keys` covers at most `SMALL_INDEX` vCPUs.
+    small: Vec<StealKey>,
+    /// The members in order, once `keys` covers more.
+    large: BTreeSet<StealKey>,
     keys: Vec<Option<StealKey>>,
     next_ticket: u64,
 }
@@ -52,34 +63,47 @@ impl StealIndex {
     pub fn place(&mut self, v: VcpuId, key: Option<StealKey>) {
         if self.keys.len() <= v.idx() {
             self.keys.resize(v.idx() + 1, None);
+            if self.keys.len() > SMALL_INDEX && !self.small.is_empty() {
+                self.large.extend(self.small.drain(..));
+            }
         }
-        let old = &mut self.keys[v.idx()];
-        if *old == key {
+        let old = self.keys[v.idx()];
+        if old == key {
             return;
         }
-        if let Some(k) = old.take() {
-            self.set.remove(&k);
+        let big = self.keys.len() > SMALL_INDEX;
+        if let Some(k) = old {
+            if big {
+                self.large.remove(&k);
+            } else if let Ok(i) = self.small.binary_search(&k) {
+                self.small.remove(i);
+            }
         }
         if let Some(k) = key {
-            self.set.insert(k);
+            if big {
+                self.large.insert(k);
+            } else if let Err(i) = self.small.binary_search(&k) {
+                self.small.insert(i, k);
+            }
         }
-        *old = key;
+        self.keys[v.idx()] = key;
     }
 
     /// Drop every member (before a rebuild).
     pub fn clear(&mut self) {
-        self.set.clear();
+        self.small.clear();
+        self.large.clear();
         self.keys.iter_mut().for_each(|k| *k = None);
     }
 
     /// The members, best first.
     pub fn iter(&self) -> impl Iterator<Item = &StealKey> + '_ {
-        self.set.iter()
+        self.small.iter().chain(self.large.iter())
     }
 
     /// The members as a sorted list (for `Hybrid::check`).
     pub fn members(&self) -> Vec<StealKey> {
-        self.set.iter().copied().collect()
+        self.iter().copied().collect()
     }
 }
 
@@ -100,6 +124,36 @@ mod tests {
         ix.place(VcpuId(3), Some(key(300, 1, 20, 3)));
         let order: Vec<u32> = ix.iter().map(|k| k.v.0).collect();
         assert_eq!(order, [3, 2, 1, 0]);
+    }
+
+    #[test]
+    fn small_and_large_hosts_keep_the_same_order() {
+        // The same random places on a host of SMALL_INDEX vCPUs (a sorted list) and on one that
+        // grows past it midway (moved into a B-tree): each iterates as the sorted keys placed.
+        let mut x: u64 = 0x2545F4914F6CDD1D;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for grow in [false, true] {
+            let mut ix = StealIndex::default();
+            let mut want: Vec<Option<StealKey>> = vec![None; SMALL_INDEX + 10];
+            for step in 0..20_000u64 {
+                let n = if grow && step >= 10_000 { SMALL_INDEX + 10 } else { SMALL_INDEX };
+                let v = rnd(n as u64) as usize;
+                let key = (rnd(3) > 0).then(|| key(rnd(4) as i64, rnd(3) as u32, step, v as u32));
+                ix.place(VcpuId(v as u32), key);
+                want[v] = key;
+                if step % 97 == 0 {
+                    let mut sorted: Vec<StealKey> = want.iter().flatten().copied().collect();
+                    sorted.sort();
+                    assert_eq!(ix.members(), sorted, "step {step}, grow {grow}");
+                }
+            }
+            assert_eq!(ix.large.is_empty(), !grow, "a host past SMALL_INDEX vCPUs uses the B-tree");
+        }
     }
 
     #[test]
