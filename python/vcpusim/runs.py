@@ -372,11 +372,10 @@ _POOLS: dict[int, tuple[tuple, ProcessPoolExecutor]] = {}
 
 def _spawn_state() -> tuple:
     """What a spawned worker takes from this process when it starts (environment, working
-    directory, sys.path, argv, main script, interpreter): a pool whose workers were started under
-    other values is not reused, so a run sees what a fresh worker would."""
-    main = sys.modules.get("__main__")
-    return (tuple(sorted(os.environ.items())), os.getcwd(), tuple(sys.path), tuple(sys.argv),
-            getattr(main, "__file__", None), sys.executable)
+    directory, sys.path, argv, interpreter; not the main script, `_workers_skip_main_script`): a
+    pool whose workers were started under other values is not reused, so a run sees what a fresh
+    worker would."""
+    return (tuple(sorted(os.environ.items())), os.getcwd(), tuple(sys.path), tuple(sys.argv), sys.executable)
 
 
 def _pool(workers: int) -> ProcessPoolExecutor:
@@ -449,17 +448,17 @@ def _pool_round(
     work = _run_in_worker
 
     def submit_all(pool: ProcessPoolExecutor) -> dict:
-        return {pool.submit(work, scenarios[i].text, scenarios[i].source, trace, check): i for i in items}
+        # `submit` is where the executor starts its workers.
+        with _workers_skip_main_script():
+            return {pool.submit(work, scenarios[i].text, scenarios[i].source, trace, check): i for i in items}
 
     pool = _pool(workers)
     try:
-        with _workers_skip_main_script():
-            pending = submit_all(pool)
+        pending = submit_all(pool)
     except BrokenProcessPool:  # a worker of the kept pool died while it waited (killed): a new pool
         _discard_pool(workers)
         pool = _pool(workers)
-        with _workers_skip_main_script():
-            pending = submit_all(pool)
+        pending = submit_all(pool)
     try:
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)

@@ -52,18 +52,11 @@ pub fn split_exact_into(total: u64, parts: &[u64], out: &mut [u64]) {
     if short > 0 {
         // Largest remainder first, ties to the lower index: each remainder computed once, sorted
         // on the stack for the usual few parts (a VM's vCPUs, the pool's VMs).
-        let remainder = |(i, &w): (usize, &u64)| (std::cmp::Reverse(share(w).1), i);
-        let mut on_stack = [(std::cmp::Reverse(0u128), 0usize); SPLIT_ON_STACK];
-        let mut on_heap = Vec::new();
-        let order = if parts.len() <= SPLIT_ON_STACK {
-            for (slot, r) in on_stack.iter_mut().zip(parts.iter().enumerate().map(remainder)) {
-                *slot = r;
-            }
-            &mut on_stack[..parts.len()]
-        } else {
-            on_heap.extend(parts.iter().enumerate().map(remainder));
-            &mut on_heap[..]
-        };
+        let (mut on_stack, mut on_heap) = ([(std::cmp::Reverse(0u128), 0usize); SPLIT_ON_STACK], Vec::new());
+        let order = scratch(&mut on_stack, &mut on_heap, parts.len());
+        for (slot, (i, &w)) in order.iter_mut().zip(parts.iter().enumerate()) {
+            *slot = (std::cmp::Reverse(share(w).1), i);
+        }
         order.sort_unstable();
         for &(_, i) in &order[..short] {
             out[i] += 1;
@@ -73,6 +66,17 @@ pub fn split_exact_into(total: u64, parts: &[u64], out: &mut [u64]) {
 
 /// Parts `split_exact` orders on the stack (more go to a heap buffer).
 const SPLIT_ON_STACK: usize = 32;
+
+/// `n` slots of working space: the front of `stack` when it is long enough (the usual few parts:
+/// a VM's vCPUs, the pool's VMs), else `heap` grown to `n`. Their values are left to the caller.
+fn scratch<'a, T: Copy + Default>(stack: &'a mut [T], heap: &'a mut Vec<T>, n: usize) -> &'a mut [T] {
+    if n <= stack.len() {
+        &mut stack[..n]
+    } else {
+        heap.resize(n, T::default());
+        &mut heap[..]
+    }
+}
 
 /// One VM as Algorithm 2 sees it.
 #[derive(Clone, Copy, Debug)]
@@ -101,12 +105,7 @@ pub fn allocate(pe_total: u64, vms: &[AllocVm]) -> Vec<u64> {
         // 11-12 (equal split); with uf = 0 both are the same equal split, which is what makes
         // CPS the u-factor-0 case of PCPS.
         let master_extra = if vm.concurrent { vm.u } else { 0 };
-        let shares = if vm.nvcpus <= SPLIT_ON_STACK {
-            &mut shares_on_stack[..vm.nvcpus]
-        } else {
-            shares_on_heap.resize(vm.nvcpus, 0);
-            &mut shares_on_heap[..]
-        };
+        let shares = scratch(&mut shares_on_stack, &mut shares_on_heap, vm.nvcpus);
         for (j, share) in shares.iter_mut().enumerate() {
             *share = if j == 0 { U_SCALE + master_extra } else { U_SCALE };
         }
