@@ -17,16 +17,17 @@ pub fn u_millionths(u: f64) -> u64 {
     (u.clamp(0.0, 1.0) * U_SCALE as f64).round() as u64
 }
 
-/// Split `total` units over `parts` in proportion to their (non-negative) weights, exactly:
-/// floors first, the remaining units one each to the largest remainders (ties: lower index).
-/// All-zero weights get nothing.
+/// [`split_exact_into`] in a fresh list.
+#[cfg(test)]
 pub fn split_exact(total: u64, parts: &[u64]) -> Vec<u64> {
     let mut out = vec![0; parts.len()];
     split_exact_into(total, parts, &mut out);
     out
 }
 
-/// [`split_exact`] into `out` (as long as `parts`).
+/// Split `total` units over `parts` in proportion to their (non-negative) weights, exactly, into
+/// `out` (as long as `parts`): floors first, the remaining units one each to the largest
+/// remainders (ties: lower index). All-zero weights get nothing.
 pub fn split_exact_into(total: u64, parts: &[u64], out: &mut [u64]) {
     assert_eq!(out.len(), parts.len(), "split_exact_into: one output per part");
     let sum: u128 = parts.iter().map(|w| *w as u128).sum();
@@ -87,20 +88,43 @@ pub struct AllocVm {
     pub concurrent: bool,
     /// The master's u-factor in millionths ([`U_SCALE`]); 0 = CPS.
     pub u: u64,
-    /// The most PE the VM can take in one event (see [`per_vm_increments`]); `u64::MAX` for none.
+    /// The most PE the VM can take in one event (see [`per_vm_increments_into`]); `u64::MAX` for none.
     pub limit: u64,
 }
 
-/// Algorithm 2 for one allocation event: the PE increment of every vCPU, VM by VM in order, each
-/// VM's vCPUs by index, in one list (VM `i`'s vCPUs follow VM `i - 1`'s). The increments add up
-/// to exactly `pe_total` when any VM has weight and vCPUs.
+/// Algorithm 2's working lists, kept between allocation events (issue 15: an event built nine
+/// small lists, every slot boundary at the default L = 1). The lists' contents are rewritten by
+/// each event; only their buffers carry over.
+#[derive(Clone, Debug, Default)]
+pub struct Scratch {
+    /// The VMs of the event, in pool order (filled by the caller).
+    pub vms: Vec<AllocVm>,
+    weights: Vec<u64>,
+    open: Vec<bool>,
+    open_weights: Vec<u64>,
+    split: Vec<u64>,
+    per_vm: Vec<u64>,
+    out: Vec<u64>,
+}
+
+/// [`allocate_into`] in fresh lists.
+#[cfg(test)]
 pub fn allocate(pe_total: u64, vms: &[AllocVm]) -> Vec<u64> {
-    let per_vm = per_vm_increments(pe_total, vms);
-    let mut out = vec![0; vms.iter().map(|vm| vm.nvcpus).sum()];
+    let mut s = Scratch { vms: vms.to_vec(), ..Scratch::default() };
+    allocate_into(pe_total, &mut s).to_vec()
+}
+
+/// Algorithm 2 for one allocation event, for the VMs in `s.vms`: the PE increment of every vCPU,
+/// VM by VM in order, each VM's vCPUs by index, in one list (VM `i`'s vCPUs follow VM `i - 1`'s).
+/// The increments add up to exactly `pe_total` when any VM has weight and vCPUs.
+pub fn allocate_into(pe_total: u64, s: &mut Scratch) -> &[u64] {
+    per_vm_increments_into(pe_total, s);
+    s.out.clear();
+    s.out.resize(s.vms.iter().map(|vm| vm.nvcpus).sum(), 0);
     let mut shares_on_stack = [0u64; SPLIT_ON_STACK];
     let mut shares_on_heap = Vec::new();
     let mut at = 0;
-    for (vm, pe_inc) in vms.iter().zip(per_vm) {
+    for (vm, &pe_inc) in s.vms.iter().zip(&s.per_vm) {
         // Algorithm 2 lines 6-8 (master: 1 + uf, others: 1, over |C(V_i)| + uf) and lines
         // 11-12 (equal split); with uf = 0 both are the same equal split, which is what makes
         // CPS the u-factor-0 case of PCPS.
@@ -109,10 +133,18 @@ pub fn allocate(pe_total: u64, vms: &[AllocVm]) -> Vec<u64> {
         for (j, share) in shares.iter_mut().enumerate() {
             *share = if j == 0 { U_SCALE + master_extra } else { U_SCALE };
         }
-        split_exact_into(pe_inc, shares, &mut out[at..at + vm.nvcpus]);
+        split_exact_into(pe_inc, shares, &mut s.out[at..at + vm.nvcpus]);
         at += vm.nvcpus;
     }
-    out
+    &s.out
+}
+
+/// [`per_vm_increments_into`] in fresh lists.
+#[cfg(test)]
+pub fn per_vm_increments(pe_total: u64, vms: &[AllocVm]) -> Vec<u64> {
+    let mut s = Scratch { vms: vms.to_vec(), ..Scratch::default() };
+    per_vm_increments_into(pe_total, &mut s);
+    s.per_vm
 }
 
 /// Line 4 of Algorithm 2, `PE_inc = PE_total x w(V_i)`, water-filled: a VM never gets more
@@ -124,32 +156,45 @@ pub fn allocate(pe_total: u64, vms: &[AllocVm]) -> Vec<u64> {
 /// its fourth pCPU to the other VMs in proportion to their vCPU counts). Credit gets the same
 /// effect by taking a vCPU whose credit overflows out of accounting (credit.c `csched_acct`).
 /// If every VM reaches its limit, the rest is still handed out by weight, so the event gives out
-/// exactly `pe_total`.
-pub fn per_vm_increments(pe_total: u64, vms: &[AllocVm]) -> Vec<u64> {
-    let weights: Vec<u64> = vms.iter().map(|vm| if vm.nvcpus == 0 { 0 } else { vm.weight }).collect();
-    let mut out = vec![0u64; vms.len()];
-    let mut open: Vec<bool> = weights.iter().map(|w| *w > 0).collect();
+/// exactly `pe_total`. For the VMs in `s.vms`, into `s.per_vm`.
+fn per_vm_increments_into(pe_total: u64, s: &mut Scratch) {
+    let n = s.vms.len();
+    s.weights.clear();
+    s.weights.extend(s.vms.iter().map(|vm| if vm.nvcpus == 0 { 0 } else { vm.weight }));
+    s.per_vm.clear();
+    s.per_vm.resize(n, 0);
+    s.open.clear();
+    s.open.extend(s.weights.iter().map(|w| *w > 0));
+    s.split.clear();
+    s.split.resize(n, 0);
     let mut left = pe_total;
     loop {
-        let open_weights: Vec<u64> = weights.iter().zip(&open).map(|(w, o)| if *o { *w } else { 0 }).collect();
-        if open_weights.iter().all(|w| *w == 0) {
-            for (o, inc) in out.iter_mut().zip(split_exact(left, &weights)) {
+        s.open_weights.clear();
+        s.open_weights.extend(s.weights.iter().zip(&s.open).map(|(w, o)| if *o { *w } else { 0 }));
+        if s.open_weights.iter().all(|w| *w == 0) {
+            split_exact_into(left, &s.weights, &mut s.split);
+            for (o, inc) in s.per_vm.iter_mut().zip(&s.split) {
                 *o += inc;
             }
-            return out;
+            return;
         }
-        let split = split_exact(left, &open_weights);
-        let full: Vec<usize> = (0..vms.len()).filter(|i| open[*i] && split[*i] >= vms[*i].limit).collect();
-        if full.is_empty() {
-            for (o, inc) in out.iter_mut().zip(split) {
+        split_exact_into(left, &s.open_weights, &mut s.split);
+        // The VMs the split takes to their limit leave the round (each split is fixed for the
+        // round, so closing them one by one is closing them together).
+        let mut any_full = false;
+        for i in 0..n {
+            if s.open[i] && s.split[i] >= s.vms[i].limit {
+                s.per_vm[i] = s.vms[i].limit;
+                left -= s.vms[i].limit;
+                s.open[i] = false;
+                any_full = true;
+            }
+        }
+        if !any_full {
+            for (o, inc) in s.per_vm.iter_mut().zip(&s.split) {
                 *o += inc;
             }
-            return out;
-        }
-        for i in full {
-            out[i] = vms[i].limit;
-            left -= vms[i].limit;
-            open[i] = false;
+            return;
         }
     }
 }

@@ -219,6 +219,13 @@ pub struct Hybrid {
     steal: StealIndex,
     /// The pCPUs nothing is assigned to this slot (kept by `assign`), for `place_woken`.
     unassigned: CpuMask,
+    /// Algorithm 2's working lists, kept between allocation events.
+    alloc_scratch: allocation::Scratch,
+    /// Per pCPU, kept between slots: its head is a concurrent vCPU that could not start its VM
+    /// (`plan_slot` pass 1, read by pass 2b).
+    con_head: Vec<bool>,
+    /// A run queue's copy for `plan_slot` pass 3, kept between slots.
+    queue_copy: Vec<VcpuId>,
 }
 
 impl Hybrid {
@@ -236,6 +243,9 @@ impl Hybrid {
             coschedulable: std::cell::OnceCell::new(),
             steal: StealIndex::default(),
             unassigned: CpuMask::full(host.npcpus as usize),
+            alloc_scratch: allocation::Scratch::default(),
+            con_head: Vec::new(),
+            queue_copy: Vec::new(),
         }
     }
 
@@ -433,43 +443,42 @@ impl Hybrid {
     /// Algorithm 2. In work-conserving mode only active VMs share PE_total (as credit.c's
     /// `csched_acct` shares credits among active domains), so spare time left by idle VMs is
     /// shared by weight among the busy ones, and no VM gets more than its vCPUs can dissipate
-    /// (the rest is water-filled over the others, `allocation::per_vm_increments`); in capped
+    /// (the rest is water-filled over the others, `allocation::per_vm_increments_into`); in capped
     /// mode every VM counts, idle or not (section 6.2: V1's share is its weight over V0's and
     /// V1's although V0 is idle), and a VM's weight share is its cap even above its vCPU count.
     fn allocate(&mut self, host: &HostView) {
         // Only the pool's VMs share the pool's PE_total.
-        let pool_vms: Vec<&crate::hypervisor::policy::VmInfo> = host.pool_vms().collect();
-        for vm in &pool_vms {
+        for vm in host.pool_vms() {
             if vm.vcpus.iter().any(|v| self.vcpus[v.idx()].awake) {
                 self.vms[vm.id.idx()].active = true;
             }
         }
         // With no active VM at all (everyone halted) every VM counts, so PE_total is still handed out.
-        let any_active = pool_vms.iter().any(|vm| self.vms[vm.id.idx()].active && self.vms[vm.id.idx()].weight > 0);
+        let any_active = host.pool_vms().any(|vm| self.vms[vm.id.idx()].active && self.vms[vm.id.idx()].weight > 0);
         let counted = |i: usize| !self.cfg.work_conserving || !any_active || self.vms[i].active;
-        let alloc_vms: Vec<AllocVm> = pool_vms
-            .iter()
-            .map(|vm| AllocVm {
-                weight: if counted(vm.id.idx()) { self.vms[vm.id.idx()].weight as u64 } else { 0 },
-                nvcpus: vm.vcpus.len(),
-                concurrent: self.is_concurrent(host, vm.id),
-                u: allocation::u_millionths(self.vms[vm.id.idx()].u_factor),
-                limit: if self.cfg.work_conserving {
-                    vm.vcpus.len() as u64 * self.cfg.pe_unit * self.cfg.allocation_slots
-                } else {
-                    u64::MAX
-                },
-            })
-            .collect();
+        let mut scratch = std::mem::take(&mut self.alloc_scratch);
+        scratch.vms.clear();
+        scratch.vms.extend(host.pool_vms().map(|vm| AllocVm {
+            weight: if counted(vm.id.idx()) { self.vms[vm.id.idx()].weight as u64 } else { 0 },
+            nvcpus: vm.vcpus.len(),
+            concurrent: self.is_concurrent(host, vm.id),
+            u: allocation::u_millionths(self.vms[vm.id.idx()].u_factor),
+            limit: if self.cfg.work_conserving {
+                vm.vcpus.len() as u64 * self.cfg.pe_unit * self.cfg.allocation_slots
+            } else {
+                u64::MAX
+            },
+        }));
         let total = self.cfg.pe_total(host.npcpus());
-        let incs = allocation::allocate(total, &alloc_vms);
+        let incs = allocation::allocate_into(total, &mut scratch);
         let bound = self.cfg.pe_bound();
         let mut handed = 0;
-        for (v, inc) in pool_vms.iter().flat_map(|vm| vm.vcpus.iter()).zip(incs) {
+        for (v, &inc) in host.pool_vms().flat_map(|vm| vm.vcpus.iter()).zip(incs) {
             handed += inc;
             let d = &mut self.vcpus[v.idx()];
             d.pe = (d.pe + inc as i64).clamp(-bound, bound);
         }
+        self.alloc_scratch = scratch;
         self.last_handed_out = handed;
         self.last_pe_total = total;
         for d in &mut self.vms {

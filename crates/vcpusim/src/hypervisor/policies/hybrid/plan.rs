@@ -241,7 +241,9 @@ impl Hybrid {
 
         // Pass 1: Algorithm 4 lines 1-9. A pCPU whose head is a concurrent vCPU with PE > 0 that
         // cannot start its VM (a sibling waiting for its master) is remembered for pass 2b.
-        let mut con_head = vec![false; host.pcpus.len()];
+        let mut con_head = std::mem::take(&mut self.con_head);
+        con_head.clear();
+        con_head.resize(host.pcpus.len(), false);
         for p in host.pcpu_ids() {
             if self.pcpus[p.idx()].gang.is_some() {
                 continue;
@@ -293,6 +295,7 @@ impl Hybrid {
                 self.assign(p.idx(), pick);
             }
         }
+        self.con_head = con_head;
 
         // Pass 3: work-conserving mode lends the rest.
         if self.cfg.work_conserving {
@@ -300,8 +303,11 @@ impl Hybrid {
                 if self.pcpus[p.idx()].assigned.is_some() {
                     continue;
                 }
-                let queue = self.pcpus[p.idx()].runq.clone();
-                for v in queue {
+                // A copy of the queue (kept between slots): starting a gang may move vCPUs.
+                let mut queue = std::mem::take(&mut self.queue_copy);
+                queue.clear();
+                queue.extend_from_slice(&self.pcpus[p.idx()].runq);
+                for &v in &queue {
                     let vm = host.vcpu(v).vm;
                     if !self.is_concurrent(&host, vm) {
                         if !self.is_assigned(v) {
@@ -312,6 +318,7 @@ impl Hybrid {
                         break;
                     }
                 }
+                self.queue_copy = queue;
                 if self.pcpus[p.idx()].assigned.is_none() {
                     self.pick_hit(&host, p, Need::Any);
                 }
