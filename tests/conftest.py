@@ -74,3 +74,14 @@ def run_cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedP
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture(autouse=True)
+def _no_runs_from_other_tests():
+    """Each test starts with no runs remembered from another test's sweeps (`vcpusim.runs`
+    takes a run another sweep of this process saved): tests stay independent of their order."""
+    import vcpusim.runs
+
+    vcpusim.runs._SAVED_RUNS.clear()
+    yield
+    vcpusim.runs._SAVED_RUNS.clear()

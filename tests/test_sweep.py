@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import shutil
+import warnings
 
 import pytest
 import vcpusim
@@ -79,6 +82,65 @@ def test_a_damaged_saved_run_is_run_again(scenarios, tmp_path):
     assert [r.files() for r in again] == [r.files() for r in first]
     for key, result in zip(keys, first):
         assert vcpusim.Result.read(out / key) == result
+
+
+def _renamed(scenario, source):
+    return vcpusim.Scenario(scenario.text, source)
+
+
+def _count_runs(monkeypatch):
+    ran = []
+    real = vcpusim.runs._run_in_worker
+    monkeypatch.setattr(vcpusim.runs, "_run_in_worker", lambda *a: ran.append(a[1]) or real(*a))
+    return ran
+
+
+def test_a_run_saved_by_one_sweep_is_taken_by_another_sweep_of_it_under_another_name(scenarios, tmp_path, monkeypatch):
+    # An experiment set's figures share runs: the same scenario text under each figure's name.
+    first = vcpusim.run_many([_renamed(s, f"fig05[seed={i}]") for i, s in enumerate(scenarios[:3])],
+                             processes=1, progress=False, out_dir=tmp_path / "fig05")
+    ran = _count_runs(monkeypatch)
+    second_scenarios = [_renamed(s, f"fig06[seed={i}]") for i, s in enumerate(scenarios[:3])] + [scenarios[3]]
+    second = vcpusim.run_many(second_scenarios, processes=2, progress=False, out_dir=tmp_path / "fig06")
+    assert ran == [scenarios[3].source], "only the run fig05 did not have was computed"
+    # Byte for byte what computing them under the new names gives, summary.json's name included.
+    fresh = [vcpusim.run(s) for s in second_scenarios]
+    assert [r.files() for r in second] == [r.files() for r in fresh]
+    assert [json.loads(r.summary_json)["scenario"] for r in second[:3]] == ["fig06[seed=0]", "fig06[seed=1]", "fig06[seed=2]"]
+    assert [r.files() for r in first] != [r.files() for r in second[:3]], "the names differ"
+    # Saved in the second sweep's folder too, whole: a rerun there reads them without the first.
+    shutil.rmtree(tmp_path / "fig05")
+    again = vcpusim.run_many(second_scenarios, processes=1, progress=False, out_dir=tmp_path / "fig06")
+    assert len(ran) == 1
+    assert [r.files() for r in again] == [r.files() for r in fresh]
+
+
+def test_a_run_is_not_taken_from_a_damaged_or_removed_folder_or_into_a_traced_sweep(scenarios, tmp_path, monkeypatch):
+    vcpusim.run_many(scenarios[:2], processes=1, progress=False, out_dir=tmp_path / "a")
+    key = vcpusim.runs.run_key(scenarios[0], False, False)
+    (tmp_path / "a" / key / "metrics.csv").write_text("changed")
+    shutil.rmtree(tmp_path / "a" / vcpusim.runs.run_key(scenarios[1], False, False))
+    ran = _count_runs(monkeypatch)
+    renamed = [_renamed(s, "b") for s in scenarios[:2]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # another sweep's damaged folder is not this sweep's to report
+        got = vcpusim.run_many(renamed, processes=1, progress=False, out_dir=tmp_path / "b")
+    assert len(ran) == 2, "both computed"
+    assert [r.files() for r in got] == [vcpusim.run(s).files() for s in renamed]
+    assert (tmp_path / "a" / key / "metrics.csv").read_text() == "changed", "left as it was"
+    # A traced run's trace.json names its source too: a traced sweep computes its runs.
+    vcpusim.run_many(renamed, processes=1, progress=False, out_dir=tmp_path / "c", trace=True)
+    vcpusim.run_many([_renamed(s, "d") for s in scenarios[:2]], processes=1, progress=False, out_dir=tmp_path / "d", trace=True)
+    assert len(ran) == 6
+
+
+@pytest.mark.parametrize("source", ['plain', 'q"uo\\te', 'tab\tnew\nline\x01\x1f', 'é ü 漢 \u2028 /slash'])
+def test_relabel_summary_writes_what_rust_writes_for_the_new_name(source):
+    base = vcpusim.Scenario(SMALL_SCENARIO, "small.toml").with_duration("20ms")
+    rust = vcpusim.run(_renamed(base, source)).summary_json
+    ours = vcpusim.runs.relabel_summary(vcpusim.run(base).summary_json, "small.toml", source)
+    assert ours == rust
+    assert vcpusim.runs.relabel_summary(rust, "not its name", "x") is None
 
 
 def test_a_killed_worker_loses_no_run(scenarios, tmp_path, monkeypatch):

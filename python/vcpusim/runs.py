@@ -9,6 +9,13 @@ so a folder that exists was complete when written; on reading, every file is che
 already computed, running it again (in any order, with runs added or removed) skips the finished
 runs, and ``out_dir/index.csv`` lists which folder holds which run of the last sweep.
 
+A run this process saved (or found saved) in one sweep's folder is not computed again by
+another sweep that has the same scenario under another source name (an experiment set's figures
+share some runs): the same text, flags and engine give the same results but for the source name
+``summary.json`` records, so the saved run is checked against its ``run.json``, given this
+sweep's source name and saved in this sweep's folder (``_SweepDir.reused``; not for traced runs,
+whose ``trace.json`` also names the source).
+
 Worker processes are started with "spawn", without running the calling script again (they run
 only vcpusim's own run function on a scenario's text, so they need nothing from the script; see
 ``_workers_skip_main_script``). A script that calls ``run_many`` must still do so under
@@ -105,6 +112,40 @@ def run_key(scenario: Scenario, trace: bool, check: bool) -> str:
     return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:KEY_CHARS]
 
 
+def content_key(scenario: Scenario, trace: bool, check: bool) -> str:
+    """A hash of what a run's results depend on except its source name (which only
+    ``summary.json``'s ``scenario`` and a trace record): runs with equal content keys have the same
+    results up to that name."""
+    identity = json.dumps({"text": scenario.text, "trace": trace, "check": check, "engine": engine_fingerprint()},
+                          sort_keys=True)
+    return hashlib.sha256(identity.encode("utf-8")).hexdigest()
+
+
+#: Untraced runs this process saved or found saved, by content key: their folders (any sweep's),
+#: where another sweep of the same scenario under another source name takes them from
+#: (`_SweepDir.reused`). Only folders; each is checked against its run.json when taken.
+_SAVED_RUNS: dict[str, Path] = {}
+
+
+def relabel_summary(summary_json: str, old: str, new: str) -> str | None:
+    """``summary.json`` as the run would have written it under source name ``new`` instead of
+    ``old``: the top-level ``"scenario"`` line rewritten (JSON strings escape the same characters
+    the same way in Python and in Rust's serde_json), the rest byte for byte. None when that
+    line is not found exactly once or the result does not parse back to the same values."""
+    def line(source: str) -> str:
+        return f'\n  "scenario": {json.dumps(source, ensure_ascii=False)},\n'
+    if summary_json.count(line(old)) != 1:
+        return None
+    out = summary_json.replace(line(old), line(new))
+    try:
+        before, after = json.loads(summary_json), json.loads(out)
+    except ValueError:
+        return None
+    if after.get("scenario") != new or {**before, "scenario": new} != after:
+        return None
+    return out
+
+
 class _SweepDir:
     """The on-disk record of a sweep: ``<out_dir>/<key>/`` per finished run."""
 
@@ -127,21 +168,51 @@ class _SweepDir:
         folder = self.folder(scenario)
         if not folder.is_dir():
             return None
-        problem = self._damage(folder, scenario)
+        problem = self._damage(folder, scenario.text, scenario.source)
         if problem is None:
+            self._remember(scenario, folder)
             return Result.read(folder)
         warnings.warn(f"{folder}: {problem}; running {scenario.source} again", RuntimeWarning, stacklevel=3)
         shutil.rmtree(folder, ignore_errors=True)
         return None
 
-    def _damage(self, folder: Path, scenario: Scenario) -> str | None:
-        """What is wrong with a saved folder (missing, truncated or changed files), or None."""
+    def _remember(self, scenario: Scenario, folder: Path) -> None:
+        if not self.trace:
+            _SAVED_RUNS[content_key(scenario, self.trace, self.check)] = folder.resolve()
+
+    def reused(self, scenario: Scenario) -> Result | None:
+        """The result of a run of the same scenario under another source name that this
+        process saved or found in another folder (`_SAVED_RUNS`), checked against its run.json,
+        given this scenario's source name and saved here; None when there is none (or it is
+        damaged, gone, traced, or cannot be renamed: then the run is simply computed)."""
+        if self.root is None or self.trace:
+            return None
+        other = _SAVED_RUNS.get(content_key(scenario, self.trace, self.check))
+        if other is None or other == self.folder(scenario).resolve():
+            return None
+        try:
+            source = json.loads((other / RUN_FILE).read_text(encoding="utf-8"))["source"]
+            if not isinstance(source, str) or self._damage(other, scenario.text, source) is not None:
+                return None
+            found = Result.read(other)
+        except (OSError, ValueError, KeyError, TypeError, _core.VcpusimError):
+            return None
+        summary = relabel_summary(found.summary_json, source, scenario.source)
+        if summary is None:
+            return None
+        result = Result(found.vms_csv, found.metrics_csv, summary, None)
+        self.save(scenario, result)
+        return result
+
+    def _damage(self, folder: Path, text: str, source: str) -> str | None:
+        """What is wrong with a saved folder of the run of ``text`` named ``source`` (missing,
+        truncated or changed files), or None."""
         try:
             record = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
             files = record["files"]
         except (OSError, ValueError, KeyError, TypeError):
             return f"{RUN_FILE} is missing or unreadable"
-        if {k: v for k, v in record.items() if k != "files"} != self._identity(scenario):
+        if {k: v for k, v in record.items() if k != "files"} != {"source": source, "trace": self.trace, "check": self.check}:
             return f"{RUN_FILE} names other inputs"
         expected = set(RESULT_FILES) | {SCENARIO_FILE} | ({TRACE_FILE} if self.trace else set())
         if set(files) != expected:
@@ -153,7 +224,7 @@ class _SweepDir:
                 return f"{name} is missing"
             if len(data) != want.get("bytes") or hashlib.sha256(data).hexdigest() != want.get("sha256"):
                 return f"{name} is truncated or changed ({len(data)} bytes, {want.get('bytes')} written)"
-        if (folder / SCENARIO_FILE).read_bytes().decode("utf-8") != scenario.text:
+        if (folder / SCENARIO_FILE).read_bytes().decode("utf-8") != text:
             return f"{SCENARIO_FILE} is another scenario"
         return None
 
@@ -172,6 +243,7 @@ class _SweepDir:
             (partial / RUN_FILE).write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
             shutil.rmtree(folder, ignore_errors=True)  # a damaged earlier copy
             os.replace(partial, folder)  # atomic: a folder named <key> is always complete
+            self._remember(scenario, folder)
         except OSError as e:
             shutil.rmtree(partial, ignore_errors=True)
             raise _core.VcpusimError(f"cannot write sweep results to {self.root}: {e.strerror or e}") from None
@@ -299,7 +371,8 @@ def run_many(
 
     With ``out_dir`` (checked to be writable before the first run) each result is saved as it
     finishes, under a folder named by a hash of its scenario (see the module doc), and a rerun
-    skips finished runs. If some runs fail, the others still finish (and are saved), then the
+    skips finished runs, and takes (saving it here) a run of the same scenario under another
+    source name that another sweep of this process saved (see the module doc). If some runs fail, the others still finish (and are saved), then the
     first failure is raised; a run whose worker process dies is run again, alone.
     """
     where = "run_many"
@@ -310,7 +383,7 @@ def run_many(
     if workers > 1:
         _check_main_guard(where)
     record = _SweepDir(out_dir, trace, check)
-    results: list[Result | None] = [record.finished(s) for s in scenarios]
+    results: list[Result | None] = [record.finished(s) or record.reused(s) for s in scenarios]
     todo = [i for i, r in enumerate(results) if r is None]
     failures = _Failures(scenarios)
 
@@ -501,7 +574,7 @@ def run_many_ray(
         raise ImportError("run_many_ray needs Ray, which is not installed: pip install 'vcpusim[ray]'") from None
 
     record = _SweepDir(out_dir, trace, check)
-    results: list[Result | None] = [record.finished(s) for s in scenarios]
+    results: list[Result | None] = [record.finished(s) or record.reused(s) for s in scenarios]
     todo = [i for i, r in enumerate(results) if r is None]
     failures = _Failures(scenarios)
     if not ray.is_initialized():
