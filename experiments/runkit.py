@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import math
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -292,7 +295,7 @@ def report(fig: str, claims: Sequence[Claim]) -> Path:
     for c in claims:
         ours = c.ours + (f"\n[dim]{c.note}[/dim]" if c.note else "")
         table.add_row(c.figure, c.claim, c.paper, ours, f"[{colour.get(c.verdict, 'white')}]{c.verdict}[/]")
-    console.print(table)
+    (getattr(_drawing, "console", None) or console).print(table)
     df = pd.DataFrame([c.__dict__ for c in claims])
     return write_csv(df, fig, "claims")
 
@@ -325,30 +328,80 @@ def figure_main(fig: str, measure: Callable, write_outputs: Callable, claims: Ca
     """The ``main(settings)`` of a figure script whose steps are measure -> write CSV/PNG (returning
     the aggregate) -> claims: runs them, prints and writes the claim table, returns the claims."""
 
-    def main(settings: Settings) -> list[Claim]:
-        found = claims(write_outputs(measure(settings)))
+    def finish(measured) -> list[Claim]:
+        found = claims(write_outputs(measured))
         report(fig, found)
         return found
 
+    def main(settings: Settings) -> list[Claim]:
+        return finish(measure(settings))
+
+    # run_set runs the two stages apart: a figure's outputs are drawn while the next one's runs go.
+    main.measure, main.finish = measure, finish  # type: ignore[attr-defined]
     return main
 
 
+#: In run_set's drawing thread: ``console``, a Console that records what ``report`` prints there
+#: (printed by the main thread when the figure is collected, not over the next sweep's progress bar).
+_drawing = threading.local()
+
+
+def _finish_recorded(finish: Callable, measured) -> tuple[list[Claim], str, float]:
+    """``finish(measured)``, what it printed, and when it ended (``time.perf_counter``)."""
+    out = io.StringIO()
+    _drawing.console = Console(file=out, width=console.width, force_terminal=console.is_terminal,
+                               color_system=console.color_system)
+    try:
+        found = finish(measured)
+        return found, out.getvalue(), time.perf_counter()
+    finally:
+        del _drawing.console
+
+
 def run_set(title: str, figures: Sequence[str], doc: str | None) -> None:
-    """Run every figure script of a set (each module's ``main(settings)``), time each, and write
-    ``claims_all.csv`` (every claim beside ours) and ``run_all_times.csv`` under ``OUT.root``."""
+    """Run every figure script of a set (each module's ``main(settings)``; a ``figure_main``'s
+    drawing overlaps the next figure's runs), time each (from its first run to its last output,
+    so overlapping figures' seconds add up to more than the total), and write ``claims_all.csv``
+    (every claim beside ours) and ``run_all_times.csv`` under ``OUT.root``."""
     settings = parse_args(doc)
     times, claims = [], []
     start = time.perf_counter()
-    for name in figures:
-        console.rule(name)
-        t0 = time.perf_counter()
-        figure_claims = importlib.import_module(name).main(settings)
-        seconds = time.perf_counter() - t0
+
+    def collect(name: str, seconds: float, figure_claims: list[Claim]) -> None:
         verdicts = [c.verdict for c in figure_claims]
         times.append({"figure": name, "seconds": round(seconds, 1), "claims": len(verdicts),
                       REPRODUCED: verdicts.count(REPRODUCED), DIRECTION: verdicts.count(DIRECTION),
                       NOT_REPRODUCED: verdicts.count(NOT_REPRODUCED)})
-        claims += [{"script": name, **c.__dict__} for c in figure_claims]
+        claims.extend({"script": name, **c.__dict__} for c in figure_claims)
+
+    # A figure made with figure_main is measured here, then drawn (CSV, PNG, claims) in one drawing
+    # thread while the next figure's runs go: the runs keep both cores busy meanwhile, where the
+    # drawing alone kept one. Figures are collected in order; their outputs are the same files.
+    drawing: tuple[str, float, Future] | None = None
+
+    def collect_drawn() -> None:
+        nonlocal drawing
+        if drawing is not None:
+            name, t0, future = drawing
+            drawing = None
+            figure_claims, printed, ended = future.result()
+            console.file.write(printed)
+            collect(name, ended - t0, figure_claims)
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="draw") as drawer:
+        for name in figures:
+            console.rule(name)
+            main = importlib.import_module(name).main
+            t0 = time.perf_counter()
+            if hasattr(main, "finish"):
+                measured = main.measure(settings)
+                collect_drawn()
+                drawing = (name, t0, drawer.submit(_finish_recorded, main.finish, measured))
+            else:
+                collect_drawn()
+                figure_claims = main(settings)
+                collect(name, time.perf_counter() - t0, figure_claims)
+        collect_drawn()
     total = time.perf_counter() - start
     times.append({"figure": "total", "seconds": round(total, 1), "claims": len(claims),
                   **{v: sum(t[v] for t in times) for v in (REPRODUCED, DIRECTION, NOT_REPRODUCED)}})
