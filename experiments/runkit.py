@@ -25,7 +25,6 @@ except ImportError:  # the package itself draws nothing; its figures are an extr
     raise SystemExit("the experiment scripts draw figures with matplotlib: pip install \".[plot]\"") from None
 
 matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from rich.console import Console  # noqa: E402
@@ -177,13 +176,21 @@ def fmt(mean: float, spread: float | None = None, digits: int = 2, pct: bool = F
     return s
 
 
+def _pyplot():
+    """matplotlib.pyplot, imported by the first figure drawn (about 0.1 s: in run_set that is the
+    drawing thread, so a set's first runs do not wait for it)."""
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def bar_plot(agg: pd.DataFrame, x: str, hue: str | None, value: str, ylabel: str, title: str,
              path: Path, hline: float | None = None, log: bool = False) -> Path:
     """Grouped bars of ``<value>_mean`` with ``<value>_std`` error bars."""
     xs = list(dict.fromkeys(agg[x]))
     hues = list(dict.fromkeys(agg[hue])) if hue else [None]
     width = 0.8 / len(hues)
-    fig, ax = plt.subplots(figsize=(min(16, max(6, 0.22 * len(xs) * len(hues) + 3)), 4.5))
+    fig, ax = _pyplot().subplots(figsize=(min(16, max(6, 0.22 * len(xs) * len(hues) + 3)), 4.5))
     for i, h in enumerate(hues):
         sub = agg if h is None else agg[agg[hue] == h]
         sub = sub.set_index(x).reindex(xs)
@@ -202,7 +209,7 @@ def bar_plot(agg: pd.DataFrame, x: str, hue: str | None, value: str, ylabel: str
 def line_plot(agg: pd.DataFrame, x: str, hue: str | None, value: str, xlabel: str, ylabel: str,
               title: str, path: Path) -> Path:
     """One line of ``<value>_mean`` per ``hue`` with a min-max band."""
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = _pyplot().subplots(figsize=(6, 4))
     for h in (list(dict.fromkeys(agg[hue])) if hue else [None]):
         sub = agg if h is None else agg[agg[hue] == h]
         sub = sub.sort_values(x)
@@ -221,7 +228,7 @@ def _save(fig, ax, xlabel: str | None, ylabel: str, title: str, legend: bool, pa
         ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _pyplot().close(fig)
     return path
 
 
