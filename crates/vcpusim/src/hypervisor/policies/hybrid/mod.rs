@@ -315,8 +315,8 @@ impl Hybrid {
         host.vm(vm).vcpus.iter().copied().find(|v| self.vcpus[v.idx()].awake)
     }
 
-    /// Set what pCPU `p` runs this slot, keeping each vCPU's `picked_by` count. Every write of
-    /// `assigned` goes through here.
+    /// Set what pCPU `p` runs this slot, keeping each vCPU's `picked_by` count and the steal
+    /// index. Every write of `assigned` goes through here but `unassign_all`'s.
     fn assign(&mut self, p: usize, pick: Option<VcpuId>) {
         let old = std::mem::replace(&mut self.pcpus[p].assigned, pick);
         if let Some(v) = old {
@@ -328,6 +328,19 @@ impl Hybrid {
             self.sync_steal(v);
         }
         self.unassigned.set(PcpuId(p as u32), pick.is_none());
+    }
+
+    /// Every pCPU's assignment and gang dropped for a new slot, as `assign(p, None)` for each
+    /// but without keeping the steal index: the caller rebuilds it next (`slot_boundary`; each
+    /// vCPU a pCPU had picked was re-added only for most to be picked again: issue 15).
+    fn unassign_all(&mut self) {
+        for p in 0..self.pcpus.len() {
+            if let Some(v) = self.pcpus[p].assigned.take() {
+                self.vcpus[v.idx()].picked_by -= 1;
+            }
+            self.pcpus[p].gang = None;
+            self.unassigned.set(PcpuId(p as u32), true);
+        }
     }
 
     /// `v`'s key in the steal index: queued (awake), high-throughput and picked by no pCPU.
@@ -362,10 +375,10 @@ impl Hybrid {
                 self.vcpus[v.idx()].ticket = self.steal.ticket();
             }
         }
-        self.steal.clear();
-        for v in 0..self.vcpus.len() {
-            self.sync_steal(VcpuId(v as u32));
-        }
+        // Every member at once: on a small host one sort instead of a binary-search insert each.
+        let mut steal = std::mem::take(&mut self.steal);
+        steal.rebuild(self.vcpus.len(), |v| self.steal_key(v));
+        self.steal = steal;
     }
 
     /// Algorithm 1: the pCPU "with the minimal workload" (line 6) among AP(v): the pool's pCPUs
@@ -502,6 +515,7 @@ impl Hybrid {
             self.allocate(&host);
         }
         self.sort_runqs();
+        self.unassign_all();
         self.rebuild_steal_index(&host);
         self.slots += 1;
         self.plan_slot(ctx);

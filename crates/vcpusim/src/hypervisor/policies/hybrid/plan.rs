@@ -218,13 +218,11 @@ impl Hybrid {
         leader_ready && self.try_gang(host, vm, false)
     }
 
-    /// Algorithm 4 for a new slot; tickles every pCPU whose occupant changes.
+    /// Algorithm 4 for a new slot (every pCPU unassigned, `Hybrid::unassign_all`, and the steal
+    /// index rebuilt); tickles every pCPU whose occupant changes.
     pub(super) fn plan_slot(&mut self, ctx: &mut PolicyCtx) {
         let host = ctx.host;
-        for p in 0..self.pcpus.len() {
-            self.assign(p, None);
-            self.pcpus[p].gang = None;
-        }
+        debug_assert!(self.pcpus.iter().all(|p| p.assigned.is_none() && p.gang.is_none()));
 
         // Pass 0: PCPS extra slots.
         for vm in host.pool_vms() {
