@@ -4,6 +4,8 @@ finish so a rerun resumes), one long table of runs, mean and spread over seeds, 
 output, and the paper's claims printed beside ours.
 
 Each set's ``common.py`` points ``OUT`` at its own ``out/`` folder and adds the paper's setup.
+A figure script made with ``figure_main(fig, measure, write_outputs, claims)`` runs alone as
+before; in a set (``run_set``) its outputs are drawn in a thread while the next figure's runs go.
 """
 
 from __future__ import annotations

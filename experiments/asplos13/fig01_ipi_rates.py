@@ -15,8 +15,8 @@ time is involved. This is the calibration check of the PARSEC models.
 from __future__ import annotations
 
 from common import (
-    DIRECTION, NOT_REPRODUCED, PAR_VCPUS, PARSEC_APPS, REPRODUCED, Case, Claim, Settings, aggregate,
-    bar_plot, fmt, out_dir, parse_args, report, run_cases, solo, write_csv,
+    DIRECTION, NOT_REPRODUCED, PAR_VCPUS, PARSEC_APPS, REPRODUCED, Case, Claim, Settings, aggregate, bar_plot,
+    figure_main, fmt, out_dir, parse_args, run_cases, solo, write_csv,
 )
 
 FIG = "fig01"
@@ -74,14 +74,16 @@ def plot(agg) -> None:
              out_dir(FIG) / "fig01_ipi_rates.png")
 
 
-def main(settings: Settings) -> list[Claim]:
-    df, agg = measure(settings)
+def write_outputs(measured) -> pd.DataFrame:
+    """CSV and PNG outputs; returns the aggregate the claims read."""
+    df, agg = measured
     write_csv(df, FIG, "runs")
     write_csv(agg, FIG, "fig01_ipi_rates")
     plot(agg)
-    c = claims(agg)
-    report(FIG, c)
-    return c
+    return agg
+
+
+main = figure_main(FIG, measure, write_outputs, claims)
 
 
 if __name__ == "__main__":

@@ -24,8 +24,8 @@ from __future__ import annotations
 import pandas as pd
 
 from common import (
-    DIRECTION, NOT_REPRODUCED, PARSEC_APPS, REPRODUCED, Case, Claim, Settings, aggregate, bar_plot,
-    host, kernel_ratio, out_dir, parallel_vm, parse_args, report, run_cases, solo, write_csv,
+    DIRECTION, NOT_REPRODUCED, PARSEC_APPS, REPRODUCED, Case, Claim, Settings, aggregate, bar_plot, figure_main, host,
+    kernel_ratio, out_dir, parallel_vm, parse_args, report, run_cases, solo, write_csv,
 )
 
 FIG = "fig02"
@@ -133,17 +133,18 @@ def plot(agg: pd.DataFrame) -> None:
              "Figure 3: spinlock LHPs by lock class (corun)", d / "fig03_lhp_by_class.png")
 
 
-def main(settings: Settings) -> list[Claim]:
-    df = measure(settings)
+def write_outputs(df: pd.DataFrame) -> pd.DataFrame:
+    """CSV and PNG outputs; returns the aggregate the claims read."""
     values = ["kernel_share", "amplification", "tlb_share", "spin_share", FUTEX, MM_SEM,
               "futex_lhp_fraction", "mm_sem_lhp_fraction"]
     agg = aggregate(df, ["app", "mode"], values)
     write_csv(df, FIG, "runs")
     write_csv(agg, FIG, "fig02_kernel_amplification")
     plot(agg)
-    c = claims(agg)
-    report(FIG, c)
-    return c
+    return agg
+
+
+main = figure_main(FIG, measure, write_outputs, claims)
 
 
 if __name__ == "__main__":

@@ -21,8 +21,8 @@ from __future__ import annotations
 import pandas as pd
 
 from common import (
-    DIRECTION, NOT_REPRODUCED, REPRODUCED, Case, Claim, Settings, aggregate, beyond_noise, host, line_plot, out_dir,
-    parallel_vm, parse_args, report, run_cases, uvf_host, write_csv,
+    DIRECTION, NOT_REPRODUCED, REPRODUCED, Case, Claim, Settings, aggregate, beyond_noise, figure_main, host, line_plot,
+    out_dir, parallel_vm, parse_args, run_cases, uvf_host, write_csv,
 )
 
 FIG = "fig07a"
@@ -101,8 +101,8 @@ def claims(agg: pd.DataFrame) -> list[Claim]:
     return out
 
 
-def main(settings: Settings) -> list[Claim]:
-    df = measure(settings)
+def write_outputs(df: pd.DataFrame) -> pd.DataFrame:
+    """CSV and PNG outputs; returns the aggregate the claims read."""
     agg = aggregate(df, ["app", "variant", "delay_us"], ["futex_lhp_per_kunit", "futex_lhp_per_s", "progress"])
     write_csv(df, FIG, "runs")
     write_csv(agg, FIG, "fig07a_resched_dp")
@@ -111,9 +111,10 @@ def main(settings: Settings) -> list[Claim]:
         line_plot(sub, "delay_us", "variant", "futex_lhp_per_kunit", "preemption delay (us)",
                   "futex-queue LHPs per 1000 units of work", f"Figure 7a: {app} beside dedup",
                   out_dir(FIG) / f"fig07a_{app}.png")
-    c = claims(agg)
-    report(FIG, c)
-    return c
+    return agg
+
+
+main = figure_main(FIG, measure, write_outputs, claims)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,8 @@ from __future__ import annotations
 import pandas as pd
 
 from common import (
-    DIRECTION, NOT_REPRODUCED, RESCHED_DP, REPRODUCED, Case, Claim, Settings, aggregate, beyond_noise, host,
-    line_plot, out_dir, parallel_vm, parse_args, report, run_cases, uvf_host, write_csv,
+    DIRECTION, NOT_REPRODUCED, RESCHED_DP, REPRODUCED, Case, Claim, Settings, aggregate, beyond_noise, figure_main,
+    host, line_plot, out_dir, parallel_vm, parse_args, run_cases, uvf_host, write_csv,
 )
 
 FIG = "fig07b"
@@ -60,8 +60,8 @@ def claims(agg: pd.DataFrame) -> list[Claim]:
     return out
 
 
-def main(settings: Settings) -> list[Claim]:
-    df = measure(settings)
+def write_outputs(df: pd.DataFrame) -> pd.DataFrame:
+    """CSV and PNG outputs; returns the aggregate the claims read."""
     agg = aggregate(df, ["tslice_us"], ["ms_per_unit", "tlb_ms_per_unit", "switches_in"])
     write_csv(df, FIG, "runs")
     write_csv(agg, FIG, "fig07b_urgent_tslice")
@@ -69,9 +69,10 @@ def main(settings: Settings) -> list[Claim]:
               "Figure 7b: three vips VMs, execution time", out_dir(FIG) / "fig07b_time.png")
     line_plot(agg, "tslice_us", None, "tlb_ms_per_unit", "urgent tslice (us)", "TLB-wait ms per tile",
               "Figure 7b: three vips VMs, TLB shootdown time", out_dir(FIG) / "fig07b_tlb.png")
-    c = claims(agg)
-    report(FIG, c)
-    return c
+    return agg
+
+
+main = figure_main(FIG, measure, write_outputs, claims)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ from __future__ import annotations
 import pandas as pd
 
 from common import (
-    DIRECTION, NOT_REPRODUCED, RESCHED_DP, REPRODUCED, Case, Claim, Settings, aggregate, beyond_noise, host,
-    line_plot, out_dir, parallel_vm, parse_args, report, run_cases, solo, uvf_host, write_csv,
+    DIRECTION, NOT_REPRODUCED, RESCHED_DP, REPRODUCED, Case, Claim, Settings, aggregate, beyond_noise, figure_main,
+    host, line_plot, out_dir, parallel_vm, parse_args, run_cases, solo, uvf_host, write_csv,
 )
 
 FIG = "fig07c"
@@ -67,8 +67,8 @@ def claims(agg: pd.DataFrame) -> list[Claim]:
     return out
 
 
-def main(settings: Settings) -> list[Claim]:
-    df = measure(settings)
+def write_outputs(df: pd.DataFrame) -> pd.DataFrame:
+    """CSV and PNG outputs; returns the aggregate the claims read."""
     agg = aggregate(df, ["allowance_ms", "app"], ["slowdown", "sync_ms_per_unit"])
     write_csv(df, FIG, "runs")
     write_csv(agg, FIG, "fig07c_urgent_allowance")
@@ -77,9 +77,10 @@ def main(settings: Settings) -> list[Claim]:
     line_plot(agg[agg["app"] == "vips"], "allowance_ms", None, "sync_ms_per_unit", "urgent allowance (ms)",
               "vips TLB-wait + spin ms per tile", "Figure 7c: vips CPU time in synchronization",
               out_dir(FIG) / "fig07c_vips_cycles.png")
-    c = claims(agg)
-    report(FIG, c)
-    return c
+    return agg
+
+
+main = figure_main(FIG, measure, write_outputs, claims)
 
 
 if __name__ == "__main__":

@@ -26,9 +26,9 @@ from typing import Sequence
 import pandas as pd
 
 from common import (
-    BALANCE, BASELINE, DIRECTION, FIVE_CONFIGS, LC_BALANCE, LC_DP_TLB, NOT_REPRODUCED, PARSEC_APPS, REPRODUCED,
-    UP_APP, Case, Claim, Settings, aggregate, bar_plot, beyond_noise, mix_with_up_vms, out_dir, parse_args,
-    per_seed_ratio, report, run_cases, solo, write_csv,
+    BALANCE, BASELINE, DIRECTION, FIVE_CONFIGS, LC_BALANCE, LC_DP_TLB, NOT_REPRODUCED, PARSEC_APPS, REPRODUCED, UP_APP,
+    Case, Claim, Settings, aggregate, bar_plot, beyond_noise, figure_main, mix_with_up_vms, out_dir, parse_args,
+    per_seed_ratio, run_cases, solo, write_csv,
 )
 
 FIG = "fig08"
@@ -132,12 +132,7 @@ def write_outputs(par: pd.DataFrame, up: pd.DataFrame) -> tuple[pd.DataFrame, pd
     return par_agg, up_agg
 
 
-def main(settings: Settings) -> list[Claim]:
-    par, up = measure(settings)
-    par_agg, up_agg = write_outputs(par, up)
-    c = claims(par_agg, up_agg)
-    report(FIG, c)
-    return c
+main = figure_main(FIG, measure, lambda measured: write_outputs(*measured), lambda aggs: claims(*aggs))
 
 
 if __name__ == "__main__":

@@ -21,9 +21,9 @@ from __future__ import annotations
 import pandas as pd
 
 from common import (
-    BALANCE, BASELINE, DIRECTION, FIVE_CONFIGS, LC_BALANCE, LC_DP, LC_DP_TLB, NOT_REPRODUCED, PARSEC_APPS,
-    REPRODUCED, Case, Claim, Settings, aggregate, bar_plot, out_dir, parallel_vm, parse_args, report,
-    run_cases, solo, write_csv,
+    BALANCE, BASELINE, DIRECTION, FIVE_CONFIGS, LC_BALANCE, LC_DP, LC_DP_TLB, NOT_REPRODUCED, PARSEC_APPS, REPRODUCED,
+    Case, Claim, Settings, aggregate, bar_plot, figure_main, out_dir, parallel_vm, parse_args, run_cases, solo,
+    write_csv,
 )
 
 FIG = "fig09"
@@ -106,17 +106,18 @@ def claims(agg: pd.DataFrame) -> list[Claim]:
     return out
 
 
-def main(settings: Settings) -> list[Claim]:
-    df = measure(settings)
+def write_outputs(df: pd.DataFrame) -> pd.DataFrame:
+    """CSV and PNG outputs; returns the aggregate the claims read."""
     agg = aggregate(df, ["corunner", "app", "config"], ["weighted_speedup", "main_speedup", "corunner_speedup"])
     write_csv(df, FIG, "runs")
     write_csv(agg, FIG, "fig09_weighted_speedup")
     for co, panel in zip(CORUNNERS, "ab"):
         bar_plot(agg[agg["corunner"] == co], "app", "config", "weighted_speedup", "weighted speedup",
                  f"Figure 9{panel}: corun with {co}", out_dir(FIG) / f"fig09{panel}_{co}.png", hline=1.0)
-    c = claims(agg)
-    report(FIG, c)
-    return c
+    return agg
+
+
+main = figure_main(FIG, measure, write_outputs, claims)
 
 
 if __name__ == "__main__":

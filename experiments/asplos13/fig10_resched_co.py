@@ -24,7 +24,7 @@ import pandas as pd
 
 from common import (
     DIRECTION, LC_DP_TLB, NOT_REPRODUCED, RESCHED_CO, REPRODUCED, Case, Claim, Settings, aggregate, bar_plot,
-    beyond_noise, out_dir, parallel_vm, parse_args, report, run_cases, write_csv,
+    beyond_noise, figure_main, out_dir, parallel_vm, parse_args, run_cases, write_csv,
 )
 
 FIG = "fig10"
@@ -93,8 +93,8 @@ def claims(agg: pd.DataFrame) -> list[Claim]:
     return out
 
 
-def main(settings: Settings) -> list[Claim]:
-    df = measure(settings)
+def write_outputs(df: pd.DataFrame) -> pd.DataFrame:
+    """CSV and PNG outputs; returns the aggregate the claims read."""
     agg = aggregate(df, ["vm", "wait", "resched_co"], ["ms_per_unit", "improvement", "block_waits_per_unit",
                                                        "resched_ipis_per_unit", "block_wait_cut", "resched_ipi_cut"])
     write_csv(df, FIG, "runs")
@@ -105,9 +105,10 @@ def main(settings: Settings) -> list[Claim]:
     sub = agg[agg["vm"] == "streamcluster"].assign(case=lambda d: d["resched_co"].map({True: "Resched-Co", False: "without"}))
     bar_plot(sub, "wait", "case", "block_waits_per_unit", "block-waits per barrier phase",
              "Figure 10b: streamcluster barrier waits", out_dir(FIG) / "fig10b_block_waits.png")
-    c = claims(agg)
-    report(FIG, c)
-    return c
+    return agg
+
+
+main = figure_main(FIG, measure, write_outputs, claims)
 
 
 if __name__ == "__main__":

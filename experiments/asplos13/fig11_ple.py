@@ -20,8 +20,8 @@ from __future__ import annotations
 import pandas as pd
 
 from common import (
-    BASELINE, DIRECTION, LC_DP_TLB, NOT_REPRODUCED, PLE_ON, REPRODUCED, Case, Claim, Settings, aggregate,
-    bar_plot, mix_with_up_vms, out_dir, parse_args, per_seed_ratio, report, run_cases, write_csv,
+    BASELINE, DIRECTION, LC_DP_TLB, NOT_REPRODUCED, PLE_ON, REPRODUCED, Case, Claim, Settings, aggregate, bar_plot,
+    figure_main, mix_with_up_vms, out_dir, parse_args, per_seed_ratio, run_cases, write_csv,
 )
 
 FIG = "fig11"
@@ -70,8 +70,8 @@ def claims(agg: pd.DataFrame) -> list[Claim]:
     return out
 
 
-def main(settings: Settings) -> list[Claim]:
-    par = measure(settings)
+def write_outputs(par: pd.DataFrame) -> pd.DataFrame:
+    """CSV and PNG outputs; returns the aggregate the claims read."""
     agg = aggregate(par, ["app", "config"], ["norm_time", "improvement", "sync_ms_per_unit", "sync_ratio",
                                              "ple_exits_per_unit", "ple_cut", "ple_exit_count"])
     write_csv(par, FIG, "runs")
@@ -80,9 +80,10 @@ def main(settings: Settings) -> list[Claim]:
              "Figure 11: parallel VM + four UP VMs, PLE on", out_dir(FIG) / "fig11_time.png", hline=1.0)
     bar_plot(agg, "app", "config", "ple_exits_per_unit", "pause-loop exits per unit of work",
              "Table 2: pause-loop exits", out_dir(FIG) / "table2_ple_exits.png", log=True)
-    c = claims(agg)
-    report(FIG, c)
-    return c
+    return agg
+
+
+main = figure_main(FIG, measure, write_outputs, claims)
 
 
 if __name__ == "__main__":

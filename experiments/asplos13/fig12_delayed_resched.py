@@ -20,8 +20,8 @@ from __future__ import annotations
 import pandas as pd
 
 from common import (
-    BASELINE, DIRECTION, LC_BALANCE, LC_DP, NOT_REPRODUCED, REPRODUCED, Case, Claim, Settings, aggregate,
-    bar_plot, beyond_noise, mix_with_up_vms, out_dir, parse_args, per_seed_ratio, report, run_cases, write_csv,
+    BASELINE, DIRECTION, LC_BALANCE, LC_DP, NOT_REPRODUCED, REPRODUCED, Case, Claim, Settings, aggregate, bar_plot,
+    beyond_noise, figure_main, mix_with_up_vms, out_dir, parse_args, per_seed_ratio, run_cases, write_csv,
 )
 
 FIG = "fig12"
@@ -67,16 +67,17 @@ def claims(agg: pd.DataFrame) -> list[Claim]:
     return out
 
 
-def main(settings: Settings) -> list[Claim]:
-    par = measure(settings)
+def write_outputs(par: pd.DataFrame) -> pd.DataFrame:
+    """CSV and PNG outputs; returns the aggregate the claims read."""
     agg = aggregate(par, ["app", "variant"], ["norm_time", "ms_per_unit", "lhp_futex_count", "spin_time_ms"])
     write_csv(par, FIG, "runs")
     write_csv(agg, FIG, "fig12_delayed_resched")
     bar_plot(agg, "app", "variant", "norm_time", "execution time / Baseline",
              "Figure 12: DelayedResched vs Resched-DP", out_dir(FIG) / "fig12_delayed_resched.png", hline=1.0, log=True)
-    c = claims(agg)
-    report(FIG, c)
-    return c
+    return agg
+
+
+main = figure_main(FIG, measure, write_outputs, claims)
 
 
 if __name__ == "__main__":
