@@ -132,6 +132,16 @@ mod tests {
         StealKey { pe: Reverse(pe), home: PcpuId(home), ticket, v: VcpuId(v) }
     }
 
+    /// A small deterministic generator for the random tests: `rnd(n)` in `0..n`.
+    fn xorshift(mut x: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        }
+    }
+
     #[test]
     fn orders_by_pe_then_pcpu_then_ticket() {
         let mut ix = StealIndex::default();
@@ -147,13 +157,7 @@ mod tests {
     fn small_and_large_hosts_keep_the_same_order() {
         // The same random places on a host of SMALL_INDEX vCPUs (a sorted list) and on one that
         // grows past it midway (moved into a B-tree): each iterates as the sorted keys placed.
-        let mut x: u64 = 0x2545F4914F6CDD1D;
-        let mut rnd = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rnd = xorshift(0x2545F4914F6CDD1D);
         for grow in [false, true] {
             let mut ix = StealIndex::default();
             let mut want: Vec<Option<StealKey>> = vec![None; SMALL_INDEX + 10];
@@ -178,13 +182,7 @@ mod tests {
         // Random memberships rebuilt at once and placed one by one, on a small host (sorted list)
         // and on a big one (B-tree), after earlier members: the same members, in the same order,
         // and the same later changes (each vCPU's recorded key).
-        let mut x: u64 = 0x9E3779B97F4A7C15;
-        let mut rnd = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rnd = xorshift(0x9E3779B97F4A7C15);
         for n in [SMALL_INDEX / 2, SMALL_INDEX, SMALL_INDEX + 20] {
             for round in 0..50u64 {
                 let (mut bulk, mut each) = (StealIndex::default(), StealIndex::default());
