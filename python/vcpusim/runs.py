@@ -372,8 +372,9 @@ def run_many(
     With ``out_dir`` (checked to be writable before the first run) each result is saved as it
     finishes, under a folder named by a hash of its scenario (see the module doc), and a rerun
     skips finished runs, and takes (saving it here) a run of the same scenario under another
-    source name that another sweep of this process saved (see the module doc). If some runs fail, the others still finish (and are saved), then the
-    first failure is raised; a run whose worker process dies is run again, alone.
+    source name that another sweep of this process saved (see the module doc). If some runs
+    fail, the others still finish (and are saved), then the first failure is raised; a run whose
+    worker process dies is run again, alone.
     """
     where = "run_many"
     scenarios = _as_scenarios(scenarios, where)
