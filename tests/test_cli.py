@@ -140,10 +140,33 @@ def test_bench_scaling_table(cli):
     rows = json.loads(done.stdout)["scaling"]
     assert [(r["policy"], r["pcpus"], r["vcpus"]) for r in rows] == [("cfs", 8, 12), ("credit", 8, 12), ("cfs", 16, 24), ("credit", 16, 24)]
     assert all(r["events"] > 0 and r["peak_queue_len"] > 0 and r["ns_per_event"] > 0 for r in rows)
+    assert all(r["runs"] == 1 for r in rows)
     # The per-event cost is the event loop's: building the host is timed apart.
     for r in rows:
         assert 0 < r["setup_s"] < r["wall_time_s"]
         assert r["ns_per_event"] == pytest.approx((r["wall_time_s"] - r["setup_s"]) * 1e9 / r["events"])
+
+
+def test_bench_scaling_rows_are_the_fastest_of_the_runs_asked(cli):
+    done = cli(
+        "bench", "--no-memory", "--duration", "10ms", "--repeats", "1", "--scaling", "--scaling-pcpus", "8",
+        "--scaling-policies", "gang", "--scaling-sim-time", "10ms", "--scaling-repeats", "3",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "fastest of 3 run(s)" in done.stdout
+    again = cli(
+        "bench", "--json", "--no-memory", "--duration", "10ms", "--repeats", "1", "--scaling", "--scaling-pcpus", "8",
+        "--scaling-policies", "gang", "--scaling-sim-time", "10ms", "--scaling-repeats", "2",
+    )
+    assert again.returncode == 0, again.stderr
+    assert [r["runs"] for r in json.loads(again.stdout)["scaling"]] == [2]
+
+
+def test_bad_bench_scaling_repeats_is_a_usage_error(cli):
+    done = cli("bench", "--scaling", "--scaling-repeats", "0", "--no-memory")
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert "Invalid value for '--scaling-repeats'" in done.stderr, done.stderr
 
 
 def test_bad_bench_scaling_pcpus_is_a_user_error(cli):

@@ -593,12 +593,17 @@ def bench(
     scaling_pcpus: str = "quick",
     scaling_policies: str = "cfs,credit,gang,hybrid,eevdf",
     scaling_sim_time: str = "2s",
+    scaling_repeats: int = 1,
 ) -> dict:
     """The standard benchmark on scenarios/quickstart.toml (see crates/vcpusim/src/bench.rs);
     with `scaling`, also the table of the quickstart's mix scaled to `scaling_pcpus` ("quick":
-    8, 32, 128; "full": 8 to 1024; or a list like "8,64") under each of `scaling_policies`."""
+    8, 32, 128; "full": 8 to 1024; or a list like "8,64") under each of `scaling_policies`, each
+    row the fastest of `scaling_repeats` runs."""
+    if isinstance(scaling_repeats, bool) or not isinstance(scaling_repeats, int) or scaling_repeats < 1:
+        raise VcpusimError(f"bench: scaling_repeats: got {scaling_repeats!r}, expected a positive integer")
     return json.loads(
         _core.bench(
-            duration, memory, memory_short, memory_long, repeats, scaling, scaling_pcpus, scaling_policies, scaling_sim_time
+            duration, memory, memory_short, memory_long, repeats, scaling, scaling_pcpus, scaling_policies, scaling_sim_time,
+            scaling_repeats,
         )
     )

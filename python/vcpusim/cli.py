@@ -393,13 +393,15 @@ def bench(
     scaling_pcpus: str = typer.Option("quick", "--scaling-pcpus", help='pCPU counts: "quick" (8,32,128), "full" (8..1024) or a list like 8,64.'),
     scaling_policies: str = typer.Option("cfs,credit,gang,hybrid,eevdf", "--scaling-policies", help="Policies of the scaling table."),
     scaling_sim_time: str = typer.Option("2s", "--scaling-sim-time", help="Simulated time at 8 pCPUs (P pCPUs run 8/P of it)."),
+    scaling_repeats: int = typer.Option(1, "--scaling-repeats", min=1, help="Runs per row of the scaling table (the fastest is reported)."),
 ) -> None:
     """Run the standard benchmark (scenarios/quickstart.toml): live events/s, stale events apart,
     against a bare binary heap of the engine's entry size; optionally the scaling table."""
     with _errors_as_messages():
         with stderr.status("benchmarking ..."):
             report = run_bench(
-                duration, memory, memory_short, memory_long, repeats, scaling, scaling_pcpus, scaling_policies, scaling_sim_time
+                duration, memory, memory_short, memory_long, repeats, scaling, scaling_pcpus, scaling_policies, scaling_sim_time,
+                scaling_repeats,
             )
     if json_output:
         print(json.dumps(report, indent=2))
@@ -437,7 +439,11 @@ def bench(
         table.add_row(measure, value)
     stdout.print(table)
     if report.get("scaling"):
-        scale = Table(title="scaling: the quickstart's mix per 8 pCPUs (fastest run of each row; events/s and ns/event of the event loop, setup apart)")
+        runs = report["scaling"][0]["runs"]
+        scale = Table(
+            title=f"scaling: the quickstart's mix per 8 pCPUs (fastest of {runs} run(s) of each row; "
+            "events/s and ns/event of the event loop, setup apart)"
+        )
         for name in ("policy", "pCPUs", "vCPUs", "sim ms", "live events", "events/s", "ns/event", "setup ms", "peak queue", "stale %", "peak RSS MiB"):
             scale.add_column(name, justify="left" if name == "policy" else "right")
         for row in report["scaling"]:

@@ -235,7 +235,7 @@ fn catalog(py: Python<'_>) -> PyResult<String> {
 /// Run the standard benchmark (see vcpusim::bench) and return its report as JSON text.
 /// Durations are strings with units ("1s"); `memory=False` skips the memory-flatness check.
 #[pyfunction]
-#[pyo3(name = "bench", signature = (duration=None, memory=true, memory_short="10s", memory_long="40s", repeats=5, scaling=false, scaling_pcpus="quick", scaling_policies="cfs,credit,gang,hybrid,eevdf", scaling_sim_time="2s"))]
+#[pyo3(name = "bench", signature = (duration=None, memory=true, memory_short="10s", memory_long="40s", repeats=5, scaling=false, scaling_pcpus="quick", scaling_policies="cfs,credit,gang,hybrid,eevdf", scaling_sim_time="2s", scaling_repeats=1))]
 #[allow(clippy::too_many_arguments)]
 fn run_bench(
     py: Python<'_>,
@@ -248,6 +248,7 @@ fn run_bench(
     scaling_pcpus: &str,
     scaling_policies: &str,
     scaling_sim_time: &str,
+    scaling_repeats: u32,
 ) -> PyResult<String> {
     let duration_arg = |name: &str, text: &str| {
         parse_duration(text).map_err(|e| VcpusimError::new_err(format!("bench: {name}: {e}")))
@@ -260,7 +261,7 @@ fn run_bench(
         pcpus: arg("scaling_pcpus", parse_scaling_pcpus(scaling_pcpus))?,
         policies: arg("scaling_policies", parse_scaling_policies(scaling_policies))?,
         sim_time_at_8: duration_arg("scaling_sim_time", scaling_sim_time)?,
-        repeats: 1,
+        repeats: scaling_repeats,
     };
     let options = BenchOptions {
         duration: duration.map(|d| duration_arg("duration", d)).transpose()?,

@@ -12,6 +12,23 @@
 use vcpusim::bench::{parse_scaling_pcpus, parse_scaling_policies, run_on, run_standard, to_text, BenchOptions, ScalingOptions};
 use vcpusim::time::parse_duration;
 
+/// What `--help` prints: the flags this file accepts (the module doc's first lines).
+const USAGE: &str = "usage: cargo bench -p vcpusim --bench bench -- [--json] [--duration 60s] [--repeats 5]
+  [--no-memory] [--scaling] [--scaling-pcpus quick|full|8,64,...] [--scaling-policies cfs,...]
+  [--scaling-sim-time 2s] [--scaling-repeats 1] [--scenario FILE]
+
+  --json               the whole report as JSON (the text report otherwise)
+  --duration D         simulated time of each timed quickstart run
+  --repeats N          timed runs of the quickstart, each followed by a bare-heap loop
+  --no-memory          skip the RSS growth runs
+  --scaling            add the scaling table (8-1024 pCPUs, every policy)
+  --scaling-pcpus L    host sizes: quick, full or a comma list
+  --scaling-policies L policies of the scaling table, a comma list
+  --scaling-sim-time D simulated time at 8 pCPUs (scaled down with the host)
+  --scaling-repeats N  runs per scaling row (the fastest is reported)
+  --scenario FILE      time this scenario in place of the quickstart
+";
+
 fn main() {
     if let Err(message) = run() {
         eprintln!("bench: {message}");
@@ -29,14 +46,21 @@ fn run() -> Result<(), String> {
         let v = v.ok_or_else(|| format!("{flag} needs a value"))?;
         parse_duration(&v).map_err(|e| format!("{flag} {v:?}: {e}"))
     };
+    let positive = |flag: &str, v: &str| -> Result<u32, String> {
+        v.parse().ok().filter(|&n: &u32| n >= 1).ok_or_else(|| format!("{flag} {v:?}: expected a positive integer"))
+    };
     while let Some(arg) = args.next() {
         match arg.as_str() {
+            "--help" | "-h" => {
+                print!("{USAGE}");
+                return Ok(());
+            }
             "--json" => json = true,
             "--no-memory" => options.memory_durations = None,
             "--duration" => options.duration = Some(duration("--duration", args.next())?),
             "--repeats" => {
                 let v = args.next().ok_or("--repeats needs a value")?;
-                options.repeats = v.parse().map_err(|_| format!("--repeats {v:?}: expected a positive integer"))?;
+                options.repeats = positive("--repeats", &v)?;
             }
             "--scaling" => {
                 scaling.get_or_insert_with(ScalingOptions::quick);
@@ -55,11 +79,11 @@ fn run() -> Result<(), String> {
             }
             "--scaling-repeats" => {
                 let v = args.next().ok_or("--scaling-repeats needs a value")?;
-                scaling.get_or_insert_with(ScalingOptions::quick).repeats = v.parse().map_err(|_| format!("--scaling-repeats {v:?}: expected a positive integer"))?;
+                scaling.get_or_insert_with(ScalingOptions::quick).repeats = positive("--scaling-repeats", &v)?;
             }
             "--scenario" => scenario = Some(args.next().ok_or("--scenario needs a file")?),
             "--bench" => {} // cargo bench passes it
-            other => return Err(format!("unknown argument {other:?}")),
+            other => return Err(format!("unknown argument {other:?} (--help lists the flags)")),
         }
     }
     options.scaling = scaling;

@@ -159,6 +159,8 @@ pub struct ScalingRow {
     pub pcpus: u32,
     pub vcpus: u32,
     pub sim_time_ns: u64,
+    /// Timed runs of this row (`ScalingOptions::repeats`); the figures are the fastest one's.
+    pub runs: u32,
     /// Wall time of the fastest run, setup included.
     pub wall_time_s: f64,
     /// Of which building and starting the host (`Sim::build`, `Sim::start`: domains, fork
@@ -363,7 +365,8 @@ fn scaling_table(options: &ScalingOptions) -> Result<Vec<ScalingRow>, SimError> 
             let scenario = scaling_scenario(policy, pcpus, duration.max(1))?;
             let rss_reset = reset_peak_rss();
             let mut best: Option<(RunFacts, f64, f64)> = None;
-            for _ in 0..options.repeats.max(1) {
+            let runs = options.repeats.max(1);
+            for _ in 0..runs {
                 let (facts, setup, wall) = timed_run_split(&scenario)?;
                 if best.is_none_or(|(_, _, w)| wall < w) {
                     best = Some((facts, setup, wall));
@@ -377,6 +380,7 @@ fn scaling_table(options: &ScalingOptions) -> Result<Vec<ScalingRow>, SimError> 
                 pcpus,
                 vcpus: scenario.vms.iter().map(|v| v.vcpus).sum(),
                 sim_time_ns: facts.sim_time_ns,
+                runs,
                 wall_time_s: wall,
                 setup_s: setup,
                 events: live,
@@ -531,7 +535,8 @@ pub fn to_text(r: &BenchReport) -> String {
         );
     }
     if let Some(rows) = &r.scaling {
-        let _ = writeln!(s, "\nscaling (quickstart mix per 8 pCPUs; fastest run of each row; events/s and ns/event of the event loop, setup apart):");
+        let runs = rows.first().map_or(1, |x| x.runs);
+        let _ = writeln!(s, "\nscaling (quickstart mix per 8 pCPUs; fastest of {runs} run(s) of each row; events/s and ns/event of the event loop, setup apart):");
         let _ = writeln!(s, "  {:<7} {:>6} {:>6} {:>9} {:>10} {:>12} {:>9} {:>9} {:>10} {:>9} {:>9}", "policy", "pcpus", "vcpus", "sim ms", "events", "events/s", "ns/event", "setup ms", "peak queue", "stale %", "RSS MiB");
         for x in rows {
             let _ = writeln!(
@@ -628,7 +633,7 @@ mod tests {
             duration: Some(SEC / 5),
             memory_durations: Some((SEC / 20, SEC / 5)),
             repeats: 2,
-            scaling: Some(ScalingOptions { pcpus: vec![8, 16], policies: vec!["cfs".into(), "credit".into()], sim_time_at_8: SEC / 50, repeats: 1 }),
+            scaling: Some(ScalingOptions { pcpus: vec![8, 16], policies: vec!["cfs".into(), "credit".into()], sim_time_at_8: SEC / 50, repeats: 2 }),
         };
         let report = run_standard(&options).expect("the quickstart scenario runs");
         assert!(report.sim_time_ns > 0 && report.sim_time_ns <= SEC / 5, "{}", report.sim_time_ns);
@@ -647,10 +652,10 @@ mod tests {
         assert_eq!(rows.len(), 4);
         assert_eq!((rows[3].policy.as_str(), rows[3].pcpus, rows[3].vcpus), ("credit", 16, 24));
         assert_eq!(rows[3].sim_time_ns, SEC / 100);
-        assert!(rows.iter().all(|r| r.events > 0 && r.peak_queue_len > 0));
+        assert!(rows.iter().all(|r| r.events > 0 && r.peak_queue_len > 0 && r.runs == 2));
         let json = report.to_json();
         assert!(json.contains("\"events_per_s\"") && json.contains("\"scaling\""));
-        assert!(to_text(&report).contains("credit"));
+        assert!(to_text(&report).contains("credit") && to_text(&report).contains("fastest of 2 run(s)"));
     }
 
     #[test]
