@@ -105,7 +105,7 @@ impl ParamSpec {
         let bad = || format!("expected {}, got {}", self.expected(), show_toml(value));
         let v = match (self.kind, value) {
             (ParamKind::Duration, toml::Value::String(s)) => {
-                ParamValue::Duration(parse_duration(s).map_err(|e| format!("{e}"))?)
+                ParamValue::Duration(parse_duration(s).map_err(|e| e.to_string())?)
             }
             (ParamKind::Int, toml::Value::Integer(i)) if *i >= 0 => ParamValue::Int(*i as u64),
             (ParamKind::Float, toml::Value::Float(f)) => ParamValue::Float(*f),

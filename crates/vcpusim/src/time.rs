@@ -62,7 +62,7 @@ pub fn parse_duration(text: &str) -> Result<Nanos, String> {
 /// Format a duration compactly with the largest unit that keeps it exact, e.g. `30ms`.
 pub fn format_duration(ns: Nanos) -> String {
     for (unit, scale) in [("s", SEC), ("ms", MS), ("us", US)] {
-        if ns != 0 && ns % scale == 0 {
+        if ns != 0 && ns.is_multiple_of(scale) {
             return format!("{}{unit}", ns / scale);
         }
     }

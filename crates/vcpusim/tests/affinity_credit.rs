@@ -166,17 +166,17 @@ fn two_vcpus_pinned_to_one_pcpu_share_it_evenly_and_never_leave() {
     }
     let until = 3 * SEC;
     let on = run_measured(&mut sim, until);
-    for v in 0..2 {
-        let elsewhere: u64 = on[v][1..].iter().sum();
-        assert_eq!(elsewhere, 0, "pinned vCPU {v} ran off pCPU 0: {:?}", on[v]);
+    for (v, on_v) in on.iter().enumerate().take(2) {
+        let elsewhere: u64 = on_v[1..].iter().sum();
+        assert_eq!(elsewhere, 0, "pinned vCPU {v} ran off pCPU 0: {on_v:?}");
     }
     let (a, b) = (on[0][0] as f64, on[1][0] as f64);
     assert!(a + b > 0.999 * until as f64, "pCPU 0 idled: {a} + {b}: {on:?}");
     let share = a / (a + b);
     assert!((share - 0.5).abs() < 0.03, "pinned vCPUs split pCPU 0 as {share:.3} / {:.3}", 1.0 - share);
     // The free vCPUs never need pCPU 0 (three other pCPUs for two of them) and keep running.
-    for v in 2..4 {
-        let total: u64 = on[v].iter().sum();
+    for (v, on_v) in on.iter().enumerate().take(4).skip(2) {
+        let total: u64 = on_v.iter().sum();
         assert!(total > 99 * until / 100, "free vCPU {v} ran {total} ns");
     }
 }

@@ -71,6 +71,6 @@ fn an_eevdf_pool_beside_a_credit_pool_on_an_smt_host() {
 #[test]
 fn a_cap_under_eevdf_is_refused() {
     let text = "[host]\npcpus = 2\npolicy = \"eevdf\"\n[[vm]]\nname = \"a\"\nvcpus = 1\ncap = 50\nworkload = \"cpu-bound\"\n[run]\nduration = \"10ms\"\n";
-    let err = vcpusim::api::load_scenario(text, "<test>").err().expect("a cap under eevdf is an error").to_string();
+    let err = vcpusim::api::load_scenario(text, "<test>").expect_err("a cap under eevdf is an error").to_string();
     assert!(err.contains("cap") && err.contains("eevdf"), "{err}");
 }

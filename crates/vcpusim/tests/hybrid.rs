@@ -16,6 +16,7 @@ const IDEAL_HOST: &str = "start_skew = \"0s\"\n[host.ple]\nenabled = false\n[hos
 /// A concurrent job of `n` tasks on an `n`-vCPU VM of weight `weight`, beside an idle manager VM
 /// (the seed's Dom0) of weight `dom0`, capped: phases of exactly one 30 ms slot, synchronized by
 /// a spinning barrier; the master task's every `long_every`-th phase lasts two slots.
+#[allow(clippy::too_many_arguments)] // the job's parameters, each named at the call sites' table
 fn ideal_job(pcpus: u32, n: u32, weight: u32, dom0: u32, class: &str, pe_unit: u32, long_every: Option<u32>, phases: u64) -> f64 {
     let phase = "{compute = \"30ms\"}, {barrier = 0, wait = \"spin\"}";
     let master = match long_every {
@@ -341,6 +342,7 @@ fn job_beside_hogs(class: &str, hogs: &[(u32, u32)], phases: u64, compute: &str)
 /// Mix A: hogs of 3 vCPUs (weight 1) and 2 vCPUs (1): w(V) = 1/3, r = |C(V)| / (|P| w(V)) = 3
 /// slots per phase, and PS keeps the job fair (max |Lag| = 2/3, within the seed's ideal 1).
 /// Mix B: hogs of 3 vCPUs (2) and 1 vCPU (1): w(V) = 1/4, r = 4, max |Lag| = 1.75 under PS.
+#[allow(clippy::type_complexity)] // (name, [(vCPUs, weight); 2], slots per phase, PS keeps it fair)
 const FORMULA_2_MIXES: [(&str, [(u32, u32); 2], f64, bool); 2] = [("A", [(3, 1), (2, 1)], 3.0, true), ("B", [(3, 2), (1, 1)], 4.0, false)];
 
 #[test]

@@ -10,7 +10,7 @@ use common::*;
 
 fn munmappers(guest: &str) -> String {
     let thread = r#"  [{loop = "forever", body = [{compute = "20us"}, {munmap = 16}, {progress = true}]}]"#;
-    let threads = vec![thread; 4].join(",\n");
+    let threads = [thread; 4].join(",\n");
     format!(
         r#"
 [host]

@@ -127,7 +127,7 @@ fn a_micro_sliced_run_samples_the_micro_pools_size() {
     for (t, n) in &s {
         let at = (t * 1e9).round() as u64;
         // A change at the instant itself comes from an event at that time, after the sample.
-        let want = changes.iter().filter(|(c, _)| *c < at || *c == 0).last().unwrap().1;
+        let want = changes.iter().rfind(|(c, _)| *c < at || *c == 0).unwrap().1;
         assert_eq!(*n, want, "at {t} s: changes {changes:?}");
     }
     let distinct: std::collections::BTreeSet<u32> = s.iter().map(|(_, n)| *n).collect();

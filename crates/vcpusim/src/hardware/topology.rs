@@ -87,16 +87,16 @@ impl Topology {
                 return Err(format!("{name} must be at least 1"));
             }
         }
-        if pcpus % (sockets * threads_per_core) != 0 {
+        if !pcpus.is_multiple_of(sockets * threads_per_core) {
             return Err(format!(
                 "pcpus = {pcpus} cannot be split into {sockets} socket(s) of whole cores with {threads_per_core} thread(s) each"
             ));
         }
-        if numa_nodes % sockets != 0 && sockets % numa_nodes != 0 {
+        if !numa_nodes.is_multiple_of(sockets) && !sockets.is_multiple_of(numa_nodes) {
             return Err(format!("numa_nodes = {numa_nodes} must divide or be a multiple of sockets = {sockets}"));
         }
         let cores = pcpus / threads_per_core;
-        if cores % numa_nodes != 0 {
+        if !cores.is_multiple_of(numa_nodes) {
             return Err(format!("the {cores} cores cannot be split evenly over numa_nodes = {numa_nodes}"));
         }
         let cores_per_socket = cores / sockets;
@@ -126,7 +126,7 @@ impl Topology {
         let cores = self.places.len() as u32 / self.threads_per_core;
         // Nodes and sockets nest (one divides the other), so the smaller span bounds a module.
         let span = cores / self.sockets.max(self.numa_nodes);
-        if span % cores_per_module != 0 {
+        if !span.is_multiple_of(cores_per_module) {
             return Err(format!(
                 "cores_per_module = {cores_per_module} does not divide the {span} cores of each {}",
                 if self.numa_nodes >= self.sockets { "NUMA node" } else { "socket" }

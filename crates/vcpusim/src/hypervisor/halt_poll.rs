@@ -59,7 +59,7 @@ impl HaltPoll {
 
     /// `shrink_halt_poll_ns`: 0 or `val / shrink`, and 0 once below `grow_start`.
     pub fn shrunk(&self, val: Nanos) -> Nanos {
-        let val = if self.shrink == 0 { 0 } else { val / self.shrink };
+        let val = val.checked_div(self.shrink).unwrap_or(0);
         if val < self.grow_start {
             0
         } else {

@@ -176,6 +176,7 @@ pub fn kvm_vcpu_on_spin<S: KvmYieldTo>(s: &mut S, ctx: &mut PolicyCtx, v: VcpuId
 }
 
 /// Whether candidate `info` passes 6.6's filters 1-3 (module docs) for spinner `v`.
+#[allow(clippy::nonminimal_bool)] // each test as the kernel writes it, in its order
 fn candidate_6_6(v: VcpuId, info: &VcpuInfo, yield_to_kernel_mode: bool) -> bool {
     // 1. vcpu->ready; the spinner itself.
     if info.state != VcpuState::Runnable || info.id == v {

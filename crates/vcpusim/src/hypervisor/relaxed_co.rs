@@ -78,8 +78,8 @@ pub enum Progress {
 
 /// The skews of one VM's vCPUs after `dt` in the states `states` (same order as `skew`).
 pub fn account(skew: &mut [Nanos], states: &[Progress], dt: Nanos) {
-    let any_running = states.iter().any(|s| *s == Progress::Running);
-    let any_stopped = states.iter().any(|s| *s == Progress::Stopped);
+    let any_running = states.contains(&Progress::Running);
+    let any_stopped = states.contains(&Progress::Stopped);
     for (k, s) in states.iter().enumerate() {
         match s {
             Progress::Lagging if any_running => skew[k] += dt,

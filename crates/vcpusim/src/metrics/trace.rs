@@ -379,7 +379,7 @@ impl TraceSink {
             other.insert((*key).into(), value.clone());
         }
         let other = serde_json::to_string(&other).expect("JSON values serialize");
-        write!(out, "{{\"displayTimeUnit\":\"ns\",\"otherData\":{other},\"traceEvents\":[\n").expect("infallible");
+        writeln!(out, "{{\"displayTimeUnit\":\"ns\",\"otherData\":{other},\"traceEvents\":[").expect("infallible");
         let mut first = true;
         let mut sep = |out: &mut String| {
             if !first {

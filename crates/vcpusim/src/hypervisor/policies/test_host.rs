@@ -294,8 +294,8 @@ impl FakeHost {
             self.advance_to(i * step);
             let v = VcpuId((next() % nvcpus) as u32);
             match self.vcpus[v.idx()].state {
-                VcpuState::Running if next() % 3 == 0 => self.halt(v),
-                VcpuState::Halted if next() % 2 == 0 => self.wake(v),
+                VcpuState::Running if next().is_multiple_of(3) => self.halt(v),
+                VcpuState::Halted if next().is_multiple_of(2) => self.wake(v),
                 _ => {}
             }
         }

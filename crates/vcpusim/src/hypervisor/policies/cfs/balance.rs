@@ -458,6 +458,7 @@ impl Cfs {
     }
 
     /// `fix_small_imbalance`: move one task's load if that helps, else keep `imbalance`.
+    #[allow(clippy::manual_checked_ops)] // fair.c's `if (sds->this_nr_running) ... /=`, as written there
     fn fix_small_imbalance(&self, sds: &mut SdStats, this: usize, imbalance: u64) -> u64 {
         let mut imbn = 2;
         if sds.this_nr_running > 0 {

@@ -511,7 +511,7 @@ impl Hybrid {
     fn slot_boundary(&mut self, ctx: &mut PolicyCtx) {
         let host = ctx.host;
         self.dissipate_all(&host);
-        if self.slots % self.cfg.allocation_slots == 0 {
+        if self.slots.is_multiple_of(self.cfg.allocation_slots) {
             self.allocate(&host);
         }
         self.sort_runqs();

@@ -84,7 +84,7 @@ impl Hybrid {
         let d = &mut self.vms[vm.idx()];
         d.gang_slots += 1;
         if let Some(every) = allocation::extra_slot_interval(allocation::u_millionths(d.u_factor)) {
-            if d.gang_slots % every == 0 {
+            if d.gang_slots.is_multiple_of(every) {
                 d.extra_slot_next = true;
             }
         }
