@@ -239,3 +239,17 @@ def test_summary_numbers_are_json_numbers(small):
     summary = vcpusim.run(small).summary
     assert isinstance(summary["host_busy_share"], float) and 0 < summary["host_busy_share"] <= 1
     assert summary["host_busy_share"] == round(summary["host_busy_share"], 4)
+
+
+def test_bench_times_the_scenario_it_is_given(small):
+    report = vcpusim.bench(memory=False, repeats=1, scenario=small)
+    assert report["scenario"] == "small.toml"
+    assert report["events"] > 0 and report["sim_time_ns"] > 0
+    assert report["scenario"] != vcpusim.bench(memory=False, repeats=1, duration="10ms")["scenario"]
+
+
+def test_bench_refuses_what_is_not_a_scenario():
+    with pytest.raises(TypeError, match="expected a vcpusim.Scenario, got str"):
+        vcpusim.bench(memory=False, scenario="scenarios/quickstart.toml")
+    with pytest.raises(vcpusim.VcpusimError, match="scaling_repeats"):
+        vcpusim.bench(memory=False, scaling=True, scaling_repeats=0)

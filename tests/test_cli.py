@@ -162,6 +162,30 @@ def test_bench_scaling_rows_are_the_fastest_of_the_runs_asked(cli):
     assert [r["runs"] for r in json.loads(again.stdout)["scaling"]] == [2]
 
 
+def test_bench_times_a_scenario_file(cli, tmp_path):
+    small = tmp_path / "storm.toml"
+    small.write_text(
+        '[host]\npcpus = 2\npolicy = "credit"\n\n'
+        '[[vm]]\nname = "a"\nvcpus = 2\nworkload = "barrier"\nthreads = 2\n\n'
+        '[[vm]]\nname = "b"\nvcpus = 2\nworkload = "cpu-bound"\n\n'
+        '[run]\nduration = "200ms"\nseed = 1\n'
+    )
+    done = cli("bench", "--json", "--no-memory", "--repeats", "1", "--scenario", str(small))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["scenario"] == str(small)
+    assert report["sim_time_ns"] == 200_000_000 and report["events"] > 0
+    quick = json.loads(cli("bench", "--json", "--no-memory", "--repeats", "1", "--duration", "200ms").stdout)
+    assert quick["scenario"] != report["scenario"] and quick["events"] != report["events"]
+
+
+def test_bench_scenario_mistakes_are_user_errors(cli, tmp_path):
+    assert_user_error(cli("bench", "--no-memory", "--scenario", str(tmp_path / "nope.toml")), "nope.toml", "no such scenario file")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[host]\npcpus = 0\n\n[[vm]]\nname = "a"\nvcpus = 1\nworkload = "cpu-bound"\n')
+    assert_user_error(cli("bench", "--no-memory", "--scenario", str(bad)), "bad.toml", "pcpus")
+
+
 def test_bad_bench_scaling_repeats_is_a_usage_error(cli):
     done = cli("bench", "--scaling", "--scaling-repeats", "0", "--no-memory")
     assert done.returncode == 2, (done.returncode, done.stderr)

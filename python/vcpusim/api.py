@@ -594,16 +594,20 @@ def bench(
     scaling_policies: str = "cfs,credit,gang,hybrid,eevdf",
     scaling_sim_time: str = "2s",
     scaling_repeats: int = 1,
+    scenario: "Scenario | None" = None,
 ) -> dict:
     """The standard benchmark on scenarios/quickstart.toml (see crates/vcpusim/src/bench.rs);
     with `scaling`, also the table of the quickstart's mix scaled to `scaling_pcpus` ("quick":
     8, 32, 128; "full": 8 to 1024; or a list like "8,64") under each of `scaling_policies`, each
-    row the fastest of `scaling_repeats` runs."""
+    row the fastest of `scaling_repeats` runs. A `scenario` is timed in place of the quickstart
+    (the scaling table stays the quickstart's mix)."""
+    if scenario is not None and not isinstance(scenario, Scenario):
+        raise TypeError(f"bench: scenario: expected a vcpusim.Scenario, got {_type_name(scenario)}")
     if isinstance(scaling_repeats, bool) or not isinstance(scaling_repeats, int) or scaling_repeats < 1:
         raise VcpusimError(f"bench: scaling_repeats: got {scaling_repeats!r}, expected a positive integer")
     return json.loads(
         _core.bench(
             duration, memory, memory_short, memory_long, repeats, scaling, scaling_pcpus, scaling_policies, scaling_sim_time,
-            scaling_repeats,
+            scaling_repeats, None if scenario is None else scenario._text, "<python>" if scenario is None else scenario._source,
         )
     )

@@ -394,14 +394,16 @@ def bench(
     scaling_policies: str = typer.Option("cfs,credit,gang,hybrid,eevdf", "--scaling-policies", help="Policies of the scaling table."),
     scaling_sim_time: str = typer.Option("2s", "--scaling-sim-time", help="Simulated time at 8 pCPUs (P pCPUs run 8/P of it)."),
     scaling_repeats: int = typer.Option(1, "--scaling-repeats", min=1, help="Runs per row of the scaling table (the fastest is reported)."),
+    scenario: Optional[Path] = typer.Option(None, "--scenario", help="Time this scenario file in place of the quickstart (e.g. a PLE storm)."),
 ) -> None:
-    """Run the standard benchmark (scenarios/quickstart.toml): live events/s, stale events apart,
-    against a bare binary heap of the engine's entry size; optionally the scaling table."""
+    """Run the standard benchmark (scenarios/quickstart.toml, or --scenario FILE): live events/s,
+    stale events apart, against a bare binary heap of the engine's entry size; optionally the
+    scaling table."""
     with _errors_as_messages():
         with stderr.status("benchmarking ..."):
             report = run_bench(
                 duration, memory, memory_short, memory_long, repeats, scaling, scaling_pcpus, scaling_policies, scaling_sim_time,
-                scaling_repeats,
+                scaling_repeats, None if scenario is None else Scenario.from_toml(scenario),
             )
     if json_output:
         print(json.dumps(report, indent=2))

@@ -16,7 +16,7 @@ use pyo3::types::PyDict;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 use vcpusim::api::{self, Progress, RunOptions, RunOutput};
-use vcpusim::bench::{parse_scaling_pcpus, parse_scaling_policies, run_standard, BenchOptions, ScalingOptions};
+use vcpusim::bench::{parse_scaling_pcpus, parse_scaling_policies, run_on, run_standard, BenchOptions, ScalingOptions};
 use vcpusim::time::parse_duration;
 use vcpusim::SimError;
 
@@ -233,9 +233,10 @@ fn catalog(py: Python<'_>) -> PyResult<String> {
 }
 
 /// Run the standard benchmark (see vcpusim::bench) and return its report as JSON text.
-/// Durations are strings with units ("1s"); `memory=False` skips the memory-flatness check.
+/// Durations are strings with units ("1s"); `memory=False` skips the memory-flatness check;
+/// `scenario_text` (with its `scenario_source` for messages) is timed in place of the quickstart.
 #[pyfunction]
-#[pyo3(name = "bench", signature = (duration=None, memory=true, memory_short="10s", memory_long="40s", repeats=5, scaling=false, scaling_pcpus="quick", scaling_policies="cfs,credit,gang,hybrid,eevdf", scaling_sim_time="2s", scaling_repeats=1))]
+#[pyo3(name = "bench", signature = (duration=None, memory=true, memory_short="10s", memory_long="40s", repeats=5, scaling=false, scaling_pcpus="quick", scaling_policies="cfs,credit,gang,hybrid,eevdf", scaling_sim_time="2s", scaling_repeats=1, scenario_text=None, scenario_source="<python>"))]
 #[allow(clippy::too_many_arguments)]
 fn run_bench(
     py: Python<'_>,
@@ -249,6 +250,8 @@ fn run_bench(
     scaling_policies: &str,
     scaling_sim_time: &str,
     scaling_repeats: u32,
+    scenario_text: Option<&str>,
+    scenario_source: &str,
 ) -> PyResult<String> {
     let duration_arg = |name: &str, text: &str| {
         parse_duration(text).map_err(|e| VcpusimError::new_err(format!("bench: {name}: {e}")))
@@ -273,7 +276,13 @@ fn run_bench(
         repeats,
         scaling: scaling.then_some(scaling_options),
     };
-    Ok(guarded(py, || Ok(run_standard(&options)?.to_json()))?)
+    Ok(guarded(py, || {
+        let report = match scenario_text {
+            Some(text) => run_on(&api::load_scenario(text, scenario_source)?, &options)?,
+            None => run_standard(&options)?,
+        };
+        Ok(report.to_json())
+    })?)
 }
 
 /// Panic inside a guarded call: lets the tests prove panics surface as InternalError.
