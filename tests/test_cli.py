@@ -141,6 +141,10 @@ def test_bench_scaling_table(cli):
     assert [(r["policy"], r["pcpus"], r["vcpus"]) for r in rows] == [("cfs", 8, 12), ("credit", 8, 12), ("cfs", 16, 24), ("credit", 16, 24)]
     assert all(r["events"] > 0 and r["peak_queue_len"] > 0 and r["ns_per_event"] > 0 for r in rows)
     assert all(r["runs"] == 1 for r in rows)
+    # The peak is reset to what is resident when a row begins, so it can be no lower than that.
+    for r in rows:
+        if r["peak_rss_kib"] is not None and r["rss_at_start_kib"] is not None:
+            assert 0 < r["rss_at_start_kib"] <= r["peak_rss_kib"], r
     # The per-event cost is the event loop's: building the host is timed apart.
     for r in rows:
         assert 0 < r["setup_s"] < r["wall_time_s"]

@@ -446,11 +446,13 @@ def bench(
             title=f"scaling: the quickstart's mix per 8 pCPUs (fastest of {runs} run(s) of each row; "
             "events/s and ns/event of the event loop, setup apart)"
         )
-        for name in ("policy", "pCPUs", "vCPUs", "sim ms", "live events", "events/s", "ns/event", "setup ms", "peak queue", "stale %", "peak RSS MiB"):
+        for name in ("policy", "pCPUs", "vCPUs", "sim ms", "live events", "events/s", "ns/event", "setup ms", "peak queue", "stale %", "peak RSS MiB (at start)"):
             scale.add_column(name, justify="left" if name == "policy" else "right")
         for row in report["scaling"]:
             stale = row["stale_events"] / max(1, row["events"] + row["stale_events"])
             rss = "-" if row["peak_rss_kib"] is None else f"{row['peak_rss_kib'] / 1024:.1f}" + ("" if row["rss_reset"] else "*")
+            if row["peak_rss_kib"] is not None and row.get("rss_at_start_kib") is not None:
+                rss += f" ({row['rss_at_start_kib'] / 1024:.1f})"
             scale.add_row(
                 row["policy"],
                 str(row["pcpus"]),

@@ -175,9 +175,14 @@ pub struct ScalingRow {
     pub ns_per_event: f64,
     pub peak_queue_len: u64,
     /// Peak RSS during the row's runs (VmHWM reset before them through /proc/self/clear_refs;
-    /// where that is refused, the process's peak so far, marked by `rss_reset = false`).
+    /// where that is refused, the process's peak so far, marked by `rss_reset = false`). The
+    /// reset sets the peak to what is resident then, which includes memory the allocator kept
+    /// from the rows before (freed, not returned to the system): `rss_at_start_kib`. A row's
+    /// own footprint is at most the peak; a run alone can be well under it.
     pub peak_rss_kib: Option<u64>,
     pub rss_reset: bool,
+    /// VmRSS when the row's runs began (after the reset): the floor under `peak_rss_kib`.
+    pub rss_at_start_kib: Option<u64>,
 }
 
 /// Run the standard benchmark on the quickstart scenario.
@@ -364,6 +369,7 @@ fn scaling_table(options: &ScalingOptions) -> Result<Vec<ScalingRow>, SimError> 
             let duration = (options.sim_time_at_8 as u128 * 8 / pcpus.max(1) as u128) as Nanos;
             let scenario = scaling_scenario(policy, pcpus, duration.max(1))?;
             let rss_reset = reset_peak_rss();
+            let rss_at_start_kib = rss_kib();
             let mut best: Option<(RunFacts, f64, f64)> = None;
             let runs = options.repeats.max(1);
             for _ in 0..runs {
@@ -391,6 +397,7 @@ fn scaling_table(options: &ScalingOptions) -> Result<Vec<ScalingRow>, SimError> 
                 peak_queue_len: facts.peak_queue_len,
                 peak_rss_kib: peak_rss_kib(),
                 rss_reset,
+                rss_at_start_kib,
             });
         }
     }
@@ -495,6 +502,11 @@ pub fn peak_rss_kib() -> Option<u64> {
     std::fs::read_to_string("/proc/self/status").ok().and_then(|s| parse_vm_hwm_kib(&s))
 }
 
+/// The resident set now (VmRSS), in KiB, when /proc/self/status has it.
+fn rss_kib() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/status").ok().and_then(|s| parse_status_kib(&s, "VmRSS:"))
+}
+
 /// Reset VmHWM to the current RSS (Linux: "5" to /proc/PID/clear_refs, since 4.0); false where
 /// that is not possible.
 fn reset_peak_rss() -> bool {
@@ -502,8 +514,28 @@ fn reset_peak_rss() -> bool {
 }
 
 fn parse_vm_hwm_kib(status: &str) -> Option<u64> {
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line["VmHWM:".len()..].trim().trim_end_matches("kB").trim().parse().ok()
+    parse_status_kib(status, "VmHWM:")
+}
+
+/// A `/proc/PID/status` line's value in kB (`key` with its colon: "VmRSS:").
+fn parse_status_kib(status: &str, key: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with(key))?;
+    line[key.len()..].trim().trim_end_matches("kB").trim().parse().ok()
+}
+
+/// A scaling row's peak RSS and, in brackets, what was resident when it began (MiB); `*` marks a
+/// peak that could not be reset (the process's peak so far).
+fn rss_text(x: &ScalingRow) -> String {
+    let mib = |k: u64| k as f64 / 1024.0;
+    match (x.peak_rss_kib, x.rss_at_start_kib) {
+        (None, _) => "-".into(),
+        (Some(peak), start) => format!(
+            "{:.1}{}{}",
+            mib(peak),
+            if x.rss_reset { "" } else { "*" },
+            start.map(|s| format!(" ({:.1})", mib(s))).unwrap_or_default()
+        ),
+    }
 }
 
 /// The report as text tables (what `cargo bench --bench scaling` and `vcpusim bench` print).
@@ -537,11 +569,11 @@ pub fn to_text(r: &BenchReport) -> String {
     if let Some(rows) = &r.scaling {
         let runs = rows.first().map_or(1, |x| x.runs);
         let _ = writeln!(s, "\nscaling (quickstart mix per 8 pCPUs; fastest of {runs} run(s) of each row; events/s and ns/event of the event loop, setup apart):");
-        let _ = writeln!(s, "  {:<7} {:>6} {:>6} {:>9} {:>10} {:>12} {:>9} {:>9} {:>10} {:>9} {:>9}", "policy", "pcpus", "vcpus", "sim ms", "events", "events/s", "ns/event", "setup ms", "peak queue", "stale %", "RSS MiB");
+        let _ = writeln!(s, "  {:<7} {:>6} {:>6} {:>9} {:>10} {:>12} {:>9} {:>9} {:>10} {:>9} {:>17}", "policy", "pcpus", "vcpus", "sim ms", "events", "events/s", "ns/event", "setup ms", "peak queue", "stale %", "RSS MiB (start)");
         for x in rows {
             let _ = writeln!(
                 s,
-                "  {:<7} {:>6} {:>6} {:>9.1} {:>10} {:>12.0} {:>9.1} {:>9.1} {:>10} {:>9.1} {:>9}",
+                "  {:<7} {:>6} {:>6} {:>9.1} {:>10} {:>12.0} {:>9.1} {:>9.1} {:>10} {:>9.1} {:>17}",
                 x.policy,
                 x.pcpus,
                 x.vcpus,
@@ -552,7 +584,7 @@ pub fn to_text(r: &BenchReport) -> String {
                 x.setup_s * 1e3,
                 x.peak_queue_len,
                 100.0 * x.stale_events as f64 / (x.events + x.stale_events).max(1) as f64,
-                x.peak_rss_kib.map(|k| format!("{:.1}{}", k as f64 / 1024.0, if x.rss_reset { "" } else { "*" })).unwrap_or("-".into()),
+                rss_text(x),
             );
         }
     }
@@ -592,6 +624,8 @@ mod tests {
         let status = "Name:\tx\nVmPeak:\t  2000 kB\nVmHWM:\t    1234 kB\nVmRSS:\t 1000 kB\n";
         assert_eq!(parse_vm_hwm_kib(status), Some(1234));
         assert_eq!(parse_vm_hwm_kib("Name:\tx\n"), None);
+        assert_eq!(parse_status_kib(status, "VmRSS:"), Some(1000));
+        assert_eq!(parse_status_kib(status, "VmPeak:"), Some(2000));
         if cfg!(target_os = "linux") {
             assert!(peak_rss_kib().unwrap() > 0);
         }
