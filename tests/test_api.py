@@ -253,3 +253,7 @@ def test_bench_refuses_what_is_not_a_scenario():
         vcpusim.bench(memory=False, scenario="scenarios/quickstart.toml")
     with pytest.raises(vcpusim.VcpusimError, match="scaling_repeats"):
         vcpusim.bench(memory=False, scaling=True, scaling_repeats=0)
+    with pytest.raises(vcpusim.VcpusimError, match="repeats: got 0"):
+        vcpusim.bench(memory=False, repeats=0)
+    with pytest.raises(vcpusim.VcpusimError, match="repeats: got 2.5"):
+        vcpusim.bench(memory=False, repeats=2.5)

@@ -603,8 +603,9 @@ def bench(
     (the scaling table stays the quickstart's mix)."""
     if scenario is not None and not isinstance(scenario, Scenario):
         raise TypeError(f"bench: scenario: expected a vcpusim.Scenario, got {_type_name(scenario)}")
-    if isinstance(scaling_repeats, bool) or not isinstance(scaling_repeats, int) or scaling_repeats < 1:
-        raise VcpusimError(f"bench: scaling_repeats: got {scaling_repeats!r}, expected a positive integer")
+    for name, value in (("repeats", repeats), ("scaling_repeats", scaling_repeats)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise VcpusimError(f"bench: {name}: got {value!r}, expected a positive integer")
     return json.loads(
         _core.bench(
             duration, memory, memory_short, memory_long, repeats, scaling, scaling_pcpus, scaling_policies, scaling_sim_time,
