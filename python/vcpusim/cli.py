@@ -451,7 +451,7 @@ def bench(
         for row in report["scaling"]:
             stale = row["stale_events"] / max(1, row["events"] + row["stale_events"])
             rss = "-" if row["peak_rss_kib"] is None else f"{row['peak_rss_kib'] / 1024:.1f}" + ("" if row["rss_reset"] else "*")
-            if row["peak_rss_kib"] is not None and row.get("rss_at_start_kib") is not None:
+            if row["peak_rss_kib"] is not None and row["rss_at_start_kib"] is not None:
                 rss += f" ({row['rss_at_start_kib'] / 1024:.1f})"
             scale.add_row(
                 row["policy"],

@@ -107,18 +107,20 @@ def engine_fingerprint() -> str:
 def run_key(scenario: Scenario, trace: bool, check: bool) -> str:
     """The name of a run's result folder: a hash of everything its output depends on, the
     engine build included (:func:`engine_fingerprint`)."""
-    identity = json.dumps({"text": scenario.text, "source": scenario.source, "trace": trace, "check": check,
-                           "engine": engine_fingerprint()}, sort_keys=True)
-    return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:KEY_CHARS]
+    return _digest({"text": scenario.text, "source": scenario.source, "trace": trace, "check": check,
+                    "engine": engine_fingerprint()})[:KEY_CHARS]
 
 
 def content_key(scenario: Scenario, trace: bool, check: bool) -> str:
     """A hash of what a run's results depend on except its source name (which only
     ``summary.json``'s ``scenario`` and a trace record): runs with equal content keys have the same
     results up to that name."""
-    identity = json.dumps({"text": scenario.text, "trace": trace, "check": check, "engine": engine_fingerprint()},
-                          sort_keys=True)
-    return hashlib.sha256(identity.encode("utf-8")).hexdigest()
+    return _digest({"text": scenario.text, "trace": trace, "check": check, "engine": engine_fingerprint()})
+
+
+def _digest(identity: dict) -> str:
+    """The SHA-256 of ``identity`` written as JSON with sorted keys (hex)."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 #: Untraced runs this process saved or found saved, by content key: their folders (any sweep's),
@@ -154,8 +156,9 @@ class _SweepDir:
         self.trace = trace
         self.check = check
 
-    def _identity(self, scenario: Scenario) -> dict:
-        return {"source": scenario.source, "trace": self.trace, "check": self.check}
+    def _identity(self, source: str) -> dict:
+        """What run.json records beside its files, for a run named ``source``."""
+        return {"source": source, "trace": self.trace, "check": self.check}
 
     def folder(self, scenario: Scenario) -> Path:
         assert self.root is not None
@@ -212,7 +215,7 @@ class _SweepDir:
             files = record["files"]
         except (OSError, ValueError, KeyError, TypeError):
             return f"{RUN_FILE} is missing or unreadable"
-        if {k: v for k, v in record.items() if k != "files"} != {"source": source, "trace": self.trace, "check": self.check}:
+        if {k: v for k, v in record.items() if k != "files"} != self._identity(source):
             return f"{RUN_FILE} names other inputs"
         expected = set(RESULT_FILES) | {SCENARIO_FILE} | ({TRACE_FILE} if self.trace else set())
         if set(files) != expected:
@@ -238,7 +241,7 @@ class _SweepDir:
         try:
             (partial / SCENARIO_FILE).write_bytes(scenario.text.encode("utf-8"))
             files = {name: (partial / name).read_bytes() for name in [*result.files(), SCENARIO_FILE]}
-            record = {**self._identity(scenario),
+            record = {**self._identity(scenario.source),
                       "files": {n: {"bytes": len(d), "sha256": hashlib.sha256(d).hexdigest()} for n, d in files.items()}}
             (partial / RUN_FILE).write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
             shutil.rmtree(folder, ignore_errors=True)  # a damaged earlier copy

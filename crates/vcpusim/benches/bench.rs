@@ -1,10 +1,6 @@
 //! `vcpusim bench` without Python: the same report (`vcpusim::bench`), as text or `--json`.
 //!
-//! `cargo bench -p vcpusim --bench bench -- [--json] [--duration 60s] [--repeats 5]
-//!  [--no-memory] [--scaling] [--scaling-pcpus quick|full|8,64,...] [--scaling-policies cfs,...]
-//!  [--scaling-sim-time 2s] [--scaling-repeats 1] [--scenario FILE]`
-//!
-//! `--scenario FILE` times that scenario in place of the quickstart (e.g. a PLE storm).
+//! `cargo bench -p vcpusim --bench bench -- --help` lists the flags (`USAGE` below).
 //!
 //! A release binary of this file run on two builds, one after the other, is how before/after
 //! ratios are measured side by side (the Python CLI needs the package installed).
@@ -12,7 +8,7 @@
 use vcpusim::bench::{parse_scaling_pcpus, parse_scaling_policies, run_on, run_standard, to_text, BenchOptions, ScalingOptions};
 use vcpusim::time::parse_duration;
 
-/// What `--help` prints: the flags this file accepts (the module doc's first lines).
+/// What `--help` prints: the flags this file accepts.
 const USAGE: &str = "usage: cargo bench -p vcpusim --bench bench -- [--json] [--duration 60s] [--repeats 5]
   [--no-memory] [--scaling] [--scaling-pcpus quick|full|8,64,...] [--scaling-policies cfs,...]
   [--scaling-sim-time 2s] [--scaling-repeats 1] [--scenario FILE]
@@ -26,7 +22,7 @@ const USAGE: &str = "usage: cargo bench -p vcpusim --bench bench -- [--json] [--
   --scaling-policies L policies of the scaling table, a comma list
   --scaling-sim-time D simulated time at 8 pCPUs (scaled down with the host)
   --scaling-repeats N  runs per scaling row (the fastest is reported)
-  --scenario FILE      time this scenario in place of the quickstart
+  --scenario FILE      time this scenario in place of the quickstart (e.g. a PLE storm)
 ";
 
 fn main() {

@@ -499,22 +499,23 @@ pub fn bare_heap_loop(events: u64, pending: u64) -> u64 {
 
 /// Peak resident set size (VmHWM) of this process, in KiB; `None` where /proc is absent.
 pub fn peak_rss_kib() -> Option<u64> {
-    std::fs::read_to_string("/proc/self/status").ok().and_then(|s| parse_vm_hwm_kib(&s))
+    status_kib("VmHWM:")
 }
 
 /// The resident set now (VmRSS), in KiB, when /proc/self/status has it.
 fn rss_kib() -> Option<u64> {
-    std::fs::read_to_string("/proc/self/status").ok().and_then(|s| parse_status_kib(&s, "VmRSS:"))
+    status_kib("VmRSS:")
+}
+
+/// One `/proc/self/status` value in KiB (`key` with its colon), where the file has it.
+fn status_kib(key: &str) -> Option<u64> {
+    std::fs::read_to_string("/proc/self/status").ok().and_then(|s| parse_status_kib(&s, key))
 }
 
 /// Reset VmHWM to the current RSS (Linux: "5" to /proc/PID/clear_refs, since 4.0); false where
 /// that is not possible.
 fn reset_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
-}
-
-fn parse_vm_hwm_kib(status: &str) -> Option<u64> {
-    parse_status_kib(status, "VmHWM:")
 }
 
 /// A `/proc/PID/status` line's value in kB (`key` with its colon: "VmRSS:").
@@ -622,12 +623,12 @@ mod tests {
     #[test]
     fn parses_vm_hwm_from_proc_status() {
         let status = "Name:\tx\nVmPeak:\t  2000 kB\nVmHWM:\t    1234 kB\nVmRSS:\t 1000 kB\n";
-        assert_eq!(parse_vm_hwm_kib(status), Some(1234));
-        assert_eq!(parse_vm_hwm_kib("Name:\tx\n"), None);
+        assert_eq!(parse_status_kib(status, "VmHWM:"), Some(1234));
+        assert_eq!(parse_status_kib("Name:\tx\n", "VmHWM:"), None);
         assert_eq!(parse_status_kib(status, "VmRSS:"), Some(1000));
         assert_eq!(parse_status_kib(status, "VmPeak:"), Some(2000));
         if cfg!(target_os = "linux") {
-            assert!(peak_rss_kib().unwrap() > 0);
+            assert!(peak_rss_kib().unwrap() > 0 && rss_kib().unwrap() > 0);
         }
     }
 

@@ -63,7 +63,7 @@ impl StealIndex {
     pub fn place(&mut self, v: VcpuId, key: Option<StealKey>) {
         if self.keys.len() <= v.idx() {
             self.keys.resize(v.idx() + 1, None);
-            if self.keys.len() > SMALL_INDEX && !self.small.is_empty() {
+            if self.is_big() && !self.small.is_empty() {
                 self.large.extend(self.small.drain(..));
             }
         }
@@ -71,7 +71,7 @@ impl StealIndex {
         if old == key {
             return;
         }
-        let big = self.keys.len() > SMALL_INDEX;
+        let big = self.is_big();
         if let Some(k) = old {
             if big {
                 self.large.remove(&k);
@@ -89,6 +89,12 @@ impl StealIndex {
         self.keys[v.idx()] = key;
     }
 
+    /// Whether the index holds more vCPUs than a sorted list serves well (`SMALL_INDEX`): its
+    /// members are then in the B-tree.
+    fn is_big(&self) -> bool {
+        self.keys.len() > SMALL_INDEX
+    }
+
     /// Make the memberships of vCPUs `0..n` what `key_of` says (None: not a member), as `place`
     /// for each would, at once: on a small host the members are sorted once (a slot boundary
     /// re-keys every vCPU: issue 15, one sort instead of a binary-search insert per member).
@@ -98,7 +104,7 @@ impl StealIndex {
         }
         self.small.clear();
         self.large.clear();
-        let big = self.keys.len() > SMALL_INDEX;
+        let big = self.is_big();
         for (v, slot) in self.keys.iter_mut().enumerate() {
             *slot = if v < n { key_of(VcpuId(v as u32)) } else { None };
             if let Some(k) = *slot {
