@@ -502,7 +502,7 @@ impl Cfs {
     fn find_busiest_queue(&self, sd: &Domain, group: usize, imbalance: u64, cpus: &CpuMask) -> Option<usize> {
         let mut busiest = None;
         let mut max_load = 0;
-        for &i in &sd.groups[group].cpus {
+        for &i in sd.groups[group].cpus.iter() {
             let power = self.power_of(i);
             let cap = capacity(sd, power);
             if !cpus.contains(PcpuId(i as u32)) {

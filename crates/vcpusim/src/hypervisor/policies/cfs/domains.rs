@@ -20,12 +20,24 @@
 //! partition (exclusive cpusets): its domains span only its own pCPUs, rebuilt when a pCPU
 //! joins or leaves (`partition_sched_domains`).
 //!
+//! ```text
+//!   pCPU 5, level MC:  Domain { span ──┐  span_mask ──┐  groups: GroupRing { all ──┐, own: 5 } }
+//!   pCPU 6, level MC:  Domain { span ──┤  span_mask ──┤  groups: GroupRing { all ──┤, own: 6 } }
+//!                            Arc<[usize]>   Arc<CpuMask>     Arc<[SchedGroup]>  (one per span)
+//! ```
+//!
+//! As in Linux (`build_sched_groups` links one set of `sched_group`s per span; each CPU's
+//! `sd->groups` points at its own), the span, its mask and the group list are made once per span
+//! and shared; a pCPU keeps only where it enters the list. Memory is O(P) per level and a build
+//! O(P log P).
+//!
 //! `policies/eevdf` builds its Linux 6.6 domains here too: 6.6's x86 topology levels (SMT, MC,
 //! DIE, NUMA) have the same spans and groups; it sets its own `sd_init` parameters.
 
 use crate::hardware::cpumask::CpuMask;
 use crate::hardware::topology::Topology;
 use crate::ids::PcpuId;
+use std::sync::Arc;
 
 /// `SCHED_POWER_SCALE` / `SCHED_LOAD_SCALE`: the power of one pCPU and the weight of a nice-0
 /// task.
@@ -132,23 +144,75 @@ pub(crate) const SD_NODE: SdParams = SdParams {
     prefer_sibling: false,
 };
 
-/// A `struct sched_group`: its pCPUs (increasing) and its power.
+/// A `struct sched_group`: its pCPUs (increasing) and its power. Its pCPU list is the child
+/// level's span, shared with it (`Arc`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct SchedGroup {
-    pub(crate) cpus: Vec<usize>,
+    pub(crate) cpus: Arc<[usize]>,
     pub(crate) power: u64,
 }
 
-/// One pCPU's view of one level (`struct sched_domain`).
+/// A level's groups as one pCPU walks them: starting with the group holding the pCPU, then in
+/// increasing order, wrapping (`sd->groups`, a circular list whose entry point is the pCPU's own
+/// group). The list itself is shared by every pCPU of the span, as Linux shares its
+/// `sched_group`s (`build_sched_groups`); each pCPU keeps only where it enters it. (Each pCPU
+/// held its own rotated copy before: O(P) per pCPU and level, 4.75 GB for one VM on 8,192 pCPUs.)
+#[derive(Clone, Debug)]
+pub(crate) struct GroupRing {
+    /// In increasing order of first pCPU.
+    all: Arc<[SchedGroup]>,
+    /// The position in `all` of the pCPU's own group.
+    own: usize,
+}
+
+impl GroupRing {
+    pub(crate) fn len(&self) -> usize {
+        self.all.len()
+    }
+
+    /// The pCPU's own group.
+    pub(crate) fn first(&self) -> Option<&SchedGroup> {
+        self.all.get(self.own)
+    }
+
+    /// The groups from the pCPU's own, wrapping.
+    pub(crate) fn iter(&self) -> std::iter::Chain<std::slice::Iter<'_, SchedGroup>, std::slice::Iter<'_, SchedGroup>> {
+        self.all[self.own..].iter().chain(self.all[..self.own].iter())
+    }
+}
+
+impl std::ops::Index<usize> for GroupRing {
+    type Output = SchedGroup;
+
+    /// The `i`-th group walked from the pCPU's own (0: its own).
+    fn index(&self, i: usize) -> &SchedGroup {
+        let n = self.all.len();
+        assert!(i < n, "group {i} of a domain of {n} groups");
+        let j = self.own + i;
+        &self.all[if j < n { j } else { j - n }]
+    }
+}
+
+impl<'a> IntoIterator for &'a GroupRing {
+    type Item = &'a SchedGroup;
+    type IntoIter = std::iter::Chain<std::slice::Iter<'a, SchedGroup>, std::slice::Iter<'a, SchedGroup>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+/// One pCPU's view of one level (`struct sched_domain`). The span, its mask and the group list
+/// are shared by the span's pCPUs (`Arc`).
 #[derive(Clone, Debug)]
 pub(crate) struct Domain {
     pub(crate) sd: SdParams,
     /// `sched_domain_span`, increasing.
-    pub(crate) span: Vec<usize>,
+    pub(crate) span: Arc<[usize]>,
     /// The same as a mask (`load_balance` starts its `cpus` from it).
-    pub(crate) span_mask: CpuMask,
+    pub(crate) span_mask: Arc<CpuMask>,
     /// The groups, starting with the one holding this pCPU, then in increasing order (wrapping).
-    pub(crate) groups: Vec<SchedGroup>,
+    pub(crate) groups: GroupRing,
     /// `sd->child->flags & SD_PREFER_SIBLING` (after degenerate levels are dropped).
     pub(crate) child_prefers_sibling: bool,
 }
@@ -170,12 +234,10 @@ pub(crate) struct SdState {
     pub(crate) nr_balance_failed: u32,
 }
 
-/// The power of pCPU `p`: 1024, or `smt_gain / threads` when its sibling group (a core's threads,
-/// or a CMT module's cores: Linux's `set_cpu_sibling_map` links AMD compute-unit peers as thread
-/// siblings, topology.rs) has several in the pool.
-pub(crate) fn cpu_power(topo: &Topology, pool: &[usize], p: usize) -> u64 {
-    let module = topo.place(PcpuId(p as u32)).module;
-    let threads = pool.iter().filter(|&&q| topo.place(PcpuId(q as u32)).module == module).count() as u64;
+/// The power of a pCPU whose sibling group (a core's threads, or a CMT module's cores: Linux's
+/// `set_cpu_sibling_map` links AMD compute-unit peers as thread siblings, topology.rs) has
+/// `threads` pCPUs in the pool: 1024, or `smt_gain / threads` when it has several.
+fn power_of_threads(threads: u64) -> u64 {
     if threads > 1 {
         (POWER_SCALE * (SMT_GAIN / threads)) >> 10
     } else {
@@ -183,82 +245,107 @@ pub(crate) fn cpu_power(topo: &Topology, pool: &[usize], p: usize) -> u64 {
     }
 }
 
+/// The power of pCPU `p` in `pool` (`power_of_threads` of its sibling group's size there).
+#[cfg(test)]
+pub(crate) fn cpu_power(topo: &Topology, pool: &[usize], p: usize) -> u64 {
+    let module = topo.place(PcpuId(p as u32)).module;
+    power_of_threads(pool.iter().filter(|&&q| topo.place(PcpuId(q as u32)).module == module).count() as u64)
+}
+
+/// The four candidate levels, bottom up, and what pCPUs share to be in one span of each.
+const LEVELS: [SdParams; 4] = [SD_SIBLING, SD_MC, SD_CPU, SD_NODE];
+
+/// Which span of `LEVELS[level]` pCPU `q` is in: `cpu_smt_mask` (the sibling group: core threads
+/// or a CMT module), `cpu_coregroup_mask` (a socket within a node), `cpumask_of_node`, all.
+fn span_key(topo: &Topology, level: usize, q: usize) -> (u32, u32) {
+    let place = topo.place(PcpuId(q as u32));
+    match level {
+        0 => (place.module, 0),
+        1 => (place.socket, place.node),
+        2 => (place.node, 0),
+        _ => (0, 0),
+    }
+}
+
 /// Build every pool pCPU's domains (bottom up). `pool` is the pool's pCPUs, increasing.
+///
+/// Each level's spans are found in one pass over the pool (pCPUs grouped by `span_key`), and each
+/// span's mask and group list are made once and shared by its pCPUs, so a build is O(P log P)
+/// time and O(P) memory per level (each pCPU filtering the pool for each of its spans, and
+/// holding its own copies, made it O(P^2) in both: 17 s and past 6 GB for 16,384 pCPUs).
 pub(crate) fn build(topo: &Topology, pool: &[usize], npcpus: usize) -> Vec<Vec<Domain>> {
-    let mut out = vec![Vec::new(); npcpus];
-    let place = |q: usize| topo.place(PcpuId(q as u32));
-    // Computed once per pCPU (and per level and pCPU) rather than once per use: every pCPU's
-    // domains share them, and recomputing them made a build O(P^3).
+    use std::collections::BTreeMap;
+    /// A span (increasing) and its mask.
+    type Span = (Arc<[usize]>, Arc<CpuMask>);
+    // Each level's spans by key, in pool order (increasing), with their masks.
+    let spans: Vec<BTreeMap<(u32, u32), Span>> = (0..LEVELS.len())
+        .map(|level| {
+            let mut by_key: BTreeMap<(u32, u32), Vec<usize>> = BTreeMap::new();
+            for &q in pool {
+                by_key.entry(span_key(topo, level, q)).or_default().push(q);
+            }
+            by_key
+                .into_iter()
+                .map(|(k, cpus)| {
+                    let mask = CpuMask::from_pcpus(cpus.iter().map(|&q| PcpuId(q as u32)));
+                    (k, (Arc::from(cpus), Arc::new(mask)))
+                })
+                .collect()
+        })
+        .collect();
+    let span_of = |level: usize, q: usize| &spans[level][&span_key(topo, level, q)];
+    // update_cpu_power: by the size of each pCPU's sibling group in the pool.
     let mut power = vec![0u64; npcpus];
     for &c in pool {
-        power[c] = cpu_power(topo, pool, c);
+        power[c] = power_of_threads(span_of(0, c).0.len() as u64);
     }
-    let mut child_spans: std::collections::HashMap<(&'static str, usize), Vec<usize>> = std::collections::HashMap::new();
+    // The group lists, by (level, span's first pCPU, child level kept below it), each with the
+    // position of every pCPU's group in it.
+    type Groups = (Arc<[SchedGroup]>, BTreeMap<usize, usize>);
+    let mut lists: BTreeMap<(usize, usize, Option<usize>), Groups> = BTreeMap::new();
+    let mut out = vec![Vec::new(); npcpus];
     for &p in pool {
-        let me = place(p);
-        let span_of = |same: &dyn Fn(usize) -> bool| -> Vec<usize> { pool.iter().copied().filter(|&q| same(q)).collect() };
-        let levels: [(SdParams, Vec<usize>); 4] = [
-            // cpu_smt_mask: the sibling group (core threads, or a CMT module).
-            (SD_SIBLING, span_of(&|q| place(q).module == me.module)),
-            (SD_MC, span_of(&|q| place(q).socket == me.socket && place(q).node == me.node)),
-            (SD_CPU, span_of(&|q| place(q).node == me.node)),
-            (SD_NODE, pool.to_vec()),
-        ];
         // Keep a level only if it spans more than one pCPU and more than the level kept below.
-        let mut kept: Vec<(SdParams, Vec<usize>)> = Vec::new();
-        for (sd, span) in levels {
-            let below = kept.last().map_or(1, |(_, s)| s.len());
-            if span.len() > 1 && span.len() > below {
-                kept.push((sd, span));
+        let mut kept: Vec<usize> = Vec::new();
+        for level in 0..LEVELS.len() {
+            let len = span_of(level, p).0.len();
+            let below = kept.last().map_or(1, |&l| span_of(l, p).0.len());
+            if len > 1 && len > below {
+                kept.push(level);
             }
         }
-        let mut doms = Vec::new();
-        for (i, (sd, span)) in kept.iter().enumerate() {
-            // Groups: the spans of the kept level below, or single pCPUs at the bottom.
-            let mut groups: Vec<SchedGroup> = Vec::new();
-            let mut covered = CpuMask::with_len(npcpus);
-            for &q in span {
-                if covered.contains(PcpuId(q as u32)) {
-                    continue;
-                }
-                let cpus: Vec<usize> = match i {
-                    0 => vec![q],
-                    _ => {
-                        let child = &kept[i - 1];
-                        // The child level's span as seen from q.
-                        child_spans.entry((child.0.name, q)).or_insert_with(|| child_span(topo, pool, child.0, q)).clone()
+        let mut doms = Vec::with_capacity(kept.len());
+        for (i, &level) in kept.iter().enumerate() {
+            let (span, span_mask) = span_of(level, p);
+            let child = i.checked_sub(1).map(|c| kept[c]);
+            let (all, own) = lists.entry((level, span[0], child)).or_insert_with(|| {
+                // Groups: the spans of the kept level below, or single pCPUs at the bottom, in
+                // increasing order of first pCPU.
+                let mut groups: Vec<SchedGroup> = Vec::new();
+                let mut own = BTreeMap::new();
+                for &q in span.iter() {
+                    if own.contains_key(&q) {
+                        continue;
                     }
-                };
-                for &c in &cpus {
-                    covered.insert(PcpuId(c as u32));
+                    let cpus: Arc<[usize]> = match child {
+                        None => Arc::from([q].as_slice()),
+                        Some(c) => span_of(c, q).0.clone(),
+                    };
+                    for &c in cpus.iter() {
+                        own.insert(c, groups.len());
+                    }
+                    let power = cpus.iter().map(|&c| power[c]).sum();
+                    groups.push(SchedGroup { cpus, power });
                 }
-                let power = cpus.iter().map(|&c| power[c]).sum();
-                groups.push(SchedGroup { cpus, power });
-            }
-            let own = groups.iter().position(|g| g.cpus.contains(&p)).expect("a pCPU is in one of its domain's groups");
-            groups.rotate_left(own);
-            let child_prefers_sibling = i > 0 && kept[i - 1].0.prefer_sibling;
-            let span_mask = CpuMask::from_pcpus(span.iter().map(|&q| PcpuId(q as u32)));
-            doms.push(Domain { sd: *sd, span: span.clone(), span_mask, groups, child_prefers_sibling });
+                (Arc::from(groups), own)
+            });
+            let groups = GroupRing { all: all.clone(), own: own[&p] };
+            let child_prefers_sibling = child.is_some_and(|c| LEVELS[c].prefer_sibling);
+            doms.push(Domain { sd: LEVELS[level], span: span.clone(), span_mask: span_mask.clone(), groups, child_prefers_sibling });
         }
         out[p] = doms;
     }
     out
-}
-
-/// The span of level `sd` around pCPU `q` (as `build` computes it).
-fn child_span(topo: &Topology, pool: &[usize], sd: SdParams, q: usize) -> Vec<usize> {
-    let place = |x: usize| topo.place(PcpuId(x as u32));
-    let me = place(q);
-    pool.iter()
-        .copied()
-        .filter(|&x| match sd.name {
-            "SIBLING" => place(x).module == me.module,
-            "MC" => place(x).socket == me.socket && place(x).node == me.node,
-            "CPU" => place(x).node == me.node,
-            _ => true,
-        })
-        .collect()
 }
 
 /// The initial per-level state (`.balance_interval = 1`, `.last_balance = jiffies`).
@@ -292,8 +379,8 @@ mod tests {
         let pool: Vec<usize> = (0..8).collect();
         let d = build(&topo, &pool, 8);
         assert_eq!(names(&d[5]), ["MC", "NODE"]);
-        assert_eq!(d[5][0].span, [4, 5, 6, 7]);
-        let node_groups: Vec<Vec<usize>> = d[5][1].groups.iter().map(|g| g.cpus.clone()).collect();
+        assert_eq!(*d[5][0].span, [4, 5, 6, 7]);
+        let node_groups: Vec<Vec<usize>> = d[5][1].groups.iter().map(|g| g.cpus.to_vec()).collect();
         assert_eq!(node_groups, [vec![4, 5, 6, 7], vec![0, 1, 2, 3]]);
         assert_eq!(d[5][1].groups[0].power, 4096);
         assert!(d[5][1].child_prefers_sibling);
@@ -309,9 +396,102 @@ mod tests {
         let d = build(&topo, &pool, 8);
         assert_eq!(names(&d[3]), ["SIBLING", "MC"]);
         assert_eq!(d[3][0].groups[0].power, 589);
-        assert_eq!(d[3][1].groups[0].cpus, [2, 3]);
+        assert_eq!(*d[3][1].groups[0].cpus, [2, 3]);
         assert_eq!(d[3][1].groups[0].power, 1178);
         // A pool of one pCPU has no domains.
         assert!(build(&topo, &[5], 8)[5].is_empty());
+    }
+
+    /// One pCPU's domains as plain data: per level its name, span, groups as walked (pCPUs and
+    /// power) and `child_prefers_sibling`.
+    type Plain = Vec<(&'static str, Vec<usize>, Vec<(Vec<usize>, u64)>, bool)>;
+
+    fn plain(d: &[Domain]) -> Plain {
+        d.iter()
+            .map(|d| (d.sd.name, d.span.to_vec(), d.groups.iter().map(|g| (g.cpus.to_vec(), g.power)).collect(), d.child_prefers_sibling))
+            .collect()
+    }
+
+    /// The construction `build` replaced, kept as the reference it is held to: every pCPU
+    /// filters the pool for each level's span, keeps the levels that grow, and makes its own
+    /// groups (the child spans seen from each pCPU of the span, or single pCPUs), rotated to
+    /// start with its own.
+    fn reference(topo: &Topology, pool: &[usize], npcpus: usize) -> Vec<Plain> {
+        let place = |q: usize| topo.place(PcpuId(q as u32));
+        let same = |level: &str, a: usize, b: usize| match level {
+            "SIBLING" => place(a).module == place(b).module,
+            "MC" => place(a).socket == place(b).socket && place(a).node == place(b).node,
+            "CPU" => place(a).node == place(b).node,
+            _ => true,
+        };
+        let span_of = |level: &str, p: usize| -> Vec<usize> { pool.iter().copied().filter(|&q| same(level, p, q)).collect() };
+        let mut out = vec![Vec::new(); npcpus];
+        for &p in pool {
+            let mut kept: Vec<(SdParams, Vec<usize>)> = Vec::new();
+            for sd in LEVELS {
+                let span = span_of(sd.name, p);
+                if span.len() > 1 && span.len() > kept.last().map_or(1, |(_, s)| s.len()) {
+                    kept.push((sd, span));
+                }
+            }
+            for (i, (sd, span)) in kept.iter().enumerate() {
+                let mut groups: Vec<(Vec<usize>, u64)> = Vec::new();
+                for &q in span {
+                    if groups.iter().any(|(cpus, _)| cpus.contains(&q)) {
+                        continue;
+                    }
+                    let cpus = if i == 0 { vec![q] } else { span_of(kept[i - 1].0.name, q) };
+                    let power = cpus.iter().map(|&c| cpu_power(topo, pool, c)).sum();
+                    groups.push((cpus, power));
+                }
+                let own = groups.iter().position(|(cpus, _)| cpus.contains(&p)).unwrap();
+                groups.rotate_left(own);
+                out[p].push((sd.name, span.clone(), groups, i > 0 && kept[i - 1].0.prefer_sibling));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn shared_spans_and_groups_walk_as_each_pcpu_building_its_own() {
+        let hosts = [
+            Topology::flat(6),
+            Topology::new(8, 2, 2, 1).unwrap(),
+            Topology::new(8, 2, 1, 1).unwrap(),
+            Topology::new(16, 2, 2, 2).unwrap(),
+            Topology::new(12, 1, 1, 2).unwrap(),
+            Topology::new(24, 4, 2, 3).unwrap(),
+        ];
+        for topo in &hosts {
+            let n = topo.npcpus();
+            let whole: Vec<usize> = (0..n).collect();
+            // Pools that split modules and sockets unevenly (levels kept differ between pCPUs).
+            let odd: Vec<usize> = (0..n).filter(|q| q % 3 != 1).collect();
+            let upper: Vec<usize> = (n / 3..n).collect();
+            for pool in [&whole, &odd, &upper] {
+                let built: Vec<Plain> = build(topo, pool, n).iter().map(|d| plain(d)).collect();
+                assert_eq!(built, reference(topo, pool, n), "{n} pCPUs, pool {pool:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_group_ring_indexes_from_the_pcpus_own_group_and_wraps() {
+        let d = build(&Topology::flat(4), &[0, 1, 2, 3], 4);
+        let ring = &d[1][0].groups;
+        let walked: Vec<usize> = (0..ring.len()).map(|i| ring[i].cpus[0]).collect();
+        assert_eq!(walked, [1, 2, 3, 0]);
+        assert_eq!(ring.first().map(|g| g.cpus[0]), Some(1));
+        assert_eq!((&d[3][0].groups).into_iter().map(|g| g.cpus[0]).collect::<Vec<_>>(), [3, 0, 1, 2]);
+        // Every pCPU of the span shares one group list and one span.
+        assert!(Arc::ptr_eq(&d[0][0].groups.all, &d[3][0].groups.all));
+        assert!(Arc::ptr_eq(&d[0][0].span, &d[2][0].span));
+    }
+
+    #[test]
+    #[should_panic(expected = "group 4 of a domain of 4 groups")]
+    fn a_group_past_the_last_is_out_of_bounds() {
+        let d = build(&Topology::flat(4), &[0, 1, 2, 3], 4);
+        let _ = &d[2][0].groups[4];
     }
 }

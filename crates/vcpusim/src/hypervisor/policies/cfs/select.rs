@@ -171,7 +171,7 @@ impl Cfs {
             // the first).
             let mut idlest = None;
             let mut min_load = u64::MAX;
-            for &q in &sd.groups[group].cpus {
+            for &q in sd.groups[group].cpus.iter() {
                 if !host.may_run(v, PcpuId(q as u32)) {
                     continue;
                 }

@@ -145,7 +145,7 @@ impl LbIndex {
                 let child = level.checked_sub(1).map(|c| doms[c].sd.name);
                 let id = *by_span.entry((d.sd.name, d.span[0], child)).or_insert_with(|| {
                     let id = instances.len() as u32;
-                    let mut groups: Vec<&[usize]> = d.groups.iter().map(|g| g.cpus.as_slice()).collect();
+                    let mut groups: Vec<&[usize]> = d.groups.iter().map(|g| &g.cpus[..]).collect();
                     groups.sort_by_key(|g| g[0]);
                     for (g, cpus) in groups.iter().enumerate() {
                         for &c in cpus.iter() {
