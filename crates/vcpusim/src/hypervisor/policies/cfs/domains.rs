@@ -165,19 +165,36 @@ pub(crate) struct GroupRing {
     own: usize,
 }
 
-impl GroupRing {
-    pub(crate) fn len(&self) -> usize {
-        self.all.len()
-    }
+/// The groups of a `GroupRing` as a pCPU walks them.
+pub(crate) type Walk<'a> = std::iter::Chain<std::slice::Iter<'a, SchedGroup>, std::slice::Iter<'a, SchedGroup>>;
 
+impl GroupRing {
     /// The pCPU's own group.
     pub(crate) fn first(&self) -> Option<&SchedGroup> {
         self.all.get(self.own)
     }
 
     /// The groups from the pCPU's own, wrapping.
-    pub(crate) fn iter(&self) -> std::iter::Chain<std::slice::Iter<'_, SchedGroup>, std::slice::Iter<'_, SchedGroup>> {
+    pub(crate) fn iter(&self) -> Walk<'_> {
         self.all[self.own..].iter().chain(self.all[..self.own].iter())
+    }
+
+    /// The shared list itself, in increasing order of first pCPU (the same for every pCPU of
+    /// the span).
+    pub(crate) fn in_order(&self) -> &[SchedGroup] {
+        &self.all
+    }
+
+    /// The position in `in_order` of the `i`-th group walked (`self[i]`).
+    pub(crate) fn position(&self, i: usize) -> usize {
+        let n = self.all.len();
+        assert!(i < n, "group {i} of a domain of {n} groups");
+        let j = self.own + i;
+        if j < n {
+            j
+        } else {
+            j - n
+        }
     }
 }
 
@@ -186,16 +203,13 @@ impl std::ops::Index<usize> for GroupRing {
 
     /// The `i`-th group walked from the pCPU's own (0: its own).
     fn index(&self, i: usize) -> &SchedGroup {
-        let n = self.all.len();
-        assert!(i < n, "group {i} of a domain of {n} groups");
-        let j = self.own + i;
-        &self.all[if j < n { j } else { j - n }]
+        &self.all[self.position(i)]
     }
 }
 
 impl<'a> IntoIterator for &'a GroupRing {
     type Item = &'a SchedGroup;
-    type IntoIter = std::iter::Chain<std::slice::Iter<'a, SchedGroup>, std::slice::Iter<'a, SchedGroup>>;
+    type IntoIter = Walk<'a>;
 
     fn into_iter(self) -> Self::IntoIter {
         self.iter()
@@ -245,13 +259,6 @@ fn power_of_threads(threads: u64) -> u64 {
     }
 }
 
-/// The power of pCPU `p` in `pool` (`power_of_threads` of its sibling group's size there).
-#[cfg(test)]
-pub(crate) fn cpu_power(topo: &Topology, pool: &[usize], p: usize) -> u64 {
-    let module = topo.place(PcpuId(p as u32)).module;
-    power_of_threads(pool.iter().filter(|&&q| topo.place(PcpuId(q as u32)).module == module).count() as u64)
-}
-
 /// The four candidate levels, bottom up, and what pCPUs share to be in one span of each.
 const LEVELS: [SdParams; 4] = [SD_SIBLING, SD_MC, SD_CPU, SD_NODE];
 
@@ -272,7 +279,7 @@ fn span_key(topo: &Topology, level: usize, q: usize) -> (u32, u32) {
 /// Each level's spans are found in one pass over the pool (pCPUs grouped by `span_key`), and each
 /// span's mask and group list are made once and shared by its pCPUs, so a build is O(P log P)
 /// time and O(P) memory per level (each pCPU filtering the pool for each of its spans, and
-/// holding its own copies, made it O(P^2) in both: 17 s and past 6 GB for 16,384 pCPUs).
+/// holding its own copies, made it O(P^2) in both: on 16,384 pCPUs it passed a 6 GB limit).
 pub(crate) fn build(topo: &Topology, pool: &[usize], npcpus: usize) -> Vec<Vec<Domain>> {
     use std::collections::BTreeMap;
     /// A span (increasing) and its mask.
@@ -425,6 +432,8 @@ mod tests {
             _ => true,
         };
         let span_of = |level: &str, p: usize| -> Vec<usize> { pool.iter().copied().filter(|&q| same(level, p, q)).collect() };
+        // update_cpu_power: by the size of the pCPU's sibling group in the pool.
+        let cpu_power = |p: usize| power_of_threads(span_of("SIBLING", p).len() as u64);
         let mut out = vec![Vec::new(); npcpus];
         for &p in pool {
             let mut kept: Vec<(SdParams, Vec<usize>)> = Vec::new();
@@ -441,7 +450,7 @@ mod tests {
                         continue;
                     }
                     let cpus = if i == 0 { vec![q] } else { span_of(kept[i - 1].0.name, q) };
-                    let power = cpus.iter().map(|&c| cpu_power(topo, pool, c)).sum();
+                    let power = cpus.iter().map(|&c| cpu_power(c)).sum();
                     groups.push((cpus, power));
                 }
                 let own = groups.iter().position(|(cpus, _)| cpus.contains(&p)).unwrap();
@@ -479,9 +488,11 @@ mod tests {
     fn a_group_ring_indexes_from_the_pcpus_own_group_and_wraps() {
         let d = build(&Topology::flat(4), &[0, 1, 2, 3], 4);
         let ring = &d[1][0].groups;
-        let walked: Vec<usize> = (0..ring.len()).map(|i| ring[i].cpus[0]).collect();
+        let walked: Vec<usize> = (0..4).map(|i| ring[i].cpus[0]).collect();
         assert_eq!(walked, [1, 2, 3, 0]);
         assert_eq!(ring.first().map(|g| g.cpus[0]), Some(1));
+        assert_eq!((0..4).map(|i| ring.position(i)).collect::<Vec<_>>(), [1, 2, 3, 0]);
+        assert_eq!(ring.in_order().iter().map(|g| g.cpus[0]).collect::<Vec<_>>(), [0, 1, 2, 3]);
         assert_eq!((&d[3][0].groups).into_iter().map(|g| g.cpus[0]).collect::<Vec<_>>(), [3, 0, 1, 2]);
         // Every pCPU of the span shares one group list and one span.
         assert!(Arc::ptr_eq(&d[0][0].groups.all, &d[3][0].groups.all));

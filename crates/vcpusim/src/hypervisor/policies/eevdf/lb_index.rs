@@ -145,28 +145,20 @@ impl LbIndex {
                 let child = level.checked_sub(1).map(|c| doms[c].sd.name);
                 let id = *by_span.entry((d.sd.name, d.span[0], child)).or_insert_with(|| {
                     let id = instances.len() as u32;
-                    let mut groups: Vec<&[usize]> = d.groups.iter().map(|g| &g.cpus[..]).collect();
-                    groups.sort_by_key(|g| g[0]);
-                    for (g, cpus) in groups.iter().enumerate() {
-                        for &c in cpus.iter() {
+                    let groups = d.groups.in_order();
+                    for (g, group) in groups.iter().enumerate() {
+                        for &c in group.cpus.iter() {
                             member[c].push((id, g as u32));
                         }
                     }
-                    let groups = groups.iter().map(|g| GroupSums { idle: g.len() as u64, weight: g.len() as u64, ..GroupSums::default() }).collect();
+                    let groups = groups.iter().map(|g| GroupSums { idle: g.cpus.len() as u64, weight: g.cpus.len() as u64, ..GroupSums::default() }).collect();
                     instances.push(Instance { groups, capacity: d.span.len() as u64 * CAPACITY_SCALE, ..Instance::default() });
                     id
                 });
-                own[p].push((id, Self::canonical(d, 0) as u32));
+                own[p].push((id, d.groups.position(0) as u32));
             }
         }
         LbIndex { instances, own, member, contrib: vec![Contribution::default(); per.len()] }
-    }
-
-    /// The canonical index of `d.groups[i]` (groups are kept in increasing order of their first
-    /// pCPU, rotated so that the asking pCPU's own comes first).
-    fn canonical(d: &Domain, i: usize) -> usize {
-        let own = d.groups.iter().filter(|g| g.cpus[0] < d.groups[0].cpus[0]).count();
-        (own + i) % d.groups.len()
     }
 
     /// Run queue `p` now has `nr` tasks and root load `load`: move its share of the sums.
@@ -236,7 +228,7 @@ impl LbIndex {
                     let idle = g.cpus.iter().filter(|&&c| nr(c) == 0).count() as u64;
                     let want = SgStats::new(gi, n, l, g.cpus.len() as u64, idle);
                     let (i, _) = self.own[p][level];
-                    let got = self.instances[i as usize].stats(Self::canonical(d, gi), gi);
+                    let got = self.instances[i as usize].stats(d.groups.position(gi), gi);
                     if got != want {
                         return Err(format!("eevdf: balance sums of pCPU {p} level {level} group {gi}: kept {got:?}, counted {want:?}"));
                     }
