@@ -30,7 +30,8 @@ pub enum VcpuState {
 }
 
 /// What the hypervisor knows about one vCPU. It never includes guest-internal state: the guest's
-/// kernel function is only visible through an explicit paravirtual channel (later issues).
+/// kernel function is only visible through an explicit paravirtual channel a policy declares
+/// (`PolicyCtx::kernel_fn`, declared in `PolicyKind::channels`: seed 002's symbol lookup).
 #[derive(Clone, Debug)]
 pub struct VcpuInfo {
     pub id: VcpuId,
