@@ -114,6 +114,18 @@ impl ParamSpec {
             (ParamKind::Choice(choices), toml::Value::String(s)) if choices.contains(&s.as_str()) => {
                 ParamValue::Choice(s.clone())
             }
+            (ParamKind::Choice(choices), toml::Value::Integer(_) | toml::Value::Float(_)) => {
+                // `xen = 4.4` (or `--set host.params.xen=4.4`) reads as a TOML number: say so,
+                // rather than "expected one of ... 4.4 ..., got 4.4". (3.10 would read as 3.1.)
+                let shown = show_toml(value);
+                let example = if choices.contains(&shown.as_str()) { shown.clone() } else { self.default.display() };
+                return Err(format!(
+                    "expected one of {} as a string, got the number {shown}; the choices are strings: \
+                     {name} = \"{example}\" (with --set, quote the value inside the shell's quotes: '...{name}=\"{example}\"')",
+                    choices.join(", "),
+                    name = self.name
+                ));
+            }
             _ => return Err(bad()),
         };
         let numeric = match &v {

@@ -109,8 +109,20 @@ fn bad_tables_are_refused_naming_file_key_and_value() {
     assert!(e.contains("host.microsliced") && e.contains("credit") && e.contains("cfs"), "{e}");
     let e = load_error(&with_table("").replace("[[vm]]\nname = \"dedup\"", "[[host.pool]]\nname = \"p1\"\npcpus = \"7\"\npolicy = \"credit\"\nparams = { xen = \"4.7\" }\n[[host.pool_change]]\nat = \"10ms\"\npcpu = 6\nto = \"p1\"\n[[vm]]\nname = \"dedup\""));
     assert!(e.contains("host.pool_change") && e.contains("[host.microsliced]"), "{e}");
-    // Too many cores for the pool: refused when the run is built.
-    let sc = load_scenario(&with_table("cores = 8"), "<microsliced test>").expect("loads");
+    // Too many cores for the default pool: refused by the loader (so `vcpusim validate` says
+    // so), counting only the default pool's pCPUs ...
+    let e = load_error(&with_table("cores = 8"));
+    assert!(e.contains("<microsliced test>: host.microsliced.cores: cores = 8 leaves pool \"pool0\" (8 pCPUs)"), "{e}");
+    let pooled = |cores: u32| {
+        with_table(&format!("cores = {cores}"))
+            .replace("[[vm]]\nname = \"dedup\"", "[[host.pool]]\nname = \"p1\"\npcpus = \"6-7\"\npolicy = \"credit\"\n[[vm]]\nname = \"dedup\"")
+    };
+    let e = load_error(&pooled(6));
+    assert!(e.contains("cores = 6 leaves pool \"pool0\" (6 pCPUs)"), "{e}");
+    assert!(load_scenario(&pooled(5), "<t>").is_ok(), "five of the default pool's six pCPUs may go");
+    // ... and, for a scenario built in Rust past the loader, when the run is built.
+    let mut sc = load_scenario(&with_table("cores = 2"), "<microsliced test>").expect("loads");
+    sc.host.microsliced.as_mut().expect("present").cores = 8;
     match run_api(&sc, &RunOptions::default()) {
         Err(SimError::Scenario { key, message, .. }) => assert!(key == "host.microsliced.cores" && message.contains("cores = 8"), "{key}: {message}"),
         other => panic!("expected a scenario error, got {other:?}"),

@@ -132,6 +132,18 @@ pub fn from_toml_str(text: &str, source: &str) -> Result<Scenario, SimError> {
              the default pool and the micro pool itself; drop one of them",
         ));
     }
+    if let (Some(micro), Some(pool0)) = (&host.microsliced, host.pools.first()) {
+        // Checked here as well as where the micro pool is built (sim/microsliced.rs), so that
+        // `vcpusim validate` catches it: the micro pool is carved out of the default pool.
+        let n = pool0.pcpus.count();
+        if micro.cores as usize >= n {
+            return Err(error(
+                source,
+                "host.microsliced.cores",
+                format!("cores = {} leaves pool {:?} ({n} pCPUs) no pCPU for normal scheduling", micro.cores, pool0.name),
+            ));
+        }
+    }
     replay_pool_changes(source, &host, &change_index, &vms)?;
     super::bounds::check(&top, &mut host, &vms, &run)?;
     Ok(Scenario { source: source.to_string(), host, vms, run })
@@ -1270,7 +1282,7 @@ mod tests {
     use super::*;
     use crate::time::SEC;
 
-    const QUICKSTART: &str = include_str!("../../../../scenarios/examples/quickstart.toml");
+    const QUICKSTART: &str = include_str!("../../../../scenarios/quickstart.toml");
     const CUSTOM: &str = include_str!("../../../../scenarios/examples/custom-program.toml");
 
     fn load(text: &str) -> Result<Scenario, SimError> {
@@ -1336,6 +1348,13 @@ mod tests {
         assert_error(&credit("xen = \"3.3\"\ntslice = \"10ms\"", ""), "host.params.tslice: xen = \"3.3\" has no tslice");
         assert!(load(&credit("xen = \"3.3\"\nratelimit = \"0ms\"", "")).is_ok(), "the value it behaves as may be written");
         assert_error(&credit("xen = \"4.8\"", ""), "host.params.xen: expected one of 3.3, 4.4, 4.7, 4.18, got \"4.8\"");
+        // A version written as a TOML number: said so, with the quoted form (3.10 reads as 3.1,
+        // which is no choice: the example is then the default).
+        assert_error(
+            &credit("xen = 4.4", ""),
+            "host.params.xen: expected one of 3.3, 4.4, 4.7, 4.18 as a string, got the number 4.4; the choices are strings: xen = \"4.4\" (with --set",
+        );
+        assert_error(&credit("xen = 4", ""), "host.params.xen: expected one of 3.3, 4.4, 4.7, 4.18 as a string, got the number 4; the choices are strings: xen = \"4.18\"");
         assert_error(&credit("xen = \"3.3\"", "[host.ple]\nenabled = true"), "host.ple.enabled: got true, but in pool \"pool0\", xen = \"3.3\" (policy \"credit\") has no pause-loop exiting: it arrived in Xen 4.0");
         assert!(load(&credit("xen = \"3.3\"", "[host.ple]\nenabled = false")).is_ok());
         // Soft affinity arrived in 4.5, cpupools in 4.1.
