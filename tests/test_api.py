@@ -177,7 +177,7 @@ def test_to_dict_is_a_fresh_copy(small):
     (lambda s: vcpusim.run(s, seed=2**64), ValueError, "run: seed: expected an integer from 0 to 18446744073709551615, got 18446744073709551616"),
     (lambda s: vcpusim.run(s, seed="3"), TypeError, "run: seed: expected an integer .* got str '3'"),
     (lambda s: vcpusim.run(s, trace=1), TypeError, "run: trace: expected True or False, got int 1"),
-    (lambda s: vcpusim.run(s, trace_max_events=0), ValueError, "run: trace_max_events: expected a positive integer, got int 0"),
+    (lambda s: vcpusim.run(s, trace_max_events=0), ValueError, r"run: trace_max_events: expected a positive integer below 2\*\*64, got int 0"),
     (lambda s: s.replace(params=5), TypeError, r"replace: params: expected a dict of \[host.params\] keys to values, got int 5"),
     (lambda s: s.replace(policy=3), TypeError, "replace: policy: expected a policy name"),
     (lambda s: s.replace(seed=-2), ValueError, "replace: seed: expected an integer"),

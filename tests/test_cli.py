@@ -321,3 +321,60 @@ def test_dependencies_are_ranges_with_the_tested_lower_bounds():
         pinned = tuple(int(p) for p in pins[name].split("."))
         assert pinned[: len(lower.split("."))] == tuple(int(p) for p in lower.split(".")), (name, lower, pins[name])
     assert "matplotlib" not in " ".join(project["dependencies"]), "plotting is an extra: the package draws nothing"
+
+
+# Mistakes an audit of 331 bad inputs found reaching users as tracebacks, hangs or silence.
+
+
+def test_trace_max_events_past_u64_is_a_usage_error_not_a_traceback(cli, small_toml, tmp_path):
+    done = cli("run", small_toml, "--out", tmp_path / "o", "--trace-max-events", str(2**64))
+    assert done.returncode == 2, done.stderr
+    assert "--trace-max-events" in done.stderr and "Traceback" not in done.stderr
+    import vcpusim
+
+    with pytest.raises(ValueError, match=r"trace_max_events: expected a positive integer below 2\*\*64, got int 18446744073709551616"):
+        vcpusim.run(small_toml, trace_max_events=2**64)
+
+
+def test_a_sweep_grid_too_large_is_refused_before_any_scenario_is_made(cli, small_toml, tmp_path):
+    thousand = "[" + ",".join(str(i) for i in range(1, 1001)) + "]"
+    done = cli("sweep", small_toml, "--out", tmp_path / "s", "--grid", f"seed={thousand}",
+               "--grid", f"vm.seq.weight={thousand}", "--grid", f"vm.parallel.threads={thousand}")
+    assert_user_error(done, "seed (1000) × vm.seq.weight (1000) × vm.parallel.threads (1000) is 1,000,000,000 runs; expected at most 100,000")
+    assert not (tmp_path / "s").exists()
+
+
+def test_an_empty_grid_axis_is_refused(cli, small_toml, tmp_path):
+    done = cli("sweep", small_toml, "--out", tmp_path / "s", "--grid", "seed=[]")
+    assert_user_error(done, "seed: expected at least one value to sweep, got none")
+
+
+def test_advise_csv_to_a_folder_is_refused_before_simulating(cli, tmp_path):
+    from conftest import REPO
+
+    (tmp_path / "d").mkdir()
+    done = cli("advise", REPO / "scenarios" / "examples" / "cmt-host.toml", "--vm", "par", "--csv", tmp_path / "d")
+    assert_user_error(done, "is a directory; expected a file to write")
+    assert "best for" not in done.stdout, "refused before the candidates ran"
+
+
+def test_a_result_file_that_is_a_folder_is_named(cli, small_toml, tmp_path):
+    (tmp_path / "o" / "vms.csv").mkdir(parents=True)
+    done = cli("run", small_toml, "--out", tmp_path / "o")
+    assert_user_error(done, f"cannot write results to {tmp_path / 'o' / 'vms.csv'}: Is a directory")
+
+
+def test_sweep_on_ray_without_ray_says_what_to_install(cli, small_toml, tmp_path):
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("Ray is installed")
+    done = cli("sweep", small_toml, "--out", tmp_path / "s", "--grid", "seed=1", "--ray", "auto")
+    assert_user_error(done, "pip install 'vcpusim[ray]'")
+
+
+def test_bench_memory_runs_in_the_wrong_order_are_refused(cli):
+    done = cli("bench", "--memory-short", "200ms", "--memory-long", "100ms", "--repeats", "1")
+    assert_user_error(done, 'memory_short = "200ms" is not shorter than memory_long = "100ms"')

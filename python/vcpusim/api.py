@@ -408,7 +408,11 @@ class Result:
             if self.trace_json is None:
                 (directory / TRACE_FILE).unlink(missing_ok=True)
         except OSError as e:
-            raise VcpusimError(f"cannot write results to {directory}: {e.strerror or e}") from None
+            # Name the file when the OS does (os.replace onto a folder named vms.csv).
+            where = e.filename2 or e.filename or directory
+            if Path(where).name.startswith(".") and Path(where).name.endswith(".partial"):
+                where = directory
+            raise VcpusimError(f"cannot write results to {where}: {e.strerror or e}") from None
         finally:
             for tmp in temporary:
                 tmp.unlink(missing_ok=True)
@@ -556,8 +560,8 @@ def run(
     window = {"trace_from": _duration_text(trace_from, "trace_from", where),
               "trace_to": _duration_text(trace_to, "trace_to", where)}
     if trace_max_events is not None:
-        if isinstance(trace_max_events, bool) or not isinstance(trace_max_events, int) or trace_max_events < 1:
-            raise ValueError(f"{where}: trace_max_events: expected a positive integer, got {_type_name(trace_max_events)}")
+        if isinstance(trace_max_events, bool) or not isinstance(trace_max_events, int) or not 1 <= trace_max_events < 2**64:
+            raise ValueError(f"{where}: trace_max_events: expected a positive integer below 2**64, got {_type_name(trace_max_events)}")
         window["trace_max_events"] = trace_max_events
     if progress is True:
         from .progress import RunProgress

@@ -87,8 +87,13 @@ def _errors_as_messages() -> Iterator[None]:
     except _core.VcpusimError as e:
         print(f"error: {e}", file=sys.stderr)
         raise typer.Exit(USER_ERROR_EXIT) from None
-    except (TypeError, ValueError) as e:
-        # Arguments the engine refused (a --trace-from it cannot read).
+    except (TypeError, ValueError, OverflowError) as e:
+        # Arguments the engine refused (a --trace-from it cannot read, a count past u64).
+        print(f"error: {e}", file=sys.stderr)
+        raise typer.Exit(USER_ERROR_EXIT) from None
+    except ImportError as e:
+        # An optional dependency not installed (--ray without vcpusim[ray]); the message says
+        # what to install.
         print(f"error: {e}", file=sys.stderr)
         raise typer.Exit(USER_ERROR_EXIT) from None
 
@@ -132,7 +137,7 @@ def run(
     trace: bool = typer.Option(False, "--trace", help="Also write trace.json (Chrome trace events; open in Perfetto)."),
     trace_from: Optional[str] = typer.Option(None, "--trace-from", metavar="TIME", help="Trace from this simulated time on (such as 2s; implies --trace)."),
     trace_to: Optional[str] = typer.Option(None, "--trace-to", metavar="TIME", help="Trace up to this simulated time (such as 2.5s; implies --trace)."),
-    trace_max_events: Optional[int] = typer.Option(None, "--trace-max-events", min=1, metavar="N", help="Keep at most N trace events (default 2000000; implies --trace)."),
+    trace_max_events: Optional[int] = typer.Option(None, "--trace-max-events", min=1, max=2**64 - 1, metavar="N", help="Keep at most N trace events (default 2000000; implies --trace)."),
     check: bool = typer.Option(False, "--check", help="Check engine invariants after every event (slow)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the per-VM table or the progress bar."),
 ) -> None:
@@ -248,6 +253,11 @@ def sweep(
             axes[key.strip()] = _grid_value(text.strip())
         if not axes:
             raise _core.ScenarioError(f"{file}: no [sweep] table and no --grid: nothing to sweep")
+        if ray_address is not None:
+            import importlib.util
+
+            if importlib.util.find_spec("ray") is None:
+                raise ImportError("--ray needs Ray, which is not installed: pip install 'vcpusim[ray]'")
         cases = [(point, point_scenario(base, point)) for point in points(axes)]
         check_writable(out, "sweep results")
         record = _SweepDir(out / RUNS_DIR, trace, check)
@@ -300,6 +310,8 @@ def advise(
     with _errors_as_messages():
         scenario = _load(file, sets)
         if csv_path is not None:
+            if csv_path.is_dir():
+                raise _core.VcpusimError(f"--csv {csv_path}: is a directory; expected a file to write, such as {csv_path / 'advise.csv'}")
             check_writable(csv_path.parent if str(csv_path.parent) else Path("."), "the --csv file")
         table = run_advise(scenario, vms=vm or None, processes=processes, progress=False)
     for name in dict.fromkeys(table["vm"]):
@@ -320,7 +332,11 @@ def advise(
         print(f"  xl:      {best['xl']}")
         print("  libvirt: " + best["libvirt"].replace("\n", "\n           "))
     if csv_path is not None:
-        table.drop(columns=["libvirt"]).to_csv(csv_path, index=False)
+        with _errors_as_messages():
+            try:
+                table.drop(columns=["libvirt"]).to_csv(csv_path, index=False)
+            except OSError as e:
+                raise _core.VcpusimError(f"cannot write the --csv file {csv_path}: {e.strerror or e}") from None
 
 
 @app.command("list")

@@ -269,7 +269,14 @@ fn run_bench(
     let options = BenchOptions {
         duration: duration.map(|d| duration_arg("duration", d)).transpose()?,
         memory_durations: if memory {
-            Some((duration_arg("memory_short", memory_short)?, duration_arg("memory_long", memory_long)?))
+            let (short, long) = (duration_arg("memory_short", memory_short)?, duration_arg("memory_long", memory_long)?);
+            if short >= long {
+                return Err(VcpusimError::new_err(format!(
+                    "bench: memory_short = {memory_short:?} is not shorter than memory_long = {memory_long:?}; \
+                     the memory check compares a short run's peak memory with a longer run's"
+                )));
+            }
+            Some((short, long))
         } else {
             None
         },

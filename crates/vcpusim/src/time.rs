@@ -52,11 +52,21 @@ pub fn parse_duration(text: &str) -> Result<Nanos, String> {
     if !value.is_finite() || value < 0.0 {
         return Err(format!("expected a non-negative duration, got {text:?}"));
     }
-    let ns = value * scale as f64;
-    if ns > MAX_DURATION as f64 {
-        return Err(format!("duration {text:?} is too long"));
+    let too_long = || format!("duration {text:?} is too long; expected at most {MAX_DURATION}ns (about 292 years)");
+    // A whole number is converted exactly (through f64, "9223372036854775807ns" became 2^63, one
+    // past the limit, and 2^53 + 1 ns became 2^53); a fraction or exponent through f64.
+    if num.bytes().all(|b| b.is_ascii_digit()) {
+        return match num.parse::<u64>().ok().and_then(|n| n.checked_mul(scale)) {
+            Some(ns) if ns <= MAX_DURATION => Ok(ns),
+            _ => Err(too_long()),
+        };
     }
-    Ok(ns.round() as Nanos)
+    let ns = (value * scale as f64).round();
+    if ns >= MAX_DURATION as f64 {
+        // MAX_DURATION (2^63 - 1) rounds up to 2^63 as an f64: anything this large is refused.
+        return Err(too_long());
+    }
+    Ok(ns as Nanos)
 }
 
 /// Format a duration compactly with the largest unit that keeps it exact, e.g. `30ms`.
@@ -117,6 +127,20 @@ mod tests {
         assert!(parse_duration("-5ms").unwrap_err().contains("non-negative"));
         assert!(parse_duration("5 fortnights").unwrap_err().contains("unknown unit"));
         assert!(parse_duration("ms").is_err());
+    }
+
+    #[test]
+    fn whole_numbers_are_exact_up_to_the_limit_and_refused_past_it() {
+        assert_eq!(parse_duration("9223372036854775807ns"), Ok(MAX_DURATION));
+        assert_eq!(parse_duration("9007199254740993ns"), Ok((1 << 53) + 1), "not rounded to an f64");
+        for past in ["9223372036854775808ns", "18446744073709551616ns", "9223372036854776s", "99999999999999999999999min"] {
+            assert!(parse_duration(past).unwrap_err().contains("too long"), "{past}");
+        }
+        // Fractions and exponents go through f64, and are refused at the limit too.
+        assert_eq!(parse_duration("1e3ms"), Ok(SEC));
+        assert_eq!(parse_duration("0.1ms"), Ok(100 * US));
+        assert!(parse_duration("9.3e18ns").unwrap_err().contains("too long"));
+        assert!(parse_duration("9223372036854775807.0ns").unwrap_err().contains("too long"), "2^63 - 1 as an f64 is 2^63");
     }
 
     #[test]

@@ -329,6 +329,10 @@ pub fn parse_cpulist(text: &str, npcpus: usize) -> Result<CpuMask, String> {
     };
     let mut mask = CpuMask::empty();
     for part in t.split(',') {
+        if let Some(rest) = part.trim().strip_prefix('-') {
+            // "-1": a range with no start, or a negative number; neither is a pCPU.
+            return Err(format!("{:?} in {text:?} is not a pCPU number (pCPUs count from 0, and a range needs both ends, \"0-{rest}\"); {EXPECTED}", part.trim()));
+        }
         match part.split_once('-') {
             Some((a, b)) => {
                 let (a, b) = (number(a)?, number(b)?);
@@ -367,6 +371,9 @@ mod tests {
         assert!(parse_cpulist("a", 8).unwrap_err().contains("\"a\" in \"a\" is not a pCPU number"));
         assert!(parse_cpulist("8", 8).unwrap_err().contains("pCPU 8 in \"8\" is out of range: the host has pCPUs 0-7"));
         assert!(parse_cpulist("", 8).unwrap_err().contains("empty cpulist"));
+        // A negative number names itself, not the empty start of a range.
+        assert!(parse_cpulist("-1", 8).unwrap_err().starts_with("\"-1\" in \"-1\" is not a pCPU number (pCPUs count from 0"));
+        assert!(parse_cpulist("0,-3", 8).unwrap_err().starts_with("\"-3\" in \"0,-3\" is not a pCPU number"));
         assert!(parse_cpulist("1,,2", 8).is_err());
         assert!(parse_cpulist("-1", 8).is_err());
     }

@@ -15,6 +15,13 @@ use crate::workload::program::Op;
 /// billions.
 pub const MAX_SAMPLES: u64 = 1_000_000;
 
+/// The most (VM, pCPU) pairs a `cfs` or `eevdf` pool may keep a group run queue for. Linux keeps
+/// one per task group and CPU (`tg->cfs_rq[cpu]`, `tg->se[cpu]`), and so do these policies, for
+/// every VM of the host on every pCPU (about 200 bytes each): 16.7 million is about 3.4 GB. The
+/// 1,024-pCPU scaling mix (640 VMs) has 0.66 million; 65,536 one-vCPU VMs on 65,536 pCPUs, each
+/// within its key's bounds, would have 4.3 billion and end in a failed allocation.
+pub const MAX_GROUP_RUN_QUEUES: u64 = 1 << 24;
+
 /// Check the cross-section bounds of a loaded scenario, and cut a defaulted `start_skew` that
 /// is not shorter than the run to half of it (see [`start_skew`]).
 pub fn check(top: &Section, host: &mut HostSpec, vms: &[VmSpec], run: &RunSpec) -> Result<(), SimError> {
@@ -36,6 +43,7 @@ pub fn check(top: &Section, host: &mut HostSpec, vms: &[VmSpec], run: &RunSpec) 
             ));
         }
     }
+    group_tables(file, host, vms.len())?;
     let costs = &host.costs;
     for vm in vms {
         // A shootdown's handler runs ipi_handler + pages × tlb_flush_per_page on every target.
@@ -114,4 +122,27 @@ fn max_munmap_pages(ops: &[Op]) -> Option<u32> {
             _ => None,
         })
         .max()
+}
+
+/// [`MAX_GROUP_RUN_QUEUES`], over the pools whose policy keeps per-pCPU group run queues.
+fn group_tables(file: &str, host: &HostSpec, nvms: usize) -> Result<(), SimError> {
+    let npcpus = host.topology.npcpus() as u64;
+    let pairs = nvms as u64 * npcpus;
+    for (i, pool) in host.pools.iter().enumerate() {
+        if !matches!(pool.policy.as_str(), "cfs" | "eevdf") || pairs <= MAX_GROUP_RUN_QUEUES {
+            continue;
+        }
+        let key = if i == 0 { "host.policy".to_string() } else { format!("host.pool[{}].policy", i - 1) };
+        return Err(error(
+            file,
+            &key,
+            format!(
+                "{} keeps a group run queue for every VM on every pCPU (Linux's tg->cfs_rq[cpu]): {nvms} VMs × {npcpus} \
+                 pCPUs is {pairs}, expected at most {MAX_GROUP_RUN_QUEUES} (about 3.4 GB); use fewer VMs or pCPUs, or a \
+                 policy without per-pCPU groups (credit, gang, hybrid)",
+                pool.policy
+            ),
+        ));
+    }
+    Ok(())
 }

@@ -631,13 +631,14 @@ fn vms(top: &Section, guest: &GuestConfig, host: &HostSpec) -> Result<(Vec<VmSpe
     // Which [[vm]] entry each expanded name came from, to report duplicates.
     let mut owners: BTreeMap<String, usize> = BTreeMap::new();
     let free = unpinned(list, host.topology.npcpus());
+    let mut totals = Totals::default();
     for (i, value) in list.iter().enumerate() {
         let path = format!("vm[{i}]");
         let Value::Table(table) = value else {
             return Err(error(top.file, &path, format!("expected a [[vm]] table, got {}", show_toml(value))));
         };
         let section = Section::new(top.file, path, table);
-        for spec in vm(&section, guest, host, &free)? {
+        for spec in vm(&section, guest, host, &free, &mut totals)? {
             if let Some(first) = owners.insert(spec.name.clone(), i) {
                 return Err(section.error_at(
                     "name",
@@ -869,7 +870,7 @@ fn pv_guest(section: &Section, name: &str, mut guest: GuestConfig, host: &HostSp
     Ok(guest)
 }
 
-fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask) -> Result<Vec<VmSpec>, SimError> {
+fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask, totals: &mut Totals) -> Result<Vec<VmSpec>, SimError> {
     section.allow_only(VM_KEYS)?;
     let bare = bare_metal_cpus(section, host, free)?;
     let name = section.required_string("name", "a VM name such as \"web\"")?;
@@ -978,10 +979,53 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask) -
         numa_placement,
         bare_metal: bare.is_some(),
     };
+    totals.add(section, count, &spec)?;
     if count == 1 {
         return Ok(vec![spec]);
     }
     Ok((0..count).map(|k| VmSpec { name: format!("{name}-{k}"), ..spec.clone() }).collect())
+}
+
+/// The most vCPUs, and guest threads, a scenario may have over all its VMs (`count` copies
+/// included). Each key is bounded on its own (`vcpus` and `count` up to 65,536), but their
+/// product is not: 65,536 copies of a 65,536-vCPU VM would be 4.3 billion vCPUs, and loading
+/// them (each copy holds its program and a CPU mask per vCPU) ended in a failed allocation
+/// after half a minute. A million vCPUs is 16 times the largest host this model was run on.
+pub const MAX_TOTAL_VCPUS: u64 = 1 << 20;
+/// See [`MAX_TOTAL_VCPUS`]; threads may outnumber vCPUs (hackbench runs 400 by default).
+pub const MAX_TOTAL_THREADS: u64 = 1 << 22;
+
+/// The vCPUs and threads of the VMs read so far ([`MAX_TOTAL_VCPUS`]).
+#[derive(Default)]
+struct Totals {
+    vcpus: u64,
+    threads: u64,
+}
+
+impl Totals {
+    /// Count `count` copies of `spec`, or refuse them before they are made.
+    fn add(&mut self, section: &Section, count: u32, spec: &VmSpec) -> Result<(), SimError> {
+        let copies = u64::from(count);
+        let vcpus = self.vcpus + copies * u64::from(spec.vcpus);
+        let threads = self.threads + copies * spec.program.threads.len() as u64;
+        let (what, total, most, key) = if vcpus > MAX_TOTAL_VCPUS {
+            ("vCPUs", vcpus, MAX_TOTAL_VCPUS, "vcpus")
+        } else if threads > MAX_TOTAL_THREADS {
+            ("guest threads", threads, MAX_TOTAL_THREADS, "threads")
+        } else {
+            (self.vcpus, self.threads) = (vcpus, threads);
+            return Ok(());
+        };
+        let key = if count > 1 { "count" } else { key };
+        Err(section.error_at(
+            key,
+            format!(
+                "the scenario's VMs have {total} {what} with this one ({count} × {} {what}); expected at most {most} \
+                 over all VMs (fewer copies or smaller VMs)",
+                if what == "vCPUs" { u64::from(spec.vcpus) } else { spec.program.threads.len() as u64 },
+            ),
+        ))
+    }
 }
 
 /// `pool`, `cpus` and `cpus_soft`: the VM's cpupool (an index into `host.pools`) and each vCPU's
@@ -1573,6 +1617,28 @@ mod tests {
             SimError::Syntax { line, column, .. } => assert_eq!((line, column), (2, 9)),
             other => panic!("expected a syntax error, got {other}"),
         }
+    }
+
+    #[test]
+    fn counts_within_their_bounds_whose_product_is_not_are_refused_before_the_copies_are_made() {
+        // 65,536 copies of a 65,536-vCPU VM: each key in range, 4.3 billion vCPUs in all.
+        let huge = minimal("", "count = 65536").replace("vcpus = 2", "vcpus = 65536");
+        assert_error(&huge, "vm[0].count: the scenario's VMs have 4294967296 vCPUs with this one (65536 × 65536 vCPUs); expected at most 1048576");
+        // The bound is over all VMs: the second entry crosses it.
+        let two = format!(
+            "{}\n[[vm]]\nname = \"b\"\nvcpus = 65536\ncount = 2\nworkload = \"idle\"\n",
+            minimal("", "count = 15").replace("vcpus = 2", "vcpus = 65536")
+        );
+        assert_error(&two, "vm[1].count: the scenario's VMs have 1114112 vCPUs with this one (2 × 65536 vCPUs)");
+        assert!(load(&minimal("", "count = 16").replace("vcpus = 2", "vcpus = 65536")).is_ok(), "exactly the bound loads");
+        // Threads too (a program's threads may outnumber its vCPUs).
+        let threads = minimal("", "count = 65536\nthreads = 65536");
+        assert_error(&threads, "vm[0].count: the scenario's VMs have 4294967296 guest threads with this one");
+        // cfs and eevdf keep a group run queue per VM and pCPU: bounded, naming the pool's key.
+        let groups = minimal("", "count = 4097").replace("pcpus = 2", "pcpus = 4096").replace("vcpus = 2", "vcpus = 1");
+        assert_error(&groups, "host.policy: cfs keeps a group run queue for every VM on every pCPU (Linux's tg->cfs_rq[cpu]): 4097 VMs × 4096 pCPUs is 16781312, expected at most 16777216");
+        assert!(load(&groups.replace("count = 4097", "count = 4096")).is_ok(), "4,096 x 4,096 loads");
+        assert!(load(&groups.replace("[host]\n", "[host]\npolicy = \"credit\"\n")).is_ok(), "credit keeps no such table");
     }
 
     #[test]
