@@ -408,10 +408,8 @@ class Result:
             if self.trace_json is None:
                 (directory / TRACE_FILE).unlink(missing_ok=True)
         except OSError as e:
-            # Name the file when the OS does (os.replace onto a folder named vms.csv).
-            where = e.filename2 or e.filename or directory
-            if Path(where).name.startswith(".") and Path(where).name.endswith(".partial"):
-                where = directory
+            # os.replace names its target (a folder named vms.csv); else the directory.
+            where = e.filename2 or directory
             raise VcpusimError(f"cannot write results to {where}: {e.strerror or e}") from None
         finally:
             for tmp in temporary:

@@ -254,10 +254,9 @@ def sweep(
         if not axes:
             raise _core.ScenarioError(f"{file}: no [sweep] table and no --grid: nothing to sweep")
         if ray_address is not None:
-            import importlib.util
+            from .runs import require_ray
 
-            if importlib.util.find_spec("ray") is None:
-                raise ImportError("--ray needs Ray, which is not installed: pip install 'vcpusim[ray]'")
+            require_ray("--ray")  # before the header and the run folders
         cases = [(point, point_scenario(base, point)) for point in points(axes)]
         check_writable(out, "sweep results")
         record = _SweepDir(out / RUNS_DIR, trace, check)

@@ -557,6 +557,15 @@ def _pool_round(
     return sorted(lost)
 
 
+def require_ray(who: str):
+    """The ``ray`` module, or an ImportError saying what to install (`who` needs it)."""
+    try:
+        import ray
+    except ImportError:
+        raise ImportError(f"{who} needs Ray, which is not installed: pip install 'vcpusim[ray]'") from None
+    return ray
+
+
 def run_many_ray(
     scenarios: Iterable[Scenario | Mapping[str, Any] | str | os.PathLike],
     progress: bool = True,
@@ -572,10 +581,7 @@ def run_many_ray(
     scenarios = _as_scenarios(scenarios, where)
     for name, value in (("progress", progress), ("trace", trace), ("check", check)):
         check_flag(value, name, where)
-    try:
-        import ray
-    except ImportError:
-        raise ImportError("run_many_ray needs Ray, which is not installed: pip install 'vcpusim[ray]'") from None
+    ray = require_ray("run_many_ray")
 
     record = _SweepDir(out_dir, trace, check)
     results: list[Result | None] = [record.finished(s) or record.reused(s) for s in scenarios]

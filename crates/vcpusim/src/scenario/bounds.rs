@@ -7,6 +7,7 @@
 use super::section::{error, Section};
 use super::spec::{HostSpec, RunSpec, VmSpec, DEFAULT_START_SKEW};
 use crate::error::SimError;
+use crate::hypervisor::policies;
 use crate::time::{format_duration, MAX_DURATION};
 use crate::workload::program::Op;
 
@@ -124,25 +125,27 @@ fn max_munmap_pages(ops: &[Op]) -> Option<u32> {
         .max()
 }
 
-/// [`MAX_GROUP_RUN_QUEUES`], over the pools whose policy keeps per-pCPU group run queues.
+/// [`MAX_GROUP_RUN_QUEUES`], for each pool whose policy keeps a group run queue per VM and pCPU
+/// (`PolicyKind::groups_per_vm_and_pcpu`).
 fn group_tables(file: &str, host: &HostSpec, nvms: usize) -> Result<(), SimError> {
-    let npcpus = host.topology.npcpus() as u64;
-    let pairs = nvms as u64 * npcpus;
-    for (i, pool) in host.pools.iter().enumerate() {
-        if !matches!(pool.policy.as_str(), "cfs" | "eevdf") || pairs <= MAX_GROUP_RUN_QUEUES {
-            continue;
-        }
-        let key = if i == 0 { "host.policy".to_string() } else { format!("host.pool[{}].policy", i - 1) };
-        return Err(error(
-            file,
-            &key,
-            format!(
-                "{} keeps a group run queue for every VM on every pCPU (Linux's tg->cfs_rq[cpu]): {nvms} VMs × {npcpus} \
-                 pCPUs is {pairs}, expected at most {MAX_GROUP_RUN_QUEUES} (about 3.4 GB); use fewer VMs or pCPUs, or a \
-                 policy without per-pCPU groups (credit, gang, hybrid)",
-                pool.policy
-            ),
-        ));
+    let pairs = nvms as u64 * host.topology.npcpus() as u64;
+    if pairs <= MAX_GROUP_RUN_QUEUES {
+        return Ok(());
     }
-    Ok(())
+    let keeps_groups = |name: &str| policies::find(name).is_ok_and(|k| k.groups_per_vm_and_pcpu());
+    let Some(i) = host.pools.iter().position(|pool| keeps_groups(&pool.policy)) else { return Ok(()) };
+    let others: Vec<&str> = policies::registry().iter().filter(|k| !k.groups_per_vm_and_pcpu()).map(|k| k.name()).collect();
+    let key = if i == 0 { "host.policy".to_string() } else { format!("host.pool[{}].policy", i - 1) };
+    Err(error(
+        file,
+        &key,
+        format!(
+            "{} keeps a group run queue for every VM on every pCPU (Linux's tg->cfs_rq[cpu]): {nvms} VMs × {} \
+             pCPUs is {pairs}, expected at most {MAX_GROUP_RUN_QUEUES} (about 3.4 GB); use fewer VMs or pCPUs, or a \
+             policy without per-pCPU groups ({})",
+            host.pools[i].policy,
+            host.topology.npcpus(),
+            others.join(", ")
+        ),
+    ))
 }

@@ -133,16 +133,7 @@ pub fn from_toml_str(text: &str, source: &str) -> Result<Scenario, SimError> {
         ));
     }
     if let (Some(micro), Some(pool0)) = (&host.microsliced, host.pools.first()) {
-        // Checked here as well as where the micro pool is built (sim/microsliced.rs), so that
-        // `vcpusim validate` catches it: the micro pool is carved out of the default pool.
-        let n = pool0.pcpus.count();
-        if micro.cores as usize >= n {
-            return Err(error(
-                source,
-                "host.microsliced.cores",
-                format!("cores = {} leaves pool {:?} ({n} pCPUs) no pCPU for normal scheduling", micro.cores, pool0.name),
-            ));
-        }
+        micro.check_cores(&pool0.name, pool0.pcpus.count()).map_err(|m| error(source, "host.microsliced.cores", m))?;
     }
     replay_pool_changes(source, &host, &change_index, &vms)?;
     super::bounds::check(&top, &mut host, &vms, &run)?;
@@ -1006,25 +997,24 @@ impl Totals {
     /// Count `count` copies of `spec`, or refuse them before they are made.
     fn add(&mut self, section: &Section, count: u32, spec: &VmSpec) -> Result<(), SimError> {
         let copies = u64::from(count);
-        let vcpus = self.vcpus + copies * u64::from(spec.vcpus);
-        let threads = self.threads + copies * spec.program.threads.len() as u64;
-        let (what, total, most, key) = if vcpus > MAX_TOTAL_VCPUS {
-            ("vCPUs", vcpus, MAX_TOTAL_VCPUS, "vcpus")
-        } else if threads > MAX_TOTAL_THREADS {
-            ("guest threads", threads, MAX_TOTAL_THREADS, "threads")
-        } else {
-            (self.vcpus, self.threads) = (vcpus, threads);
-            return Ok(());
-        };
-        let key = if count > 1 { "count" } else { key };
-        Err(section.error_at(
-            key,
-            format!(
-                "the scenario's VMs have {total} {what} with this one ({count} × {} {what}); expected at most {most} \
-                 over all VMs (fewer copies or smaller VMs)",
-                if what == "vCPUs" { u64::from(spec.vcpus) } else { spec.program.threads.len() as u64 },
-            ),
-        ))
+        let (vcpus, threads) = (u64::from(spec.vcpus), spec.program.threads.len() as u64);
+        for (what, key, each, before, most) in
+            [("vCPUs", "vcpus", vcpus, self.vcpus, MAX_TOTAL_VCPUS), ("guest threads", "threads", threads, self.threads, MAX_TOTAL_THREADS)]
+        {
+            let total = before + copies * each;
+            if total > most {
+                return Err(section.error_at(
+                    if count > 1 { "count" } else { key },
+                    format!(
+                        "the scenario's VMs have {total} {what} with this one ({count} × {each} {what}); expected at most \
+                         {most} over all VMs (fewer copies or smaller VMs)"
+                    ),
+                ));
+            }
+        }
+        self.vcpus += copies * vcpus;
+        self.threads += copies * threads;
+        Ok(())
     }
 }
 

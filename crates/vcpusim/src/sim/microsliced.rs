@@ -83,14 +83,7 @@ impl Sim {
             self.pool_channels[0].kernel_fn = true;
         }
         let parent_pcpus = self.pools[0].view.pcpus.clone();
-        if cfg.cores as usize >= parent_pcpus.len() {
-            return Err(format!(
-                "cores = {} leaves pool {:?} ({} pCPUs) no pCPU for normal scheduling",
-                cfg.cores,
-                self.pools[0].view.name,
-                parent_pcpus.len()
-            ));
-        }
+        cfg.check_cores(&self.pools[0].view.name, parent_pcpus.len())?;
         let id = PoolId(self.pools.len() as u32);
         let initial: Vec<PcpuId> = match cfg.mode {
             Mode::Static => micro_candidates(&parent_pcpus).into_iter().take(cfg.cores as usize).collect(),

@@ -77,6 +77,18 @@ pub struct MicroConfig {
     pub symbols: bool,
 }
 
+impl MicroConfig {
+    /// The micro pool is carved out of the default pool (`pool`, of `pcpus` pCPUs), which must
+    /// keep at least one pCPU for normal scheduling. Checked by the loader (so `vcpusim
+    /// validate` says it) and again where the pool is built, for a scenario made in Rust.
+    pub fn check_cores(&self, pool: &str, pcpus: usize) -> Result<(), String> {
+        if self.cores as usize >= pcpus {
+            return Err(format!("cores = {} leaves pool {pool:?} ({pcpus} pCPUs) no pCPU for normal scheduling", self.cores));
+        }
+        Ok(())
+    }
+}
+
 impl Default for MicroConfig {
     fn default() -> Self {
         MicroConfig {

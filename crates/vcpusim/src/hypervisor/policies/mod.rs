@@ -75,6 +75,12 @@ pub trait PolicyKind: Sync {
     fn honours_cap(&self) -> bool {
         false
     }
+    /// Whether the policy keeps a group run queue for every VM on every pCPU of the host, as
+    /// Linux keeps `tg->cfs_rq[cpu]` for a task group (cfs, eevdf): the loader bounds VMs ×
+    /// pCPUs for it (scenario/bounds.rs `MAX_GROUP_RUN_QUEUES`).
+    fn groups_per_vm_and_pcpu(&self) -> bool {
+        false
+    }
     /// The paravirtual channels the policy reads (`vmexit::Channels`): guest state it may see,
     /// as a real hypervisor sees it only through an interface the guest shares. None by default.
     fn channels(&self) -> crate::vmexit::Channels {

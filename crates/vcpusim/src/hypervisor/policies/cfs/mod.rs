@@ -121,6 +121,10 @@ impl PolicyKind for CfsKind {
     fn supports_pool_changes(&self) -> bool {
         true
     }
+    /// `groups[vm * npcpus + p]` (mod.rs `gi`).
+    fn groups_per_vm_and_pcpu(&self) -> bool {
+        true
+    }
     fn build(&self, params: &Params, host: HostShape) -> Box<dyn Policy> {
         Box::new(Cfs::new(params, host))
     }

@@ -82,6 +82,10 @@ impl PolicyKind for EevdfKind {
     fn hypervisor(&self) -> super::Hypervisor {
         super::Hypervisor::Kvm
     }
+    /// `groups` and the group entities in `ses`, one per VM and pCPU.
+    fn groups_per_vm_and_pcpu(&self) -> bool {
+        true
+    }
     fn build(&self, params: &Params, host: HostShape) -> Box<dyn Policy> {
         Box::new(Eevdf::new(params, host))
     }
