@@ -46,6 +46,14 @@ def test_from_toml_names_the_file_in_errors(tmp_path):
         vcpusim.Scenario.from_toml(path)
     with pytest.raises(vcpusim.ScenarioError, match="no such scenario file"):
         vcpusim.Scenario.from_toml(tmp_path / "absent.toml")
+    # Not a path at all: a TypeError naming the argument, not pathlib's.
+    with pytest.raises(TypeError, match=r"^from_toml: path: expected a file path \(str or os\.PathLike\), got int 123$"):
+        vcpusim.Scenario.from_toml(123)
+    # The TOML text itself, a likely slip: said so, and where the text goes.
+    with pytest.raises(vcpusim.ScenarioError, match=r"got TOML text, not a file path: give the text to vcpusim\.Scenario\(text\)"):
+        vcpusim.Scenario.from_toml(SMALL_SCENARIO)
+    (tmp_path / "ok.toml").write_text(SMALL_SCENARIO)
+    assert vcpusim.Scenario(SMALL_SCENARIO).text == vcpusim.Scenario.from_toml(tmp_path / "ok.toml").text
 
 
 def test_from_dict_matches_the_toml_file(small):

@@ -197,6 +197,18 @@ def test_bad_bench_scaling_repeats_is_a_usage_error(cli):
     assert "Invalid value for '--scaling-repeats'" in done.stderr, done.stderr
 
 
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_an_empty_out_is_refused_instead_of_writing_here(cli, tmp_path, command):
+    scenario = write_scenario(tmp_path, SMALL_SCENARIO)
+    here = tmp_path / "here"
+    here.mkdir()
+    done = cli(command, scenario, "--out", "", *(["--grid", "seed=1"] if command == "sweep" else []), cwd=here)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert "Invalid value for '--out'" in done.stderr and "got an empty string" in done.stderr, done.stderr
+    assert list(here.iterdir()) == [], "nothing written to the current folder"
+
+
 def test_bad_bench_scaling_pcpus_is_a_user_error(cli):
     assert_user_error(cli("bench", "--scaling", "--scaling-pcpus", "8,12", "--no-memory"), "multiples of 8")
 

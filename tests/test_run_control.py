@@ -164,6 +164,23 @@ def test_a_trace_window_holds_only_that_window_and_reaches_past_a_cut(small_toml
     assert (tmp_path / "o" / "trace.json").read_text() == windowed.trace_json
 
 
+def test_a_trace_window_from_the_runs_end_on_warns_that_the_trace_is_empty(small_toml, tmp_path):
+    scenario = vcpusim.Scenario.from_toml(small_toml)  # 200 ms
+    with pytest.warns(vcpusim.TraceEmptyWarning,
+                      match=r"the trace is empty: its window starts at t = 0\.200 s, and the run ended at t = 0\.200 s") as caught:
+        empty = vcpusim.run(scenario, trace_from="200ms")
+    assert issubclass(vcpusim.TraceEmptyWarning, vcpusim.TraceWarning) and len(caught) == 1
+    assert _trace_events(empty.trace_json) == [], "only the track names"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a window that starts inside the run is no news
+        late = vcpusim.run(scenario, trace_from="199ms")
+    assert _trace_events(late.trace_json)
+
+    done = run_cli("run", small_toml, "--out", tmp_path / "o", "--trace-from", "1s", "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert "warning: the trace is empty: its window starts at t = 1.000 s" in done.stderr, done.stderr
+
+
 @pytest.mark.parametrize("args, expected", [
     ({"trace_from": "2s", "trace_to": "1s"}, "trace_from (2s) must come before trace_to (1s)"),
     ({"trace_from": "soon"}, "trace_from:"),
@@ -205,6 +222,17 @@ def test_reading_a_trace_of_another_run_is_refused(small_toml, tmp_path):
     with pytest.raises(vcpusim.VcpusimError, match=r"trace\.json is not the trace of the run in .*summary\.json \(seed 1 against 2\)"):
         vcpusim.Result.read(tmp_path / "b")
     assert vcpusim.Result.read(tmp_path / "a").trace is not None
+
+
+@pytest.mark.parametrize("damage, reason", [
+    ('{"seed": 1,', "Expecting"),        # cut short, as by a full disk
+    ("[1, 2]", "it holds no JSON object"),
+])
+def test_reading_a_damaged_summary_is_refused_at_once_naming_it(small_toml, tmp_path, damage, reason):
+    vcpusim.run(vcpusim.Scenario.from_toml(small_toml)).write(tmp_path)
+    (tmp_path / "summary.json").write_text(damage)
+    with pytest.raises(vcpusim.VcpusimError, match=rf"summary\.json is not the summary vcpusim writes \({reason}.*run again"):
+        vcpusim.Result.read(tmp_path)
 
 
 # --- writing results -----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ calls them needs the ``if __name__ == "__main__":`` guard (see :func:`vcpusim.ru
 
 from ._core import DeadlockError, InternalError, LimitError, ScenarioError, VcpusimError
 from ._core import __version__
-from .api import Result, Scenario, TraceCutWarning, bench, catalog, interval_shares, load, run
+from .api import Result, Scenario, TraceCutWarning, TraceEmptyWarning, TraceWarning, bench, catalog, interval_shares, load, run
 from .runs import run_many, run_many_ray
 from .grids import aggregate, sweep, sweep_cases, tidy
 from .advise import advise
@@ -42,5 +42,7 @@ __all__ = [
     "LimitError",
     "InternalError",
     "TraceCutWarning",
+    "TraceEmptyWarning",
+    "TraceWarning",
     "__version__",
 ]

@@ -29,9 +29,22 @@ TRACE_FILE = "trace.json"
 MAX_SEED = 2**64 - 1
 
 
-class TraceCutWarning(UserWarning):
+class TraceWarning(UserWarning):
+    """Something to know about a run's trace; the run itself and its tables are whole."""
+
+
+class TraceCutWarning(TraceWarning):
     """A traced run recorded more events than the trace keeps: the trace stops early. Trace a
     window instead (``trace_from`` / ``trace_to``; ``--trace-from`` / ``--trace-to`` on the CLI)."""
+
+
+class TraceEmptyWarning(TraceWarning):
+    """The trace window starts at or after the run's end, so the trace holds no event of it."""
+
+
+def _trace_warning_class(message: str) -> type[TraceWarning]:
+    """The class of one of the engine's trace warnings (report.rs `trace_warnings`)."""
+    return TraceEmptyWarning if message.startswith("the trace is empty") else TraceCutWarning
 
 
 def _type_name(value: Any) -> str:
@@ -110,10 +123,16 @@ class Scenario:
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike) -> "Scenario":
+        """The scenario in a TOML file (TOML text itself goes to ``Scenario(text)``)."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"from_toml: path: expected a file path (str or os.PathLike), got {_type_name(path)}")
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
+            if "\n" in str(path):
+                raise ScenarioError("from_toml: path: got TOML text, not a file path: "
+                                    "give the text to vcpusim.Scenario(text)") from None
             raise ScenarioError(f"{path}: no such scenario file") from None
         except (OSError, UnicodeDecodeError) as e:
             raise ScenarioError(f"{path}: cannot read the scenario: {e}") from None
@@ -429,6 +448,12 @@ class Result:
                 raise VcpusimError(f"cannot read {directory / name}: {getattr(e, 'strerror', None) or e}") from None
 
         summary = text("summary.json")
+        try:
+            if not isinstance(json.loads(summary), dict):
+                raise ValueError("it holds no JSON object")
+        except ValueError as e:
+            raise VcpusimError(f"{directory / 'summary.json'} is not the summary vcpusim writes ({e}): "
+                               "run again to write it anew") from None
         trace = None
         if (directory / TRACE_FILE).exists():
             trace = text(TRACE_FILE)
@@ -548,7 +573,8 @@ def run(
 
     The GIL is released while the simulation runs; Ctrl-C stops it within a fraction of a
     second with ``KeyboardInterrupt`` (and no result). A trace cut at its event cap raises a
-    :class:`TraceCutWarning`.
+    :class:`TraceCutWarning`, a window starting at or after the run's end a
+    :class:`TraceEmptyWarning` (both are :class:`TraceWarning`).
     """
     where = "run"
     scenario = as_scenario(scenario)
@@ -576,7 +602,7 @@ def run(
         raise TypeError(f"{where}: progress: expected True, False or a callable, got {_type_name(progress)}")
     result = Result._from_core(output)
     for message in result.warnings:
-        warnings.warn(f"{scenario.source}: {message}", TraceCutWarning, stacklevel=2)
+        warnings.warn(f"{scenario.source}: {message}", _trace_warning_class(message), stacklevel=2)
     return result
 
 

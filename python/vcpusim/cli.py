@@ -128,10 +128,18 @@ def _toml_value(text: str):
         return text
 
 
+def _out_directory(value: str) -> str:
+    """--out as typed: an empty one (an unset shell variable) would become "." once a Path, and
+    the results would land in the current folder."""
+    if not value.strip():
+        raise typer.BadParameter("expected a directory, got an empty string (is a shell variable unset?)")
+    return value
+
+
 @app.command(cls=_Command)
 def run(
     file: Path = typer.Argument(..., metavar="FILE", help="Scenario TOML file."),
-    out: Path = typer.Option(..., "--out", "-o", metavar="DIR", help="Directory for vms.csv, metrics.csv, summary.json (and trace.json)."),
+    out: str = typer.Option(..., "--out", "-o", metavar="DIR", callback=_out_directory, help="Directory for vms.csv, metrics.csv, summary.json (and trace.json)."),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, max=MAX_SEED, metavar="N", help="Override the scenario's [run] seed (0 to 2^64-1)."),
     sets: List[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
     trace: bool = typer.Option(False, "--trace", help="Also write trace.json (Chrome trace events; open in Perfetto)."),
@@ -142,6 +150,7 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the per-VM table or the progress bar."),
 ) -> None:
     """Run a scenario and write its results to DIR (Ctrl-C stops it and writes nothing)."""
+    out = Path(out)
     created = not out.exists()
     with _errors_as_messages():
         scenario = _load(file, sets)
@@ -226,7 +235,7 @@ def _grid_value(text: str) -> list:
 @app.command(cls=_Command)
 def sweep(
     file: Path = typer.Argument(..., metavar="FILE", help="Scenario TOML file, with a [sweep] table or --grid."),
-    out: Path = typer.Option(..., "--out", "-o", metavar="DIR", help="Directory for sweep.csv, sweep.parquet and the saved runs (runs/)."),
+    out: str = typer.Option(..., "--out", "-o", metavar="DIR", callback=_out_directory, help="Directory for sweep.csv, sweep.parquet and the saved runs (runs/)."),
     sets: List[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
     grid: List[str] = typer.Option([], "--grid", metavar="KEY=VALUES", help=GRID_HELP),
     processes: Optional[int] = typer.Option(None, "--processes", "-j", min=1, metavar="N", help="Worker processes (default: one per CPU)."),
@@ -239,6 +248,8 @@ def sweep(
     per run and VM. Runs are saved as they finish: run it again after a crash or Ctrl-C and only
     the unfinished runs are computed."""
     import warnings
+
+    out = Path(out)
 
     from .grids import RUNS_DIR, grid_of, points, point_scenario, sweep_cases, TABLE_CSV, TABLE_PARQUET
     from .runs import _SweepDir

@@ -325,7 +325,7 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         metrics_csv: metrics,
         summary_json: serde_json::to_string_pretty(&summary).expect("JSON values serialize") + "\n",
         trace_json: sim.trace.as_ref().map(|t| t.to_json(&run_identity)),
-        warnings: sim.trace.as_ref().and_then(|t| trace_cut_warning(t, sim.now)).into_iter().collect(),
+        warnings: sim.trace.as_ref().map(|t| trace_warnings(t, sim.now)).unwrap_or_default(),
     }
 }
 
@@ -343,6 +343,23 @@ fn remote_memory_share(sim: &Sim, i: usize) -> f64 {
         }
     }
     if total == 0 { 0.0 } else { remote as f64 / total as f64 }
+}
+
+/// What a user should know about the trace: it was cut at its event cap, or its window began at
+/// or after the run's end (so it holds no event of the run).
+fn trace_warnings(trace: &crate::metrics::trace::TraceSink, end: u64) -> Vec<String> {
+    let mut warnings: Vec<String> = trace_cut_warning(trace, end).into_iter().collect();
+    if let Some((from, _)) = trace.window() {
+        if from >= end {
+            warnings.push(format!(
+                "the trace is empty: its window starts at t = {:.3} s, and the run ended at t = {:.3} s; \
+                 give a --trace-from (trace_from in Python) before the run's end",
+                from as f64 / 1e9,
+                end as f64 / 1e9,
+            ));
+        }
+    }
+    warnings
 }
 
 /// The warning for a trace that reached its event cap: how much it holds and how to get the rest.
