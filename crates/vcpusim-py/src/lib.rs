@@ -253,9 +253,7 @@ fn run_bench(
     scenario_text: Option<&str>,
     scenario_source: &str,
 ) -> PyResult<String> {
-    let duration_arg = |name: &str, text: &str| {
-        parse_duration(text).map_err(|e| VcpusimError::new_err(format!("bench: {name}: {e}")))
-    };
+    let duration_arg = |name: &str, text: &str| parse_duration(text).map_err(|e| VcpusimError::new_err(format!("bench: {name}: {e}")));
     fn arg<T>(name: &str, r: Result<T, String>) -> PyResult<T> {
         r.map_err(|e| VcpusimError::new_err(format!("bench: {name}: {e}")))
     }

@@ -63,11 +63,13 @@ fn run() -> Result<(), String> {
             }
             "--scaling-pcpus" => {
                 let v = args.next().ok_or("--scaling-pcpus needs a value")?;
-                scaling.get_or_insert_with(ScalingOptions::quick).pcpus = parse_scaling_pcpus(&v).map_err(|e| format!("--scaling-pcpus: {e}"))?;
+                scaling.get_or_insert_with(ScalingOptions::quick).pcpus =
+                    parse_scaling_pcpus(&v).map_err(|e| format!("--scaling-pcpus: {e}"))?;
             }
             "--scaling-policies" => {
                 let v = args.next().ok_or("--scaling-policies needs a value")?;
-                scaling.get_or_insert_with(ScalingOptions::quick).policies = parse_scaling_policies(&v).map_err(|e| format!("--scaling-policies: {e}"))?;
+                scaling.get_or_insert_with(ScalingOptions::quick).policies =
+                    parse_scaling_policies(&v).map_err(|e| format!("--scaling-policies: {e}"))?;
             }
             "--scaling-sim-time" => {
                 let t = duration("--scaling-sim-time", args.next())?;

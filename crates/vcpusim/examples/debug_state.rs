@@ -12,10 +12,23 @@ fn main() {
         let vc = &sim.vcpus[i];
         let (g, k) = sim.gslot(vcpusim::ids::VcpuId(i as u32));
         let gv = &sim.guests[g].vcpus[k];
-        println!("vcpu {i} vm {} {:?} pcpu {:?} preempted {} act {:?} kind {:?} cur {:?} rq {:?} pending {:?}", vi.vm, vi.state, vi.pcpu, vi.preempted, vc.activity, vc.time_kind, gv.current, gv.runqueue, gv.pending_ipis.len());
+        println!(
+            "vcpu {i} vm {} {:?} pcpu {:?} preempted {} act {:?} kind {:?} cur {:?} rq {:?} pending {:?}",
+            vi.vm,
+            vi.state,
+            vi.pcpu,
+            vi.preempted,
+            vc.activity,
+            vc.time_kind,
+            gv.current,
+            gv.runqueue,
+            gv.pending_ipis.len()
+        );
     }
     for t in &sim.threads {
         println!("thread {} vm {} {:?} vcpu {} front {:?}", t.id, t.vm, t.state, t.vcpu, t.steps.front());
     }
-    for (i, s) in sim.guests.iter().flat_map(|g| g.shootdowns.iter()).enumerate() { println!("sd {i} pending {}", s.pending_acks); }
+    for (i, s) in sim.guests.iter().flat_map(|g| g.shootdowns.iter()).enumerate() {
+        println!("sd {i} pending {}", s.pending_acks);
+    }
 }

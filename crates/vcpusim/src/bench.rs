@@ -413,7 +413,9 @@ pub fn parse_scaling_pcpus(text: &str) -> Result<Vec<u32>, String> {
             .split(',')
             .map(|x| match x.trim().parse::<u32>() {
                 Ok(n) if n > 0 && n.is_multiple_of(8) => Ok(n),
-                _ => Err(format!("got {x:?} in {text:?}, expected \"quick\", \"full\" or pCPU counts that are positive multiples of 8, comma-separated")),
+                _ => Err(format!(
+                    "got {x:?} in {text:?}, expected \"quick\", \"full\" or pCPU counts that are positive multiples of 8, comma-separated"
+                )),
             })
             .collect(),
     }
@@ -543,7 +545,11 @@ fn rss_text(x: &ScalingRow) -> String {
 pub fn to_text(r: &BenchReport) -> String {
     use std::fmt::Write;
     let mut s = String::new();
-    let _ = writeln!(s, "vcpusim bench: {}, {} build, {} timed runs (each followed by a bare-heap timing)", r.scenario, r.build_profile, r.repeats);
+    let _ = writeln!(
+        s,
+        "vcpusim bench: {}, {} build, {} timed runs (each followed by a bare-heap timing)",
+        r.scenario, r.build_profile, r.repeats
+    );
     let mut row = |k: &str, v: String| {
         let _ = writeln!(s, "  {k:<44} {v:>16}");
     };
@@ -570,7 +576,11 @@ pub fn to_text(r: &BenchReport) -> String {
     if let Some(rows) = &r.scaling {
         let runs = rows.first().map_or(1, |x| x.runs);
         let _ = writeln!(s, "\nscaling (quickstart mix per 8 pCPUs; fastest of {runs} run(s) of each row; events/s and ns/event of the event loop, setup apart):");
-        let _ = writeln!(s, "  {:<7} {:>6} {:>6} {:>9} {:>10} {:>12} {:>9} {:>9} {:>10} {:>9} {:>17}", "policy", "pcpus", "vcpus", "sim ms", "events", "events/s", "ns/event", "setup ms", "peak queue", "stale %", "RSS MiB (start)");
+        let _ = writeln!(
+            s,
+            "  {:<7} {:>6} {:>6} {:>9} {:>10} {:>12} {:>9} {:>9} {:>10} {:>9} {:>17}",
+            "policy", "pcpus", "vcpus", "sim ms", "events", "events/s", "ns/event", "setup ms", "peak queue", "stale %", "RSS MiB (start)"
+        );
         for x in rows {
             let _ = writeln!(
                 s,
@@ -668,7 +678,12 @@ mod tests {
             duration: Some(SEC / 5),
             memory_durations: Some((SEC / 20, SEC / 5)),
             repeats: 2,
-            scaling: Some(ScalingOptions { pcpus: vec![8, 16], policies: vec!["cfs".into(), "credit".into()], sim_time_at_8: SEC / 50, repeats: 2 }),
+            scaling: Some(ScalingOptions {
+                pcpus: vec![8, 16],
+                policies: vec!["cfs".into(), "credit".into()],
+                sim_time_at_8: SEC / 50,
+                repeats: 2,
+            }),
         };
         let report = run_standard(&options).expect("the quickstart scenario runs");
         assert!(report.sim_time_ns > 0 && report.sim_time_ns <= SEC / 5, "{}", report.sim_time_ns);

@@ -104,16 +104,12 @@ impl ParamSpec {
     pub fn parse(&self, value: &toml::Value) -> Result<ParamValue, String> {
         let bad = || format!("expected {}, got {}", self.expected(), show_toml(value));
         let v = match (self.kind, value) {
-            (ParamKind::Duration, toml::Value::String(s)) => {
-                ParamValue::Duration(parse_duration(s).map_err(|e| e.to_string())?)
-            }
+            (ParamKind::Duration, toml::Value::String(s)) => ParamValue::Duration(parse_duration(s).map_err(|e| e.to_string())?),
             (ParamKind::Int, toml::Value::Integer(i)) if *i >= 0 => ParamValue::Int(*i as u64),
             (ParamKind::Float, toml::Value::Float(f)) => ParamValue::Float(*f),
             (ParamKind::Float, toml::Value::Integer(i)) => ParamValue::Float(*i as f64),
             (ParamKind::Bool, toml::Value::Boolean(b)) => ParamValue::Bool(*b),
-            (ParamKind::Choice(choices), toml::Value::String(s)) if choices.contains(&s.as_str()) => {
-                ParamValue::Choice(s.clone())
-            }
+            (ParamKind::Choice(choices), toml::Value::String(s)) if choices.contains(&s.as_str()) => ParamValue::Choice(s.clone()),
             (ParamKind::Choice(choices), toml::Value::Integer(_) | toml::Value::Float(_)) => {
                 // `xen = 4.4` (or `--set host.params.xen=4.4`) reads as a TOML number: say so,
                 // rather than "expected one of ... 4.4 ..., got 4.4". (3.10 would read as 3.1.)
@@ -169,9 +165,7 @@ impl Params {
         self.values.iter()
     }
     fn get(&self, name: &str) -> &ParamValue {
-        self.values
-            .get(name)
-            .unwrap_or_else(|| panic!("parameter {name:?} is not declared by its spec list"))
+        self.values.get(name).unwrap_or_else(|| panic!("parameter {name:?} is not declared by its spec list"))
     }
     pub fn duration(&self, name: &str) -> Nanos {
         match self.get(name) {

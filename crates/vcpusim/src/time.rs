@@ -27,9 +27,7 @@ pub fn mul_div(a: u64, b: u64, c: u64) -> u128 {
 /// Returns a message that says what was expected when the text is not a non-negative duration.
 pub fn parse_duration(text: &str) -> Result<Nanos, String> {
     let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E'))
-        .unwrap_or(t.len());
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E')).unwrap_or(t.len());
     // "1e3ms" is fine, but an 'e' that starts the unit is not part of the number.
     let (num, unit) = t.split_at(split);
     let unit = unit.trim();
@@ -37,9 +35,7 @@ pub fn parse_duration(text: &str) -> Result<Nanos, String> {
     if num.is_empty() {
         return Err(format!("expected {expected}, got {text:?}"));
     }
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("expected {expected}, got {text:?}"))?;
+    let value: f64 = num.parse().map_err(|_| format!("expected {expected}, got {text:?}"))?;
     let scale = match unit {
         "ns" => NS,
         "us" | "µs" => US,
@@ -94,11 +90,11 @@ mod tests {
             (0, 5, 3),
             (7, 1024, 3),
             (u64::MAX, 1, 1),
-            (u64::MAX, 2, 3),              // the product passes u64
-            (1 << 32, 1 << 32, 7),         // exactly 2^64: just past
-            ((1 << 32) - 1, 1 << 32, 7),   // just below
+            (u64::MAX, 2, 3),            // the product passes u64
+            (1 << 32, 1 << 32, 7),       // exactly 2^64: just past
+            ((1 << 32) - 1, 1 << 32, 7), // just below
             (u64::MAX, u64::MAX, u64::MAX),
-            (u64::MAX, u64::MAX, 1),       // a quotient beyond u64
+            (u64::MAX, u64::MAX, 1), // a quotient beyond u64
         ];
         for (a, b, c) in cases {
             assert_eq!(mul_div(a, b, c), exact(a, b, c), "{a} x {b} / {c}");

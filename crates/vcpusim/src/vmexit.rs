@@ -43,7 +43,6 @@ impl IpiKind {
     }
 }
 
-
 /// A virtual interrupt on its way to (or pending in) a vCPU: its kind and sender, and for a TLB
 /// shootdown the guest's payload (which shootdown, how many pages to flush), which the host
 /// carries without reading (as the guest's flush info sits in guest memory).

@@ -144,7 +144,6 @@ fn hybrid_co_schedules_a_pinned_concurrent_vm_beside_pinned_hit_vms() {
     assert!(c[4] as f64 > 0.99 * running as f64, "con's vCPUs were not co-scheduled: {c:?}");
 }
 
-
 /// A random host: pool0 (credit or cfs, or the co-scheduling policy itself) and a pool of gang
 /// or hybrid, VMs of random sizes, workloads, classes and per-vCPU hard and soft masks.
 fn random_scenario(seed: u64) -> String {

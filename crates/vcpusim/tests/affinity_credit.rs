@@ -47,7 +47,6 @@ fn run_measured(sim: &mut Sim, until: u64) -> Vec<Vec<u64>> {
     on
 }
 
-
 /// A random non-empty mask over `n` pCPUs: a single pCPU (a pin) a third of the time, otherwise
 /// each pCPU with probability 1/2.
 fn random_mask(rng: &mut Rng, n: u32) -> CpuMask {
@@ -64,11 +63,7 @@ fn random_mask(rng: &mut Rng, n: u32) -> CpuMask {
 
 #[test]
 fn random_hard_masks_are_never_left_and_runs_pass_every_invariant() {
-    let topologies = [
-        "pcpus = 8",
-        "pcpus = 8\nsockets = 2\nthreads_per_core = 2",
-        "pcpus = 6\nsockets = 2\nnuma_nodes = 2",
-    ];
+    let topologies = ["pcpus = 8", "pcpus = 8\nsockets = 2\nthreads_per_core = 2", "pcpus = 6\nsockets = 2\nnuma_nodes = 2"];
     let workloads = ["cpu-bound", "barrier", "mutex"];
     let mut total_runs = 0;
     for seed in 0..6u64 {
@@ -180,4 +175,3 @@ fn two_vcpus_pinned_to_one_pcpu_share_it_evenly_and_never_leave() {
         assert!(total > 99 * until / 100, "free vCPU {v} ran {total} ns");
     }
 }
-

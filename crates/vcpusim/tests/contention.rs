@@ -13,8 +13,7 @@ use vcpusim::sim::state::Sim;
 /// `sens` as their `[vm.contention]`, on `host` (the `[host]` body) with `contention` on. Every
 /// pCPU comes online at 0 (`start_skew = "0ns"`), so the vCPUs are busy together from the start.
 fn pinned(host: &str, contention: &str, sens: &str, cpus: &[&str], duration: &str) -> String {
-    let mut text =
-        format!("[host]\n{host}\npolicy = \"credit\"\nstart_skew = \"0ns\"\n[host.contention]\n{contention}\n");
+    let mut text = format!("[host]\n{host}\npolicy = \"credit\"\nstart_skew = \"0ns\"\n[host.contention]\n{contention}\n");
     for (i, c) in cpus.iter().enumerate() {
         text += &format!("[[vm]]\nname = \"v{i}\"\nvcpus = 1\nworkload = \"cpu-bound\"\ncpus = \"{c}\"\n{sens}\n");
     }
@@ -120,10 +119,7 @@ fn remote_memory_slows_by_the_remote_share_and_is_reported() {
         vm("auto", "1", "\"auto\""),
     );
     // "auto" memory follows the node affinity, here derived from `cpus = "1"` (node 0): local.
-    assert_eq!(
-        speeds_at(&text, 500_000_000),
-        [Speed::ONE, Speed::from_ppm(700_000), Speed::from_ppm(850_000), Speed::ONE]
-    );
+    assert_eq!(speeds_at(&text, 500_000_000), [Speed::ONE, Speed::from_ppm(700_000), Speed::from_ppm(850_000), Speed::ONE]);
     let t = vm_table(&run_toml(&text, false));
     for (name, share, slowdown) in [("local", 0.0, 0.0), ("remote", 1.0, 0.4286), ("striped", 0.0, 0.1765), ("auto", 0.0, 0.0)] {
         assert_eq!(num(&t, name, "remote_memory_share"), share, "{name}");

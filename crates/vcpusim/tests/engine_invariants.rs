@@ -36,13 +36,7 @@ seed = 3
 #[test]
 fn invariants_hold_for_every_policy_and_workload() {
     for policy in POLICIES {
-        for (workload, extra) in [
-            ("barrier", ""),
-            ("mutex", ""),
-            ("tlb", ""),
-            ("pipeline", "threads = 6"),
-            ("cpu-bound", ""),
-        ] {
+        for (workload, extra) in [("barrier", ""), ("mutex", ""), ("tlb", ""), ("pipeline", "threads = 6"), ("cpu-bound", "")] {
             let out = run_toml(&mix(policy, workload, extra), true);
             let t = vm_table(&out);
             assert!(num(&t, "par", "progress") > 0.0, "{policy}/{workload} made no progress:\n{}", out.vms_csv);

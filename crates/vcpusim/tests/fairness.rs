@@ -135,9 +135,8 @@ fn scenario(mix: &Mix, policy: &str, params: &str, seed: u64) -> String {
         text += &format!("[host.params]\n{params}\n");
     }
     for (i, (&(n, _), w)) in mix.vms.iter().zip(mix.weights()).enumerate() {
-        text += &format!(
-            "\n[[vm]]\nname = \"vm{i}\"\nvcpus = {n}\nweight = {w}\nworkload = \"cpu-bound\"\nparams = {{ chunk = \"1s\" }}\n"
-        );
+        text +=
+            &format!("\n[[vm]]\nname = \"vm{i}\"\nvcpus = {n}\nweight = {w}\nworkload = \"cpu-bound\"\nparams = {{ chunk = \"1s\" }}\n");
     }
     text += &format!("\n[run]\nduration = \"25s\"\nsample_every = \"5s\"\nseed = {seed}\n");
     text

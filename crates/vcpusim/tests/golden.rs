@@ -28,10 +28,8 @@ fn crate_dir() -> PathBuf {
 }
 
 fn toml_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("a directory entry").path())
-        .collect();
+    let mut entries: Vec<_> =
+        std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())).map(|e| e.expect("a directory entry").path()).collect();
     entries.sort();
     for p in entries {
         if p.is_dir() {

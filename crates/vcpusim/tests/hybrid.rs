@@ -42,9 +42,11 @@ fn ideal_job(pcpus: u32, n: u32, weight: u32, dom0: u32, class: &str, pe_unit: u
     num(&t, "job", "completion_time_ms") / 30.0
 }
 
-
 /// Cpu-bound VMs of the given (name, vCPUs, weight, type) on 8 pCPUs for 10 s, check mode.
-fn cpu_bound_mix(work_conserving: bool, vms: &[(&str, u32, u32, &str)]) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>> {
+fn cpu_bound_mix(
+    work_conserving: bool,
+    vms: &[(&str, u32, u32, &str)],
+) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>> {
     let mut text = format!("[host]\npcpus = 8\npolicy = \"hybrid\"\n[host.params]\nwork_conserving = {work_conserving}\n");
     for (name, vcpus, weight, class) in vms {
         text += &format!("[[vm]]\nname = \"{name}\"\nvcpus = {vcpus}\nweight = {weight}\ntype = \"{class}\"\nworkload = \"cpu-bound\"\n");
@@ -65,9 +67,8 @@ fn entitlements(npcpus: f64, vms: &[(&str, u32, u32, &str)], work_conserving: bo
     let mut left = npcpus;
     loop {
         let open_weight: f64 = vms.iter().zip(&got).filter(|(_, g)| g.is_none()).map(|(v, _)| v.2 as f64).sum();
-        let full: Vec<usize> = (0..vms.len())
-            .filter(|i| got[*i].is_none() && left * vms[*i].2 as f64 / open_weight >= vms[*i].1 as f64)
-            .collect();
+        let full: Vec<usize> =
+            (0..vms.len()).filter(|i| got[*i].is_none() && left * vms[*i].2 as f64 / open_weight >= vms[*i].1 as f64).collect();
         if full.is_empty() {
             return vms.iter().zip(got).map(|(v, g)| g.unwrap_or(left * v.2 as f64 / open_weight)).collect();
         }
@@ -180,8 +181,14 @@ fn bad_hybrid_keys_give_clear_errors() {
     let base = "[host]\npcpus = 4\npolicy = \"hybrid\"\n[[vm]]\nname = \"a\"\nvcpus = 2\nworkload = \"cpu-bound\"\n";
     let cases = [
         (base.replace("policy = \"hybrid\"\n", "policy = \"hybrid\"\n[host.params]\nslot = \"0ms\"\n"), "host.params.slot"),
-        (base.replace("policy = \"hybrid\"\n", "policy = \"hybrid\"\n[host.params]\nwork_conserving = \"no\"\n"), "host.params.work_conserving"),
-        (base.replace("policy = \"hybrid\"\n", "policy = \"hybrid\"\n[host.params]\npe_units = 3\n"), "host.params.pe_units: unknown key; did you mean \"pe_unit\"?"),
+        (
+            base.replace("policy = \"hybrid\"\n", "policy = \"hybrid\"\n[host.params]\nwork_conserving = \"no\"\n"),
+            "host.params.work_conserving",
+        ),
+        (
+            base.replace("policy = \"hybrid\"\n", "policy = \"hybrid\"\n[host.params]\npe_units = 3\n"),
+            "host.params.pe_units: unknown key; did you mean \"pe_unit\"?",
+        ),
         (format!("{base}type = \"concurrent\"\n"), "vm[0].type: expected one of hit, con, got \"concurrent\""),
         (format!("{base}type = \"con\"\nu_factor = 2\n"), "vm[0].u_factor: expected a number in [0, 1]"),
         (format!("{base}u_factor = 0.5\n"), "vm[0].u_factor: u_factor = 0.5 applies to concurrent VMs only"),

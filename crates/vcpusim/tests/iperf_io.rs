@@ -51,10 +51,7 @@ fn solo_tcp_throughput_is_the_link_limited_goodput() {
     assert!((link_limited - nic.link_goodput_mbps()).abs() < 1e-9);
     let (t, m) = run_fig9("tcp", 1, false, 1000);
     let got = num(&t, "io", "throughput_mbps");
-    assert!(
-        (got - link_limited).abs() / link_limited < 0.05,
-        "solo iperf: {got} Mbit/s, the link allows {link_limited:.1}"
-    );
+    assert!((got - link_limited).abs() / link_limited < 0.05, "solo iperf: {got} Mbit/s, the link allows {link_limited:.1}");
     // The stream was ACKed and every frame went through the interrupt path.
     assert!(m["net_acks"] > 0.0 && m["net_virqs"] > 0.0 && m["net_frames"] >= m["net_virqs"]);
     assert_eq!(t["io"]["jitter_ms"], "", "iperf reports no jitter for TCP");
@@ -111,10 +108,8 @@ fn runs_are_deterministic_and_runs_without_a_device_keep_their_columns() {
     assert!(a.vms_csv.lines().next().unwrap().ends_with(",throughput_mbps,jitter_ms"));
     // The lookbusy VM has no device: its I/O cells are empty.
     assert_eq!(vm_table(&a)["hog"]["throughput_mbps"], "");
-    let plain = run_toml(
-        "[host]\npcpus = 1\n[[vm]]\nname = \"a\"\nvcpus = 1\nworkload = \"lookbusy\"\n[run]\nduration = \"50ms\"\n",
-        false,
-    );
+    let plain =
+        run_toml("[host]\npcpus = 1\n[[vm]]\nname = \"a\"\nvcpus = 1\nworkload = \"lookbusy\"\n[run]\nduration = \"50ms\"\n", false);
     assert!(!plain.vms_csv.contains("throughput_mbps"));
 }
 

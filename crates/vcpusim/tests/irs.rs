@@ -74,7 +74,8 @@ fn a_slow_handler_is_cut_at_the_notify_delay_and_an_unregistered_guest_is_never_
     let s = sim.overlay.as_ref().unwrap().stats;
     assert!(s.timeouts > 0 && s.acks == 0, "every hold ended at its deadline: {s:?}");
     assert_eq!(s.delay_max_ns, 23 * US, "the switch came exactly at the notify delay: {s:?}");
-    let custom = scenario("overlay = \"irs\"\n[host.irs]\nnotify_delay = \"5us\"", true, "parsec.streamcluster").replace("irs = true", "irs = true\nirs_handler = \"50us\"");
+    let custom = scenario("overlay = \"irs\"\n[host.irs]\nnotify_delay = \"5us\"", true, "parsec.streamcluster")
+        .replace("irs = true", "irs = true\nirs_handler = \"50us\"");
     let s = run_sim_checked(&custom, 200).overlay.as_ref().unwrap().stats;
     assert!(s.timeouts > 0 && s.delay_max_ns == 5 * US, "[host.irs] notify_delay is the bound: {s:?}");
     let sim = run_sim_checked(&scenario(IRS, false, "parsec.streamcluster"), 400);
@@ -135,8 +136,11 @@ fn stacking(text: &str, ms: u64) -> (f64, u64) {
 fn cpu_stacking_under_vanilla_xen_and_irs_with_and_without_the_migrator() {
     let base = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/examples/cpu-stacking.toml")).unwrap();
     let irs = |migrator: bool| {
-        base.replace("params = { xen = \"4.4\" }", &format!("params = {{ xen = \"4.4\" }}\noverlay = \"irs\"\n[host.irs]\nmigrator = {migrator}"))
-            .replace("threads = 3", "threads = 3\n[vm.guest]\nirs = true")
+        base.replace(
+            "params = { xen = \"4.4\" }",
+            &format!("params = {{ xen = \"4.4\" }}\noverlay = \"irs\"\n[host.irs]\nmigrator = {migrator}"),
+        )
+        .replace("threads = 3", "threads = 3\n[vm.guest]\nirs = true")
     };
     let vanilla = stacking(&base, 1000);
     let without = stacking(&irs(false), 1000);

@@ -168,7 +168,9 @@ fn a_pv_kick_wakes_a_blocked_vcpu_and_ends_a_halt_poll_without_a_wakeup() {
     assert_eq!(sim.vinfo[1].state, VcpuState::Running);
     assert!(!sim.vinfo[1].pv_unhalted);
     // On, once vCPU 1 polls: the kick ends the poll; no wake-up, it stays on its pCPU.
-    let mut sim = run_until(&ping_pong(POLL, ""), |s| s.vms[0].stats.halt_poll_successes > 3 && s.pollers == [b] && s.vinfo[0].state == VcpuState::Running);
+    let mut sim = run_until(&ping_pong(POLL, ""), |s| {
+        s.vms[0].stats.halt_poll_successes > 3 && s.pollers == [b] && s.vinfo[0].state == VcpuState::Running
+    });
     let (wakeups, successes) = (sim.vms[0].stats.wakeups, sim.vms[0].stats.halt_poll_successes);
     sim.kvm_kick_cpu(a, b);
     assert!(sim.pollers.is_empty());

@@ -67,10 +67,8 @@ impl Rng {
 fn random_scenario(rng: &mut Rng) -> String {
     let pcpus = 2 + rng.below(3);
     let policy = ["credit\"\nparams = { xen = \"4.7\" }", "cfs\"", "credit\"\nparams = { xen = \"4.4\" }"][rng.below(3) as usize];
-    let mut text = format!(
-        "[host]\npcpus = {pcpus}\npolicy = \"{policy}\n[guest]\nkernel = \"linux-4.4\"\npv_spin = \"{}us\"\n",
-        1 + rng.below(60)
-    );
+    let mut text =
+        format!("[host]\npcpus = {pcpus}\npolicy = \"{policy}\n[guest]\nkernel = \"linux-4.4\"\npv_spin = \"{}us\"\n", 1 + rng.below(60));
     for vm in 0..2 {
         let vcpus = 2 + rng.below(3);
         let threads = vcpus + rng.below(2);

@@ -114,8 +114,10 @@ fn bad_tables_are_refused_naming_file_key_and_value() {
     let e = load_error(&with_table("cores = 8"));
     assert!(e.contains("<microsliced test>: host.microsliced.cores: cores = 8 leaves pool \"pool0\" (8 pCPUs)"), "{e}");
     let pooled = |cores: u32| {
-        with_table(&format!("cores = {cores}"))
-            .replace("[[vm]]\nname = \"dedup\"", "[[host.pool]]\nname = \"p1\"\npcpus = \"6-7\"\npolicy = \"credit\"\n[[vm]]\nname = \"dedup\"")
+        with_table(&format!("cores = {cores}")).replace(
+            "[[vm]]\nname = \"dedup\"",
+            "[[host.pool]]\nname = \"p1\"\npcpus = \"6-7\"\npolicy = \"credit\"\n[[vm]]\nname = \"dedup\"",
+        )
     };
     let e = load_error(&pooled(6));
     assert!(e.contains("cores = 6 leaves pool \"pool0\" (6 pCPUs)"), "{e}");
@@ -124,7 +126,9 @@ fn bad_tables_are_refused_naming_file_key_and_value() {
     let mut sc = load_scenario(&with_table("cores = 2"), "<microsliced test>").expect("loads");
     sc.host.microsliced.as_mut().expect("present").cores = 8;
     match run_api(&sc, &RunOptions::default()) {
-        Err(SimError::Scenario { key, message, .. }) => assert!(key == "host.microsliced.cores" && message.contains("cores = 8"), "{key}: {message}"),
+        Err(SimError::Scenario { key, message, .. }) => {
+            assert!(key == "host.microsliced.cores" && message.contains("cores = 8"), "{key}: {message}")
+        }
         other => panic!("expected a scenario error, got {other:?}"),
     }
 }
@@ -135,7 +139,8 @@ fn vms_csv_gains_accelerated_columns_only_with_microsliced() {
     let on = run_api(&load_scenario(&with_table("cores = 2"), "<t>").expect("loads"), &options).expect("runs");
     let off = run_api(&load_scenario(SCENARIO, "<t>").expect("loads"), &options).expect("runs");
     let header = |csv: &str| csv.lines().next().unwrap().to_string();
-    assert!(header(&on.vms_csv).ends_with("accelerated_count,accelerated_tlb_count,accelerated_lock_count,accelerated_irq_count,accelerated_ipi_count"));
+    assert!(header(&on.vms_csv)
+        .ends_with("accelerated_count,accelerated_tlb_count,accelerated_lock_count,accelerated_irq_count,accelerated_ipi_count"));
     assert!(!header(&off.vms_csv).contains("accelerated"));
     assert!(!off.summary_json.contains("microsliced"));
     assert!(on.summary_json.contains("\"microsliced\""));

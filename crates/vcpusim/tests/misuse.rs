@@ -56,10 +56,8 @@ fn unlocking_a_mutex_the_thread_never_locked_is_refused_naming_the_op() {
 fn unlocking_a_mutex_another_thread_holds_is_refused() {
     // Thread 0 locks, thread 1 unlocks: undefined for a default pthread mutex, EPERM for an
     // error-checking one.
-    let e = load_error(&program_scenario(
-        2,
-        "mutexes = 1\nthreads = [[{lock = 0}, {compute = \"5ms\"}], [{compute = \"1ms\"}, {unlock = 0}]]",
-    ));
+    let e =
+        load_error(&program_scenario(2, "mutexes = 1\nthreads = [[{lock = 0}, {compute = \"5ms\"}], [{compute = \"1ms\"}, {unlock = 0}]]"));
     assert!(e.starts_with("m.toml: vm[0].program.threads[1][1].unlock: unlocks mutex 0"), "{e}");
 }
 
@@ -71,10 +69,8 @@ fn cond_wait_without_its_mutex_is_refused() {
 
 #[test]
 fn a_loop_that_unlocks_once_too_often_is_refused_on_its_second_pass() {
-    let e = load_error(&program_scenario(
-        1,
-        "mutexes = 1\nthreads = [[{lock = 0}, {loop = 3, body = [{compute = \"1ms\"}, {unlock = 0}]}]]",
-    ));
+    let e =
+        load_error(&program_scenario(1, "mutexes = 1\nthreads = [[{lock = 0}, {loop = 3, body = [{compute = \"1ms\"}, {unlock = 0}]}]]"));
     assert!(e.contains("threads[0][1].body[1].unlock: unlocks mutex 0") && e.ends_with("(on the loop's second pass)"), "{e}");
     // The same body once is fine, and so is a loop that takes the mutex back before its end.
     for ok in [
@@ -89,10 +85,8 @@ fn a_loop_that_unlocks_once_too_often_is_refused_on_its_second_pass() {
 
 #[test]
 fn duplicate_kernel_lock_names_are_refused() {
-    let e = load_error(&program_scenario(
-        1,
-        "kernel_locks = [\"dcache\", \"inode\", \"dcache\"]\nthreads = [[{syscall = \"1us\", lock = 0}]]",
-    ));
+    let e =
+        load_error(&program_scenario(1, "kernel_locks = [\"dcache\", \"inode\", \"dcache\"]\nthreads = [[{syscall = \"1us\", lock = 0}]]"));
     assert!(e.starts_with("m.toml: vm[0].program.kernel_locks[2]: \"dcache\" is already kernel_locks[0]"), "{e}");
 }
 
@@ -156,7 +150,10 @@ fn a_shootdown_handler_longer_than_time_itself_is_refused_naming_the_cost() {
     let text = program_scenario(2, "threads = [[{compute = \"1ms\"}, {munmap = 1048576}], [{compute = \"5ms\"}]]")
         .replace("[[vm]]", "[host.costs]\ntlb_flush_per_page = \"17592186044415ns\"\n[[vm]]");
     let e = load_error(&text);
-    assert!(e.starts_with("m.toml: host.costs.tlb_flush_per_page: 17592186044415ns per page × 1048576 pages (VM \"app\"'s largest munmap)"), "{e}");
+    assert!(
+        e.starts_with("m.toml: host.costs.tlb_flush_per_page: 17592186044415ns per page × 1048576 pages (VM \"app\"'s largest munmap)"),
+        "{e}"
+    );
     // A large but representable cost loads.
     load_scenario(&text.replace("17592186044415ns", "1ms"), "ok.toml").unwrap();
 }

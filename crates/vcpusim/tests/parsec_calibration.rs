@@ -44,10 +44,7 @@ fn tlb_intensive_models_send_the_seeds_tlb_ipi_rates_solo() {
     for (workload, seed_rate) in [("parsec.vips", 1350.0), ("parsec.dedup", 1761.0), ("parsec.ferret", 443.0)] {
         let t = solo(workload);
         let rate = ipis_per_vcpu_s(&t, "tlb");
-        assert!(
-            (rate - seed_rate).abs() / seed_rate < 0.10,
-            "{workload}: {rate:.0} TLB IPIs/s/vCPU solo, seed 000 says {seed_rate}"
-        );
+        assert!((rate - seed_rate).abs() / seed_rate < 0.10, "{workload}: {rate:.0} TLB IPIs/s/vCPU solo, seed 000 says {seed_rate}");
         assert_eq!(num(&t, "app", "lhp_count"), 0.0, "{workload}: lock-holder preemption in a solo run");
     }
 }

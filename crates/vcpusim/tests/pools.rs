@@ -32,7 +32,8 @@ fn two_credit_pools_keep_their_own_timeslices() {
     // at a slice end, when it is still UNDER and the other OVER: a run of two slices).
     let slow = median_ms(&spans, &[0, 1]);
     let quick = median_ms(&spans, &[2, 3]);
-    let whole_slices = |median: f64, tslice: f64| median >= 0.97 * tslice && (median - tslice * (median / tslice).round()).abs() < 0.03 * tslice;
+    let whole_slices =
+        |median: f64, tslice: f64| median >= 0.97 * tslice && (median - tslice * (median / tslice).round()).abs() < 0.03 * tslice;
     assert!(whole_slices(slow, 30.0), "pool0 (30 ms tslice): median run {slow} ms is not whole slices");
     assert!(whole_slices(quick, 1.0) && quick <= 3.0, "fast (1 ms tslice): median run {quick} ms is not a slice or two");
     for s in &spans {
@@ -61,8 +62,10 @@ fn pool_change_moves_the_pcpu(policy: &str) {
         if s.start_ns >= change {
             assert!(s.vm.starts_with("b-"), "{policy}: after the change pCPU 2 ran {s:?}");
         }
-        assert!(!(s.start_ns < change && s.end_ns > change && s.vm.starts_with("a-") && s.end_ns > change + 10_000),
-            "{policy}: {s:?} kept running on pCPU 2 after it left pool0");
+        assert!(
+            !(s.start_ns < change && s.end_ns > change && s.vm.starts_with("a-") && s.end_ns > change + 10_000),
+            "{policy}: {s:?} kept running on pCPU 2 after it left pool0"
+        );
     }
     let t = vm_table(&out);
     let cpu = |prefix: &str, n: usize| (0..n).map(|i| num(&t, &format!("{prefix}-{i}"), "cpu_time_ms")).sum::<f64>();
@@ -250,7 +253,8 @@ fn a_moved_vcpu_lands_where_the_new_pool_picks() {
     sim.run_until(200_000_000, None).expect("runs");
     sim.finish();
     let spans = common::spans_of(&vcpusim::run::report::build(&sim, &sc, 1, false));
-    let first = spans.iter().filter(|s| s.vm == "mover" && s.start_ns >= 50_000_000).min_by_key(|s| s.start_ns).expect("it ran after the move");
+    let first =
+        spans.iter().filter(|s| s.vm == "mover" && s.start_ns >= 50_000_000).min_by_key(|s| s.start_ns).expect("it ran after the move");
     assert_eq!(first.pcpu, 3, "{first:?}");
     assert!(first.start_ns < 50_100_000, "{first:?} waited");
 }

@@ -67,8 +67,13 @@ fn pv_tlb_flush_never_waits_for_a_preempted_vcpu() {
     let (g_on, g_off) = (&on.guests[0].stats, &off.guests[0].stats);
     eprintln!(
         "on: {} shootdowns, {} deferred, tlb wait {} us, max latency {} us; off: {} shootdowns, tlb wait {} us, max latency {} us",
-        g_on.tlb_shootdowns, g_on.pv_tlb_deferred, on.vms[0].stats.tlb_wait_ns / US, g_on.tlb_shootdown.max / US,
-        g_off.tlb_shootdowns, off.vms[0].stats.tlb_wait_ns / US, g_off.tlb_shootdown.max / US
+        g_on.tlb_shootdowns,
+        g_on.pv_tlb_deferred,
+        on.vms[0].stats.tlb_wait_ns / US,
+        g_on.tlb_shootdown.max / US,
+        g_off.tlb_shootdowns,
+        off.vms[0].stats.tlb_wait_ns / US,
+        g_off.tlb_shootdown.max / US
     );
     assert!(g_on.pv_tlb_deferred > 0, "targets were preempted and left out");
     assert_eq!(g_off.pv_tlb_deferred, 0, "off when the key is off");
@@ -107,7 +112,12 @@ fn pv_sched_yield_shortens_ipi_waits_with_a_directed_yield() {
     assert_eq!(off.vms[0].stats.yields_ipi + g_off.pv_sched_yields, 0, "off when the key is off");
     // The directed yield runs the target sooner: shorter shootdowns, less spinning for each,
     // more of them done.
-    assert!(g_on.tlb_shootdown.mean() * 1.2 < g_off.tlb_shootdown.mean(), "mean latency on {} vs off {}", g_on.tlb_shootdown.mean(), g_off.tlb_shootdown.mean());
+    assert!(
+        g_on.tlb_shootdown.mean() * 1.2 < g_off.tlb_shootdown.mean(),
+        "mean latency on {} vs off {}",
+        g_on.tlb_shootdown.mean(),
+        g_off.tlb_shootdown.mean()
+    );
     let wait_per = |s: &Sim| s.vms[0].stats.tlb_wait_ns / s.guests[0].stats.tlb_shootdowns;
     assert!(wait_per(&on) * 5 < wait_per(&off) * 4, "spinning per shootdown: on {} ns vs off {} ns", wait_per(&on), wait_per(&off));
     assert!(g_on.tlb_shootdowns > g_off.tlb_shootdowns);

@@ -87,7 +87,8 @@ fn relaxed_co_keys_are_checked() {
 #[test]
 fn both_baselines_are_deterministic_and_run_with_ple_on() {
     use vcpusim::api::{run, RunOptions};
-    let run_scenario_text = |text: &str| run(&load_scenario(text, "<t>").expect("loads"), &RunOptions { check: true, ..Default::default() });
+    let run_scenario_text =
+        |text: &str| run(&load_scenario(text, "<t>").expect("loads"), &RunOptions { check: true, ..Default::default() });
     for overlay in [RELAXED, "overlay = \"delay-preempt\""] {
         let text = scenario(&format!("{overlay}\n[host.ple]\nenabled = true"), "parsec.streamcluster", 4, 4);
         let a = run_scenario_text(&text).expect("runs");

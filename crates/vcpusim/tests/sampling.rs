@@ -141,11 +141,8 @@ fn micro_pool_samples_change_nothing_else_and_need_the_table() {
     let sampled = run_toml(&micro_pair(table, "sample_every = \"10ms\"\n"), false);
     assert_eq!(plain.vms_csv, sampled.vms_csv);
     assert_eq!(plain.summary_json, sampled.summary_json);
-    let rest: Vec<&str> = sampled
-        .metrics_csv
-        .lines()
-        .filter(|l| !l.contains(",pcpu_time_ms[") && !l.contains(",micro_pool_pcpus["))
-        .collect();
+    let rest: Vec<&str> =
+        sampled.metrics_csv.lines().filter(|l| !l.contains(",pcpu_time_ms[") && !l.contains(",micro_pool_pcpus[")).collect();
     assert_eq!(plain.metrics_csv.lines().collect::<Vec<_>>(), rest);
     // Without [host.microsliced], sampling records no micro pool rows.
     let off = run_toml(&micro_pair("", "sample_every = \"10ms\"\n"), false);

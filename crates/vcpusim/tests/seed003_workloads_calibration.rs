@@ -48,9 +48,19 @@ fn parsec_models_block_by_default_none_spins_without_bound() {
     // futexes; streamcluster and fluidanimate's parsec_barrier spins at most ~0.1 ms, then
     // blocks). No model waits in an unbounded spin, so nothing needs adding for "blocking".
     for w in [
-        &parsec::BLACKSCHOLES, &parsec::BODYTRACK, &parsec::CANNEAL, &parsec::DEDUP, &parsec::FACESIM,
-        &parsec::FERRET, &parsec::FLUIDANIMATE, &parsec::FREQMINE, &parsec::RAYTRACE, &parsec::STREAMCLUSTER,
-        &parsec::SWAPTIONS, &parsec::VIPS, &parsec::X264,
+        &parsec::BLACKSCHOLES,
+        &parsec::BODYTRACK,
+        &parsec::CANNEAL,
+        &parsec::DEDUP,
+        &parsec::FACESIM,
+        &parsec::FERRET,
+        &parsec::FLUIDANIMATE,
+        &parsec::FREQMINE,
+        &parsec::RAYTRACE,
+        &parsec::STREAMCLUSTER,
+        &parsec::SWAPTIONS,
+        &parsec::VIPS,
+        &parsec::X264,
     ] {
         let program = w.build(4, &Params::defaults(&w.params())).expect("builds");
         for ops in &program.threads {

@@ -4,7 +4,12 @@ mod common;
 use common::*;
 
 /// One VM of `threads` threads alone on a flat 16-pCPU host under Credit, `serial` of work.
-fn solo(workload: &str, threads: u32, serial: &str, check: bool) -> (f64, std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>) {
+fn solo(
+    workload: &str,
+    threads: u32,
+    serial: &str,
+    check: bool,
+) -> (f64, std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>) {
     let text = format!(
         "[host]\npcpus = 16\npolicy = \"credit\"\nstart_skew = \"0ms\"\n\
          [[vm]]\nname = \"app\"\nvcpus = 16\nthreads = {threads}\nworkload = \"{workload}\"\niterations = 1\n\

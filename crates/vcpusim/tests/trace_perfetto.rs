@@ -74,13 +74,13 @@ fn slices_nest_on_every_track_as_perfetto_requires() {
 fn each_vcpu_is_on_a_pcpu_or_in_one_off_state_at_every_instant() {
     let (evs, _, _) = traced(None);
     let end = 200_000_000;
-    let names: HashMap<(u64, u64), String> = evs
+    let names: HashMap<(u64, u64), String> =
+        evs.iter().filter(|e| e["name"] == "thread_name").map(|e| (track(e), e["args"]["name"].as_str().unwrap().to_string())).collect();
+    let vms: HashMap<u64, String> = evs
         .iter()
-        .filter(|e| e["name"] == "thread_name")
-        .map(|e| (track(e), e["args"]["name"].as_str().unwrap().to_string()))
+        .filter(|e| e["name"] == "process_name")
+        .map(|e| (e["pid"].as_u64().unwrap(), e["args"]["name"].as_str().unwrap().to_string()))
         .collect();
-    let vms: HashMap<u64, String> =
-        evs.iter().filter(|e| e["name"] == "process_name").map(|e| (e["pid"].as_u64().unwrap(), e["args"]["name"].as_str().unwrap().to_string())).collect();
     let mut total: BTreeMap<String, u64> = BTreeMap::new();
     let mut off_states = BTreeMap::new();
     for e in evs.iter().filter(|e| e["ph"] == "X" && ns(e, "dur") > 0) {
@@ -158,7 +158,8 @@ fn ipi_flows_pair_sender_and_recipient_and_slices_carry_args() {
 fn counters_follow_the_vcpu_states() {
     let (evs, _, _) = traced(None);
     let counters: Vec<&Ev> = evs.iter().filter(|e| e["ph"] == "C").collect();
-    let waiting: Vec<f64> = counters.iter().filter(|e| e["name"] == "runnable vCPUs").map(|e| e["args"]["value"].as_f64().unwrap()).collect();
+    let waiting: Vec<f64> =
+        counters.iter().filter(|e| e["name"] == "runnable vCPUs").map(|e| e["args"]["value"].as_f64().unwrap()).collect();
     assert_eq!(waiting[0], 5.0, "every vCPU starts runnable");
     assert!(waiting.iter().all(|&n| (0.0..=5.0).contains(&n)) && waiting.iter().any(|&n| n < 5.0));
     // Each VM's share is its running vCPUs over the 2 pCPUs, at every change.
@@ -361,7 +362,8 @@ fn vm_names(evs: &[Ev]) -> HashMap<u64, String> {
 /// Whether the vCPU of VM track `t` is on some pCPU at `at` (the host's slices name it `vm/vN`).
 fn on_a_pcpu(evs: &[Ev], names: &HashMap<u64, String>, t: (u64, u64), at: u64) -> bool {
     let label = format!("{}/v{}", names[&t.0], t.1);
-    evs.iter().any(|e| e["ph"] == "X" && e["pid"] == 0 && e["name"] == label.as_str() && ns(e, "ts") <= at && at <= ns(e, "ts") + ns(e, "dur"))
+    evs.iter()
+        .any(|e| e["ph"] == "X" && e["pid"] == 0 && e["name"] == label.as_str() && ns(e, "ts") <= at && at <= ns(e, "ts") + ns(e, "dur"))
 }
 
 #[test]
@@ -371,7 +373,9 @@ fn each_known_handoff_is_an_arrow_from_the_releasers_vcpu_to_where_the_waiter_re
     let arrows = arrows(&evs);
     let by_vm: BTreeMap<&str, &Arrow> = arrows.iter().map(|a| (names[&a.s.1["pid"].as_u64().unwrap()].as_str(), a)).collect();
     assert_eq!(arrows.len(), 3, "one hand-off per VM");
-    for (vm, kind, lock) in [("spin", "spinlock hand-off", "dcache"), ("mutex", "mutex wake", "mutex 0"), ("mmsem", "mmap_sem hand-off", "mmap_sem")] {
+    for (vm, kind, lock) in
+        [("spin", "spinlock hand-off", "dcache"), ("mutex", "mutex wake", "mutex 0"), ("mmsem", "mmap_sem hand-off", "mmap_sem")]
+    {
         let a = by_vm[vm];
         let (s, f) = (a.s.1, a.f.1);
         assert_eq!(s["name"], kind, "{vm}");
@@ -413,9 +417,14 @@ fn each_known_handoff_is_an_arrow_from_the_releasers_vcpu_to_where_the_waiter_re
     // reaches it before the waiter resumes.
     let a = by_vm["mutex"];
     let (from, to) = (ns(a.s.1, "ts"), ns(a.f.1, "ts"));
-    let ipi = evs.iter().find(|e| e["flow_in"] == true && track(e) == track(a.f.1) && ns(e, "ts") >= from).expect("an IPI reached the waiter's vCPU");
+    let ipi = evs
+        .iter()
+        .find(|e| e["flow_in"] == true && track(e) == track(a.f.1) && ns(e, "ts") >= from)
+        .expect("an IPI reached the waiter's vCPU");
     assert!(ipi["name"] == "resched received" && ns(ipi, "ts") <= to, "{ipi}");
-    assert!(evs.iter().any(|e| e["name"] == "halted" && track(e) == track(a.f.1) && ns(e, "ts") < from && ns(e, "ts") + ns(e, "dur") >= from));
+    assert!(evs
+        .iter()
+        .any(|e| e["name"] == "halted" && track(e) == track(a.f.1) && ns(e, "ts") < from && ns(e, "ts") + ns(e, "dur") >= from));
 }
 
 #[test]

@@ -60,11 +60,8 @@ fn two_busy_vms_on_one_pcpu_under_credit_each_wait_one_slice_per_slice_run() {
 /// stay at Credit's UNDER priority and every wake-up is boosted (an OVER wakee is not boosted,
 /// `csched_vcpu_wake`, and may wait a whole 30 ms slice).
 fn pipeline(policy: &str, hog_vcpus: u32) -> String {
-    let hog = if hog_vcpus > 0 {
-        format!("[[vm]]\nname = \"hog\"\nvcpus = {hog_vcpus}\nworkload = \"cpu-bound\"\n")
-    } else {
-        String::new()
-    };
+    let hog =
+        if hog_vcpus > 0 { format!("[[vm]]\nname = \"hog\"\nvcpus = {hog_vcpus}\nworkload = \"cpu-bound\"\n") } else { String::new() };
     format!(
         "[host]\npcpus = 2\npolicy = \"{policy}\"\nstart_skew = \"0ns\"\n\
          [[vm]]\nname = \"pc\"\nvcpus = 2\nweight = 512\nworkload = \"program\"\n\

@@ -142,7 +142,17 @@ pub struct EventQueue<E> {
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
-        EventQueue { heap: BinaryHeap::new(), front: None, payloads: Vec::new(), gens: Vec::new(), free: Vec::new(), dead: 0, next_seq: 0, peak_len: 0, skipped: 0 }
+        EventQueue {
+            heap: BinaryHeap::new(),
+            front: None,
+            payloads: Vec::new(),
+            gens: Vec::new(),
+            free: Vec::new(),
+            dead: 0,
+            next_seq: 0,
+            peak_len: 0,
+            skipped: 0,
+        }
     }
 }
 

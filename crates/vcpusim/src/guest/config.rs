@@ -74,14 +74,8 @@ impl PvFeatures {
     /// The features only a KVM host offers (a Xen host has its own spinlock kick and runstate,
     /// none of these).
     pub const KVM_ONLY: [&'static str; 3] = ["pv_tlb_flush", "pv_sched_yield", "pv_ipi"];
-    pub const ALL: PvFeatures = PvFeatures {
-        pv_spinlock: true,
-        vcpu_is_preempted: true,
-        pv_tlb_flush: true,
-        pv_sched_yield: true,
-        pv_ipi: true,
-        steal_time: true,
-    };
+    pub const ALL: PvFeatures =
+        PvFeatures { pv_spinlock: true, vcpu_is_preempted: true, pv_tlb_flush: true, pv_sched_yield: true, pv_ipi: true, steal_time: true };
 
     /// The feature named `name` (one of `NAMES`).
     pub fn get_mut(&mut self, name: &str) -> Option<&mut bool> {

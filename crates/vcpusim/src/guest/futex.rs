@@ -13,9 +13,9 @@ use super::handoff::HandOffKind;
 use super::kernel::{GuestEnv, GuestKernel};
 use super::kernel_fn::KernelFn;
 use super::thread::{Action, FutexKey, Step, ThreadState};
-use crate::vmexit::IpiKind;
 use crate::ids::{ThreadId, VcpuId};
 use crate::time::Nanos;
+use crate::vmexit::IpiKind;
 
 /// Lock class of the futex hash-bucket spinlocks (seed 000 Figure 3's "futex-queue" lock).
 pub const FUTEX_LOCK_CLASS: &str = "futex-queue";

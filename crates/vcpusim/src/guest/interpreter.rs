@@ -2,9 +2,9 @@
 
 use super::kernel::{GuestEnv, GuestKernel};
 use super::kernel_fn::KernelFn;
-use crate::hardware::costs::Costs;
 use super::mm_sem::MmSemOp;
 use super::thread::{Action, Code, Step, StepQueue};
+use crate::hardware::costs::Costs;
 use crate::ids::ThreadId;
 use crate::time::Nanos;
 use crate::workload::program::Op;
@@ -122,5 +122,4 @@ impl GuestKernel {
             Op::WorkSteal => unreachable!("fetch_op runs the worker"),
         }
     }
-
 }

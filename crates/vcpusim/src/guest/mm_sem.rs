@@ -38,13 +38,13 @@
 //! shootdown waits for a preempted vCPU keeps every other mmap/munmap of the VM sleeping.
 //! Readers (page faults take `down_read`) are not modelled: the workloads fault in user time.
 
-use super::kernel::{GuestEnv, GuestKernel};
 use super::handoff::HandOffKind;
+use super::kernel::{GuestEnv, GuestKernel};
 use super::kernel_fn::KernelFn;
 use super::thread::{Action, FutexKey, SpinCond, Step, Thread, ThreadState};
-use crate::vmexit::{IpiKind, PvArea};
 use crate::ids::{ThreadId, VcpuId};
 use crate::time::Nanos;
+use crate::vmexit::{IpiKind, PvArea};
 
 /// Lock class of `sem->wait_lock` in the LHP report (seed 000 section 3.1.1: "sem-wait lock").
 pub const WAIT_LOCK_CLASS: &str = "mm-sem-wait";
@@ -181,11 +181,7 @@ impl GuestKernel {
             return;
         }
         let lock = self.mm_sem_wait_lock(env.locks, WAIT_LOCK_CLASS);
-        let steps = [
-            Step::Lock { lock, func: KernelFn::Syscall },
-            Step::Do(Action::MmSem(MmSemOp::HandOff)),
-            Step::Unlock { lock },
-        ];
+        let steps = [Step::Lock { lock, func: KernelFn::Syscall }, Step::Do(Action::MmSem(MmSemOp::HandOff)), Step::Unlock { lock }];
         env.push_front_steps(t, steps);
     }
 

@@ -261,10 +261,7 @@ impl GuestKernel {
         let gv = &mut self.vcpus[i];
         let Some(cur) = gv.current else { return };
         let th = &threads[cur.idx()];
-        let user = matches!(
-            th.steps.front(),
-            Some(Step::Run { func: KernelFn::User, .. } | Step::RunDist { func: KernelFn::User, .. })
-        );
+        let user = matches!(th.steps.front(), Some(Step::Run { func: KernelFn::User, .. } | Step::RunDist { func: KernelFn::User, .. }));
         if !user || !th.held.is_empty() {
             return;
         }

@@ -277,12 +277,24 @@ pub fn jhash2(k: &[u32], initval: u32) -> u32 {
         b = b.wrapping_add(k[1]);
         c = c.wrapping_add(k[2]);
         // __jhash_mix
-        a = a.wrapping_sub(c); a ^= c.rotate_left(4); c = c.wrapping_add(b);
-        b = b.wrapping_sub(a); b ^= a.rotate_left(6); a = a.wrapping_add(c);
-        c = c.wrapping_sub(b); c ^= b.rotate_left(8); b = b.wrapping_add(a);
-        a = a.wrapping_sub(c); a ^= c.rotate_left(16); c = c.wrapping_add(b);
-        b = b.wrapping_sub(a); b ^= a.rotate_left(19); a = a.wrapping_add(c);
-        c = c.wrapping_sub(b); c ^= b.rotate_left(4); b = b.wrapping_add(a);
+        a = a.wrapping_sub(c);
+        a ^= c.rotate_left(4);
+        c = c.wrapping_add(b);
+        b = b.wrapping_sub(a);
+        b ^= a.rotate_left(6);
+        a = a.wrapping_add(c);
+        c = c.wrapping_sub(b);
+        c ^= b.rotate_left(8);
+        b = b.wrapping_add(a);
+        a = a.wrapping_sub(c);
+        a ^= c.rotate_left(16);
+        c = c.wrapping_add(b);
+        b = b.wrapping_sub(a);
+        b ^= a.rotate_left(19);
+        a = a.wrapping_add(c);
+        c = c.wrapping_sub(b);
+        c ^= b.rotate_left(4);
+        b = b.wrapping_add(a);
         k = &k[3..];
     }
     if k.is_empty() {
@@ -296,13 +308,20 @@ pub fn jhash2(k: &[u32], initval: u32) -> u32 {
     }
     a = a.wrapping_add(k[0]);
     // __jhash_final
-    c ^= b; c = c.wrapping_sub(b.rotate_left(14));
-    a ^= c; a = a.wrapping_sub(c.rotate_left(11));
-    b ^= a; b = b.wrapping_sub(a.rotate_left(25));
-    c ^= b; c = c.wrapping_sub(b.rotate_left(16));
-    a ^= c; a = a.wrapping_sub(c.rotate_left(4));
-    b ^= a; b = b.wrapping_sub(a.rotate_left(14));
-    c ^= b; c = c.wrapping_sub(b.rotate_left(24));
+    c ^= b;
+    c = c.wrapping_sub(b.rotate_left(14));
+    a ^= c;
+    a = a.wrapping_sub(c.rotate_left(11));
+    b ^= a;
+    b = b.wrapping_sub(a.rotate_left(25));
+    c ^= b;
+    c = c.wrapping_sub(b.rotate_left(16));
+    a ^= c;
+    a = a.wrapping_sub(c.rotate_left(4));
+    b ^= a;
+    b = b.wrapping_sub(a.rotate_left(14));
+    c ^= b;
+    c = c.wrapping_sub(b.rotate_left(24));
     c
 }
 

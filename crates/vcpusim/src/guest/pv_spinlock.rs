@@ -127,8 +127,7 @@ impl GuestKernel {
             if locks[lock.idx()].holder != Some(t) {
                 continue;
             }
-            let kick_coming =
-                self.threads.iter().any(|u| threads[u.idx()].steps.iter().any(|s| *s == Step::Kick { vcpu: gv.id }));
+            let kick_coming = self.threads.iter().any(|u| threads[u.idx()].steps.iter().any(|s| *s == Step::Kick { vcpu: gv.id }));
             if !kick_coming {
                 return Err(format!(
                     "lost wake-up: vCPU {} sleeps in SCHEDOP_poll although its thread {t} holds PV spinlock {} and no kick is on its way",

@@ -15,8 +15,8 @@
 //! loop). The host enters `run` again after every request it carried out, so a pass resumes
 //! from the top exactly as the single loop it replaced (`sim/execute.rs` before issue 10).
 
-use super::kernel::{GuestEnv, GuestKernel};
 use super::handoff::HandOffKind;
+use super::kernel::{GuestEnv, GuestKernel};
 use super::kernel_fn::KernelFn;
 use super::objects::SyncObjects;
 use super::spinlock::{Acquire, Spinlock};
@@ -119,7 +119,8 @@ impl GuestKernel {
                     message: format!(
                         "VM {:?} thread {} ran {MAX_ZERO_TIME_STEPS} steps without simulated time passing; \
                          its program loops without a timed op (compute, syscall, mmap...)",
-                        self.name, env.threads[t.idx()].index
+                        self.name,
+                        env.threads[t.idx()].index
                     ),
                 }));
             }
@@ -139,8 +140,7 @@ impl GuestKernel {
         if env.threads[t.idx()].steps.is_empty() {
             return self.next_op(env, i, t);
         }
-        let Thread { steps, step_remaining, rng, held, wait_started, pv_spin_left, pv_state, index, .. } =
-            &mut env.threads[t.idx()];
+        let Thread { steps, step_remaining, rng, held, wait_started, pv_spin_left, pv_state, index, .. } = &mut env.threads[t.idx()];
         match steps.front_mut().expect("checked above") {
             &mut Step::Run { ns, func } => {
                 if self.ws.is_some() && func == KernelFn::User {
@@ -479,7 +479,8 @@ impl GuestKernel {
     /// deadlock (only the VM's own threads could wake them), reported as `Next::Stop`.
     fn deadlock(&self, threads: &[Thread], now: Nanos) -> Option<Next> {
         // A thread asleep on the socket is woken by the device, not by another thread.
-        (self.all_blocked() && self.finished_at.is_none() && !self.net_can_wake()).then(|| Next::Stop(Box::new(self.deadlock_report(threads, now))))
+        (self.all_blocked() && self.finished_at.is_none() && !self.net_can_wake())
+            .then(|| Next::Stop(Box::new(self.deadlock_report(threads, now))))
     }
 
     /// The host paused vCPU `i`'s thread activity after `elapsed` ns in which `work` work-ns got

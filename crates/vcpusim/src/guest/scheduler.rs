@@ -142,12 +142,9 @@ impl GuestKernel {
             .threads
             .iter()
             .filter_map(|t| match threads[t.idx()].state {
-                ThreadState::Blocked(key) => Some(format!(
-                    "VM {:?} thread {} sleeps in futex_wait on {}",
-                    self.name,
-                    threads[t.idx()].index,
-                    self.object_name(key)
-                )),
+                ThreadState::Blocked(key) => {
+                    Some(format!("VM {:?} thread {} sleeps in futex_wait on {}", self.name, threads[t.idx()].index, self.object_name(key)))
+                }
                 _ => None,
             })
             .collect();
@@ -164,10 +161,9 @@ impl GuestKernel {
                 Some(q) => format!("the mutex of queue {q}"),
                 None => format!("mutex {m}"),
             },
-            FutexKey::Barrier(b) => format!(
-                "barrier {b} ({} of {} arrived)",
-                self.objects.barriers[b].arrived, self.objects.barriers[b].parties
-            ),
+            FutexKey::Barrier(b) => {
+                format!("barrier {b} ({} of {} arrived)", self.objects.barriers[b].arrived, self.objects.barriers[b].parties)
+            }
             FutexKey::Cond(c) => match queues.iter().enumerate().find(|(_, q)| q.not_empty == c || q.not_full == c) {
                 Some((i, q)) if q.not_empty == c => format!("queue {i} (empty: waiting for an item, {} of {})", q.items, q.capacity),
                 Some((i, q)) => format!("queue {i} (full: waiting for room, {} of {})", q.items, q.capacity),
@@ -201,9 +197,8 @@ impl GuestKernel {
     /// vCPU is executing thread code (not a handler).
     pub fn tick_preemptible(&self, threads: &[Thread], i: usize, in_thread: bool) -> bool {
         let gv = &self.vcpus[i];
-        gv.current.is_some_and(|cur| {
-            threads[cur.idx()].held.is_empty() && in_thread && gv.func == KernelFn::User && !gv.runqueue.is_empty()
-        })
+        gv.current
+            .is_some_and(|cur| threads[cur.idx()].held.is_empty() && in_thread && gv.func == KernelFn::User && !gv.runqueue.is_empty())
     }
 
     /// Round-robin on return from vCPU `i`'s tick: its current thread goes to the back of its

@@ -92,7 +92,8 @@ impl GuestStats {
     /// one of its locks was waited for. `locks` is the host-wide table that names each lock's
     /// class.
     pub fn spin_wait_by_class(&self, locks: &[Spinlock], always: &[LockId]) -> BTreeMap<String, WaitTally> {
-        let mut by_class: BTreeMap<String, WaitTally> = always.iter().map(|l| (locks[l.idx()].class.clone(), WaitTally::default())).collect();
+        let mut by_class: BTreeMap<String, WaitTally> =
+            always.iter().map(|l| (locks[l.idx()].class.clone(), WaitTally::default())).collect();
         for (i, w) in self.spin_wait_by_lock.iter().enumerate() {
             if w.count > 0 {
                 by_class.entry(locks[i].class.clone()).or_default().merge(w);

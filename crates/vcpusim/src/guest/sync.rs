@@ -235,7 +235,10 @@ impl GuestKernel {
         let pb = &self.objects.parsec[b];
         if pb.arrival != arrival {
             let (cond, mutex) = (pb.cond, pb.mutex);
-            env.push_front_steps(t, [Step::Do(Action::CondWait { cond, mutex }), Step::Do(Action::ParsecWaitPhase { barrier: b, arrival })]);
+            env.push_front_steps(
+                t,
+                [Step::Do(Action::CondWait { cond, mutex }), Step::Do(Action::ParsecWaitPhase { barrier: b, arrival })],
+            );
         }
     }
 

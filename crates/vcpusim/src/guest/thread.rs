@@ -2,9 +2,9 @@
 
 use super::kernel_fn::KernelFn;
 use crate::engine::rng::Stream;
-use crate::vmexit::IpiKind;
 use crate::ids::{LockId, ThreadId, VcpuId, VmId};
 use crate::time::Nanos;
+use crate::vmexit::IpiKind;
 use crate::workload::program::{BarrierWait, Dist, ObjIndex, Op};
 
 /// A thread's op tree flattened into straight-line code with loop jumps, so that the
@@ -13,8 +13,13 @@ use crate::workload::program::{BarrierWait, Dist, ObjIndex, Op};
 pub enum Code {
     Op(Op),
     /// Start of a loop whose body ends at `end` (index of the matching LoopEnd).
-    LoopStart { count: Option<u64>, end: usize },
-    LoopEnd { start: usize },
+    LoopStart {
+        count: Option<u64>,
+        end: usize,
+    },
+    LoopEnd {
+        start: usize,
+    },
 }
 
 pub fn compile(ops: &[Op]) -> Vec<Code> {
@@ -78,10 +83,19 @@ pub enum Action {
     /// After waking from futex_wait on a mutex: try again (glibc `__lll_lock_wait`).
     MutexRetry(ObjIndex),
     MutexUnlock(ObjIndex),
-    BarrierArrive { barrier: ObjIndex, wait: BarrierWait },
+    BarrierArrive {
+        barrier: ObjIndex,
+        wait: BarrierWait,
+    },
     /// After a spin-then-block spin expired: block unless the barrier opened meanwhile.
-    BarrierBlockUnlessOpen { barrier: ObjIndex, generation: u64 },
-    CondWait { cond: ObjIndex, mutex: ObjIndex },
+    BarrierBlockUnlessOpen {
+        barrier: ObjIndex,
+        generation: u64,
+    },
+    CondWait {
+        cond: ObjIndex,
+        mutex: ObjIndex,
+    },
     /// pthread_cond_wait's return: take the mutex back with `__pthread_mutex_cond_lock`
     /// (lll_cond_lock: the word becomes 2, contended, even when it was free).
     MutexCondLock(ObjIndex),
@@ -89,51 +103,85 @@ pub enum Action {
     /// spin again if another thread got there first.
     MutexTrylock(ObjIndex),
     /// parsec_barrier_wait entered: lock the barrier's mutex, then `ParsecArrive`.
-    ParsecBarrier { barrier: ObjIndex, wait: BarrierWait },
+    ParsecBarrier {
+        barrier: ObjIndex,
+        wait: BarrierWait,
+    },
     /// With the barrier's mutex held: wait for the arrival phase if the last use is still
     /// departing, then `ParsecRegister`.
-    ParsecArrive { barrier: ObjIndex, wait: BarrierWait },
+    ParsecArrive {
+        barrier: ObjIndex,
+        wait: BarrierWait,
+    },
     /// With the mutex held, in an arrival phase: count in; the last arriver ends the phase and
     /// broadcasts, the others wait for that.
-    ParsecRegister { barrier: ObjIndex, wait: BarrierWait },
+    ParsecRegister {
+        barrier: ObjIndex,
+        wait: BarrierWait,
+    },
     /// With the mutex held: pthread_cond_wait until `is_arrival_phase == arrival`.
-    ParsecWaitPhase { barrier: ObjIndex, arrival: bool },
+    ParsecWaitPhase {
+        barrier: ObjIndex,
+        arrival: bool,
+    },
     /// With the mutex held: count out; the last to leave starts the next arrival phase and
     /// broadcasts; unlock.
     ParsecDepart(ObjIndex),
-    CondSignal { cond: ObjIndex, all: bool },
+    CondSignal {
+        cond: ObjIndex,
+        all: bool,
+    },
     QueuePut(ObjIndex),
     QueueGet(ObjIndex),
     /// Under the bucket lock: queue the thread if the futex word still equals `expect`.
-    FutexQueue { key: FutexKey, expect: u64 },
+    FutexQueue {
+        key: FutexKey,
+        expect: u64,
+    },
     /// After dropping the bucket lock: sleep if FutexQueue queued the thread.
     FutexSleep,
     /// Under the bucket lock: wake up to `n` waiters; IPIs go out before or after the unlock
     /// following this action depending on GuestConfig::futex_wake_ipi.
-    FutexWake { key: FutexKey, n: usize },
+    FutexWake {
+        key: FutexKey,
+        n: usize,
+    },
     /// Under both bucket locks: FUTEX_CMP_REQUEUE (futex_requeue, kernel/futex.c): if `from`
     /// still holds `expect`, wake one of its waiters and move the rest onto `to`'s queue;
     /// `unlocks` bucket Unlock steps follow (1 when both words share a bucket, else 2).
-    FutexRequeue { from: FutexKey, to: FutexKey, expect: u64, unlocks: usize },
+    FutexRequeue {
+        from: FutexKey,
+        to: FutexKey,
+        expect: u64,
+        unlocks: usize,
+    },
     /// A step of down_write / up_write on the mm's mmap_sem (guest/mm_sem.rs).
     MmSem(super::mm_sem::MmSemOp),
     /// Start a TLB shootdown for `pages` pages.
-    TlbShootdown { pages: u32 },
+    TlbShootdown {
+        pages: u32,
+    },
     /// Right after a shootdown's call-function IPIs went out (Linux 4.4
     /// `xen_smp_send_call_function_ipi`): yield the pCPU if one of `targets` has a runnable
     /// Xen runstate (`xen_vcpu_stolen`, read from its PV area).
-    YieldIfStolen { targets: Vec<VcpuId> },
+    YieldIfStolen {
+        targets: Vec<VcpuId>,
+    },
     /// Right after a shootdown's call-function IPIs went out (the Linux 6.x guest on KVM,
     /// `kvm_smp_send_call_func_ipi`): `KVM_HC_SCHED_YIELD` to the first of `targets` that is not
     /// idle and is preempted (guest/pv_guest.rs).
-    PvSchedYield { targets: Vec<VcpuId> },
+    PvSchedYield {
+        targets: Vec<VcpuId>,
+    },
     /// Delayed preemption (Uhlig et al. VM'04, hypervisor/delay_preempt.rs): after the thread's
     /// outermost spinlock release, give the pCPU back (`Hypercall::PreemptAck`) if the host
     /// marked a preemption pending in the PV area.
     DelayedPreemptYield,
     Progress,
     /// recv() on the network socket (`Op::SockRecv`, guest/netrx.rs).
-    SockRecv { len: u32 },
+    SockRecv {
+        len: u32,
+    },
     /// A step of the Tascell worker runtime (guest/worksteal.rs).
     Ws(super::worksteal::WsAction),
 }
@@ -142,22 +190,46 @@ pub enum Action {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
     /// CPU work in user (`func == User`) or kernel mode.
-    Run { ns: Nanos, func: KernelFn },
+    Run {
+        ns: Nanos,
+        func: KernelFn,
+    },
     /// Draw a duration from `dist` when the step starts, then run it.
-    RunDist { dist: Dist, func: KernelFn },
+    RunDist {
+        dist: Dist,
+        func: KernelFn,
+    },
     /// Take a spinlock, spinning while it is held.
-    Lock { lock: LockId, func: KernelFn },
-    Unlock { lock: LockId },
+    Lock {
+        lock: LockId,
+        func: KernelFn,
+    },
+    Unlock {
+        lock: LockId,
+    },
     /// Send IPIs: one VMEXIT on the sender, then delivery to each target.
     /// For a TLB shootdown, `shootdown` names it and `pages` is what each target flushes.
-    SendIpis { kind: IpiKind, targets: Vec<VcpuId>, shootdown: u32, pages: u32, func: KernelFn },
+    SendIpis {
+        kind: IpiKind,
+        targets: Vec<VcpuId>,
+        shootdown: u32,
+        pages: u32,
+        func: KernelFn,
+    },
     /// Spin until the shootdown's acknowledgements are all in.
-    WaitAcks { shootdown: u32 },
+    WaitAcks {
+        shootdown: u32,
+    },
     /// Kick the vCPU of a PV qspinlock waiter (`pv_kick` -> `xen_qlock_kick`: an EVTCHNOP_send
     /// hypercall, one exit of `ipi_send`), after the unlock that handed it the lock.
-    Kick { vcpu: VcpuId },
+    Kick {
+        vcpu: VcpuId,
+    },
     /// Spin in user space until `cond` holds, for at most `budget` of CPU time.
-    UserSpin { cond: SpinCond, budget: Option<Nanos> },
+    UserSpin {
+        cond: SpinCond,
+        budget: Option<Nanos>,
+    },
     Do(Action),
 }
 

@@ -8,8 +8,8 @@ use super::config::TlbTargets;
 use super::kernel::{GuestEnv, GuestKernel};
 use super::kernel_fn::KernelFn;
 use super::thread::{Action, Step};
-use crate::vmexit::IpiKind;
 use crate::ids::{ThreadId, VcpuId};
+use crate::vmexit::IpiKind;
 
 impl GuestKernel {
     /// Thread `t` on vCPU `v` starts a shootdown of `pages` pages now: queue its IPI send and its

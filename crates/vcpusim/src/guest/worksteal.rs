@@ -55,7 +55,12 @@ pub type TaskId = u32;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Response {
     /// A task: iterations `lo .. hi` of `node`.
-    Task { id: TaskId, node: Node, lo: u32, hi: u32 },
+    Task {
+        id: TaskId,
+        node: Node,
+        lo: u32,
+        hi: u32,
+    },
     None,
 }
 
@@ -199,7 +204,14 @@ impl WorkStealing {
                 run_left: None,
             })
             .collect();
-        WorkStealing { spec, workers, tasks: vec![TaskRec { owner: None, thief: 0, done: false }], done: false, stats: WsStats::default(), stolen: Vec::new() }
+        WorkStealing {
+            spec,
+            workers,
+            tasks: vec![TaskRec { owner: None, thief: 0, done: false }],
+            done: false,
+            stats: WsStats::default(),
+            stolen: Vec::new(),
+        }
     }
 
     /// Worker `w`'s innermost frame got `done` more work done: move its position on.

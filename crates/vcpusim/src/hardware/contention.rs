@@ -229,8 +229,7 @@ mod tests {
     fn remote_memory_share_scales_the_numa_factor() {
         let s = sens(0.0, 0.0, 0.0, 0.3);
         let at = |remote, nodes| {
-            factors(&ALL_ON, &s, &Neighbourhood { remote_nodes: remote, memory_nodes: nodes, ..Default::default() })
-                .get(Source::NumaRemote)
+            factors(&ALL_ON, &s, &Neighbourhood { remote_nodes: remote, memory_nodes: nodes, ..Default::default() }).get(Source::NumaRemote)
         };
         assert_eq!(at(0, 1), 1_000_000); // all local
         assert_eq!(at(1, 1), 700_000); // all remote

@@ -331,7 +331,10 @@ pub fn parse_cpulist(text: &str, npcpus: usize) -> Result<CpuMask, String> {
     for part in t.split(',') {
         if let Some(rest) = part.trim().strip_prefix('-') {
             // "-1": a range with no start, or a negative number; neither is a pCPU.
-            return Err(format!("{:?} in {text:?} is not a pCPU number (pCPUs count from 0, and a range needs both ends, \"0-{rest}\"); {EXPECTED}", part.trim()));
+            return Err(format!(
+                "{:?} in {text:?} is not a pCPU number (pCPUs count from 0, and a range needs both ends, \"0-{rest}\"); {EXPECTED}",
+                part.trim()
+            ));
         }
         match part.split_once('-') {
             Some((a, b)) => {

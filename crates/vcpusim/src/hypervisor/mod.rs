@@ -1,8 +1,8 @@
 //! The hypervisor: vCPU states, the policy interface and the policies.
 
 pub mod cpupool;
-pub mod halt_poll;
 pub mod delay_preempt;
+pub mod halt_poll;
 pub mod kvm;
 pub mod microsliced;
 pub mod node_affinity;

@@ -64,12 +64,38 @@ enum Flow {
 #[derive(Clone, Debug)]
 enum Rec {
     /// `args`: a JSON object's text, or empty.
-    Span { pid: u32, tid: u32, name: String, start: Nanos, dur: Nanos, args: String, flow: Option<Flow> },
-    Instant { pid: u32, tid: u32, name: String, at: Nanos, args: String },
-    Counter { pid: u32, name: String, at: Nanos, value: f64 },
+    Span {
+        pid: u32,
+        tid: u32,
+        name: String,
+        start: Nanos,
+        dur: Nanos,
+        args: String,
+        flow: Option<Flow>,
+    },
+    Instant {
+        pid: u32,
+        tid: u32,
+        name: String,
+        at: Nanos,
+        args: String,
+    },
+    Counter {
+        pid: u32,
+        name: String,
+        at: Nanos,
+        value: f64,
+    },
     /// A v1 flow event (`s`, or `f` with `bp: e` when `end`), right after the zero-length slice it
     /// binds to.
-    FlowV1 { pid: u32, tid: u32, at: Nanos, id: u64, name: &'static str, end: bool },
+    FlowV1 {
+        pid: u32,
+        tid: u32,
+        at: Nanos,
+        id: u64,
+        name: &'static str,
+        end: bool,
+    },
 }
 
 /// A lock hand-off whose waiter has not resumed yet.
@@ -275,7 +301,17 @@ impl TraceSink {
     /// A zero-length marker slice and the v1 flow event bound to it; false when either did not
     /// fit (outside the window, past the cap).
     #[allow(clippy::too_many_arguments)]
-    fn flow_v1(&mut self, pid: u32, tid: u32, marker: &str, at: Nanos, args: &[(&str, serde_json::Value)], id: u64, name: &'static str, end: bool) -> bool {
+    fn flow_v1(
+        &mut self,
+        pid: u32,
+        tid: u32,
+        marker: &str,
+        at: Nanos,
+        args: &[(&str, serde_json::Value)],
+        id: u64,
+        name: &'static str,
+        end: bool,
+    ) -> bool {
         if self.outside(at) || !self.room(at) {
             return false;
         }
@@ -291,7 +327,17 @@ impl TraceSink {
     /// the vCPU of track `pid`/`tid`: the start of a `name` arrow to where `to` resumes
     /// ([`TraceSink::handoff_resumed`]).
     #[allow(clippy::too_many_arguments)]
-    pub fn handoff_released(&mut self, pid: u32, tid: u32, at: Nanos, name: &'static str, lock: &str, from: &str, to: usize, to_label: &str) {
+    pub fn handoff_released(
+        &mut self,
+        pid: u32,
+        tid: u32,
+        at: Nanos,
+        name: &'static str,
+        lock: &str,
+        from: &str,
+        to: usize,
+        to_label: &str,
+    ) {
         let id = self.next_handoff;
         self.next_handoff += 1;
         let args = [("lock", lock.into()), ("kind", name.into()), ("thread", from.into()), ("to", to_label.into())];
@@ -393,10 +439,7 @@ impl TraceSink {
             let name = quote(name);
             match tid {
                 None => write!(out, "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{pid},\"args\":{{\"name\":{name}}}}}"),
-                Some(t) => write!(
-                    out,
-                    "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{pid},\"tid\":{t},\"args\":{{\"name\":{name}}}}}"
-                ),
+                Some(t) => write!(out, "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{pid},\"tid\":{t},\"args\":{{\"name\":{name}}}}}"),
             }
             .expect("writing to a String cannot fail");
         }
@@ -535,8 +578,10 @@ mod tests {
         t.vcpu_woken(1, 2000);
         t.vcpu_on(0, 2500, 1, "a/v0");
         t.close_all(3000);
-        let got: Vec<(String, f64, f64, serde_json::Value)> =
-            events(&t).iter().map(|e| (e["name"].as_str().unwrap().into(), e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap(), e["args"].clone())).collect();
+        let got: Vec<(String, f64, f64, serde_json::Value)> = events(&t)
+            .iter()
+            .map(|e| (e["name"].as_str().unwrap().into(), e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap(), e["args"].clone()))
+            .collect();
         let want = [
             ("halted", 1.5, 0.5, serde_json::json!({"pcpu": 2})),
             ("runnable: preempted", 1.0, 1.5, serde_json::json!({"pcpu": 3, "held_by": "b/v0"})),
@@ -561,7 +606,10 @@ mod tests {
         assert!(e.iter().all(|e| e["ph"] == "X" && e["dur"].as_f64() == Some(0.0)));
         let (first, second) = (V2_FLOW_ID_BASE + 1, V2_FLOW_ID_BASE + 2);
         assert_eq!((e[0]["bind_id"].as_u64(), e[0]["flow_out"].as_bool()), (Some(first), Some(true)));
-        assert_eq!((e[2]["bind_id"].as_u64(), e[2]["flow_in"].as_bool(), e[2]["name"].as_str()), (Some(first), Some(true), Some("resched received")));
+        assert_eq!(
+            (e[2]["bind_id"].as_u64(), e[2]["flow_in"].as_bool(), e[2]["name"].as_str()),
+            (Some(first), Some(true), Some("resched received"))
+        );
         assert_eq!((e[3]["bind_id"].as_u64(), e[1]["bind_id"].as_u64()), (Some(second), Some(second)));
         assert_eq!(e[0]["args"]["to"], "a/v1");
     }
@@ -577,11 +625,13 @@ mod tests {
         t.handoff_released(1, 0, 2000, "spinlock hand-off", "futex-queue", "a/t0 on a/v0", 3, "a/t3");
         t.handoff_resumed(3, "a/t3 on a/v2", 1, 2, 2500);
         t.handoff_resumed(3, "a/t3 on a/v2", 1, 2, 2600); // resumed already: nothing more
-        // Its waiter never resumes: the start is left out.
+                                                          // Its waiter never resumes: the start is left out.
         t.handoff_released(1, 1, 3000, "mmap_sem hand-off", "mmap_sem", "a/t1 on a/v1", 4, "a/t4");
         let e = events(&t);
-        let got: Vec<(&str, &str, f64, u64)> =
-            e.iter().map(|e| (e["ph"].as_str().unwrap(), e["name"].as_str().unwrap(), e["ts"].as_f64().unwrap(), e["tid"].as_u64().unwrap())).collect();
+        let got: Vec<(&str, &str, f64, u64)> = e
+            .iter()
+            .map(|e| (e["ph"].as_str().unwrap(), e["name"].as_str().unwrap(), e["ts"].as_f64().unwrap(), e["tid"].as_u64().unwrap()))
+            .collect();
         assert_eq!(
             got,
             [
@@ -609,8 +659,12 @@ mod tests {
         t.counter(1, "share of the host", 1400, 0.5);
         t.counter(0, "runnable vCPUs", 2500, 1.0);
         let e = events(&t);
-        let got: Vec<(u64, &str, f64, f64)> =
-            e.iter().map(|e| (e["pid"].as_u64().unwrap(), e["name"].as_str().unwrap(), e["ts"].as_f64().unwrap(), e["args"]["value"].as_f64().unwrap())).collect();
+        let got: Vec<(u64, &str, f64, f64)> = e
+            .iter()
+            .map(|e| {
+                (e["pid"].as_u64().unwrap(), e["name"].as_str().unwrap(), e["ts"].as_f64().unwrap(), e["args"]["value"].as_f64().unwrap())
+            })
+            .collect();
         assert_eq!(got, [(0, "runnable vCPUs", 1.3, 2.0), (1, "share of the host", 1.4, 0.5)]);
         assert!(e.iter().all(|e| e["ph"] == "C"));
     }

@@ -3,8 +3,8 @@
 //! guest kernel counts about itself is in `guest/stats.rs`.
 
 use super::histogram::Histogram;
-use crate::vmexit::{IpiKind, TimeKind};
 use crate::time::Nanos;
+use crate::vmexit::{IpiKind, TimeKind};
 use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, Default)]

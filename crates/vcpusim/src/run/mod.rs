@@ -29,9 +29,8 @@ pub fn run_watched(scenario: &Scenario, options: &RunOptions, mut watch: impl Fn
     }
     sim.start();
     let duration_ns = scenario.run.duration;
-    let finished = sim.run_watched(duration_ns, scenario.run.max_events, |now_ns, events| {
-        watch(&Progress { now_ns, duration_ns, events })
-    })?;
+    let finished =
+        sim.run_watched(duration_ns, scenario.run.max_events, |now_ns, events| watch(&Progress { now_ns, duration_ns, events }))?;
     sim.take_samples(sim.now);
     sim.finish();
     if sim.check {

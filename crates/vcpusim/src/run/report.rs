@@ -2,27 +2,68 @@
 //! `summary.json`. Numbers are formatted with fixed precision so output is byte-identical for
 //! the same scenario and seed on any machine.
 
-use crate::output::RunOutput;
 use crate::hardware::contention::Source;
-use crate::vmexit::IpiKind;
+use crate::output::RunOutput;
 use crate::scenario::spec::Scenario;
 use crate::sim::state::Sim;
 use crate::time::to_ms;
+use crate::vmexit::IpiKind;
 use std::fmt::Write;
 
 /// Columns of vms.csv, in order. Units are in the names.
 pub const VM_COLUMNS: &[&str] = &[
-    "vm", "policy", "pool", "seed", "workload", "vcpus", "weight", "cap", "threads",
-    "cpu_time_ms", "user_time_ms", "kernel_time_ms", "spin_time_ms", "tlb_wait_ms", "user_spin_ms",
-    "irq_time_ms", "overhead_ms", "cpu_share", "entitled_share",
-    "steal_time_ms", "steal_share", "sched_latency_p50_us", "sched_latency_p99_us",
-    "lhp_count", "lhp_futex_count", "lwp_count", "ipi_resched_count", "ipi_tlb_count", "tlb_shootdowns",
-    "ple_exit_count", "yields", "urgent_count", "affinity_broken",
-    "preemptions", "switches_in", "halts", "futex_waits",
-    "progress", "progress_unit", "iterations", "completion_time_ms",
-    "competing_modules", "remote_memory_share",
-    "slowdown_module_frontend", "slowdown_module_fpu", "slowdown_llc", "slowdown_numa_remote",
-    "yields_ple", "yields_ipi", "yields_halt", "pv_poll_blocks", "pv_kicks",
+    "vm",
+    "policy",
+    "pool",
+    "seed",
+    "workload",
+    "vcpus",
+    "weight",
+    "cap",
+    "threads",
+    "cpu_time_ms",
+    "user_time_ms",
+    "kernel_time_ms",
+    "spin_time_ms",
+    "tlb_wait_ms",
+    "user_spin_ms",
+    "irq_time_ms",
+    "overhead_ms",
+    "cpu_share",
+    "entitled_share",
+    "steal_time_ms",
+    "steal_share",
+    "sched_latency_p50_us",
+    "sched_latency_p99_us",
+    "lhp_count",
+    "lhp_futex_count",
+    "lwp_count",
+    "ipi_resched_count",
+    "ipi_tlb_count",
+    "tlb_shootdowns",
+    "ple_exit_count",
+    "yields",
+    "urgent_count",
+    "affinity_broken",
+    "preemptions",
+    "switches_in",
+    "halts",
+    "futex_waits",
+    "progress",
+    "progress_unit",
+    "iterations",
+    "completion_time_ms",
+    "competing_modules",
+    "remote_memory_share",
+    "slowdown_module_frontend",
+    "slowdown_module_fpu",
+    "slowdown_llc",
+    "slowdown_numa_remote",
+    "yields_ple",
+    "yields_ipi",
+    "yields_halt",
+    "pv_poll_blocks",
+    "pv_kicks",
 ];
 
 /// Columns vms.csv gains when the run has a network device (seed 002's iperf: `sim/device.rs`),
@@ -342,7 +383,11 @@ fn remote_memory_share(sim: &Sim, i: usize) -> f64 {
             remote += busy;
         }
     }
-    if total == 0 { 0.0 } else { remote as f64 / total as f64 }
+    if total == 0 {
+        0.0
+    } else {
+        remote as f64 / total as f64
+    }
 }
 
 /// What a user should know about the trace: it was cut at its event cap, or its window began at

@@ -5,10 +5,10 @@
 //! loader checks against; `[host]` and `[[vm]]`, which the loader reads by hand, are described
 //! here and a test holds their names equal to the loader's key lists.
 
+use super::contention_sections;
 use super::load::DEFAULT_POLICY;
 use super::program_ops;
 use super::sections::{self, SectionKey};
-use super::contention_sections;
 use super::uvf_sections;
 use crate::hypervisor::policies;
 use crate::params::{ParamKind, ParamSpec, ParamValue};
@@ -88,21 +88,12 @@ fn default_json(value: &ParamValue) -> Value {
 }
 
 fn param_entry(spec: &ParamSpec) -> KeyEntry {
-    KeyEntry {
-        name: spec.name,
-        kind: kind_name(spec.kind),
-        default: default_json(&spec.default),
-        expected: spec.expected(),
-        doc: spec.doc,
-    }
+    KeyEntry { name: spec.name, kind: kind_name(spec.kind), default: default_json(&spec.default), expected: spec.expected(), doc: spec.doc }
 }
 
 fn section_entries(keys: &[SectionKey]) -> Vec<KeyEntry> {
     keys.iter()
-        .map(|k| KeyEntry {
-            default: if k.optional { Value::Null } else { default_json(&k.spec.default) },
-            ..param_entry(&k.spec)
-        })
+        .map(|k| KeyEntry { default: if k.optional { Value::Null } else { default_json(&k.spec.default) }, ..param_entry(&k.spec) })
         .collect()
 }
 
@@ -179,11 +170,7 @@ fn described_keys(docs: &[(&'static str, &'static str, &'static str, &'static st
 fn catalog() -> Catalog {
     let policies = policies::registry()
         .iter()
-        .map(|p| PolicyEntry {
-            name: p.name(),
-            description: p.describe(),
-            params: p.params().iter().map(param_entry).collect(),
-        })
+        .map(|p| PolicyEntry { name: p.name(), description: p.describe(), params: p.params().iter().map(param_entry).collect() })
         .collect();
     let mut workloads: Vec<WorkloadEntry> = workload::registry()
         .iter()
@@ -291,15 +278,39 @@ mod tests {
         assert_eq!(
             names(&json["guest"]),
             [
-                "kernel", "futex_wake_ipi", "tlb_targets", "spinlock", "pv_spin", "call_function_yield", "rwsem_spin", "pv_spinlock",
-                "vcpu_is_preempted", "pv_tlb_flush", "pv_sched_yield", "pv_ipi", "steal_time", "tick", "futex_buckets", "irs",
+                "kernel",
+                "futex_wake_ipi",
+                "tlb_targets",
+                "spinlock",
+                "pv_spin",
+                "call_function_yield",
+                "rwsem_spin",
+                "pv_spinlock",
+                "vcpu_is_preempted",
+                "pv_tlb_flush",
+                "pv_sched_yield",
+                "pv_ipi",
+                "steal_time",
+                "tick",
+                "futex_buckets",
+                "irs",
                 "irs_handler"
             ]
         );
         assert_eq!(names(&json["host_ple"]), ["enabled", "window_cycles", "cpu_ghz", "grow", "window_max_cycles", "shrink"]);
         assert_eq!(
             names(&json["host_costs"]),
-            ["ipi_send", "ipi_delivery", "ipi_handler", "context_switch", "hlt_exit", "tlb_flush_per_page", "syscall", "halt_wake", "virt_overhead"]
+            [
+                "ipi_send",
+                "ipi_delivery",
+                "ipi_handler",
+                "context_switch",
+                "hlt_exit",
+                "tlb_flush_per_page",
+                "syscall",
+                "halt_wake",
+                "virt_overhead"
+            ]
         );
         assert_eq!(names(&json["host_halt_poll"]), ["max", "grow", "grow_start", "shrink"]);
         assert_eq!(json["host_halt_poll"][0]["default"], "200us");

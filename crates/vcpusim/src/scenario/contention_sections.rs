@@ -28,9 +28,7 @@ pub fn host_contention_keys() -> Vec<SectionKey> {
             "A core runs slower the more of the other cores sharing its last-level cache ([host] llc) are busy \
              (seed 001 section V-B, Figure 16)"
         }
-        Source::NumaRemote => {
-            "A vCPU runs slower by the share of its VM's memory ([[vm]] memory_nodes) that is not on its pCPU's node"
-        }
+        Source::NumaRemote => "A vCPU runs slower by the share of its VM's memory ([[vm]] memory_nodes) that is not on its pCPU's node",
     };
     Source::ALL.iter().map(|&s| SectionKey::defaulted(ParamSpec::boolean(s.name(), false, doc(s)))).collect()
 }
@@ -85,9 +83,7 @@ pub fn memory_nodes(vm: &Section, numa_nodes: u32) -> Result<MemoryNodes, SimErr
             let mut nodes = Vec::new();
             for value in list {
                 match value {
-                    Value::Integer(n) if (0..numa_nodes as i64).contains(n) && !nodes.contains(&(*n as u32)) => {
-                        nodes.push(*n as u32)
-                    }
+                    Value::Integer(n) if (0..numa_nodes as i64).contains(n) && !nodes.contains(&(*n as u32)) => nodes.push(*n as u32),
                     Value::Integer(n) if (0..numa_nodes as i64).contains(n) => {
                         return Err(vm.error_at("memory_nodes", format!("node {n} is listed twice; expected {expected}")))
                     }

@@ -5,13 +5,13 @@
 //! every level with a did-you-mean suggestion. `vcpusim list` prints the same keys
 //! (scenario/catalog.rs); scenarios/examples/ shows the format in use.
 
+use super::contention_sections;
 use super::program_ops::{self, parse_program};
 use super::section::{error, Section};
 use super::sections;
-use super::uvf_sections;
-use super::contention_sections;
 use super::spec::{HostSpec, PoolChange, PoolSpec, Scenario, VmClassChange, VmSpec, DEFAULT_POOL};
 use super::suggest::with_suggestion;
+use super::uvf_sections;
 use crate::error::SimError;
 use crate::guest::config::{GuestConfig, PvFeatures};
 use crate::hardware::cpumask::{parse_cpulist, CpuMask};
@@ -31,12 +31,54 @@ use toml::Value;
 /// loader only checks its shape ([`sweep_table`]).
 const TOP_KEYS: &[&str] = &["host", "guest", "vm", "run", "sweep"];
 pub(super) const HOST_KEYS: &[&str] = &[
-    "pcpus", "policy", "sockets", "numa_nodes", "threads_per_core", "cores_per_module", "llc", "start_skew", "placement", "params",
-    "ple", "costs", "halt_poll", "uvf", "pool", "pool_change", "contention", "node_memory", "microsliced", "overlay", "irs", "relaxed_co", "delay_preempt",
+    "pcpus",
+    "policy",
+    "sockets",
+    "numa_nodes",
+    "threads_per_core",
+    "cores_per_module",
+    "llc",
+    "start_skew",
+    "placement",
+    "params",
+    "ple",
+    "costs",
+    "halt_poll",
+    "uvf",
+    "pool",
+    "pool_change",
+    "contention",
+    "node_memory",
+    "microsliced",
+    "overlay",
+    "irs",
+    "relaxed_co",
+    "delay_preempt",
 ];
 pub(super) const VM_KEYS: &[&str] = &[
-    "name", "count", "vcpus", "weight", "type", "u_factor", "sched_pe", "workload", "threads", "iterations", "params", "program",
-    "guest", "uvf", "pool", "cpus", "cpus_soft", "cap", "memory_nodes", "contention", "memory", "numa_placement", "bare_metal",
+    "name",
+    "count",
+    "vcpus",
+    "weight",
+    "type",
+    "u_factor",
+    "sched_pe",
+    "workload",
+    "threads",
+    "iterations",
+    "params",
+    "program",
+    "guest",
+    "uvf",
+    "pool",
+    "cpus",
+    "cpus_soft",
+    "cap",
+    "memory_nodes",
+    "contention",
+    "memory",
+    "numa_placement",
+    "bare_metal",
 ];
 /// Keys of one `[[host.pool]]` entry.
 const POOL_KEYS: &[&str] = &["name", "pcpus", "policy", "params"];
@@ -60,10 +102,10 @@ const MAX_SIZE: u32 = 1 << 16;
 fn size(section: &Section, key: &str, required: bool) -> Result<Option<u32>, SimError> {
     let value = if required { Some(section.required_int(key, 1, i64::MAX)?) } else { section.int(key, 1, i64::MAX)? };
     match value {
-        Some(n) if n > MAX_SIZE as i64 => Err(section.error_at(
-            key,
-            format!("expected at most {MAX_SIZE} (a guard against typos; no simulated host needs more), got {n}"),
-        )),
+        Some(n) if n > MAX_SIZE as i64 => {
+            Err(section
+                .error_at(key, format!("expected at most {MAX_SIZE} (a guard against typos; no simulated host needs more), got {n}")))
+        }
         other => Ok(other.map(|n| n as u32)),
     }
 }
@@ -169,8 +211,7 @@ fn replay_pool_changes(source: &str, host: &HostSpec, change_index: &[usize], vm
             let policy = &host.pools[k].policy;
             let supported = policies::find(policy).is_ok_and(|kind| kind.supports_pool_changes());
             if !supported {
-                let able: Vec<&str> =
-                    policies::registry().iter().filter(|k| k.supports_pool_changes()).map(|k| k.name()).collect();
+                let able: Vec<&str> = policies::registry().iter().filter(|k| k.supports_pool_changes()).map(|k| k.name()).collect();
                 return Err(error(
                     source,
                     &path,
@@ -218,9 +259,7 @@ fn replay_pool_changes(source: &str, host: &HostSpec, change_index: &[usize], vm
 /// The index of the first `[[vm]]` entry with a `[vm.uvf]` table.
 fn vm_with_uvf(top: &Section) -> Option<usize> {
     match top.get("vm") {
-        Some(Value::Array(list)) => {
-            list.iter().position(|v| matches!(v, Value::Table(t) if t.contains_key("uvf")))
-        }
+        Some(Value::Array(list)) => list.iter().position(|v| matches!(v, Value::Table(t) if t.contains_key("uvf"))),
         _ => None,
     }
 }
@@ -245,10 +284,7 @@ fn sweep_table(section: &Section) -> Result<(), SimError> {
             other => {
                 return Err(section.error_at(
                     key,
-                    format!(
-                        "expected the array of values to sweep, such as [\"cfs\", \"credit\"] or [1, 2, 4], got {}",
-                        show_toml(other)
-                    ),
+                    format!("expected the array of values to sweep, such as [\"cfs\", \"credit\"] or [1, 2, 4], got {}", show_toml(other)),
                 ))
             }
         }
@@ -269,8 +305,7 @@ fn syntax_error(text: &str, source: &str, e: &toml::de::Error) -> SimError {
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     // Name the offending text when it is short ("duplicate key" alone does not say which).
     let mut message = e.message().trim().to_string();
-    if let Some(snippet) = text.get(span).map(str::trim).filter(|t| !t.is_empty() && t.len() <= 40 && !t.contains('\n'))
-    {
+    if let Some(snippet) = text.get(span).map(str::trim).filter(|t| !t.is_empty() && t.len() <= 40 && !t.contains('\n')) {
         message = format!("{message} (at {snippet:?})");
     }
     SimError::Syntax { file: source.to_string(), line, column, message }
@@ -278,9 +313,7 @@ fn syntax_error(text: &str, source: &str, e: &toml::de::Error) -> SimError {
 
 /// `[host]`, with the file index of each of its (sorted) pool changes.
 fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
-    let host = top
-        .table("host")?
-        .ok_or_else(|| top.error_at("host", "missing; expected a [host] table with at least pcpus = N"))?;
+    let host = top.table("host")?.ok_or_else(|| top.error_at("host", "missing; expected a [host] table with at least pcpus = N"))?;
     host.allow_only(HOST_KEYS)?;
     let pcpus = size(&host, "pcpus", true)?.expect("a required key is present");
     let sockets = size(&host, "sockets", false)?.unwrap_or(1);
@@ -297,9 +330,8 @@ fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
     let cores_per_module = size(&host, "cores_per_module", false)?.unwrap_or(1);
     let llc = match host.string("llc")? {
         None => LlcScope::default(),
-        Some(name) => LlcScope::parse(name).ok_or_else(|| {
-            host.error_at("llc", format!("unknown last-level-cache scope {name:?}; expected {}", LlcScope::NAMES))
-        })?,
+        Some(name) => LlcScope::parse(name)
+            .ok_or_else(|| host.error_at("llc", format!("unknown last-level-cache scope {name:?}; expected {}", LlcScope::NAMES)))?,
     };
     let topology = topology.with_modules(cores_per_module, llc).map_err(|m| host.error_at("cores_per_module", m))?;
 
@@ -340,11 +372,14 @@ fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
         let other = if uvf.is_some() { "uvf" } else { "microsliced" };
         return Err(host.error_at("overlay", format!("a preemption overlay does not combine with [host.{other}] (each holds or moves the policy's picks its own way); leave one out")));
     }
-    let default_pool = PoolSpec { name: DEFAULT_POOL.to_string(), pcpus: CpuMask::empty(), policy: kind.name().to_string(), params: params.clone() };
+    let default_pool =
+        PoolSpec { name: DEFAULT_POOL.to_string(), pcpus: CpuMask::empty(), policy: kind.name().to_string(), params: params.clone() };
     let pools = pools(&host, &topology, default_pool, kind)?;
     if pools.len() > 1 {
         if let Some((name, why)) = lacking(&pools, policies::HostFeature::Cpupools) {
-            return Err(host.error_at("pool", format!("[[host.pool]] needs cpupools, but in pool {name:?}, {why}; leave out [[host.pool]]")));
+            return Err(
+                host.error_at("pool", format!("[[host.pool]] needs cpupools, but in pool {name:?}, {why}; leave out [[host.pool]]"))
+            );
         }
     }
     if let Some((name, why)) = lacking(&pools, policies::HostFeature::PauseLoopExiting) {
@@ -361,7 +396,10 @@ fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
     let halt_poll = host.table("halt_poll")?.map(|s| sections::halt_poll(&s)).transpose()?;
     if halt_poll.is_some() {
         if let Some((name, why)) = lacking(&pools, policies::HostFeature::HaltPolling) {
-            return Err(host.error_at("halt_poll", format!("halt polling is KVM's (kvm_vcpu_halt), but in pool {name:?}, {why}; leave out [host.halt_poll]")));
+            return Err(host.error_at(
+                "halt_poll",
+                format!("halt polling is KVM's (kvm_vcpu_halt), but in pool {name:?}, {why}; leave out [host.halt_poll]"),
+            ));
         }
     }
     let (change_index, pool_changes) = pool_changes(&host, &topology, &pools)?.into_iter().unzip();
@@ -459,11 +497,7 @@ fn pools(
     for (i, value) in list.iter().enumerate() {
         let path = host.key(&format!("pool[{i}]"));
         let Value::Table(table) = value else {
-            return Err(error(
-                host.file,
-                &path,
-                format!("expected a [[host.pool]] table with name and pcpus, got {}", show_toml(value)),
-            ));
+            return Err(error(host.file, &path, format!("expected a [[host.pool]] table with name and pcpus, got {}", show_toml(value))));
         };
         let entry = Section::new(host.file, path, table);
         entry.allow_only(POOL_KEYS)?;
@@ -543,10 +577,7 @@ fn pool_changes(host: &Section, topology: &Topology, pools: &[PoolSpec]) -> Resu
         let at = super::section::duration_value(entry.file, &entry.key("at"), at_value, false)?;
         let pcpu = entry.required_int("pcpu", 0, i64::MAX)?;
         if pcpu >= npcpus as i64 {
-            return Err(entry.error_at(
-                "pcpu",
-                format!("pCPU {pcpu} is out of range: the host has pCPUs 0-{}", npcpus - 1),
-            ));
+            return Err(entry.error_at("pcpu", format!("pCPU {pcpu} is out of range: the host has pCPUs 0-{}", npcpus - 1)));
         }
         let to = entry.required_string("to", "a pool name (\"pool0\" or a [[host.pool]] name)")?;
         let Some(to) = names.iter().position(|n| *n == to) else {
@@ -578,9 +609,7 @@ fn with_placement(host: &Section, kind: &dyn policies::PolicyKind, mut params: P
             let m = format!("expected one of {}, got {s:?}", names.join(", "));
             return Err(host.error_at("placement", with_suggestion(m, s, names)));
         }
-        other => {
-            return Err(host.error_at("placement", format!("expected one of {}, got {}", names.join(", "), show_toml(other))))
-        }
+        other => return Err(host.error_at("placement", format!("expected one of {}, got {}", names.join(", "), show_toml(other)))),
     };
     let declared = kind.params().into_iter().find(|s| s.name == "placement");
     let Some(spec) = declared else {
@@ -610,10 +639,7 @@ fn vms(top: &Section, guest: &GuestConfig, host: &HostSpec) -> Result<(Vec<VmSpe
         Some(Value::Array(list)) if !list.is_empty() => list,
         None | Some(Value::Array(_)) => return Err(top.error_at("vm", format!("missing; expected {expected}"))),
         Some(Value::Table(_)) => {
-            return Err(top.error_at(
-                "vm",
-                "expected [[vm]] sections (an array of tables), got a single [vm] table; write [[vm]]",
-            ))
+            return Err(top.error_at("vm", "expected [[vm]] sections (an array of tables), got a single [vm] table; write [[vm]]"))
         }
         Some(other) => return Err(top.error_at("vm", format!("expected {expected}, got {}", show_toml(other)))),
     };
@@ -633,10 +659,7 @@ fn vms(top: &Section, guest: &GuestConfig, host: &HostSpec) -> Result<(Vec<VmSpe
             if let Some(first) = owners.insert(spec.name.clone(), i) {
                 return Err(section.error_at(
                     "name",
-                    format!(
-                        "duplicate VM name {:?}: vm[{first}] already has it (count = N names VMs name-0 .. name-(N-1))",
-                        spec.name
-                    ),
+                    format!("duplicate VM name {:?}: vm[{first}] already has it (count = N names VMs name-0 .. name-(N-1))", spec.name),
                 ));
             }
             vms.push(spec);
@@ -786,7 +809,12 @@ fn carve_bare_metal(
             return Err(error(
                 source,
                 &format!("host.pool[{}].pcpus", k - 1),
-                format!("pool {:?} holds pCPU {}, which bare-metal VM {:?} runs on; leave it out of the pool", pool.name, p.0, owner_of(p.0)),
+                format!(
+                    "pool {:?} holds pCPU {}, which bare-metal VM {:?} runs on; leave it out of the pool",
+                    pool.name,
+                    p.0,
+                    owner_of(p.0)
+                ),
             ));
         }
     }
@@ -845,7 +873,14 @@ fn valid_name(name: &str) -> bool {
 /// Fit VM `name`'s paravirtual guest features (`GuestConfig::pv`) to the hypervisor of its pool's
 /// policy (`PolicyKind::hypervisor`), with the kernel's dependencies (`PvFeatures::resolve`). A
 /// bare-metal VM has no hypervisor to talk to: every feature is off.
-fn pv_guest(section: &Section, name: &str, mut guest: GuestConfig, host: &HostSpec, pool: usize, bare: bool) -> Result<GuestConfig, SimError> {
+fn pv_guest(
+    section: &Section,
+    name: &str,
+    mut guest: GuestConfig,
+    host: &HostSpec,
+    pool: usize,
+    bare: bool,
+) -> Result<GuestConfig, SimError> {
     if bare {
         guest.pv = PvFeatures::default();
         return Ok(guest);
@@ -866,9 +901,7 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask, t
     let bare = bare_metal_cpus(section, host, free)?;
     let name = section.required_string("name", "a VM name such as \"web\"")?;
     if !valid_name(name) {
-        return Err(
-            section.error_at("name", format!("expected a name of letters, digits, '-', '_' and '.', got {name:?}"))
-        );
+        return Err(section.error_at("name", format!("expected a name of letters, digits, '-', '_' and '.', got {name:?}")));
     }
     let count = size(section, "count", false)?.unwrap_or(1);
     let vcpus = match &bare {
@@ -928,8 +961,7 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask, t
     } else {
         builtin_program(section, workload_name, threads, vcpus, name)?
     };
-    let problem_key =
-        if workload_name == program_ops::WORKLOAD_NAME { section.key("program") } else { section.path.clone() };
+    let problem_key = if workload_name == program_ops::WORKLOAD_NAME { section.key("program") } else { section.path.clone() };
     program.validate().map_err(|m| error(section.file, &problem_key, format!("VM {name:?}: {m}")))?;
     if let Some(n) = iterations {
         // The engine stops a VM when its progress reaches `iterations`; without a progress op
@@ -1023,12 +1055,7 @@ impl Totals {
 /// must meet the pool's pCPUs at the start, or the vCPU could never run; a soft mask may miss
 /// the hard one (Xen then ignores soft affinity). With `[host.uvf]`, a VM with `[vm.uvf]` must
 /// be in a pool whose policy carries the overlay.
-fn placement_keys(
-    section: &Section,
-    host: &HostSpec,
-    name: &str,
-    vcpus: u32,
-) -> Result<(usize, Vec<CpuMask>, Vec<CpuMask>), SimError> {
+fn placement_keys(section: &Section, host: &HostSpec, name: &str, vcpus: u32) -> Result<(usize, Vec<CpuMask>, Vec<CpuMask>), SimError> {
     let pool = match section.string("pool")? {
         None => 0,
         Some(pool) => host.pools.iter().position(|p| p.name == pool).ok_or_else(|| {
@@ -1132,10 +1159,7 @@ fn cap(section: &Section) -> Result<u32, SimError> {
         Some(Value::Integer(n)) if (0..=U32_MAX).contains(n) => Ok(*n as u32),
         Some(other) => Err(section.error_at(
             "cap",
-            format!(
-                "expected a non-negative integer (percent of one pCPU, as xl sched-credit -c; 0 = no cap), got {}",
-                show_toml(other)
-            ),
+            format!("expected a non-negative integer (percent of one pCPU, as xl sched-credit -c; 0 = no cap), got {}", show_toml(other)),
         )),
     }
 }
@@ -1148,8 +1172,7 @@ fn cap_honourers() -> String {
 }
 
 fn uvf_carriers() -> String {
-    let carriers: Vec<String> =
-        policies::registry().iter().filter(|k| k.carries_uvf()).map(|k| format!("{:?}", k.name())).collect();
+    let carriers: Vec<String> = policies::registry().iter().filter(|k| k.carries_uvf()).map(|k| format!("{:?}", k.name())).collect();
     carriers.join(" or ")
 }
 
@@ -1166,9 +1189,8 @@ fn vm_class(section: &Section) -> Result<(VmType, f64), SimError> {
 fn class_with_defaults(section: &Section, before: (VmType, f64)) -> Result<(VmType, f64), SimError> {
     let vm_type = match section.string("type")? {
         None => before.0,
-        Some(name) => VmType::from_name(name).ok_or_else(|| {
-            section.error_at("type", format!("expected one of {}, got {name:?}", VmType::NAMES.join(", ")))
-        })?,
+        Some(name) => VmType::from_name(name)
+            .ok_or_else(|| section.error_at("type", format!("expected one of {}, got {name:?}", VmType::NAMES.join(", "))))?,
     };
     let u_factor = match section.get("u_factor") {
         None if vm_type == VmType::HighThroughput => 0.0,
@@ -1188,10 +1210,8 @@ fn class_with_defaults(section: &Section, before: (VmType, f64)) -> Result<(VmTy
         }
     };
     if u_factor > 0.0 && vm_type != VmType::Concurrent {
-        return Err(section.error_at(
-            "u_factor",
-            format!("u_factor = {u_factor} applies to concurrent VMs only; add type = \"con\" or remove u_factor"),
-        ));
+        return Err(section
+            .error_at("u_factor", format!("u_factor = {u_factor} applies to concurrent VMs only; add type = \"con\" or remove u_factor")));
     }
     Ok((vm_type, u_factor))
 }
@@ -1241,15 +1261,10 @@ fn sched_pe(vm: &Section, initial: (VmType, f64)) -> Result<Vec<VmClassChange>, 
 
 fn custom_program(section: &Section, threads: Option<u32>, vcpus: u32) -> Result<(Program, u32, Params), SimError> {
     if section.get("params").is_some() {
-        return Err(
-            section.error_at("params", "a custom program takes no params; put its settings in the ops of [vm.program]")
-        );
+        return Err(section.error_at("params", "a custom program takes no params; put its settings in the ops of [vm.program]"));
     }
     let table = section.table("program")?.ok_or_else(|| {
-        section.error_at(
-            "program",
-            "missing; workload = \"program\" needs a [vm.program] table with threads = [[ops], ...]",
-        )
+        section.error_at("program", "missing; workload = \"program\" needs a [vm.program] table with threads = [[ops], ...]")
     })?;
     let (program, threads) = parse_program(&table, threads, vcpus)?;
     Ok((program, threads, Params::default()))
@@ -1269,8 +1284,7 @@ fn builtin_program(
         section.error_at("workload", with_suggestion(m, workload_name, &names))
     })?;
     if section.get("program").is_some() {
-        return Err(section
-            .error_at("program", format!("only used with workload = \"program\", but workload = {workload_name:?}")));
+        return Err(section.error_at("program", format!("only used with workload = \"program\", but workload = {workload_name:?}")));
     }
     let specs = workload.params();
     let params = match section.table("params")? {
@@ -1354,7 +1368,10 @@ mod tests {
         assert!(load(&minimal("", "")).unwrap().host.uvf.is_none());
 
         assert_error(&minimal("", "[vm.uvf]\ntlb_co = true"), "vm[0].uvf: urgent-vCPU-first features need the overlay");
-        assert_error(&minimal("policy = \"gang\"\n[host.uvf]", ""), "host.uvf: the urgent-vCPU-first overlay rides on a proportional-share policy (\"cfs\" or \"credit\"), got policy = \"gang\"");
+        assert_error(
+            &minimal("policy = \"gang\"\n[host.uvf]", ""),
+            "host.uvf: the urgent-vCPU-first overlay rides on a proportional-share policy (\"cfs\" or \"credit\"), got policy = \"gang\"",
+        );
         assert!(load(&minimal("policy = \"credit\"\n[host.uvf]", "")).unwrap().host.uvf.is_some());
         assert_error(&minimal("[host.uvf]", "[vm.uvf]\nearly_dp = true"), "vm[0].uvf.early_dp: early_dp = true needs resched_dp");
         assert_error(&minimal("[host.uvf]", "[vm.uvf]\ntlb_c = true"), "vm[0].uvf.tlb_c: unknown key; did you mean \"tlb_co\"?");
@@ -1378,7 +1395,10 @@ mod tests {
         assert!(!s.host.ple.enabled, "Xen 3.3 has no pause-loop exiting");
         // Writing what a version has not is an error naming the key, the value and the version.
         assert_error(&credit("xen = \"3.3\"\nratelimit = \"1ms\"", ""), "host.params.ratelimit: xen = \"3.3\" has no ratelimit");
-        assert_error(&credit("xen = \"4.7\"\nload_balance_ratelimit = \"2ms\"", ""), "host.params.load_balance_ratelimit: xen = \"4.7\" has no");
+        assert_error(
+            &credit("xen = \"4.7\"\nload_balance_ratelimit = \"2ms\"", ""),
+            "host.params.load_balance_ratelimit: xen = \"4.7\" has no",
+        );
         assert_error(&credit("xen = \"3.3\"\ntslice = \"10ms\"", ""), "host.params.tslice: xen = \"3.3\" has no tslice");
         assert!(load(&credit("xen = \"3.3\"\nratelimit = \"0ms\"", "")).is_ok(), "the value it behaves as may be written");
         assert_error(&credit("xen = \"4.8\"", ""), "host.params.xen: expected one of 3.3, 4.4, 4.7, 4.18, got \"4.8\"");
@@ -1388,15 +1408,24 @@ mod tests {
             &credit("xen = 4.4", ""),
             "host.params.xen: expected one of 3.3, 4.4, 4.7, 4.18 as a string, got the number 4.4; the choices are strings: xen = \"4.4\" (with --set",
         );
-        assert_error(&credit("xen = 4", ""), "host.params.xen: expected one of 3.3, 4.4, 4.7, 4.18 as a string, got the number 4; the choices are strings: xen = \"4.18\"");
+        assert_error(
+            &credit("xen = 4", ""),
+            "host.params.xen: expected one of 3.3, 4.4, 4.7, 4.18 as a string, got the number 4; the choices are strings: xen = \"4.18\"",
+        );
         assert_error(&credit("xen = \"3.3\"", "[host.ple]\nenabled = true"), "host.ple.enabled: got true, but in pool \"pool0\", xen = \"3.3\" (policy \"credit\") has no pause-loop exiting: it arrived in Xen 4.0");
         assert!(load(&credit("xen = \"3.3\"", "[host.ple]\nenabled = false")).is_ok());
         // Soft affinity arrived in 4.5, cpupools in 4.1.
         let soft = minimal("policy = \"credit\"\n[host.params]\nxen = \"4.4\"", "cpus_soft = \"1\"");
-        assert_error(&soft, "vm[0].cpus_soft: got \"1\", but in VM \"a\"'s pool \"pool0\", xen = \"4.4\" (policy \"credit\") has no soft affinity");
+        assert_error(
+            &soft,
+            "vm[0].cpus_soft: got \"1\", but in VM \"a\"'s pool \"pool0\", xen = \"4.4\" (policy \"credit\") has no soft affinity",
+        );
         assert!(load(&minimal("policy = \"credit\"\n[host.params]\nxen = \"4.7\"", "cpus_soft = \"1\"")).is_ok());
         let pooled = pools(&[("params = { tslice = \"1ms\" }", "params = { xen = \"3.3\" }"), ("cpus_soft = \"11\"\n", "")], "");
-        assert_error(&pooled, "host.pool: [[host.pool]] needs cpupools, but in pool \"fast\", xen = \"3.3\" (policy \"credit\") has no cpupools");
+        assert_error(
+            &pooled,
+            "host.pool: [[host.pool]] needs cpupools, but in pool \"fast\", xen = \"3.3\" (policy \"credit\") has no cpupools",
+        );
     }
 
     #[test]
@@ -1410,8 +1439,7 @@ mod tests {
         assert_eq!(s.host.node_memory_mib, vec![UNBOUNDED_NODE_MEMORY_MIB; 2]);
         // cpus in the config turns xl's placement off.
         assert_eq!(load(&minimal(&host(""), "cpus = \"0-1\"")).unwrap().vms[0].numa_placement, NumaPlacement::Off);
-        let s = load(&minimal(&host("node_memory = [\"80GB\", \"1TB\"]"), "memory = \"512MB\"\nnuma_placement = { nodes = [1] }"))
-            .unwrap();
+        let s = load(&minimal(&host("node_memory = [\"80GB\", \"1TB\"]"), "memory = \"512MB\"\nnuma_placement = { nodes = [1] }")).unwrap();
         assert_eq!(s.host.node_memory_mib, vec![80 * 1024, 1 << 20]);
         assert_eq!((s.vms[0].numa_placement.clone(), s.vms[0].memory_mib), (NumaPlacement::Nodes(vec![1]), 512));
         assert_eq!(load(&minimal(&host("node_memory = \"4GiB\""), "")).unwrap().host.node_memory_mib, vec![4096; 2]);
@@ -1425,8 +1453,14 @@ mod tests {
         let xen = |v: &str| format!("numa_nodes = 2\npolicy = \"credit\"\nparams = {{ xen = \"{v}\" }}");
         let h44 = xen("4.4");
         let at = |host: &str, vm: &str| minimal(host, vm);
-        assert_error(&at(&h44, "numa_placement = \"on\""), "vm[0].numa_placement: expected \"auto\" (xl's automatic NUMA placement), \"off\"");
-        assert_error(&at(&h44, "numa_placement = { nodes = [2] }"), "vm[0].numa_placement.nodes[0]: expected an integer of at most 1, got 2 (the host has NUMA nodes 0-1)");
+        assert_error(
+            &at(&h44, "numa_placement = \"on\""),
+            "vm[0].numa_placement: expected \"auto\" (xl's automatic NUMA placement), \"off\"",
+        );
+        assert_error(
+            &at(&h44, "numa_placement = { nodes = [2] }"),
+            "vm[0].numa_placement.nodes[0]: expected an integer of at most 1, got 2 (the host has NUMA nodes 0-1)",
+        );
         assert_error(&at(&h44, "numa_placement = { nodes = [1, 1] }"), "vm[0].numa_placement.nodes[1]: node 1 is listed twice");
         assert_error(&at(&h44, "numa_placement = { nodes = [] }"), "vm[0].numa_placement.nodes: expected a non-empty array");
         assert_error(&at(&h44, "numa_placement = { node = [0] }"), "vm[0].numa_placement.node: unknown key");
@@ -1438,12 +1472,21 @@ mod tests {
             &at(&xen("3.3"), "numa_placement = { nodes = [0] }"),
             "vm[0].numa_placement: got { nodes = [0] }, but in VM \"a\"'s pool \"pool0\", xen = \"3.3\" (policy \"credit\") has no per-domain NUMA node affinity",
         );
-        assert_error(&minimal("", "numa_placement = \"auto\""), "vm[0].numa_placement: got \"auto\", but in VM \"a\"'s pool \"pool0\", policy \"cfs\" does not schedule by");
+        assert_error(
+            &minimal("", "numa_placement = \"auto\""),
+            "vm[0].numa_placement: got \"auto\", but in VM \"a\"'s pool \"pool0\", policy \"cfs\" does not schedule by",
+        );
         assert_error(&minimal("", "memory = 4096"), "vm[0].memory: expected a memory size with a unit, such as \"4GB\"");
         assert_error(&minimal("", "memory = \"4 parsecs\""), "vm[0].memory: expected a memory size with a unit");
         assert_error(&minimal("", "memory = \"0GB\""), "vm[0].memory: expected a memory size with a unit");
-        assert_error(&at(&h44, "").replacen("[[vm]]", "node_memory = [\"1GB\"]\n[[vm]]", 1), "host.node_memory: expected one size per NUMA node (2");
-        assert_error(&at(&h44, "").replacen("[[vm]]", "node_memory = [\"1GB\", 3]\n[[vm]]", 1), "host.node_memory[1]: expected a memory size");
+        assert_error(
+            &at(&h44, "").replacen("[[vm]]", "node_memory = [\"1GB\"]\n[[vm]]", 1),
+            "host.node_memory: expected one size per NUMA node (2",
+        );
+        assert_error(
+            &at(&h44, "").replacen("[[vm]]", "node_memory = [\"1GB\", 3]\n[[vm]]", 1),
+            "host.node_memory[1]: expected a memory size",
+        );
     }
 
     #[test]
@@ -1533,10 +1576,7 @@ mod tests {
         for w in workload::registry() {
             let specs = w.params();
             let params: String = specs.iter().map(|s| format!("{} = {}\n", s.name, to_toml(&s.default))).collect();
-            let text = format!(
-                "[host]\npcpus = 4\n[[vm]]\nname = \"v\"\nvcpus = 4\nworkload = \"{}\"\n[vm.params]\n{params}",
-                w.name()
-            );
+            let text = format!("[host]\npcpus = 4\n[[vm]]\nname = \"v\"\nvcpus = 4\nworkload = \"{}\"\n[vm.params]\n{params}", w.name());
             let s = load(&text).unwrap_or_else(|e| panic!("{}: {e}", w.name()));
             let vm = &s.vms[0];
             assert_eq!(vm.params, Params::defaults(&specs), "{}", w.name());
@@ -1547,10 +1587,7 @@ mod tests {
 
     #[test]
     fn top_level_guest_is_overridden_per_vm() {
-        let text = format!(
-            "[guest]\ntick = \"10ms\"\nspinlock = \"tas\"\n\n{}\n[vm.guest]\nspinlock = \"ticket\"\n",
-            minimal("", "")
-        );
+        let text = format!("[guest]\ntick = \"10ms\"\nspinlock = \"tas\"\n\n{}\n[vm.guest]\nspinlock = \"ticket\"\n", minimal("", ""));
         let s = load(&text).unwrap();
         let g = &s.vms[0].guest;
         assert_eq!(g.tick, 10 * crate::time::MS);
@@ -1613,7 +1650,10 @@ mod tests {
     fn counts_within_their_bounds_whose_product_is_not_are_refused_before_the_copies_are_made() {
         // 65,536 copies of a 65,536-vCPU VM: each key in range, 4.3 billion vCPUs in all.
         let huge = minimal("", "count = 65536").replace("vcpus = 2", "vcpus = 65536");
-        assert_error(&huge, "vm[0].count: the scenario's VMs have 4294967296 vCPUs with this one (65536 × 65536 vCPUs); expected at most 1048576");
+        assert_error(
+            &huge,
+            "vm[0].count: the scenario's VMs have 4294967296 vCPUs with this one (65536 × 65536 vCPUs); expected at most 1048576",
+        );
         // The bound is over all VMs: the second entry crosses it.
         let two = format!(
             "{}\n[[vm]]\nname = \"b\"\nvcpus = 65536\ncount = 2\nworkload = \"idle\"\n",
@@ -1633,25 +1673,13 @@ mod tests {
 
     #[test]
     fn bad_counts_are_rejected_with_key_paths() {
-        assert_error(
-            &minimal("", "").replace("pcpus = 2", "pcpus = 0"),
-            "host.pcpus: expected an integer of at least 1, got 0",
-        );
-        assert_error(
-            &minimal("", "").replace("pcpus = 2\n", ""),
-            "host.pcpus: missing; expected an integer of at least 1",
-        );
-        assert_error(
-            &minimal("", "").replace("vcpus = 2", "vcpus = 0"),
-            "vm[0].vcpus: expected an integer of at least 1, got 0",
-        );
+        assert_error(&minimal("", "").replace("pcpus = 2", "pcpus = 0"), "host.pcpus: expected an integer of at least 1, got 0");
+        assert_error(&minimal("", "").replace("pcpus = 2\n", ""), "host.pcpus: missing; expected an integer of at least 1");
+        assert_error(&minimal("", "").replace("vcpus = 2", "vcpus = 0"), "vm[0].vcpus: expected an integer of at least 1, got 0");
         assert_error(&minimal("", "weight = 0"), "vm[0].weight: expected an integer of at least 1, got 0");
         assert_error(&minimal("", "count = 0"), "vm[0].count: expected an integer of at least 1, got 0");
         assert_error(&minimal("", "iterations = -3"), "vm[0].iterations: expected an integer of at least 1, got -3");
-        assert_error(
-            &minimal("", "").replace("pcpus = 2", "pcpus = \"2\""),
-            "host.pcpus: expected an integer of at least 1, got \"2\"",
-        );
+        assert_error(&minimal("", "").replace("pcpus = 2", "pcpus = \"2\""), "host.pcpus: expected an integer of at least 1, got \"2\"");
         assert_error(&minimal("sockets = 4", ""), "host: sockets = 4 with threads_per_core = 1 needs at least 4 pcpus");
         // Topology::new's own checks are reported under `host` too.
         assert_error(&minimal("numa_nodes = 3", ""), "host: the 2 cores cannot be split evenly over numa_nodes = 3");
@@ -1668,10 +1696,7 @@ mod tests {
             &minimal("sockets = 65536\nthreads_per_core = 65536", ""),
             "host: sockets = 65536 with threads_per_core = 65536 needs at least 4294967296 pcpus",
         );
-        assert_error(
-            &minimal("", "").replace("vcpus = 2", "vcpus = 5000000000"),
-            "vm[0].vcpus: expected at most 65536",
-        );
+        assert_error(&minimal("", "").replace("vcpus = 2", "vcpus = 5000000000"), "vm[0].vcpus: expected at most 65536");
     }
 
     #[test]
@@ -1681,10 +1706,7 @@ mod tests {
         assert_error(&with_run("duration = \"60\""), "run.duration: \"60\" has no unit");
         assert_error(&with_run("duration = 60"), "run.duration: expected a duration");
         assert_error(&with_run("duration = \"0s\""), "run.duration: expected a duration");
-        assert_error(
-            &minimal("[host.costs]\nipi_send = \"-1us\"", ""),
-            "host.costs.ipi_send: expected a non-negative duration",
-        );
+        assert_error(&minimal("[host.costs]\nipi_send = \"-1us\"", ""), "host.costs.ipi_send: expected a non-negative duration");
         let guest = format!("[guest]\ntick = \"4\"\n{}", minimal("", ""));
         assert_error(&guest, "guest.tick: \"4\" has no unit");
     }
@@ -1720,9 +1742,8 @@ mod tests {
         let bad_op = minimal("", "").replace("{progress = true}", "{progres = true}");
         assert_error(&bad_op, "vm[0].program.threads[0][1].progres: unknown op; did you mean \"progress\"?");
         // A 3-party barrier in a 2-thread program can never open: Program::validate says so.
-        let barrier = minimal("", "")
-            .replace("[vm.program]\n", "[vm.program]\nbarriers = [3]\n")
-            .replace("{compute = \"1ms\"}", "{barrier = 0}");
+        let barrier =
+            minimal("", "").replace("[vm.program]\n", "[vm.program]\nbarriers = [3]\n").replace("{compute = \"1ms\"}", "{barrier = 0}");
         let m = message(&barrier);
         assert!(m.starts_with("s.toml: vm[0].program: VM \"a\": barrier 0 waits for 3 threads"), "{m}");
     }
@@ -1730,10 +1751,8 @@ mod tests {
     #[test]
     fn builtin_workload_params_are_checked() {
         let Some(w) = workload::registry().first() else { return };
-        let text = format!(
-            "[host]\npcpus = 2\n[[vm]]\nname = \"a\"\nvcpus = 2\nworkload = \"{}\"\n[vm.params]\nno_such_param = 1\n",
-            w.name()
-        );
+        let text =
+            format!("[host]\npcpus = 2\n[[vm]]\nname = \"a\"\nvcpus = 2\nworkload = \"{}\"\n[vm.params]\nno_such_param = 1\n", w.name());
         assert_error(&text, "vm[0].params.no_such_param: unknown key");
         let text = text.replace("[vm.params]\nno_such_param = 1\n", "[vm.program]\nthreads = [[{progress = true}]]\n");
         assert_error(&text, "vm[0].program: only used with workload = \"program\"");
@@ -1771,18 +1790,21 @@ mod tests {
         let back = "[[vm.sched_pe]]\nat = \"4s\"\ntype = \"hit\"\n";
         let s = load(&with(&format!("{con}{u_only}{back}"))).unwrap();
         let c = |at: u64, t, u| VmClassChange { at: at * SEC, vm_type: t, u_factor: u };
-        assert_eq!(
-            s.vms[0].sched_pe,
-            [c(2, VmType::Concurrent, 0.25), c(3, VmType::Concurrent, 0.5), c(4, VmType::HighThroughput, 0.0)]
-        );
+        assert_eq!(s.vms[0].sched_pe, [c(2, VmType::Concurrent, 0.25), c(3, VmType::Concurrent, 0.5), c(4, VmType::HighThroughput, 0.0)]);
         assert!(load(&minimal("", "")).unwrap().vms[0].sched_pe.is_empty());
         assert_error(&with("[[vm.sched_pe]]\ntype = \"con\"\n"), "vm[0].sched_pe[0].at: missing; expected a duration");
         assert_error(&with("[[vm.sched_pe]]\nat = \"2\"\ntype = \"con\"\n"), "vm[0].sched_pe[0].at: \"2\" has no unit");
         assert_error(&with("[[vm.sched_pe]]\nat = \"2s\"\n"), "vm[0].sched_pe[0]: a [[vm.sched_pe]] entry changes nothing");
-        assert_error(&with("[[vm.sched_pe]]\nat = \"2s\"\ntype = \"gang\"\n"), "vm[0].sched_pe[0].type: expected one of hit, con, got \"gang\"");
+        assert_error(
+            &with("[[vm.sched_pe]]\nat = \"2s\"\ntype = \"gang\"\n"),
+            "vm[0].sched_pe[0].type: expected one of hit, con, got \"gang\"",
+        );
         assert_error(&with("[[vm.sched_pe]]\nat = \"2s\"\nweight = 3\n"), "vm[0].sched_pe[0].weight: unknown key");
         assert_error(&with(u_only), "vm[0].sched_pe[0].u_factor: u_factor = 0.5 applies to concurrent VMs only");
-        assert_error(&with(&format!("{back}{con}")), "vm[0].sched_pe[1].at: expected a time after the previous entry's (\"4s\"), got \"2s\"");
+        assert_error(
+            &with(&format!("{back}{con}")),
+            "vm[0].sched_pe[1].at: expected a time after the previous entry's (\"4s\"), got \"2s\"",
+        );
         assert_error(&minimal("", "sched_pe = 3"), "vm[0].sched_pe: expected an array, got 3");
         let late = format!("{}[run]\nduration = \"1s\"\n", with(con));
         assert_error(&late, "run.duration: VM \"a\" has a [[vm.sched_pe]] change at 2s, after the run ends (duration = 1s)");
@@ -1865,19 +1887,40 @@ mod tests {
     fn bad_pools_are_rejected() {
         let pool = |from: &str, to: &str| pools(&[(from, to)], "");
         assert_error(&pool("name = \"fast\"\n", ""), "host.pool[0].name: missing; expected a pool name such as \"fast\"");
-        assert_error(&pool("name = \"fast\"", "name = \"my pool\""), "host.pool[0].name: expected a name of letters, digits, '-', '_' and '.', got \"my pool\"");
+        assert_error(
+            &pool("name = \"fast\"", "name = \"my pool\""),
+            "host.pool[0].name: expected a name of letters, digits, '-', '_' and '.', got \"my pool\"",
+        );
         assert_error(&pool("name = \"fast\"", "name = \"pool0\""), "host.pool[0].name: \"pool0\" is the default pool's name");
         let two = "[[host.pool]]\nname = \"fast\"\npcpus = \"8\"\n[[host.pool]]\nname = \"fast\"\npcpus = \"9\"\n";
-        assert_error(&pool("[[host.pool_change]]", &format!("{two}[[host.pool_change]]")), "host.pool[1].name: duplicate pool name \"fast\": host.pool[0] already has it");
+        assert_error(
+            &pool("[[host.pool_change]]", &format!("{two}[[host.pool_change]]")),
+            "host.pool[1].name: duplicate pool name \"fast\": host.pool[0] already has it",
+        );
         assert_error(&pool("pcpus = \"10-11\"\n", ""), "host.pool[0].pcpus: missing; expected a cpulist such as \"10-11\"");
-        assert_error(&pool("pcpus = \"10-11\"", "pcpus = \"3-1\""), "host.pool[0].pcpus: range \"3-1\" in \"3-1\" runs backwards; write it low-high");
-        assert_error(&pool("pcpus = \"10-11\"", "pcpus = \"a\""), "host.pool[0].pcpus: \"a\" in \"a\" is not a pCPU number; expected a cpulist");
-        assert_error(&pool("pcpus = \"10-11\"", "pcpus = \"12\""), "host.pool[0].pcpus: pCPU 12 in \"12\" is out of range: the host has pCPUs 0-11");
+        assert_error(
+            &pool("pcpus = \"10-11\"", "pcpus = \"3-1\""),
+            "host.pool[0].pcpus: range \"3-1\" in \"3-1\" runs backwards; write it low-high",
+        );
+        assert_error(
+            &pool("pcpus = \"10-11\"", "pcpus = \"a\""),
+            "host.pool[0].pcpus: \"a\" in \"a\" is not a pCPU number; expected a cpulist",
+        );
+        assert_error(
+            &pool("pcpus = \"10-11\"", "pcpus = \"12\""),
+            "host.pool[0].pcpus: pCPU 12 in \"12\" is out of range: the host has pCPUs 0-11",
+        );
         assert_error(&pool("pcpus = \"10-11\"", "pcpus = 10"), "host.pool[0].pcpus: expected a cpulist string such as \"0-3,8\"");
         let overlap = "[[host.pool]]\nname = \"slow\"\npcpus = \"0-3,11\"\n";
-        assert_error(&pool("[[host.pool_change]]", &format!("{overlap}[[host.pool_change]]")), "host.pool[1].pcpus: pCPU 11 is in pool \"fast\" (host.pool[0]) and in pool \"slow\"; a pCPU belongs to one pool");
+        assert_error(
+            &pool("[[host.pool_change]]", &format!("{overlap}[[host.pool_change]]")),
+            "host.pool[1].pcpus: pCPU 11 is in pool \"fast\" (host.pool[0]) and in pool \"slow\"; a pCPU belongs to one pool",
+        );
         assert_error(&pool("pcpus = \"10-11\"", "pcpus = \"0-11\""), "host.pool: the [[host.pool]] entries take every pCPU (0-11), leaving the default pool \"pool0\" with none; Xen's Pool-0 always keeps at least one pCPU");
-        assert_error(&pool("policy = \"credit\"\nparams", "policy = \"credt\"\nparams"), "host.pool[0].policy: unknown policy \"credt\"; expected one of: cfs, credit, eevdf, gang, hybrid; did you mean \"credit\"?");
+        assert_error(
+            &pool("policy = \"credit\"\nparams", "policy = \"credt\"\nparams"),
+            "host.pool[0].policy: unknown policy \"credt\"; expected one of: cfs, credit, eevdf, gang, hybrid; did you mean \"credit\"?",
+        );
         assert_error(&pool("tslice = \"1ms\"", "tslce = \"1ms\""), "host.pool[0].params.tslce: unknown key; did you mean \"tslice\"?");
         assert_error(&pool("tslice = \"1ms\"", "tslice = \"1\""), "host.pool[0].params.tslice: \"1\" has no unit");
         // params are checked against the pool's policy, as [host.params] is.
@@ -1892,7 +1935,11 @@ mod tests {
         let change = |at: &str, pcpu: u32, to: &str| format!("[[host.pool_change]]\nat = \"{at}\"\npcpu = {pcpu}\nto = \"{to}\"\n");
         // Sorted by time, stable for equal times; a pool with no VMs may be emptied.
         let extra = format!("{}{}{}", change("5s", 10, "pool0"), change("1s", 8, "fast"), change("1s", 7, "fast"));
-        let s = load(&pools(&[("name = \"web\"\nvcpus = 4\npool = \"fast\"\ncpus = \"10-11\"\ncpus_soft = \"11\"", "name = \"web\"\nvcpus = 4")], &extra)).unwrap();
+        let s = load(&pools(
+            &[("name = \"web\"\nvcpus = 4\npool = \"fast\"\ncpus = \"10-11\"\ncpus_soft = \"11\"", "name = \"web\"\nvcpus = 4")],
+            &extra,
+        ))
+        .unwrap();
         let got: Vec<(u64, u32, usize)> = s.host.pool_changes.iter().map(|c| (c.at / SEC, c.pcpu.0, c.to)).collect();
         assert_eq!(got, [(1, 8, 1), (1, 7, 1), (2, 9, 1), (5, 10, 0)]);
         let s = load(&format!(
@@ -1908,16 +1955,32 @@ mod tests {
         assert_error(&with("[[host.pool_change]]\npcpu = 1\nto = \"fast\"\n"), "host.pool_change[1].at: missing; expected a duration");
         assert_error(&with("[[host.pool_change]]\nat = \"1\"\npcpu = 1\nto = \"fast\"\n"), "host.pool_change[1].at: \"1\" has no unit");
         assert_error(&with(&change("1s", 12, "fast")), "host.pool_change[1].pcpu: pCPU 12 is out of range: the host has pCPUs 0-11");
-        assert_error(&with("[[host.pool_change]]\nat = \"1s\"\npcpu = -1\nto = \"fast\"\n"), "host.pool_change[1].pcpu: expected a non-negative integer, got -1");
-        assert_error(&with(&change("1s", 1, "fats")), "host.pool_change[1].to: unknown pool \"fats\"; expected one of: \"pool0\", \"fast\"; did you mean \"fast\"?");
-        assert_error(&with("[[host.pool_change]]\nat = \"1s\"\npcpu = 1\nto = \"fast\"\nfrom = \"pool0\"\n"), "host.pool_change[1].from: unknown key");
-        assert_error(&with("[run]\nduration = \"1s\"\n"), "run.duration: host.pool_change[0] moves pCPU 9 at 2s, after the run ends (duration = 1s); lengthen the run or drop the change");
-        assert_error(&with(&change("1s", 10, "fast")), "host.pool_change[1].to: pCPU 10 is already in pool \"fast\" at 1s; a change must move it to another pool");
+        assert_error(
+            &with("[[host.pool_change]]\nat = \"1s\"\npcpu = -1\nto = \"fast\"\n"),
+            "host.pool_change[1].pcpu: expected a non-negative integer, got -1",
+        );
+        assert_error(
+            &with(&change("1s", 1, "fats")),
+            "host.pool_change[1].to: unknown pool \"fats\"; expected one of: \"pool0\", \"fast\"; did you mean \"fast\"?",
+        );
+        assert_error(
+            &with("[[host.pool_change]]\nat = \"1s\"\npcpu = 1\nto = \"fast\"\nfrom = \"pool0\"\n"),
+            "host.pool_change[1].from: unknown key",
+        );
+        assert_error(
+            &with("[run]\nduration = \"1s\"\n"),
+            "run.duration: host.pool_change[0] moves pCPU 9 at 2s, after the run ends (duration = 1s); lengthen the run or drop the change",
+        );
+        assert_error(
+            &with(&change("1s", 10, "fast")),
+            "host.pool_change[1].to: pCPU 10 is already in pool \"fast\" at 1s; a change must move it to another pool",
+        );
         // pCPU 9 joined "fast" at 2s (pool_change[0]), so moving it again to "fast" later is an error.
         assert_error(&with(&change("3s", 9, "fast")), "host.pool_change[1].to: pCPU 9 is already in pool \"fast\" at 3s");
         let empties = format!("{}{}{}", change("3s", 10, "pool0"), change("3s", 11, "pool0"), change("3s", 9, "pool0"));
         assert_error(&with(&empties), "host.pool_change[3]: moving pCPU 9 to \"pool0\" at 3s would leave pool \"fast\" with no pCPU while it has VMs (\"web\") (Xen refuses: cpupool_unassign_cpu returns -EBUSY)");
-        let host = "[host]\npcpus = 2\n[[host.pool]]\nname = \"p\"\npcpus = \"1\"\n[[host.pool_change]]\nat = \"1s\"\npcpu = 0\nto = \"p\"\n";
+        let host =
+            "[host]\npcpus = 2\n[[host.pool]]\nname = \"p\"\npcpus = \"1\"\n[[host.pool_change]]\nat = \"1s\"\npcpu = 0\nto = \"p\"\n";
         assert_error(&minimal("", "").replace("[host]\npcpus = 2\n", host), "host.pool_change[0]: moving pCPU 0 to \"p\" at 1s would leave the default pool \"pool0\" with no pCPU; Xen's Pool-0 always keeps at least one pCPU");
     }
 
@@ -1942,25 +2005,64 @@ mod tests {
     #[test]
     fn bad_vm_pools_affinity_and_caps_are_rejected() {
         let vm = |from: &str, to: &str| pools(&[(from, to)], "");
-        assert_error(&vm("pool = \"fast\"", "pool = \"fsat\""), "vm[0].pool: unknown pool \"fsat\"; expected one of: \"pool0\", \"fast\"; did you mean \"fast\"?");
+        assert_error(
+            &vm("pool = \"fast\"", "pool = \"fsat\""),
+            "vm[0].pool: unknown pool \"fsat\"; expected one of: \"pool0\", \"fast\"; did you mean \"fast\"?",
+        );
         assert_error(&vm("pool = \"fast\"", "pool = 1"), "vm[0].pool: expected a string, got 1");
-        assert_error(&vm("\ncpus = \"10-11\"", "\ncpus = [\"10\", \"11\"]"), "vm[0].cpus: expected one cpulist per vCPU (4, as vcpus = 4), got 2 entries");
+        assert_error(
+            &vm("\ncpus = \"10-11\"", "\ncpus = [\"10\", \"11\"]"),
+            "vm[0].cpus: expected one cpulist per vCPU (4, as vcpus = 4), got 2 entries",
+        );
         assert_error(&vm("\ncpus = \"10-11\"", "\ncpus = \"11-10\""), "vm[0].cpus: range \"11-10\" in \"11-10\" runs backwards");
-        assert_error(&vm("\ncpus = \"10-11\"", "\ncpus = [\"10\", \"11\", \"x\", \"10\"]"), "vm[0].cpus[2]: \"x\" in \"x\" is not a pCPU number");
-        assert_error(&vm("\ncpus = \"10-11\"", "\ncpus = [\"10\", \"11\", 10, \"10\"]"), "vm[0].cpus[2]: expected a cpulist string such as \"0-3,8\"");
-        assert_error(&vm("\ncpus = \"10-11\"", "\ncpus = 10"), "vm[0].cpus: expected a cpulist string such as \"0-3,8\" for every vCPU, or an array of them, one per vCPU; got 10");
-        assert_error(&vm("cpus_soft = \"11\"", "cpus_soft = \"12\""), "vm[0].cpus_soft: pCPU 12 in \"12\" is out of range: the host has pCPUs 0-11");
-        assert_error(&vm("\ncpus = \"10-11\"", "\ncpus = \"0-3\""), "vm[0].cpus: VM \"web\": hard affinity \"0-3\" has no pCPU in its pool \"fast\" (pCPUs \"10-11\"), so the vCPU could never run");
-        assert_error(&vm("\ncpus = \"10-11\"", "\ncpus = [\"10\", \"11\", \"9\", \"10\"]"), "vm[0].cpus[2]: VM \"web\": hard affinity \"9\" has no pCPU in its pool \"fast\"");
-        assert_error(&vm("cap = 150", "cap = -1"), "vm[0].cap: expected a non-negative integer (percent of one pCPU, as xl sched-credit -c; 0 = no cap), got -1");
-        assert_error(&vm("cap = 150", "cap = 1.5"), "vm[0].cap: expected a non-negative integer (percent of one pCPU, as xl sched-credit -c; 0 = no cap), got 1.5");
-        assert_error(&vm("cap = 150", "cap = \"150\""), "vm[0].cap: expected a non-negative integer (percent of one pCPU, as xl sched-credit -c; 0 = no cap), got \"150\"");
+        assert_error(
+            &vm("\ncpus = \"10-11\"", "\ncpus = [\"10\", \"11\", \"x\", \"10\"]"),
+            "vm[0].cpus[2]: \"x\" in \"x\" is not a pCPU number",
+        );
+        assert_error(
+            &vm("\ncpus = \"10-11\"", "\ncpus = [\"10\", \"11\", 10, \"10\"]"),
+            "vm[0].cpus[2]: expected a cpulist string such as \"0-3,8\"",
+        );
+        assert_error(
+            &vm("\ncpus = \"10-11\"", "\ncpus = 10"),
+            "vm[0].cpus: expected a cpulist string such as \"0-3,8\" for every vCPU, or an array of them, one per vCPU; got 10",
+        );
+        assert_error(
+            &vm("cpus_soft = \"11\"", "cpus_soft = \"12\""),
+            "vm[0].cpus_soft: pCPU 12 in \"12\" is out of range: the host has pCPUs 0-11",
+        );
+        assert_error(
+            &vm("\ncpus = \"10-11\"", "\ncpus = \"0-3\""),
+            "vm[0].cpus: VM \"web\": hard affinity \"0-3\" has no pCPU in its pool \"fast\" (pCPUs \"10-11\"), so the vCPU could never run",
+        );
+        assert_error(
+            &vm("\ncpus = \"10-11\"", "\ncpus = [\"10\", \"11\", \"9\", \"10\"]"),
+            "vm[0].cpus[2]: VM \"web\": hard affinity \"9\" has no pCPU in its pool \"fast\"",
+        );
+        assert_error(
+            &vm("cap = 150", "cap = -1"),
+            "vm[0].cap: expected a non-negative integer (percent of one pCPU, as xl sched-credit -c; 0 = no cap), got -1",
+        );
+        assert_error(
+            &vm("cap = 150", "cap = 1.5"),
+            "vm[0].cap: expected a non-negative integer (percent of one pCPU, as xl sched-credit -c; 0 = no cap), got 1.5",
+        );
+        assert_error(
+            &vm("cap = 150", "cap = \"150\""),
+            "vm[0].cap: expected a non-negative integer (percent of one pCPU, as xl sched-credit -c; 0 = no cap), got \"150\"",
+        );
     }
 
     #[test]
     fn a_cap_in_a_pool_whose_policy_ignores_caps_is_rejected() {
         for policy in ["gang", "hybrid"] {
-            let text = pools(&[("pcpus = \"10-11\"\npolicy = \"credit\"\nparams = { tslice = \"1ms\" }", &format!("pcpus = \"10-11\"\npolicy = \"{policy}\""))], "");
+            let text = pools(
+                &[(
+                    "pcpus = \"10-11\"\npolicy = \"credit\"\nparams = { tslice = \"1ms\" }",
+                    &format!("pcpus = \"10-11\"\npolicy = \"{policy}\""),
+                )],
+                "",
+            );
             // The pool change would be rejected for gang/hybrid too: drop it.
             let text = text.replace("[[host.pool_change]]\nat = \"2s\"\npcpu = 9\nto = \"fast\"\n\n", "");
             assert_error(
@@ -1978,14 +2080,24 @@ mod tests {
     #[test]
     fn uvf_needs_a_carrying_policy_in_the_vms_pool() {
         let gang = |vm_uvf: &str| {
-            pools(&[("policy = \"credit\"\nparams = { tslice = \"1ms\" }", "policy = \"gang\""), ("[[host.pool_change]]\nat = \"2s\"\npcpu = 9\nto = \"fast\"", "[host.uvf]"), ("cap = 150\n", "")], vm_uvf)
+            pools(
+                &[
+                    ("policy = \"credit\"\nparams = { tslice = \"1ms\" }", "policy = \"gang\""),
+                    ("[[host.pool_change]]\nat = \"2s\"\npcpu = 9\nto = \"fast\"", "[host.uvf]"),
+                    ("cap = 150\n", ""),
+                ],
+                vm_uvf,
+            )
         };
         // [host.uvf] applies to the pools whose policy carries it; a gang pool without [vm.uvf] is
         // fine (and without a cap, which gang does not enforce).
         assert!(load(&gang("")).unwrap().host.uvf.is_some());
         assert_error(&gang("[vm.uvf]\ntlb_co = true\n"), "vm[0].uvf: VM \"web\" is in pool \"fast\", whose policy = \"gang\" does not carry the urgent-vCPU-first overlay; move the VM to a pool of a proportional-share policy (\"cfs\" or \"credit\") or drop [vm.uvf]");
         // pool0's policy must still carry it when [host.uvf] is given.
-        let pool0_gang = pools(&[("policy = \"credit\"\n\n", "policy = \"gang\"\n\n"), ("[[host.pool_change]]", "[host.uvf]\n\n[[host.pool_change]]")], "");
+        let pool0_gang = pools(
+            &[("policy = \"credit\"\n\n", "policy = \"gang\"\n\n"), ("[[host.pool_change]]", "[host.uvf]\n\n[[host.pool_change]]")],
+            "",
+        );
         assert_error(&pool0_gang, "host.uvf: the urgent-vCPU-first overlay rides on a proportional-share policy");
     }
 

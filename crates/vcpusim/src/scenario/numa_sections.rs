@@ -69,11 +69,9 @@ pub fn vm_numa(section: &Section, host: &HostSpec, name: &str, pool: usize) -> R
             for (i, v) in list.iter().enumerate() {
                 let item = format!("{}[{i}]", sub.key("nodes"));
                 let n = int_value(section.file, &item, v, 0, last).map_err(|e| match e {
-                    SimError::Scenario { file, key, message } => SimError::Scenario {
-                        file,
-                        key,
-                        message: format!("{message} (the host has NUMA nodes 0-{last})"),
-                    },
+                    SimError::Scenario { file, key, message } => {
+                        SimError::Scenario { file, key, message: format!("{message} (the host has NUMA nodes 0-{last})") }
+                    }
                     other => other,
                 })? as u32;
                 if nodes.contains(&n) {

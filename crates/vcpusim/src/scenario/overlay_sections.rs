@@ -77,7 +77,9 @@ pub fn host_overlay(host: &Section, policy: &str, policy_defers: bool) -> Result
     let delay_section = host.table("delay_preempt")?;
     let Some(name) = host.string("overlay")? else {
         if irs_section.is_some() {
-            return Err(host.error_at("irs", "[host.irs] configures the IRS overlay; add overlay = \"irs\" to [host] or leave out [host.irs]"));
+            return Err(
+                host.error_at("irs", "[host.irs] configures the IRS overlay; add overlay = \"irs\" to [host] or leave out [host.irs]")
+            );
         }
         if relaxed_section.is_some() {
             return Err(host.error_at(
@@ -117,25 +119,29 @@ pub fn host_overlay(host: &Section, policy: &str, policy_defers: bool) -> Result
             max_delay: section_duration(delay_section.as_ref(), host_delay_preempt_keys(), DEFAULT_MAX_DELAY)?,
         }),
         other => {
-            return Err(host.error_at(
-                "overlay",
-                format!("unknown overlay {other:?}; expected one of {}", OverlayConfig::NAMES.join(", ")),
-            ))
+            return Err(host.error_at("overlay", format!("unknown overlay {other:?}; expected one of {}", OverlayConfig::NAMES.join(", "))))
         }
     };
     if irs_section.is_some() && !matches!(cfg, OverlayConfig::Irs(_)) {
         return Err(host.error_at("irs", format!("[host.irs] configures the IRS overlay, but overlay = {:?}", cfg.name())));
     }
     if relaxed_section.is_some() && !matches!(cfg, OverlayConfig::RelaxedCo(_)) {
-        return Err(host.error_at("relaxed_co", format!("[host.relaxed_co] configures relaxed co-scheduling, but overlay = {:?}", cfg.name())));
+        return Err(
+            host.error_at("relaxed_co", format!("[host.relaxed_co] configures relaxed co-scheduling, but overlay = {:?}", cfg.name()))
+        );
     }
     if delay_section.is_some() && !matches!(cfg, OverlayConfig::DelayPreempt(_)) {
-        return Err(host.error_at("delay_preempt", format!("[host.delay_preempt] configures delayed preemption, but overlay = {:?}", cfg.name())));
+        return Err(
+            host.error_at("delay_preempt", format!("[host.delay_preempt] configures delayed preemption, but overlay = {:?}", cfg.name()))
+        );
     }
     if !policy_defers {
         return Err(host.error_at(
             "overlay",
-            format!("the {:?} overlay holds back the policy's preemptions, which policy = {policy:?} cannot; use policy = \"credit\"", cfg.name()),
+            format!(
+                "the {:?} overlay holds back the policy's preemptions, which policy = {policy:?} cannot; use policy = \"credit\"",
+                cfg.name()
+            ),
         ));
     }
     Ok(Some(cfg))

@@ -64,11 +64,7 @@ fn op_names() -> Vec<&'static str> {
 
 /// Parse `[vm.program]`. `vm_threads` is the VM's `threads` key, `default_threads` what to use
 /// when neither it nor the program fixes the count. Returns the program and its thread count.
-pub fn parse_program(
-    section: &Section,
-    vm_threads: Option<u32>,
-    default_threads: u32,
-) -> Result<(Program, u32), SimError> {
+pub fn parse_program(section: &Section, vm_threads: Option<u32>, default_threads: u32) -> Result<(Program, u32), SimError> {
     section.allow_only(PROGRAM_KEYS)?;
     let file = section.file;
     let mut program = Program::new(PROGRESS_UNIT);
@@ -95,20 +91,19 @@ pub fn parse_program(
                 }
                 other => {
                     let key = format!("{}[{i}]", section.key("kernel_locks"));
-                    return Err(error(
-                        file,
-                        &key,
-                        format!("expected a lock name such as \"mmap_sem\", got {}", show_toml(other)),
-                    ));
+                    return Err(error(file, &key, format!("expected a lock name such as \"mmap_sem\", got {}", show_toml(other))));
                 }
             }
         }
     }
 
     let threads_key = section.key("threads");
-    let lists = section
-        .array("threads")?
-        .ok_or_else(|| section.error_at("threads", "missing; expected an array of op lists, one per thread, such as [[{compute = \"1ms\"}, {progress = true}]]"))?;
+    let lists = section.array("threads")?.ok_or_else(|| {
+        section.error_at(
+            "threads",
+            "missing; expected an array of op lists, one per thread, such as [[{compute = \"1ms\"}, {progress = true}]]",
+        )
+    })?;
     if lists.is_empty() {
         return Err(error(file, &threads_key, "expected at least one op list, got []"));
     }
@@ -126,7 +121,9 @@ pub fn parse_program(
             return Err(error(
                 file,
                 &threads_key,
-                format!("has {k} op lists but the VM says threads = {n}; give one list per thread, or a single list that every thread runs"),
+                format!(
+                    "has {k} op lists but the VM says threads = {n}; give one list per thread, or a single list that every thread runs"
+                ),
             ))
         }
         (k, _) => k as u32,
@@ -196,10 +193,8 @@ fn check_mutex_use(file: &str, path: &str, ops: &[Op], held: &mut BTreeSet<usize
 fn count(section: &Section, key: &str) -> Result<usize, SimError> {
     let n = section.int(key, 0, i64::MAX)?.unwrap_or(0);
     if n > MAX_OBJECTS as i64 {
-        return Err(section.error_at(
-            key,
-            format!("expected at most {MAX_OBJECTS} (each is allocated before the run; a guard against typos), got {n}"),
-        ));
+        return Err(section
+            .error_at(key, format!("expected at most {MAX_OBJECTS} (each is allocated before the run; a guard against typos), got {n}")));
     }
     Ok(n as usize)
 }
@@ -213,9 +208,7 @@ fn sizes(section: &Section, key: &str, meaning: &str) -> Result<Vec<usize>, SimE
         .map(|(i, v)| {
             let path = format!("{}[{i}]", section.key(key));
             int_value(section.file, &path, v, 1, u32::MAX as i64).map(|n| n as usize).map_err(|e| match e {
-                SimError::Scenario { file, key, message } => {
-                    SimError::Scenario { file, key, message: format!("{message} ({meaning})") }
-                }
+                SimError::Scenario { file, key, message } => SimError::Scenario { file, key, message: format!("{message} ({meaning})") },
                 other => other,
             })
         })
@@ -272,13 +265,7 @@ impl OpReader<'_> {
             "compute" => Op::Compute(dist(self.file, &key, value)?),
             "syscall" => {
                 let lock = match s.get("lock") {
-                    Some(v) => Some(self.index(
-                        &s.key("lock"),
-                        v,
-                        "kernel lock",
-                        self.program.kernel_locks.len(),
-                        "kernel_locks",
-                    )?),
+                    Some(v) => Some(self.index(&s.key("lock"), v, "kernel lock", self.program.kernel_locks.len(), "kernel_locks")?),
                     None => None,
                 };
                 Op::Syscall { work: dist(self.file, &key, value)?, lock }
@@ -309,11 +296,7 @@ impl OpReader<'_> {
             "progress" => match value {
                 Value::Boolean(true) => Op::Progress,
                 other => {
-                    return Err(error(
-                        self.file,
-                        &key,
-                        format!("expected true (count one unit of progress), got {}", show_toml(other)),
-                    ))
+                    return Err(error(self.file, &key, format!("expected true (count one unit of progress), got {}", show_toml(other))))
                 }
             },
             "loop" => self.repeat(&s, &key, value)?,
@@ -341,21 +324,13 @@ impl OpReader<'_> {
     /// An object index that must name one of the `count` objects declared by `count_key`.
     fn index(&self, key: &str, value: &Value, what: &str, count: usize, count_key: &str) -> Result<usize, SimError> {
         if count == 0 {
-            return Err(error(
-                self.file,
-                key,
-                format!("the program declares no {what}; add {count_key} to [vm.program]"),
-            ));
+            return Err(error(self.file, key, format!("the program declares no {what}; add {count_key} to [vm.program]")));
         }
         let i = int_value(self.file, key, value, 0, count as i64 - 1).map_err(|_| {
             error(
                 self.file,
                 key,
-                format!(
-                    "expected a {what} index from 0 to {} ({count_key} declares {count}), got {}",
-                    count - 1,
-                    show_toml(value)
-                ),
+                format!("expected a {what} index from 0 to {} ({count_key} declares {count}), got {}", count - 1, show_toml(value)),
             )
         })?;
         Ok(i as usize)
@@ -372,19 +347,12 @@ impl OpReader<'_> {
         };
         let spin = s.get("spin");
         let wait = match (wait, spin) {
-            ("spin-then-block", Some(v)) => {
-                BarrierWait::SpinThenBlock(duration_value(self.file, &s.key("spin"), v, true)?)
-            }
+            ("spin-then-block", Some(v)) => BarrierWait::SpinThenBlock(duration_value(self.file, &s.key("spin"), v, true)?),
             ("spin-then-block", None) => {
-                return Err(s.error_at(
-                    "spin",
-                    "missing; expected the spin limit with wait = \"spin-then-block\", such as spin = \"50us\"",
-                ));
+                return Err(s.error_at("spin", "missing; expected the spin limit with wait = \"spin-then-block\", such as spin = \"50us\""));
             }
             (other, Some(_)) => {
-                return Err(
-                    s.error_at("spin", format!("only used with wait = \"spin-then-block\", but wait = {other:?}"))
-                );
+                return Err(s.error_at("spin", format!("only used with wait = \"spin-then-block\", but wait = {other:?}")));
             }
             ("spin", None) => BarrierWait::Spin,
             _ => BarrierWait::Block,
@@ -456,15 +424,10 @@ pub fn dist(file: &str, key: &str, value: &Value) -> Result<Dist, SimError> {
     let path = format!("{key}.{kind}");
     let pair = |what: [&str; 2]| -> Result<(u64, u64), SimError> {
         match &table[kind] {
-            Value::Array(a) if a.len() == 2 => Ok((
-                duration_value(file, &format!("{path}[0]"), &a[0], false)?,
-                duration_value(file, &format!("{path}[1]"), &a[1], false)?,
-            )),
-            other => Err(error(
-                file,
-                &path,
-                format!("expected [{}, {}] as two durations, got {}", what[0], what[1], show_toml(other)),
-            )),
+            Value::Array(a) if a.len() == 2 => {
+                Ok((duration_value(file, &format!("{path}[0]"), &a[0], false)?, duration_value(file, &format!("{path}[1]"), &a[1], false)?))
+            }
+            other => Err(error(file, &path, format!("expected [{}, {}] as two durations, got {}", what[0], what[1], show_toml(other)))),
         }
     };
     match kind.as_str() {
@@ -480,9 +443,7 @@ pub fn dist(file: &str, key: &str, value: &Value) -> Result<Dist, SimError> {
             let (mean, sd) = pair(["mean", "standard deviation"])?;
             Ok(Dist::Normal { mean, sd })
         }
-        other => {
-            Err(error(file, &path, unknown_key_message(other, DISTS).replace("unknown key", "unknown distribution")))
-        }
+        other => Err(error(file, &path, unknown_key_message(other, DISTS).replace("unknown key", "unknown distribution"))),
     }
 }
 
@@ -593,10 +554,7 @@ mod tests {
                 "vm[0].program.threads[0][1].lock: expected a mutex index from 0 to 0 (mutexes declares 1), got 3",
             ),
             ("threads = [[{lock = 0}]]", "vm[0].program.threads[0][0].lock: the program declares no mutex"),
-            (
-                "threads = [[{compute = \"1ms\"}], [{lokc = 0}]]",
-                "vm[0].program.threads[1][0].lokc: unknown op; did you mean \"lock\"?",
-            ),
+            ("threads = [[{compute = \"1ms\"}], [{lokc = 0}]]", "vm[0].program.threads[1][0].lokc: unknown op; did you mean \"lock\"?"),
             (
                 "barriers = [1]\nthreads = [[{barrier = 0, wiat = \"spin\"}]]",
                 "vm[0].program.threads[0][0].wiat: unknown key; did you mean \"wait\"?",
@@ -605,19 +563,13 @@ mod tests {
                 "barriers = [1]\nthreads = [[{barrier = 0, wait = \"nap\"}]]",
                 "vm[0].program.threads[0][0].wait: expected one of block, spin, spin-then-block, got \"nap\"",
             ),
-            (
-                "barriers = [1]\nthreads = [[{barrier = 0, wait = \"spin-then-block\"}]]",
-                "vm[0].program.threads[0][0].spin: missing",
-            ),
+            ("barriers = [1]\nthreads = [[{barrier = 0, wait = \"spin-then-block\"}]]", "vm[0].program.threads[0][0].spin: missing"),
             (
                 "barriers = [1]\nthreads = [[{barrier = 0, spin = \"5us\"}]]",
                 "vm[0].program.threads[0][0].spin: only used with wait = \"spin-then-block\"",
             ),
             ("threads = [[{compute = \"5\"}]]", "vm[0].program.threads[0][0].compute: \"5\" has no unit"),
-            (
-                "threads = [[{compute = \"-5ms\"}]]",
-                "vm[0].program.threads[0][0].compute: expected a non-negative duration",
-            ),
+            ("threads = [[{compute = \"-5ms\"}]]", "vm[0].program.threads[0][0].compute: expected a non-negative duration"),
             (
                 "threads = [[{compute = {uniform = [\"3ms\", \"1ms\"]}}]]",
                 "vm[0].program.threads[0][0].compute.uniform: expected low <= high",
@@ -658,14 +610,8 @@ mod tests {
             ("threads = [[{}]]", "vm[0].program.threads[0][0]: empty op"),
             ("threads = [[\"compute\"]]", "vm[0].program.threads[0][0]: expected an op as an inline table"),
             ("threads = []", "vm[0].program.threads: expected at least one op list"),
-            (
-                "barriers = [0]\nthreads = [[{progress = true}]]",
-                "vm[0].program.barriers[0]: expected an integer of at least 1, got 0",
-            ),
-            (
-                "mutex = 1\nthreads = [[{progress = true}]]",
-                "vm[0].program.mutex: unknown key; did you mean \"mutexes\"?",
-            ),
+            ("barriers = [0]\nthreads = [[{progress = true}]]", "vm[0].program.barriers[0]: expected an integer of at least 1, got 0"),
+            ("mutex = 1\nthreads = [[{progress = true}]]", "vm[0].program.mutex: unknown key; did you mean \"mutexes\"?"),
             ("mutexes = 1", "vm[0].program.threads: missing"),
         ];
         for (text, want) in cases {

@@ -38,20 +38,15 @@ pub fn int_expectation(min: i64, max: i64) -> String {
 pub fn int_value(file: &str, key: &str, value: &Value, min: i64, max: i64) -> Result<i64, SimError> {
     match value {
         Value::Integer(i) if (min..=max).contains(i) => Ok(*i),
-        Value::Integer(i) if *i > max => {
-            Err(error(file, key, format!("expected an integer of at most {max}, got {i}")))
-        }
+        Value::Integer(i) if *i > max => Err(error(file, key, format!("expected an integer of at most {max}, got {i}"))),
         other => Err(error(file, key, format!("expected {}, got {}", int_expectation(min, max), show_toml(other)))),
     }
 }
 
 /// A duration string ("5us"), optionally required to be more than zero.
 pub fn duration_value(file: &str, key: &str, value: &Value, positive: bool) -> Result<Nanos, SimError> {
-    let expected = if positive {
-        "a duration greater than 0 with a unit, such as \"30ms\""
-    } else {
-        "a duration with a unit, such as \"30ms\""
-    };
+    let expected =
+        if positive { "a duration greater than 0 with a unit, such as \"30ms\"" } else { "a duration with a unit, such as \"30ms\"" };
     let Value::String(text) = value else {
         return Err(error(file, key, format!("expected {expected}, got {}", show_toml(value))));
     };

@@ -171,12 +171,8 @@ pub fn guest_keys() -> Vec<SectionKey> {
             .at_least(1.0),
         ),
         SectionKey::defaulted(
-            ParamSpec::int(
-                "futex_buckets",
-                d.futex_buckets as u64,
-                "Number of futex hash buckets: which futexes share a bucket spinlock",
-            )
-            .at_least(1.0),
+            ParamSpec::int("futex_buckets", d.futex_buckets as u64, "Number of futex hash buckets: which futexes share a bucket spinlock")
+                .at_least(1.0),
         ),
         SectionKey::defaulted(ParamSpec::boolean(
             "irs",
@@ -234,12 +230,8 @@ pub fn ple_keys(grow_default: u64) -> Vec<SectionKey> {
             .at_least(1.0),
         ),
         SectionKey::defaulted(
-            ParamSpec::int(
-                "window_max_cycles",
-                d.window_max_cycles,
-                "Upper bound on the grown window, in cycles; at least window_cycles",
-            )
-            .at_least(1.0),
+            ParamSpec::int("window_max_cycles", d.window_max_cycles, "Upper bound on the grown window, in cycles; at least window_cycles")
+                .at_least(1.0),
         ),
         SectionKey::defaulted(ParamSpec::int(
             "shrink",
@@ -262,17 +254,9 @@ pub fn costs_keys() -> Vec<SectionKey> {
             "VMEXIT/VMENTRY round trip for sending an IPI (APIC ICR write), charged to the sender; assumed \
              (1-2 us is the commonly quoted round trip, not checked against a measurement)",
         ),
-        key(
-            "ipi_delivery",
-            d.ipi_delivery,
-            "Latency from the send until the virtual interrupt is injected into a running target",
-        ),
+        key("ipi_delivery", d.ipi_delivery, "Latency from the send until the virtual interrupt is injected into a running target"),
         key("ipi_handler", d.ipi_handler, "Guest time to run an IPI handler (entry, handler, EOI exit)"),
-        key(
-            "context_switch",
-            d.context_switch,
-            "Host-side vCPU context switch, charged to the pCPU when a different vCPU starts running",
-        ),
+        key("context_switch", d.context_switch, "Host-side vCPU context switch, charged to the pCPU when a different vCPU starts running"),
         key("hlt_exit", d.hlt_exit, "HLT exit: time from the guest's HLT until the pCPU is released"),
         key(
             "tlb_flush_per_page",
@@ -305,8 +289,7 @@ pub fn costs_keys() -> Vec<SectionKey> {
 pub fn run_keys() -> Vec<SectionKey> {
     vec![
         SectionKey::defaulted(
-            ParamSpec::duration("duration", 10 * SEC, "Stop at this simulated time even if workloads are unfinished")
-                .at_least(1.0),
+            ParamSpec::duration("duration", 10 * SEC, "Stop at this simulated time even if workloads are unfinished").at_least(1.0),
         ),
         SectionKey::defaulted(ParamSpec::int(
             "seed",
@@ -322,11 +305,7 @@ pub fn run_keys() -> Vec<SectionKey> {
             )
             .at_least(1.0),
         ),
-        SectionKey::defaulted(ParamSpec::boolean(
-            "check",
-            false,
-            "Check engine invariants after every event (slow; tests use it)",
-        )),
+        SectionKey::defaulted(ParamSpec::boolean("check", false, "Check engine invariants after every event (slow; tests use it)")),
         SectionKey::optional(
             ParamSpec::duration(
                 "sample_every",
@@ -365,8 +344,7 @@ pub fn guest_config(section: &Section, base: &GuestConfig) -> Result<GuestConfig
     for (name, value) in values {
         match (name, value) {
             ("futex_wake_ipi", Some(ParamValue::Choice(c))) => {
-                config.futex_wake_ipi =
-                    if c == "after-unlock" { FutexWakeIpi::AfterUnlock } else { FutexWakeIpi::UnderLock };
+                config.futex_wake_ipi = if c == "after-unlock" { FutexWakeIpi::AfterUnlock } else { FutexWakeIpi::UnderLock };
             }
             ("tlb_targets", Some(ParamValue::Choice(c))) => {
                 config.tlb_targets = if c == "skip-lazy" { TlbTargets::SkipLazy } else { TlbTargets::AllInMask };
@@ -389,8 +367,8 @@ pub fn guest_config(section: &Section, base: &GuestConfig) -> Result<GuestConfig
             ("irs_handler", Some(ParamValue::Duration(ns))) => config.irs_handler = ns,
             ("tick", Some(ParamValue::Duration(ns))) => config.tick = ns,
             ("futex_buckets", Some(ParamValue::Int(n))) => {
-                config.futex_buckets = usize::try_from(n)
-                    .map_err(|_| section.error_at(name, format!("{n} buckets is more than this machine can index")))?;
+                config.futex_buckets =
+                    usize::try_from(n).map_err(|_| section.error_at(name, format!("{n} buckets is more than this machine can index")))?;
             }
             _ => {}
         }
@@ -532,7 +510,6 @@ pub fn run(section: Option<&Section>) -> Result<RunSpec, SimError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
 
     fn table(text: &str) -> toml::Table {
         text.parse().unwrap()

@@ -59,22 +59,16 @@ fn tolerance(len: usize) -> usize {
 /// The valid word `word` most likely meant, if any is close enough (ties go to the earlier word).
 pub fn did_you_mean<'a>(word: &str, valid: &[&'a str]) -> Option<&'a str> {
     let word = word.to_lowercase();
-    let aliases =
-        ALIASES.iter().filter_map(|(alias, target)| valid.iter().find(|v| *v == target).map(|v| (*alias, *v)));
+    let aliases = ALIASES.iter().filter_map(|(alias, target)| valid.iter().find(|v| *v == target).map(|v| (*alias, *v)));
     let candidates = valid.iter().map(|v| (*v, *v)).chain(aliases);
-    let (distance, best) = candidates
-        .map(|(spelling, target)| (edit_distance(&word, &spelling.to_lowercase()), target))
-        .min_by_key(|(d, _)| *d)?;
+    let (distance, best) =
+        candidates.map(|(spelling, target)| (edit_distance(&word, &spelling.to_lowercase()), target)).min_by_key(|(d, _)| *d)?;
     if distance <= tolerance(word.chars().count()) {
         return Some(best);
     }
     // A shortened key (`window` for `window_cycles`): the shortest valid key it begins.
     let min_prefix = 4;
-    valid
-        .iter()
-        .filter(|v| word.chars().count() >= min_prefix && v.to_lowercase().starts_with(&word))
-        .min_by_key(|v| v.len())
-        .copied()
+    valid.iter().filter(|v| word.chars().count() >= min_prefix && v.to_lowercase().starts_with(&word)).min_by_key(|v| v.len()).copied()
 }
 
 /// The message for a key that is not valid where it was written.

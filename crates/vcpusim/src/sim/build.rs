@@ -1,27 +1,27 @@
 //! Building a simulation from a validated scenario.
 
+use super::contention::ContentionModel;
+use super::speed::ConstantSpeed;
 use super::state::{Activity, GuestSlot, Pcpu, Sim, TimeKind, Vcpu, Vm};
 use crate::engine::event_queue::EventQueue;
 use crate::engine::rng::stream;
-use crate::vmexit::PvArea;
 use crate::guest::kernel::{GuestKernel, GuestVcpu};
 use crate::guest::objects::{Barrier, MutexWord, ParsecBarrier, Queue, SyncObjects};
 use crate::guest::spinlock::Spinlock;
 use crate::guest::stats::GuestStats;
 use crate::guest::thread::{compile, Thread, ThreadState};
 use crate::hardware::speed::Speed;
-use super::contention::ContentionModel;
-use super::speed::ConstantSpeed;
-use crate::hypervisor::policies::{self, HostShape};
 use crate::hypervisor::cpupool::{Affinity, Cpupool, PoolView};
-use crate::hypervisor::policy::{PcpuInfo, VcpuInfo, VcpuState, VmInfo, VmSched};
-use crate::ids::{LockId, PcpuId, PoolId, ThreadId, VcpuId, VmId};
-use crate::metrics::trace::{TraceSink, DEFAULT_MAX_EVENTS};
-use crate::metrics::pcpu_usage::PcpuUsage;
-use crate::metrics::vm_stats::VmStats;
 use crate::hypervisor::node_affinity::NodeAffinity;
+use crate::hypervisor::policies::{self, HostShape};
+use crate::hypervisor::policy::{PcpuInfo, VcpuInfo, VcpuState, VmInfo, VmSched};
 use crate::hypervisor::xl_numa;
+use crate::ids::{LockId, PcpuId, PoolId, ThreadId, VcpuId, VmId};
+use crate::metrics::pcpu_usage::PcpuUsage;
+use crate::metrics::trace::{TraceSink, DEFAULT_MAX_EVENTS};
+use crate::metrics::vm_stats::VmStats;
 use crate::scenario::spec::{MemoryNodes, NumaPlacement, Scenario, VmSpec};
+use crate::vmexit::PvArea;
 use crate::SimError;
 use std::collections::VecDeque;
 
@@ -40,7 +40,8 @@ impl Sim {
             })?;
             // Every instance sizes its per-pCPU and per-vCPU tables for the whole host (ids are
             // host-wide) and schedules only what its pool holds.
-            let shape = HostShape { npcpus: npcpus as u32, nvcpus, nvms: sc.vms.len() as u32, uvf: sc.host.uvf.filter(|_| kind.carries_uvf()) };
+            let shape =
+                HostShape { npcpus: npcpus as u32, nvcpus, nvms: sc.vms.len() as u32, uvf: sc.host.uvf.filter(|_| kind.carries_uvf()) };
             let policy = kind.build(&spec.params, shape);
             pool_channels.push(kind.channels());
             for p in spec.pcpus.iter() {
@@ -100,7 +101,11 @@ impl Sim {
                 .map(|p| {
                     use rand::Rng;
                     let skew = sc.host.start_skew;
-                    if skew == 0 { 0 } else { stream(seed, &format!("host/pcpu/{p}/online")).random_range(0..skew) }
+                    if skew == 0 {
+                        0
+                    } else {
+                        stream(seed, &format!("host/pcpu/{p}/online")).random_range(0..skew)
+                    }
                 })
                 .collect(),
         };
@@ -119,8 +124,11 @@ impl Sim {
             }
         }
         if let Some(cfg) = &sc.host.microsliced {
-            sim.build_microsliced(cfg)
-                .map_err(|message| SimError::Scenario { file: sc.source.clone(), key: "host.microsliced.cores".into(), message })?;
+            sim.build_microsliced(cfg).map_err(|message| SimError::Scenario {
+                file: sc.source.clone(),
+                key: "host.microsliced.cores".into(),
+                message,
+            })?;
         }
         if let Some(cfg) = &sc.host.overlay {
             if let Some(overlay) = crate::hypervisor::overlay::build(cfg) {

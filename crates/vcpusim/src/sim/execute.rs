@@ -11,8 +11,8 @@
 
 use super::state::{Activity, Event, Ipi, Sim, TimeKind};
 use crate::hypervisor::policy::VcpuState;
-use crate::vmexit::{Entry, Exit, Hypercall, IpiKind, Next, Upcall};
 use crate::ids::VcpuId;
+use crate::vmexit::{Entry, Exit, Hypercall, IpiKind, Next, Upcall};
 
 impl Sim {
     /// Charge the time since the segment began and pause the current activity, invalidating
@@ -200,7 +200,10 @@ impl Sim {
                     self.poke(u);
                 }
                 // IRS's migrator: a woken thread preempts an IRS-migrated one here (guest/irs.rs).
-                if self.guests[vm].irs.is_some() && ipi.kind == crate::vmexit::IpiKind::Resched && self.guests[vm].irs_preempt_due(&self.threads, i) {
+                if self.guests[vm].irs.is_some()
+                    && ipi.kind == crate::vmexit::IpiKind::Resched
+                    && self.guests[vm].irs_preempt_due(&self.threads, i)
+                {
                     self.guests[vm].round_robin(i);
                 }
             }

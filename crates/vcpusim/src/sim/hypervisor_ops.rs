@@ -3,8 +3,8 @@
 //! which vCPU runs where.
 
 use super::state::{Activity, Event, Sim, TimeKind};
-use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Request, TimerId, VcpuState, YieldReason};
 use crate::hypervisor::cpupool::{Cpupool, Scope};
+use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Request, TimerId, VcpuState, YieldReason};
 use crate::ids::{PcpuId, PoolId, VcpuId};
 use crate::time::Nanos;
 use crate::SimError;
@@ -12,7 +12,12 @@ use crate::SimError;
 impl Sim {
     /// The host as the policy of `pool` sees it.
     pub fn host_view(&self, pool: PoolId) -> HostView<'_> {
-        let scope = Scope { pool: &self.pools[pool.idx()].view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity, trivial: self.trivial_placement };
+        let scope = Scope {
+            pool: &self.pools[pool.idx()].view,
+            vcpu_pool: &self.vcpu_pool,
+            affinity: &self.affinity,
+            trivial: self.trivial_placement,
+        };
         HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology, scope: Some(scope) }
     }
 
@@ -29,7 +34,14 @@ impl Sim {
         }
         let Cpupool { view, policy } = &mut self.pools[pool.idx()];
         let scope = Scope { pool: view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity, trivial: self.trivial_placement };
-        let host = HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology, scope: Some(scope) };
+        let host = HostView {
+            now: self.now,
+            vcpus: &self.vinfo,
+            pcpus: &self.pinfo,
+            vms: &self.vminfo,
+            topology: &self.topology,
+            scope: Some(scope),
+        };
         let mut ctx = PolicyCtx::for_owner(host, &mut self.requests, &mut self.timers, pool.0, &self.pv, self.pool_channels[pool.idx()]);
         f(policy.as_mut(), &mut ctx)
     }
@@ -206,7 +218,9 @@ impl Sim {
         let made = self.requests.len() - asked;
         if decision != Decision::run(c, None) || made > 0 {
             let name = self.pools[pool.idx()].policy.name();
-            let message = format!("policy {name} said do_schedule would keep vCPU {c} on pCPU {p}, then decided {decision:?} and made {made} requests");
+            let message = format!(
+                "policy {name} said do_schedule would keep vCPU {c} on pCPU {p}, then decided {decision:?} and made {made} requests"
+            );
             self.stop = Some(SimError::Invariant { time_ns: self.now, message });
             return;
         }

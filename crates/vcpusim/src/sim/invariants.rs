@@ -106,10 +106,7 @@ impl Sim {
                 .map(|vi| vi.run_time + if vi.state == VcpuState::Running { self.now - vi.run_start } else { 0 })
                 .sum();
             if s.cpu_ns().checked_add(open) != Some(on_pcpu) {
-                return Err(format!(
-                    "VM {vm}: time not conserved: {} ns charged (+ {open} ns open), {on_pcpu} ns on pCPUs",
-                    s.cpu_ns()
-                ));
+                return Err(format!("VM {vm}: time not conserved: {} ns charged (+ {open} ns open), {on_pcpu} ns on pCPUs", s.cpu_ns()));
             }
             on_pcpu_total += on_pcpu;
         }

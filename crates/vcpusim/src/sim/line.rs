@@ -5,8 +5,8 @@
 
 use super::state::{Activity, Event, Sim, TimeKind};
 use crate::hypervisor::policy::VcpuState;
-use crate::ids::VcpuId;
 use crate::hypervisor::policy::YieldReason;
+use crate::ids::VcpuId;
 use crate::vmexit::{Exit, Hypercall, IpiKind, Upcall};
 
 impl Sim {

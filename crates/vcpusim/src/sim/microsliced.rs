@@ -179,12 +179,9 @@ impl Sim {
         if self.vcpu_pool[v.idx()] != parent || self.vinfo[v.idx()].state != VcpuState::Runnable || m.loans[v.idx()].is_some() {
             return;
         }
-        let free = self.pools[pool.idx()]
-            .view
-            .pcpus
-            .iter()
-            .copied()
-            .find(|p| self.pcpus[p.idx()].online && self.pinfo[p.idx()].current.is_none() && !m.loans.iter().flatten().any(|l| l.pcpu == *p));
+        let free = self.pools[pool.idx()].view.pcpus.iter().copied().find(|p| {
+            self.pcpus[p.idx()].online && self.pinfo[p.idx()].current.is_none() && !m.loans.iter().flatten().any(|l| l.pcpu == *p)
+        });
         let Some(p) = free else {
             self.micro.as_mut().expect("checked").refused += 1;
             return;
@@ -225,11 +222,8 @@ impl Sim {
         self.with_policy(pool, |pol, ctx| pol.remove_vcpu(ctx, v));
         self.vcpu_pool[v.idx()] = parent;
         let parent_mask = &self.pools[parent.idx()].view.mask;
-        self.vinfo[v.idx()].last_pcpu = if parent_mask.contains(loan.home) {
-            loan.home
-        } else {
-            parent_mask.first().expect("the parent pool keeps a pCPU")
-        };
+        self.vinfo[v.idx()].last_pcpu =
+            if parent_mask.contains(loan.home) { loan.home } else { parent_mask.first().expect("the parent pool keeps a pCPU") };
         let ran = self.vinfo[v.idx()].run_time - loan.run_time_at_lend;
         self.with_policy(parent, |pol, ctx| pol.return_vcpu(ctx, v, ran));
         // A pool Algorithm 1 shrank while this pCPU was busy gives it back now.

@@ -14,8 +14,8 @@ pub mod pools;
 pub mod relaxed_co;
 pub mod sampling;
 pub mod speed;
-pub mod tracing;
 pub mod state;
+pub mod tracing;
 
 use crate::error::SimError;
 use crate::ids::{PcpuId, VcpuId};
@@ -177,7 +177,8 @@ impl Sim {
                 if let Some(tr) = self.trace.as_mut() {
                     let vm = self.vinfo[v.idx()].vm.idx();
                     let name = format!("{}/v{}", self.vminfo[vm].name, self.vinfo[v.idx()].index);
-                    let args = [("vm", self.vminfo[vm].name.as_str().into()), ("vcpu", self.vinfo[v.idx()].index.into()), ("left", "end".into())];
+                    let args =
+                        [("vm", self.vminfo[vm].name.as_str().into()), ("vcpu", self.vinfo[v.idx()].index.into()), ("left", "end".into())];
                     tr.span_with(0, p.0, &name, self.pcpus[p.idx()].run_start, self.now, &args);
                 }
             }

@@ -118,7 +118,8 @@ impl Sim {
             return false;
         }
         // Leaving because its affinity or pool no longer allows p is not a preemption to hold.
-        if !self.trivial_placement && (self.vcpu_pool[prev.idx()] != self.pcpu_pool[p.idx()] || !self.affinity[prev.idx()].hard.contains(p)) {
+        if !self.trivial_placement && (self.vcpu_pool[prev.idx()] != self.pcpu_pool[p.idx()] || !self.affinity[prev.idx()].hard.contains(p))
+        {
             return false;
         }
         if matches!(self.overlay.as_ref().map(|o| &o.cfg), Some(OverlayConfig::DelayPreempt(_))) {

@@ -46,7 +46,8 @@ impl Sim {
         // left in its pool: its hard affinity becomes every pCPU.
         // (Not for the micro-sliced pool: its lent vCPUs run there outside their affinity.)
         for v in 0..self.vinfo.len() {
-            if from != self.micro_pool && self.vcpu_pool[v] == from && !self.affinity[v].hard.intersects(&self.pools[from.idx()].view.mask) {
+            if from != self.micro_pool && self.vcpu_pool[v] == from && !self.affinity[v].hard.intersects(&self.pools[from.idx()].view.mask)
+            {
                 self.affinity[v].hard = crate::hardware::cpumask::CpuMask::full(self.pinfo.len());
                 let vm = self.vinfo[v].vm.idx();
                 self.vms[vm].stats.affinity_broken += 1;

@@ -76,7 +76,10 @@ impl Sim {
                 return Err(format!("relaxed-co: vCPU {v} is co-stopped but {:?} on {:?}", info.state, info.pcpu));
             }
             if rc.skew[v] > rc.cfg.skew_threshold + slack {
-                return Err(format!("relaxed-co: vCPU {v}'s skew {} ns exceeds the threshold {} ns by more than a tick", rc.skew[v], rc.cfg.skew_threshold));
+                return Err(format!(
+                    "relaxed-co: vCPU {v}'s skew {} ns exceeds the threshold {} ns by more than a tick",
+                    rc.skew[v], rc.cfg.skew_threshold
+                ));
             }
         }
         Ok(())
@@ -166,9 +169,9 @@ impl Sim {
             // *waiting* vCPU is past it, every running sibling, since any sibling's progress
             // widens that laggard's skew (a running vCPU that is itself past the threshold would
             // otherwise keep it growing without bound).
-            let laggard_past = ids.iter().any(|u| {
-                self.progress_of(*u) == Progress::Lagging && self.relaxed.as_ref().expect("checked").skew[u.idx()] > threshold
-            });
+            let laggard_past = ids
+                .iter()
+                .any(|u| self.progress_of(*u) == Progress::Lagging && self.relaxed.as_ref().expect("checked").skew[u.idx()] > threshold);
             for u in &ids {
                 let running = self.vinfo[u.idx()].state == VcpuState::Running;
                 let halting = matches!(self.vcpus[u.idx()].activity, Activity::Overhead { halting: true });
@@ -220,9 +223,10 @@ impl Sim {
         // A laggard past the threshold while a sibling that can be co-stopped runs (one switched
         // in while this check co-started the VM, when pokes are not taken): check again now.
         let past_now = ids.iter().zip(&states).any(|(u, s)| *s == Progress::Lagging && rc.skew[u.idx()] > threshold)
-            && ids.iter().zip(&states).any(|(u, s)| {
-                *s == Progress::Running && !matches!(self.vcpus[u.idx()].activity, Activity::Overhead { halting: true })
-            });
+            && ids
+                .iter()
+                .zip(&states)
+                .any(|(u, s)| *s == Progress::Running && !matches!(self.vcpus[u.idx()].activity, Activity::Overhead { halting: true }));
         let next = match (crossing, caught_up) {
             _ if past_now => Some(0),
             (Some(a), Some(b)) => Some(a.min(b)),

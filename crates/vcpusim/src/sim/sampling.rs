@@ -84,11 +84,8 @@ impl Sim {
     }
 
     fn close_usage_window_at(&mut self, end: Nanos) {
-        let running: Vec<_> = self
-            .vinfo
-            .iter()
-            .filter_map(|info| info.pcpu.map(|p| (info.vm.idx(), p, end.saturating_sub(info.run_start))))
-            .collect();
+        let running: Vec<_> =
+            self.vinfo.iter().filter_map(|info| info.pcpu.map(|p| (info.vm.idx(), p, end.saturating_sub(info.run_start)))).collect();
         let until: Vec<_> = self.guests.iter().map(|g| g.finished_at).collect();
         self.usage.close_window(end, &running, &until);
     }

@@ -1,20 +1,20 @@
 //! The state of one simulation run: every entity, indexed by id.
 
+use super::speed::SpeedModel;
 use crate::engine::event_queue::{EventId, EventQueue};
 use crate::guest::kernel::{GuestEnv, GuestKernel};
 use crate::guest::spinlock::Spinlock;
 use crate::guest::thread::Thread;
 use crate::hardware::costs::{Costs, Ple};
 use crate::hardware::speed::Speed;
-use super::speed::SpeedModel;
 use crate::hardware::topology::Topology;
 use crate::hypervisor::cpupool::{Affinity, Cpupool};
-use crate::vmexit::{Channels, PvArea};
 use crate::hypervisor::policy::{PcpuInfo, Request, TimerId, TimerTable, VcpuInfo, VmInfo, VmSched};
 use crate::ids::{PcpuId, PoolId, VcpuId};
 use crate::metrics::trace::TraceSink;
 use crate::metrics::vm_stats::VmStats;
 use crate::time::Nanos;
+use crate::vmexit::{Channels, PvArea};
 
 pub use crate::vmexit::{Ipi, TimeKind};
 
@@ -252,6 +252,9 @@ impl Sim {
     /// VM `vm`'s guest kernel and what its operations need from the host's tables.
     #[inline]
     pub fn guest_env(&mut self, vm: usize) -> (&mut GuestKernel, GuestEnv<'_>) {
-        (&mut self.guests[vm], GuestEnv { threads: &mut self.threads, locks: &mut self.locks, costs: &self.vm_costs[vm], pv: &mut self.pv, now: self.now })
+        (
+            &mut self.guests[vm],
+            GuestEnv { threads: &mut self.threads, locks: &mut self.locks, costs: &self.vm_costs[vm], pv: &mut self.pv, now: self.now },
+        )
     }
 }

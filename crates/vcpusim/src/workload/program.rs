@@ -12,11 +12,19 @@ use rand_distr::{Distribution, Exp, Normal};
 #[derive(Clone, Debug, PartialEq)]
 pub enum Dist {
     Const(Nanos),
-    Uniform { lo: Nanos, hi: Nanos },
+    Uniform {
+        lo: Nanos,
+        hi: Nanos,
+    },
     /// Exponential with this mean.
-    Exp { mean: Nanos },
+    Exp {
+        mean: Nanos,
+    },
     /// Normal, truncated at zero.
-    Normal { mean: Nanos, sd: Nanos },
+    Normal {
+        mean: Nanos,
+        sd: Nanos,
+    },
 }
 
 impl Dist {
@@ -77,12 +85,18 @@ pub enum Op {
     Compute(Dist),
     /// A system call doing `work` of kernel computation, under kernel lock `lock` (an index into
     /// `Program::kernel_locks`) when given.
-    Syscall { work: Dist, lock: Option<ObjIndex> },
+    Syscall {
+        work: Dist,
+        lock: Option<ObjIndex>,
+    },
     /// pthread_mutex_lock on a futex-based mutex (glibc's three-state mutex).
     MutexLock(ObjIndex),
     MutexUnlock(ObjIndex),
     /// Wait at a barrier of `Program::barriers[barrier]` parties.
-    Barrier { barrier: ObjIndex, wait: BarrierWait },
+    Barrier {
+        barrier: ObjIndex,
+        wait: BarrierWait,
+    },
     /// Wait at barrier `barrier` as PARSEC's own barrier does (`parsec_barrier_wait`,
     /// pkgs/.../parsec_barrier.cpp, PARSEC 2.1: a mutex, a condition variable, a counter and an
     /// arrival-phase flag; programs that include parsec_barrier.hpp get it in place of
@@ -90,34 +104,54 @@ pub enum Op {
     /// built: `SpinThenBlock(s)` spins up to `s` on the flag first (ENABLE_SPIN_BARRIER, the
     /// header's default: SPIN_COUNTER_MAX, "no more than 0.1 ms"), `Block` goes straight to
     /// pthread_cond_wait (ENABLE_SPIN_BARRIER undefined), `Spin` spins without a limit.
-    ParsecBarrier { barrier: ObjIndex, wait: BarrierWait },
+    ParsecBarrier {
+        barrier: ObjIndex,
+        wait: BarrierWait,
+    },
     /// pthread_cond_wait: releases `mutex`, sleeps on the condition's futex, re-acquires `mutex`.
-    CondWait { cond: ObjIndex, mutex: ObjIndex },
+    CondWait {
+        cond: ObjIndex,
+        mutex: ObjIndex,
+    },
     /// pthread_cond_signal (wake one) / broadcast (wake all).
-    CondSignal { cond: ObjIndex, all: bool },
+    CondSignal {
+        cond: ObjIndex,
+        all: bool,
+    },
     /// Put one item in a bounded queue (blocks while full).
     QueuePut(ObjIndex),
     /// Take one item from a queue (blocks while empty).
     QueueGet(ObjIndex),
     /// Map `pages` pages: kernel work only, no shootdown.
-    Mmap { pages: u32 },
+    Mmap {
+        pages: u32,
+    },
     /// Unmap `pages` pages: kernel work plus a TLB shootdown to every other vCPU that may cache
     /// the address space.
-    Munmap { pages: u32 },
+    Munmap {
+        pages: u32,
+    },
     /// `madvise(MADV_DONTNEED)` of `pages` pages (mm/madvise.c `madvise_dontneed` ->
     /// `zap_page_range` -> `tlb_finish_mmu`): the same zap and TLB shootdown as [`Op::Munmap`],
     /// but under `mmap_sem` taken for *read* (`madvise_need_mmap_write` is false for
     /// MADV_DONTNEED), which the model does not represent (readers never exclude each other), so
     /// no semaphore is taken. glibc's `shrink_heap` (malloc/arena.c) trims a thread arena this way.
-    MadviseDontneed { pages: u32 },
+    MadviseDontneed {
+        pages: u32,
+    },
     /// Count one unit of the VM's progress (see the workload's `progress_unit`).
     Progress,
     /// Repeat `body` `count` times, or forever when `None`.
-    Loop { count: Option<u64>, body: Vec<Op> },
+    Loop {
+        count: Option<u64>,
+        body: Vec<Op>,
+    },
     /// recv() on the socket of the program's network device (`Program::nic`): up to `len`
     /// bytes of a TCP stream, or one UDP datagram; sleeps until data is there (`sk_wait_data`,
     /// guest/netrx.rs).
-    SockRecv { len: u32 },
+    SockRecv {
+        len: u32,
+    },
     /// Be worker `i` (the thread's index) of the program's work-stealing computation
     /// (`Program::work_stealing`) until it is over: Tascell's worker loop (guest/worksteal.rs).
     /// Mutex and condition variable `i` are the worker's `thr->mut` and `thr->cond`.

@@ -113,9 +113,7 @@ mod tests {
             assert!((0.7..=1.0).contains(&module), "{}: module factor {module}", r.workload);
             // A registered workload, or one the Tascell models will register.
             assert!(
-                r.workload == "default"
-                    || r.workload.starts_with("tascell.")
-                    || crate::workload::find(r.workload).is_ok(),
+                r.workload == "default" || r.workload.starts_with("tascell.") || crate::workload::find(r.workload).is_ok(),
                 "{} is not a workload",
                 r.workload
             );

@@ -90,8 +90,7 @@ pub fn vm_table(out: &RunOutput) -> BTreeMap<String, BTreeMap<String, String>> {
     lines
         .map(|l| {
             let cells = csv_cells(l);
-            let row: BTreeMap<String, String> =
-                header.iter().zip(cells.iter()).map(|(h, c)| (h.to_string(), c.to_string())).collect();
+            let row: BTreeMap<String, String> = header.iter().zip(cells.iter()).map(|(h, c)| (h.to_string(), c.to_string())).collect();
             (row["vm"].clone(), row)
         })
         .collect()

@@ -105,7 +105,14 @@ impl Branch {
 impl Algorithm1 {
     /// Before the first call: not profiling, no core (line 2 starts a profile at once).
     pub fn new(limit: u32, profile_interval: Nanos, epoch: Nanos) -> Self {
-        Algorithm1 { limit, profile_interval, epoch, profile_mode: false, num_cores: 0, ur_events: vec![UrgentCounts::default(); limit as usize + 1] }
+        Algorithm1 {
+            limit,
+            profile_interval,
+            epoch,
+            profile_mode: false,
+            num_cores: 0,
+            ur_events: vec![UrgentCounts::default(); limit as usize + 1],
+        }
     }
 
     /// `ADAPTIVEMICROSLICEDCORES`, called when its timer fires with the system-wide counts of the

@@ -201,7 +201,8 @@ mod tests {
     #[test]
     fn an_ipi_wait_yield_accelerates_every_preempted_sibling_and_does_not_yield() {
         let others = [(R, KernelFn::User), (RUN, KernelFn::User), (H, KernelFn::Idle), (R, KernelFn::Syscall)];
-        let (req, out) = with_host(KernelFn::SmpCallFunctionMany, others, true, |ctx| on_yield(&Detect::ALL, ctx, VcpuId(0), YieldReason::PauseLoop));
+        let (req, out) =
+            with_host(KernelFn::SmpCallFunctionMany, others, true, |ctx| on_yield(&Detect::ALL, ctx, VcpuId(0), YieldReason::PauseLoop));
         assert_eq!(out, YieldOutcome::Continue);
         assert_eq!(
             req,
@@ -216,16 +217,21 @@ mod tests {
         assert_eq!((out, req.len()), (YieldOutcome::Continue, 3));
         // With detect = ["ple"] it is an ordinary yield.
         let ple_only = Detect { ple: true, ipi: false, irq: false };
-        let (req, out) = with_host(KernelFn::SmpCallFunctionMany, others, true, |ctx| on_yield(&ple_only, ctx, VcpuId(0), YieldReason::PauseLoop));
+        let (req, out) =
+            with_host(KernelFn::SmpCallFunctionMany, others, true, |ctx| on_yield(&ple_only, ctx, VcpuId(0), YieldReason::PauseLoop));
         assert_eq!((out, req), (YieldOutcome::Yield, vec![]));
     }
 
     #[test]
     fn a_lock_spin_yield_accelerates_the_first_preempted_sibling_in_a_critical_function() {
         let others = [(R, KernelFn::User), (RUN, KernelFn::RawSpinUnlock), (R, KernelFn::TtwuDoActivate), (R, KernelFn::RawSpinUnlock)];
-        let (req, out) = with_host(KernelFn::RawSpinLock, others, true, |ctx| on_yield(&Detect::ALL, ctx, VcpuId(0), YieldReason::PauseLoop));
+        let (req, out) =
+            with_host(KernelFn::RawSpinLock, others, true, |ctx| on_yield(&Detect::ALL, ctx, VcpuId(0), YieldReason::PauseLoop));
         assert_eq!(out, YieldOutcome::ContinueIfAccelerated);
-        assert_eq!(req, vec![Request::CountUrgent(UrgentEvent::Ple), Request::Accelerate(VcpuId(3), AccelReason::LockHolder, KernelFn::TtwuDoActivate)]);
+        assert_eq!(
+            req,
+            vec![Request::CountUrgent(UrgentEvent::Ple), Request::Accelerate(VcpuId(3), AccelReason::LockHolder, KernelFn::TtwuDoActivate)]
+        );
         // None critical: the PLE is counted, nothing accelerated (the host then yields).
         let plain = [(R, KernelFn::User), (R, KernelFn::Syscall), (R, KernelFn::FutexWait), (H, KernelFn::Idle)];
         let (req, _) = with_host(KernelFn::RawSpinLock, plain, true, |ctx| on_yield(&Detect::ALL, ctx, VcpuId(0), YieldReason::PauseLoop));
@@ -235,7 +241,11 @@ mod tests {
     #[test]
     fn without_the_channel_nothing_is_detected() {
         let others = [(R, KernelFn::RawSpinUnlock), (R, KernelFn::IrqExit), (R, KernelFn::User), (R, KernelFn::User)];
-        for (f0, reason) in [(KernelFn::SmpCallFunctionMany, YieldReason::PauseLoop), (KernelFn::RawSpinLock, YieldReason::PauseLoop), (KernelFn::User, YieldReason::Hypercall)] {
+        for (f0, reason) in [
+            (KernelFn::SmpCallFunctionMany, YieldReason::PauseLoop),
+            (KernelFn::RawSpinLock, YieldReason::PauseLoop),
+            (KernelFn::User, YieldReason::Hypercall),
+        ] {
             let (req, out) = with_host(f0, others, false, |ctx| on_yield(&Detect::ALL, ctx, VcpuId(0), reason));
             assert_eq!((out, req), (YieldOutcome::Yield, vec![]));
         }
@@ -254,7 +264,8 @@ mod tests {
             on_virq(&Detect::ALL, ctx, VcpuId(2)); // running: counted only
             on_ipi_relay(&Detect::ALL, ctx, VcpuId(0), VcpuId(3), IpiKind::Resched); // sender critical
             on_ipi_relay(&Detect::ALL, ctx, VcpuId(0), VcpuId(3), IpiKind::TlbShootdown); // not a resched IPI
-            on_ipi_relay(&Detect::ALL, ctx, VcpuId(1), VcpuId(3), IpiKind::Resched); // sender in user code
+            on_ipi_relay(&Detect::ALL, ctx, VcpuId(1), VcpuId(3), IpiKind::Resched);
+            // sender in user code
         });
         assert_eq!(
             req,

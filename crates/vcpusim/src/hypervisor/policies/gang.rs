@@ -174,9 +174,7 @@ impl Gang {
     /// vCPUs fit on the pool (see [`Self::coschedulable`]).
     fn is_candidate(&self, host: &HostView, vm: VmId) -> bool {
         let vcpus = &host.vm(vm).vcpus;
-        vcpus.iter().any(|v| self.vcpus[v.idx()].awake)
-            && vcpus.iter().all(|v| host.owns_vcpu(*v))
-            && Self::coschedulable(host, vm)
+        vcpus.iter().any(|v| self.vcpus[v.idx()].awake) && vcpus.iter().all(|v| host.owns_vcpu(*v)) && Self::coschedulable(host, vm)
     }
 
     /// Whether `vm` could be co-started on an otherwise empty pool: it has no more vCPUs than the
@@ -410,12 +408,8 @@ impl Policy for Gang {
             // A VM that slept does not bank the time it did not use: lift its virtual time to the
             // least of the VMs competing now, as start-time fair queueing and CFS's
             // `place_entity` (kernel/sched/fair.c) do for a waking entity.
-            let floor = host
-                .pool_vms()
-                .map(|w| w.id)
-                .filter(|w| *w != vm && self.is_candidate(&host, *w))
-                .map(|w| self.vtime_now(&host, w))
-                .min();
+            let floor =
+                host.pool_vms().map(|w| w.id).filter(|w| *w != vm && self.is_candidate(&host, *w)).map(|w| self.vtime_now(&host, w)).min();
             if let Some(floor) = floor {
                 let d = &mut self.vms[vm.idx()];
                 d.vtime = d.vtime.max(floor);
@@ -503,10 +497,7 @@ impl Policy for Gang {
         for p in host.pcpu_ids() {
             if let Some(v) = self.pcpus[p.idx()].slot {
                 if self.vcpus[v.idx()].slot != Some(p) {
-                    return Err(format!(
-                        "gang: pCPU {p} is reserved for vCPU {v}, which holds slot {:?}",
-                        self.vcpus[v.idx()].slot
-                    ));
+                    return Err(format!("gang: pCPU {p} is reserved for vCPU {v}, which holds slot {:?}", self.vcpus[v.idx()].slot));
                 }
             }
         }

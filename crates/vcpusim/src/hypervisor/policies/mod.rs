@@ -1,15 +1,15 @@
 //! The hypervisor scheduling policies, one file each, and their registry.
 
 pub mod cfs;
-pub mod eevdf;
 pub mod credit;
+pub mod eevdf;
 pub mod gang;
 pub mod hybrid;
 pub mod matching;
 pub mod native;
+pub mod placement;
 #[cfg(test)]
 pub(crate) mod test_host;
-pub mod placement;
 
 use crate::hypervisor::policy::Policy;
 use crate::params::{ParamSpec, Params};

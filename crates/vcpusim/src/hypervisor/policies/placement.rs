@@ -154,7 +154,8 @@ mod tests {
     impl LoadView<'_> {
         /// loads[p] against the average of the pool's loads, summed from the slices.
         fn by_average(&self, p: usize) -> std::cmp::Ordering {
-            let (total, n) = self.loads.iter().zip(self.pool).filter(|(_, &inp)| inp).fold((0u128, 0u128), |(t, n), (&l, _)| (t + l as u128, n + 1));
+            let (total, n) =
+                self.loads.iter().zip(self.pool).filter(|(_, &inp)| inp).fold((0u128, 0u128), |(t, n), (&l, _)| (t + l as u128, n + 1));
             (self.loads[p] as u128 * n).cmp(&total)
         }
         fn above_average(&self, p: usize) -> bool {

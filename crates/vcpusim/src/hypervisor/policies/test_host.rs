@@ -2,9 +2,11 @@
 //! reschedules) so a policy can be driven call by call and checked after each.
 
 use super::HostShape;
-use crate::hardware::topology::Topology;
 use crate::engine::event_queue::EventQueue;
-use crate::hypervisor::policy::{Decision, HostView, PcpuInfo, Policy, PolicyCtx, Request, TimerId, TimerTable, VcpuInfo, VcpuState, VmInfo, VmSched};
+use crate::hardware::topology::Topology;
+use crate::hypervisor::policy::{
+    Decision, HostView, PcpuInfo, Policy, PolicyCtx, Request, TimerId, TimerTable, VcpuInfo, VcpuState, VmInfo, VmSched,
+};
 use crate::hypervisor::uvf::UvfHost;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::time::Nanos;
@@ -76,12 +78,7 @@ pub struct FakeHost {
 impl FakeHost {
     /// VMs given as (vCPU count, weight), on `npcpus` pCPUs, under the policy `build` makes
     /// for this host shape; `extra_check` adds policy-specific assertions to `check`.
-    pub fn new(
-        npcpus: u32,
-        vms: &[(u32, u32)],
-        uvf: Option<UvfHost>,
-        build: impl FnOnce(HostShape) -> Box<dyn Policy>,
-    ) -> Self {
+    pub fn new(npcpus: u32, vms: &[(u32, u32)], uvf: Option<UvfHost>, build: impl FnOnce(HostShape) -> Box<dyn Policy>) -> Self {
         Self::new_configured(npcpus, vms, uvf, |_| {}, build)
     }
 
@@ -148,14 +145,8 @@ impl FakeHost {
     fn call_unapplied<R>(&mut self, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> (R, Vec<Request>) {
         let mut requests = Vec::new();
         let result = {
-            let view = HostView {
-                now: self.now,
-                vcpus: &self.vcpus,
-                pcpus: &self.pcpus,
-                vms: &self.vms,
-                topology: &self.topology,
-                scope: None,
-            };
+            let view =
+                HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topology, scope: None };
             let mut ctx = PolicyCtx::new(view, &mut requests, &mut self.timers);
             f(self.policy.as_mut(), &mut ctx)
         };
@@ -333,14 +324,8 @@ impl FakeHost {
 
     /// The policy's own invariants, the extra check, and pCPU/vCPU agreement.
     pub fn check(&self) {
-        let view = HostView {
-            now: self.now,
-            vcpus: &self.vcpus,
-            pcpus: &self.pcpus,
-            vms: &self.vms,
-            topology: &self.topology,
-            scope: None,
-        };
+        let view =
+            HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topology, scope: None };
         self.policy.check(&view).unwrap();
         if let Some(extra) = self.extra_check {
             extra(self);

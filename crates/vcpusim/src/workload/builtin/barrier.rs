@@ -178,10 +178,7 @@ mod tests {
         };
         assert_eq!(wait_of(&[("wait", "block".into())])[1], Op::Barrier { barrier: 0, wait: BarrierWait::Block });
         assert_eq!(wait_of(&[("wait", "spin".into())])[1], Op::Barrier { barrier: 0, wait: BarrierWait::Spin });
-        assert_eq!(
-            wait_of(&[("spin", "20us".into())])[1],
-            Op::Barrier { barrier: 0, wait: BarrierWait::SpinThenBlock(20 * US) }
-        );
+        assert_eq!(wait_of(&[("spin", "20us".into())])[1], Op::Barrier { barrier: 0, wait: BarrierWait::SpinThenBlock(20 * US) });
         let work = "1ms".into();
         assert_eq!(wait_of(&[("work", work), ("jitter", 0.0.into())])[0], Op::Compute(Dist::Const(1_000 * US)));
         assert_eq!(

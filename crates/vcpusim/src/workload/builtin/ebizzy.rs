@@ -106,14 +106,9 @@ impl Workload for Ebizzy {
                  (8-byte records x 64 Ki). Below 256 glibc never trims, so no shootdowns.",
             )
             .range(4.0, 65_536.0),
-            ParamSpec::float(
-                "copy_gbps",
-                COPY_GBPS,
-                "memcpy bandwidth of one core, GB/s (assumed 10): sets the user time of a record.",
-            )
-            .range(0.1, 1_000.0),
-            ParamSpec::duration("fault", FAULT, "kernel work per page fault of the copy (assumed 1.2us, as memclone).")
-                .at_least(100.0),
+            ParamSpec::float("copy_gbps", COPY_GBPS, "memcpy bandwidth of one core, GB/s (assumed 10): sets the user time of a record.")
+                .range(0.1, 1_000.0),
+            ParamSpec::duration("fault", FAULT, "kernel work per page fault of the copy (assumed 1.2us, as memclone).").at_least(100.0),
         ]
     }
     fn default_threads(&self, vcpus: u32) -> u32 {

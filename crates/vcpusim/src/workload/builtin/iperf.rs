@@ -58,8 +58,12 @@ impl Workload for Iperf {
                 "TCP receive buffer in bytes, the most the guest advertises (Linux 4.4 tcp_rmem[1] = 87380; autotuning not modelled).",
             )
             .range(2.0 * f64::from(nic::MTU), 1e9),
-            ParamSpec::duration("latency", nic::DEFAULT_LATENCY, "One-way latency of a frame and of an ACK (link, NIC, Xen's relay). Assumed.")
-                .at_least(0.0),
+            ParamSpec::duration(
+                "latency",
+                nic::DEFAULT_LATENCY,
+                "One-way latency of a frame and of an ACK (link, NIC, Xen's relay). Assumed.",
+            )
+            .at_least(0.0),
             ParamSpec::int("irq_vcpu", 0, "The vCPU (index in the VM) the device's event channel is bound to."),
             ParamSpec::duration("hardirq", nic::DEFAULT_HARDIRQ, "Guest work of the device's hard IRQ. Assumed.").at_least(0.0),
             ParamSpec::duration(

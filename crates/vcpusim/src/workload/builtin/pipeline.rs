@@ -140,8 +140,7 @@ mod tests {
         let params = params_with(&Pipeline, &[("stages", 5.into())]);
         let program = build_valid(&Pipeline, 7, &params);
         assert_eq!(program.queues.len(), 4);
-        let counting: Vec<_> =
-            (0..7).filter(|t| loop_body(&program.threads[*t]).contains(&Op::Progress)).collect();
+        let counting: Vec<_> = (0..7).filter(|t| loop_body(&program.threads[*t]).contains(&Op::Progress)).collect();
         assert_eq!(counting, [4]);
     }
 
@@ -154,17 +153,11 @@ mod tests {
 
     #[test]
     fn params_change_the_program() {
-        let params = params_with(
-            &Pipeline,
-            &[("stages", 2.into()), ("work", "40us".into()), ("queue_capacity", 1.into())],
-        );
+        let params = params_with(&Pipeline, &[("stages", 2.into()), ("work", "40us".into()), ("queue_capacity", 1.into())]);
         let program = build_valid(&Pipeline, 4, &params);
         assert_eq!(program.queues, vec![1]);
         assert_eq!(loop_body(&program.threads[0]), [Op::Compute(Dist::Exp { mean: 40 * US }), Op::QueuePut(0)]);
-        assert_eq!(
-            loop_body(&program.threads[3]),
-            [Op::QueueGet(0), Op::Compute(Dist::Exp { mean: 40 * US }), Op::Progress]
-        );
+        assert_eq!(loop_body(&program.threads[3]), [Op::QueueGet(0), Op::Compute(Dist::Exp { mean: 40 * US }), Op::Progress]);
         let spec = |name: &str| Pipeline.params().into_iter().find(|s| s.name == name).unwrap();
         assert!(spec("stages").parse(&1.into()).unwrap_err().contains("between 2 and 1024"));
         assert!(spec("queue_capacity").parse(&0.into()).is_err());

@@ -54,13 +54,10 @@ pub const PLACEMENTS: &[&[u64]] = &[
     &[1, 12, 110, 756, 4080, 16852, 52856, 120104, 195270, 222720, 160964, 68264, 14200],
     &[1, 13, 132, 1030, 6404, 31100, 117694, 335010, 707698, 1086568, 1151778, 813448, 350302, 73712],
     &[1, 14, 156, 1364, 9632, 54068, 241484, 835056, 2211868, 4391988, 6323032, 6471872, 4511922, 1940500, 365596],
+    &[1, 15, 182, 1764, 13980, 89428, 463038, 1897702, 6120136, 15211800, 28415444, 39290462, 39157800, 26831728, 11356408, 2279184],
     &[
-        1, 15, 182, 1764, 13980, 89428, 463038, 1897702, 6120136, 15211800, 28415444, 39290462, 39157800, 26831728,
-        11356408, 2279184,
-    ],
-    &[
-        1, 16, 210, 2236, 19688, 141812, 838816, 3998456, 15324708, 46358876, 108478966, 193892860, 260303408,
-        253897632, 171158018, 72002088, 14772512,
+        1, 16, 210, 2236, 19688, 141812, 838816, 3998456, 15324708, 46358876, 108478966, 193892860, 260303408, 253897632, 171158018,
+        72002088, 14772512,
     ],
 ];
 
@@ -97,7 +94,8 @@ impl Tascell {
                 Ok(Tree::fib(n, serial as f64 / calls))
             }
             Kind::NQueen => {
-                let placements = PLACEMENTS.get((n as usize).wrapping_sub(4)).ok_or_else(|| format!("n must be between 4 and 16, got {n}"))?;
+                let placements =
+                    PLACEMENTS.get((n as usize).wrapping_sub(4)).ok_or_else(|| format!("n must be between 4 and 16, got {n}"))?;
                 let checks = Tree::nqueens(n, 1.0, placements);
                 let total = checks.work(checks.root());
                 Ok(Tree::nqueens(n, serial as f64 / total, placements))
@@ -207,7 +205,14 @@ mod tests {
         }
         let fib = FIB.tree(48, 30 * SEC).unwrap();
         // 2 F(48) - 1 calls.
-        assert_eq!(fib.work(fib.root()) / match &fib { Tree::Fib { unit, .. } => *unit, _ => unreachable!() }, 9_615_053_951.0);
+        assert_eq!(
+            fib.work(fib.root())
+                / match &fib {
+                    Tree::Fib { unit, .. } => *unit,
+                    _ => unreachable!(),
+                },
+            9_615_053_951.0
+        );
     }
 
     #[test]

@@ -22,8 +22,8 @@
 //! a barred vCPU counts as pinned.
 
 use super::domains::{Domain, POWER_SCALE};
-use crate::hardware::cpumask::CpuMask;
 use super::{Cfs, NICE_0_LOAD};
+use crate::hardware::cpumask::CpuMask;
 use crate::hypervisor::policies::placement::{self, Placement};
 use crate::hypervisor::policy::PolicyCtx;
 use crate::ids::{PcpuId, VcpuId};
@@ -388,7 +388,16 @@ impl Cfs {
     /// `update_sg_lb_stats`; None when the local group's balancing pCPU (its first idle one, or
     /// its first) is not `this` (periodic balancing only).
     #[allow(clippy::too_many_arguments)]
-    fn update_sg_lb_stats(&self, this: usize, sd: &Domain, gi: usize, idle: CpuIdle, idx: usize, local: bool, cpus: &CpuMask) -> Option<SgStats> {
+    fn update_sg_lb_stats(
+        &self,
+        this: usize,
+        sd: &Domain,
+        gi: usize,
+        idle: CpuIdle,
+        idx: usize,
+        local: bool,
+        cpus: &CpuMask,
+    ) -> Option<SgStats> {
         let g = &sd.groups[gi];
         let mut s = SgStats::default();
         let mut balance_cpu = g.cpus[0];
@@ -444,8 +453,8 @@ impl Cfs {
         let mut load_above_capacity = u64::MAX;
         if !sds.group_imb {
             // Unsigned as in C: a group below its capacity leaves no bound.
-            load_above_capacity = sds.busiest_nr_running.wrapping_sub(sds.busiest_group_capacity).wrapping_mul(NICE_0_LOAD * POWER_SCALE)
-                / sds.busiest_power;
+            load_above_capacity =
+                sds.busiest_nr_running.wrapping_sub(sds.busiest_group_capacity).wrapping_mul(NICE_0_LOAD * POWER_SCALE) / sds.busiest_power;
         }
         let max_pull = (sds.max_load - sds.avg_load).min(load_above_capacity);
         let imbalance = (max_pull.saturating_mul(sds.busiest_power))
@@ -523,7 +532,15 @@ impl Cfs {
 
     /// `move_tasks`: `load_balance_fair` until nothing more moves or `max_load_move` is met.
     #[allow(clippy::too_many_arguments)]
-    fn move_tasks(&mut self, ctx: &mut PolicyCtx, this: usize, busiest: usize, max_load_move: u64, level: usize, all_pinned: &mut bool) -> bool {
+    fn move_tasks(
+        &mut self,
+        ctx: &mut PolicyCtx,
+        this: usize,
+        busiest: usize,
+        max_load_move: u64,
+        level: usize,
+        all_pinned: &mut bool,
+    ) -> bool {
         let mut total = 0;
         loop {
             let moved = self.load_balance_fair(ctx, this, busiest, max_load_move - total, level, all_pinned);
@@ -539,7 +556,15 @@ impl Cfs {
     /// vCPUs, `balance_tasks` up to the remaining imbalance converted to the group's own load
     /// (`rem x load / (h_load + 1)`), counting what moved back in root-level load.
     #[allow(clippy::too_many_arguments)]
-    fn load_balance_fair(&mut self, ctx: &mut PolicyCtx, this: usize, busiest: usize, max_load_move: u64, level: usize, all_pinned: &mut bool) -> u64 {
+    fn load_balance_fair(
+        &mut self,
+        ctx: &mut PolicyCtx,
+        this: usize,
+        busiest: usize,
+        max_load_move: u64,
+        level: usize,
+        all_pinned: &mut bool,
+    ) -> u64 {
         let mut rem = max_load_move as i64;
         // update_h_load(cpu_of(busiest)).
         let leaf: Vec<(usize, u64)> = self.rqs[busiest].leaf.iter().map(|&vm| (vm as usize, self.h_load(vm as usize, busiest))).collect();
@@ -565,7 +590,16 @@ impl Cfs {
     /// `balance_tasks` over VM `vm`'s vCPUs on `busiest` (`cfs_rq->tasks` order): pull each
     /// one `can_migrate_task` allows while at least half a task's weight remains to move.
     #[allow(clippy::too_many_arguments)]
-    fn balance_tasks(&mut self, ctx: &mut PolicyCtx, this: usize, busiest: usize, max_load_move: u64, level: usize, all_pinned: &mut bool, vm: usize) -> u64 {
+    fn balance_tasks(
+        &mut self,
+        ctx: &mut PolicyCtx,
+        this: usize,
+        busiest: usize,
+        max_load_move: u64,
+        level: usize,
+        all_pinned: &mut bool,
+        vm: usize,
+    ) -> u64 {
         if max_load_move == 0 {
             return 0;
         }
@@ -674,10 +708,7 @@ impl Cfs {
             for &s in &vm.vcpus {
                 let Some(p) = self.se[s.idx()].rq else { continue };
                 if let Some(other) = holder[p].replace(s) {
-                    return Err(format!(
-                        "cfs: placement = \"balance\" stacked vCPUs {other} and {s} of VM {:?} on pCPU {p}",
-                        vm.name
-                    ));
+                    return Err(format!("cfs: placement = \"balance\" stacked vCPUs {other} and {s} of VM {:?} on pCPU {p}", vm.name));
                 }
             }
         }

@@ -58,9 +58,9 @@ mod shares;
 mod timeline;
 mod urgent;
 
+use crate::hypervisor::kvm::{KvmSpin, KvmVersion};
 use bandwidth::Bandwidth;
 use domains::{Domain, SdState};
-use crate::hypervisor::kvm::{KvmSpin, KvmVersion};
 use shares::{LoadAvg, TaskGroup};
 use timeline::Timeline;
 
@@ -752,10 +752,8 @@ impl Cfs {
             return None;
         }
         let (vm, c) = self.running_task(p)?;
-        let stays = prev == Some(c)
-            && self.groups[self.gi(vm, p)].se.on_rq
-            && !self.exhausted(VmId(vm as u32))
-            && ctx.host.may_run(c, pcpu);
+        let stays =
+            prev == Some(c) && self.groups[self.gi(vm, p)].se.on_rq && !self.exhausted(VmId(vm as u32)) && ctx.host.may_run(c, pcpu);
         stays.then_some((vm, c))
     }
 
@@ -855,8 +853,7 @@ impl Cfs {
         if self.groups[gi].rq.nr_running > 1 {
             let e = &self.se[c.idx()];
             let left = self.groups[gi].rq.tree.first().map_or(e.vruntime, |(vr, _)| *vr);
-            let (resched, clear) =
-                self.preempt_tick(e.sum_exec - e.prev_sum_exec, self.slice(c, vm, p), e.vruntime as i128 - left as i128);
+            let (resched, clear) = self.preempt_tick(e.sum_exec - e.prev_sum_exec, self.slice(c, vm, p), e.vruntime as i128 - left as i128);
             if resched {
                 self.resched(ctx, p);
             }
@@ -990,11 +987,7 @@ impl Policy for Cfs {
         self.start_ticks(ctx);
         let vm = Self::vm_of(ctx, v);
         self.vcpu_vm[v.idx()] = vm;
-        let p = if std::mem::take(&mut self.picked[v.idx()]) {
-            ctx.host.vcpu(v).last_pcpu.idx()
-        } else {
-            self.select_fork(ctx, v)
-        };
+        let p = if std::mem::take(&mut self.picked[v.idx()]) { ctx.host.vcpu(v).last_pcpu.idx() } else { self.select_fork(ctx, v) };
         // The child's vruntime relative to its run queue: one vslice (place_entity, initial).
         let debit = Self::vdelta(self.slice(v, vm, p).max(self.min_gran), NICE_0_LOAD);
         self.se[v.idx()].vruntime = debit;
@@ -1216,7 +1209,8 @@ impl Policy for Cfs {
             g.on_list = false;
         }
         let timer = self.rqs[p].tick_timer;
-        self.rqs[p] = Rq { root: CfsRq { min_vruntime: self.rqs[p].root.min_vruntime, ..CfsRq::default() }, tick_timer: timer, ..Rq::default() };
+        self.rqs[p] =
+            Rq { root: CfsRq { min_vruntime: self.rqs[p].root.min_vruntime, ..CfsRq::default() }, tick_timer: timer, ..Rq::default() };
         // scheduler_tick stops with the CPU.
         if let Some(timer) = timer {
             ctx.stop_timer(&timer);
@@ -1293,7 +1287,10 @@ impl Policy for Cfs {
             for (vm, &(load, nr)) in per_vm.iter().enumerate() {
                 let g = &self.groups[self.gi(vm, p)];
                 if load != g.rq.load || nr != g.rq.nr_running || g.tasks.len() as u64 != nr {
-                    return Err(format!("cfs: VM {vm} on pCPU {p}: load {} / nr {} but its vCPUs sum to {load} / {nr}", g.rq.load, g.rq.nr_running));
+                    return Err(format!(
+                        "cfs: VM {vm} on pCPU {p}: load {} / nr {} but its vCPUs sum to {load} / {nr}",
+                        g.rq.load, g.rq.nr_running
+                    ));
                 }
                 if g.se.on_rq != (nr > 0) {
                     return Err(format!("cfs: VM {vm}'s group entity on pCPU {p} on_rq={} with {nr} vCPUs", g.se.on_rq));

@@ -56,10 +56,7 @@ impl Cfs {
         let host = &ctx.host;
         let node = host.topology.place(PcpuId(prev as u32)).node;
         let allowed = || host.pcpu_ids().filter(|p| host.may_run(v, *p));
-        allowed()
-            .find(|p| host.topology.place(*p).node == node)
-            .or_else(|| allowed().next())
-            .map_or(prev, |p| p.idx())
+        allowed().find(|p| host.topology.place(*p).node == node).or_else(|| allowed().next()).map_or(prev, |p| p.idx())
     }
 
     /// Soft affinity (`[[vm]] cpus_soft`): Linux has none; ours, so that one scenario means the

@@ -73,17 +73,17 @@
 
 mod account;
 mod balance;
-mod pick;
 mod microsliced;
+mod pick;
 mod tickle;
 mod urgent;
 pub mod version;
 
 use super::{HostFeature, HostShape, PolicyKind};
+use crate::hardware::cpumask::CpuMask;
 use crate::hypervisor::policy::{Decision, HostView, IpiKind, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason};
 use crate::hypervisor::uvf::overlay::UrgentBase;
 use crate::hypervisor::uvf::{Uvf, UvfVm};
-use crate::hardware::cpumask::CpuMask;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{format_duration, Nanos, MS, SEC, US};
@@ -220,12 +220,7 @@ impl PolicyKind for CreditKind {
         let absent: [(&'static str, bool, Nanos, &str); 4] = [
             ("tslice", xen.has_tslice_param(), DEFAULT_TSLICE, "sched_credit_tslice_ms arrived in Xen 4.2"),
             ("ratelimit", xen.has_ratelimit(), 0, "sched_ratelimit_us arrived in Xen 4.2"),
-            (
-                "load_balance_ratelimit",
-                xen.has_load_balance_ratelimit(),
-                0,
-                "load-balance-ratelimit arrived in Xen 4.18",
-            ),
+            ("load_balance_ratelimit", xen.has_load_balance_ratelimit(), 0, "load-balance-ratelimit arrived in Xen 4.18"),
             ("migration_delay", xen.has_migration_delay(), 0, "vcpu_migration_delay is not in Xen 3.3"),
         ];
         for (name, exists, value, why) in absent {
@@ -521,7 +516,6 @@ enum Step {
 
 const BALANCE_STEPS: [Step; 2] = [Step::Soft, Step::Hard];
 
-
 impl Credit {
     fn new(cfg: CreditConfig, host: HostShape) -> Self {
         let npcpus = host.npcpus as usize;
@@ -578,9 +572,8 @@ impl Credit {
         if self.balance_bias.is_empty() {
             // init_pdata: the first pCPU of each node starts its node's balance bias.
             let nodes = host.topology.numa_nodes as usize;
-            self.balance_bias = (0..nodes)
-                .map(|n| host.pcpu_ids().find(|p| host.topology.place(*p).node as usize == n).map_or(0, |p| p.idx()))
-                .collect();
+            self.balance_bias =
+                (0..nodes).map(|n| host.pcpu_ids().find(|p| host.topology.place(*p).node as usize == n).map_or(0, |p| p.idx())).collect();
         }
     }
 
@@ -718,11 +711,7 @@ impl Policy for Credit {
         let dom = &mut self.doms[vm.idx()];
         // `prv->weight` holds the domain's weight once per active vCPU (Xen 4.1 on), or once if
         // it has any (3.3's csched_dom_cntl: "if ( !list_empty(&sdom->active_sdom_elem) )").
-        let active = if self.cfg.xen.weight_per_vcpu() {
-            dom.active_units.len() as u64
-        } else {
-            u64::from(!dom.active_units.is_empty())
-        };
+        let active = if self.cfg.xen.weight_per_vcpu() { dom.active_units.len() as u64 } else { u64::from(!dom.active_units.is_empty()) };
         self.weight = self.weight - dom.weight as u64 * active + sched.weight as u64 * active;
         dom.weight = sched.weight;
         dom.cap = sched.cap;
@@ -963,7 +952,8 @@ impl Policy for Credit {
     fn keep_running(&mut self, ctx: &mut PolicyCtx, pcpu: PcpuId, prev: VcpuId, next: VcpuId) -> bool {
         let p = pcpu.idx();
         let now = ctx.now();
-        if self.pcpus[p].curr != Some(next) || self.vcpus[prev.idx()].queued_on != Some(pcpu) || self.vcpus[next.idx()].queued_on.is_some() {
+        if self.pcpus[p].curr != Some(next) || self.vcpus[prev.idx()].queued_on != Some(pcpu) || self.vcpus[next.idx()].queued_on.is_some()
+        {
             return false;
         }
         self.runq_remove(prev);
@@ -1117,10 +1107,7 @@ impl Policy for Credit {
             let parked = self.vcpus.get(info.id.idx()).is_some_and(|s| s.parked);
             let want = u32::from(info.state == VcpuState::Runnable && !parked);
             if n != want {
-                return Err(format!(
-                    "credit: vCPU {} is {:?} and queued {n} time(s); expected {want}",
-                    info.id, info.state
-                ));
+                return Err(format!("credit: vCPU {} is {:?} and queued {n} time(s); expected {want}", info.id, info.state));
             }
         }
         let active_weight: u64 = if self.cfg.xen.weight_per_vcpu() {

@@ -185,7 +185,8 @@ impl Credit {
             // cpu_sibling_map (threads of a core, or a CMT module's cores) on one socket,
             // cpu_core_map (the socket) across.
             let same_socket = topo.place(PcpuId(cpu as u32)).socket == topo.place(PcpuId(nxt as u32)).socket;
-            let (cpu_group, nxt_group) = if same_socket { (&groups.siblings[cpu], &groups.siblings[nxt]) } else { (&groups.sockets[cpu], &groups.sockets[nxt]) };
+            let (cpu_group, nxt_group) =
+                if same_socket { (&groups.siblings[cpu], &groups.siblings[nxt]) } else { (&groups.sockets[cpu], &groups.sockets[nxt]) };
             if idlers.count_and(cpu_group) < idlers.count_and(nxt_group) {
                 cpu = nxt;
                 cpus.remove(PcpuId(cpu as u32));

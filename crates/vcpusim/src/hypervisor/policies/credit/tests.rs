@@ -1,14 +1,14 @@
 //! Unit tests of the credit policy, with a fake host that plays the engine.
 
-use super::*;
 use super::version::Xen;
+use super::*;
+use crate::engine::event_queue::{EventId, EventQueue};
 use crate::hardware::cpumask::CpuMask;
 use crate::hardware::topology::Topology;
-use crate::engine::event_queue::{EventId, EventQueue};
 use crate::hypervisor::cpupool::{Affinity, PoolView, Scope};
 use crate::hypervisor::policy::{PcpuInfo, Request, TimerId, TimerTable, VcpuInfo, VmInfo, VmSched};
-use crate::ids::PoolId;
 use crate::hypervisor::uvf::UvfHost;
+use crate::ids::PoolId;
 
 /// The idler mask of pCPUs `i` with `idle[i]` (tests write `prv->idlers` as a list of flags).
 pub(super) fn idler_mask(idle: &[bool]) -> CpuMask {
@@ -917,7 +917,6 @@ fn runs_are_deterministic() {
     assert_eq!(run(), run());
 }
 
-
 #[test]
 fn a_lent_vcpu_keeps_its_books_and_pays_its_micro_run_time_on_return() {
     // Seed 002: pCPU 0 runs vCPU 0 and queues vCPU 1 (both UNDER, active); vCPU 1 is lent to a
@@ -971,8 +970,10 @@ fn cpu_pick_by_scans(pol: &Credit, host: &HostView, v: VcpuId) -> (usize, Option
     let n = pol.pcpus.len();
     let master = pol.vcpus[v.idx()].processor.idx();
     let (mut cpu, mut spc) = (master, None);
-    let siblings = |p: usize| -> Vec<bool> { (0..n).map(|q| topo.place(PcpuId(q as u32)).module == topo.place(PcpuId(p as u32)).module).collect() };
-    let socket_mates = |p: usize| -> Vec<bool> { (0..n).map(|q| topo.place(PcpuId(q as u32)).socket == topo.place(PcpuId(p as u32)).socket).collect() };
+    let siblings =
+        |p: usize| -> Vec<bool> { (0..n).map(|q| topo.place(PcpuId(q as u32)).module == topo.place(PcpuId(p as u32)).module).collect() };
+    let socket_mates =
+        |p: usize| -> Vec<bool> { (0..n).map(|q| topo.place(PcpuId(q as u32)).socket == topo.place(PcpuId(p as u32)).socket).collect() };
     let and = |a: &[bool], b: &[bool]| -> Vec<bool> { a.iter().zip(b).map(|(x, y)| *x && *y).collect() };
     let soft = pol.soft(host, v);
     for step in BALANCE_STEPS {
@@ -1037,9 +1038,7 @@ fn cpu_pick_with_masks_picks_as_the_scans_did_on_random_states() {
         for xen in [Xen::V4_18, Xen::V4_7, Xen::V4_4] {
             let masks: Vec<(Vec<u32>, Vec<u32>)> = (0..nv)
                 .map(|_| {
-                    let pick = |r: &mut dyn FnMut(u64) -> u64, density: u64| -> Vec<u32> {
-                        (0..n).filter(|_| r(4) < density).collect()
-                    };
+                    let pick = |r: &mut dyn FnMut(u64) -> u64, density: u64| -> Vec<u32> { (0..n).filter(|_| r(4) < density).collect() };
                     // Empty means every pCPU (full masks are common).
                     let hard = if rnd(2) == 0 { vec![] } else { pick(&mut rnd, 2) };
                     let soft = if rnd(2) == 0 { vec![] } else { pick(&mut rnd, 1) };

@@ -12,7 +12,7 @@
 //! runner keeps its pCPU through slice ends, tickles and tick-flagged migrations until the UVF
 //! timer ends its tslice.
 
-use super::{Credit, CREDITS_PER_MSEC, PCPU_MASK, KIND_SHIFT, TIMER_UVF};
+use super::{Credit, CREDITS_PER_MSEC, KIND_SHIFT, PCPU_MASK, TIMER_UVF};
 use crate::hypervisor::policy::PolicyCtx;
 use crate::hypervisor::uvf::overlay::UrgentBase;
 use crate::hypervisor::uvf::{Uvf, UvfVm};

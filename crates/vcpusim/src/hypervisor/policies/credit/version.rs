@@ -652,7 +652,8 @@ mod rules {
         use crate::hypervisor::node_affinity::NodeAffinity;
         let topo = Topology::new(4, 1, 2, 1).unwrap();
         let mut h = FakeHost::new(topo.clone(), &[(2, 256), (2, 256)], cfg_for(xen)).with_affinity(&[(&[] as &[u32], &[] as &[u32]); 4]);
-        h.vms[0].node_affinity = NodeAffinity::set(&topo, &[1], [&crate::hardware::cpumask::CpuMask::full(4)], &crate::hardware::cpumask::CpuMask::full(4));
+        h.vms[0].node_affinity =
+            NodeAffinity::set(&topo, &[1], [&crate::hardware::cpumask::CpuMask::full(4)], &crate::hardware::cpumask::CpuMask::full(4));
         h.adjust(0);
         h.adjust(1);
         h.call(|pol, ctx| pol.fit_to(&ctx.host));
@@ -710,4 +711,3 @@ mod rules {
         });
     }
 }
-

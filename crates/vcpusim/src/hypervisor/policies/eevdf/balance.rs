@@ -426,7 +426,17 @@ impl Eevdf {
     /// first, that may run here and are not cache hot (`can_migrate_task`, `task_hot`), until
     /// the imbalance is met or `busiest` keeps one task. Returns how many moved.
     #[allow(clippy::too_many_arguments)]
-    fn detach_tasks(&mut self, ctx: &mut PolicyCtx, this: usize, busiest: usize, sd: &Domain, level: usize, kind: Migration, imbalance: u64, idle: CpuIdle) -> u32 {
+    fn detach_tasks(
+        &mut self,
+        ctx: &mut PolicyCtx,
+        this: usize,
+        busiest: usize,
+        sd: &Domain,
+        level: usize,
+        kind: Migration,
+        imbalance: u64,
+        idle: CpuIdle,
+    ) -> u32 {
         let now = ctx.now();
         let failed = self.rqs[this].sd[level].nr_balance_failed;
         // `src_rq->cfs_tasks`: the queued vCPUs of the VMs whose group entity is on the busiest

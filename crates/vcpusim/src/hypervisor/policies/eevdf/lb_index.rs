@@ -151,7 +151,10 @@ impl LbIndex {
                             member[c].push((id, g as u32));
                         }
                     }
-                    let groups = groups.iter().map(|g| GroupSums { idle: g.cpus.len() as u64, weight: g.cpus.len() as u64, ..GroupSums::default() }).collect();
+                    let groups = groups
+                        .iter()
+                        .map(|g| GroupSums { idle: g.cpus.len() as u64, weight: g.cpus.len() as u64, ..GroupSums::default() })
+                        .collect();
                     instances.push(Instance { groups, capacity: d.span.len() as u64 * CAPACITY_SCALE, ..Instance::default() });
                     id
                 });
@@ -207,7 +210,8 @@ impl LbIndex {
         let n = inst.groups.len() as u32;
         let (key, _) = *inst.busiest.iter().rev().find(|(_, g)| *g != own)?;
         let after = inst.busiest.range((key, own + 1)..=(key, u32::MAX)).next();
-        let (_, g) = *after.or_else(|| inst.busiest.range((key, 0)..(key, own)).next()).expect("a group other than the local one has this busyness");
+        let (_, g) =
+            *after.or_else(|| inst.busiest.range((key, 0)..(key, own)).next()).expect("a group other than the local one has this busyness");
         Some(inst.stats(g as usize, ((g + n - own) % n) as usize))
     }
 
@@ -276,7 +280,8 @@ mod tests {
     /// sums answer as the scan does, at every level of every pCPU, ties included (loads are
     /// multiples of 1,024 so that equally busy groups are common).
     fn agrees_with_the_scan(topo: Topology, pool: Vec<usize>, n: usize) {
-        let per: Vec<Vec<Arc<Domain>>> = domains::build(&topo, &pool, n).into_iter().map(|d| d.into_iter().map(Arc::new).collect()).collect();
+        let per: Vec<Vec<Arc<Domain>>> =
+            domains::build(&topo, &pool, n).into_iter().map(|d| d.into_iter().map(Arc::new).collect()).collect();
         let mut index = LbIndex::build(&per);
         let (mut nr, mut load) = (vec![0u64; n], vec![0u64; n]);
         let mut rng = crate::engine::rng::stream(7, "lb_index");
@@ -316,7 +321,8 @@ mod tests {
     #[test]
     fn a_stale_sum_is_caught_by_the_check() {
         let topo = Topology::new(4, 1, 1, 1).unwrap();
-        let per: Vec<Vec<Arc<Domain>>> = domains::build(&topo, &[0, 1, 2, 3], 4).into_iter().map(|d| d.into_iter().map(Arc::new).collect()).collect();
+        let per: Vec<Vec<Arc<Domain>>> =
+            domains::build(&topo, &[0, 1, 2, 3], 4).into_iter().map(|d| d.into_iter().map(Arc::new).collect()).collect();
         let mut index = LbIndex::build(&per);
         index.note_rq(2, 2, 2048);
         assert!(index.check(&per, |c| if c == 2 { 2 } else { 0 }, |c| if c == 2 { 2048 } else { 0 }).is_ok());

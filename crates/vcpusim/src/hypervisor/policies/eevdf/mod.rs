@@ -582,7 +582,10 @@ impl Policy for Eevdf {
                 tasks += g.nr_running;
             }
             if load != rq.root.load || nr != rq.root.nr_running || tasks != rq.nr_running {
-                return Err(format!("eevdf: pCPU {p} root load {} / nr {} / tasks {} but entities sum to {load} / {nr} / {tasks}", rq.root.load, rq.root.nr_running, rq.nr_running));
+                return Err(format!(
+                    "eevdf: pCPU {p} root load {} / nr {} / tasks {} but entities sum to {load} / {nr} / {tasks}",
+                    rq.root.load, rq.root.nr_running, rq.nr_running
+                ));
             }
             if host.owns_pcpu(PcpuId(p as u32)) && self.idle.contains(PcpuId(p as u32)) != (rq.nr_running == 0) {
                 return Err(format!("eevdf: pCPU {p} idle mask disagrees with {} tasks", rq.nr_running));

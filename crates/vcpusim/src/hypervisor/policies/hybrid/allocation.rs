@@ -310,7 +310,10 @@ mod tests {
         // A VM of more vCPUs than split_exact orders on the stack.
         let out = allocate(1000, &[hit(1, 1), con(1, SPLIT_ON_STACK + 3, 0.5)]);
         assert_eq!(out.len(), SPLIT_ON_STACK + 4);
-        assert_eq!(out[1..], split_exact(500, &[U_SCALE * 3 / 2].into_iter().chain(std::iter::repeat_n(U_SCALE, SPLIT_ON_STACK + 2)).collect::<Vec<_>>()));
+        assert_eq!(
+            out[1..],
+            split_exact(500, &[U_SCALE * 3 / 2].into_iter().chain(std::iter::repeat_n(U_SCALE, SPLIT_ON_STACK + 2)).collect::<Vec<_>>())
+        );
     }
 
     #[test]

@@ -24,8 +24,8 @@ mod tests;
 
 use super::matching::Matching;
 use super::{HostShape, PolicyKind};
-use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Timer, VcpuState, VmSched, VmType, YieldReason};
 use crate::hardware::cpumask::CpuMask;
+use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Timer, VcpuState, VmSched, VmType, YieldReason};
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, MS, SEC};
@@ -266,8 +266,7 @@ impl Hybrid {
                     let v = &vm.vcpus;
                     v.len() <= host.npcpus()
                         && v.iter().all(|w| host.owns_vcpu(*w))
-                        && (!v.iter().any(|w| host.is_pinned(*w))
-                            || Matching::exists(v.len(), &pool, &|i, p| host.may_run(v[i], p)))
+                        && (!v.iter().any(|w| host.is_pinned(*w)) || Matching::exists(v.len(), &pool, &|i, p| host.may_run(v[i], p)))
                 })
                 .collect()
         })
@@ -394,9 +393,7 @@ impl Hybrid {
         let placed = |w: &VcpuId| w.idx() < v.idx();
         let homed = |p: PcpuId| host.vm(vm).vcpus.iter().any(|s| *s != v && placed(s) && self.vcpus[s.idx()].home == p);
         let loads = self.loads(host, placed);
-        host.pcpu_ids()
-            .filter(|p| host.may_run(v, *p) && (!concurrent || !homed(*p)))
-            .min_by_key(|p| (loads[p.idx()], p.0))
+        host.pcpu_ids().filter(|p| host.may_run(v, *p) && (!concurrent || !homed(*p))).min_by_key(|p| (loads[p.idx()], p.0))
     }
 
     /// Algorithm 1's workload of every pCPU (indexed by pCPU): the sum, over the vCPUs homed
@@ -440,8 +437,7 @@ impl Hybrid {
     /// Algorithm 3 line 2 for every vCPU that ran since the last charge.
     fn dissipate_all(&mut self, host: &HostView) {
         for info in host.vcpus.iter().filter(|i| host.owns_vcpu(i.id)) {
-            let ran_total =
-                info.run_time + if info.state == VcpuState::Running { host.now.saturating_sub(info.run_start) } else { 0 };
+            let ran_total = info.run_time + if info.state == VcpuState::Running { host.now.saturating_sub(info.run_start) } else { 0 };
             let d = &mut self.vcpus[info.id.idx()];
             let ran = ran_total.saturating_sub(d.charged_run);
             d.charged_run = ran_total;
@@ -476,11 +472,7 @@ impl Hybrid {
             nvcpus: vm.vcpus.len(),
             concurrent: self.is_concurrent(host, vm.id),
             u: allocation::u_millionths(self.vms[vm.id.idx()].u_factor),
-            limit: if self.cfg.work_conserving {
-                vm.vcpus.len() as u64 * self.cfg.pe_unit * self.cfg.allocation_slots
-            } else {
-                u64::MAX
-            },
+            limit: if self.cfg.work_conserving { vm.vcpus.len() as u64 * self.cfg.pe_unit * self.cfg.allocation_slots } else { u64::MAX },
         }));
         let total = self.cfg.pe_total(host.npcpus());
         let incs = allocation::allocate_into(total, &mut scratch);
@@ -540,8 +532,7 @@ impl Policy for Hybrid {
                 // exists).
                 let vm = host.vcpu(v).vm;
                 let members: Vec<VcpuId> = host.vm(vm).vcpus.iter().copied().filter(|w| w.idx() <= v.idx()).collect();
-                let start: Vec<Option<PcpuId>> =
-                    members.iter().map(|w| (*w != v).then(|| self.vcpus[w.idx()].home)).collect();
+                let start: Vec<Option<PcpuId>> = members.iter().map(|w| (*w != v).then(|| self.vcpus[w.idx()].home)).collect();
                 let pool: Vec<PcpuId> = host.pcpu_ids().collect();
                 let homes = Self::distinct_homes(&host, &members, &start, &pool);
                 for (w, p) in members.iter().zip(&homes) {
@@ -724,10 +715,7 @@ impl Hybrid {
             let mut homes: Vec<PcpuId> = vm.vcpus.iter().map(|v| self.vcpus[v.idx()].home).collect();
             homes.sort();
             if let Some(w) = homes.windows(2).find(|w| w[0] == w[1]) {
-                return Err(format!(
-                    "hybrid: concurrent VM {} ({}) has two vCPUs in the run queue of pCPU {}",
-                    vm.id, vm.name, w[0]
-                ));
+                return Err(format!("hybrid: concurrent VM {} ({}) has two vCPUs in the run queue of pCPU {}", vm.id, vm.name, w[0]));
             }
         }
         // Each vCPU's pick count is the number of pCPUs whose pick it is.
@@ -797,7 +785,8 @@ impl Hybrid {
             if want != self.steal.members() {
                 return Err("hybrid: the steal index differs from the run queues".into());
             }
-            if let Some(p) = (0..self.pcpus.len()).find(|&p| self.unassigned.contains(PcpuId(p as u32)) != self.pcpus[p].assigned.is_none()) {
+            if let Some(p) = (0..self.pcpus.len()).find(|&p| self.unassigned.contains(PcpuId(p as u32)) != self.pcpus[p].assigned.is_none())
+            {
                 return Err(format!("hybrid: pCPU {p}'s bit in the unassigned mask is out of step"));
             }
         }

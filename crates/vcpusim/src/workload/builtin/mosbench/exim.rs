@@ -74,12 +74,17 @@ pub fn fault_work(message: Nanos, kernel_share: f64) -> Result<Nanos, String> {
     let kernel_total = message as f64 * kernel_share;
     let fixed = SMTP_ROUND_TRIPS * (syscall + SOCKET_WORK)
         + 2 * (2 * syscall + DENTRY_HOLD + SPOOL_FILE_WORK)
-        + (syscall + FORK_WORK) + (syscall + RQ_HOLD)
-        + fault_kernel(batches, syscall) + batches * FREE_WORK + free_kernel(batches, syscall)
-        + 2 * (syscall + DENTRY_HOLD) + (syscall + MAILBOX_WORK)
+        + (syscall + FORK_WORK)
+        + (syscall + RQ_HOLD)
+        + fault_kernel(batches, syscall)
+        + batches * FREE_WORK
+        + free_kernel(batches, syscall)
+        + 2 * (syscall + DENTRY_HOLD)
+        + (syscall + MAILBOX_WORK)
         + (syscall + LOG_WORK)
         + 2 * (2 * syscall + DENTRY_HOLD + UNLINK_WORK)
-        + (syscall + EXIT_WORK) + (syscall + RQ_HOLD);
+        + (syscall + EXIT_WORK)
+        + (syscall + RQ_HOLD);
     if kernel_total < fixed as f64 {
         return Err(format!(
             "a message of {} with kernel_share {kernel_share} has {} of kernel time; its itemized kernel paths need {}; \
@@ -98,9 +103,8 @@ pub fn fault_work(message: Nanos, kernel_share: f64) -> Result<Nanos, String> {
 fn message_ops(locks: &KernelLocks, spool_dentries: &[ObjIndex], t: usize, k: usize, fault_work: Nanos, user_scale: f64) -> Vec<Op> {
     let spool = (t * 13 + k * 7) % SPOOL_DIRS;
     let user = |ns: Nanos| Op::Compute(Dist::Exp { mean: (ns as f64 * user_scale).round() as Nanos });
-    let in_dir = |m: ObjIndex, work: Nanos| {
-        vec![Op::MutexLock(m), section(spool_dentries[m], DENTRY_HOLD), kernel(work), Op::MutexUnlock(m)]
-    };
+    let in_dir =
+        |m: ObjIndex, work: Nanos| vec![Op::MutexLock(m), section(spool_dentries[m], DENTRY_HOLD), kernel(work), Op::MutexUnlock(m)];
     let mut ops = Vec::new();
     // Receive over SMTP.
     ops.push(user(RECEIVE_USER / 2));
@@ -157,8 +161,7 @@ impl Workload for Exim {
     }
     fn params(&self) -> Vec<ParamSpec> {
         vec![
-            ParamSpec::duration("message", MESSAGE_CPU, "CPU time per message, all processes. 1ms: assumed.")
-                .at_least(500.0 * US as f64),
+            ParamSpec::duration("message", MESSAGE_CPU, "CPU time per message, all processes. 1ms: assumed.").at_least(500.0 * US as f64),
             ParamSpec::float(
                 "kernel_share",
                 KERNEL_SHARE,

@@ -34,7 +34,9 @@
 //!
 //! **Progress**: compile jobs finished (all slots). A build is the `iterations` target.
 
-use super::{fault_batch, fault_in, fault_kernel, free_kernel, free_pages, kernel, section, KernelLocks, BATCH_PAGES, DENTRY_HOLD, RQ_HOLD};
+use super::{
+    fault_batch, fault_in, fault_kernel, free_kernel, free_pages, kernel, section, KernelLocks, BATCH_PAGES, DENTRY_HOLD, RQ_HOLD,
+};
 use crate::hardware::costs::Costs;
 use crate::params::{ParamSpec, Params};
 use crate::time::{format_duration, Nanos, MS, US};
@@ -180,9 +182,7 @@ pub fn build_make(name: &str, threads: u32, slots_per_vcpu: u32, params: &Params
     let mut program = Program::new(PROGRESS_UNIT);
     // One rq lock per vCPU.
     let locks = KernelLocks::declare(&mut program, (threads as usize).div_ceil(slots_per_vcpu.max(1) as usize));
-    program.threads = (0..threads as usize)
-        .map(|t| vec![Op::Loop { count: None, body: job_ops(&locks, t, &l) }])
-        .collect();
+    program.threads = (0..threads as usize).map(|t| vec![Op::Loop { count: None, body: job_ops(&locks, t, &l) }]).collect();
     Ok(program)
 }
 

@@ -151,8 +151,7 @@ impl Workload for Npb {
     fn params(&self) -> Vec<ParamSpec> {
         let p = self.0;
         vec![
-            ParamSpec::int("steps", p.steps, "time steps of the timed part; the default is class A's (see the model file).")
-                .at_least(1.0),
+            ParamSpec::int("steps", p.steps, "time steps of the timed part; the default is class A's (see the model file).").at_least(1.0),
             ParamSpec::float(
                 "scale",
                 1.0,

@@ -22,13 +22,7 @@ pub static PROFILE: Profile = Profile {
     describe: "PARSEC canneal: lock-free swaps in temperature steps of 10 ms ending at a blocking \
                barrier (seed 000 Table 1: futex-lock spinning in corun)",
     progress_unit: "temperature steps (barrier phases)",
-    shape: Shape::Workers {
-        work: 10 * MS,
-        spread: Spread::Uniform(0.1),
-        events: &[],
-        rare: None,
-        barrier: Some(BarrierWait::Block),
-    },
+    shape: Shape::Workers { work: 10 * MS, spread: Spread::Uniform(0.1), events: &[], rare: None, barrier: Some(BarrierWait::Block) },
     mutexes: 0,
     single_threaded: false,
     barrier_impl: BarrierImpl::Pthread,

@@ -42,18 +42,8 @@ pub static PROFILE: Profile = Profile {
         stages: &[
             Stage { name: "Fragment", parallel: false, work: 250 * US, events: &[] },
             Stage { name: "FragmentRefine", parallel: true, work: 800 * US, events: &[] },
-            Stage {
-                name: "Deduplicate",
-                parallel: true,
-                work: 700 * US,
-                events: &[(Event::Critical { hold: 2 * US }, 1)],
-            },
-            Stage {
-                name: "Compress",
-                parallel: true,
-                work: 1_000 * US,
-                events: &[(Event::Buffer { pages: 32, touch: 900 * US }, 1)],
-            },
+            Stage { name: "Deduplicate", parallel: true, work: 700 * US, events: &[(Event::Critical { hold: 2 * US }, 1)] },
+            Stage { name: "Compress", parallel: true, work: 1_000 * US, events: &[(Event::Buffer { pages: 32, touch: 900 * US }, 1)] },
             Stage { name: "Reorder", parallel: false, work: 200 * US, events: &[] },
         ],
         queue_capacity: 20,

@@ -34,12 +34,7 @@ pub static PROFILE: Profile = Profile {
     shape: Shape::Pipeline {
         stages: &[
             Stage { name: "load", parallel: false, work: 400 * US, events: &[] },
-            Stage {
-                name: "segment",
-                parallel: true,
-                work: 1_500 * US,
-                events: &[(Event::Buffer { pages: 32, touch: 1_500 * US }, 1)],
-            },
+            Stage { name: "segment", parallel: true, work: 1_500 * US, events: &[(Event::Buffer { pages: 32, touch: 1_500 * US }, 1)] },
             Stage { name: "extract", parallel: true, work: 2_000 * US, events: &[] },
             Stage { name: "vectorize", parallel: true, work: 1_500 * US, events: &[] },
             Stage { name: "rank", parallel: true, work: 8_500 * US, events: &[] },
@@ -63,8 +58,7 @@ mod tests {
         let program = build_default(&FERRET);
         assert_eq!(program.threads.len(), 34);
         assert_eq!(program.queues, vec![20; 5]);
-        let munmappers: Vec<usize> =
-            (0..34).filter(|t| count(&program.threads[*t], |op| matches!(op, Op::Munmap { .. })) > 0).collect();
+        let munmappers: Vec<usize> = (0..34).filter(|t| count(&program.threads[*t], |op| matches!(op, Op::Munmap { .. })) > 0).collect();
         assert_eq!(munmappers, (1..=8).collect::<Vec<_>>());
         assert_eq!(count(&program.threads[33], |op| *op == Op::Progress), 1);
     }

@@ -187,10 +187,7 @@ impl Workload for Parsec {
         }
         match self.0.shape {
             // PARSEC's `-n N` gives every parallel stage N threads; serial stages have one.
-            Shape::Pipeline { stages, .. } => stages
-                .iter()
-                .map(|s| if s.parallel { vcpus } else { 1 })
-                .sum(),
+            Shape::Pipeline { stages, .. } => stages.iter().map(|s| if s.parallel { vcpus } else { 1 }).sum(),
             _ => vcpus,
         }
     }
@@ -208,9 +205,8 @@ impl Workload for Parsec {
                     program.barriers = vec![threads as usize];
                 }
                 let parsec = p.barrier_impl == BarrierImpl::Parsec;
-                program.threads = (0..threads as usize)
-                    .map(|t| vec![worker_loop(p, t, work, spread, events, rare, wait, parsec)])
-                    .collect();
+                program.threads =
+                    (0..threads as usize).map(|t| vec![worker_loop(p, t, work, spread, events, rare, wait, parsec)]).collect();
             }
             Shape::Pipeline { stages, queue_capacity } => {
                 let groups = stage_groups(stages.len(), threads as usize);
@@ -313,7 +309,11 @@ fn spread_events(p: &Profile, t: usize, work: Nanos, spread: Spread, events: &[(
         Spread::Exp => Dist::Exp { mean: ns },
         Spread::Uniform(f) => {
             let delta = (ns as f64 * f).round() as Nanos;
-            if delta == 0 { Dist::Const(ns) } else { Dist::Uniform { lo: ns - delta.min(ns), hi: ns + delta } }
+            if delta == 0 {
+                Dist::Const(ns)
+            } else {
+                Dist::Uniform { lo: ns - delta.min(ns), hi: ns + delta }
+            }
         }
     };
     let mut ops = Vec::new();
@@ -355,9 +355,7 @@ fn stage_groups(stages: usize, threads: usize) -> Vec<std::ops::Range<usize>> {
 /// parallel ones (all groups when fused or when nothing is parallel).
 fn threads_per_group(stages: &[Stage], groups: &[std::ops::Range<usize>], threads: usize) -> Vec<usize> {
     let mut counts = vec![1; groups.len()];
-    let parallel: Vec<usize> = (0..groups.len())
-        .filter(|g| groups[*g].len() > 1 || stages[groups[*g].start].parallel)
-        .collect();
+    let parallel: Vec<usize> = (0..groups.len()).filter(|g| groups[*g].len() > 1 || stages[groups[*g].start].parallel).collect();
     let pool = if parallel.is_empty() { (0..groups.len()).collect() } else { parallel };
     for i in 0..threads - groups.len() {
         counts[pool[i % pool.len()]] += 1;
@@ -501,8 +499,20 @@ pub(crate) mod model_tests {
     #[test]
     fn every_model_builds_for_an_8_vcpu_vm_and_for_odd_thread_counts() {
         for w in [
-            &BLACKSCHOLES, &BODYTRACK, &CANNEAL, &DEDUP, &FACESIM, &FERRET, &FLUIDANIMATE, &FREQMINE,
-            &RAYTRACE, &STREAMCLUSTER, &SWAPTIONS, &VIPS, &X264, &X264_SINGLE,
+            &BLACKSCHOLES,
+            &BODYTRACK,
+            &CANNEAL,
+            &DEDUP,
+            &FACESIM,
+            &FERRET,
+            &FLUIDANIMATE,
+            &FREQMINE,
+            &RAYTRACE,
+            &STREAMCLUSTER,
+            &SWAPTIONS,
+            &VIPS,
+            &X264,
+            &X264_SINGLE,
         ] {
             assert!(w.name().starts_with("parsec."), "{}", w.name());
             build_default(w);

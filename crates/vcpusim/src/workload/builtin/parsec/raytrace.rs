@@ -20,13 +20,7 @@ pub static PROFILE: Profile = Profile {
     describe: "PARSEC raytrace: data-parallel frames of 40 ms per thread ending at a barrier, no \
                other communication (seed 000 section 3.1.1: barely communicates)",
     progress_unit: "frames rendered (barrier phases)",
-    shape: Shape::Workers {
-        work: 40 * MS,
-        spread: Spread::Uniform(0.1),
-        events: &[],
-        rare: None,
-        barrier: Some(BarrierWait::Block),
-    },
+    shape: Shape::Workers { work: 40 * MS, spread: Spread::Uniform(0.1), events: &[], rare: None, barrier: Some(BarrierWait::Block) },
     mutexes: 0,
     single_threaded: false,
     barrier_impl: BarrierImpl::Pthread,
