@@ -32,6 +32,15 @@ def test_the_python_snippets_run_as_scripts(tmp_path):
         assert done.returncode == 0, (block, done.stderr)
 
 
+def test_ci_runs_the_readmes_test_command():
+    """The quick start's second command (the tests) is a line of .ci/run, as CI must call it."""
+    quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    commands = [block.strip() for block in re.findall(r"```sh\n(.*?)```", quick_start, flags=re.S)]
+    assert len(commands) == 2 and "pytest" in commands[1], commands
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert commands[1] in ci, (commands[1], ci)
+
+
 def test_every_vcpusim_command_runs(tmp_path):
     """Each `vcpusim ...` line of the README's sh blocks (the quick start's after its install step)."""
     commands = []
