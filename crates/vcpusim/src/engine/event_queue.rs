@@ -354,6 +354,26 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
+    /// `Key`'s comparisons all say one order, reversed (the earliest is the greatest): the heap
+    /// calls only some of them (`<=`, `>=` in `BinaryHeap`'s sifts), so a wrong one of the others
+    /// would pass every queue test and misorder the first caller to use it.
+    #[test]
+    fn key_comparisons_agree_with_each_other_reversed() {
+        let keys = [(0, 0), (0, 1), (0, u64::MAX), (1, 0), (5, 1 << SLOT_BITS), (5, (1 << SLOT_BITS) | 3), (Nanos::MAX, 0)];
+        for &(at_a, tag_a) in &keys {
+            for &(at_b, tag_b) in &keys {
+                let (a, b) = (Key { at: at_a, tag: tag_a }, Key { at: at_b, tag: tag_b });
+                let expected = (at_b, tag_b).cmp(&(at_a, tag_a));
+                assert_eq!(a.cmp(&b), expected, "{a:?} vs {b:?}");
+                assert_eq!(a.partial_cmp(&b), Some(expected));
+                assert_eq!(a < b, expected == Ordering::Less, "{a:?} < {b:?}");
+                assert_eq!(a <= b, expected != Ordering::Greater, "{a:?} <= {b:?}");
+                assert_eq!(a > b, expected == Ordering::Greater, "{a:?} > {b:?}");
+                assert_eq!(a >= b, expected != Ordering::Less, "{a:?} >= {b:?}");
+            }
+        }
+    }
+
     #[test]
     fn pops_in_time_then_fifo_order() {
         let mut q = EventQueue::new();
