@@ -431,6 +431,11 @@ mod tests {
                 let want = |f: &dyn Fn(usize) -> bool| (0..n).filter(|&i| f(i)).collect::<Vec<_>>();
                 assert_eq!(members(&ma), want(&|i| a[i]));
                 assert_eq!(mb.iter().map(|v| v.idx()).collect::<Vec<_>>(), want(&|i| b[i]));
+                // A vCPU mask reads and writes by the vCPU's own index.
+                assert!((0..n).all(|i| mb.contains(VcpuId(i as u32)) == b[i]));
+                let mut mv = VcpuMask::empty();
+                (0..n).filter(|&i| b[i]).for_each(|i| mv.insert(VcpuId(i as u32)));
+                assert_eq!(mv, mb);
                 assert_eq!(ma.count(), a.iter().filter(|&&x| x).count());
                 assert_eq!(ma.count_and(&mb_p), want(&|i| a[i] && b[i]).len());
                 assert_eq!(ma.iter_and(&mb_p).map(|p| p.idx()).collect::<Vec<_>>(), want(&|i| a[i] && b[i]));
