@@ -115,6 +115,10 @@ mod tests {
         assert_eq!(parse_duration("2s"), Ok(2 * SEC));
         assert_eq!(parse_duration("2.5us"), Ok(2_500));
         assert_eq!(parse_duration("0ns"), Ok(0));
+        assert_eq!(parse_duration("2min"), Ok(120 * SEC));
+        assert_eq!(parse_duration("1.5min"), Ok(90 * SEC));
+        assert_eq!(parse_duration("7µs"), Ok(7 * US));
+        assert_eq!(parse_duration("1e3ms"), Ok(SEC));
     }
 
     #[test]

@@ -443,6 +443,26 @@ mod tests {
                 and.and_with(&mb_p);
                 assert_eq!(members(&and), want(&|i| a[i] && b[i]));
                 assert_eq!(and, ma.and(&mb_p));
+                // The predicates, against their definitions, on masks of equal and of unequal
+                // storage (`short` holds only the members of b below n / 2).
+                let c: Vec<bool> = (0..n).map(|_| draw(rnd())).collect();
+                let mc = CpuMask::from_fn(n, |p| c[p.idx()]);
+                let short = CpuMask::from_pcpus((0..n / 2).filter(|&i| b[i]).map(|i| PcpuId(i as u32)));
+                let in_b = |i: usize| b[i];
+                let in_short = |i: usize| i < n / 2 && b[i];
+                let others: [(&CpuMask, &dyn Fn(usize) -> bool); 2] = [(&mb_p, &in_b), (&short, &in_short)];
+                for (other, has) in others {
+                    assert_eq!(ma.intersects(other), (0..n).any(|i| a[i] && has(i)));
+                    assert_eq!(other.intersects(&ma), (0..n).any(|i| a[i] && has(i)));
+                    assert_eq!(ma.is_subset(other), (0..n).all(|i| !a[i] || has(i)));
+                    assert_eq!(other.is_subset(&ma), (0..n).all(|i| !has(i) || a[i]));
+                    assert_eq!(ma.meets_both(other, &mc), (0..n).any(|i| a[i] && has(i) && c[i]));
+                    // narrows: a ∩ (other ∩ c) is neither empty nor all of other ∩ c.
+                    let within = (0..n).filter(|&i| has(i) && c[i]).count();
+                    let inner = (0..n).filter(|&i| has(i) && c[i] && a[i]).count();
+                    assert_eq!(ma.narrows(other, &mc), inner > 0 && inner < within, "narrows over {n}");
+                }
+                assert_eq!(ma.first().map(|p| p.idx()), a.iter().position(|&x| x));
                 let mut andnot = ma.clone();
                 andnot.remove_all(&mb_p);
                 assert_eq!(members(&andnot), want(&|i| a[i] && !b[i]));
