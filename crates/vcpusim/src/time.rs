@@ -119,6 +119,7 @@ mod tests {
         assert_eq!(parse_duration("1.5min"), Ok(90 * SEC));
         assert_eq!(parse_duration("7µs"), Ok(7 * US));
         assert_eq!(parse_duration("1e3ms"), Ok(SEC));
+        assert_eq!((to_ms(1_500_000), to_ms(250), to_ms(0)), (1.5, 0.00025, 0.0));
     }
 
     #[test]
