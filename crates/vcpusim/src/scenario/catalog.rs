@@ -278,22 +278,8 @@ mod tests {
         assert_eq!(
             names(&json["guest"]),
             [
-                "kernel",
-                "futex_wake_ipi",
-                "tlb_targets",
-                "spinlock",
-                "pv_spin",
-                "call_function_yield",
-                "rwsem_spin",
-                "pv_spinlock",
-                "vcpu_is_preempted",
-                "pv_tlb_flush",
-                "pv_sched_yield",
-                "pv_ipi",
-                "steal_time",
-                "tick",
-                "futex_buckets",
-                "irs",
+                "kernel", "futex_wake_ipi", "tlb_targets", "spinlock", "pv_spin", "call_function_yield", "rwsem_spin", "pv_spinlock",
+                "vcpu_is_preempted", "pv_tlb_flush", "pv_sched_yield", "pv_ipi", "steal_time", "tick", "futex_buckets", "irs",
                 "irs_handler"
             ]
         );
@@ -301,14 +287,7 @@ mod tests {
         assert_eq!(
             names(&json["host_costs"]),
             [
-                "ipi_send",
-                "ipi_delivery",
-                "ipi_handler",
-                "context_switch",
-                "hlt_exit",
-                "tlb_flush_per_page",
-                "syscall",
-                "halt_wake",
+                "ipi_send", "ipi_delivery", "ipi_handler", "context_switch", "hlt_exit", "tlb_flush_per_page", "syscall", "halt_wake",
                 "virt_overhead"
             ]
         );

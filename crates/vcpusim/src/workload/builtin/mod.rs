@@ -165,20 +165,8 @@ mod tests {
         assert_eq!(
             parsec,
             [
-                "blackscholes",
-                "bodytrack",
-                "canneal",
-                "dedup",
-                "facesim",
-                "ferret",
-                "fluidanimate",
-                "freqmine",
-                "raytrace",
-                "streamcluster",
-                "swaptions",
-                "vips",
-                "x264",
-                "x264-single",
+                "blackscholes", "bodytrack", "canneal", "dedup", "facesim", "ferret", "fluidanimate", "freqmine", "raytrace",
+                "streamcluster", "swaptions", "vips", "x264", "x264-single",
             ]
         );
         let err = crate::workload::find("nope").err().expect("an unknown name is an error");

@@ -499,20 +499,8 @@ pub(crate) mod model_tests {
     #[test]
     fn every_model_builds_for_an_8_vcpu_vm_and_for_odd_thread_counts() {
         for w in [
-            &BLACKSCHOLES,
-            &BODYTRACK,
-            &CANNEAL,
-            &DEDUP,
-            &FACESIM,
-            &FERRET,
-            &FLUIDANIMATE,
-            &FREQMINE,
-            &RAYTRACE,
-            &STREAMCLUSTER,
-            &SWAPTIONS,
-            &VIPS,
-            &X264,
-            &X264_SINGLE,
+            &BLACKSCHOLES, &BODYTRACK, &CANNEAL, &DEDUP, &FACESIM, &FERRET, &FLUIDANIMATE, &FREQMINE, &RAYTRACE, &STREAMCLUSTER,
+            &SWAPTIONS, &VIPS, &X264, &X264_SINGLE,
         ] {
             assert!(w.name().starts_with("parsec."), "{}", w.name());
             build_default(w);
