@@ -52,8 +52,7 @@ def test_from_toml_names_the_file_in_errors(tmp_path):
     # The TOML text itself, a likely slip: said so, and where the text goes.
     with pytest.raises(vcpusim.ScenarioError, match=r"got TOML text, not a file path: give the text to vcpusim\.Scenario\(text\)"):
         vcpusim.Scenario.from_toml(SMALL_SCENARIO)
-    (tmp_path / "ok.toml").write_text(SMALL_SCENARIO)
-    assert vcpusim.Scenario(SMALL_SCENARIO).text == vcpusim.Scenario.from_toml(tmp_path / "ok.toml").text
+    assert vcpusim.Scenario(SMALL_SCENARIO).info["pcpus"] > 0, "what the message advises loads"
 
 
 def test_from_dict_matches_the_toml_file(small):

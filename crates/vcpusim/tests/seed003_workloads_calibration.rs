@@ -9,9 +9,7 @@ use common::*;
 use std::collections::BTreeMap;
 use vcpusim::params::Params;
 use vcpusim::workload::builtin::ab;
-use vcpusim::workload::builtin::parsec;
 use vcpusim::workload::program::{BarrierWait, Op};
-use vcpusim::workload::Workload;
 
 type Table = BTreeMap<String, BTreeMap<String, String>>;
 
@@ -47,21 +45,10 @@ fn parsec_models_block_by_default_none_spins_without_bound() {
     // Blocking mode is the PARSEC default build (pthreads: mutexes and condition variables on
     // futexes; streamcluster and fluidanimate's parsec_barrier spins at most ~0.1 ms, then
     // blocks). No model waits in an unbounded spin, so nothing needs adding for "blocking".
-    for w in [
-        &parsec::BLACKSCHOLES,
-        &parsec::BODYTRACK,
-        &parsec::CANNEAL,
-        &parsec::DEDUP,
-        &parsec::FACESIM,
-        &parsec::FERRET,
-        &parsec::FLUIDANIMATE,
-        &parsec::FREQMINE,
-        &parsec::RAYTRACE,
-        &parsec::STREAMCLUSTER,
-        &parsec::SWAPTIONS,
-        &parsec::VIPS,
-        &parsec::X264,
-    ] {
+    // Every PARSEC model in the registry, so a model added later is held to this too.
+    let models: Vec<_> = vcpusim::workload::builtin::ALL.iter().filter(|w| w.name().starts_with("parsec.")).collect();
+    assert!(models.len() >= 14, "the registry's PARSEC models: {}", models.len());
+    for w in models {
         let program = w.build(4, &Params::defaults(&w.params())).expect("builds");
         for ops in &program.threads {
             for op in flat(ops) {
