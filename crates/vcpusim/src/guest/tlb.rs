@@ -34,6 +34,7 @@ impl GuestKernel {
         let native = self.topology.is_some();
         if self.config.pv.pv_tlb_flush && !native && self.pv_flush_tlb_multi(env.pv, &mut targets, pages) > 0 && targets.is_empty() {
             // Every target was preempted: all flush at their next VM entry, nobody to wait for.
+            self.scratch.recycle_ipi_targets(targets);
             return true;
         }
         let id = self.start_shootdown(t, targets.len() as u32, pages, env.now);

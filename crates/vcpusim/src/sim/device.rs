@@ -26,7 +26,7 @@ use crate::hardware::nic::{NicSpec, Protocol, ACK_WIRE_BYTES};
 use crate::hypervisor::policy::VcpuState;
 use crate::ids::VcpuId;
 use crate::time::Nanos;
-use crate::vmexit::{Exit, IpiKind, Packet, Upcall, Virq};
+use crate::vmexit::{Packet, Upcall, Virq};
 use std::collections::VecDeque;
 
 /// One VM's network device, its link and its remote sender.
@@ -171,7 +171,7 @@ impl Sim {
         }
         if let Some(u) = step.resched {
             // try_to_wake_up from the softirq: the IPI is sent from interrupt context.
-            self.on_exit(v, Exit::IpiSend { kind: IpiKind::Resched, targets: vec![u], shootdown: 0, pages: 0 });
+            self.send_resched_ipi(v, u);
         }
         if self.vinfo[v.idx()].state != VcpuState::Running {
             return;

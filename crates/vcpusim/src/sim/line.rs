@@ -41,6 +41,16 @@ impl Sim {
         }
     }
 
+    /// `v` sends one reschedule IPI to `to` from interrupt context (a tick's balancing IPI, an
+    /// IRS notice's migration, a device softirq's wake-up). The one-target list is a spent one of
+    /// `v`'s guest, given back when the send is delivered (above), so a send allocates nothing.
+    pub(super) fn send_resched_ipi(&mut self, v: VcpuId, to: VcpuId) {
+        let vm = self.vcpus[v.idx()].slot.vm as usize;
+        let mut targets = self.guests[vm].scratch.ipi_targets();
+        targets.push(to);
+        self.on_exit(v, Exit::IpiSend { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0 });
+    }
+
     /// A paravirtual hypercall from `v` (Linux 4.4 on Xen, seed 002; the Linux 6.x guest on KVM),
     /// under every policy: the host's side is Xen's (xen/common/schedule.c `do_sched_op`,
     /// xen/common/event_channel.c) or KVM's (arch/x86/kvm/x86.c `kvm_emulate_hypercall`); the
@@ -159,7 +169,7 @@ impl Sim {
             g.notice_done(env.threads, env.pv, i, now)
         };
         if let Some((_, to)) = done.moved {
-            self.on_exit(v, Exit::IpiSend { kind: IpiKind::Resched, targets: vec![to], shootdown: 0, pages: 0 });
+            self.send_resched_ipi(v, to);
         }
         if self.vinfo[v.idx()].state == VcpuState::Running {
             self.on_exit(v, Exit::Hypercall(Hypercall::PreemptAck { moved: u32::from(done.moved.is_some()) }));
@@ -182,7 +192,7 @@ impl Sim {
         }
         let Some(tick) = self.guests[vm].timer_tick(&mut self.threads, i) else { return };
         if let Some(u) = tick.resched_ipi {
-            self.on_exit(v, Exit::IpiSend { kind: IpiKind::Resched, targets: vec![u], shootdown: 0, pages: 0 });
+            self.send_resched_ipi(v, u);
         }
         if tick.round_robin && self.vcpus[v.idx()].activity == Activity::Thread {
             self.settle(v);

@@ -26,7 +26,7 @@
 //! `ttwu_do_activate` / `resched_curr`).
 
 use super::{AccelReason, Detect, UrgentEvent};
-use crate::hypervisor::policy::{IpiKind, PolicyCtx, VcpuState, YieldReason};
+use crate::hypervisor::policy::{HostView, IpiKind, PolicyCtx, VcpuState, YieldReason};
 use crate::ids::VcpuId;
 use crate::vmexit::KernelFn;
 
@@ -96,8 +96,10 @@ pub enum YieldOutcome {
 }
 
 /// The preempted siblings of `v` (Runnable: descheduled while still runnable), in vCPU order.
-fn preempted_siblings<'a>(ctx: &'a PolicyCtx, v: VcpuId) -> impl Iterator<Item = VcpuId> + 'a {
-    let host = ctx.host;
+/// It reads the view the policy call was given (a copy of its references), not the context, so
+/// the caller may make requests while it iterates: requests change nothing the view shows until
+/// the call returns, so no list of them is needed.
+fn preempted_siblings<'a>(host: HostView<'a>, v: VcpuId) -> impl Iterator<Item = VcpuId> + 'a {
     host.vm_of(v).vcpus.iter().copied().filter(move |s| *s != v && host.vcpu(*s).state == VcpuState::Runnable)
 }
 
@@ -115,8 +117,7 @@ pub fn on_yield(detect: &Detect, ctx: &mut PolicyCtx, v: VcpuId, reason: YieldRe
     match class {
         YieldClass::IpiMany if detect.ipi => {
             ctx.count_urgent(UrgentEvent::Ipi);
-            let targets: Vec<VcpuId> = preempted_siblings(ctx, v).collect();
-            for s in targets {
+            for s in preempted_siblings(ctx.host, v) {
                 let g = ctx.kernel_fn(s).unwrap_or(KernelFn::User);
                 ctx.accelerate(s, AccelReason::TlbSync, g);
             }
@@ -124,7 +125,7 @@ pub fn on_yield(detect: &Detect, ctx: &mut PolicyCtx, v: VcpuId, reason: YieldRe
         }
         YieldClass::LockSpin if detect.ple => {
             ctx.count_urgent(UrgentEvent::Ple);
-            let holder = preempted_siblings(ctx, v).find(|s| ctx.kernel_fn(*s).is_some_and(is_critical));
+            let holder = preempted_siblings(ctx.host, v).find(|s| ctx.kernel_fn(*s).is_some_and(is_critical));
             if let Some(s) = holder {
                 let g = ctx.kernel_fn(s).expect("found by its function");
                 ctx.accelerate(s, AccelReason::LockHolder, g);

@@ -119,6 +119,37 @@ pub struct Gang {
     started: bool,
     /// The periodic gang-boundary timer, made by `start`.
     boundary_timer: Option<Timer>,
+    /// Lists a gang decision fills, kept between decisions so that a boundary, wake or sleep
+    /// allocates nothing (`pack`, `place`; with hard affinity the matching still allocates).
+    scratch: GangScratch,
+}
+
+/// Which VMs a `pack` keeps before it packs the waiting ones.
+#[derive(Clone, Copy)]
+enum Keep {
+    /// None: a slice boundary chooses from scratch.
+    Nothing,
+    /// The current gang, in VM order (a wake that fits in the idle pCPUs).
+    Gang,
+    /// The current gang but this VM, whose vCPUs all halted (a sleep).
+    GangBut(VmId),
+}
+
+/// The working lists of one gang decision.
+#[derive(Default)]
+struct GangScratch {
+    /// The gang being chosen: the kept VMs first, then the packed ones (`pack`).
+    chosen: Vec<VmId>,
+    /// Waiting candidates with their virtual times (`pack`).
+    waiting: Vec<(u128, VmId)>,
+    /// The gang's vCPUs, VM by VM (`place`).
+    members: Vec<VcpuId>,
+    /// Each pCPU's new occupant, by host-wide pCPU id (`place`).
+    new_slots: Vec<Option<VcpuId>>,
+    /// Each member's pCPU (`place`).
+    placed: Vec<Option<PcpuId>>,
+    /// Whether each member kept the pCPU it held (`place`).
+    continuing: Vec<bool>,
 }
 
 impl Gang {
@@ -130,6 +161,7 @@ impl Gang {
             pcpus: vec![GangPcpu::default(); host.npcpus as usize],
             started: false,
             boundary_timer: None,
+            scratch: GangScratch::default(),
         }
     }
 
@@ -197,18 +229,17 @@ impl Gang {
     /// the slots they hold. The caller has checked the pCPU count; with no vCPU pinned that is
     /// enough, so the matching runs only when affinity restricts someone.
     fn fits(&self, host: &HostView, gang: &[VmId], vm: VmId, fixed: &[VmId]) -> bool {
-        let members: Vec<(VcpuId, Option<PcpuId>)> = gang
-            .iter()
-            .chain(std::iter::once(&vm))
+        let vms = || gang.iter().chain(std::iter::once(&vm));
+        if !vms().flat_map(|w| &host.vm(*w).vcpus).any(|v| host.is_pinned(*v)) {
+            return true;
+        }
+        let members: Vec<(VcpuId, Option<PcpuId>)> = vms()
             .flat_map(|w| {
                 let pinned_to = fixed.contains(w);
                 host.vm(*w).vcpus.iter().map(move |v| (*v, pinned_to))
             })
             .map(|(v, pinned_to)| (v, if pinned_to { self.vcpus[v.idx()].slot } else { None }))
             .collect();
-        if !members.iter().any(|(v, _)| host.is_pinned(*v)) {
-            return true;
-        }
         let pool: Vec<PcpuId> = host.pcpu_ids().collect();
         Matching::exists(members.len(), &pool, &|i, p| {
             let (v, slot) = members[i];
@@ -216,35 +247,44 @@ impl Gang {
         })
     }
 
-    fn gang(&self) -> Vec<VmId> {
-        (0..self.vms.len() as u32).map(VmId).filter(|vm| self.vms[vm.idx()].in_gang).collect()
-    }
-
     /// Choose a gang: keep the VMs in `keep`, then pack waiting candidates in order of least virtual
     /// time (ties by VM id), each only if all its vCPUs fit in the pCPUs still free, continuing down
     /// the list so smaller VMs fill what larger ones leave (seed 004 section 3.2; ESX 2.x co-start).
     /// Under hard affinity "fit" means a matching of its vCPUs to distinct allowed free pCPUs
     /// exists beside the VMs already taken, the kept VMs staying where they are.
-    fn pack(&mut self, ctx: &mut PolicyCtx, keep: Vec<VmId>) {
+    fn pack(&mut self, ctx: &mut PolicyCtx, keep: Keep) {
         let host = ctx.host;
-        let mut free = host.npcpus().saturating_sub(keep.iter().map(|vm| host.vm(*vm).vcpus.len()).sum());
-        let mut waiting: Vec<(u128, VmId)> = host
-            .pool_vms()
-            .map(|vm| vm.id)
-            .filter(|vm| !keep.contains(vm) && self.is_candidate(&host, *vm))
-            .map(|vm| (self.vtime_now(&host, vm), vm))
-            .collect();
+        let mut gang = std::mem::take(&mut self.scratch.chosen);
+        gang.clear();
+        let leaving = match keep {
+            Keep::Nothing => None,
+            Keep::Gang => Some(None),
+            Keep::GangBut(vm) => Some(Some(vm)),
+        };
+        if let Some(leaving) = leaving {
+            gang.extend((0..self.vms.len() as u32).map(VmId).filter(|vm| self.vms[vm.idx()].in_gang && Some(*vm) != leaving));
+        }
+        let kept = gang.len();
+        let mut free = host.npcpus().saturating_sub(gang.iter().map(|vm| host.vm(*vm).vcpus.len()).sum());
+        let mut waiting = std::mem::take(&mut self.scratch.waiting);
+        waiting.clear();
+        waiting.extend(
+            host.pool_vms()
+                .map(|vm| vm.id)
+                .filter(|vm| !gang.contains(vm) && self.is_candidate(&host, *vm))
+                .map(|vm| (self.vtime_now(&host, vm), vm)),
+        );
         waiting.sort();
-        let fixed = keep.clone();
-        let mut gang = keep;
-        for (_, vm) in waiting {
+        for &(_, vm) in &waiting {
             let need = host.vm(vm).vcpus.len();
-            if need <= free && self.fits(&host, &gang, vm, &fixed) {
+            if need <= free && self.fits(&host, &gang, vm, &gang[..kept]) {
                 free -= need;
                 gang.push(vm);
             }
         }
+        self.scratch.waiting = waiting;
         self.place(ctx, &gang);
+        self.scratch.chosen = gang;
     }
 
     /// Make `gang` the current gang: charge and release leaving VMs, give every vCPU of the gang a
@@ -271,10 +311,16 @@ impl Gang {
             }
         }
 
-        let members: Vec<VcpuId> = gang.iter().flat_map(|vm| host.vm(*vm).vcpus.iter().copied()).collect();
+        let mut members = std::mem::take(&mut self.scratch.members);
+        members.clear();
+        members.extend(gang.iter().flat_map(|vm| host.vm(*vm).vcpus.iter().copied()));
         // Indexed by host-wide pCPU id; only the pool's pCPUs are ever filled.
-        let mut new_slots: Vec<Option<VcpuId>> = vec![None; host.pcpus.len()];
-        let mut placed: Vec<Option<PcpuId>> = vec![None; members.len()];
+        let mut new_slots = std::mem::take(&mut self.scratch.new_slots);
+        new_slots.clear();
+        new_slots.resize(host.pcpus.len(), None);
+        let mut placed = std::mem::take(&mut self.scratch.placed);
+        placed.clear();
+        placed.resize(members.len(), None);
         // Pass 1: continuing vCPUs keep their pCPU.
         for (i, v) in members.iter().enumerate() {
             if let Some(p) = self.vcpus[v.idx()].slot {
@@ -284,7 +330,9 @@ impl Gang {
                 }
             }
         }
-        let continuing: Vec<bool> = placed.iter().map(|p| p.is_some()).collect();
+        let mut continuing = std::mem::take(&mut self.scratch.continuing);
+        continuing.clear();
+        continuing.extend(placed.iter().map(|p| p.is_some()));
         // Pass 2: newcomers go back to the pCPU they last ran on (cache warmth, no migration).
         for (i, v) in members.iter().enumerate() {
             let last = host.vcpu(*v).last_pcpu;
@@ -342,6 +390,7 @@ impl Gang {
                 ctx.reschedule(p);
             }
         }
+        self.scratch = GangScratch { members, new_slots, placed, continuing, ..std::mem::take(&mut self.scratch) };
     }
 
     /// Free pool pCPUs (reserved for nobody) in the current gang.
@@ -352,7 +401,7 @@ impl Gang {
     /// The first gang, and the periodic boundary timer.
     fn start(&mut self, ctx: &mut PolicyCtx) {
         self.started = true;
-        self.pack(ctx, Vec::new());
+        self.pack(ctx, Keep::Nothing);
         let timer = ctx.init_timer(TIMER_GANG_BOUNDARY);
         self.boundary_timer = Some(timer);
         ctx.set_timer(&timer, ctx.now() + self.slice);
@@ -361,10 +410,12 @@ impl Gang {
     /// Slice boundary: charge the outgoing gang and choose the next one from scratch.
     fn boundary(&mut self, ctx: &mut PolicyCtx) {
         let host = ctx.host;
-        for vm in self.gang() {
-            self.charge(&host, vm);
+        for vm in (0..self.vms.len() as u32).map(VmId) {
+            if self.vms[vm.idx()].in_gang {
+                self.charge(&host, vm);
+            }
         }
-        self.pack(ctx, Vec::new());
+        self.pack(ctx, Keep::Nothing);
         let timer = self.boundary_timer.expect("the boundary timer fires only after start made it");
         ctx.set_timer(&timer, ctx.now() + self.slice);
     }
@@ -418,8 +469,7 @@ impl Policy for Gang {
         // Work-conserving within strictness: if the whole VM fits in the pCPUs the gang leaves
         // idle, co-start it now rather than at the next boundary.
         if host.vm(vm).vcpus.len() <= self.free_pcpus(&host) {
-            let keep = self.gang();
-            self.pack(ctx, keep);
+            self.pack(ctx, Keep::Gang);
         }
     }
 
@@ -432,8 +482,7 @@ impl Policy for Gang {
         // halted has nothing to run: release it and re-pack its pCPUs at once instead of wasting
         // the rest of the slice.
         if self.vms[vm.idx()].in_gang && !self.is_candidate(&host, vm) {
-            let keep: Vec<VmId> = self.gang().into_iter().filter(|w| *w != vm).collect();
-            self.pack(ctx, keep);
+            self.pack(ctx, Keep::GangBut(vm));
         }
     }
 

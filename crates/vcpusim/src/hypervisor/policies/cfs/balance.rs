@@ -567,8 +567,10 @@ impl Cfs {
     ) -> u64 {
         let mut rem = max_load_move as i64;
         // update_h_load(cpu_of(busiest)).
-        let leaf: Vec<(usize, u64)> = self.rqs[busiest].leaf.iter().map(|&vm| (vm as usize, self.h_load(vm as usize, busiest))).collect();
-        for (vm, h_load) in leaf {
+        let mut leaf = std::mem::take(&mut self.walk_h_load);
+        leaf.clear();
+        leaf.extend(self.rqs[busiest].leaf.iter().map(|&vm| (vm as usize, self.h_load(vm as usize, busiest))));
+        for &(vm, h_load) in &leaf {
             let weight = self.groups[self.gi(vm, busiest)].rq.load;
             if weight == 0 || self.throttled_vm(vm) {
                 continue;
@@ -584,6 +586,7 @@ impl Cfs {
                 break;
             }
         }
+        self.walk_h_load = leaf;
         (max_load_move as i64 - rem) as u64
     }
 
@@ -604,8 +607,9 @@ impl Cfs {
             return 0;
         }
         let mut rem = max_load_move as i64;
-        let tasks = self.groups[self.gi(vm, busiest)].tasks.clone();
-        for (loops, v) in tasks.into_iter().enumerate() {
+        let mut tasks = std::mem::take(&mut self.walk_tasks);
+        tasks.clone_from(&self.groups[self.gi(vm, busiest)].tasks);
+        for (loops, &v) in tasks.iter().enumerate() {
             if loops > SCHED_NR_MIGRATE {
                 break;
             }
@@ -618,6 +622,7 @@ impl Cfs {
                 break;
             }
         }
+        self.walk_tasks = tasks;
         (max_load_move as i64 - rem) as u64
     }
 
@@ -673,18 +678,23 @@ impl Cfs {
         }
         let Some(level) = self.domains[target].iter().position(|d| d.spans(busiest)) else { return };
         let mut pinned = false;
-        for vm in self.rqs[busiest].leaf.clone() {
+        let mut leaf = std::mem::take(&mut self.walk_leaf);
+        leaf.clone_from(&self.rqs[busiest].leaf);
+        let mut tasks = std::mem::take(&mut self.walk_tasks);
+        'leaf: for &vm in &leaf {
             let vm = vm as usize;
             if self.throttled_vm(vm) {
                 continue;
             }
-            for v in self.groups[self.gi(vm, busiest)].tasks.clone() {
+            tasks.clone_from(&self.groups[self.gi(vm, busiest)].tasks);
+            for &v in &tasks {
                 if self.can_migrate_task(ctx, v, busiest, target, level, &mut pinned) {
                     self.pull_task(ctx, v, vm, target);
-                    return;
+                    break 'leaf;
                 }
             }
         }
+        (self.walk_leaf, self.walk_tasks) = (leaf, tasks);
     }
 
     /// May the balancer move `v` to `dest`? Its cpumask (`tsk_cpus_allowed`), and under

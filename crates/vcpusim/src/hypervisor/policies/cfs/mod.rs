@@ -286,6 +286,14 @@ pub struct Cfs {
     domains: Vec<Vec<Arc<Domain>>>,
     /// `load_balance_tmpmask`: the scratch `cpus` mask of `load_balance` (balance.rs).
     lb_cpus: crate::hardware::cpumask::CpuMask,
+    /// Scratch copies for the walks that change what they walk (a pull takes a vCPU off the
+    /// group's task list; `update_cfs_load` may take a group off the leaf list): the leaf list
+    /// (`update_shares`, `active_load_balance`), the leaf list with each group's `h_load`
+    /// (`load_balance_fair`) and a group's tasks (`balance_tasks`, `active_load_balance`).
+    /// Each walk takes its list, refills it and puts it back, so a balance allocates nothing.
+    walk_leaf: Vec<u32>,
+    walk_h_load: Vec<(usize, u64)>,
+    walk_tasks: Vec<VcpuId>,
     /// Scratch of the placement's view (select.rs `PlaceView`): the pCPUs whose run queue holds
     /// a sibling of the vCPU being placed. Empty between uses; a `Cell` because the view reads
     /// the policy through `&Cfs`.
@@ -336,6 +344,9 @@ impl Cfs {
             tgs: vec![TaskGroup::default(); host.nvms as usize],
             domains: vec![Vec::new(); npcpus],
             lb_cpus: crate::hardware::cpumask::CpuMask::empty(),
+            walk_leaf: Vec::new(),
+            walk_h_load: Vec::new(),
+            walk_tasks: Vec::new(),
             sibling_rqs: std::cell::Cell::new(crate::hardware::cpumask::CpuMask::with_len(npcpus)),
             picked: vec![false; host.nvcpus as usize],
             ticks_started: false,

@@ -165,8 +165,9 @@ impl Cfs {
     /// `update_shares(cpu)`: fold every listed group run queue of `p` into its task group
     /// (`update_shares_cpu`: `update_cfs_load(cfs_rq, 1)`, then `update_cfs_shares`).
     pub(super) fn update_shares(&mut self, now: Nanos, p: usize) {
-        let leaf = self.rqs[p].leaf.clone();
-        for vm in leaf {
+        let mut leaf = std::mem::take(&mut self.walk_leaf);
+        leaf.clone_from(&self.rqs[p].leaf);
+        for &vm in &leaf {
             let vm = vm as usize;
             if self.throttled_vm(vm) {
                 continue;
@@ -174,6 +175,7 @@ impl Cfs {
             self.update_cfs_load(now, vm, p, true);
             self.update_cfs_shares(now, vm, p);
         }
+        self.walk_leaf = leaf;
     }
 
     /// `list_add_leaf_cfs_rq`: a group run queue that gets its first entity joins the pCPU's

@@ -442,17 +442,19 @@ impl Eevdf {
         // `src_rq->cfs_tasks`: the queued vCPUs of the VMs whose group entity is on the busiest
         // root run queue (queued, or its current one), not a pass over every VM.
         let root = &self.rqs[busiest].root;
-        let mut queued: Vec<VcpuId> = root
-            .tree
-            .iter()
-            .map(|&(_, g)| g)
-            .chain(root.curr)
-            .flat_map(|g| self.groups[self.gi(self.gse_vm(g), busiest)].tree.iter().map(|&(_, v)| VcpuId(v)))
-            .collect();
+        let mut queued = std::mem::take(&mut self.walk_queued);
+        queued.clear();
+        queued.extend(
+            root.tree
+                .iter()
+                .map(|&(_, g)| g)
+                .chain(root.curr)
+                .flat_map(|g| self.groups[self.gi(self.gse_vm(g), busiest)].tree.iter().map(|&(_, v)| VcpuId(v))),
+        );
         queued.sort_by_key(|v| (self.last_ran[v.idx()], v.0));
         let mut left = imbalance as i64;
         let mut moved = 0;
-        for v in queued {
+        for &v in &queued {
             if left <= 0 || (idle != CpuIdle::NotIdle && self.rqs[busiest].nr_running <= 1) {
                 break;
             }
@@ -478,6 +480,7 @@ impl Eevdf {
             left -= cost;
             moved += 1;
         }
+        self.walk_queued = queued;
         moved
     }
 }

@@ -151,6 +151,9 @@ pub struct Eevdf {
     /// `rq->rd->overload`: some run queue held two tasks since the last top-level balance
     /// (set by `add_nr_running`, recomputed by `update_sd_lb_stats` at the top level).
     overload: bool,
+    /// `detach_tasks`'s list of the busiest run queue's queued vCPUs, which its pulls change:
+    /// taken, refilled and put back, so a balance allocates nothing.
+    walk_queued: Vec<VcpuId>,
 }
 
 impl Eevdf {
@@ -190,6 +193,7 @@ impl Eevdf {
             domains: balance::Domains::default(),
             ticks_started: false,
             overload: false,
+            walk_queued: Vec::new(),
         }
     }
 

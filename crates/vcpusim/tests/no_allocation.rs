@@ -1,0 +1,143 @@
+//! Issue 15 part 3: no allocation per event. This test binary's global allocator counts the
+//! heap allocations (`alloc` and `realloc`) each thread makes; a run is built, warmed up (its
+//! queues and lists grow to their working size), and then run for a further window of simulated
+//! time, and the allocations of that window are held to a bound per 1,000 events. Counts, not
+//! time: the same build gives the same count on any machine.
+//!
+//! Before this test, a cfs balance cloned the leaf list and each group's task list (27
+//! allocations per 1,000 events on 64 pCPUs), eevdf's `detach_tasks` collected the busiest run
+//! queue's vCPUs (25), a gang decision built its lists afresh (17-30), seed 002's detection
+//! collected the preempted siblings at each yield (383: more than one allocation every three
+//! events) and a tick's reschedule IPI made a one-target list. What may remain is growth to a
+//! new peak and the metrics' sample windows, a few in a window; the bound is 1 per 1,000.
+//!
+//! Known and kept out (docs/speed.md, eleventh round): the B-trees of eevdf's balancer index
+//! (`lb_index.rs`, one entry per busy group of a domain) and of the hybrid policy's steal index
+//! beyond 64 vCPUs allocate and free nodes as keys come and go (eevdf 10 per 1,000 events on
+//! 32 pCPUs, hybrid 9 on 64). The mixes below stay under those sizes: eevdf's runs on 8 pCPUs
+//! (0.08 per 1,000), the hybrid host has 48 vCPUs (a sorted list). And a TLB shootdown of the
+//! Linux 4.4 guest on Xen or the 6.x guest on KVM copies its target list into the yield step that
+//! follows the sends (`guest/tlb.rs`): giving the copy back after the step ran cost the
+//! interpreter 1.5% more instructions on an ASPLOS'13 case, so it stays; the 6.x example
+//! (`linux6.toml`, a shootdown every 110 events) makes 9 per 1,000 events and is not held here.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use vcpusim::api::load_scenario;
+use vcpusim::scenario::spec::Scenario;
+use vcpusim::sim::state::Sim;
+use vcpusim::time::{MS, SEC};
+
+/// Counts this thread's allocations, then lets the system allocator make them.
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count() {
+    ALLOCATIONS.with(|n| n.set(n.get() + 1));
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count();
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static COUNTING: Counting = Counting;
+
+/// At most this many allocations per 1,000 events in the measured window.
+const PER_THOUSAND: u64 = 1;
+
+/// Run `scenario` to `warm` ms, then to `warm + span` ms; assert that the allocations of the
+/// second part stay within the bound.
+fn assert_allocation_free(name: &str, scenario: &Scenario, warm: u64, span: u64) {
+    let mut sim = Sim::build(scenario, scenario.run.seed, false, false).expect("builds");
+    sim.start();
+    sim.run_until(warm * MS, None).expect("runs");
+    let (a0, e0) = (ALLOCATIONS.with(Cell::get), sim.events);
+    sim.run_until((warm + span) * MS, None).expect("runs");
+    let (allocations, events) = (ALLOCATIONS.with(Cell::get) - a0, sim.events - e0);
+    eprintln!("{name}: {allocations} allocations in {events} events");
+    assert!(events >= 2_000, "{name}: only {events} events in the window; the check needs a busy run");
+    assert!(
+        allocations * 1_000 <= PER_THOUSAND * events,
+        "{name}: {allocations} allocations in {events} events of steady state (at most {PER_THOUSAND} per 1,000)"
+    );
+}
+
+/// `vcpusim bench`'s scaling mix on `pcpus` pCPUs: per 8 pCPUs one 8-vCPU barrier VM and four
+/// one-vCPU CPU hogs (on 32: 48 vCPUs).
+fn scaling_mix(policy: &str, pcpus: u32) -> Scenario {
+    vcpusim::bench::scaling_scenario(policy, pcpus, SEC).expect("a valid mix")
+}
+
+/// An example scenario as shipped.
+fn example(name: &str, text: &str) -> Scenario {
+    load_scenario(text, name).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+#[test]
+fn cfs_balances_without_allocating() {
+    assert_allocation_free("cfs mix", &scaling_mix("cfs", 32), 200, 300);
+}
+
+#[test]
+fn credit_schedules_without_allocating() {
+    assert_allocation_free("credit mix", &scaling_mix("credit", 32), 200, 300);
+}
+
+#[test]
+fn eevdf_balances_without_allocating() {
+    assert_allocation_free("eevdf mix", &scaling_mix("eevdf", 8), 200, 300);
+}
+
+#[test]
+fn gang_decides_without_allocating() {
+    assert_allocation_free("gang mix", &scaling_mix("gang", 32), 200, 300);
+}
+
+#[test]
+fn hybrid_schedules_without_allocating() {
+    assert_allocation_free("hybrid mix", &scaling_mix("hybrid", 32), 200, 300);
+}
+
+/// Seed 002's micro-sliced pool with its detection (a yield looks for preempted siblings).
+#[test]
+fn microsliced_detection_without_allocating() {
+    assert_allocation_free(
+        "microsliced.toml",
+        &example("microsliced.toml", include_str!("../../../scenarios/examples/microsliced.toml")),
+        300,
+        300,
+    );
+}
+
+/// The Linux 4.4 guest on Xen: TLB shootdowns, `mmap_sem`, PV spinlocks (a shootdown's
+/// yield-if-stolen step still copies the target list, one allocation per shootdown: below the
+/// bound here, see the module doc).
+#[test]
+fn xen_pv_guest_without_allocating() {
+    assert_allocation_free("linux44.toml", &example("linux44.toml", include_str!("../../../scenarios/examples/linux44.toml")), 300, 300);
+}
+
+/// Seed 003's IRS overlay (its notices' reschedule IPIs) and the quickstart's cfs host.
+#[test]
+fn irs_and_quickstart_without_allocating() {
+    assert_allocation_free("irs.toml", &example("irs.toml", include_str!("../../../scenarios/examples/irs.toml")), 300, 300);
+    assert_allocation_free("quickstart.toml", &example("quickstart.toml", include_str!("../../../scenarios/quickstart.toml")), 300, 300);
+}
