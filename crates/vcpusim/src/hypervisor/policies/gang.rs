@@ -135,6 +135,17 @@ enum Keep {
     GangBut(VmId),
 }
 
+impl Keep {
+    /// Whether `vm`, now in the gang, stays in it.
+    fn keeps(self, vm: VmId) -> bool {
+        match self {
+            Keep::Nothing => false,
+            Keep::Gang => true,
+            Keep::GangBut(leaving) => vm != leaving,
+        }
+    }
+}
+
 /// The working lists of one gang decision.
 #[derive(Default)]
 struct GangScratch {
@@ -247,23 +258,17 @@ impl Gang {
         })
     }
 
-    /// Choose a gang: keep the VMs in `keep`, then pack waiting candidates in order of least virtual
-    /// time (ties by VM id), each only if all its vCPUs fit in the pCPUs still free, continuing down
-    /// the list so smaller VMs fill what larger ones leave (seed 004 section 3.2; ESX 2.x co-start).
+    /// Choose a gang: keep the VMs of the current gang that `keep` keeps, then pack waiting
+    /// candidates in order of least virtual time (ties by VM id), each only if all its vCPUs fit
+    /// in the pCPUs still free, continuing down the list so smaller VMs fill what larger ones
+    /// leave (seed 004 section 3.2; ESX 2.x co-start).
     /// Under hard affinity "fit" means a matching of its vCPUs to distinct allowed free pCPUs
     /// exists beside the VMs already taken, the kept VMs staying where they are.
     fn pack(&mut self, ctx: &mut PolicyCtx, keep: Keep) {
         let host = ctx.host;
         let mut gang = std::mem::take(&mut self.scratch.chosen);
         gang.clear();
-        let leaving = match keep {
-            Keep::Nothing => None,
-            Keep::Gang => Some(None),
-            Keep::GangBut(vm) => Some(Some(vm)),
-        };
-        if let Some(leaving) = leaving {
-            gang.extend((0..self.vms.len() as u32).map(VmId).filter(|vm| self.vms[vm.idx()].in_gang && Some(*vm) != leaving));
-        }
+        gang.extend((0..self.vms.len() as u32).map(VmId).filter(|vm| self.vms[vm.idx()].in_gang && keep.keeps(*vm)));
         let kept = gang.len();
         let mut free = host.npcpus().saturating_sub(gang.iter().map(|vm| host.vm(*vm).vcpus.len()).sum());
         let mut waiting = std::mem::take(&mut self.scratch.waiting);
@@ -390,7 +395,10 @@ impl Gang {
                 ctx.reschedule(p);
             }
         }
-        self.scratch = GangScratch { members, new_slots, placed, continuing, ..std::mem::take(&mut self.scratch) };
+        self.scratch.members = members;
+        self.scratch.new_slots = new_slots;
+        self.scratch.placed = placed;
+        self.scratch.continuing = continuing;
     }
 
     /// Free pool pCPUs (reserved for nobody) in the current gang.
