@@ -11,15 +11,13 @@
 //! events) and a tick's reschedule IPI made a one-target list. What may remain is growth to a
 //! new peak and the metrics' sample windows, a few in a window; the bound is 1 per 1,000.
 //!
-//! Known and kept out (docs/speed.md, eleventh round): the B-trees of eevdf's balancer index
-//! (`lb_index.rs`, one entry per busy group of a domain) and of the hybrid policy's steal index
-//! beyond 64 vCPUs allocate and free nodes as keys come and go (eevdf 10 per 1,000 events on
-//! 32 pCPUs, hybrid 9 on 64). The mixes below stay under those sizes: eevdf's runs on 8 pCPUs
-//! (0.08 per 1,000), the hybrid host has 48 vCPUs (a sorted list). And a TLB shootdown of the
-//! Linux 4.4 guest on Xen or the 6.x guest on KVM copies its target list into the yield step that
-//! follows the sends (`guest/tlb.rs`): giving the copy back after the step ran cost the
-//! interpreter 1.5% more instructions on an ASPLOS'13 case, so it stays; the 6.x example
-//! (`linux6.toml`, a shootdown every 110 events) makes 9 per 1,000 events and is not held here.
+//! Then (docs/speed.md, twelfth round) the standard `BTreeSet`s of eevdf's balancer index
+//! (`lb_index.rs`) and of the hybrid steal index beyond 64 vCPUs allocated and freed nodes as
+//! keys came and went (eevdf 10.6 per 1,000 events on 32 pCPUs, hybrid 10.1 on 64; now
+//! `policies/ordered_set.rs`), and a TLB shootdown of the Linux 4.4 guest on Xen or the 6.x guest
+//! on KVM copied its target list into the yield step after the sends (9 per 1,000 events on
+//! `linux6.toml`; now the step reads the shootdown's record) and, on 6.x, sorted a copy of the
+//! APIC ids.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -103,7 +101,10 @@ fn credit_schedules_without_allocating() {
 
 #[test]
 fn eevdf_balances_without_allocating() {
-    assert_allocation_free("eevdf mix", &scaling_mix("eevdf", 8), 200, 300);
+    assert_allocation_free("eevdf mix, 8 pCPUs", &scaling_mix("eevdf", 8), 200, 300);
+    // 32 pCPUs: the balancer index's busiest sets grow and shrink across B-tree node
+    // boundaries (10 allocations per 1,000 events with the standard BTreeSet).
+    assert_allocation_free("eevdf mix, 32 pCPUs", &scaling_mix("eevdf", 32), 200, 300);
 }
 
 #[test]
@@ -113,7 +114,10 @@ fn gang_decides_without_allocating() {
 
 #[test]
 fn hybrid_schedules_without_allocating() {
-    assert_allocation_free("hybrid mix", &scaling_mix("hybrid", 32), 200, 300);
+    assert_allocation_free("hybrid mix, 32 pCPUs", &scaling_mix("hybrid", 32), 200, 300);
+    // 64 pCPUs, 96 vCPUs: the steal index is past its sorted list, in a B-tree (9 allocations
+    // per 1,000 events with the standard BTreeSet).
+    assert_allocation_free("hybrid mix, 64 pCPUs", &scaling_mix("hybrid", 64), 200, 200);
 }
 
 /// Seed 002's micro-sliced pool with its detection (a yield looks for preempted siblings).
@@ -127,12 +131,13 @@ fn microsliced_detection_without_allocating() {
     );
 }
 
-/// The Linux 4.4 guest on Xen: TLB shootdowns, `mmap_sem`, PV spinlocks (a shootdown's
-/// yield-if-stolen step still copies the target list, one allocation per shootdown: below the
-/// bound here, see the module doc).
+/// The Linux 4.4 guest on Xen and the 6.x guest on KVM: TLB shootdowns (each followed by a
+/// yield step that reads the targets from the shootdown's record), `mmap_sem`, PV spinlocks, and
+/// on 6.x PV IPIs, TLB flushes and `sched_yield`.
 #[test]
-fn xen_pv_guest_without_allocating() {
+fn pv_guests_without_allocating() {
     assert_allocation_free("linux44.toml", &example("linux44.toml", include_str!("../../../scenarios/examples/linux44.toml")), 300, 300);
+    assert_allocation_free("linux6.toml", &example("linux6.toml", include_str!("../../../scenarios/examples/linux6.toml")), 300, 300);
 }
 
 /// Seed 003's IRS overlay (its notices' reschedule IPIs) and the quickstart's cfs host.

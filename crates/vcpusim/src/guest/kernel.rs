@@ -239,14 +239,15 @@ impl GuestKernel {
 
     /// Record a new TLB shootdown of `initiator` waiting for `acks` acknowledgements.
     pub fn start_shootdown(&mut self, initiator: ThreadId, acks: u32, pages: u32, now: Nanos) -> u32 {
-        let record = Shootdown { initiator, pending_acks: acks, pages, started: now };
         match self.free_shootdowns.pop() {
             Some(id) => {
-                self.shootdowns[id as usize] = record;
+                let sd = &mut self.shootdowns[id as usize];
+                (sd.initiator, sd.pending_acks, sd.pages, sd.started) = (initiator, acks, pages, now);
+                sd.targets.clear();
                 id
             }
             None => {
-                self.shootdowns.push(record);
+                self.shootdowns.push(Shootdown { initiator, pending_acks: acks, pages, started: now, targets: Vec::new() });
                 (self.shootdowns.len() - 1) as u32
             }
         }

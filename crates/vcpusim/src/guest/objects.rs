@@ -1,7 +1,7 @@
 //! A VM's user-level synchronization objects and the kernel objects behind them.
 
 use super::thread::FutexKey;
-use crate::ids::{LockId, ThreadId};
+use crate::ids::{LockId, ThreadId, VcpuId};
 use std::collections::VecDeque;
 
 /// glibc lowlevellock states (nptl/lowlevellock.h): 0 free, 1 locked, 2 locked with waiters.
@@ -59,6 +59,11 @@ pub struct Shootdown {
     pub pending_acks: u32,
     pub pages: u32,
     pub started: u64,
+    /// The vCPUs the IPIs went to, kept for the yield step that follows the sends on the Linux
+    /// 4.4 guest on Xen and the 6.x guest on KVM (`Action::YieldIfStolen`,
+    /// `Action::PvSchedYield`); empty otherwise. The list stays with the record when its id is
+    /// used again, so a shootdown allocates nothing once the records have grown (issue 15).
+    pub targets: Vec<VcpuId>,
 }
 
 /// Everything synchronization-related in one VM.

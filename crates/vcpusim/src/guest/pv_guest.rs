@@ -49,13 +49,14 @@ pub fn send_ipi_hypercalls(apic_ids: impl Iterator<Item = u32>) -> usize {
 impl GuestKernel {
     /// Exits of an IPI send of `kind` to `targets` with PV IPIs: a TLB shootdown's
     /// call-function IPI goes through `send_IPI_mask` (one hypercall per cluster; APIC id =
-    /// the vCPU's index in the VM), a reschedule IPI stays one ICR write per target.
+    /// the vCPU's index in the VM), a reschedule IPI stays one ICR write per target. A
+    /// shootdown's targets are in increasing APIC id already (`tlb_shootdown` lists them from
+    /// the VM's vCPUs in order), as `for_each_cpu` visits them.
     pub(super) fn pv_ipi_exits(&self, kind: IpiKind, targets: &[VcpuId]) -> usize {
         match kind {
             IpiKind::TlbShootdown => {
-                let mut ids: Vec<u32> = targets.iter().map(|u| self.index_of(*u) as u32).collect();
-                ids.sort_unstable();
-                send_ipi_hypercalls(ids.into_iter())
+                debug_assert!(targets.is_sorted(), "a shootdown lists its targets in vCPU order");
+                send_ipi_hypercalls(targets.iter().map(|u| self.index_of(*u) as u32))
             }
             IpiKind::Resched => targets.len(),
         }
@@ -82,7 +83,8 @@ impl GuestKernel {
 
     /// `kvm_smp_send_call_func_ipi`'s loop after the sends: yield to the first target that is not
     /// idle (`idle_cpu`: the guest's view, nothing running or queued) and is preempted.
-    pub(super) fn pv_sched_yield(&mut self, env: &GuestEnv, targets: &[VcpuId]) -> Option<Next> {
+    pub(super) fn pv_sched_yield(&mut self, env: &GuestEnv, shootdown: u32) -> Option<Next> {
+        let targets = &self.shootdowns[shootdown as usize].targets;
         let u = *targets.iter().find(|u| !self.vcpus[self.index_of(**u)].idle() && env.pv[u.idx()].preempted)?;
         self.stats.pv_sched_yields += 1;
         Some(Next::Exit(Exit::Hypercall(Hypercall::SchedYield(u))))

@@ -449,13 +449,13 @@ impl GuestKernel {
                     return Some(Next::Exit(Exit::Hypercall(Hypercall::PreemptAck { moved: 0 })));
                 }
             }
-            Action::YieldIfStolen { ref targets } => {
+            Action::YieldIfStolen { shootdown } => {
                 // xen_smp_send_call_function_ipi: `if (xen_vcpu_stolen(cpu)) { SCHEDOP_yield; break; }`.
-                if targets.iter().any(|u| env.pv[u.idx()].runnable) {
+                if self.shootdowns[shootdown as usize].targets.iter().any(|u| env.pv[u.idx()].runnable) {
                     return Some(Next::Exit(Exit::Hypercall(Hypercall::Yield)));
                 }
             }
-            Action::PvSchedYield { ref targets } => return self.pv_sched_yield(env, targets),
+            Action::PvSchedYield { shootdown } => return self.pv_sched_yield(env, shootdown),
             Action::TlbShootdown { pages } => {
                 if self.tlb_shootdown(env, v, t, pages) {
                     self.stats.tlb_shootdowns += 1;

@@ -162,16 +162,17 @@ pub enum Action {
         pages: u32,
     },
     /// Right after a shootdown's call-function IPIs went out (Linux 4.4
-    /// `xen_smp_send_call_function_ipi`): yield the pCPU if one of `targets` has a runnable
-    /// Xen runstate (`xen_vcpu_stolen`, read from its PV area).
+    /// `xen_smp_send_call_function_ipi`): yield the pCPU if one of its targets (kept in the
+    /// shootdown's record, `Shootdown::targets`) has a runnable Xen runstate (`xen_vcpu_stolen`,
+    /// read from its PV area).
     YieldIfStolen {
-        targets: Vec<VcpuId>,
+        shootdown: u32,
     },
     /// Right after a shootdown's call-function IPIs went out (the Linux 6.x guest on KVM,
-    /// `kvm_smp_send_call_func_ipi`): `KVM_HC_SCHED_YIELD` to the first of `targets` that is not
-    /// idle and is preempted (guest/pv_guest.rs).
+    /// `kvm_smp_send_call_func_ipi`): `KVM_HC_SCHED_YIELD` to the first of its targets
+    /// (`Shootdown::targets`) that is not idle and is preempted (guest/pv_guest.rs).
     PvSchedYield {
-        targets: Vec<VcpuId>,
+        shootdown: u32,
     },
     /// Delayed preemption (Uhlig et al. VM'04, hypervisor/delay_preempt.rs): after the thread's
     /// outermost spinlock release, give the pCPU back (`Hypercall::PreemptAck`) if the host

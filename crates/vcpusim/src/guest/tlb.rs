@@ -40,17 +40,21 @@ impl GuestKernel {
         let id = self.start_shootdown(t, targets.len() as u32, pages, env.now);
         let yield_check = self.config.call_function_yield && !native;
         let pv_yield = self.config.pv.pv_sched_yield && !native;
+        if yield_check || pv_yield {
+            // The yield step reads the targets from the record, which lives until `WaitAcks`.
+            self.shootdowns[id as usize].targets.extend_from_slice(&targets);
+        }
         let th = &mut env.threads[t.idx()];
         th.steps.push_front(Step::WaitAcks { shootdown: id });
         if pv_yield {
             // Linux 6.x on KVM: smp_call_function_many_cond -> arch_send_call_function_ipi_mask ->
             // kvm_smp_send_call_func_ipi, which yields to a preempted target after the sends.
-            th.steps.push_front(Step::Do(Action::PvSchedYield { targets: targets.clone() }));
+            th.steps.push_front(Step::Do(Action::PvSchedYield { shootdown: id }));
         }
         if yield_check {
             // Linux 4.4 on Xen: smp_call_function_many -> arch_send_call_function_ipi_mask ->
             // xen_smp_send_call_function_ipi, which yields after the sends if a target is stolen.
-            th.steps.push_front(Step::Do(Action::YieldIfStolen { targets: targets.clone() }));
+            th.steps.push_front(Step::Do(Action::YieldIfStolen { shootdown: id }));
         }
         th.steps.push_front(Step::SendIpis { kind: IpiKind::TlbShootdown, targets, shootdown: id, pages, func: KernelFn::FlushTlbOthers });
         true

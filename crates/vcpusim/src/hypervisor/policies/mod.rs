@@ -7,6 +7,7 @@ pub mod gang;
 pub mod hybrid;
 pub mod matching;
 pub mod native;
+pub mod ordered_set;
 pub mod placement;
 #[cfg(test)]
 pub(crate) mod test_host;

@@ -6,7 +6,7 @@
 //! ```text
 //!   domain instance (one per distinct span of a level, shared by every pCPU of the span)
 //!     groups, canonical order (by first pCPU)   g0   g1   g2 ...   sums: nr, load, idle pCPUs
-//!     busiest index  BTreeSet<(busyness, g)>    only groups with a task, ordered as `busier`
+//!     busiest index  OrderedSet<(busyness, g)>  only groups with a task, ordered as `busier`
 //!     sums of the span: load, run queues with more than one task (rd->overload at the top)
 //!   per pCPU: (instance, group) at each of its levels and in every instance whose span holds
 //!   it, and what it last added to the sums
@@ -19,7 +19,7 @@
 //! groups after the local one, wrapping, the first of equally busy ones winning).
 
 use crate::hypervisor::policies::cfs::domains::Domain;
-use std::collections::BTreeSet;
+use crate::hypervisor::policies::ordered_set::OrderedSet;
 use std::sync::Arc;
 
 /// `SCHED_CAPACITY_SCALE`: one pCPU's capacity.
@@ -97,7 +97,7 @@ struct GroupSums {
 #[derive(Clone, Debug, Default)]
 struct Instance {
     groups: Vec<GroupSums>,
-    busiest: BTreeSet<(Busyness, u32)>,
+    busiest: OrderedSet<(Busyness, u32)>,
     load: u64,
     capacity: u64,
     overloaded: u64,

@@ -21,13 +21,14 @@
 //! (`picked_by == 0`); `Hybrid::check` compares the index with the scan's view.
 //!
 //! The members are held in a sorted list while the host has at most [`SMALL_INDEX`] vCPUs (a
-//! binary search and a move of at most that many keys per change, where a B-tree's node search
-//! and node bookkeeping cost more for so few), in a B-tree beyond (log-time changes on a big
-//! host); the same order either way.
+//! binary search and a move of at most that many keys per change, where a tree's search and
+//! bookkeeping cost more for so few), in an `OrderedSet` beyond (`policies/ordered_set.rs`:
+//! log-time changes on a big host, and no allocation once it has held its most members); the
+//! same order either way.
 
+use crate::hypervisor::policies::ordered_set::OrderedSet;
 use crate::ids::{PcpuId, VcpuId};
 use std::cmp::Reverse;
-use std::collections::BTreeSet;
 
 /// One member's place in the index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -38,7 +39,7 @@ pub(super) struct StealKey {
     pub v: VcpuId,
 }
 
-/// Hosts of at most this many vCPUs keep the members in a sorted list, bigger ones in a B-tree.
+/// Hosts of at most this many vCPUs keep the members in a sorted list, bigger ones in an `OrderedSet`.
 pub(super) const SMALL_INDEX: usize = 64;
 
 /// The members, and each vCPU's key while it is one.
@@ -47,7 +48,7 @@ pub(super) struct StealIndex {
     /// The members in order, while `keys` covers at most `SMALL_INDEX` vCPUs.
     small: Vec<StealKey>,
     /// The members in order, once `keys` covers more.
-    large: BTreeSet<StealKey>,
+    large: OrderedSet<StealKey>,
     keys: Vec<Option<StealKey>>,
     next_ticket: u64,
 }
@@ -90,7 +91,7 @@ impl StealIndex {
     }
 
     /// Whether the index holds more vCPUs than a sorted list serves well (`SMALL_INDEX`): its
-    /// members are then in the B-tree.
+    /// members are then in the ordered set.
     fn is_big(&self) -> bool {
         self.keys.len() > SMALL_INDEX
     }
@@ -138,16 +139,6 @@ mod tests {
         StealKey { pe: Reverse(pe), home: PcpuId(home), ticket, v: VcpuId(v) }
     }
 
-    /// A small deterministic generator for the random tests: `rnd(n)` in `0..n`.
-    fn xorshift(mut x: u64) -> impl FnMut(u64) -> u64 {
-        move |n| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        }
-    }
-
     #[test]
     fn orders_by_pe_then_pcpu_then_ticket() {
         let mut ix = StealIndex::default();
@@ -162,8 +153,9 @@ mod tests {
     #[test]
     fn small_and_large_hosts_keep_the_same_order() {
         // The same random places on a host of SMALL_INDEX vCPUs (a sorted list) and on one that
-        // grows past it midway (moved into a B-tree): each iterates as the sorted keys placed.
-        let mut rnd = xorshift(0x2545F4914F6CDD1D);
+        // grows past it midway (moved into the ordered set): each iterates as the sorted keys placed.
+        let mut rng = crate::engine::rng::stream(1, "steal index order test");
+        let mut rnd = |n: u64| rand::Rng::random_range(&mut rng, 0..n);
         for grow in [false, true] {
             let mut ix = StealIndex::default();
             let mut want: Vec<Option<StealKey>> = vec![None; SMALL_INDEX + 10];
@@ -179,16 +171,17 @@ mod tests {
                     assert_eq!(ix.members(), sorted, "step {step}, grow {grow}");
                 }
             }
-            assert_eq!(ix.large.is_empty(), !grow, "a host past SMALL_INDEX vCPUs uses the B-tree");
+            assert_eq!(ix.large.is_empty(), !grow, "a host past SMALL_INDEX vCPUs uses the ordered set");
         }
     }
 
     #[test]
     fn a_rebuild_leaves_what_placing_each_vcpu_leaves() {
         // Random memberships rebuilt at once and placed one by one, on a small host (sorted list)
-        // and on a big one (B-tree), after earlier members: the same members, in the same order,
+        // and on a big one (the ordered set), after earlier members: the same members, in the same order,
         // and the same later changes (each vCPU's recorded key).
-        let mut rnd = xorshift(0x9E3779B97F4A7C15);
+        let mut rng = crate::engine::rng::stream(1, "steal index rebuild test");
+        let mut rnd = |n: u64| rand::Rng::random_range(&mut rng, 0..n);
         for n in [SMALL_INDEX / 2, SMALL_INDEX, SMALL_INDEX + 20] {
             for round in 0..50u64 {
                 let (mut bulk, mut each) = (StealIndex::default(), StealIndex::default());
