@@ -188,6 +188,16 @@ impl<I: MaskId> IdMask<I> {
         }
     }
 
+    /// `self |= other` (`cpumask_or` in place).
+    pub fn or_with(&mut self, other: &Self) {
+        if self.words.len() < other.words.len() {
+            self.words.resize(other.words.len(), 0);
+        }
+        for (w, o) in self.words.iter_mut().zip(&other.words) {
+            *w |= o;
+        }
+    }
+
     /// `self &= !other` (`cpumask_andnot` in place).
     pub fn remove_all(&mut self, other: &Self) {
         for (w, o) in self.words.iter_mut().zip(&other.words) {
@@ -466,6 +476,13 @@ mod tests {
                 let mut andnot = ma.clone();
                 andnot.remove_all(&mb_p);
                 assert_eq!(members(&andnot), want(&|i| a[i] && !b[i]));
+                // cpumask_or, onto a mask of equal storage and onto an empty one (which grows).
+                for (mut or, has) in
+                    [(ma.clone(), &|i: usize| a[i] || b[i]), (CpuMask::empty(), &|i: usize| b[i])] as [(CpuMask, &dyn Fn(usize) -> bool); 2]
+                {
+                    or.or_with(&mb_p);
+                    assert_eq!(members(&or), want(has));
+                }
                 for k in 0..n {
                     // cpumask_cycle: the first after k, wrapping, k itself last.
                     let naive = (1..=n).map(|d| (k + d) % n).find(|&i| a[i]);

@@ -42,12 +42,17 @@ impl NodeAffinity {
     /// `domain_update_node_affinity` for an automatic affinity: the nodes holding a pCPU of some
     /// vCPU's hard affinity ∩ the domain's pool (`cpupool_online_cpumask`).
     pub fn automatic<'a>(topology: &Topology, hard: impl IntoIterator<Item = &'a CpuMask>, pool: &CpuMask) -> Self {
+        // (∪ hard) ∩ pool, word by word; once the union covers the pool no later mask can add
+        // to the answer (a wide VM of full masks stops at its first vCPU: before, each vCPU's
+        // mask was walked pCPU by pCPU, O(V x P) at build).
         let mut union = CpuMask::empty();
         for mask in hard {
-            for p in mask.and(pool).iter() {
-                union.insert(p);
+            union.or_with(mask);
+            if pool.is_subset(&union) {
+                break;
             }
         }
+        union.and_with(pool);
         let nodes = (0..topology.numa_nodes).filter(|&n| topology.node_mask(n).intersects(&union)).collect();
         Self::of_nodes(topology, true, nodes)
     }
@@ -96,6 +101,12 @@ mod tests {
         assert_eq!((a.auto, a.nodes.clone(), a.cpus.to_cpulist()), (true, vec![2, 3], "16-31".to_string()));
         let pool = parse_cpulist("0-19", 32).unwrap();
         assert_eq!(NodeAffinity::automatic(&t, [&all], &pool).nodes, vec![0, 1, 2]);
+        // The union of every vCPU's mask: nodes 0 and 3 from two vCPUs pinned apart; a full
+        // mask first covers the pool, and a later pinned one changes nothing.
+        let (low, high) = (parse_cpulist("0-3", 32).unwrap(), parse_cpulist("24-27", 32).unwrap());
+        assert_eq!(NodeAffinity::automatic(&t, [&low, &high], &all).nodes, vec![0, 3]);
+        assert_eq!(NodeAffinity::automatic(&t, [&low, &high, &low], &pool).nodes, vec![0]);
+        assert_eq!(NodeAffinity::automatic(&t, [&all, &pinned], &pool).cpus.to_cpulist(), "0-23");
     }
 
     #[test]
