@@ -140,7 +140,8 @@ impl GuestKernel {
         if env.threads[t.idx()].steps.is_empty() {
             return self.next_op(env, i, t);
         }
-        let Thread { steps, step_remaining, rng, held, wait_started, pv_spin_left, pv_state, index, .. } = &mut env.threads[t.idx()];
+        let Thread { steps, step_remaining, rng, held, wait_started, queued_on, pv_spin_left, pv_state, index, .. } =
+            &mut env.threads[t.idx()];
         match steps.front_mut().expect("checked above") {
             &mut Step::Run { ns, func } => {
                 if self.ws.is_some() && func == KernelFn::User {
@@ -179,8 +180,9 @@ impl GuestKernel {
                 self.zero_time_steps += 1;
                 self.run_front_step(env, i, t, entry)
             }
-            &mut Step::Lock { lock, .. } => match env.locks[lock.idx()].try_acquire(t) {
+            &mut Step::Lock { lock, .. } => match env.locks[lock.idx()].try_acquire(t, *queued_on == Some(lock)) {
                 Acquire::Got => {
+                    *queued_on = None;
                     steps.pop_front();
                     held.push(lock);
                     // Only contended acquisitions: uncontended ones would bury the tail in zeros.
@@ -194,6 +196,7 @@ impl GuestKernel {
                 }
                 Acquire::Spin => {
                     wait_started.get_or_insert(now);
+                    *queued_on = Some(lock);
                     // Spinning is in the lock's slow path (`_raw_spin_lock` ->
                     // `queued_spin_lock_slowpath` / the ticket loop; a PV qspinlock's
                     // `__pv_queued_spin_lock_slowpath`), whatever function took it: what a symbol
@@ -351,6 +354,8 @@ impl GuestKernel {
             !pv[wv.idx()].preempted && vcpus[(wv.0 - first) as usize].current == Some(w)
         });
         if let Some(n) = next {
+            // Handed over: out of the queue.
+            env.threads[n.idx()].queued_on = None;
             if let Some(log) = self.handoffs.as_mut() {
                 let lock = env.locks[lock.idx()].class.clone();
                 log.release(env.now, HandOffKind::Spinlock, lock, t, env.threads[t.idx()].vcpu, n);
@@ -613,7 +618,7 @@ impl GuestKernel {
         let ticket_waiter = match th.steps.front() {
             Some(Step::Lock { lock, .. }) => {
                 let l = &locks[lock.idx()];
-                matches!(l.kind, SpinlockKind::Ticket | SpinlockKind::PvQueued) && l.waiters.contains(&t)
+                matches!(l.kind, SpinlockKind::Ticket | SpinlockKind::PvQueued) && (th.queued_on == Some(*lock) || l.waiters.contains(&t))
             }
             _ => false,
         };

@@ -35,8 +35,11 @@ impl Spinlock {
         Spinlock { kind, class: class.into(), holder: None, waiters: VecDeque::new() }
     }
 
-    /// `t` tries to take the lock (first attempt or after resuming on its vCPU).
-    pub fn try_acquire(&mut self, t: ThreadId) -> Acquire {
+    /// `t` tries to take the lock (first attempt or after resuming on its vCPU). `queued`: the
+    /// caller knows `t` is already among the waiters (`Thread::queued_on` names this lock), so
+    /// a retry does not search the queue for it (O(waiters) per retry on a wide VM's convoy);
+    /// `false` means "not known", and the queue is searched.
+    pub fn try_acquire(&mut self, t: ThreadId, queued: bool) -> Acquire {
         if self.holder == Some(t) {
             // A ticket lock was handed to t while it spun.
             return Acquire::Got;
@@ -51,11 +54,16 @@ impl Spinlock {
             SpinlockKind::TestAndSet => true,
         };
         if self.holder.is_none() && my_turn {
-            self.waiters.retain(|w| *w != t);
+            // t is in the queue at most once; a ticket lock's taker is at its head (my_turn).
+            if self.waiters.front() == Some(&t) {
+                self.waiters.pop_front();
+            } else if let Some(pos) = self.waiters.iter().position(|w| *w == t) {
+                self.waiters.remove(pos);
+            }
             self.holder = Some(t);
             Acquire::Got
         } else {
-            if !self.waiters.contains(&t) {
+            if !queued && !self.waiters.contains(&t) {
                 self.waiters.push_back(t);
             }
             Acquire::Spin
@@ -89,26 +97,50 @@ mod tests {
     #[test]
     fn ticket_lock_is_fifo_even_for_preempted_waiters() {
         let mut l = Spinlock::new(SpinlockKind::Ticket, "x");
-        assert_eq!(l.try_acquire(ThreadId(0)), Acquire::Got);
-        assert_eq!(l.try_acquire(ThreadId(1)), Acquire::Spin);
-        assert_eq!(l.try_acquire(ThreadId(2)), Acquire::Spin);
-        assert_eq!(l.try_acquire(ThreadId(1)), Acquire::Spin, "retrying keeps the ticket");
+        assert_eq!(l.try_acquire(ThreadId(0), false), Acquire::Got);
+        assert_eq!(l.try_acquire(ThreadId(1), false), Acquire::Spin);
+        assert_eq!(l.try_acquire(ThreadId(2), false), Acquire::Spin);
+        assert_eq!(l.try_acquire(ThreadId(1), false), Acquire::Spin, "retrying keeps the ticket");
         // Thread 1 is preempted; the lock still goes to it.
         assert_eq!(l.release(ThreadId(0), |t| t == ThreadId(2)), Some(ThreadId(1)));
-        assert_eq!(l.try_acquire(ThreadId(2)), Acquire::Spin);
-        assert_eq!(l.try_acquire(ThreadId(1)), Acquire::Got);
+        assert_eq!(l.try_acquire(ThreadId(2), false), Acquire::Spin);
+        assert_eq!(l.try_acquire(ThreadId(1), false), Acquire::Got);
         assert_eq!(l.release(ThreadId(1), |_| true), Some(ThreadId(2)));
     }
 
     #[test]
     fn tas_lock_goes_to_a_running_waiter() {
         let mut l = Spinlock::new(SpinlockKind::TestAndSet, "x");
-        l.try_acquire(ThreadId(0));
-        l.try_acquire(ThreadId(1));
-        l.try_acquire(ThreadId(2));
+        l.try_acquire(ThreadId(0), false);
+        l.try_acquire(ThreadId(1), false);
+        l.try_acquire(ThreadId(2), false);
         assert_eq!(l.release(ThreadId(0), |t| t == ThreadId(2)), Some(ThreadId(2)));
         // No waiter running: the lock stays free for whoever runs first.
         assert_eq!(l.release(ThreadId(2), |_| false), None);
-        assert_eq!(l.try_acquire(ThreadId(1)), Acquire::Got);
+        assert_eq!(l.try_acquire(ThreadId(1), false), Acquire::Got);
+        assert!(l.waiters.is_empty(), "the taker left the queue");
+    }
+
+    #[test]
+    fn a_retry_known_queued_keeps_one_place() {
+        // The caller's marker (`queued`) stands for the search: the queue is what it would be.
+        for kind in [SpinlockKind::Ticket, SpinlockKind::TestAndSet] {
+            let mut l = Spinlock::new(kind, "x");
+            assert_eq!(l.try_acquire(ThreadId(0), false), Acquire::Got);
+            assert_eq!(l.try_acquire(ThreadId(1), false), Acquire::Spin);
+            assert_eq!(l.try_acquire(ThreadId(2), false), Acquire::Spin);
+            for _ in 0..3 {
+                assert_eq!(l.try_acquire(ThreadId(2), true), Acquire::Spin);
+                assert_eq!(l.try_acquire(ThreadId(1), true), Acquire::Spin);
+            }
+            assert_eq!(l.waiters, [ThreadId(1), ThreadId(2)], "{kind:?}");
+            // Freed with nobody running: a test-and-set lock goes to whoever tries first, and
+            // that waiter leaves the queue from where it stood.
+            l.release(ThreadId(0), |_| false);
+            if kind == SpinlockKind::TestAndSet {
+                assert_eq!(l.try_acquire(ThreadId(2), true), Acquire::Got);
+                assert_eq!(l.waiters, [ThreadId(1)]);
+            }
+        }
     }
 }

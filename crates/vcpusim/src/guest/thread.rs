@@ -361,6 +361,11 @@ pub struct Thread {
     pub futex_queued: Option<FutexKey>,
     /// When the current lock / ack wait began (for latency histograms).
     pub wait_started: Option<Nanos>,
+    /// The spinlock whose waiter queue holds this thread, when known: set when it starts
+    /// spinning on a lock, cleared when it takes the lock or the lock is handed to it
+    /// (`Spinlock::try_acquire`'s `queued`; `lock_state`). `Some(l)` always means it is in
+    /// `l`'s queue; `None` means "search the queue".
+    pub queued_on: Option<LockId>,
     pub rng: Stream,
 }
 

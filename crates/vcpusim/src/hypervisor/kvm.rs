@@ -196,7 +196,12 @@ fn candidate_6_6(v: VcpuId, info: &VcpuInfo, yield_to_kernel_mode: bool) -> bool
 pub fn kvm_vcpu_on_spin_mode<S: KvmYieldTo>(s: &mut S, ctx: &mut PolicyCtx, v: VcpuId, yield_to_kernel_mode: bool) {
     let host = ctx.host;
     let vm = host.vcpu(v).vm.idx();
-    let siblings = &host.vm(host.vcpu(v).vm).vcpus;
+    let info_vm = host.vm(host.vcpu(v).vm);
+    let (siblings, runnable) = (&info_vm.vcpus, &info_vm.runnable);
+    debug_assert!(
+        siblings.iter().enumerate().all(|(i, t)| runnable.contains(i) == (host.vcpu(*t).state == VcpuState::Runnable)),
+        "VM {vm}'s runnable mask disagrees with its vCPUs' states"
+    );
     let kvm = s.kvm_spin();
     kvm.grow_vms(vm + 1);
     let version = kvm.version;
@@ -205,16 +210,20 @@ pub fn kvm_vcpu_on_spin_mode<S: KvmYieldTo>(s: &mut S, ctx: &mut PolicyCtx, v: V
     }
     let last = kvm.last_boosted[vm];
     let mut tries = DIRECTED_YIELD_TRIES;
+    // Every version skips a candidate that is not Runnable before anything with an effect (6.6's
+    // dy_eligible toggle comes after its filter 1), so the walk visits the Runnable siblings
+    // only, in the same order: the VM's `runnable` mask, O(V / 64) a pass where every sibling
+    // was read.
     for pass in 0..2 {
-        for (i, &target) in siblings.iter().enumerate() {
-            // 3.2's `i = last_boosted_vcpu; continue;` lands on last + 1 unless last is 0.
-            let skip_first = if version >= KvmVersion::V3_9 { i <= last } else { last > 0 && i <= last };
-            if pass == 0 && skip_first {
-                continue;
-            }
+        // 3.2's `i = last_boosted_vcpu; continue;` lands on last + 1 unless last is 0; from 3.9
+        // the first pass starts after last.
+        let mut from = if pass == 0 && (version >= KvmVersion::V3_9 || last > 0) { last + 1 } else { 0 };
+        while let Some(i) = runnable.next_from(from) {
+            from = i + 1;
             if pass == 1 && i > last {
                 break;
             }
+            let target = siblings[i];
             let info = host.vcpu(target);
             if version >= KvmVersion::V6_6 {
                 // 4. runs last: it toggles the candidate's dy_eligible.

@@ -8,6 +8,7 @@
 //! place and lets every policy be tested with the same suite.
 
 use crate::engine::event_queue::EventId;
+use crate::hardware::cpumask::IndexMask;
 use crate::hardware::topology::Topology;
 use crate::hypervisor::cpupool::Scope;
 use crate::hypervisor::node_affinity::NodeAffinity;
@@ -95,6 +96,11 @@ pub struct VmInfo {
     /// `alloc_domheap_pages`). Resolved from `[[vm]] memory_nodes` by
     /// `sim/build.rs` `resolve_memory_nodes`; read by the contention model (sim/contention.rs).
     pub memory_nodes: Vec<u32>,
+    /// Its vCPUs in state [`VcpuState::Runnable`], by index in the VM (bit `i`: `vcpus[i]`),
+    /// kept by the engine at every state change (`Sim::set_vcpu_state`; the policy test host's
+    /// `FakeHost` keeps it too) and checked in check mode: KVM's directed yield visits only
+    /// these (`hypervisor/kvm.rs`), where it walked every sibling (O(V) per pause-loop exit).
+    pub runnable: IndexMask,
 }
 
 /// A VM's scheduling settings, handed to [`Policy::adjust`] (Xen: the `xen_domctl_scheduler_op`

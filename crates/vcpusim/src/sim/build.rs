@@ -10,6 +10,7 @@ use crate::guest::objects::{Barrier, MutexWord, ParsecBarrier, Queue, SyncObject
 use crate::guest::spinlock::Spinlock;
 use crate::guest::stats::GuestStats;
 use crate::guest::thread::{compile, Thread, ThreadState};
+use crate::hardware::cpumask::IndexMask;
 use crate::hardware::speed::Speed;
 use crate::hypervisor::cpupool::{Affinity, Cpupool, PoolView};
 use crate::hypervisor::node_affinity::NodeAffinity;
@@ -302,6 +303,7 @@ impl Sim {
                 held: Vec::new(),
                 futex_queued: None,
                 wait_started: None,
+                queued_on: None,
                 rng: stream(seed, &format!("vm/{}/thread/{i}", spec.name)),
             });
             guest_vcpus[slot].runqueue.push_back(t);
@@ -340,7 +342,9 @@ impl Sim {
             net,
             scratch: Default::default(),
         });
-        self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids, node_affinity, memory_nodes });
+        // Every vCPU starts Runnable.
+        let runnable = IndexMask::full(vcpu_ids.len());
+        self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids, node_affinity, memory_nodes, runnable });
         if spec.bare_metal {
             self.vm_speed.push(Speed::ONE);
             self.vm_costs.push(self.costs.native());

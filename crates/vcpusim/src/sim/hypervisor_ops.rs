@@ -349,6 +349,7 @@ impl Sim {
             let pv = &mut self.pv[v.idx()];
             pv.preempted = true;
             pv.runnable = true;
+            self.note_runnable(v, true);
             let vc = &mut self.vcpus[v.idx()];
             vc.runnable_since = now;
             vc.woken = false;
@@ -452,6 +453,7 @@ impl Sim {
         if woken {
             info.pv_unhalted = false;
         }
+        self.note_runnable(v, false);
         let waited = now - runnable_since;
         let pv = &mut self.pv[v.idx()];
         pv.preempted = false;
@@ -521,6 +523,7 @@ impl Sim {
         }
         self.settle(v);
         self.vinfo[v.idx()].state = VcpuState::Halted;
+        self.note_runnable(v, false);
         self.pv[v.idx()].runnable = false;
         let vm = self.vinfo[v.idx()].vm.idx();
         if self.vcpus[v.idx()].polling {
@@ -535,6 +538,15 @@ impl Sim {
         // The guest's kernel function is already `Idle`: it set it when it executed HLT.
         self.with_vcpu_policy(v, |pol, ctx| pol.sleep(ctx, v));
         self.reschedule(p);
+    }
+
+    /// Keep `v`'s bit of its VM's `VmInfo::runnable` after its state changed: whether it is now
+    /// `Runnable` (every change of `VcpuInfo::state` is followed by this; check mode compares the
+    /// two).
+    #[inline(always)]
+    pub(super) fn note_runnable(&mut self, v: VcpuId, runnable: bool) {
+        let info = &self.vinfo[v.idx()];
+        self.vminfo[info.vm.idx()].runnable.put(info.index as usize, runnable);
     }
 
     /// An interrupt for halted `v` arrived: make it runnable. `waker` is the running vCPU whose
@@ -552,6 +564,7 @@ impl Sim {
             self.rc_poke(v);
         }
         self.vinfo[v.idx()].state = VcpuState::Runnable;
+        self.note_runnable(v, true);
         self.vinfo[v.idx()].preempted = false;
         self.pv[v.idx()].preempted = false;
         self.pv[v.idx()].runnable = true;

@@ -29,6 +29,9 @@ impl Sim {
                 (_, Some(p)) => return Err(format!("vCPU {} is {:?} yet on pCPU {p}", vi.id, vi.state)),
                 (_, None) => {}
             }
+            if self.vminfo[vi.vm.idx()].runnable.contains(vi.index as usize) != (vi.state == VcpuState::Runnable) {
+                return Err(format!("vCPU {} is {:?} but its VM's runnable mask says otherwise", vi.id, vi.state));
+            }
             if vi.state != VcpuState::Running && self.vcpus[vi.id.idx()].activity != Activity::Off {
                 return Err(format!("vCPU {} is {:?} but still executing", vi.id, vi.state));
             }
@@ -79,6 +82,12 @@ impl Sim {
             for l in &th.held {
                 if self.locks[l.idx()].holder != Some(th.id) {
                     return Err(format!("thread {} thinks it holds lock {l}, held by {:?}", th.id, self.locks[l.idx()].holder));
+                }
+            }
+            // Its queue marker names a lock whose queue holds it.
+            if let Some(l) = th.queued_on {
+                if !self.locks[l.idx()].waiters.contains(&th.id) {
+                    return Err(format!("thread {} is marked queued on lock {l}, which has no such waiter", th.id));
                 }
             }
         }

@@ -3,6 +3,7 @@
 
 use super::HostShape;
 use crate::engine::event_queue::EventQueue;
+use crate::hardware::cpumask::IndexMask;
 use crate::hardware::topology::Topology;
 use crate::hypervisor::policy::{
     Decision, HostView, PcpuInfo, Policy, PolicyCtx, Request, TimerId, TimerTable, VcpuInfo, VcpuState, VmInfo, VmSched,
@@ -41,6 +42,7 @@ pub(crate) fn vms_of(vms: &[(u32, u32)]) -> (Vec<VcpuInfo>, Vec<VmInfo>, Vec<VmS
             vcpus: (first..first + n).map(VcpuId).collect(),
             node_affinity: Default::default(),
             memory_nodes: vec![0],
+            runnable: IndexMask::full(n as usize),
         });
         sched.push(VmSched::with_weight(weight));
     }
@@ -210,6 +212,7 @@ impl FakeHost {
                 info.preempted = true;
             }
             info.pcpu = None;
+            self.note_state(v);
         }
         if let Some(v) = decision.next {
             let info = &mut self.vcpus[v.idx()];
@@ -221,9 +224,16 @@ impl FakeHost {
             info.last_pcpu = p;
             info.run_start = self.now;
             info.preempted = false;
+            self.note_state(v);
         }
         self.context_switches += 1;
         self.pcpus[p.idx()].current = decision.next;
+    }
+
+    /// Keep `v`'s bit of its VM's `runnable` mask after its state changed, as the engine does.
+    fn note_state(&mut self, v: VcpuId) {
+        let info = &self.vcpus[v.idx()];
+        self.vms[info.vm.idx()].runnable.set(info.index as usize, info.state == VcpuState::Runnable);
     }
 
     /// The running vCPU `v` halts: state first, then `sleep`, then `do_schedule` on its pCPU.
@@ -233,6 +243,7 @@ impl FakeHost {
         info.run_time += self.now - info.run_start;
         info.state = VcpuState::Halted;
         info.pcpu = None;
+        self.note_state(v);
         self.call(|pol, ctx| pol.sleep(ctx, v));
         self.schedule(p);
         self.check();
@@ -241,6 +252,7 @@ impl FakeHost {
     pub fn wake(&mut self, v: VcpuId) {
         assert_eq!(self.vcpus[v.idx()].state, VcpuState::Halted);
         self.vcpus[v.idx()].state = VcpuState::Runnable;
+        self.note_state(v);
         self.call(|pol, ctx| pol.wake(ctx, v, None));
         self.check();
     }
