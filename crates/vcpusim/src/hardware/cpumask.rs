@@ -525,6 +525,14 @@ mod tests {
                     m.set(PcpuId(i as u32), x);
                 }
                 assert_eq!(m, ma);
+                // put: the same within the storage; an id beyond it is left out.
+                let mut q = IndexMask::with_len(n);
+                for (i, &x) in a.iter().enumerate() {
+                    q.put(i, !x);
+                    q.put(i, x);
+                }
+                q.put(n + 64, true);
+                assert_eq!(q.iter().collect::<Vec<_>>(), want(&|i| a[i]));
                 m.clear();
                 assert!(m.is_empty());
             }
