@@ -607,7 +607,7 @@ fn vms(top: &Section, guest: &GuestConfig, host: &HostSpec) -> Result<(Vec<VmSpe
     // Which [[vm]] entry each expanded name came from, to report duplicates.
     let mut owners: BTreeMap<String, usize> = BTreeMap::new();
     let free = unpinned(list, host.topology.npcpus());
-    let mut totals = Totals::default();
+    let mut totals = Totals { pcpus: host.topology.npcpus() as u64, ..Totals::default() };
     for (i, value) in list.iter().enumerate() {
         let path = format!("vm[{i}]");
         let Value::Table(table) = value else {
@@ -867,6 +867,8 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask, t
         Some(cpus) => cpus.len() as u32,
         None => size(section, "vcpus", true)?.expect("a required key is present"),
     };
+    // Before any mask is made: a scenario past the bound would allocate them first.
+    totals.check_vcpus(section, count, vcpus)?;
     let weight = section.int("weight", 1, U32_MAX)?.unwrap_or(DEFAULT_WEIGHT as i64) as u32;
     let threads = size(section, "threads", false)?;
     let iterations = section.int("iterations", 1, i64::MAX)?.map(|n| n as u64);
@@ -976,35 +978,69 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask, t
 pub const MAX_TOTAL_VCPUS: u64 = 1 << 20;
 /// See [`MAX_TOTAL_VCPUS`]; threads may outnumber vCPUs (hackbench runs 400 by default).
 pub const MAX_TOTAL_THREADS: u64 = 1 << 22;
+/// The most pCPUs × vCPUs (over all VMs) a scenario may have. Each vCPU keeps a hard and a soft
+/// affinity mask of one bit per pCPU, in the scenario and again in the engine: P / 2 bytes a
+/// vCPU, 2 GiB at this bound (one 65,536-vCPU VM on 65,536 pCPUs peaks at 3.3 GB with the rest
+/// of the run). Four such VMs loaded and then died on a failed allocation under a 4 GB limit;
+/// on a 4,096-pCPU host the bound allows the full [`MAX_TOTAL_VCPUS`].
+pub const MAX_PCPUS_X_VCPUS: u64 = 1 << 32;
 
-/// The vCPUs and threads of the VMs read so far ([`MAX_TOTAL_VCPUS`]).
+/// The vCPUs and threads of the VMs read so far ([`MAX_TOTAL_VCPUS`]), on a host of `pcpus`.
 #[derive(Default)]
 struct Totals {
     vcpus: u64,
     threads: u64,
+    pcpus: u64,
 }
 
 impl Totals {
-    /// Count `count` copies of `spec`, or refuse them before they are made.
+    /// `count` copies of a VM with `each` of `what` (`key`) bring the scenario to `total`, past
+    /// `most`.
+    fn over(section: &Section, count: u32, (what, key): (&str, &str), each: u64, total: u64, most: u64) -> SimError {
+        section.error_at(
+            if count > 1 { "count" } else { key },
+            format!(
+                "the scenario's VMs have {total} {what} with this one ({count} × {each} {what}); expected at most \
+                 {most} over all VMs (fewer copies or smaller VMs)"
+            ),
+        )
+    }
+
+    /// Refuse `count` copies of a VM of `vcpus` vCPUs before any of their masks is made: past
+    /// [`MAX_TOTAL_VCPUS`], or with affinity masks past [`MAX_PCPUS_X_VCPUS`], with the VMs read
+    /// so far.
+    fn check_vcpus(&self, section: &Section, count: u32, vcpus: u32) -> Result<(), SimError> {
+        let total = self.vcpus + u64::from(count) * u64::from(vcpus);
+        if total > MAX_TOTAL_VCPUS {
+            return Err(Self::over(section, count, ("vCPUs", "vcpus"), vcpus.into(), total, MAX_TOTAL_VCPUS));
+        }
+        let masks = total * self.pcpus;
+        if masks > MAX_PCPUS_X_VCPUS {
+            return Err(section.error_at(
+                if count > 1 { "count" } else { "vcpus" },
+                format!(
+                    "the scenario's VMs have {total} vCPUs with this one, on {} pCPUs: each vCPU keeps its affinity masks \
+                     over every pCPU, {:.1} GiB in all; expected pCPUs × vCPUs at most {MAX_PCPUS_X_VCPUS} \
+                     (fewer copies, smaller VMs or fewer pCPUs)",
+                    self.pcpus,
+                    masks as f64 / 2.0 / (1u64 << 30) as f64
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Count `count` copies of `spec` (its vCPUs passed `check_vcpus`), or refuse them for their
+    /// threads before they are made.
     fn add(&mut self, section: &Section, count: u32, spec: &VmSpec) -> Result<(), SimError> {
         let copies = u64::from(count);
         let (vcpus, threads) = (u64::from(spec.vcpus), spec.program.threads.len() as u64);
-        for (what, key, each, before, most) in
-            [("vCPUs", "vcpus", vcpus, self.vcpus, MAX_TOTAL_VCPUS), ("guest threads", "threads", threads, self.threads, MAX_TOTAL_THREADS)]
-        {
-            let total = before + copies * each;
-            if total > most {
-                return Err(section.error_at(
-                    if count > 1 { "count" } else { key },
-                    format!(
-                        "the scenario's VMs have {total} {what} with this one ({count} × {each} {what}); expected at most \
-                         {most} over all VMs (fewer copies or smaller VMs)"
-                    ),
-                ));
-            }
+        let total = self.threads + copies * threads;
+        if total > MAX_TOTAL_THREADS {
+            return Err(Self::over(section, count, ("guest threads", "threads"), threads, total, MAX_TOTAL_THREADS));
         }
         self.vcpus += copies * vcpus;
-        self.threads += copies * threads;
+        self.threads = total;
         Ok(())
     }
 }
@@ -1628,6 +1664,15 @@ mod tests {
         assert_error(&groups, "host.policy: cfs keeps a group run queue for every VM on every pCPU (Linux's tg->cfs_rq[cpu]): 4097 VMs × 4096 pCPUs is 16781312, expected at most 16777216");
         assert!(load(&groups.replace("count = 4097", "count = 4096")).is_ok(), "4,096 x 4,096 loads");
         assert!(load(&groups.replace("[host]\n", "[host]\npolicy = \"credit\"\n")).is_ok(), "credit keeps no such table");
+        // pCPUs × vCPUs: every vCPU's affinity masks span the host.
+        let wide = minimal("policy = \"credit\"", "count = 2").replace("pcpus = 2", "pcpus = 65536").replace("vcpus = 2", "vcpus = 65536");
+        assert_error(
+            &wide,
+            "vm[0].count: the scenario's VMs have 131072 vCPUs with this one, on 65536 pCPUs: each vCPU keeps its affinity masks over \
+             every pCPU, 4.0 GiB in all; expected pCPUs × vCPUs at most 4294967296",
+        );
+        // (The bound itself loads, but holds 1 GiB of masks: too much for a unit test.)
+        assert!(load(&wide.replace("vcpus = 65536", "vcpus = 1024")).is_ok(), "2,048 vCPUs on 65,536 pCPUs load");
     }
 
     #[test]
