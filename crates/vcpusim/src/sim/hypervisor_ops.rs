@@ -341,7 +341,6 @@ impl Sim {
         let vm = info.vm;
         let was_running = info.state == VcpuState::Running;
         if was_running {
-            info.state = VcpuState::Runnable;
             // KVM marks a yielding vCPU preempted too (still runnable, kvm_sched_out).
             info.preempted = true;
             // kvm_arch_vcpu_put: `preempted_in_kernel = !kvm_x86_get_cpl(vcpu)`.
@@ -349,7 +348,7 @@ impl Sim {
             let pv = &mut self.pv[v.idx()];
             pv.preempted = true;
             pv.runnable = true;
-            self.note_runnable(v, true);
+            self.set_vcpu_state(v, VcpuState::Runnable);
             let vc = &mut self.vcpus[v.idx()];
             vc.runnable_since = now;
             vc.woken = false;
@@ -440,7 +439,6 @@ impl Sim {
         let (woken, runnable_since) = (self.vcpus[v.idx()].woken, self.vcpus[v.idx()].runnable_since);
         let info = &mut self.vinfo[v.idx()];
         let vm = info.vm;
-        info.state = VcpuState::Running;
         info.pcpu = Some(p);
         info.last_pcpu = p;
         info.run_start = self.now;
@@ -453,7 +451,7 @@ impl Sim {
         if woken {
             info.pv_unhalted = false;
         }
-        self.note_runnable(v, false);
+        self.set_vcpu_state(v, VcpuState::Running);
         let waited = now - runnable_since;
         let pv = &mut self.pv[v.idx()];
         pv.preempted = false;
@@ -522,8 +520,7 @@ impl Sim {
             self.rc_poke(v);
         }
         self.settle(v);
-        self.vinfo[v.idx()].state = VcpuState::Halted;
-        self.note_runnable(v, false);
+        self.set_vcpu_state(v, VcpuState::Halted);
         self.pv[v.idx()].runnable = false;
         let vm = self.vinfo[v.idx()].vm.idx();
         if self.vcpus[v.idx()].polling {
@@ -540,13 +537,13 @@ impl Sim {
         self.reschedule(p);
     }
 
-    /// Keep `v`'s bit of its VM's `VmInfo::runnable` after its state changed: whether it is now
-    /// `Runnable` (every change of `VcpuInfo::state` is followed by this; check mode compares the
-    /// two).
+    /// Set `v`'s state, and its bit of its VM's `VmInfo::runnable` with it: every change of
+    /// `VcpuInfo::state` after the build goes through here (check mode compares the two).
     #[inline(always)]
-    pub(super) fn note_runnable(&mut self, v: VcpuId, runnable: bool) {
-        let info = &self.vinfo[v.idx()];
-        self.vminfo[info.vm.idx()].runnable.put(info.index as usize, runnable);
+    pub(super) fn set_vcpu_state(&mut self, v: VcpuId, state: VcpuState) {
+        let info = &mut self.vinfo[v.idx()];
+        info.state = state;
+        self.vminfo[info.vm.idx()].runnable.put(info.index as usize, state == VcpuState::Runnable);
     }
 
     /// An interrupt for halted `v` arrived: make it runnable. `waker` is the running vCPU whose
@@ -563,8 +560,7 @@ impl Sim {
             self.rc_account(v);
             self.rc_poke(v);
         }
-        self.vinfo[v.idx()].state = VcpuState::Runnable;
-        self.note_runnable(v, true);
+        self.set_vcpu_state(v, VcpuState::Runnable);
         self.vinfo[v.idx()].preempted = false;
         self.pv[v.idx()].preempted = false;
         self.pv[v.idx()].runnable = true;

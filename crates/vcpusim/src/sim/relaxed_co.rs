@@ -260,8 +260,7 @@ impl Sim {
             rc.stopped[v.idx()] = true;
             rc.costops[vm] += 1;
         }
-        self.vinfo[v.idx()].state = VcpuState::Halted;
-        self.note_runnable(v, false);
+        self.set_vcpu_state(v, VcpuState::Halted);
         self.vinfo[v.idx()].preempted = true;
         self.pv[v.idx()].preempted = true;
         self.pv[v.idx()].runnable = true;
@@ -282,8 +281,7 @@ impl Sim {
         if let Some(rc) = self.relaxed.as_mut() {
             rc.stopped[v.idx()] = false;
         }
-        self.vinfo[v.idx()].state = VcpuState::Runnable;
-        self.note_runnable(v, true);
+        self.set_vcpu_state(v, VcpuState::Runnable);
         if let Some(tr) = self.trace.as_mut() {
             let vm = self.vinfo[v.idx()].vm.idx();
             tr.instant_with(1 + vm as u32, self.vinfo[v.idx()].index, "co-start", self.now, &[]);
