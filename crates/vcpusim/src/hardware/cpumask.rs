@@ -292,6 +292,89 @@ impl<I: MaskId> IdMask<I> {
     pub fn first(&self) -> Option<I> {
         self.next_from(0)
     }
+
+    /// The `k`-th member in increasing order (from 0), if there are more than `k`: what
+    /// `iter().nth(k)` gives, counting whole words at a time (one pass over `n / 64` words, not
+    /// a step per member).
+    pub fn nth(&self, mut k: usize) -> Option<I> {
+        for (w, &word) in self.words.iter().enumerate() {
+            let ones = word.count_ones() as usize;
+            if k < ones {
+                return Bits(word).nth(k).map(|b| I::from_index(w * 64 + b));
+            }
+            k -= ones;
+        }
+        None
+    }
+}
+
+/// A set of ids held as a window of a full mask's words: `words[k]` is word `first + k` of the
+/// `IdMask` holding the same ids, and every word outside the window is empty. For a group of
+/// nearby ids (a core's threads, a socket's pCPUs: credit's `per_cpu(cpu_sibling_mask)` and
+/// `cpu_core_mask`) it costs the words the group spans, not a word per 64 ids of the host: one
+/// full mask per pCPU was O(P^2) bits (512 MiB at 65,536 pCPUs for the sibling masks alone), and
+/// an operation with a host mask reads only the window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WindowMask<I> {
+    first: usize,
+    words: Vec<u64>,
+    _id: PhantomData<I>,
+}
+
+impl<I: MaskId> WindowMask<I> {
+    /// The set of `ids` (the empty set when there are none).
+    pub fn of(ids: impl IntoIterator<Item = I> + Clone) -> Self {
+        let span = ids
+            .clone()
+            .into_iter()
+            .map(|i| i.index() / 64)
+            .fold(None, |s: Option<(usize, usize)>, w| Some(s.map_or((w, w), |(lo, hi)| (lo.min(w), hi.max(w)))));
+        let Some((lo, hi)) = span else {
+            return WindowMask { first: 0, words: Vec::new(), _id: PhantomData };
+        };
+        let mut words = vec![0; hi - lo + 1];
+        for i in ids {
+            let (w, bit) = split(i.index());
+            words[w - lo] |= bit;
+        }
+        WindowMask { first: lo, words, _id: PhantomData }
+    }
+
+    /// The words of `m` under the window, paired with the window's (`m`'s missing words empty).
+    #[inline]
+    fn under<'a>(&'a self, m: &'a [u64]) -> impl Iterator<Item = (u64, u64)> + 'a {
+        self.words.iter().enumerate().map(move |(k, &w)| (m.get(self.first + k).copied().unwrap_or(0), w))
+    }
+
+    /// `|m ∩ self|` (`cpumask_weight` of the `cpumask_and`).
+    #[inline]
+    pub fn count_in(&self, m: &IdMask<I>) -> usize {
+        self.under(&m.words).map(|(a, w)| (a & w).count_ones() as usize).sum()
+    }
+
+    /// `m \= self` (`cpumask_andnot(m, m, self)`).
+    #[inline]
+    pub fn remove_from(&self, m: &mut IdMask<I>) {
+        let end = m.words.len().min(self.first + self.words.len());
+        for (k, word) in m.words.iter_mut().enumerate().take(end).skip(self.first) {
+            *word &= !self.words[k - self.first];
+        }
+    }
+
+    /// `m ∩= self` (`cpumask_and(m, m, self)`): every word of `m` outside the window is cleared.
+    #[inline]
+    pub fn keep_in(&self, m: &mut IdMask<I>) {
+        for (k, word) in m.words.iter_mut().enumerate() {
+            *word &= k.checked_sub(self.first).and_then(|j| self.words.get(j)).copied().unwrap_or(0);
+        }
+    }
+
+    /// The same ids as a full mask.
+    pub fn to_mask(&self) -> IdMask<I> {
+        let mut words = vec![0; self.first + self.words.len()];
+        words[self.first..].copy_from_slice(&self.words);
+        IdMask { words, _id: PhantomData }
+    }
 }
 
 /// The set bits of a word, lowest first.
@@ -396,6 +479,57 @@ pub fn parse_cpulist(text: &str, npcpus: usize) -> Result<CpuMask, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A window mask is the set it was made of, and each operation with a host mask gives what
+    /// the same operation with the full mask gives, wherever the window sits (within the first
+    /// word, across words, at the far end) and whatever the host mask's length.
+    /// `nth` is `iter().nth`, for every k up to past the end, on masks of one to several words.
+    #[test]
+    fn nth_is_the_kth_member() {
+        use rand::Rng;
+        let mut rng = crate::engine::rng::stream(11, "nth");
+        for n in [1usize, 63, 64, 65, 200, 1_000] {
+            for density in [0.02, 0.5, 1.0] {
+                let mut m = CpuMask::with_len(n);
+                (0..n).filter(|_| rng.random_bool(density)).for_each(|i| m.insert(PcpuId(i as u32)));
+                for k in 0..=m.count() + 1 {
+                    assert_eq!(m.nth(k), m.iter().nth(k), "n {n}, density {density}, k {k}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn window_masks_act_as_the_full_masks_they_stand_for() {
+        use rand::Rng;
+        let mut rng = crate::engine::rng::stream(7, "window masks");
+        for case in 0..2_000 {
+            let n = rng.random_range(1..300usize);
+            let lo = rng.random_range(0..n);
+            let hi = rng.random_range(lo..n.min(lo + 140));
+            let ids: Vec<PcpuId> = (lo..=hi).filter(|_| rng.random_bool(0.5)).map(|i| PcpuId(i as u32)).collect();
+            let window = WindowMask::of(ids.iter().copied());
+            let full = CpuMask::from_pcpus(ids.iter().copied());
+            assert_eq!(window.to_mask(), full, "case {case}");
+            // A host mask of n ids, or one cut short (as `and` leaves them).
+            let len = if case % 5 == 0 { rng.random_range(0..=n) } else { n };
+            let mut host = CpuMask::with_len(len);
+            (0..len).filter(|_| rng.random_bool(0.6)).for_each(|i| host.insert(PcpuId(i as u32)));
+            assert_eq!(window.count_in(&host), host.count_and(&full), "case {case}");
+            let (mut a, mut b) = (host.clone(), host.clone());
+            window.remove_from(&mut a);
+            b.remove_all(&full);
+            assert_eq!(a, b, "case {case}: remove_from");
+            let (mut a, mut b) = (host.clone(), host.clone());
+            window.keep_in(&mut a);
+            b.and_with(&full);
+            assert_eq!(a, b, "case {case}: keep_in");
+        }
+        // Its words are the span of the group, not of the host.
+        let far = WindowMask::of([PcpuId(65_534), PcpuId(65_535)]);
+        assert_eq!((far.first, far.words.len()), (1_023, 1));
+        assert_eq!(WindowMask::<PcpuId>::of([]).to_mask(), CpuMask::empty());
+    }
 
     #[test]
     fn cpulists_parse_like_xl() {

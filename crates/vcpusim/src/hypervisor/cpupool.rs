@@ -22,6 +22,7 @@
 use super::policy::Policy;
 use crate::hardware::cpumask::CpuMask;
 use crate::ids::{PcpuId, PoolId};
+use std::sync::Arc;
 
 /// What a policy instance knows of its own pool.
 #[derive(Clone, Debug)]
@@ -50,14 +51,21 @@ impl PoolView {
 }
 
 /// A vCPU's affinity masks as the user set them (`[[vm]] cpus`, `cpus_soft`); the pool is
-/// applied when they are read.
+/// applied when they are read. Shared with the scenario and between the vCPUs given the same
+/// cpulist (`VmSpec::cpus`): a mask is one bit per pCPU, and the engine replaces a vCPU's masks
+/// (`Sim::set_affinity`, a pool change breaking affinity) rather than writing into them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Affinity {
-    pub hard: CpuMask,
-    pub soft: CpuMask,
+    pub hard: Arc<CpuMask>,
+    pub soft: Arc<CpuMask>,
 }
 
 impl Affinity {
+    /// Masks of one vCPU's own (not shared with others).
+    pub fn new(hard: CpuMask, soft: CpuMask) -> Self {
+        Affinity { hard: Arc::new(hard), soft: Arc::new(soft) }
+    }
+
     /// Where a vCPU with these masks may be homed in a pool of pCPUs `pool`: soft ∩ hard ∩ pool
     /// when that is not empty, else hard ∩ pool (empty only if the hard mask misses the pool).
     pub fn homes(&self, pool: &CpuMask) -> CpuMask {

@@ -19,6 +19,7 @@
 
 use crate::hardware::cpumask::CpuMask;
 use crate::hardware::topology::Topology;
+use std::borrow::Borrow;
 
 /// One domain's node affinity.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,13 +42,13 @@ impl Default for NodeAffinity {
 impl NodeAffinity {
     /// `domain_update_node_affinity` for an automatic affinity: the nodes holding a pCPU of some
     /// vCPU's hard affinity ∩ the domain's pool (`cpupool_online_cpumask`).
-    pub fn automatic<'a>(topology: &Topology, hard: impl IntoIterator<Item = &'a CpuMask>, pool: &CpuMask) -> Self {
+    pub fn automatic<'a, M: Borrow<CpuMask> + 'a>(topology: &Topology, hard: impl IntoIterator<Item = &'a M>, pool: &CpuMask) -> Self {
         // (∪ hard) ∩ pool, word by word; once the union covers the pool no later mask can add
         // to the answer (a wide VM of full masks stops at its first vCPU: before, each vCPU's
         // mask was walked pCPU by pCPU, O(V x P) at build).
         let mut union = CpuMask::empty();
         for mask in hard {
-            union.or_with(mask);
+            union.or_with(mask.borrow());
             if pool.is_subset(&union) {
                 break;
             }
@@ -61,7 +62,12 @@ impl NodeAffinity {
     /// `nodes` is every node ("Being/becoming explicitly affine to all nodes is not particularly
     /// useful. Let's take it as the `reset node affinity` command."), which makes it automatic.
     /// `nodes` must be non-empty (Xen returns -EINVAL; the loader refuses it).
-    pub fn set<'a>(topology: &Topology, nodes: &[u32], hard: impl IntoIterator<Item = &'a CpuMask>, pool: &CpuMask) -> Self {
+    pub fn set<'a, M: Borrow<CpuMask> + 'a>(
+        topology: &Topology,
+        nodes: &[u32],
+        hard: impl IntoIterator<Item = &'a M>,
+        pool: &CpuMask,
+    ) -> Self {
         let mut nodes: Vec<u32> = nodes.to_vec();
         nodes.sort_unstable();
         nodes.dedup();

@@ -24,6 +24,7 @@
 use crate::hardware::cpumask::CpuMask;
 use crate::hardware::topology::Topology;
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 /// `libxl__get_numa_candidate`: "if the system has up to 16 nodes it 'only' takes 65535 steps";
 /// above that it skips placement.
@@ -50,7 +51,7 @@ pub fn need_memory_kib(memory_kib: u64, vcpus: u32) -> u64 {
 /// An existing domain as `nr_vcpus_on_nodes` sees it: each vCPU's affinity and the domain's node
 /// affinity (`libxl_domain_get_nodeaffinity`).
 pub struct Existing<'a> {
-    pub vcpu_affinity: &'a [CpuMask],
+    pub vcpu_affinity: &'a [Arc<CpuMask>],
     pub node_affinity: &'a [u32],
 }
 
@@ -253,8 +254,9 @@ mod tests {
         let t = seed_host();
         let all = CpuMask::full(32);
         let pinned = parse_cpulist("16-31", 32).unwrap();
-        let everywhere = vec![all.clone(); 2];
-        let masks = vec![pinned.clone(); 3];
+        let (all_shared, pinned_shared) = (Arc::new(all.clone()), Arc::new(pinned.clone()));
+        let everywhere = vec![all_shared; 2];
+        let masks = vec![pinned_shared; 3];
         let domains = [
             // Two vCPUs anywhere, node affinity {0, 2}: one each on nodes 0 and 2.
             Existing { vcpu_affinity: &everywhere, node_affinity: &[0, 2] },

@@ -7,7 +7,6 @@
 use super::section::{error, Section};
 use super::spec::{HostSpec, RunSpec, VmSpec, DEFAULT_START_SKEW};
 use crate::error::SimError;
-use crate::hypervisor::policies;
 use crate::time::{format_duration, MAX_DURATION};
 use crate::workload::program::Op;
 
@@ -15,13 +14,6 @@ use crate::workload::program::Op;
 /// memory until the end): a million is 30 hours at 100 ms, and guards against a typo asking for
 /// billions.
 pub const MAX_SAMPLES: u64 = 1_000_000;
-
-/// The most (VM, pCPU) pairs a `cfs` or `eevdf` pool may keep a group run queue for. Linux keeps
-/// one per task group and CPU (`tg->cfs_rq[cpu]`, `tg->se[cpu]`), and so do these policies, for
-/// every VM of the host on every pCPU (about 200 bytes each): 16.7 million is about 3.4 GB. The
-/// 1,024-pCPU scaling mix (640 VMs) has 0.66 million; 65,536 one-vCPU VMs on 65,536 pCPUs, each
-/// within its key's bounds, would have 4.3 billion and end in a failed allocation.
-pub const MAX_GROUP_RUN_QUEUES: u64 = 1 << 24;
 
 /// Check the cross-section bounds of a loaded scenario, and cut a defaulted `start_skew` that
 /// is not shorter than the run to half of it (see [`start_skew`]).
@@ -44,7 +36,6 @@ pub fn check(top: &Section, host: &mut HostSpec, vms: &[VmSpec], run: &RunSpec) 
             ));
         }
     }
-    group_tables(file, host, vms.len())?;
     let costs = &host.costs;
     for vm in vms {
         // A shootdown's handler runs ipi_handler + pages × tlb_flush_per_page on every target.
@@ -123,29 +114,4 @@ fn max_munmap_pages(ops: &[Op]) -> Option<u32> {
             _ => None,
         })
         .max()
-}
-
-/// [`MAX_GROUP_RUN_QUEUES`], for each pool whose policy keeps a group run queue per VM and pCPU
-/// (`PolicyKind::groups_per_vm_and_pcpu`).
-fn group_tables(file: &str, host: &HostSpec, nvms: usize) -> Result<(), SimError> {
-    let pairs = nvms as u64 * host.topology.npcpus() as u64;
-    if pairs <= MAX_GROUP_RUN_QUEUES {
-        return Ok(());
-    }
-    let keeps_groups = |name: &str| policies::find(name).is_ok_and(|k| k.groups_per_vm_and_pcpu());
-    let Some(i) = host.pools.iter().position(|pool| keeps_groups(&pool.policy)) else { return Ok(()) };
-    let others: Vec<&str> = policies::registry().iter().filter(|k| !k.groups_per_vm_and_pcpu()).map(|k| k.name()).collect();
-    let key = if i == 0 { "host.policy".to_string() } else { format!("host.pool[{}].policy", i - 1) };
-    Err(error(
-        file,
-        &key,
-        format!(
-            "{} keeps a group run queue for every VM on every pCPU (Linux's tg->cfs_rq[cpu]): {nvms} VMs × {} \
-             pCPUs is {pairs}, expected at most {MAX_GROUP_RUN_QUEUES} (about 3.4 GB); use fewer VMs or pCPUs, or a \
-             policy without per-pCPU groups ({})",
-            host.pools[i].policy,
-            host.topology.npcpus(),
-            others.join(", ")
-        ),
-    ))
 }

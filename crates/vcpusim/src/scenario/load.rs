@@ -25,6 +25,7 @@ use crate::workload::{
     program::{Op, Program},
 };
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use toml::Value;
 
 /// `sweep` is the grid of `vcpusim sweep` (python/vcpusim/grids.py): a run ignores it, the
@@ -868,7 +869,7 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask, t
         None => size(section, "vcpus", true)?.expect("a required key is present"),
     };
     // Before any mask is made: a scenario past the bound would allocate them first.
-    totals.check_vcpus(section, count, vcpus)?;
+    totals.check_vcpus(section, host, count, vcpus)?;
     let weight = section.int("weight", 1, U32_MAX)?.unwrap_or(DEFAULT_WEIGHT as i64) as u32;
     let threads = size(section, "threads", false)?;
     let iterations = section.int("iterations", 1, i64::MAX)?.map(|n| n as u64);
@@ -882,7 +883,11 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask, t
     let sched_pe = sched_pe(section, (vm_type, u_factor))?;
     let (pool, cpus, cpus_soft) = match &bare {
         // The pool is set by `carve_bare_metal` once every VM is known.
-        Some(cpus) => (0, cpus.clone(), vec![CpuMask::full(host.topology.npcpus()); cpus.len()]),
+        // Each vCPU's own pCPU; one full soft mask for all of them.
+        Some(cpus) => {
+            let everywhere = Arc::new(CpuMask::full(host.topology.npcpus()));
+            (0, cpus.iter().cloned().map(Arc::new).collect(), vec![everywhere; cpus.len()])
+        }
         None => placement_keys(section, host, name, vcpus)?,
     };
     let cap = cap(section)?;
@@ -978,18 +983,28 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask, t
 pub const MAX_TOTAL_VCPUS: u64 = 1 << 20;
 /// See [`MAX_TOTAL_VCPUS`]; threads may outnumber vCPUs (hackbench runs 400 by default).
 pub const MAX_TOTAL_THREADS: u64 = 1 << 22;
-/// The most pCPUs × vCPUs (over all VMs) a scenario may have. Each vCPU keeps a hard and a soft
-/// affinity mask of one bit per pCPU, in the scenario and again in the engine: P / 2 bytes a
-/// vCPU, 2 GiB at this bound (one 65,536-vCPU VM on 65,536 pCPUs peaks at 3.3 GB with the rest
-/// of the run). Four such VMs loaded and then died on a failed allocation under a 4 GB limit;
-/// on a 4,096-pCPU host the bound allows the full [`MAX_TOTAL_VCPUS`].
-pub const MAX_PCPUS_X_VCPUS: u64 = 1 << 32;
+/// The most (VM, pCPU) pairs a scenario may have (VMs over all `count` copies × pCPUs). The run
+/// keeps each VM's busy time on each pCPU (metrics/pcpu_usage.rs: seed 001's per-pCPU usage and
+/// competing modules) and writes a `pcpu_busy_ms[<p>]` row of metrics.csv for each pair, about
+/// 60 bytes a pair in all (1 GB at this bound); `cfs` and `eevdf` also keep a group run queue per
+/// pair, as Linux keeps `tg->cfs_rq[cpu]` for a task group, about 200 bytes each (3.4 GB). The
+/// 1,024-pCPU scaling mix (640 VMs) has 0.66 million pairs; 65,536 one-vCPU VMs on 65,536 pCPUs,
+/// each key within its bounds, would have 4.3 billion and end in a failed allocation of 32 GiB.
+pub const MAX_VM_PCPU_PAIRS: u64 = 1 << 24;
+/// The most per-vCPU cpulists (`cpus` or `cpus_soft` given as an array) × pCPUs over all VMs:
+/// each such cpulist is a mask of one bit per pCPU, 512 MiB at this bound (an array of 65,536
+/// cpulists on 65,536 pCPUs). A single cpulist, or none, is one mask shared by the VM's vCPUs
+/// and its copies (`VmSpec::cpus`), so only arrays count.
+pub const MAX_CPULIST_BITS: u64 = 1 << 32;
 
-/// The vCPUs and threads of the VMs read so far ([`MAX_TOTAL_VCPUS`]), on a host of `pcpus`.
+/// The vCPUs, threads, VMs and per-vCPU cpulists of the VMs read so far ([`MAX_TOTAL_VCPUS`],
+/// [`MAX_VM_PCPU_PAIRS`], [`MAX_CPULIST_BITS`]), on a host of `pcpus`.
 #[derive(Default)]
 struct Totals {
     vcpus: u64,
     threads: u64,
+    vms: u64,
+    cpulists: u64,
     pcpus: u64,
 }
 
@@ -1006,24 +1021,49 @@ impl Totals {
         )
     }
 
-    /// Refuse `count` copies of a VM of `vcpus` vCPUs before any of their masks is made: past
-    /// [`MAX_TOTAL_VCPUS`], or with affinity masks past [`MAX_PCPUS_X_VCPUS`], with the VMs read
-    /// so far.
-    fn check_vcpus(&self, section: &Section, count: u32, vcpus: u32) -> Result<(), SimError> {
+    /// Refuse `count` copies of a VM of `vcpus` vCPUs before any of their masks and tables is
+    /// made: past [`MAX_TOTAL_VCPUS`], [`MAX_VM_PCPU_PAIRS`] or [`MAX_CPULIST_BITS`] with the VMs
+    /// read so far.
+    fn check_vcpus(&self, section: &Section, host: &HostSpec, count: u32, vcpus: u32) -> Result<(), SimError> {
         let total = self.vcpus + u64::from(count) * u64::from(vcpus);
         if total > MAX_TOTAL_VCPUS {
             return Err(Self::over(section, count, ("vCPUs", "vcpus"), vcpus.into(), total, MAX_TOTAL_VCPUS));
         }
-        let masks = total * self.pcpus;
-        if masks > MAX_PCPUS_X_VCPUS {
+        let vms = self.vms + u64::from(count);
+        let pairs = vms * self.pcpus;
+        if pairs > MAX_VM_PCPU_PAIRS {
+            let keeps_groups = |name: &str| policies::find(name).is_ok_and(|k| k.groups_per_vm_and_pcpu());
+            let groups = match host.pools.iter().find(|pool| keeps_groups(&pool.policy)) {
+                Some(pool) => {
+                    format!(
+                        ", and {} keeps a group run queue for each pair (Linux's tg->cfs_rq[cpu]), about 3.4 GB at the bound",
+                        pool.policy
+                    )
+                }
+                None => String::new(),
+            };
+            let copies = if count > 1 { format!(" ({count} copies)") } else { String::new() };
+            let message = format!(
+                "the scenario has {vms} VMs with this one{copies} on {} pCPUs: {pairs} (VM, pCPU) pairs, expected at most \
+                 {MAX_VM_PCPU_PAIRS}; use fewer copies, fewer VMs or fewer pCPUs. The run keeps each VM's busy time on each \
+                 pCPU and writes a pcpu_busy_ms row of metrics.csv for each pair{groups}",
+                self.pcpus
+            );
+            return Err(if count > 1 { section.error_at("count", message) } else { section.error(message) });
+        }
+        let arrays = cpulist_arrays(section);
+        let bits = (self.cpulists + arrays) * self.pcpus;
+        if arrays > 0 && bits > MAX_CPULIST_BITS {
+            let key = if matches!(section.get("cpus"), Some(Value::Array(_))) { "cpus" } else { "cpus_soft" };
             return Err(section.error_at(
-                if count > 1 { "count" } else { "vcpus" },
+                key,
                 format!(
-                    "the scenario's VMs have {total} vCPUs with this one, on {} pCPUs: each vCPU keeps its affinity masks \
-                     over every pCPU, {:.1} GiB in all; expected pCPUs × vCPUs at most {MAX_PCPUS_X_VCPUS} \
-                     (fewer copies, smaller VMs or fewer pCPUs)",
+                    "the scenario's VMs have {} per-vCPU cpulists with this one's, on {} pCPUs: each is a mask of one bit \
+                     per pCPU, {:.1} GiB in all; expected cpulists × pCPUs at most {MAX_CPULIST_BITS} (give one cpulist \
+                     string for every vCPU of the VM where they are the same: it is one mask)",
+                    self.cpulists + arrays,
                     self.pcpus,
-                    masks as f64 / 2.0 / (1u64 << 30) as f64
+                    bits as f64 / 8.0 / (1u64 << 30) as f64
                 ),
             ));
         }
@@ -1041,8 +1081,22 @@ impl Totals {
         }
         self.vcpus += copies * vcpus;
         self.threads = total;
+        self.vms += copies;
+        self.cpulists += cpulist_arrays(section);
         Ok(())
     }
+}
+
+/// How many cpulists a `[[vm]]` section gives one per vCPU (`cpus` and `cpus_soft` arrays; its
+/// copies share them).
+fn cpulist_arrays(section: &Section) -> u64 {
+    ["cpus", "cpus_soft"]
+        .iter()
+        .map(|key| match section.get(key) {
+            Some(Value::Array(list)) => list.len() as u64,
+            _ => 0,
+        })
+        .sum()
 }
 
 /// `pool`, `cpus` and `cpus_soft`: the VM's cpupool (an index into `host.pools`) and each vCPU's
@@ -1050,7 +1104,7 @@ impl Totals {
 /// must meet the pool's pCPUs at the start, or the vCPU could never run; a soft mask may miss
 /// the hard one (Xen then ignores soft affinity). With `[host.uvf]`, a VM with `[vm.uvf]` must
 /// be in a pool whose policy carries the overlay.
-fn placement_keys(section: &Section, host: &HostSpec, name: &str, vcpus: u32) -> Result<(usize, Vec<CpuMask>, Vec<CpuMask>), SimError> {
+fn placement_keys(section: &Section, host: &HostSpec, name: &str, vcpus: u32) -> Result<(usize, VcpuMasks, VcpuMasks), SimError> {
     let pool = match section.string("pool")? {
         None => 0,
         Some(pool) => host.pools.iter().position(|p| p.name == pool).ok_or_else(|| {
@@ -1062,7 +1116,7 @@ fn placement_keys(section: &Section, host: &HostSpec, name: &str, vcpus: u32) ->
     let spec = &host.pools[pool];
     let npcpus = host.topology.npcpus();
     let cpus = affinity(section, "cpus", vcpus, npcpus)?;
-    for (key, mask) in &cpus {
+    for (key, mask) in cpus.written() {
         if !mask.intersects(&spec.pcpus) {
             return Err(error(
                 section.file,
@@ -1102,17 +1156,44 @@ fn placement_keys(section: &Section, host: &HostSpec, name: &str, vcpus: u32) ->
             ));
         }
     }
-    let masks = |list: Vec<(String, CpuMask)>| list.into_iter().map(|(_, m)| m).collect();
-    Ok((pool, masks(cpus), masks(cpus_soft)))
+    Ok((pool, cpus.per_vcpu(), cpus_soft.per_vcpu()))
+}
+
+/// One affinity mask per vCPU (`VmSpec::cpus`, `cpus_soft`).
+type VcpuMasks = Vec<Arc<CpuMask>>;
+
+/// The masks of `cpus` or `cpus_soft` as written: one for every vCPU, or one per vCPU; each with
+/// the key path it was written at, for messages.
+enum Masks {
+    /// One mask for every one of this many vCPUs.
+    Every((String, Arc<CpuMask>), u32),
+    Each(Vec<(String, Arc<CpuMask>)>),
+}
+
+impl Masks {
+    /// The masks as written, each with its key path.
+    fn written(&self) -> &[(String, Arc<CpuMask>)] {
+        match self {
+            Masks::Every(one, _) => std::slice::from_ref(one),
+            Masks::Each(list) => list,
+        }
+    }
+
+    /// One mask per vCPU; the vCPUs of one cpulist share it.
+    fn per_vcpu(self) -> VcpuMasks {
+        match self {
+            Masks::Every((_, mask), vcpus) => vec![mask; vcpus as usize],
+            Masks::Each(list) => list.into_iter().map(|(_, mask)| mask).collect(),
+        }
+    }
 }
 
 /// `cpus` / `cpus_soft`: one cpulist for every vCPU, or an array of `vcpus` cpulists, one per
-/// vCPU. Each mask comes with the key path it was written at, for messages; absent: the full
-/// host for every vCPU.
-fn affinity(section: &Section, key: &str, vcpus: u32, npcpus: usize) -> Result<Vec<(String, CpuMask)>, SimError> {
+/// vCPU; absent: the full host for every vCPU.
+fn affinity(section: &Section, key: &str, vcpus: u32, npcpus: usize) -> Result<Masks, SimError> {
     let path = section.key(key);
     match section.get(key) {
-        None => Ok(vec![(path, CpuMask::full(npcpus)); vcpus as usize]),
+        None => Ok(Masks::Every((path, Arc::new(CpuMask::full(npcpus))), vcpus)),
         Some(Value::Array(list)) => {
             if list.len() != vcpus as usize {
                 return Err(section.error_at(
@@ -1124,17 +1205,20 @@ fn affinity(section: &Section, key: &str, vcpus: u32, npcpus: usize) -> Result<V
                     ),
                 ));
             }
-            list.iter()
+            let each = list
+                .iter()
                 .enumerate()
                 .map(|(k, value)| {
                     let item = format!("{path}[{k}]");
-                    Ok((item.clone(), cpulist(section, &item, value, npcpus)?))
+                    let mask = Arc::new(cpulist(section, &item, value, npcpus)?);
+                    Ok((item, mask))
                 })
-                .collect()
+                .collect::<Result<_, SimError>>()?;
+            Ok(Masks::Each(each))
         }
         Some(value @ Value::String(_)) => {
-            let mask = cpulist(section, &path, value, npcpus)?;
-            Ok(vec![(path, mask); vcpus as usize])
+            let mask = Arc::new(cpulist(section, &path, value, npcpus)?);
+            Ok(Masks::Every((path, mask), vcpus))
         }
         Some(other) => Err(section.error_at(
             key,
@@ -1659,20 +1743,43 @@ mod tests {
         // Threads too (a program's threads may outnumber its vCPUs).
         let threads = minimal("", "count = 65536\nthreads = 65536");
         assert_error(&threads, "vm[0].count: the scenario's VMs have 4294967296 guest threads with this one");
-        // cfs and eevdf keep a group run queue per VM and pCPU: bounded, naming the pool's key.
+        // VMs × pCPUs: every VM's busy time on every pCPU is kept and written (metrics.csv), under
+        // every policy; cfs and eevdf keep a group run queue per pair too, and the message says so.
         let groups = minimal("", "count = 4097").replace("pcpus = 2", "pcpus = 4096").replace("vcpus = 2", "vcpus = 1");
-        assert_error(&groups, "host.policy: cfs keeps a group run queue for every VM on every pCPU (Linux's tg->cfs_rq[cpu]): 4097 VMs × 4096 pCPUs is 16781312, expected at most 16777216");
-        assert!(load(&groups.replace("count = 4097", "count = 4096")).is_ok(), "4,096 x 4,096 loads");
-        assert!(load(&groups.replace("[host]\n", "[host]\npolicy = \"credit\"\n")).is_ok(), "credit keeps no such table");
-        // pCPUs × vCPUs: every vCPU's affinity masks span the host.
-        let wide = minimal("policy = \"credit\"", "count = 2").replace("pcpus = 2", "pcpus = 65536").replace("vcpus = 2", "vcpus = 65536");
         assert_error(
-            &wide,
-            "vm[0].count: the scenario's VMs have 131072 vCPUs with this one, on 65536 pCPUs: each vCPU keeps its affinity masks over \
-             every pCPU, 4.0 GiB in all; expected pCPUs × vCPUs at most 4294967296",
+            &groups,
+            "vm[0].count: the scenario has 4097 VMs with this one (4097 copies) on 4096 pCPUs: 16781312 (VM, pCPU) pairs, expected at \
+             most 16777216; use fewer copies, fewer VMs or fewer pCPUs. The run keeps each VM's busy time on each pCPU and writes a \
+             pcpu_busy_ms row of metrics.csv for each pair, and cfs keeps a group run queue for each pair (Linux's tg->cfs_rq[cpu]), \
+             about 3.4 GB at the bound",
         );
-        // (The bound itself loads, but holds 1 GiB of masks: too much for a unit test.)
-        assert!(load(&wide.replace("vcpus = 65536", "vcpus = 1024")).is_ok(), "2,048 vCPUs on 65,536 pCPUs load");
+        assert!(load(&groups.replace("count = 4097", "count = 4096")).is_ok(), "4,096 x 4,096 loads");
+        // 65,536 one-vCPU VMs on 65,536 pCPUs under credit passed every bound and then died on a
+        // failed allocation of 32 GiB (the busy-time table); a VM past the bound on its own is named.
+        let many = minimal("policy = \"credit\"", "count = 65536").replace("pcpus = 2", "pcpus = 65536").replace("vcpus = 2", "vcpus = 1");
+        assert_error(
+            &many,
+            "vm[0].count: the scenario has 65536 VMs with this one (65536 copies) on 65536 pCPUs: 4294967296 (VM, pCPU) pairs",
+        );
+        assert!(!format!("{:?}", load(&many).unwrap_err()).contains("group run queue"), "credit keeps no group run queues");
+        let past = format!("{}\n[[vm]]\nname = \"last\"\nvcpus = 1\nworkload = \"idle\"\n", many.replace("count = 65536", "count = 256"));
+        assert_error(&past, "vm[1]: the scenario has 257 VMs with this one on 65536 pCPUs: 16842752 (VM, pCPU) pairs");
+        // Affinity: one cpulist (or none) is one mask however many vCPUs and copies share it, so a
+        // 65,536-vCPU VM on 65,536 pCPUs twice over loads (it took 4 GiB of masks before).
+        let wide = minimal("policy = \"credit\"", "count = 2").replace("pcpus = 2", "pcpus = 65536").replace("vcpus = 2", "vcpus = 65536");
+        assert!(load(&wide).is_ok(), "131,072 vCPUs of one shared mask each on 65,536 pCPUs load");
+        // A cpulist per vCPU is a mask each: bounded over all VMs, before any is parsed.
+        let listed = |n: usize, soft: bool| {
+            let list = vec!["\"0\""; n].join(", ");
+            let keys = if soft { format!("cpus = [{list}]\ncpus_soft = [{list}]") } else { format!("cpus = [{list}]") };
+            minimal("policy = \"credit\"", &keys).replace("pcpus = 2", "pcpus = 65536").replace("vcpus = 2", &format!("vcpus = {n}"))
+        };
+        assert_error(
+            &listed(32_769, true),
+            "vm[0].cpus: the scenario's VMs have 65538 per-vCPU cpulists with this one's, on 65536 pCPUs: each is a mask of one bit per \
+             pCPU, 0.5 GiB in all; expected cpulists × pCPUs at most 4294967296",
+        );
+        assert!(load(&listed(4_096, false)).is_ok(), "4,096 cpulists on 65,536 pCPUs load");
     }
 
     #[test]
@@ -1834,6 +1941,16 @@ mod tests {
         parse_cpulist(text, n).unwrap()
     }
 
+    /// A vCPU affinity mask as `VmSpec::cpus` holds it.
+    fn shared(text: &str, n: usize) -> Arc<crate::hardware::cpumask::CpuMask> {
+        Arc::new(mask(text, n))
+    }
+
+    /// Whether the masks are all one allocation.
+    fn one_mask(masks: &[&Arc<crate::hardware::cpumask::CpuMask>]) -> bool {
+        masks.windows(2).all(|w| Arc::ptr_eq(w[0], w[1]))
+    }
+
     #[test]
     fn pools_affinity_and_cap_load() {
         let s = load(POOLS).unwrap();
@@ -1848,8 +1965,10 @@ mod tests {
         assert_eq!(s.host.pool_changes, [PoolChange { at: 2 * SEC, pcpu: PcpuId(9), to: 1 }]);
         let web = &s.vms[0];
         assert_eq!((web.pool, web.cap), (1, 150));
-        assert_eq!(web.cpus, vec![mask("10-11", 12); 4]);
-        assert_eq!(web.cpus_soft, vec![mask("11", 12); 4]);
+        assert_eq!(web.cpus, vec![shared("10-11", 12); 4]);
+        assert_eq!(web.cpus_soft, vec![shared("11", 12); 4]);
+        // One cpulist for every vCPU is one mask, not a copy per vCPU.
+        assert!(one_mask(&web.cpus.iter().collect::<Vec<_>>()) && one_mask(&web.cpus_soft.iter().collect::<Vec<_>>()));
 
         // One cpulist per vCPU; count copies share the masks; a cap above 100 x vcpus is allowed.
         let s = load(&pools(
@@ -1858,9 +1977,14 @@ mod tests {
         ))
         .unwrap();
         for vm in &s.vms {
-            assert_eq!(vm.cpus, [mask("10", 12), mask("11", 12), mask("10", 12), mask("0-11", 12)]);
+            assert_eq!(vm.cpus, [shared("10", 12), shared("11", 12), shared("10", 12), shared("0-11", 12)]);
             assert_eq!((vm.pool, vm.cap), (1, 1000));
         }
+        // The copies share each vCPU's mask; so do the copies' full soft masks.
+        assert_eq!(s.vms.len(), 2);
+        assert!((0..4).all(|i| one_mask(&[&s.vms[0].cpus[i], &s.vms[1].cpus[i]])));
+        assert!(!one_mask(&[&s.vms[0].cpus[0], &s.vms[0].cpus[2]]), "equal cpulists written apart are parsed apart");
+        assert!(one_mask(&s.vms.iter().flat_map(|vm| &vm.cpus_soft).collect::<Vec<_>>()));
         // A soft mask that misses the hard one is allowed (Xen ignores it then).
         assert!(load(&pools(&[("cpus_soft = \"11\"", "cpus_soft = \"0-3\"")], "")).is_ok());
         // A pool's policy defaults to [host] policy; params are that policy's, cfs takes placement.
@@ -1881,10 +2005,11 @@ mod tests {
         assert!(s.host.pool_changes.is_empty());
         let vm = &s.vms[0];
         assert_eq!((vm.pool, vm.cap), (0, 0));
-        assert_eq!((vm.cpus.clone(), vm.cpus_soft.clone()), (vec![mask("0-1", 2); 2], vec![mask("0-1", 2); 2]));
+        assert_eq!((vm.cpus.clone(), vm.cpus_soft.clone()), (vec![shared("0-1", 2); 2], vec![shared("0-1", 2); 2]));
+        assert!(one_mask(&vm.cpus.iter().collect::<Vec<_>>()));
         // Masks default to the whole host, not the pool: the engine applies the pool.
         let s = load(&pools(&[("\ncpus = \"10-11\"\ncpus_soft = \"11\"\n", "\n")], "")).unwrap();
-        assert_eq!(s.vms[0].cpus, vec![mask("0-11", 12); 4]);
+        assert_eq!(s.vms[0].cpus, vec![shared("0-11", 12); 4]);
     }
 
     #[test]

@@ -2,11 +2,13 @@
 
 use crate::guest::config::GuestConfig;
 use crate::hardware::costs::{Costs, Ple};
+use crate::hardware::cpumask::CpuMask;
 use crate::hardware::topology::Topology;
 use crate::hypervisor::uvf::{UvfHost, UvfVm};
 use crate::params::Params;
 use crate::time::Nanos;
 use crate::workload::program::Program;
+use std::sync::Arc;
 
 #[derive(Clone, Debug)]
 pub struct Scenario {
@@ -148,11 +150,14 @@ pub struct VmSpec {
     /// The pool its vCPUs start in (an index into `HostSpec::pools`; `pool = "..."`).
     pub pool: usize,
     /// Hard affinity of each vCPU (`cpus`, xl `cpus=`): it never runs outside. One mask per
-    /// vCPU; the full host when not given. Each meets the VM's pool.
-    pub cpus: Vec<crate::hardware::cpumask::CpuMask>,
+    /// vCPU; the full host when not given. Each meets the VM's pool. The vCPUs given one
+    /// cpulist (or none), and the `count` copies of a VM, share one mask: a mask is a bit per
+    /// pCPU, and a copy per vCPU was O(pCPUs × vCPUs) memory (1 GiB for one 65,536-vCPU VM on
+    /// 65,536 pCPUs, in the scenario and again in the engine).
+    pub cpus: Vec<Arc<CpuMask>>,
     /// Soft affinity of each vCPU (`cpus_soft`, xl `cpus_soft=`): preferred, not required.
-    /// One mask per vCPU; the full host when not given.
-    pub cpus_soft: Vec<crate::hardware::cpumask::CpuMask>,
+    /// One mask per vCPU, shared as `cpus`; the full host when not given.
+    pub cpus_soft: Vec<Arc<CpuMask>>,
     /// `cap`: at most this percent of one pCPU for the whole VM (`xl sched-credit -c`); 0 = none.
     pub cap: u32,
     /// `memory_nodes`: where the VM's memory lives (default `"auto"`).

@@ -183,7 +183,7 @@ impl Sim {
             // preferring its soft affinity there, by host-wide vCPU number (with one pool and no
             // affinity: vCPU v on pCPU v mod P).
             let allowed = affinity.homes(&self.pools[pool.idx()].view.mask);
-            let home = allowed.iter().nth(v.idx() % allowed.count()).expect("the loader checks hard ∩ pool is not empty");
+            let home = allowed.nth(v.idx() % allowed.count()).expect("the loader checks hard ∩ pool is not empty");
             self.vcpu_pool.push(pool);
             self.affinity.push(affinity);
             self.vinfo.push(VcpuInfo {

@@ -18,6 +18,7 @@
 use super::state::Sim;
 use crate::hardware::cpumask::CpuMask;
 use crate::ids::{PcpuId, PoolId, VcpuId};
+use std::sync::Arc;
 
 impl Sim {
     /// The trace track name of pCPU `p`: with more than one pool, its pool at the start.
@@ -45,10 +46,12 @@ impl Sim {
         // cpu_disable_scheduler: "Breaking affinity" for a vCPU whose hard affinity has no pCPU
         // left in its pool: its hard affinity becomes every pCPU.
         // (Not for the micro-sliced pool: its lent vCPUs run there outside their affinity.)
+        // The broken vCPUs share one full mask.
+        let full = Arc::new(CpuMask::full(self.pinfo.len()));
         for v in 0..self.vinfo.len() {
             if from != self.micro_pool && self.vcpu_pool[v] == from && !self.affinity[v].hard.intersects(&self.pools[from.idx()].view.mask)
             {
-                self.affinity[v].hard = crate::hardware::cpumask::CpuMask::full(self.pinfo.len());
+                self.affinity[v].hard = Arc::clone(&full);
                 let vm = self.vinfo[v].vm.idx();
                 self.vms[vm].stats.affinity_broken += 1;
             }
@@ -87,8 +90,7 @@ impl Sim {
     pub(super) fn home_in_pool(&self, v: VcpuId, pool: PoolId) -> PcpuId {
         let mask = self.affinity[v.idx()].homes(&self.pools[pool.idx()].view.mask);
         let from = self.vinfo[v.idx()].last_pcpu;
-        let next = mask.iter().find(|q| *q > from);
-        next.or_else(|| mask.first()).expect("affinity was broken if it had no pCPU in the pool")
+        mask.cycle(from.idx()).expect("affinity was broken if it had no pCPU in the pool")
     }
 
     /// Move vCPU `v` into pool `to` now (Xen `sched_move_domain` for one unit; seed 002's
@@ -121,7 +123,7 @@ impl Sim {
         self.vcpu_pool[v.idx()] = to;
         self.update_trivial_placement();
         if !self.affinity[v.idx()].hard.intersects(&self.pools[to.idx()].view.mask) {
-            self.affinity[v.idx()].hard = crate::hardware::cpumask::CpuMask::full(self.pinfo.len());
+            self.affinity[v.idx()].hard = Arc::new(CpuMask::full(self.pinfo.len()));
             let vm = self.vinfo[v.idx()].vm.idx();
             self.vms[vm].stats.affinity_broken += 1;
         }
@@ -166,7 +168,7 @@ impl Sim {
         if !crate::hypervisor::policies::find(name).is_ok_and(|k| k.supports_pool_changes()) {
             return Err(format!("vCPU {v}: pool {:?} runs {name}, which cannot change affinity during a run", view.name));
         }
-        self.affinity[v.idx()] = crate::hypervisor::cpupool::Affinity { hard, soft };
+        self.affinity[v.idx()] = crate::hypervisor::cpupool::Affinity::new(hard, soft);
         self.update_trivial_placement();
         self.update_node_affinity(self.vinfo[v.idx()].vm);
         self.with_policy(pool, |pol, ctx| pol.adjust_affinity(ctx, v));

@@ -1,16 +1,20 @@
 //! Placement: `_csched_cpu_pick` (`csched_res_pick` with commit).
 
 use super::*;
-use crate::hardware::cpumask::CpuMask;
+use crate::hardware::cpumask::{CpuMask, WindowMask};
 use crate::hardware::topology::Topology;
 
-/// Per pCPU, the masks `_csched_cpu_pick` compares: `per_cpu(cpu_sibling_mask)` (a core's
-/// threads, or a CMT module's cores: topology.rs) and `per_cpu(cpu_core_mask)` (its socket);
-/// and every pCPU of the host.
+/// The masks `_csched_cpu_pick` compares: `per_cpu(cpu_sibling_mask)` (a core's threads, or a
+/// CMT module's cores: topology.rs) and `per_cpu(cpu_core_mask)` (its socket), one per module
+/// and per socket (read through the pCPU's place: `siblings_of`, `socket_of`), each over the
+/// words its pCPUs span; and every pCPU of the host. Xen keeps a full mask per pCPU; one here
+/// was O(P^2) bits, 1 GiB at 65,536 pCPUs.
 #[derive(Default)]
 pub(super) struct TopoMasks {
-    siblings: Vec<CpuMask>,
-    sockets: Vec<CpuMask>,
+    /// Per module id (`PcpuPlace::module`).
+    siblings: Vec<WindowMask<PcpuId>>,
+    /// Per socket id (`PcpuPlace::socket`).
+    sockets: Vec<WindowMask<PcpuId>>,
     /// Per NUMA node: its pCPUs (`node_to_cpumask`).
     nodes: Vec<CpuMask>,
     pub(super) all: CpuMask,
@@ -39,17 +43,26 @@ impl TopoMasks {
             list.iter().for_each(|&q| m.insert(q));
             m
         };
-        // Modules are many and small: each pCPU's mask from its module's list. Sockets are few
-        // and large: each socket's mask once, copied word by word.
-        let modules = members(&|p| place(p).module as usize, 0);
-        let sockets: Vec<CpuMask> = members(&|p| place(p).socket as usize, 0).iter().map(|l| mask(l)).collect();
+        let window = |list: &Vec<PcpuId>| WindowMask::of(list.iter().copied());
         let nodes = members(&|p| place(p).node as usize, topo.numa_nodes as usize);
         TopoMasks {
-            siblings: (0..n).map(|p| mask(&modules[place(p).module as usize])).collect(),
-            sockets: (0..n).map(|p| sockets[place(p).socket as usize].clone()).collect(),
+            siblings: members(&|p| place(p).module as usize, 0).iter().map(window).collect(),
+            sockets: members(&|p| place(p).socket as usize, 0).iter().map(window).collect(),
             nodes: nodes.iter().map(|l| mask(l)).collect(),
             all: CpuMask::full(n),
         }
+    }
+
+    /// `per_cpu(cpu_sibling_mask, p)`.
+    #[inline]
+    fn siblings_of(&self, topo: &Topology, p: usize) -> &WindowMask<PcpuId> {
+        &self.siblings[topo.place(PcpuId(p as u32)).module as usize]
+    }
+
+    /// `per_cpu(cpu_core_mask, p)`.
+    #[inline]
+    fn socket_of(&self, topo: &Topology, p: usize) -> &WindowMask<PcpuId> {
+        &self.sockets[topo.place(PcpuId(p as u32)).socket as usize]
     }
 }
 
@@ -116,25 +129,25 @@ impl Credit {
                 let (factor, cpu_group, nxt_group) = if same_socket {
                     // Same socket: compare idle hardware threads of the two cores
                     // (per_cpu(cpu_sibling_mask): a core's threads, or a CMT module's cores).
-                    (1, &groups.siblings[cpu], &groups.siblings[nxt])
+                    (1, groups.siblings_of(topo, cpu), groups.siblings_of(topo, nxt))
                 } else {
                     // Different sockets: compare idle pCPUs of the two sockets
                     // (per_cpu(cpu_core_mask)); migrate only if twice as idle.
-                    (2, &groups.sockets[cpu], &groups.sockets[nxt])
+                    (2, groups.socket_of(topo, cpu), groups.socket_of(topo, nxt))
                 };
                 // weight_cpu = cpumask_weight(cpu_idlers), weight_nxt = cpumask_weight(nxt_idlers).
-                if idlers.count_and(cpu_group) * factor < idlers.count_and(nxt_group) {
+                if cpu_group.count_in(&idlers) * factor < nxt_group.count_in(&idlers) {
                     // cpumask_and(&cpus_temp, &nxt_idlers, &cpus); cpumask_cycle(spc->idle_bias, &cpus_temp).
                     tmp.clone_from(&idlers);
-                    tmp.and_with(nxt_group);
+                    nxt_group.keep_in(&mut tmp);
                     tmp.and_with(&cpus);
                     spc = Some(nxt);
                     cpu = tmp.cycle(self.pcpus[nxt].idle_bias).map_or(nxt, |p| p.idx());
-                    cpus.remove_all(&groups.siblings[cpu]);
+                    groups.siblings_of(topo, cpu).remove_from(&mut cpus);
                 } else {
                     // cpumask_andnot(&cpus, &cpus, &nxt_idlers).
                     tmp.clone_from(&idlers);
-                    tmp.and_with(nxt_group);
+                    nxt_group.keep_in(&mut tmp);
                     cpus.remove_all(&tmp);
                 }
             }
@@ -216,14 +229,17 @@ impl Credit {
             // cpu_sibling_map (threads of a core, or a CMT module's cores) on one socket,
             // cpu_core_map (the socket) across.
             let same_socket = topo.place(PcpuId(cpu as u32)).socket == topo.place(PcpuId(nxt as u32)).socket;
-            let (cpu_group, nxt_group) =
-                if same_socket { (&groups.siblings[cpu], &groups.siblings[nxt]) } else { (&groups.sockets[cpu], &groups.sockets[nxt]) };
-            if idlers.count_and(cpu_group) < idlers.count_and(nxt_group) {
+            let (cpu_group, nxt_group) = if same_socket {
+                (groups.siblings_of(topo, cpu), groups.siblings_of(topo, nxt))
+            } else {
+                (groups.socket_of(topo, cpu), groups.socket_of(topo, nxt))
+            };
+            if cpu_group.count_in(&idlers) < nxt_group.count_in(&idlers) {
                 cpu = nxt;
                 cpus.remove(PcpuId(cpu as u32));
             } else {
                 tmp.clone_from(&idlers);
-                tmp.and_with(nxt_group);
+                nxt_group.keep_in(&mut tmp);
                 cpus.remove_all(&tmp);
             }
         }
@@ -251,8 +267,16 @@ mod tests {
             let place = |p: usize| topo.place(PcpuId(p as u32));
             let m = TopoMasks::build(topo, n);
             for p in 0..n {
-                assert_eq!(m.siblings[p], CpuMask::from_fn(n, |q| place(q.idx()).module == place(p).module), "siblings of {p}");
-                assert_eq!(m.sockets[p], CpuMask::from_fn(n, |q| place(q.idx()).socket == place(p).socket), "socket of {p}");
+                assert_eq!(
+                    m.siblings_of(topo, p).to_mask(),
+                    CpuMask::from_fn(n, |q| place(q.idx()).module == place(p).module),
+                    "siblings of {p}"
+                );
+                assert_eq!(
+                    m.socket_of(topo, p).to_mask(),
+                    CpuMask::from_fn(n, |q| place(q.idx()).socket == place(p).socket),
+                    "socket of {p}"
+                );
             }
             assert_eq!(m.nodes.len(), topo.numa_nodes as usize);
             for (node, mask) in m.nodes.iter().enumerate() {

@@ -129,7 +129,7 @@ impl FakeHost {
     pub(super) fn with_affinity(mut self, masks: &[(&[u32], &[u32])]) -> Self {
         let n = self.pcpus.len();
         let m = |ps: &[u32]| if ps.is_empty() { CpuMask::full(n) } else { CpuMask::from_pcpus(ps.iter().map(|&p| PcpuId(p))) };
-        let affinity = masks.iter().map(|(hard, soft)| Affinity { hard: m(hard), soft: m(soft) }).collect();
+        let affinity = masks.iter().map(|(hard, soft)| Affinity::new(m(hard), m(soft))).collect();
         let pool = PoolView::new(PoolId(0), "pool0".into(), CpuMask::full(n));
         self.tables = Some((pool, vec![PoolId(0); self.vcpus.len()], affinity));
         self
@@ -145,7 +145,7 @@ impl FakeHost {
     pub(super) fn set_affinity(&mut self, v: usize, hard: &[u32], soft: &[u32]) {
         let n = self.pcpus.len();
         let m = |ps: &[u32]| if ps.is_empty() { CpuMask::full(n) } else { CpuMask::from_pcpus(ps.iter().map(|&p| PcpuId(p))) };
-        self.tables.as_mut().expect("with_affinity first").2[v] = Affinity { hard: m(hard), soft: m(soft) };
+        self.tables.as_mut().expect("with_affinity first").2[v] = Affinity::new(m(hard), m(soft));
     }
 
     pub(super) fn push(&mut self, at: Nanos, ev: Ev) {
