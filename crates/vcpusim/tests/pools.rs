@@ -258,3 +258,23 @@ fn a_moved_vcpu_lands_where_the_new_pool_picks() {
     assert_eq!(first.pcpu, 3, "{first:?}");
     assert!(first.start_ns < 50_100_000, "{first:?} waited");
 }
+
+/// A pool no VM was put in idles its pCPUs, under every policy, beside a busy pool of the same
+/// policy; and a pool's instance that never saw a vCPU schedules those pCPUs without a panic
+/// (eevdf's newly-idle balance read the domains of a pool it had not built: a Rust panic at the
+/// first schedule of an empty pool's pCPU, up to 2026-11-25).
+#[test]
+fn a_pool_without_vcpus_idles_under_every_policy() {
+    for kind in vcpusim::hypervisor::policies::registry() {
+        let policy = kind.name();
+        let text = format!(
+            "[host]\npcpus = 4\npolicy = \"{policy}\"\n\n\
+             [[host.pool]]\nname = \"empty\"\npcpus = \"2-3\"\npolicy = \"{policy}\"\n\n\
+             {}[run]\nduration = \"300ms\"\nseed = 3\n",
+            busy_vms("a", 3, "pool0")
+        );
+        let (_, spans) = run_spans(&text, true);
+        assert!(spans.iter().all(|s| s.pcpu < 2), "{policy}: a vCPU ran in the empty pool");
+        assert!(spans.iter().any(|s| s.pcpu == 1), "{policy}: pool0 did not run");
+    }
+}

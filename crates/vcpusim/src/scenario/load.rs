@@ -451,6 +451,20 @@ fn pools(
         }
         Some(other) => return Err(host.error_at("pool", format!("expected [[host.pool]] sections, got {}", show_toml(other)))),
     };
+    // Before any pool is read: each pool's scheduler instance keeps state for every pCPU.
+    let pairs = (list.len() as u64 + 1) * npcpus as u64;
+    if pairs > MAX_POOL_PCPU_PAIRS {
+        return Err(host.error_at(
+            "pool",
+            format!(
+                "{} [[host.pool]] entries and the default pool on {npcpus} pCPUs: each pool's scheduler instance keeps \
+                 state for every pCPU of the host, {pairs} (pool, pCPU) pairs; expected at most {MAX_POOL_PCPU_PAIRS} \
+                 (at most {} entries on this host)",
+                list.len(),
+                (MAX_POOL_PCPU_PAIRS / npcpus as u64).saturating_sub(1)
+            ),
+        ));
+    }
     let mut pools: Vec<PoolSpec> = Vec::new();
     // Which pool (index into `pools`) each pCPU was given to, to report overlaps.
     let mut owner: Vec<Option<usize>> = vec![None; npcpus];
@@ -608,7 +622,13 @@ fn vms(top: &Section, guest: &GuestConfig, host: &HostSpec) -> Result<(Vec<VmSpe
     // Which [[vm]] entry each expanded name came from, to report duplicates.
     let mut owners: BTreeMap<String, usize> = BTreeMap::new();
     let free = unpinned(list, host.topology.npcpus());
-    let mut totals = Totals { pcpus: host.topology.npcpus() as u64, ..Totals::default() };
+    let keeps_groups = |name: &str| policies::find(name).is_ok_and(|k| k.groups_per_vm_and_pcpu());
+    let mut totals = Totals {
+        pcpus: host.topology.npcpus() as u64,
+        group_pools: host.pools.iter().filter(|pool| keeps_groups(&pool.policy)).count() as u64,
+        group_policy: host.pools.iter().find(|pool| keeps_groups(&pool.policy)).map(|pool| pool.policy.clone()),
+        ..Totals::default()
+    };
     for (i, value) in list.iter().enumerate() {
         let path = format!("vm[{i}]");
         let Value::Table(table) = value else {
@@ -869,7 +889,7 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask, t
         None => size(section, "vcpus", true)?.expect("a required key is present"),
     };
     // Before any mask is made: a scenario past the bound would allocate them first.
-    totals.check_vcpus(section, host, count, vcpus)?;
+    totals.check_vcpus(section, count, vcpus)?;
     let weight = section.int("weight", 1, U32_MAX)?.unwrap_or(DEFAULT_WEIGHT as i64) as u32;
     let threads = size(section, "threads", false)?;
     let iterations = section.int("iterations", 1, i64::MAX)?.map(|n| n as u64);
@@ -991,6 +1011,13 @@ pub const MAX_TOTAL_THREADS: u64 = 1 << 22;
 /// 1,024-pCPU scaling mix (640 VMs) has 0.66 million pairs; 65,536 one-vCPU VMs on 65,536 pCPUs,
 /// each key within its bounds, would have 4.3 billion and end in a failed allocation of 32 GiB.
 pub const MAX_VM_PCPU_PAIRS: u64 = 1 << 24;
+/// The most (pool, pCPU) pairs a host may have (`[[host.pool]]` entries and the default pool ×
+/// pCPUs). Each pool's scheduler instance keeps its per-pCPU state for every pCPU of the host
+/// (indexed by pCPU id, as Xen's per-CPU areas are): about 140 bytes a pair under credit, 490
+/// under cfs (2 GB at this bound). One pool per pCPU of a 16,384-pCPU host would be 268 million
+/// pairs and ended in a failed allocation; the bound allows 1,024 pools on 4,096 pCPUs, 64 on
+/// 65,536.
+pub const MAX_POOL_PCPU_PAIRS: u64 = 1 << 22;
 /// The most per-vCPU cpulists (`cpus` or `cpus_soft` given as an array) × pCPUs over all VMs:
 /// each such cpulist is a mask of one bit per pCPU, 512 MiB at this bound (an array of 65,536
 /// cpulists on 65,536 pCPUs). A single cpulist, or none, is one mask shared by the VM's vCPUs
@@ -1006,6 +1033,11 @@ struct Totals {
     vms: u64,
     cpulists: u64,
     pcpus: u64,
+    /// The pools whose policy keeps a group run queue for every VM on every pCPU
+    /// (`PolicyKind::groups_per_vm_and_pcpu`: each such instance keeps its own table), and the
+    /// first one's policy, for messages.
+    group_pools: u64,
+    group_policy: Option<String>,
 }
 
 impl Totals {
@@ -1024,31 +1056,41 @@ impl Totals {
     /// Refuse `count` copies of a VM of `vcpus` vCPUs before any of their masks and tables is
     /// made: past [`MAX_TOTAL_VCPUS`], [`MAX_VM_PCPU_PAIRS`] or [`MAX_CPULIST_BITS`] with the VMs
     /// read so far.
-    fn check_vcpus(&self, section: &Section, host: &HostSpec, count: u32, vcpus: u32) -> Result<(), SimError> {
+    fn check_vcpus(&self, section: &Section, count: u32, vcpus: u32) -> Result<(), SimError> {
         let total = self.vcpus + u64::from(count) * u64::from(vcpus);
         if total > MAX_TOTAL_VCPUS {
             return Err(Self::over(section, count, ("vCPUs", "vcpus"), vcpus.into(), total, MAX_TOTAL_VCPUS));
         }
         let vms = self.vms + u64::from(count);
         let pairs = vms * self.pcpus;
-        if pairs > MAX_VM_PCPU_PAIRS {
-            let keeps_groups = |name: &str| policies::find(name).is_ok_and(|k| k.groups_per_vm_and_pcpu());
-            let groups = match host.pools.iter().find(|pool| keeps_groups(&pool.policy)) {
-                Some(pool) => {
-                    format!(
-                        ", and {} keeps a group run queue for each pair (Linux's tg->cfs_rq[cpu]), about 3.4 GB at the bound",
-                        pool.policy
-                    )
-                }
-                None => String::new(),
-            };
+        let tables = pairs * self.group_pools;
+        if pairs > MAX_VM_PCPU_PAIRS || tables > MAX_VM_PCPU_PAIRS {
             let copies = if count > 1 { format!(" ({count} copies)") } else { String::new() };
-            let message = format!(
-                "the scenario has {vms} VMs with this one{copies} on {} pCPUs: {pairs} (VM, pCPU) pairs, expected at most \
-                 {MAX_VM_PCPU_PAIRS}; use fewer copies, fewer VMs or fewer pCPUs. The run keeps each VM's busy time on each \
-                 pCPU and writes a pcpu_busy_ms row of metrics.csv for each pair{groups}",
-                self.pcpus
-            );
+            let (k, policy) = (self.group_pools, self.group_policy.as_deref().unwrap_or_default());
+            let pools = if k == 1 { "its pool".to_string() } else { format!("each of its {k} pools") };
+            let message = if pairs > MAX_VM_PCPU_PAIRS {
+                let groups = if k > 0 {
+                    format!(
+                        ", and {policy} keeps a group run queue for each pair in {pools} (Linux's tg->cfs_rq[cpu], about 200 bytes each)"
+                    )
+                } else {
+                    String::new()
+                };
+                format!(
+                    "the scenario has {vms} VMs with this one{copies} on {} pCPUs: {pairs} (VM, pCPU) pairs, expected at \
+                     most {MAX_VM_PCPU_PAIRS}; use fewer copies, fewer VMs or fewer pCPUs. The run keeps each VM's busy \
+                     time on each pCPU and writes a pcpu_busy_ms row of metrics.csv for each pair{groups}",
+                    self.pcpus
+                )
+            } else {
+                format!(
+                    "the scenario has {vms} VMs with this one{copies} on {} pCPUs, and {policy} keeps a group run queue \
+                     for every VM on every pCPU in {pools} (Linux's tg->cfs_rq[cpu], about 200 bytes each): {tables} in \
+                     all, expected at most {MAX_VM_PCPU_PAIRS}; use fewer copies, fewer VMs, fewer pools of {policy} or \
+                     fewer pCPUs",
+                    self.pcpus
+                )
+            };
             return Err(if count > 1 { section.error_at("count", message) } else { section.error(message) });
         }
         let arrays = cpulist_arrays(section);
@@ -1750,10 +1792,39 @@ mod tests {
             &groups,
             "vm[0].count: the scenario has 4097 VMs with this one (4097 copies) on 4096 pCPUs: 16781312 (VM, pCPU) pairs, expected at \
              most 16777216; use fewer copies, fewer VMs or fewer pCPUs. The run keeps each VM's busy time on each pCPU and writes a \
-             pcpu_busy_ms row of metrics.csv for each pair, and cfs keeps a group run queue for each pair (Linux's tg->cfs_rq[cpu]), \
-             about 3.4 GB at the bound",
+             pcpu_busy_ms row of metrics.csv for each pair, and cfs keeps a group run queue for each pair in its pool (Linux's \
+             tg->cfs_rq[cpu], about 200 bytes each)",
         );
         assert!(load(&groups.replace("count = 4097", "count = 4096")).is_ok(), "4,096 x 4,096 loads");
+        // Each pool of cfs keeps its own table: 64 pools of 16 pCPUs multiply it by 64. (That
+        // host with 1,024 VMs took more than 12 GB and died on a failed allocation.)
+        let pooled = |policy: &str, vms: u32| {
+            let entries: String =
+                (1..64).map(|k| format!("[[host.pool]]\nname = \"p{k}\"\npcpus = \"{}-{}\"\n\n", 16 * k, 16 * k + 15)).collect();
+            format!(
+                "[host]\npcpus = 1024\npolicy = \"{policy}\"\n\n{entries}[[vm]]\nname = \"a\"\ncount = {vms}\nvcpus = 1\nworkload = \"idle\"\n"
+            )
+        };
+        assert_error(
+            &pooled("cfs", 257),
+            "vm[0].count: the scenario has 257 VMs with this one (257 copies) on 1024 pCPUs, and cfs keeps a group run queue for every \
+             VM on every pCPU in each of its 64 pools (Linux's tg->cfs_rq[cpu], about 200 bytes each): 16842752 in all, expected at \
+             most 16777216",
+        );
+        assert!(load(&pooled("cfs", 256)).is_ok(), "64 x 256 x 1,024 group run queues load");
+        assert!(load(&pooled("credit", 1024)).is_ok(), "credit keeps no group run queues");
+        // Pools × pCPUs: each pool's instance keeps state for every pCPU of the host, bounded
+        // before any entry is read. (One pool per pCPU of 16,384 died on a failed allocation.)
+        let many_pools = |entries: u32| {
+            let list: String = (1..=entries).map(|k| format!("[[host.pool]]\nname = \"p{k}\"\npcpus = \"{k}\"\n\n")).collect();
+            format!("[host]\npcpus = 16384\npolicy = \"credit\"\n\n{list}[[vm]]\nname = \"a\"\nvcpus = 1\nworkload = \"idle\"\n")
+        };
+        assert_error(
+            &many_pools(256),
+            "host.pool: 256 [[host.pool]] entries and the default pool on 16384 pCPUs: each pool's scheduler instance keeps state for \
+             every pCPU of the host, 4210688 (pool, pCPU) pairs; expected at most 4194304 (at most 255 entries on this host)",
+        );
+        assert!(load(&many_pools(255)).is_ok(), "the bound itself loads");
         // 65,536 one-vCPU VMs on 65,536 pCPUs under credit passed every bound and then died on a
         // failed allocation of 32 GiB (the busy-time table); a VM past the bound on its own is named.
         let many = minimal("policy = \"credit\"", "count = 65536").replace("pcpus = 2", "pcpus = 65536").replace("vcpus = 2", "vcpus = 1");

@@ -46,6 +46,15 @@ pub(super) struct Domains {
     index: LbIndex,
 }
 
+impl Domains {
+    /// `p`'s domains from the lowest level up (`for_each_domain`). None before they are built
+    /// (`Eevdf::start_ticks`, at the pool's first vCPU): a pool no vCPU was ever put in idles
+    /// its pCPUs with nothing to balance, as a CPU without a domain (`rq->sd` NULL) does.
+    fn of(&self, p: usize) -> &[Arc<Domain>] {
+        self.per.get(p).map_or(&[], Vec::as_slice)
+    }
+}
+
 /// `enum cpu_idle_type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum CpuIdle {
@@ -228,14 +237,14 @@ impl Eevdf {
         if self.rqs[p].idle_stamp.is_none() {
             self.rqs[p].idle_stamp = Some(ctx.now());
         }
-        let levels = self.domains.per[p].len();
+        let levels = self.domains.of(p).len();
         let avg_idle = self.rqs[p].avg_idle;
-        if !self.overload || (levels > 0 && avg_idle < self.newidle_cost(&self.domains.per[p][0])) {
+        if !self.overload || (levels > 0 && avg_idle < self.newidle_cost(&self.domains.of(p)[0])) {
             return;
         }
         let mut curr_cost: Nanos = 0;
         for level in 0..levels {
-            let cost = self.newidle_cost(&self.domains.per[p][level]);
+            let cost = self.newidle_cost(&self.domains.of(p)[level]);
             if avg_idle < curr_cost + cost {
                 break;
             }
@@ -256,7 +265,7 @@ impl Eevdf {
     /// the sum of `p`'s domain costs).
     pub(super) fn note_wakeup(&mut self, now: Nanos, p: usize) {
         let Some(stamp) = self.rqs[p].idle_stamp.take() else { return };
-        let domain_costs: Nanos = self.domains.per[p].iter().map(|sd| self.newidle_cost(sd)).sum();
+        let domain_costs: Nanos = self.domains.of(p).iter().map(|sd| self.newidle_cost(sd)).sum();
         let max = 2 * self.migration_cost.max(domain_costs);
         let rq = &mut self.rqs[p];
         let diff = now.saturating_sub(stamp) as i64 - rq.avg_idle as i64;

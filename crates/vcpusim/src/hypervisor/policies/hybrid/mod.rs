@@ -208,7 +208,8 @@ pub struct Hybrid {
     started: bool,
     /// The periodic slot-boundary timer, made at the first slot.
     slot_timer: Option<Timer>,
-    /// PE handed out at the last allocation event, and PE_total then (conservation, `check`).
+    /// PE handed out at the last allocation event, and what it had to hand out: PE_total, or
+    /// nothing in a pool no VM is in (conservation, `check`).
     last_handed_out: u64,
     last_pe_total: u64,
     /// Per VM: it is in this pool and its vCPUs can be given distinct pool pCPUs inside their
@@ -475,6 +476,9 @@ impl Hybrid {
             limit: if self.cfg.work_conserving { vm.vcpus.len() as u64 * self.cfg.pe_unit * self.cfg.allocation_slots } else { u64::MAX },
         }));
         let total = self.cfg.pe_total(host.npcpus());
+        // Algorithm 2 hands out all of PE_total when some VM has weight and vCPUs; a pool no VM
+        // is in hands out nothing, and the conservation check expects that.
+        let expected = if scratch.vms.iter().any(|vm| vm.weight > 0 && vm.nvcpus > 0) { total } else { 0 };
         let incs = allocation::allocate_into(total, &mut scratch);
         let bound = self.cfg.pe_bound();
         let mut handed = 0;
@@ -485,7 +489,7 @@ impl Hybrid {
         }
         self.alloc_scratch = scratch;
         self.last_handed_out = handed;
-        self.last_pe_total = total;
+        self.last_pe_total = expected;
         for d in &mut self.vms {
             d.active = false;
         }
