@@ -626,7 +626,12 @@ fn vms(top: &Section, guest: &GuestConfig, host: &HostSpec) -> Result<(Vec<VmSpe
     let mut totals = Totals {
         pcpus: host.topology.npcpus() as u64,
         group_pools: host.pools.iter().filter(|pool| keeps_groups(&pool.policy)).count() as u64,
-        group_policy: host.pools.iter().find(|pool| keeps_groups(&pool.policy)).map(|pool| pool.policy.clone()),
+        group_policies: {
+            let mut names: Vec<&str> = host.pools.iter().map(|pool| pool.policy.as_str()).filter(|name| keeps_groups(name)).collect();
+            names.sort_unstable();
+            names.dedup();
+            names.join(" and ")
+        },
         ..Totals::default()
     };
     for (i, value) in list.iter().enumerate() {
@@ -1034,10 +1039,10 @@ struct Totals {
     cpulists: u64,
     pcpus: u64,
     /// The pools whose policy keeps a group run queue for every VM on every pCPU
-    /// (`PolicyKind::groups_per_vm_and_pcpu`: each such instance keeps its own table), and the
-    /// first one's policy, for messages.
+    /// (`PolicyKind::groups_per_vm_and_pcpu`: each such instance keeps its own table), and
+    /// their policies (`"cfs and eevdf"`), for messages.
     group_pools: u64,
-    group_policy: Option<String>,
+    group_policies: String,
 }
 
 impl Totals {
@@ -1066,12 +1071,12 @@ impl Totals {
         let tables = pairs * self.group_pools;
         if pairs > MAX_VM_PCPU_PAIRS || tables > MAX_VM_PCPU_PAIRS {
             let copies = if count > 1 { format!(" ({count} copies)") } else { String::new() };
-            let (k, policy) = (self.group_pools, self.group_policy.as_deref().unwrap_or_default());
-            let pools = if k == 1 { "its pool".to_string() } else { format!("each of its {k} pools") };
+            let (k, policy) = (self.group_pools, &self.group_policies);
             let message = if pairs > MAX_VM_PCPU_PAIRS {
                 let groups = if k > 0 {
                     format!(
-                        ", and {policy} keeps a group run queue for each pair in {pools} (Linux's tg->cfs_rq[cpu], about 200 bytes each)"
+                        ", and each pool of {policy} ({k} here) keeps a group run queue for each pair (Linux's tg->cfs_rq[cpu], \
+                         about 200 bytes each)"
                     )
                 } else {
                     String::new()
@@ -1084,9 +1089,9 @@ impl Totals {
                 )
             } else {
                 format!(
-                    "the scenario has {vms} VMs with this one{copies} on {} pCPUs, and {policy} keeps a group run queue \
-                     for every VM on every pCPU in {pools} (Linux's tg->cfs_rq[cpu], about 200 bytes each): {tables} in \
-                     all, expected at most {MAX_VM_PCPU_PAIRS}; use fewer copies, fewer VMs, fewer pools of {policy} or \
+                    "the scenario has {vms} VMs with this one{copies} on {} pCPUs, and each pool of {policy} ({k} here) \
+                     keeps a group run queue for every VM on every pCPU (Linux's tg->cfs_rq[cpu], about 200 bytes each): \
+                     {tables} in all, expected at most {MAX_VM_PCPU_PAIRS}; use fewer copies, fewer VMs, fewer pools of {policy} or \
                      fewer pCPUs",
                     self.pcpus
                 )
@@ -1792,8 +1797,8 @@ mod tests {
             &groups,
             "vm[0].count: the scenario has 4097 VMs with this one (4097 copies) on 4096 pCPUs: 16781312 (VM, pCPU) pairs, expected at \
              most 16777216; use fewer copies, fewer VMs or fewer pCPUs. The run keeps each VM's busy time on each pCPU and writes a \
-             pcpu_busy_ms row of metrics.csv for each pair, and cfs keeps a group run queue for each pair in its pool (Linux's \
-             tg->cfs_rq[cpu], about 200 bytes each)",
+             pcpu_busy_ms row of metrics.csv for each pair, and each pool of cfs (1 here) keeps a group run queue for each pair \
+             (Linux's tg->cfs_rq[cpu], about 200 bytes each)",
         );
         assert!(load(&groups.replace("count = 4097", "count = 4096")).is_ok(), "4,096 x 4,096 loads");
         // Each pool of cfs keeps its own table: 64 pools of 16 pCPUs multiply it by 64. (That
@@ -1807,12 +1812,19 @@ mod tests {
         };
         assert_error(
             &pooled("cfs", 257),
-            "vm[0].count: the scenario has 257 VMs with this one (257 copies) on 1024 pCPUs, and cfs keeps a group run queue for every \
-             VM on every pCPU in each of its 64 pools (Linux's tg->cfs_rq[cpu], about 200 bytes each): 16842752 in all, expected at \
-             most 16777216",
+            "vm[0].count: the scenario has 257 VMs with this one (257 copies) on 1024 pCPUs, and each pool of cfs (64 here) keeps a \
+             group run queue for every VM on every pCPU (Linux's tg->cfs_rq[cpu], about 200 bytes each): 16842752 in all, expected \
+             at most 16777216",
         );
         assert!(load(&pooled("cfs", 256)).is_ok(), "64 x 256 x 1,024 group run queues load");
         assert!(load(&pooled("credit", 1024)).is_ok(), "credit keeps no group run queues");
+        // Pools of both policies that keep them: named together, counted together.
+        let mixed = pooled("cfs", 257).replacen("pcpus = \"16-31\"\n", "pcpus = \"16-31\"\npolicy = \"eevdf\"\n", 1);
+        assert_error(
+            &mixed,
+            "vm[0].count: the scenario has 257 VMs with this one (257 copies) on 1024 pCPUs, and each pool of cfs and eevdf (64 \
+             here) keeps a group run queue",
+        );
         // Pools × pCPUs: each pool's instance keeps state for every pCPU of the host, bounded
         // before any entry is read. (One pool per pCPU of 16,384 died on a failed allocation.)
         let many_pools = |entries: u32| {
