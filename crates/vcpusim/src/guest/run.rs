@@ -618,7 +618,7 @@ impl GuestKernel {
         let ticket_waiter = match th.steps.front() {
             Some(Step::Lock { lock, .. }) => {
                 let l = &locks[lock.idx()];
-                matches!(l.kind, SpinlockKind::Ticket | SpinlockKind::PvQueued) && (th.queued_on == Some(*lock) || l.waiters.contains(&t))
+                matches!(l.kind, SpinlockKind::Ticket | SpinlockKind::PvQueued) && th.queued_on == Some(*lock)
             }
             _ => false,
         };

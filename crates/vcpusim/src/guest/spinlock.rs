@@ -35,11 +35,11 @@ impl Spinlock {
         Spinlock { kind, class: class.into(), holder: None, waiters: VecDeque::new() }
     }
 
-    /// `t` tries to take the lock (first attempt or after resuming on its vCPU). `queued`: the
-    /// caller knows `t` is already among the waiters (`Thread::queued_on` names this lock), so
-    /// a retry does not search the queue for it (O(waiters) per retry on a wide VM's convoy);
-    /// `false` means "not known", and the queue is searched.
+    /// `t` tries to take the lock (first attempt or after resuming on its vCPU). `queued`: `t`
+    /// is among the waiters (`Thread::queued_on` names this lock: the thread's marker, kept
+    /// exact, stands for a search of the queue, O(waiters) per retry on a wide VM's convoy).
     pub fn try_acquire(&mut self, t: ThreadId, queued: bool) -> Acquire {
+        debug_assert_eq!(queued, self.waiters.contains(&t), "thread {t}'s queue marker is out of step");
         if self.holder == Some(t) {
             // A ticket lock was handed to t while it spun.
             return Acquire::Got;
@@ -63,7 +63,7 @@ impl Spinlock {
             self.holder = Some(t);
             Acquire::Got
         } else {
-            if !queued && !self.waiters.contains(&t) {
+            if !queued {
                 self.waiters.push_back(t);
             }
             Acquire::Spin
@@ -100,10 +100,11 @@ mod tests {
         assert_eq!(l.try_acquire(ThreadId(0), false), Acquire::Got);
         assert_eq!(l.try_acquire(ThreadId(1), false), Acquire::Spin);
         assert_eq!(l.try_acquire(ThreadId(2), false), Acquire::Spin);
-        assert_eq!(l.try_acquire(ThreadId(1), false), Acquire::Spin, "retrying keeps the ticket");
-        // Thread 1 is preempted; the lock still goes to it.
+        assert_eq!(l.try_acquire(ThreadId(1), true), Acquire::Spin, "retrying keeps the ticket");
+        // Thread 1 is preempted; the lock still goes to it (and leaves the queue: the caller
+        // clears its marker).
         assert_eq!(l.release(ThreadId(0), |t| t == ThreadId(2)), Some(ThreadId(1)));
-        assert_eq!(l.try_acquire(ThreadId(2), false), Acquire::Spin);
+        assert_eq!(l.try_acquire(ThreadId(2), true), Acquire::Spin);
         assert_eq!(l.try_acquire(ThreadId(1), false), Acquire::Got);
         assert_eq!(l.release(ThreadId(1), |_| true), Some(ThreadId(2)));
     }
@@ -117,13 +118,13 @@ mod tests {
         assert_eq!(l.release(ThreadId(0), |t| t == ThreadId(2)), Some(ThreadId(2)));
         // No waiter running: the lock stays free for whoever runs first.
         assert_eq!(l.release(ThreadId(2), |_| false), None);
-        assert_eq!(l.try_acquire(ThreadId(1), false), Acquire::Got);
+        assert_eq!(l.try_acquire(ThreadId(1), true), Acquire::Got);
         assert!(l.waiters.is_empty(), "the taker left the queue");
     }
 
     #[test]
     fn a_retry_known_queued_keeps_one_place() {
-        // The caller's marker (`queued`) stands for the search: the queue is what it would be.
+        // The caller's marker (`queued`) stands for a search: a retry adds no second place.
         for kind in [SpinlockKind::Ticket, SpinlockKind::TestAndSet] {
             let mut l = Spinlock::new(kind, "x");
             assert_eq!(l.try_acquire(ThreadId(0), false), Acquire::Got);

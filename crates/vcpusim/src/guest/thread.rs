@@ -361,10 +361,11 @@ pub struct Thread {
     pub futex_queued: Option<FutexKey>,
     /// When the current lock / ack wait began (for latency histograms).
     pub wait_started: Option<Nanos>,
-    /// The spinlock whose waiter queue holds this thread, when known: set when it starts
-    /// spinning on a lock, cleared when it takes the lock or the lock is handed to it
-    /// (`Spinlock::try_acquire`'s `queued`; `lock_state`). `Some(l)` always means it is in
-    /// `l`'s queue; `None` means "search the queue".
+    /// The spinlock whose waiter queue holds this thread: set when it starts spinning on a lock
+    /// (the one place a waiter joins a queue), cleared when it takes the lock or the lock is
+    /// handed to it (the places it leaves). `Some(l)` exactly when it is in `l`'s queue (check
+    /// mode holds both ways), so nothing searches a queue for a thread
+    /// (`Spinlock::try_acquire`'s `queued`; `lock_state`).
     pub queued_on: Option<LockId>,
     pub rng: Stream,
 }

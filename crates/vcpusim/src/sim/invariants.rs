@@ -77,6 +77,11 @@ impl Sim {
             if ws.len() != lock.waiters.len() {
                 return Err(format!("lock {l} has a duplicate waiter"));
             }
+            // Every waiter is marked with this lock (`Thread::queued_on`, which stands for a
+            // search of the queue).
+            if let Some(w) = lock.waiters.iter().find(|w| self.threads[w.idx()].queued_on.map(|q| q.idx()) != Some(l)) {
+                return Err(format!("thread {w} waits on lock {l} but is marked {:?}", self.threads[w.idx()].queued_on));
+            }
         }
         for th in &self.threads {
             for l in &th.held {
@@ -84,7 +89,8 @@ impl Sim {
                     return Err(format!("thread {} thinks it holds lock {l}, held by {:?}", th.id, self.locks[l.idx()].holder));
                 }
             }
-            // Its queue marker names a lock whose queue holds it.
+            // Its queue marker names a lock whose queue holds it (and, above, every waiter is
+            // marked with its lock).
             if let Some(l) = th.queued_on {
                 if !self.locks[l.idx()].waiters.contains(&th.id) {
                     return Err(format!("thread {} is marked queued on lock {l}, which has no such waiter", th.id));

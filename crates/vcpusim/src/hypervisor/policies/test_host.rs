@@ -233,7 +233,7 @@ impl FakeHost {
     /// Keep `v`'s bit of its VM's `runnable` mask after its state changed, as the engine does.
     fn note_state(&mut self, v: VcpuId) {
         let info = &self.vcpus[v.idx()];
-        self.vms[info.vm.idx()].runnable.set(info.index as usize, info.state == VcpuState::Runnable);
+        self.vms[info.vm.idx()].runnable.put(info.index as usize, info.state == VcpuState::Runnable);
     }
 
     /// The running vCPU `v` halts: state first, then `sleep`, then `do_schedule` on its pCPU.

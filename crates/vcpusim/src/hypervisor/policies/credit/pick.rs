@@ -24,8 +24,8 @@ impl TopoMasks {
     /// The masks of the first `n` pCPUs of `topo`.
     fn build(topo: &Topology, n: usize) -> Self {
         let place = |p: usize| topo.place(PcpuId(p as u32));
-        // Each group's pCPUs gathered in one pass, then each pCPU's mask made from its group's
-        // list. Asking every pair (is q in p's group?) took O(P^2) topology look-ups: 7.4 G
+        // Each group's pCPUs gathered in one pass, then one mask per group made from its list.
+        // Asking every pair (is q in p's group?) took O(P^2) topology look-ups: 7.4 G
         // instructions at 16,384 pCPUs, most of a short run's time.
         let members = |group_of: &dyn Fn(usize) -> usize, groups: usize| {
             let mut lists: Vec<Vec<PcpuId>> = vec![Vec::new(); groups];
