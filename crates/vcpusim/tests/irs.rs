@@ -208,6 +208,7 @@ fn the_handler_picks_the_least_waiting_sibling_and_rt_avg_ages_as_linux_3x() {
         sim.threads[threads[t].idx()].vcpu = ids[v];
     }
     let g = &mut sim.guests[0];
+    g.run_masks = vcpusim::guest::scheduler::RunMasks::of(&g.vcpus);
     g.vcpus[0].func = vcpusim::vmexit::KernelFn::User;
     g.preempt_notice(0);
     assert!(g.irs.as_ref().unwrap().pending[0]);

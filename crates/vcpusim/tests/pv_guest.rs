@@ -160,6 +160,7 @@ fn vcpu_is_preempted_keeps_a_wakeup_off_a_preempted_idle_vcpu() {
         g.vcpus[0].runqueue.retain(|u| *u != t);
         s.threads[t.idx()].state = ThreadState::Blocked(FutexKey::Socket);
         g.blocked_threads += 1;
+        g.run_masks = vcpusim::guest::scheduler::RunMasks::of(&g.vcpus);
         s.pv[0].preempted = true;
         g.wake_thread(&mut s.threads, &s.pv, 0, VcpuId(1), t);
         assert_eq!(s.threads[t.idx()].vcpu, VcpuId(expected), "vcpu_is_preempted = {vip}");

@@ -140,6 +140,8 @@ impl GuestKernel {
         self.vcpus[i].current = None;
         let to_id = self.vcpus[to].id;
         self.vcpus[to].runqueue.push_back(t);
+        self.note_vcpu(i);
+        self.note_vcpu(to);
         threads[t.idx()].vcpu = to_id;
         let irs = self.irs.as_mut().expect("checked above");
         irs.migrated.retain(|(m, _)| *m != t);
@@ -210,6 +212,7 @@ impl GuestKernel {
         self.vcpus[prev].runqueue.push_front(t);
         irs.preempt_on_ipi[prev] = true;
         irs.wake_preemptions += 1;
+        self.note_vcpu(prev);
         true
     }
 

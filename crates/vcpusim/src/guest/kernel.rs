@@ -124,6 +124,8 @@ pub struct GuestKernel {
     pub blocked_threads: usize,
     /// Round-robin cursor for the idle-vCPU search of wake placement.
     pub wake_cursor: usize,
+    /// Which vCPUs have threads queued and which are idle (guest/scheduler.rs `RunMasks`).
+    pub run_masks: super::scheduler::RunMasks,
     /// What the kernel counts about itself (progress, futex and shootdown counts, latencies).
     pub stats: GuestStats,
     /// The workload's iteration target (`[[vm]] iterations`), and when it was reached: from then

@@ -165,6 +165,7 @@ impl GuestKernel {
         // sleeper here always has a running owner ahead of it (owners never sleep while holding
         // the semaphore in this model), so its VM cannot be deadlocked by it.
         let current = self.vcpus[i].current.take();
+        self.note_vcpu(i);
         debug_assert_eq!(current, Some(t), "the sleeper runs on its vCPU");
         env.threads[t.idx()].state = ThreadState::Blocked(FutexKey::MmSem);
         self.blocked_threads += 1;

@@ -628,8 +628,20 @@ impl GuestKernel {
     /// Check-mode invariants of this guest: every thread on a vCPU (current or queued) records
     /// that vCPU (`seen` counts, per host-wide thread id, the vCPUs each is on);
     /// a vCPU running a thread is preempted in its PV area exactly when the host does not run it
-    /// (`running`), which is what `release` relies on.
+    /// (`running`), which is what `release` relies on; the run masks (`RunMasks`) match the
+    /// vCPUs' run queues and current threads.
     pub fn check(&self, threads: &[Thread], pv: &[PvArea], running: impl Fn(VcpuId) -> bool, seen: &mut [u8]) -> Result<(), String> {
+        if let Some(i) = self.run_masks.mismatch(&self.vcpus) {
+            let gv = &self.vcpus[i];
+            return Err(format!(
+                "vCPU {} has {} thread(s) queued and {} but the guest's run masks say queued = {}, idle = {}",
+                gv.id,
+                gv.runqueue.len(),
+                if gv.current.is_some() { "a current thread" } else { "none current" },
+                self.run_masks.queued.contains(i),
+                self.run_masks.idle.contains(i)
+            ));
+        }
         for gv in &self.vcpus {
             let v = gv.id;
             for t in gv.current.iter().chain(gv.runqueue.iter()) {

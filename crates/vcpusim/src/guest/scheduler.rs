@@ -8,8 +8,9 @@
 //! (`Next::Stop`); the tick arrives as `Upcall::TimerTick` (`timer_tick`, below), whose
 //! balancing IPI the host sends as an `Exit::IpiSend`.
 
-use super::kernel::GuestKernel;
+use super::kernel::{GuestKernel, GuestVcpu};
 use super::thread::{FutexKey, Thread, ThreadState};
+use crate::hardware::cpumask::IndexMask;
 use crate::ids::{ThreadId, VcpuId};
 use crate::time::Nanos;
 use crate::vmexit::{KernelFn, PvArea};
@@ -26,7 +27,46 @@ pub struct Tick {
     pub round_robin: bool,
 }
 
+/// Which of a VM's vCPUs (by index in the VM) have threads queued, and which are idle (no
+/// thread running or queued: `GuestVcpu::idle`). Every change of a vCPU's run queue or
+/// `current` sets the bits it changes (the hot paths, `pick_next`, `wake_thread` and
+/// `block_current`, only the bits that can change; the others all of them through
+/// `GuestKernel::note_vcpu`), so the newidle pull (`pick_next`), wake
+/// placement (`wake_target`) and tick balancing (`tick_balance`) visit the vCPUs that qualify
+/// instead of every sibling: a wide VM's guest scheduler costs no O(vCPUs) scan per event
+/// (issue 15). Check mode holds both masks to the vCPUs' state (`GuestKernel::check`).
+pub struct RunMasks {
+    /// vCPUs with a non-empty run queue.
+    pub queued: IndexMask,
+    /// vCPUs with no thread running or queued.
+    pub idle: IndexMask,
+}
+
+impl RunMasks {
+    /// The masks of `vcpus` as they stand.
+    pub fn of(vcpus: &[GuestVcpu]) -> Self {
+        RunMasks {
+            queued: IndexMask::from_fn(vcpus.len(), |i| !vcpus[i].runqueue.is_empty()),
+            idle: IndexMask::from_fn(vcpus.len(), |i| vcpus[i].idle()),
+        }
+    }
+
+    /// Where the masks disagree with `vcpus` (check mode): the first vCPU index that does.
+    pub fn mismatch(&self, vcpus: &[GuestVcpu]) -> Option<usize> {
+        (0..vcpus.len()).find(|&i| self.queued.contains(i) == vcpus[i].runqueue.is_empty() || self.idle.contains(i) != vcpus[i].idle())
+    }
+}
+
 impl GuestKernel {
+    /// vCPU `i`'s run queue or current thread changed: set its bits in `run_masks`.
+    #[inline(always)]
+    pub(super) fn note_vcpu(&mut self, i: usize) {
+        let gv = &self.vcpus[i];
+        let queued = !gv.runqueue.is_empty();
+        self.run_masks.queued.put(i, queued);
+        self.run_masks.idle.put(i, !queued && gv.current.is_none());
+    }
+
     /// The index in this VM of its vCPU `v` (a VM's vCPU ids are consecutive).
     #[inline]
     pub fn index_of(&self, v: VcpuId) -> usize {
@@ -39,17 +79,30 @@ impl GuestKernel {
     /// from the sibling with the longest queue (newidle balancing). The thread becomes current.
     pub fn pick_next(&mut self, threads: &mut [Thread], i: usize) -> Option<ThreadId> {
         let t = match self.vcpus[i].runqueue.pop_front() {
-            Some(t) => t,
+            Some(t) => {
+                // Not idle before (a queued thread) nor after (a current one).
+                self.run_masks.queued.put(i, !self.vcpus[i].runqueue.is_empty());
+                t
+            }
             None => {
                 let vcpus = &self.vcpus;
                 // On bare metal (Linux 3.13 idle_balance / load_balance) only a CPU running a task
                 // with more queued (nr_running > 1) gives one up; a CPU about to run its only
                 // queued task keeps it.
                 let native = self.topology.is_some();
-                let busiest = (0..vcpus.len())
-                    .filter(|&u| u != i && !vcpus[u].runqueue.is_empty() && (!native || vcpus[u].current.is_some()))
+                let busiest = self
+                    .run_masks
+                    .queued
+                    .iter()
+                    .filter(|&u| u != i && (!native || vcpus[u].current.is_some()))
                     .max_by_key(|&u| (vcpus[u].runqueue.len(), std::cmp::Reverse(vcpus[u].id.0)))?;
-                self.vcpus[busiest].runqueue.pop_back()?
+                let t = self.vcpus[busiest].runqueue.pop_back()?;
+                // Idle now if that was its only thread and none runs there (a vCPU not yet
+                // entered since it was handed the thread).
+                self.note_vcpu(busiest);
+                // `i` was idle (nothing current, nothing queued) and runs `t` now.
+                self.run_masks.idle.put(i, false);
+                t
             }
         };
         let gv = &mut self.vcpus[i];
@@ -75,16 +128,26 @@ impl GuestKernel {
         if self.available_idle(pv, prev) && (self.irs.is_none() || self.wake_capacity_ok(pv, prev, now)) {
             return prev;
         }
+        // The idle vCPUs from the cursor on, wrapping round once: the order of a walk over every
+        // sibling from the cursor, visiting only those that can qualify.
         let n = self.vcpus.len();
         let start = self.wake_cursor;
-        for k in 0..n {
-            let u = (start + k) % n;
+        let (mut from, mut wrapped) = (start, false);
+        loop {
+            let u = match self.run_masks.idle.next_from(from) {
+                Some(u) if !wrapped || u < start => u,
+                None if !wrapped => {
+                    (from, wrapped) = (0, true);
+                    continue;
+                }
+                _ => return prev,
+            };
             if self.available_idle(pv, u) && (self.irs.is_none() || self.wake_capacity_ok(pv, u, now)) {
-                self.wake_cursor = (start + k + 1) % n;
+                self.wake_cursor = (u + 1) % n;
                 return u;
             }
+            from = u + 1;
         }
-        prev
     }
 
     /// Make blocked thread `t` runnable, woken by code running on vCPU `waker`. Returns the vCPU
@@ -110,12 +173,15 @@ impl GuestKernel {
         let target_id = self.vcpus[target].id;
         th.vcpu = target_id;
         self.vcpus[target].runqueue.push_back(t);
+        self.run_masks.queued.put(target, true);
+        self.run_masks.idle.put(target, false);
         (target_id != waker).then_some(target_id)
     }
 
     /// The running thread of vCPU `i` sleeps on `key` (it leaves the vCPU); returns it.
     pub fn block_current(&mut self, threads: &mut [Thread], i: usize, key: FutexKey) -> ThreadId {
         let t = self.vcpus[i].current.take().expect("a blocking vCPU runs a thread");
+        self.run_masks.idle.put(i, self.vcpus[i].runqueue.is_empty());
         self.irs_forget(t);
         threads[t.idx()].state = ThreadState::Blocked(key);
         self.blocked_threads += 1;
@@ -125,6 +191,7 @@ impl GuestKernel {
     /// The running thread of vCPU `i` ended; returns it.
     pub fn exit_current(&mut self, threads: &mut [Thread], i: usize) -> ThreadId {
         let t = self.vcpus[i].current.take().expect("an exiting vCPU runs a thread");
+        self.run_masks.idle.put(i, self.vcpus[i].runqueue.is_empty());
         threads[t.idx()].state = ThreadState::Exited;
         self.live_threads -= 1;
         t
@@ -184,11 +251,14 @@ impl GuestKernel {
     /// Periodic balancing at vCPU `i`'s tick: hand one queued thread to an idle sibling;
     /// returns that sibling (it needs a reschedule IPI).
     pub fn tick_balance(&mut self, threads: &mut [Thread], i: usize) -> Option<VcpuId> {
-        let u = self.vcpus.iter().enumerate().position(|(k, g)| k != i && g.idle())?;
+        let idle = &self.run_masks.idle;
+        let u = idle.first().filter(|&u| u != i).or_else(|| idle.next_from(i + 1))?;
         let t = self.vcpus[i].runqueue.pop_back()?;
         let to = self.vcpus[u].id;
         self.vcpus[u].runqueue.push_back(t);
         threads[t.idx()].vcpu = to;
+        self.note_vcpu(i);
+        self.note_vcpu(u);
         Some(to)
     }
 
@@ -207,6 +277,7 @@ impl GuestKernel {
         let gv = &mut self.vcpus[i];
         let cur = gv.current.take().expect("a preempted thread was current");
         gv.runqueue.push_back(cur);
+        self.note_vcpu(i);
     }
 
     /// `Upcall::TimerTick` on running vCPU `i`: the tick is spent. With threads queued behind

@@ -321,6 +321,7 @@ impl Sim {
             vm,
             name: spec.name.clone(),
             config: spec.guest.clone(),
+            run_masks: crate::guest::scheduler::RunMasks::of(&guest_vcpus),
             vcpus: guest_vcpus,
             live_threads: thread_ids.len(),
             threads: thread_ids,
