@@ -29,9 +29,7 @@ pub struct Tick {
 
 /// Which of a VM's vCPUs (by index in the VM) have threads queued, and which are idle (no
 /// thread running or queued: `GuestVcpu::idle`). Every change of a vCPU's run queue or
-/// `current` sets the bits it changes (the hot paths, `pick_next`, `wake_thread` and
-/// `block_current`, only the bits that can change; the others all of them through
-/// `GuestKernel::note_vcpu`), so the newidle pull (`pick_next`), wake
+/// `current` is followed by `GuestKernel::note_vcpu`, so the newidle pull (`pick_next`), wake
 /// placement (`wake_target`) and tick balancing (`tick_balance`) visit the vCPUs that qualify
 /// instead of every sibling: a wide VM's guest scheduler costs no O(vCPUs) scan per event
 /// (issue 15). Check mode holds both masks to the vCPUs' state (`GuestKernel::check`).
@@ -79,11 +77,7 @@ impl GuestKernel {
     /// from the sibling with the longest queue (newidle balancing). The thread becomes current.
     pub fn pick_next(&mut self, threads: &mut [Thread], i: usize) -> Option<ThreadId> {
         let t = match self.vcpus[i].runqueue.pop_front() {
-            Some(t) => {
-                // Not idle before (a queued thread) nor after (a current one).
-                self.run_masks.queued.put(i, !self.vcpus[i].runqueue.is_empty());
-                t
-            }
+            Some(t) => t,
             None => {
                 let vcpus = &self.vcpus;
                 // On bare metal (Linux 3.13 idle_balance / load_balance) only a CPU running a task
@@ -100,8 +94,6 @@ impl GuestKernel {
                 // Idle now if that was its only thread and none runs there (a vCPU not yet
                 // entered since it was handed the thread).
                 self.note_vcpu(busiest);
-                // `i` was idle (nothing current, nothing queued) and runs `t` now.
-                self.run_masks.idle.put(i, false);
                 t
             }
         };
@@ -109,6 +101,7 @@ impl GuestKernel {
         gv.current = Some(t);
         gv.mm_loaded = true;
         threads[t.idx()].vcpu = gv.id;
+        self.note_vcpu(i);
         Some(t)
     }
 
@@ -173,15 +166,14 @@ impl GuestKernel {
         let target_id = self.vcpus[target].id;
         th.vcpu = target_id;
         self.vcpus[target].runqueue.push_back(t);
-        self.run_masks.queued.put(target, true);
-        self.run_masks.idle.put(target, false);
+        self.note_vcpu(target);
         (target_id != waker).then_some(target_id)
     }
 
     /// The running thread of vCPU `i` sleeps on `key` (it leaves the vCPU); returns it.
     pub fn block_current(&mut self, threads: &mut [Thread], i: usize, key: FutexKey) -> ThreadId {
         let t = self.vcpus[i].current.take().expect("a blocking vCPU runs a thread");
-        self.run_masks.idle.put(i, self.vcpus[i].runqueue.is_empty());
+        self.note_vcpu(i);
         self.irs_forget(t);
         threads[t.idx()].state = ThreadState::Blocked(key);
         self.blocked_threads += 1;
@@ -191,7 +183,7 @@ impl GuestKernel {
     /// The running thread of vCPU `i` ended; returns it.
     pub fn exit_current(&mut self, threads: &mut [Thread], i: usize) -> ThreadId {
         let t = self.vcpus[i].current.take().expect("an exiting vCPU runs a thread");
-        self.run_masks.idle.put(i, self.vcpus[i].runqueue.is_empty());
+        self.note_vcpu(i);
         threads[t.idx()].state = ThreadState::Exited;
         self.live_threads -= 1;
         t
@@ -251,8 +243,8 @@ impl GuestKernel {
     /// Periodic balancing at vCPU `i`'s tick: hand one queued thread to an idle sibling;
     /// returns that sibling (it needs a reschedule IPI).
     pub fn tick_balance(&mut self, threads: &mut [Thread], i: usize) -> Option<VcpuId> {
-        let idle = &self.run_masks.idle;
-        let u = idle.first().filter(|&u| u != i).or_else(|| idle.next_from(i + 1))?;
+        // The first idle vCPU is never `i` when `i` has a thread to hand over (it is not idle).
+        let u = self.run_masks.idle.first()?;
         let t = self.vcpus[i].runqueue.pop_back()?;
         let to = self.vcpus[u].id;
         self.vcpus[u].runqueue.push_back(t);

@@ -54,11 +54,14 @@ impl Spinlock {
             SpinlockKind::TestAndSet => true,
         };
         if self.holder.is_none() && my_turn {
-            // t is in the queue at most once; a ticket lock's taker is at its head (my_turn).
-            if self.waiters.front() == Some(&t) {
-                self.waiters.pop_front();
-            } else if let Some(pos) = self.waiters.iter().position(|w| *w == t) {
-                self.waiters.remove(pos);
+            // t is in the queue at most once, if at all; a ticket lock's taker is at its head
+            // (my_turn), a test-and-set lock's anywhere.
+            if queued {
+                if self.waiters.front() == Some(&t) {
+                    self.waiters.pop_front();
+                } else if let Some(pos) = self.waiters.iter().position(|w| *w == t) {
+                    self.waiters.remove(pos);
+                }
             }
             self.holder = Some(t);
             Acquire::Got
