@@ -1,0 +1,80 @@
+"""scripts/pgo_install.py: the parts that decide without building (which llvm-profdata, what it
+trains on, how the training loads the extension). The whole script builds twice (minutes) and
+needs rustup's llvm-tools, so it is measured by hand (docs/speed.md), not run here."""
+
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vcpusim import _core
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import pgo_install  # noqa: E402
+
+
+def test_llvm_major_reads_rustc_and_llvm_tools_output():
+    assert pgo_install.llvm_major("rustc 1.95.0\nhost: x86_64-unknown-linux-gnu\nLLVM version: 20.1.8\n") == 20
+    assert pgo_install.llvm_major("Ubuntu LLVM version 14.0.0\n  Optimized build.\n") == 14
+    assert pgo_install.llvm_major("rustc 1.95.0\n") is None
+
+
+def test_a_missing_llvm_profdata_is_named():
+    with pytest.raises(pgo_install.PgoError, match=r"LLVM_PROFDATA=/no/such/llvm-profdata: no such file"):
+        pgo_install.find_profdata({"LLVM_PROFDATA": "/no/such/llvm-profdata"})
+
+
+def _fake_profdata(folder: Path, script: str) -> dict[str, str]:
+    """An llvm-profdata stand-in running ``script`` (sh), as the environment naming it."""
+    fake = folder / "llvm-profdata"
+    fake.write_text("#!/bin/sh\n" + script)
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    return {"LLVM_PROFDATA": str(fake)}
+
+
+@pytest.mark.parametrize("script, message", [
+    ("echo 'LLVM version 3.0.0'\n", r"is LLVM 3, rustc is LLVM \d+"),
+    # LLVM 14's llvm-profdata (Ubuntu's) answers --version with "Unknown command!" and exit 1.
+    ("echo 'llvm-profdata: Unknown command!'\nexit 1\n", r"does not say its LLVM version .*`rustup component add llvm-tools`"),
+])
+def test_an_llvm_profdata_of_another_llvm_is_refused(tmp_path, script, message):
+    with pytest.raises(pgo_install.PgoError, match=message):
+        pgo_install.find_profdata(_fake_profdata(tmp_path, script))
+
+
+def test_one_of_rustcs_llvm_is_taken(tmp_path):
+    major = pgo_install.llvm_major(subprocess.run(["rustc", "-vV"], capture_output=True, text=True).stdout)
+    env = _fake_profdata(tmp_path, f"echo 'LLVM (http://llvm.org/):\n  LLVM version {major}.1.0'\n")
+    assert pgo_install.find_profdata(env) == Path(env["LLVM_PROFDATA"])
+
+
+def test_training_covers_every_golden_case_and_example():
+    files = pgo_install.training_scenarios()
+    assert files == sorted(files)
+    golden = sorted((ROOT / "crates/vcpusim/tests/golden/cases").glob("*.toml"))
+    examples = sorted((ROOT / "scenarios/examples").glob("*.toml"))
+    assert golden and examples
+    assert set(golden) <= set(files) and set(examples) <= set(files)
+
+
+def test_training_loads_the_extension_by_its_file(tmp_path):
+    # The installed extension stands in for the instrumented one: the loader must find and run it
+    # from its file alone (the wheel is unpacked, not installed), skipping what is no scenario.
+    extension = Path(_core.__file__)
+    scenario = ROOT / "scenarios/examples/cpu-stacking.toml"
+    not_a_scenario = tmp_path / "not-a-scenario.toml"
+    not_a_scenario.write_text("[host]\npcpus = 0\n")
+    assert pgo_install.train(extension, [scenario, not_a_scenario, scenario], tmp_path / "raw") == 2
+    with pytest.raises(pgo_install.PgoError, match="training failed"):
+        pgo_install.train(extension, [not_a_scenario], tmp_path / "raw")
+
+
+def test_bad_extras_are_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        pgo_install.main(["--extras", "test;rm"])
+    assert e.value.code == 2
+    assert "--extras 'test;rm'" in capsys.readouterr().err
+
