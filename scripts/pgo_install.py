@@ -6,14 +6,15 @@ bytes of output, about a quarter less CPU time per run on this repository's expe
 
 Four steps, each printed as it starts:
 
-1. build a wheel whose engine counts what it executes (``RUSTFLAGS=-Cprofile-generate``);
+1. build a wheel whose engine counts what it executes (rustc's ``-Cprofile-generate``);
 2. run the training scenarios through that wheel's extension (``_core.run``, as every run from
    Python goes): every golden case (``crates/vcpusim/tests/golden/cases``: three reduced cases of
    each ASPLOS'13 and hybrid figure, one per policy and overlay, the guest variants) and every
    scenario under ``scenarios/`` (CMT host, micro-sliced pool, IRS, KVM and the Linux 4.4 and 6.x
    guests, eevdf, devices, pools), so every policy and guest model is trained, not one set;
 3. merge the counts (``llvm-profdata merge``) into ``target/pgo/vcpusim.profdata``;
-4. ``pip install`` this checkout with ``RUSTFLAGS=-Cprofile-use=<that file>``.
+4. ``pip install`` this checkout with ``-Cprofile-use=<that file>`` into the environment of the
+   Python that runs this script (run it with a virtual environment's ``python`` to install there).
 
 The training goes through the extension, not through the ``run_file`` example: the event loop is
 generic over its progress callback (``Sim::run_watched``), so it is compiled into the extension's
@@ -80,7 +81,8 @@ def find_profdata(env: dict[str, str] | None = None) -> Path:
     else:
         host = re.search(r"^host:\s*(\S+)", rustc, re.MULTILINE)
         sysroot = Path(_output(["rustc", "--print", "sysroot"]).strip())
-        tool = sysroot / "lib" / "rustlib" / (host.group(1) if host else "") / "bin" / "llvm-profdata"
+        exe = "llvm-profdata.exe" if os.name == "nt" else "llvm-profdata"
+        tool = sysroot / "lib" / "rustlib" / (host.group(1) if host else "") / "bin" / exe
         if not tool.is_file():
             raise PgoError(
                 f"llvm-profdata not found in rustc's sysroot ({tool}): install it with "
@@ -149,9 +151,21 @@ def _run(cmd: list[str], env: dict[str, str], what: str) -> None:
         raise PgoError(f"{what} failed: {' '.join(cmd)}")
 
 
-def _rustflags(extra: str) -> str:
-    """The caller's RUSTFLAGS (if any) with ``extra`` after them."""
-    return f"{os.environ['RUSTFLAGS']} {extra}" if os.environ.get("RUSTFLAGS") else extra
+def build_env(flag: str, target_dir: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a build with rustc flag ``flag`` after the caller's own flags, in cargo's
+    own target folder ``target_dir``. The flags go in ``CARGO_ENCODED_RUSTFLAGS`` (separated by
+    0x1f), so a path with spaces in ``flag`` stays one argument; the caller's ``RUSTFLAGS`` (split
+    on whitespace, as cargo splits it) or ``CARGO_ENCODED_RUSTFLAGS`` (which cargo prefers) come
+    first."""
+    env = dict(os.environ if env is None else env)
+    if env.get("CARGO_ENCODED_RUSTFLAGS"):
+        flags = env["CARGO_ENCODED_RUSTFLAGS"].split("\x1f")
+    else:
+        flags = env.get("RUSTFLAGS", "").split()
+    env.pop("RUSTFLAGS", None)
+    env["CARGO_ENCODED_RUSTFLAGS"] = "\x1f".join([*flags, flag])
+    env["CARGO_TARGET_DIR"] = str(target_dir)
+    return env
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,8 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="vcpusim-pgo-") as tmp_name:
             tmp = Path(tmp_name)
             raw = tmp / "raw"
-            env = {**os.environ, "RUSTFLAGS": _rustflags(f"-Cprofile-generate={raw}"),
-                   "CARGO_TARGET_DIR": str(ROOT / "target" / "pgo-generate")}
+            env = build_env(f"-Cprofile-generate={raw}", ROOT / "target" / "pgo-generate")
             _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp / "wheel"), str(ROOT)], env,
                  "1/4 building the instrumented wheel")
             wheel = next((tmp / "wheel").glob("vcpusim-*.whl"), None)
@@ -187,8 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             _run([str(profdata), "merge", "-o", str(profile), str(raw)], dict(os.environ),
                  f"3/4 merging the counts of {ran} runs into {profile}")
         target = f"{ROOT}[{args.extras}]" if args.extras else str(ROOT)
-        env = {**os.environ, "RUSTFLAGS": _rustflags(f"-Cprofile-use={profile}"),
-               "CARGO_TARGET_DIR": str(ROOT / "target" / "pgo-use")}
+        env = build_env(f"-Cprofile-use={profile}", ROOT / "target" / "pgo-use")
         _run([sys.executable, "-m", "pip", "install", "-q", target], env, "4/4 installing the optimized build")
     except PgoError as e:
         print(f"pgo_install: {e}", file=sys.stderr)

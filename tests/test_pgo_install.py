@@ -72,6 +72,16 @@ def test_training_loads_the_extension_by_its_file(tmp_path):
         pgo_install.train(extension, [not_a_scenario], tmp_path / "raw")
 
 
+def test_build_flags_come_after_the_callers_and_keep_spaces(tmp_path):
+    flag = "-Cprofile-use=/a folder/vcpusim.profdata"
+    env = pgo_install.build_env(flag, tmp_path / "t", {"RUSTFLAGS": " -Ctarget-cpu=native  -g", "PATH": "/bin"})
+    assert env["CARGO_ENCODED_RUSTFLAGS"].split("\x1f") == ["-Ctarget-cpu=native", "-g", flag]
+    assert "RUSTFLAGS" not in env and env["PATH"] == "/bin" and env["CARGO_TARGET_DIR"] == str(tmp_path / "t")
+    encoded = pgo_install.build_env(flag, tmp_path, {"CARGO_ENCODED_RUSTFLAGS": "-C\x1fopt-level=3", "RUSTFLAGS": "-g"})
+    assert encoded["CARGO_ENCODED_RUSTFLAGS"].split("\x1f") == ["-C", "opt-level=3", flag]
+    assert pgo_install.build_env(flag, tmp_path, {})["CARGO_ENCODED_RUSTFLAGS"] == flag
+
+
 def test_bad_extras_are_a_usage_error(capsys):
     with pytest.raises(SystemExit) as e:
         pgo_install.main(["--extras", "test;rm"])
