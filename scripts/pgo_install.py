@@ -35,7 +35,6 @@ import argparse
 import importlib.machinery
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
