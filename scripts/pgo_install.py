@@ -12,7 +12,8 @@ Four steps, each printed as it starts:
    each ASPLOS'13 and hybrid figure, one per policy and overlay, the guest variants) and every
    scenario under ``scenarios/`` (CMT host, micro-sliced pool, IRS, KVM and the Linux 4.4 and 6.x
    guests, eevdf, devices, pools), so every policy and guest model is trained, not one set;
-3. merge the counts (``llvm-profdata merge``) into ``target/pgo/vcpusim.profdata``;
+3. merge the counts (written under ``target/pgo/raw``) into ``target/pgo/vcpusim.profdata``
+   (``llvm-profdata merge``);
 4. ``pip install`` this checkout with ``-Cprofile-use=<that file>`` into the environment of the
    Python that runs this script (run it with a virtual environment's ``python`` to install there).
 
@@ -35,6 +36,7 @@ import argparse
 import importlib.machinery
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -178,9 +180,11 @@ def main(argv: list[str] | None = None) -> int:
         scenarios = training_scenarios()
         out = ROOT / "target" / "pgo"
         out.mkdir(parents=True, exist_ok=True)
+        # The counts go to a fixed folder: the instrumented build embeds its path, so a fixed
+        # one lets a rerun reuse that build (cargo rebuilds everything when a flag changes).
+        raw = out / "raw"
         with tempfile.TemporaryDirectory(prefix="vcpusim-pgo-") as tmp_name:
             tmp = Path(tmp_name)
-            raw = tmp / "raw"
             env = build_env(f"-Cprofile-generate={raw}", ROOT / "target" / "pgo-generate")
             _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp / "wheel"), str(ROOT)], env,
                  "1/4 building the instrumented wheel")
@@ -194,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
             if ext is None:
                 raise PgoError(f"{wheel.name} holds no vcpusim/_core extension")
             print(f"pgo_install: 2/4 training on {len(scenarios)} scenario files", flush=True)
+            shutil.rmtree(raw, ignore_errors=True)  # counts of an earlier run, perhaps of other code
             ran = train(ext, scenarios, raw)
             profile = out / "vcpusim.profdata"
             _run([str(profdata), "merge", "-o", str(profile), str(raw)], dict(os.environ),

@@ -60,9 +60,9 @@ impl GuestKernel {
     #[inline(always)]
     pub(super) fn note_vcpu(&mut self, i: usize) {
         let gv = &self.vcpus[i];
-        let queued = !gv.runqueue.is_empty();
+        let (queued, idle) = (!gv.runqueue.is_empty(), gv.idle());
         self.run_masks.queued.put(i, queued);
-        self.run_masks.idle.put(i, !queued && gv.current.is_none());
+        self.run_masks.idle.put(i, idle);
     }
 
     /// The index in this VM of its vCPU `v` (a VM's vCPU ids are consecutive).
@@ -122,7 +122,8 @@ impl GuestKernel {
             return prev;
         }
         // The idle vCPUs from the cursor on, wrapping round once: the order of a walk over every
-        // sibling from the cursor, visiting only those that can qualify.
+        // sibling from the cursor, visiting only those that can qualify. A loop, not an iterator
+        // over the mask: `wake_capacity_ok` takes the guest mutably (IRS's steal averages).
         let n = self.vcpus.len();
         let start = self.wake_cursor;
         let (mut from, mut wrapped) = (start, false);
