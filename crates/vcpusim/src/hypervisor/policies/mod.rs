@@ -5,6 +5,7 @@ pub mod credit;
 pub mod eevdf;
 pub mod gang;
 pub mod hybrid;
+pub mod load_index;
 pub mod matching;
 pub mod native;
 pub mod ordered_set;

@@ -305,4 +305,68 @@ impl placement::PlacementView for PlaceView<'_, '_> {
     fn usable(&self, p: usize) -> bool {
         self.ctx.host.may_run(self.v, PcpuId(p as u32))
     }
+
+    /// From the policy's load index (policies/load_index.rs), unless the vCPU's hard affinity
+    /// leaves out some of the pool: then most pCPUs fail `keep` and the index would read nearly
+    /// all of them, so the scan does.
+    fn least_loaded_where(&self, prev: usize, keep: impl Fn(usize) -> bool) -> Option<usize> {
+        match &self.cfs.load_index {
+            Some(ix) if !self.ctx.host.is_pinned(self.v) => {
+                // The index's order is (load, pCPU); the placement prefers `prev` among equals.
+                let (p, load) = ix.least_where(&keep)?;
+                Some(if p != prev && keep(prev) && ix.load(prev) == load { prev } else { p })
+            }
+            _ => placement::scan_least_loaded(self, prev, keep),
+        }
+    }
+
+    /// The index's sum (a run queue outside the pool is empty) over the pool's pCPU count.
+    fn pool_total(&self) -> (u128, u128) {
+        match &self.cfs.load_index {
+            Some(ix) => (ix.total(), self.ctx.host.npcpus() as u128),
+            None => placement::scan_pool_total(self),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Cfs, CfsKind, LOAD_INDEX_MIN_PCPUS};
+    use crate::hypervisor::policies::test_host::FakeHost;
+    use crate::hypervisor::policies::PolicyKind;
+    use crate::params::{ParamValue, Params};
+    use crate::time::US;
+
+    /// One VM of 8 vCPUs and four of 1 per 8 pCPUs (the seed's mix), more vCPUs than pCPUs, under
+    /// `placement`; `indexed` false takes the load index away, so the placement scans.
+    fn host(npcpus: u32, placement: &str, indexed: bool) -> FakeHost {
+        let mut params = Params::defaults(&CfsKind.params());
+        params.set("placement", ParamValue::Choice(placement.into()));
+        let vms: Vec<(u32, u32)> = (0..npcpus / 8).flat_map(|_| [(8, 256), (1, 256), (1, 256), (1, 256), (1, 256)]).collect();
+        FakeHost::new(npcpus, &vms, None, |shape| {
+            let mut c = Cfs::new(&params, shape);
+            assert_eq!(c.load_index.is_some(), npcpus as usize >= LOAD_INDEX_MIN_PCPUS);
+            if !indexed {
+                c.load_index = None;
+            }
+            Box::new(c)
+        })
+    }
+
+    #[test]
+    fn the_load_index_places_every_wakeup_where_the_scan_does() {
+        // Through random halts and wake-ups (the policy's check, which holds the index to the
+        // run queues' loads, after each), both hosts end with the same vCPUs on the same pCPUs,
+        // having run as long and moved as often.
+        for placement in ["balance", "lc-balance"] {
+            let npcpus = LOAD_INDEX_MIN_PCPUS as u32;
+            let (mut indexed, mut scanning) = (host(npcpus, placement, true), host(npcpus, placement, false));
+            indexed.random_halts_and_wakes(4_000, 50 * US);
+            scanning.random_halts_and_wakes(4_000, 50 * US);
+            let on = |h: &FakeHost| h.vcpus.iter().map(|v| (v.state, v.pcpu, v.last_pcpu, v.run_time)).collect::<Vec<_>>();
+            assert_eq!(on(&indexed), on(&scanning), "{placement}");
+            assert_eq!((indexed.migrations, indexed.context_switches), (scanning.migrations, scanning.context_switches), "{placement}");
+            assert!(indexed.migrations > 0, "{placement}: no vCPU ever moved, so nothing was placed");
+        }
+    }
 }

@@ -148,7 +148,7 @@ impl Cfs {
             if self.rqs[p].root.curr == Some(vm as u32) {
                 self.update_curr_at(now, p);
             }
-            self.rqs[p].root.load = self.rqs[p].root.load - old + weight;
+            self.set_root_load(p, self.rqs[p].root.load - old + weight);
         }
         self.groups[gi].se.weight = weight;
     }
