@@ -113,6 +113,8 @@ impl GuestKernel {
     }
 
     /// `run`: take a pending notice on vCPU `i` (the handler's work), if any.
+    // Out of the interpreter's hot loop (IRS only): docs/speed.md sixteenth round.
+    #[inline(never)]
     pub(super) fn take_notice(&mut self, i: usize) -> Option<Nanos> {
         let irs = self.irs.as_mut()?;
         if !irs.pending[i] || irs.active[i].is_some() {

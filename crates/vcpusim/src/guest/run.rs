@@ -115,14 +115,7 @@ impl GuestKernel {
             entry = Entry::Resume;
             self.zero_time_steps += 1;
             if self.zero_time_steps > MAX_ZERO_TIME_STEPS {
-                return Next::Stop(Box::new(SimError::Limit {
-                    message: format!(
-                        "VM {:?} thread {} ran {MAX_ZERO_TIME_STEPS} steps without simulated time passing; \
-                         its program loops without a timed op (compute, syscall, mmap...)",
-                        self.name,
-                        env.threads[t.idx()].index
-                    ),
-                }));
+                return self.runaway(env.threads[t.idx()].index);
             }
             if let Some(u) = self.pokes.pop_front() {
                 return Next::Poke(u);
@@ -131,6 +124,21 @@ impl GuestKernel {
                 return Next::Poll(u);
             }
         }
+    }
+
+    /// The run stops: thread number `index` ran `MAX_ZERO_TIME_STEPS` instantaneous steps in a
+    /// row. Cold and out of line, as `program_error`: the interpreter's hot loop stays compact
+    /// (docs/speed.md, sixteenth round).
+    #[cold]
+    #[inline(never)]
+    fn runaway(&self, index: u32) -> Next {
+        Next::Stop(Box::new(SimError::Limit {
+            message: format!(
+                "VM {:?} thread {index} ran {MAX_ZERO_TIME_STEPS} steps without simulated time passing; \
+                 its program loops without a timed op (compute, syscall, mmap...)",
+                self.name
+            ),
+        }))
     }
 
     /// Run thread `t`'s front step on vCPU `i`: `None` when it finished at once (run the next
@@ -413,14 +421,14 @@ impl GuestKernel {
             Action::MutexRetry(m) => self.mutex_retry(env, t, m),
             Action::MutexUnlock(m) => {
                 if let Err(message) = self.mutex_unlock(env, t, m) {
-                    return Some(Next::Stop(Box::new(SimError::Program { time_ns: env.now, message })));
+                    return Some(program_error(env.now, message));
                 }
             }
             Action::BarrierArrive { barrier, wait } => self.barrier_arrive(env, t, barrier, wait),
             Action::BarrierBlockUnlessOpen { barrier, generation } => self.barrier_block_unless_open(env, t, barrier, generation),
             Action::CondWait { cond, mutex } => {
                 if let Err(message) = self.cond_wait(env, t, cond, mutex) {
-                    return Some(Next::Stop(Box::new(SimError::Program { time_ns: env.now, message })));
+                    return Some(program_error(env.now, message));
                 }
             }
             Action::CondSignal { cond, all } => self.cond_signal(env, t, cond, all),
@@ -662,4 +670,11 @@ impl GuestKernel {
         }
         Ok(())
     }
+}
+
+/// The run stops on a program error (an unlock of a mutex the thread does not hold...).
+#[cold]
+#[inline(never)]
+fn program_error(now: Nanos, message: String) -> Next {
+    Next::Stop(Box::new(SimError::Program { time_ns: now, message }))
 }

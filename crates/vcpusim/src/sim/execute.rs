@@ -48,6 +48,16 @@ impl Sim {
             }
             Activity::Off | Activity::Starting | Activity::HaltPoll => {}
         }
+        if self.trace.is_some() {
+            self.trace_segment(v, vm, kind, elapsed);
+        }
+    }
+
+    /// A traced run: the segment `v` just ended as a span on its track (`settle`). Cold and out of
+    /// line: a run without a trace never comes here (docs/speed.md, sixteenth round).
+    #[cold]
+    #[inline(never)]
+    fn trace_segment(&mut self, v: VcpuId, vm: usize, kind: TimeKind, elapsed: u64) {
         if let Some(tr) = self.trace.as_mut() {
             let name = match kind {
                 TimeKind::User => "user",

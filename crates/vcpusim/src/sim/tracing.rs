@@ -1,6 +1,9 @@
 //! What the engine tells the schedule trace (`metrics/trace.rs`) at each switch, wake and IPI:
 //! one method per moment, called only when the run is traced, so the hot paths carry a single
-//! `if self.trace.is_some()` each. Nothing here changes the simulation.
+//! `if self.trace.is_some()` each. Nothing here changes the simulation. The methods the event
+//! loop and the guest's entry reach are `#[cold]`: LLVM keeps them out of line and lays the
+//! untraced path out straight (`trace_handoffs` alone was 12 KB of `Sim::dispatch`, the
+//! interpreter, before; docs/speed.md sixteenth round).
 //!
 //! Track numbering (the trace's pid/tid): process 0 is the host with one thread per pCPU;
 //! process 1 + VM index is a VM with one thread per vCPU (its index in the VM).
@@ -39,6 +42,7 @@ impl Sim {
 
     /// `v` left pCPU `p` (`switch_out`): close its slice on the pCPU track and open its state
     /// off the pCPU (preempted, yielded or halted).
+    #[cold]
     pub(super) fn trace_switch_out(&mut self, v: VcpuId, p: PcpuId) {
         let halted = self.vinfo[v.idx()].state == VcpuState::Halted;
         let reason = if halted {
@@ -66,6 +70,7 @@ impl Sim {
     }
 
     /// `v` runs on `p` from now (`switch_in`).
+    #[cold]
     pub(super) fn trace_switch_in(&mut self, v: VcpuId, p: PcpuId) {
         let label = self.vcpu_label(v);
         if let Some(tr) = self.trace.as_mut() {
@@ -75,6 +80,7 @@ impl Sim {
     }
 
     /// Halted `v` was woken: it waits for a pCPU.
+    #[cold]
     pub(super) fn trace_wake(&mut self, v: VcpuId) {
         if let Some(tr) = self.trace.as_mut() {
             tr.vcpu_woken(v.idx(), self.now);
@@ -90,6 +96,7 @@ impl Sim {
     }
 
     /// `from` sends an IPI of `kind` to `to`: the start of a flow arrow on the sender's track.
+    #[cold]
     pub(super) fn trace_ipi_sent(&mut self, from: VcpuId, to: VcpuId, kind: IpiKind) {
         let (pid, tid) = self.vcpu_track(from);
         let target = self.vcpu_label(to);
@@ -99,6 +106,7 @@ impl Sim {
     }
 
     /// The oldest IPI pending for `to` reaches its guest: the end of its flow arrow.
+    #[cold]
     pub(super) fn trace_ipi_received(&mut self, to: VcpuId, from: VcpuId, kind: IpiKind) {
         let (pid, tid) = self.vcpu_track(to);
         let sender = self.vcpu_label(from);
@@ -116,6 +124,7 @@ impl Sim {
     /// The lock hand-offs VM `vm`'s guest recorded during its last `run` (guest/handoff.rs): a
     /// flow arrow from the release on the releasing vCPU's track to where the waiter resumes on
     /// its own vCPU's track.
+    #[cold]
     pub(super) fn trace_handoffs(&mut self, vm: usize) {
         let Some(log) = self.guests[vm].handoffs.as_mut() else { return };
         if log.is_empty() {
@@ -146,6 +155,7 @@ impl Sim {
     /// Counter tracks: the vCPUs waiting for a pCPU (host-wide, or per pool when there are
     /// several) and, for `v`'s VM (every VM when `None`), its running vCPUs and its share of the
     /// host's pCPUs. Recomputed by a scan of the vCPUs: traced runs only.
+    #[cold]
     fn trace_counters(&mut self, v: Option<VcpuId>) {
         let npools = self.pools.len();
         let mut waiting = vec![0u32; npools];
