@@ -265,7 +265,7 @@ impl CfsRq {
 /// (callgrind); in CPU time (alternating runs on a noisy day, docs/speed.md sixteenth round) it
 /// read 7% slower on 32 pCPUs, 21% faster on 64 and 15% faster on 128, so it starts at 64, where
 /// both measures agree.
-pub const LOAD_INDEX_MIN_PCPUS: usize = 64;
+const LOAD_INDEX_MIN_PCPUS: usize = 64;
 
 pub struct Cfs {
     latency: Nanos,
@@ -1256,6 +1256,7 @@ impl Policy for Cfs {
         let timer = self.rqs[p].tick_timer;
         self.rqs[p] =
             Rq { root: CfsRq { min_vruntime: self.rqs[p].root.min_vruntime, ..CfsRq::default() }, tick_timer: timer, ..Rq::default() };
+        // The reset emptied the run queue; the placement's index hears it here.
         self.set_root_load(p, 0);
         // scheduler_tick stops with the CPU.
         if let Some(timer) = timer {
@@ -1276,6 +1277,7 @@ impl Policy for Cfs {
             exec_start: ctx.now(),
             ..Rq::default()
         };
+        // As in `remove_pcpu`: the index hears of the emptied run queue.
         self.set_root_load(p, 0);
         self.rebuild_domains(ctx);
         if self.ticks_started {
