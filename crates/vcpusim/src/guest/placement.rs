@@ -8,8 +8,9 @@
 //! sharing a last-level cache, `sd_llc`), the NUMA node and the socket. Two mechanisms change
 //! placement on a module host, and both are here:
 //! - **wake-up**: `select_idle_sibling(p, target)`: the target CPU if idle; else, in target's LLC
-//!   domain and then its SMT domain (`for_each_lower_domain(sd_llc)`), the first group, starting
-//!   with target's, all of whose CPUs are idle and none is target, taken at its first CPU: a fully
+//!   domain and then its SMT domain (`for_each_lower_domain(sd_llc)`), the first group, going
+//!   round each domain's ring of groups (in order of lowest CPU, `build_sched_groups`) from
+//!   target's, all of whose CPUs are idle and none is target, taken at its first CPU: a fully
 //!   idle module first, then an idle sibling of target, else target. `select_task_rq_fair`'s
 //!   `wake_affine` choice between the waker's CPU and the previous one is simplified to the
 //!   previous one (target = `task_cpu(p)`), so the "previous CPU is cache affine and idle" test
@@ -17,7 +18,7 @@
 //! - **fork**: `select_task_rq_fair(SD_BALANCE_FORK)` → `find_idlest_group` / `find_idlest_cpu`
 //!   from the top domain down: at each level the group of least average load is taken when
 //!   `100 * this_load >= imbalance * min_load` with `imbalance = 100 + (imbalance_pct - 100) / 2`
-//!   (`imbalance_pct` 125 above SMT, 110 at SMT: `sd_init` / `SD_*_INIT`), else the local group;
+//!   (`imbalance_pct` 125 above SMT, 110 at SMT: `SD_*_INIT`), else the local group;
 //!   then its least loaded CPU. The model's threads all exist at the start and are placed in
 //!   thread order as if thread 0 forked the others from its CPU (the VM's first), each new thread
 //!   adding one unit of load.
@@ -29,8 +30,9 @@
 use crate::hardware::topology::Topology;
 use crate::ids::PcpuId;
 
-/// `sd_init`'s `imbalance_pct` above the SMT level (MC, NUMA) and at SMT (Linux 3.13
-/// `SD_SIBLING_INIT` 110, `SD_MC_INIT` / `SD_CPU_INIT` 125).
+/// `imbalance_pct` above the SMT level (MC, CPU, NUMA) and at SMT (Linux 3.13
+/// include/linux/topology.h `SD_SIBLING_INIT` 110, `SD_MC_INIT` / `SD_CPU_INIT` 125, copied by
+/// kernel/sched/core.c `sd_init_##type`; `sd_numa_init` 125).
 const IMBALANCE_PCT: u64 = 125;
 const IMBALANCE_PCT_SMT: u64 = 110;
 
@@ -46,24 +48,29 @@ pub struct GuestTopology {
     llcs: Vec<LlcGroups>,
 }
 
-/// One LLC's CPUs as `select_idle_sibling` walks them (`sd_llc` and its child, the sibling
-/// groups), kept so that a wake-up reads only its own LLC and allocates nothing (issue 15 parts 2
-/// and 3: it used to list the span by testing every CPU of the VM and build both levels' groups
-/// as fresh `Vec`s at every wake-up).
+/// One LLC's sibling groups as `select_idle_sibling` walks them (`sd_llc`'s groups), kept so
+/// that a wake-up reads only its own LLC and allocates nothing (issue 15 parts 2 and 3: it used
+/// to list the span by testing every CPU of the VM and build both levels' groups as fresh `Vec`s
+/// at every wake-up). The groups are numbered by their lowest CPU, the order of the ring
+/// `build_sched_groups` links (`for_each_cpu(i, span)`), which each CPU's domain enters at its
+/// own group (`sd->groups`).
 #[derive(Clone, Debug, PartialEq)]
 struct LlcGroups {
-    /// The LLC's CPUs in index order (a domain's span, walked from the target and wrapping).
-    cpus: Vec<u32>,
-    /// Per position in `cpus`: its sibling group (an index into `group_start`).
+    /// Per CPU of the LLC, by its position among them (index order): its group.
     group: Vec<u32>,
-    /// Per position in `cpus`: the position of the previous CPU of the same group in index
-    /// order, cyclically (itself in a group of one). A walk from position `tp` meets a group
-    /// first at the position whose predecessor lies no nearer behind it (module doc of
-    /// `select_idle_sibling`).
-    prev_in_group: Vec<u32>,
     /// Group `g`'s CPUs, in index order, are `group_cpus[group_start[g]..group_start[g + 1]]`.
     group_start: Vec<u32>,
     group_cpus: Vec<u32>,
+}
+
+impl LlcGroups {
+    fn groups(&self) -> usize {
+        self.group_start.len() - 1
+    }
+
+    fn cpus_of(&self, g: usize) -> &[u32] {
+        &self.group_cpus[self.group_start[g] as usize..self.group_start[g + 1] as usize]
+    }
 }
 
 impl GuestTopology {
@@ -83,47 +90,39 @@ impl GuestTopology {
         self.keys.len()
     }
 
-    /// The CPUs sharing levels `0..=level` with `cpu` (the span of its domain at `level`),
-    /// starting at `cpu` and wrapping (a domain's group list starts with the CPU's own group).
-    fn span(&self, cpu: usize, level: usize) -> Vec<usize> {
-        let n = self.cpus();
-        (0..n).map(|d| (cpu + d) % n).filter(|&j| self.keys[j][..=level] == self.keys[cpu][..=level]).collect()
+    /// The CPUs sharing levels `0..=level` with `cpu` (the span of its domain at `level`; the
+    /// whole machine at level -1), in index order.
+    fn span(&self, cpu: usize, level: isize) -> Vec<usize> {
+        let shares = |j: usize| level < 0 || self.keys[j][..=level as usize] == self.keys[cpu][..=level as usize];
+        (0..self.cpus()).filter(|&j| shares(j)).collect()
     }
 
     /// `select_idle_sibling(p, target)` (module doc); `idle(i)`: CPU i runs nothing.
     ///
-    /// Linux 3.13 walks `sd_llc`'s groups (the sibling groups), then its child's (single CPUs),
-    /// each list starting at the target's group and wrapping, and takes the first group all of
-    /// whose CPUs are idle and none is the target. Here both walks read the target's LLC only
-    /// (`LlcGroups`): O(CPUs of one LLC) per wake-up, as in Linux, and no allocation. The LLC's
-    /// groups are met in the order of their first CPU at or after the target, wrapping: CPU `k`
-    /// (at distance `d` from the target along the walk) is its group's first exactly when the
-    /// group's previous CPU lies at distance `d` or more, i.e. not between the target and `k`.
+    /// Linux 3.13 (kernel/sched/fair.c) walks `sd_llc`'s groups, then its child's
+    /// (`for_each_lower_domain`), each domain's ring from the target's own group
+    /// (`sd->groups`) on, and takes the first group all of whose CPUs are idle and none is the
+    /// target (`if (i == target || !idle_cpu(i)) goto next`), at its first CPU
+    /// (`cpumask_first_and`). The ring is in order of each group's lowest CPU
+    /// (`build_sched_groups`), so the walk is the LLC's groups from the target's, wrapping, then
+    /// the target's siblings (the child's groups are single CPUs) from the target on, wrapping:
+    /// O(CPUs of one LLC) per wake-up, as in Linux, read from `LlcGroups`, nothing allocated.
     pub fn select_idle_sibling(&self, target: usize, idle: impl Fn(usize) -> bool) -> usize {
         if idle(target) {
             return target;
         }
         let (l, tp) = self.llc_of[target];
         let llc = &self.llcs[l as usize];
-        let (m, tp) = (llc.cpus.len(), tp as usize);
-        let distance = |k: usize| if k >= tp { k - tp } else { k + m - tp };
-        for k in (tp..m).chain(0..tp) {
-            if distance(llc.prev_in_group[k] as usize) < distance(k) {
-                // Not the group's first CPU along the walk: the group was tested there.
-                continue;
-            }
-            let g = llc.group[k] as usize;
-            let members = &llc.group_cpus[llc.group_start[g] as usize..llc.group_start[g + 1] as usize];
-            if members.iter().all(|&i| i as usize != target && idle(i as usize)) {
-                // cpumask_first_and: the group's lowest-numbered CPU.
-                return members[0] as usize;
+        let own = llc.group[tp as usize] as usize;
+        for g in (own..llc.groups()).chain(0..own) {
+            let cpus = llc.cpus_of(g);
+            if cpus.iter().all(|&i| i as usize != target && idle(i as usize)) {
+                return cpus[0] as usize;
             }
         }
-        // The child domain: target's sibling group, its CPUs from the target on, wrapping.
-        let g = llc.group[tp] as usize;
-        let members = &llc.group_cpus[llc.group_start[g] as usize..llc.group_start[g + 1] as usize];
-        let split = members.partition_point(|&i| (i as usize) <= target);
-        members[split..].iter().chain(&members[..split]).map(|&i| i as usize).find(|&i| i != target && idle(i)).unwrap_or(target)
+        let siblings = llc.cpus_of(own);
+        let split = siblings.partition_point(|&i| (i as usize) <= target);
+        siblings[split..].iter().chain(&siblings[..split]).map(|&i| i as usize).find(|&i| i != target && idle(i)).unwrap_or(target)
     }
 
     /// `find_idlest_group` / `find_idlest_cpu` from the top domain down, for a task forked on
@@ -134,20 +133,26 @@ impl GuestTopology {
         // an LLC (by module), a module (by CPU).
         let mut level: isize = -1;
         while level < 4 {
-            let span: Vec<usize> = if level < 0 { self.span_all(cpu) } else { self.span(cpu, level as usize) };
+            let span = self.span(cpu, level);
             if span.len() <= 1 {
                 level += 1;
                 continue;
             }
+            // In order of their lowest CPU: the ring `build_sched_groups` links.
             let groups = if level < 3 { self.groups_below(&span, (level + 1) as usize) } else { span.iter().map(|&j| vec![j]).collect() };
             if groups.len() <= 1 {
                 level += 1;
                 continue;
             }
             let avg = |g: &Vec<usize>| g.iter().map(|&i| load[i]).sum::<u64>() * 1024 / g.len() as u64;
-            let this = groups.iter().find(|g| g.contains(&cpu)).map(avg).unwrap_or(0);
-            let idlest = groups.iter().filter(|g| !g.contains(&cpu)).min_by_key(|g| avg(g));
-            let pct = if level >= 2 { IMBALANCE_PCT_SMT } else { IMBALANCE_PCT };
+            // The ring from the local group on (`sd->groups`); the first strictly least loaded
+            // other group is the idlest (`avg_load < min_load`).
+            let local = groups.iter().position(|g| g.contains(&cpu)).expect("a CPU is in its own span");
+            let this = avg(&groups[local]);
+            let idlest = groups[local + 1..].iter().chain(&groups[..local]).min_by_key(|g| avg(g));
+            // Level 3 splits a module (or core) into its CPUs: the SMT domain. Level 2 splits an
+            // LLC into modules: MC, whose `SD_MC_INIT` is 125 like the levels above.
+            let pct = if level >= 3 { IMBALANCE_PCT_SMT } else { IMBALANCE_PCT };
             let imbalance = 100 + (pct - 100) / 2;
             if let Some(g) = idlest {
                 let min = avg(g);
@@ -161,12 +166,8 @@ impl GuestTopology {
         cpu
     }
 
-    fn span_all(&self, cpu: usize) -> Vec<usize> {
-        let n = self.cpus();
-        (0..n).map(|d| (cpu + d) % n).collect()
-    }
-
-    /// Groups of `span` by the key at `level` (0 socket, 1 node, 2 LLC, 3 module).
+    /// Groups of `span` by the key at `level` (0 socket, 1 node, 2 LLC, 3 module), in order of
+    /// their lowest CPU when `span` is in index order.
     fn groups_below(&self, span: &[usize], level: usize) -> Vec<Vec<usize>> {
         let mut groups: Vec<Vec<usize>> = Vec::new();
         for &j in span {
@@ -198,28 +199,26 @@ fn llc_groups(keys: &[[u32; 4]]) -> (Vec<(u32, u32)>, Vec<LlcGroups>) {
     let llcs = members
         .into_iter()
         .map(|cpus| {
+            // Numbered as first met in index order: by lowest CPU.
             let mut group_index: BTreeMap<u32, u32> = BTreeMap::new();
             let mut groups: Vec<Vec<u32>> = Vec::new();
             let mut group = Vec::with_capacity(cpus.len());
-            for (pos, &c) in cpus.iter().enumerate() {
+            for &c in &cpus {
                 let next = groups.len() as u32;
                 let g = *group_index.entry(keys[c as usize][3]).or_insert(next);
                 if g == next {
                     groups.push(Vec::new());
                 }
                 group.push(g);
-                groups[g as usize].push(pos as u32);
+                groups[g as usize].push(c);
             }
-            let mut prev_in_group = vec![0u32; cpus.len()];
-            let (mut group_start, mut group_cpus) = (vec![0u32], Vec::with_capacity(cpus.len()));
-            for positions in &groups {
-                for (j, &pos) in positions.iter().enumerate() {
-                    prev_in_group[pos as usize] = positions[(j + positions.len() - 1) % positions.len()];
-                    group_cpus.push(cpus[pos as usize]);
-                }
+            let mut group_start = vec![0u32];
+            let mut group_cpus = Vec::with_capacity(cpus.len());
+            for g in &groups {
+                group_cpus.extend(g);
                 group_start.push(group_cpus.len() as u32);
             }
-            LlcGroups { cpus, group, prev_in_group, group_start, group_cpus }
+            LlcGroups { group, group_start, group_cpus }
         })
         .collect();
     (llc_of, llcs)
@@ -262,20 +261,34 @@ mod tests {
         assert!(load.iter().all(|&l| l == 1), "{load:?}");
     }
 
-    /// `select_idle_sibling` as it was written before the wake-up read a kept walk of its LLC
-    /// (issue 15): both domains' spans and groups built afresh from every CPU of the VM.
-    fn select_idle_sibling_by_spans(g: &GuestTopology, target: usize, idle: impl Fn(usize) -> bool) -> usize {
+    /// Linux 3.13's `select_idle_sibling` (kernel/sched/fair.c) transcribed over domains built
+    /// afresh from the keys: `sd_llc`, whose groups are the sibling groups of the target's LLC,
+    /// and its child, whose groups are the target's siblings one by one; each domain's groups a
+    /// ring in order of lowest CPU (`build_sched_groups`), entered at the target's (`sd->groups`).
+    fn select_idle_sibling_3_13(g: &GuestTopology, target: usize, idle: impl Fn(usize) -> bool) -> usize {
         if idle(target) {
             return target;
         }
-        let llc = g.span(target, 2);
-        let smt = g.span(target, 3);
-        let llc_groups = g.groups_below(&llc, 3);
-        let smt_groups: Vec<Vec<usize>> = smt.iter().map(|&j| vec![j]).collect();
-        for groups in [llc_groups, smt_groups] {
-            for group in groups {
-                if group.iter().all(|&i| i != target && idle(i)) {
-                    return *group.iter().min().unwrap();
+        let same = |a: usize, b: usize, level: usize| g.keys[a][..=level] == g.keys[b][..=level];
+        let mut llc_groups: Vec<Vec<usize>> = Vec::new();
+        for j in (0..g.cpus()).filter(|&j| same(j, target, 2)) {
+            match llc_groups.iter_mut().find(|grp| same(grp[0], j, 3)) {
+                Some(grp) => grp.push(j),
+                None => llc_groups.push(vec![j]),
+            }
+        }
+        let smt_groups: Vec<Vec<usize>> = (0..g.cpus()).filter(|&j| same(j, target, 3)).map(|j| vec![j]).collect();
+        for ring in [llc_groups, smt_groups] {
+            let first = ring.iter().position(|grp| grp.contains(&target)).unwrap();
+            let mut sg = first;
+            loop {
+                // for_each_cpu(i, sched_group_cpus(sg)) if (i == target || !idle_cpu(i)) goto next;
+                if !ring[sg].iter().any(|&i| i == target || !idle(i)) {
+                    return ring[sg][0];
+                }
+                sg = (sg + 1) % ring.len();
+                if sg == first {
+                    break;
                 }
             }
         }
@@ -283,7 +296,7 @@ mod tests {
     }
 
     #[test]
-    fn the_kept_llc_walk_picks_what_the_spans_pick() {
+    fn the_kept_llc_walk_picks_what_linux_3_13_picks() {
         // Hosts: SMT threads, CMT modules with the LLC per module, node or socket; VMs on all of
         // a host's pCPUs or a scattered subset in shuffled order (so that an LLC's CPUs are not
         // contiguous vCPU numbers and its groups interleave); every target under random idle sets.
@@ -318,7 +331,7 @@ mod tests {
                     let busy_per_64 = next() % 65;
                     let idle: Vec<bool> = (0..pcpus.len()).map(|_| next() % 64 >= busy_per_64).collect();
                     for target in 0..pcpus.len() {
-                        let want = select_idle_sibling_by_spans(&g, target, |i| idle[i]);
+                        let want = select_idle_sibling_3_13(&g, target, |i| idle[i]);
                         assert_eq!(g.select_idle_sibling(target, |i| idle[i]), want, "pcpus {pcpus:?}, idle {idle:?}, target {target}");
                         checked += usize::from(want != target);
                     }
@@ -342,5 +355,36 @@ mod tests {
         assert_eq!(g.select_idle_sibling(2, idle), 3);
         // Idle target: itself.
         assert_eq!(g.select_idle_sibling(5, |_| true), 5);
+    }
+
+    #[test]
+    fn interleaved_groups_are_walked_by_lowest_cpu_from_the_targets() {
+        // Modules {p0, p1}, {p2, p3}, {p4, p5} in one LLC, as a VM numbers them 0 = p0, 1 = p2,
+        // 2 = p3, 3 = p1, 4 = p4, 5 = p5: groups A = {0, 3}, B = {1, 2}, C = {4, 5}.
+        let t = Topology::new(6, 1, 1, 1).unwrap().with_modules(2, LlcScope::Socket).unwrap();
+        let g = GuestTopology::new(&t, &[0, 2, 3, 1, 4, 5].map(PcpuId));
+        // Target 3 busy, B and C idle: the ring from A is A, B, C (lowest CPUs 0, 1, 4), so B's
+        // first CPU, though C's CPUs come sooner after the target in number.
+        let idle = |i: usize| ![0, 3].contains(&i);
+        assert_eq!(g.select_idle_sibling(3, idle), 1);
+        // From B (target 2 busy): B, C, A; C is idle, A is not.
+        let idle = |i: usize| ![2, 0].contains(&i);
+        assert_eq!(g.select_idle_sibling(2, idle), 4);
+    }
+
+    #[test]
+    fn forking_between_modules_takes_the_mc_imbalance_pct() {
+        // One LLC of two 2-core modules, loads 5 + 5 against 5 + 4: the idlest module is 0.9 of
+        // the local one. At MC (`SD_MC_INIT`, imbalance_pct 125, so 112) the fork stays local; an
+        // SMT-level 110 (105) would move it. Within the local module both CPUs are alike: CPU 0.
+        let t = Topology::new(4, 1, 1, 1).unwrap().with_modules(2, LlcScope::Socket).unwrap();
+        let g = GuestTopology::new(&t, &(0..4).map(PcpuId).collect::<Vec<_>>());
+        assert_eq!(g.find_idlest_cpu(0, &[5, 5, 5, 4]), 0);
+        // 5 + 5 against 4 + 4 (0.8): taken, at its first least loaded CPU.
+        assert_eq!(g.find_idlest_cpu(0, &[5, 5, 4, 4]), 2);
+        // Within a module (SMT): 5 against 4 moves, 5 against 5 stays.
+        let g = GuestTopology::new(&Topology::new(2, 1, 1, 1).unwrap().with_modules(2, LlcScope::Socket).unwrap(), &[PcpuId(0), PcpuId(1)]);
+        assert_eq!(g.find_idlest_cpu(0, &[5, 4]), 1);
+        assert_eq!(g.find_idlest_cpu(0, &[5, 5]), 0);
     }
 }

@@ -124,7 +124,7 @@ impl LoadIndex {
             stack[top + 1] = first;
             top += 2;
         }
-        (best != ABSENT).then(|| ((best & 0xFFFF_FFFF) as usize, (best >> 32) as u64))
+        (best != ABSENT).then_some(((best & 0xFFFF_FFFF) as usize, (best >> 32) as u64))
     }
 }
 
