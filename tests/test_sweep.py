@@ -232,7 +232,6 @@ print("done", len(results))
 
 def test_run_many_without_the_main_guard_says_so_instead_of_a_broken_pool(tmp_path):
     import subprocess
-    import sys
     import tomllib
 
     small = tomllib.loads(SMALL_SCENARIO)
@@ -272,7 +271,6 @@ def test_sweep_workers_do_not_run_the_calling_script_again(tmp_path):
     # A spawn worker would run the script's top level again (multiprocessing's __mp_main__),
     # importing whatever the script imports before its first run; ours start without it.
     import subprocess
-    import sys
     import tomllib
 
     marker = tmp_path / "imports.txt"

@@ -147,10 +147,11 @@ fn irs_and_quickstart_without_allocating() {
     assert_shipped_allocation_free!("quickstart.toml", 300, 300);
 }
 
-/// A bare-metal VM of 48 threads contending for a mutex on 16 of seed 001's CPUs (CMT modules, LLC per node): its guest places each woken
-/// thread with Linux 3.13's `select_idle_sibling` over the real topology (guest/placement.rs),
-/// which listed both domains' spans and groups as fresh `Vec`s at every wake-up (913 allocations
-/// per 1,000 events of this run) before it read a walk of the LLC kept from the start.
+/// A bare-metal VM of 48 threads contending for a mutex on 16 of seed 001's CPUs (CMT modules,
+/// LLC per node): its guest places each woken thread with Linux 3.13's `select_idle_sibling` over
+/// the real topology (guest/placement.rs), which listed both domains' spans and groups as fresh
+/// `Vec`s at every wake-up (913 allocations per 1,000 events of this run) before it read each
+/// LLC's groups made at the start.
 #[test]
 fn bare_metal_wakeups_without_allocating() {
     let text = "[host]\npcpus = 32\nsockets = 2\nnuma_nodes = 4\ncores_per_module = 2\nllc = \"node\"\npolicy = \"credit\"\n\

@@ -182,46 +182,44 @@ impl GuestTopology {
 
 /// Each CPU's LLC and position in it, and each LLC's walk (`LlcGroups`), from the CPUs' keys.
 fn llc_groups(keys: &[[u32; 4]]) -> (Vec<(u32, u32)>, Vec<LlcGroups>) {
-    use std::collections::BTreeMap;
-    // The LLCs and, within each, the sibling groups, numbered in order of their lowest CPU.
-    let mut llc_index: BTreeMap<[u32; 3], u32> = BTreeMap::new();
-    let mut members: Vec<Vec<u32>> = Vec::new();
+    let (llc, nllcs) = first_met(keys.iter().map(|k| [k[0], k[1], k[2]]));
+    let mut members: Vec<Vec<u32>> = vec![Vec::new(); nllcs];
     let mut llc_of = Vec::with_capacity(keys.len());
-    for (i, k) in keys.iter().enumerate() {
-        let next = members.len() as u32;
-        let l = *llc_index.entry([k[0], k[1], k[2]]).or_insert(next);
-        if l == next {
-            members.push(Vec::new());
-        }
-        llc_of.push((l, members[l as usize].len() as u32));
-        members[l as usize].push(i as u32);
+    for (i, &l) in llc.iter().enumerate() {
+        let cpus = &mut members[l as usize];
+        llc_of.push((l, cpus.len() as u32));
+        cpus.push(i as u32);
     }
     let llcs = members
         .into_iter()
         .map(|cpus| {
-            // Numbered as first met in index order: by lowest CPU.
-            let mut group_index: BTreeMap<u32, u32> = BTreeMap::new();
-            let mut groups: Vec<Vec<u32>> = Vec::new();
-            let mut group = Vec::with_capacity(cpus.len());
-            for &c in &cpus {
-                let next = groups.len() as u32;
-                let g = *group_index.entry(keys[c as usize][3]).or_insert(next);
-                if g == next {
-                    groups.push(Vec::new());
-                }
-                group.push(g);
+            // Numbered as first met in index order: by lowest CPU, the ring's order.
+            let (group, ngroups) = first_met(cpus.iter().map(|&c| keys[c as usize][3]));
+            let mut groups: Vec<Vec<u32>> = vec![Vec::new(); ngroups];
+            for (&c, &g) in cpus.iter().zip(&group) {
                 groups[g as usize].push(c);
             }
-            let mut group_start = vec![0u32];
-            let mut group_cpus = Vec::with_capacity(cpus.len());
-            for g in &groups {
-                group_cpus.extend(g);
-                group_start.push(group_cpus.len() as u32);
-            }
-            LlcGroups { group, group_start, group_cpus }
+            let ends = groups.iter().scan(0u32, |n, g| {
+                *n += g.len() as u32;
+                Some(*n)
+            });
+            let group_start = std::iter::once(0).chain(ends).collect();
+            LlcGroups { group, group_start, group_cpus: groups.concat() }
         })
         .collect();
     (llc_of, llcs)
+}
+
+/// The keys numbered in the order they are first met: each one's number, and how many differ.
+fn first_met<K: Ord>(keys: impl Iterator<Item = K>) -> (Vec<u32>, usize) {
+    let mut numbers = std::collections::BTreeMap::new();
+    let ids = keys
+        .map(|k| {
+            let next = numbers.len() as u32;
+            *numbers.entry(k).or_insert(next)
+        })
+        .collect();
+    (ids, numbers.len())
 }
 
 #[cfg(test)]
