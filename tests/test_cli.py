@@ -9,6 +9,8 @@ from importlib.metadata import entry_points
 import pytest
 from conftest import SMALL_SCENARIO, VM_COLUMNS, write_scenario
 
+from vcpusim import _core
+
 
 def read_csv(path):
     with open(path, newline="") as f:
@@ -267,7 +269,11 @@ def test_version_and_help_usage(cli):
     from importlib.metadata import version
 
     done = cli("--version")
-    assert done.returncode == 0 and done.stdout.strip() == f"vcpusim {version('vcpusim')}"
+    first, build = done.stdout.strip().splitlines()
+    assert done.returncode == 0 and first == f"vcpusim {version('vcpusim')}"
+    # The second line says how the extension was built, as the build backend recorded it.
+    info = _core.build_info()
+    assert build == f"build: {info['profile']}, {info['pgo_note']}"
     done = cli("run", "--help")
     assert done.returncode == 0
     usage = done.stdout.strip().splitlines()[0]

@@ -65,7 +65,9 @@ stderr = Console(stderr=True)
 
 def _show_version(value: bool) -> None:
     if value:
+        info = _core.build_info()
         print(f"vcpusim {_core.__version__}")
+        print(f"build: {info['profile']}, {info['pgo_note']}")
         raise typer.Exit()
 
 
@@ -435,6 +437,7 @@ def bench(
         print(json.dumps(report, indent=2))
         return
     print(f"vcpusim bench: {report['scenario']}, {report['build_profile']} build, {report['repeats']} timed runs")
+    print(f"build: {report['build_pgo_note']}")
     table = Table()
     table.add_column("measure")
     table.add_column("value", justify="right")

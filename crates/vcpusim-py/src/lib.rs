@@ -290,6 +290,17 @@ fn run_bench(
     })?)
 }
 
+/// How this build was made: {"profile": "release" | "debug", "pgo": bool, "pgo_note": str}
+/// (vcpusim::build_info; `vcpusim --version` prints it).
+#[pyfunction]
+fn build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let info = PyDict::new(py);
+    info.set_item("profile", vcpusim::build_info::profile())?;
+    info.set_item("pgo", vcpusim::build_info::pgo_applied())?;
+    info.set_item("pgo_note", vcpusim::build_info::pgo_note())?;
+    Ok(info)
+}
+
 /// Panic inside a guarded call: lets the tests prove panics surface as InternalError.
 #[pyfunction]
 fn _panic_for_test(py: Python<'_>, message: String) -> PyResult<()> {
@@ -310,6 +321,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tables, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(catalog, m)?)?;
+    m.add_function(wrap_pyfunction!(build_info, m)?)?;
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     Ok(())

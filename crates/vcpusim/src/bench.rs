@@ -19,6 +19,7 @@
 //! Wall-clock time is measured here and only here; it never feeds back into a simulation.
 
 use crate::api;
+use crate::build_info;
 use crate::engine::event_queue::EventQueue;
 use crate::error::SimError;
 use crate::scenario::spec::Scenario;
@@ -93,6 +94,10 @@ pub struct BenchReport {
     pub scenario: String,
     /// "release" or "debug": numbers from a debug build are not comparable.
     pub build_profile: String,
+    /// Whether the committed PGO profile was applied, and the build backend's note on it
+    /// (`build_info`): a profile-guided build and one without are not comparable either.
+    pub build_pgo: bool,
+    pub build_pgo_note: String,
     /// Times the timed run was repeated; the figures below are per run.
     pub repeats: u32,
     pub sim_time_ns: u64,
@@ -225,7 +230,9 @@ pub fn run_on(scenario: &Scenario, options: &BenchOptions) -> Result<BenchReport
 
     Ok(BenchReport {
         scenario: scenario.source.clone(),
-        build_profile: if cfg!(debug_assertions) { "debug" } else { "release" }.to_string(),
+        build_profile: build_info::profile().to_string(),
+        build_pgo: build_info::pgo_applied(),
+        build_pgo_note: build_info::pgo_note().to_string(),
         repeats,
         sim_time_ns: facts.sim_time_ns,
         wall_time_s,
@@ -547,8 +554,8 @@ pub fn to_text(r: &BenchReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "vcpusim bench: {}, {} build, {} timed runs (each followed by a bare-heap timing)",
-        r.scenario, r.build_profile, r.repeats
+        "vcpusim bench: {}, {} build, {} timed runs (each followed by a bare-heap timing)\n  build: {}",
+        r.scenario, r.build_profile, r.repeats, r.build_pgo_note
     );
     let mut row = |k: &str, v: String| {
         let _ = writeln!(s, "  {k:<44} {v:>16}");

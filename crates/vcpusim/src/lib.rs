@@ -10,6 +10,7 @@
 
 pub mod api;
 pub mod bench;
+pub mod build_info;
 pub mod engine;
 pub mod error;
 pub mod guest;

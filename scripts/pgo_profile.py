@@ -1,29 +1,35 @@
-"""Install vcpusim built with profile-guided optimization (PGO): the same simulator, the same
-bytes of output, about a quarter less CPU time per run on this repository's experiment sets.
+"""Take the profile-guided-optimization (PGO) profile that ``pip install .`` builds with.
 
     rustup component add llvm-tools        # once: the llvm-profdata of rustc's own LLVM
-    python scripts/pgo_install.py          # or: python scripts/pgo_install.py --extras test,plot
+    python scripts/pgo_profile.py          # writes pgo/vcpusim.profdata and pgo/profile.json
 
-Four steps, each printed as it starts:
+The build backend (``build_backend/vcpusim_build.py``) applies the committed profile to every
+``pip install .`` made with the rustc that took it: the same simulator, the same bytes of output,
+about a quarter less CPU time per run on this repository's experiment sets (docs/speed.md,
+eighteenth round). Take it again after changing the engine's hot code or the toolchain: a profile
+taken on earlier sources still applies to the functions that did not change, and ``vcpusim
+--version`` says whether the installed build's sources are the profile's.
 
-1. build a wheel whose engine counts what it executes (rustc's ``-Cprofile-generate``);
+Three steps, each printed as it starts:
+
+1. build a wheel whose engine counts what it executes (rustc's ``-Cprofile-generate``; the
+   committed profile is not applied to it, ``VCPUSIM_PGO=off``);
 2. run the training scenarios through that wheel's extension (``_core.run``, as every run from
    Python goes): every golden case (``crates/vcpusim/tests/golden/cases``: three reduced cases of
    each ASPLOS'13 and hybrid figure, one per policy and overlay, the guest variants) and every
    scenario under ``scenarios/`` (CMT host, micro-sliced pool, IRS, KVM and the Linux 4.4 and 6.x
    guests, eevdf, devices, pools), so every policy and guest model is trained, not one set;
-3. merge the counts (written under ``target/pgo/raw``) into ``target/pgo/vcpusim.profdata``
-   (``llvm-profdata merge``);
-4. ``pip install`` this checkout with ``-Cprofile-use=<that file>`` into the environment of the
-   Python that runs this script (run it with a virtual environment's ``python`` to install there).
+3. merge the counts (written under ``target/pgo/raw``) into ``pgo/vcpusim.profdata``
+   (``llvm-profdata merge``) and describe it in ``pgo/profile.json`` (the rustc that made it,
+   the digest of the sources it was taken on, the training scenarios).
 
-The training goes through the extension, not through the ``run_file`` example: the event loop is
-generic over its progress callback (``Sim::run_watched``), so it is compiled into the extension's
-crate under another name than into the example's, and a profile taken with the example leaves the
-extension's hot loop unoptimized (measured: no gain). The builds use their own cargo target
-folders (``target/pgo-generate``, ``target/pgo-use``), so they leave the usual ``target/`` as it
-was. Optimization does not change what the engine computes (Rust has no fast-math): the outputs
-are those of ``pip install .``; docs/speed.md has the measurements.
+Then ``pip install .`` builds with it. The training goes through the extension, not through the
+``run_file`` example: the event loop is generic over its progress callback (``Sim::run_watched``),
+so it is compiled into the extension's crate under another name than into the example's, and a
+profile taken with the example leaves the extension's hot loop unoptimized (measured: no gain).
+The instrumented build uses its own cargo target folder (``target/pgo-generate``), so it leaves
+the usual ``target/`` as it was. The training runs are deterministic, so the same sources and
+rustc give the same profile, byte for byte.
 
 Needs: what ``pip install .`` needs, plus ``llvm-profdata`` of the same LLVM major version as
 ``rustc`` (``rustc -vV``): ``rustup component add llvm-tools`` puts it in rustc's sysroot, where
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.machinery
+import json
 import os
 import re
 import shutil
@@ -44,6 +51,9 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "build_backend"))
+import vcpusim_build  # noqa: E402  (the backend's decisions and source digest: one copy of each)
+
 #: Scenario folders trained on (every ``*.toml`` below them that is a scenario).
 TRAINING_DIRS = (ROOT / "crates" / "vcpusim" / "tests" / "golden" / "cases", ROOT / "scenarios")
 
@@ -147,36 +157,43 @@ def train(extension: Path, scenarios: list[Path], raw: Path) -> int:
 
 
 def _run(cmd: list[str], env: dict[str, str], what: str) -> None:
-    print(f"pgo_install: {what}", flush=True)
+    print(f"pgo_profile: {what}", flush=True)
     if subprocess.run(cmd, env=env).returncode != 0:
         raise PgoError(f"{what} failed: {' '.join(cmd)}")
 
 
 def build_env(flag: str, target_dir: Path, env: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a build with rustc flag ``flag`` after the caller's own flags, in cargo's
-    own target folder ``target_dir``. The flags go in ``CARGO_ENCODED_RUSTFLAGS`` (separated by
-    0x1f), so a path with spaces in ``flag`` stays one argument; the caller's ``RUSTFLAGS`` (split
-    on whitespace, as cargo splits it) or ``CARGO_ENCODED_RUSTFLAGS`` (which cargo prefers) come
-    first."""
-    env = dict(os.environ if env is None else env)
-    if env.get("CARGO_ENCODED_RUSTFLAGS"):
-        flags = env["CARGO_ENCODED_RUSTFLAGS"].split("\x1f")
-    else:
-        flags = env.get("RUSTFLAGS", "").split()
-    env.pop("RUSTFLAGS", None)
-    env["CARGO_ENCODED_RUSTFLAGS"] = "\x1f".join([*flags, flag])
+    """The environment of the instrumented build: rustc flag ``flag`` after the caller's own flags
+    (the backend's ``with_rustc_flags``), cargo's target folder ``target_dir``, and the committed
+    profile not applied (``VCPUSIM_PGO=off``: an instrumented build cannot use one)."""
+    env = vcpusim_build.with_rustc_flags(os.environ if env is None else env, [flag])
     env["CARGO_TARGET_DIR"] = str(target_dir)
+    env[vcpusim_build.SWITCH] = "off"
     return env
+
+
+def describe(rustc_version: str, training: list[Path], root: Path = ROOT) -> dict[str, object]:
+    """profile.json's content for a profile made by rustc ``rustc_version`` (``rustc -vV``) on
+    the sources now under ``root``, trained on ``training``."""
+    rustc = vcpusim_build.parse_rustc(rustc_version)
+    missing = [k for k in ("release", "commit", "llvm") if k not in rustc]
+    if missing:
+        raise PgoError(f"`rustc -vV` does not say its {', '.join(missing)}: cannot describe the profile")
+    return {
+        "rustc_release": rustc["release"],
+        "rustc_commit": rustc["commit"],
+        "llvm": rustc["llvm"],
+        "sources": vcpusim_build.source_digest(root),
+        "training": [p.relative_to(root).as_posix() for p in training],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--extras", default="", help="extras to install, as in pip install '.[EXTRAS]' (e.g. test,plot)")
-    args = parser.parse_args(argv)
-    if args.extras and not re.fullmatch(r"[A-Za-z0-9_-]+(,[A-Za-z0-9_-]+)*", args.extras):
-        parser.error(f"--extras {args.extras!r}: expected names separated by commas, such as test,plot")
+    parser.parse_args(argv)
     try:
         profdata = find_profdata()
+        rustc = _output(["rustc", "-vV"])
         scenarios = training_scenarios()
         out = ROOT / "target" / "pgo"
         out.mkdir(parents=True, exist_ok=True)
@@ -187,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             tmp = Path(tmp_name)
             env = build_env(f"-Cprofile-generate={raw}", ROOT / "target" / "pgo-generate")
             _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp / "wheel"), str(ROOT)], env,
-                 "1/4 building the instrumented wheel")
+                 "1/3 building the instrumented wheel")
             wheel = next((tmp / "wheel").glob("vcpusim-*.whl"), None)
             if wheel is None:
                 raise PgoError(f"pip wheel wrote no vcpusim wheel into {tmp / 'wheel'}")
@@ -197,19 +214,19 @@ def main(argv: list[str] | None = None) -> int:
                         if any(p.name.endswith(x) for x in importlib.machinery.EXTENSION_SUFFIXES)), None)
             if ext is None:
                 raise PgoError(f"{wheel.name} holds no vcpusim/_core extension")
-            print(f"pgo_install: 2/4 training on {len(scenarios)} scenario files", flush=True)
+            print(f"pgo_profile: 2/3 training on {len(scenarios)} scenario files", flush=True)
             shutil.rmtree(raw, ignore_errors=True)  # counts of an earlier run, perhaps of other code
             ran = train(ext, scenarios, raw)
-            profile = out / "vcpusim.profdata"
+            profile = ROOT / vcpusim_build.PROFILE
+            profile.parent.mkdir(parents=True, exist_ok=True)
             _run([str(profdata), "merge", "-o", str(profile), str(raw)], dict(os.environ),
-                 f"3/4 merging the counts of {ran} runs into {profile}")
-        target = f"{ROOT}[{args.extras}]" if args.extras else str(ROOT)
-        env = build_env(f"-Cprofile-use={profile}", ROOT / "target" / "pgo-use")
-        _run([sys.executable, "-m", "pip", "install", "-q", target], env, "4/4 installing the optimized build")
+                 f"3/3 merging the counts of {ran} runs into {profile.relative_to(ROOT)}")
+        meta = ROOT / vcpusim_build.META
+        meta.write_text(json.dumps(describe(rustc, scenarios), indent=2) + "\n", encoding="utf-8")
     except PgoError as e:
-        print(f"pgo_install: {e}", file=sys.stderr)
+        print(f"pgo_profile: {e}", file=sys.stderr)
         return 1
-    print("pgo_install: done", flush=True)
+    print(f"pgo_profile: done; `pip install .` builds with it ({meta.relative_to(ROOT)} describes it)", flush=True)
     return 0
 
 
