@@ -157,7 +157,7 @@ def decide(env: Mapping[str, str], rustc_version: str | None, root: Path = ROOT)
     state = (
         "taken on these sources"
         if current
-        else "taken on earlier sources: functions changed since are built without it"
+        else "taken on other sources: any function changed since is built without it"
     )
     flags = [f"-Cprofile-use={profile.resolve()}"]
     return Decision(True, f"profile-guided ({PROFILE}, sources {meta['sources'][:12]}, {state})", flags)

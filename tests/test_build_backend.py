@@ -61,7 +61,7 @@ def test_the_profile_applies_with_its_own_rustc_on_its_own_sources(project):
 def test_changed_sources_still_apply_it_and_say_so(project):
     (project / "crates" / "engine" / "src" / "lib.rs").write_text("pub fn run() { let _ = 1; }\n")
     d = vb.decide({}, rustc_vv(), project)
-    assert d.apply and "taken on earlier sources: functions changed since are built without it" in d.note
+    assert d.apply and "taken on other sources: any function changed since is built without it" in d.note
 
 
 def test_the_digest_covers_the_compiled_sources_only(project):

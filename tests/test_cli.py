@@ -128,6 +128,9 @@ def test_bench_json_reports_speed(cli):
     assert report["peak_queue_len"] > 0 and report["entry_bytes"] >= 16
     assert 0 < report["events_per_s_vs_bare_heap"]
     assert report["scaling"] is None
+    # The report says which build it timed: with the PGO profile or not, as the backend decided.
+    info = _core.build_info()
+    assert (report["build_profile"], report["build_pgo"], report["build_pgo_note"]) == (info["profile"], info["pgo"], info["pgo_note"])
     memory = report["memory"]
     assert (memory["short_sim_time_ns"], memory["long_sim_time_ns"]) == (50_000_000, 200_000_000)
     assert memory["long_events"] > memory["short_events"]

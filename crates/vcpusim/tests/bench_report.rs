@@ -1,0 +1,21 @@
+//! The benchmark's report says which build it timed (`vcpusim::build_info`): a build made by
+//! cargo, as this test's is, has no PGO profile, and both the text and the JSON say so, so that
+//! a number from a profile-guided build is never read against one from a build without it.
+
+use vcpusim::bench::{run_standard, to_text, BenchOptions};
+use vcpusim::build_info::{self, NOT_THROUGH_BACKEND};
+use vcpusim::time::MS;
+
+#[test]
+fn the_report_names_the_build_it_timed() {
+    let options = BenchOptions { duration: Some(10 * MS), memory_durations: None, repeats: 1, scaling: None };
+    let report = run_standard(&options).expect("the quickstart runs");
+    assert!(!report.build_pgo && !build_info::pgo_applied());
+    assert_eq!(report.build_pgo_note, NOT_THROUGH_BACKEND);
+    assert_eq!(report.build_profile, build_info::profile());
+    let json: serde_json::Value = serde_json::from_str(&report.to_json()).expect("the report is JSON");
+    assert_eq!(json["build_pgo"], serde_json::Value::Bool(false));
+    assert_eq!(json["build_pgo_note"], NOT_THROUGH_BACKEND);
+    let text = to_text(&report);
+    assert_eq!(text.lines().nth(1), Some(format!("  build: {NOT_THROUGH_BACKEND}").as_str()), "{text}");
+}
