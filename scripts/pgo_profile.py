@@ -2,6 +2,7 @@
 
     rustup component add llvm-tools        # once: the llvm-profdata of rustc's own LLVM
     python scripts/pgo_profile.py          # writes pgo/vcpusim.profdata and pgo/profile.json
+    python scripts/pgo_profile.py --check  # is the committed one applied, and current? (exit 1 if not)
 
 The build backend (``build_backend/vcpusim_build.py``) applies the committed profile to every
 ``pip install .`` made with the rustc that took it: the same simulator, the same bytes of output,
@@ -188,9 +189,31 @@ def describe(rustc_version: str, training: list[Path], root: Path = ROOT) -> dic
     }
 
 
+def check(env: dict[str, str] | None = None, root: Path = ROOT) -> int:
+    """``--check``: print the build backend's decision for this checkout and this rustc; 0 when
+    the profile applies and was taken on these sources, else 1 (take it again)."""
+    env = dict(os.environ if env is None else env)
+    env.pop(vcpusim_build.SWITCH, None)  # the committed profile's state, whatever the switch says
+    try:
+        decision = vcpusim_build.decide(env, vcpusim_build.rustc_version(env), root)
+    except vcpusim_build.BuildError as e:
+        print(f"pgo_profile: {e}", file=sys.stderr)
+        return 1
+    print(f"pgo_profile: {decision.note}")
+    current = decision.apply and vcpusim_build.read_meta(root)["sources"] == vcpusim_build.source_digest(root)
+    if not current:
+        print("pgo_profile: take it again: python scripts/pgo_profile.py", file=sys.stderr)
+    return 0 if current else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.parse_args(argv)
+    parser.add_argument("--check", action="store_true",
+                        help="take nothing: say whether `pip install .` would apply the committed profile, "
+                             "and whether it was taken on these sources (exit 1 if not)")
+    args = parser.parse_args(argv)
+    if args.check:
+        return check()
     try:
         profdata = find_profdata()
         rustc = _output(["rustc", "-vV"])

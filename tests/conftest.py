@@ -5,6 +5,7 @@ The tests import the installed `vcpusim` package (`pip install ".[test]"`), the 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "build_backend"))
+import vcpusim_build  # noqa: E402  (the build backend's decisions, for the PGO tests)
+
 QUICKSTART = REPO / "scenarios" / "quickstart.toml"
 
 #: The quickstart's shape (a barrier-synchronized SMP VM beside single-vCPU CPU-bound VMs),
@@ -85,3 +89,37 @@ def _no_runs_from_other_tests():
     vcpusim.runs._SAVED_RUNS.clear()
     yield
     vcpusim.runs._SAVED_RUNS.clear()
+
+
+# The build backend and scripts/pgo_profile.py (tests/test_build_backend.py, test_pgo_profile.py).
+
+COMMIT = "59807616e1fa2540724bfbac14d7976d7e4a3860"
+
+
+def rustc_vv(commit: str = COMMIT, release: str = "1.95.0", llvm: str = "22.1.2") -> str:
+    return (f"rustc {release} ({commit[:9]} 2026-04-14)\nbinary: rustc\ncommit-hash: {commit}\n"
+            f"commit-date: 2026-04-14\nhost: x86_64-unknown-linux-gnu\nrelease: {release}\nLLVM version: {llvm}\n")
+
+
+@pytest.fixture
+def pgo_project(tmp_path):
+    """A checkout in miniature: Cargo files, one crate, and a profile made by rustc COMMIT on its
+    sources."""
+    (tmp_path / "Cargo.toml").write_text("[workspace]\n")
+    (tmp_path / "Cargo.lock").write_text("version = 4\n")
+    src = tmp_path / "crates" / "engine" / "src"
+    src.mkdir(parents=True)
+    (src.parent / "Cargo.toml").write_text("[package]\nname = 'engine'\n")
+    (src / "lib.rs").write_text("pub fn run() {}\n")
+    (src.parent / "tests").mkdir()
+    (src.parent / "tests" / "t.rs").write_text("#[test] fn t() {}\n")
+    (tmp_path / "pgo").mkdir()
+    (tmp_path / vcpusim_build.PROFILE).write_bytes(b"\xfflprofi\x81profile")
+    write_meta(tmp_path)
+    return tmp_path
+
+
+def write_meta(root: Path, **changes) -> None:
+    meta = {"rustc_release": "1.95.0", "rustc_commit": COMMIT, "llvm": "22.1.2",
+            "sources": vcpusim_build.source_digest(root), "training": ["scenarios/quickstart.toml"], **changes}
+    (root / vcpusim_build.META).write_text(json.dumps(meta))

@@ -14,95 +14,64 @@ import pytest
 
 from vcpusim import _core
 
+from conftest import COMMIT, rustc_vv  # and the fixture pgo_project, a checkout in miniature
+from conftest import vcpusim_build as vb
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "build_backend"))
-import vcpusim_build as vb  # noqa: E402
 
-COMMIT = "59807616e1fa2540724bfbac14d7976d7e4a3860"
-
-
-def rustc_vv(commit: str = COMMIT, release: str = "1.95.0", llvm: str = "22.1.2") -> str:
-    return (f"rustc {release} ({commit[:9]} 2026-04-14)\nbinary: rustc\ncommit-hash: {commit}\n"
-            f"commit-date: 2026-04-14\nhost: x86_64-unknown-linux-gnu\nrelease: {release}\nLLVM version: {llvm}\n")
-
-
-@pytest.fixture
-def project(tmp_path):
-    """A checkout in miniature: Cargo files, one crate, and a profile made by rustc COMMIT on its
-    sources."""
-    (tmp_path / "Cargo.toml").write_text("[workspace]\n")
-    (tmp_path / "Cargo.lock").write_text("version = 4\n")
-    src = tmp_path / "crates" / "engine" / "src"
-    src.mkdir(parents=True)
-    (src.parent / "Cargo.toml").write_text("[package]\nname = 'engine'\n")
-    (src / "lib.rs").write_text("pub fn run() {}\n")
-    (src.parent / "tests").mkdir()
-    (src.parent / "tests" / "t.rs").write_text("#[test] fn t() {}\n")
-    (tmp_path / "pgo").mkdir()
-    (tmp_path / vb.PROFILE).write_bytes(b"\xfflprofi\x81profile")
-    write_meta(tmp_path)
-    return tmp_path
-
-
-def write_meta(root: Path, **changes) -> None:
-    meta = {"rustc_release": "1.95.0", "rustc_commit": COMMIT, "llvm": "22.1.2",
-            "sources": vb.source_digest(root), "training": ["scenarios/quickstart.toml"], **changes}
-    (root / vb.META).write_text(json.dumps(meta))
-
-
-def test_the_profile_applies_with_its_own_rustc_on_its_own_sources(project):
-    d = vb.decide({}, rustc_vv(), project)
+def test_the_profile_applies_with_its_own_rustc_on_its_own_sources(pgo_project):
+    d = vb.decide({}, rustc_vv(), pgo_project)
     assert d.apply
-    assert d.flags == [f"-Cprofile-use={(project / vb.PROFILE).resolve()}"]
-    assert "taken on these sources" in d.note and vb.source_digest(project)[:12] in d.note
-    assert vb.decide({vb.SWITCH: "require"}, rustc_vv(), project).apply
+    assert d.flags == [f"-Cprofile-use={(pgo_project / vb.PROFILE).resolve()}"]
+    assert "taken on these sources" in d.note and vb.source_digest(pgo_project)[:12] in d.note
+    assert vb.decide({vb.SWITCH: "require"}, rustc_vv(), pgo_project).apply
 
 
-def test_changed_sources_still_apply_it_and_say_so(project):
-    (project / "crates" / "engine" / "src" / "lib.rs").write_text("pub fn run() { let _ = 1; }\n")
-    d = vb.decide({}, rustc_vv(), project)
+def test_changed_sources_still_apply_it_and_say_so(pgo_project):
+    (pgo_project / "crates" / "engine" / "src" / "lib.rs").write_text("pub fn run() { let _ = 1; }\n")
+    d = vb.decide({}, rustc_vv(), pgo_project)
     assert d.apply and "taken on other sources: any function changed since is built without it" in d.note
 
 
-def test_the_digest_covers_the_compiled_sources_only(project):
-    before = vb.source_digest(project)
-    (project / "crates" / "engine" / "tests" / "t.rs").write_text("// not in the extension\n")
-    (project / "README.md").write_text("words\n")
-    assert vb.source_digest(project) == before
+def test_the_digest_covers_the_compiled_sources_only(pgo_project):
+    before = vb.source_digest(pgo_project)
+    (pgo_project / "crates" / "engine" / "tests" / "t.rs").write_text("// not in the extension\n")
+    (pgo_project / "README.md").write_text("words\n")
+    assert vb.source_digest(pgo_project) == before
     for changed in ("Cargo.lock", "crates/engine/Cargo.toml", "crates/engine/src/lib.rs"):
-        path = project / changed
+        path = pgo_project / changed
         text = path.read_text()
         path.write_text(text + "\n")
-        assert vb.source_digest(project) != before, changed
+        assert vb.source_digest(pgo_project) != before, changed
         path.write_text(text)
     # A file renamed with the same bytes is another source tree.
-    (project / "crates/engine/src/lib.rs").rename(project / "crates/engine/src/main.rs")
-    assert vb.source_digest(project) != before
+    (pgo_project / "crates/engine/src/lib.rs").rename(pgo_project / "crates/engine/src/main.rs")
+    assert vb.source_digest(pgo_project) != before
 
 
-def test_another_rustc_builds_without_it_and_names_both(project):
-    d = vb.decide({}, rustc_vv(commit="0" * 40, release="1.96.0", llvm="23.0.0"), project)
+def test_another_rustc_builds_without_it_and_names_both(pgo_project):
+    d = vb.decide({}, rustc_vv(commit="0" * 40, release="1.96.0", llvm="23.0.0"), pgo_project)
     assert not d.apply and d.flags == []
     assert "made by rustc 1.95.0 (59807616e, LLVM 22.1.2), this is rustc 1.96.0 (000000000, LLVM 23.0.0)" in d.note
     with pytest.raises(vb.BuildError, match="VCPUSIM_PGO=require, but the profile cannot be applied: the profile was made by"):
-        vb.decide({vb.SWITCH: "require"}, rustc_vv(commit="0" * 40), project)
-    assert not vb.decide({}, None, project).apply
+        vb.decide({vb.SWITCH: "require"}, rustc_vv(commit="0" * 40), pgo_project)
+    assert not vb.decide({}, None, pgo_project).apply
 
 
-def test_the_switch(project):
-    off = vb.decide({vb.SWITCH: "OFF"}, rustc_vv(), project)
+def test_the_switch(pgo_project):
+    off = vb.decide({vb.SWITCH: "OFF"}, rustc_vv(), pgo_project)
     assert not off.apply and off.note == "built without the PGO profile: VCPUSIM_PGO=off"
-    assert vb.decide({vb.SWITCH: ""}, rustc_vv(), project).apply  # empty: the default, auto
+    assert vb.decide({vb.SWITCH: ""}, rustc_vv(), pgo_project).apply  # empty: the default, auto
     with pytest.raises(vb.BuildError, match=r"VCPUSIM_PGO='yes': expected one of auto, off, require"):
-        vb.decide({vb.SWITCH: "yes"}, rustc_vv(), project)
+        vb.decide({vb.SWITCH: "yes"}, rustc_vv(), pgo_project)
 
 
-def test_no_profile_builds_without_it(project):
-    (project / vb.PROFILE).unlink()
-    d = vb.decide({}, rustc_vv(), project)
+def test_no_profile_builds_without_it(pgo_project):
+    (pgo_project / vb.PROFILE).unlink()
+    d = vb.decide({}, rustc_vv(), pgo_project)
     assert not d.apply and "no profile" in d.note
     with pytest.raises(vb.BuildError, match="no profile"):
-        vb.decide({vb.SWITCH: "require"}, rustc_vv(), project)
+        vb.decide({vb.SWITCH: "require"}, rustc_vv(), pgo_project)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -113,26 +82,26 @@ def test_no_profile_builds_without_it(project):
     (json.dumps({"rustc_release": "1.95.0", "rustc_commit": 7, "llvm": "22", "sources": "ab", "training": []}),
      r"profile.json: key 'rustc_commit' = 7: expected a string"),
 ])
-def test_a_bad_profile_json_is_named_with_its_key(project, text, message):
-    (project / vb.META).write_text(text)
+def test_a_bad_profile_json_is_named_with_its_key(pgo_project, text, message):
+    (pgo_project / vb.META).write_text(text)
     with pytest.raises(vb.BuildError, match=message):
-        vb.decide({}, rustc_vv(), project)
+        vb.decide({}, rustc_vv(), pgo_project)
 
 
-def test_the_build_environment_keeps_the_callers_flags_first(project):
-    d = vb.decide({}, rustc_vv(), project)
-    env = vb.build_env(d, {"RUSTFLAGS": " -Ctarget-cpu=native  -g", "PATH": "/bin"}, project)
+def test_the_build_environment_keeps_the_callers_flags_first(pgo_project):
+    d = vb.decide({}, rustc_vv(), pgo_project)
+    env = vb.build_env(d, {"RUSTFLAGS": " -Ctarget-cpu=native  -g", "PATH": "/bin"}, pgo_project)
     assert env["CARGO_ENCODED_RUSTFLAGS"].split("\x1f") == ["-Ctarget-cpu=native", "-g", *d.flags]
     assert "RUSTFLAGS" not in env and env["PATH"] == "/bin"
-    assert env["CARGO_TARGET_DIR"] == str(project / "target" / "pgo-use")
+    assert env["CARGO_TARGET_DIR"] == str(pgo_project / "target" / "pgo-use")
     assert env[vb.BUILD_PGO_VAR] == "on" and env[vb.BUILD_NOTE_VAR] == d.note
     encoded = vb.build_env(d, {"CARGO_ENCODED_RUSTFLAGS": "-C\x1fopt-level=3", "RUSTFLAGS": "-g",
-                               "CARGO_TARGET_DIR": "/mine"}, project)
+                               "CARGO_TARGET_DIR": "/mine"}, pgo_project)
     assert encoded["CARGO_ENCODED_RUSTFLAGS"].split("\x1f") == ["-C", "opt-level=3", *d.flags]
     assert encoded["CARGO_TARGET_DIR"] == "/mine"
     # Without the profile the caller's build is untouched, and the engine is told why.
-    off = vb.decide({vb.SWITCH: "off"}, rustc_vv(), project)
-    plain = vb.build_env(off, {"RUSTFLAGS": "-g"}, project)
+    off = vb.decide({vb.SWITCH: "off"}, rustc_vv(), pgo_project)
+    plain = vb.build_env(off, {"RUSTFLAGS": "-g"}, pgo_project)
     assert plain["RUSTFLAGS"] == "-g" and "CARGO_ENCODED_RUSTFLAGS" not in plain and "CARGO_TARGET_DIR" not in plain
     assert plain[vb.BUILD_PGO_VAR] == "off" and plain[vb.BUILD_NOTE_VAR] == off.note
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import COMMIT, rustc_vv
 
 from vcpusim import _core
 
@@ -85,19 +86,35 @@ def test_the_instrumented_build_keeps_the_callers_flags_and_skips_the_committed_
     assert vcpusim_build.decide(env, "rustc 1.0.0\n").apply is False
 
 
-RUSTC_VV = "rustc 1.95.0 (59807616e 2026-04-14)\nbinary: rustc\ncommit-hash: 59807616e1fa\nrelease: 1.95.0\nLLVM version: 22.1.2\n"
 
 
 def test_profile_json_describes_the_rustc_the_sources_and_the_training(tmp_path):
-    meta = pgo_profile.describe(RUSTC_VV, pgo_profile.training_scenarios())
-    assert meta["rustc_release"] == "1.95.0" and meta["rustc_commit"] == "59807616e1fa" and meta["llvm"] == "22.1.2"
+    meta = pgo_profile.describe(rustc_vv(), pgo_profile.training_scenarios())
+    assert meta["rustc_release"] == "1.95.0" and meta["rustc_commit"] == COMMIT and meta["llvm"] == "22.1.2"
     assert meta["sources"] == vcpusim_build.source_digest()
     assert "scenarios/quickstart.toml" in meta["training"] and all(not p.startswith("/") for p in meta["training"])
     with pytest.raises(pgo_profile.PgoError, match="does not say its commit, llvm"):
         pgo_profile.describe("rustc 1.95.0\nrelease: 1.95.0\n", [])
 
 
-def test_no_options_are_taken(capsys):
+def test_check_says_whether_the_committed_profile_applies_and_is_current(pgo_project, monkeypatch, capsys):
+    monkeypatch.setattr(vcpusim_build, "rustc_version", lambda env: rustc_vv())
+    # The switch is ignored: --check speaks of the committed profile, not of this shell's build.
+    assert pgo_profile.check({vcpusim_build.SWITCH: "off"}, pgo_project) == 0
+    assert "taken on these sources" in capsys.readouterr().out
+    (pgo_project / "crates" / "engine" / "src" / "lib.rs").write_text("pub fn run() { loop {} }\n")
+    assert pgo_profile.check({}, pgo_project) == 1
+    out = capsys.readouterr()
+    assert "taken on other sources" in out.out and "take it again: python scripts/pgo_profile.py" in out.err
+    monkeypatch.setattr(vcpusim_build, "rustc_version", lambda env: rustc_vv(commit="1" * 40))
+    assert pgo_profile.check({}, pgo_project) == 1
+    assert "built without the PGO profile: the profile was made by" in capsys.readouterr().out
+    (pgo_project / vcpusim_build.META).write_text("[]")
+    assert pgo_profile.check({}, pgo_project) == 1
+    assert "profile.json: expected a JSON object" in capsys.readouterr().err
+
+
+def test_unknown_options_are_a_usage_error(capsys):
     with pytest.raises(SystemExit) as e:
         pgo_profile.main(["--extras", "test"])
     assert e.value.code == 2
