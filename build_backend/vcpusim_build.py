@@ -118,11 +118,13 @@ def read_meta(root: Path = ROOT) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Decision:
-    """Whether the profile is applied, the rustc flags that apply it, and why, in one line."""
+    """Whether the profile is applied, the rustc flags that apply it, and why, in one line;
+    ``sources_match``: it is applied and was taken on these sources."""
 
     apply: bool
     note: str
     flags: list[str] = field(default_factory=list)
+    sources_match: bool = False
 
 
 def decide(env: Mapping[str, str], rustc_version: str | None, root: Path = ROOT) -> Decision:
@@ -160,7 +162,7 @@ def decide(env: Mapping[str, str], rustc_version: str | None, root: Path = ROOT)
         else "taken on other sources: any function changed since is built without it"
     )
     flags = [f"-Cprofile-use={profile.resolve()}"]
-    return Decision(True, f"profile-guided ({PROFILE}, sources {meta['sources'][:12]}, {state})", flags)
+    return Decision(True, f"profile-guided ({PROFILE}, sources {meta['sources'][:12]}, {state})", flags, current)
 
 
 def with_rustc_flags(env: Mapping[str, str], flags: list[str]) -> dict[str, str]:

@@ -79,12 +79,12 @@ def _output(cmd: list[str]) -> str:
         raise PgoError(f"{' '.join(cmd)} failed: {e.stderr.strip()}") from None
 
 
-def find_profdata(env: dict[str, str] | None = None) -> Path:
+def find_profdata(rustc: str, env: dict[str, str] | None = None) -> Path:
     """The ``llvm-profdata`` to merge with: ``LLVM_PROFDATA`` if set, else the one rustup's
-    llvm-tools put in rustc's sysroot. Refused unless its LLVM major version is rustc's (a raw
-    profile of one LLVM version is unreadable to another's tools)."""
+    llvm-tools put in rustc's sysroot. Refused unless its LLVM major version is that of the rustc
+    whose ``rustc -vV`` is ``rustc`` (a raw profile of one LLVM version is unreadable to another's
+    tools)."""
     env = os.environ if env is None else env
-    rustc = _output(["rustc", "-vV"])
     want = llvm_major(rustc)
     if "LLVM_PROFDATA" in env:
         tool = Path(env["LLVM_PROFDATA"])
@@ -200,10 +200,9 @@ def check(env: dict[str, str] | None = None, root: Path = ROOT) -> int:
         print(f"pgo_profile: {e}", file=sys.stderr)
         return 1
     print(f"pgo_profile: {decision.note}")
-    current = decision.apply and vcpusim_build.read_meta(root)["sources"] == vcpusim_build.source_digest(root)
-    if not current:
+    if not decision.sources_match:
         print("pgo_profile: take it again: python scripts/pgo_profile.py", file=sys.stderr)
-    return 0 if current else 1
+    return 0 if decision.sources_match else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,8 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         return check()
     try:
-        profdata = find_profdata()
         rustc = _output(["rustc", "-vV"])
+        profdata = find_profdata(rustc)
         scenarios = training_scenarios()
         out = ROOT / "target" / "pgo"
         out.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,7 @@ def test_the_profile_applies_with_its_own_rustc_on_its_own_sources(pgo_project):
     d = vb.decide({}, rustc_vv(), pgo_project)
     assert d.apply
     assert d.flags == [f"-Cprofile-use={(pgo_project / vb.PROFILE).resolve()}"]
-    assert "taken on these sources" in d.note and vb.source_digest(pgo_project)[:12] in d.note
+    assert "taken on these sources" in d.note and vb.source_digest(pgo_project)[:12] in d.note and d.sources_match
     assert vb.decide({vb.SWITCH: "require"}, rustc_vv(), pgo_project).apply
 
 
@@ -31,6 +31,7 @@ def test_changed_sources_still_apply_it_and_say_so(pgo_project):
     (pgo_project / "crates" / "engine" / "src" / "lib.rs").write_text("pub fn run() { let _ = 1; }\n")
     d = vb.decide({}, rustc_vv(), pgo_project)
     assert d.apply and "taken on other sources: any function changed since is built without it" in d.note
+    assert not d.sources_match
 
 
 def test_the_digest_covers_the_compiled_sources_only(pgo_project):

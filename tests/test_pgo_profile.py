@@ -5,7 +5,6 @@ profile is taken again (docs/speed.md), not here; tests/test_build_backend.py ch
 it committed."""
 
 import stat
-import subprocess
 import sys
 from pathlib import Path
 
@@ -28,7 +27,7 @@ def test_llvm_major_reads_rustc_and_llvm_tools_output():
 
 def test_a_missing_llvm_profdata_is_named():
     with pytest.raises(pgo_profile.PgoError, match=r"LLVM_PROFDATA=/no/such/llvm-profdata: no such file"):
-        pgo_profile.find_profdata({"LLVM_PROFDATA": "/no/such/llvm-profdata"})
+        pgo_profile.find_profdata(rustc_vv(), {"LLVM_PROFDATA": "/no/such/llvm-profdata"})
 
 
 def _fake_profdata(folder: Path, script: str) -> dict[str, str]:
@@ -46,13 +45,14 @@ def _fake_profdata(folder: Path, script: str) -> dict[str, str]:
 ])
 def test_an_llvm_profdata_of_another_llvm_is_refused(tmp_path, script, message):
     with pytest.raises(pgo_profile.PgoError, match=message):
-        pgo_profile.find_profdata(_fake_profdata(tmp_path, script))
+        pgo_profile.find_profdata(rustc_vv(), _fake_profdata(tmp_path, script))
 
 
 def test_one_of_rustcs_llvm_is_taken(tmp_path):
-    major = pgo_profile.llvm_major(subprocess.run(["rustc", "-vV"], capture_output=True, text=True).stdout)
+    major = pgo_profile.llvm_major(rustc_vv(llvm="22.1.2"))
+    assert major == 22
     env = _fake_profdata(tmp_path, f"echo 'LLVM (http://llvm.org/):\n  LLVM version {major}.1.0'\n")
-    assert pgo_profile.find_profdata(env) == Path(env["LLVM_PROFDATA"])
+    assert pgo_profile.find_profdata(rustc_vv(llvm="22.1.2"), env) == Path(env["LLVM_PROFDATA"])
 
 
 def test_training_covers_every_golden_case_and_example():

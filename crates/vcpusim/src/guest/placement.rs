@@ -169,36 +169,20 @@ impl GuestTopology {
     /// Groups of `span` by the key at `level` (0 socket, 1 node, 2 LLC, 3 module), in order of
     /// their lowest CPU when `span` is in index order.
     fn groups_below(&self, span: &[usize], level: usize) -> Vec<Vec<usize>> {
-        let mut groups: Vec<Vec<usize>> = Vec::new();
-        for &j in span {
-            match groups.iter_mut().find(|g| self.keys[g[0]][..=level] == self.keys[j][..=level]) {
-                Some(g) => g.push(j),
-                None => groups.push(vec![j]),
-            }
-        }
-        groups
+        group_by(span.iter().copied(), |j| &self.keys[j][..=level]).1
     }
 }
 
 /// Each CPU's LLC and position in it, and each LLC's walk (`LlcGroups`), from the CPUs' keys.
 fn llc_groups(keys: &[[u32; 4]]) -> (Vec<(u32, u32)>, Vec<LlcGroups>) {
-    let (llc, nllcs) = first_met(keys.iter().map(|k| [k[0], k[1], k[2]]));
-    let mut members: Vec<Vec<u32>> = vec![Vec::new(); nllcs];
-    let mut llc_of = Vec::with_capacity(keys.len());
-    for (i, &l) in llc.iter().enumerate() {
-        let cpus = &mut members[l as usize];
-        llc_of.push((l, cpus.len() as u32));
-        cpus.push(i as u32);
-    }
+    let (llc, members) = group_by(0..keys.len() as u32, |c| &keys[c as usize][..3]);
+    // Members are in index order, so a CPU's position is where it sorts among them.
+    let llc_of = llc.iter().zip(0u32..).map(|(&l, c)| (l, members[l as usize].partition_point(|&m| m < c) as u32)).collect();
     let llcs = members
         .into_iter()
         .map(|cpus| {
             // Numbered as first met in index order: by lowest CPU, the ring's order.
-            let (group, ngroups) = first_met(cpus.iter().map(|&c| keys[c as usize][3]));
-            let mut groups: Vec<Vec<u32>> = vec![Vec::new(); ngroups];
-            for (&c, &g) in cpus.iter().zip(&group) {
-                groups[g as usize].push(c);
-            }
+            let (group, groups) = group_by(cpus.iter().copied(), |c| keys[c as usize][3]);
             let ends = groups.iter().scan(0u32, |n, g| {
                 *n += g.len() as u32;
                 Some(*n)
@@ -210,16 +194,23 @@ fn llc_groups(keys: &[[u32; 4]]) -> (Vec<(u32, u32)>, Vec<LlcGroups>) {
     (llc_of, llcs)
 }
 
-/// The keys numbered in the order they are first met: each one's number, and how many differ.
-fn first_met<K: Ord>(keys: impl Iterator<Item = K>) -> (Vec<u32>, usize) {
+/// `items` grouped by `key`, the groups numbered in the order they are first met (for items in
+/// index order: by lowest member): each item's group, and each group's items in their order.
+fn group_by<T: Copy, K: Ord>(items: impl Iterator<Item = T>, key: impl Fn(T) -> K) -> (Vec<u32>, Vec<Vec<T>>) {
     let mut numbers = std::collections::BTreeMap::new();
-    let ids = keys
-        .map(|k| {
-            let next = numbers.len() as u32;
-            *numbers.entry(k).or_insert(next)
+    let mut groups: Vec<Vec<T>> = Vec::new();
+    let ids = items
+        .map(|t| {
+            let next = groups.len() as u32;
+            let g = *numbers.entry(key(t)).or_insert(next);
+            if g == next {
+                groups.push(Vec::new());
+            }
+            groups[g as usize].push(t);
+            g
         })
         .collect();
-    (ids, numbers.len())
+    (ids, groups)
 }
 
 #[cfg(test)]
