@@ -2,6 +2,7 @@
 
 use super::kernel_fn::KernelFn;
 use crate::engine::rng::Stream;
+use std::sync::Arc;
 use crate::ids::{LockId, ThreadId, VcpuId, VmId};
 use crate::time::Nanos;
 use crate::vmexit::IpiKind;
@@ -41,6 +42,39 @@ pub fn compile(ops: &[Op]) -> Vec<Code> {
     let mut out = Vec::new();
     emit(ops, &mut out);
     out
+}
+
+/// Compiled programs shared between threads whose ops are equal (issue 15: the 1,024-pCPU
+/// scaling mix has 1,536 threads of two programs; with a copy each, the program counter's load
+/// missed the first-level cache about once an event, and the second-level one about every other
+/// event). Compares with the programs of the last [`CodeCache::KEPT`] distinct op lists: threads
+/// of one VM and the copies of a VM are built one after another, and a scenario's VMs are
+/// few distinct workloads, so a short list catches them without hashing `Op` (its distributions
+/// hold floats). Equal ops compile to equal code, so sharing changes nothing a run computes.
+#[derive(Default)]
+pub struct CodeCache {
+    kept: Vec<(Vec<Op>, Arc<[Code]>)>,
+}
+
+impl CodeCache {
+    /// Distinct op lists remembered; older ones are compiled again if they recur.
+    pub const KEPT: usize = 8;
+
+    /// The compiled `ops`, shared with an earlier equal list when one is kept.
+    pub fn get(&mut self, ops: &[Op]) -> Arc<[Code]> {
+        if let Some(at) = self.kept.iter().position(|(k, _)| k.as_slice() == ops) {
+            let hit = self.kept.remove(at);
+            let code = hit.1.clone();
+            self.kept.push(hit);
+            return code;
+        }
+        let code: Arc<[Code]> = compile(ops).into();
+        if self.kept.len() == Self::KEPT {
+            self.kept.remove(0);
+        }
+        self.kept.push((ops.to_vec(), code.clone()));
+        code
+    }
 }
 
 /// Which synchronization object a futex word belongs to. The futex value the kernel compares
@@ -341,7 +375,9 @@ pub struct Thread {
     pub state: ThreadState,
     /// The vCPU it runs on or is queued on (or last ran on, when blocked).
     pub vcpu: VcpuId,
-    pub code: Vec<Code>,
+    /// Its compiled program, shared with every thread built from the same ops (the copies of a
+    /// VM, a VM's identical workers: [`CodeCache`]), so that a host of many VMs reads one copy.
+    pub code: Arc<[Code]>,
     pub pc: usize,
     /// Remaining iterations of each open loop (innermost last); `u64::MAX` = forever.
     pub loops: Vec<u64>,
@@ -373,5 +409,34 @@ pub struct Thread {
 impl Thread {
     pub fn is_live(&self) -> bool {
         self.state != ThreadState::Exited
+    }
+}
+
+#[cfg(test)]
+mod code_cache_tests {
+    use super::*;
+    use crate::workload::program::Dist;
+
+    fn prog(ms: u64) -> Vec<Op> {
+        vec![Op::Loop { count: None, body: vec![Op::Compute(Dist::Const(ms * 1_000_000)), Op::Progress] }]
+    }
+
+    #[test]
+    fn equal_ops_share_their_code_and_the_oldest_list_is_forgotten_past_the_bound() {
+        let mut cache = CodeCache::default();
+        let a = cache.get(&prog(1));
+        assert_eq!(&a[..], &compile(&prog(1))[..], "the shared code is the compiled ops");
+        assert!(Arc::ptr_eq(&a, &cache.get(&prog(1))), "equal ops: the same copy");
+        let b = cache.get(&prog(2));
+        assert!(!Arc::ptr_eq(&a, &b), "other ops: another copy");
+        // Fill the cache past its bound with other programs, using `a` just before so that it
+        // is the most recent; the second program, now the oldest, is compiled again.
+        for ms in 3..(1 + CodeCache::KEPT as u64) {
+            cache.get(&prog(ms));
+        }
+        assert!(Arc::ptr_eq(&a, &cache.get(&prog(1))));
+        cache.get(&prog(100));
+        assert!(Arc::ptr_eq(&a, &cache.get(&prog(1))), "kept: used recently");
+        assert!(!Arc::ptr_eq(&b, &cache.get(&prog(2))), "forgotten: the least recently used");
     }
 }

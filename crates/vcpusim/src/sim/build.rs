@@ -9,7 +9,7 @@ use crate::guest::kernel::{GuestKernel, GuestVcpu};
 use crate::guest::objects::{Barrier, MutexWord, ParsecBarrier, Queue, SyncObjects};
 use crate::guest::spinlock::Spinlock;
 use crate::guest::stats::GuestStats;
-use crate::guest::thread::{compile, Thread, ThreadState};
+use crate::guest::thread::{CodeCache, Thread, ThreadState};
 use crate::hardware::cpumask::IndexMask;
 use crate::hardware::speed::Speed;
 use crate::hypervisor::cpupool::{Affinity, Cpupool, PoolView};
@@ -118,8 +118,9 @@ impl Sim {
             }
         }
         let numa = numa_placement(sc);
+        let mut code = CodeCache::default();
         for (i, (spec, (node_affinity, memory_nodes))) in sc.vms.iter().zip(numa).enumerate() {
-            sim.add_vm(spec, seed, node_affinity, memory_nodes);
+            sim.add_vm(spec, seed, node_affinity, memory_nodes, &mut code);
             for change in &spec.sched_pe {
                 sim.queue.push(change.at, super::state::Event::VmReconfigure(VmId(i as u32), change.vm_type, change.u_factor));
             }
@@ -172,7 +173,7 @@ impl Sim {
         Ok(sim)
     }
 
-    fn add_vm(&mut self, spec: &VmSpec, seed: u64, node_affinity: NodeAffinity, memory_nodes: Vec<u32>) {
+    fn add_vm(&mut self, spec: &VmSpec, seed: u64, node_affinity: NodeAffinity, memory_nodes: Vec<u32>, code: &mut CodeCache) {
         let vm = VmId(self.vminfo.len() as u32);
         let pool = PoolId(spec.pool as u32);
         let first_vcpu = self.vinfo.len() as u32;
@@ -292,7 +293,7 @@ impl Sim {
                 index: i as u32,
                 state: ThreadState::Ready,
                 vcpu: v,
-                code: compile(ops),
+                code: code.get(ops),
                 pc: 0,
                 loops: Vec::new(),
                 steps: crate::guest::thread::StepQueue::new(),
@@ -446,5 +447,39 @@ mod tests {
         // ... and is every node without one (Xen 4.4 stripes the domain).
         assert_eq!(resolve_memory_nodes(&vm("\"auto\""), None, 4), [0, 1, 2, 3]);
         assert_eq!(resolve_memory_nodes(&vm("\"auto\""), Some(&[]), 4), [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn threads_of_equal_programs_share_one_compiled_copy() {
+        // Three copies of a 4-thread barrier VM and two one-thread VMs of another workload: the
+        // barrier's thread 0 (which counts the phases) of each copy reads one program, its
+        // threads 1-3 another, the two CPU-bound threads a third, and a thread of a workload of
+        // its own ops a fourth.
+        let text = "[host]\npcpus = 8\n\
+                    [[vm]]\nname = \"bar\"\ncount = 3\nvcpus = 4\nworkload = \"barrier\"\nthreads = 4\n\
+                    [[vm]]\nname = \"seq\"\ncount = 2\nvcpus = 1\nworkload = \"cpu-bound\"\n\
+                    [[vm]]\nname = \"other\"\nvcpus = 1\nworkload = \"program\"\n\
+                    [vm.program]\nthreads = [[{loop = \"forever\", body = [{compute = \"2ms\"}, {progress = true}]}]]\n";
+        let sc = crate::api::load_scenario(text, "<test>").expect("loads");
+        let sim = Sim::build(&sc, 1, false, false).expect("builds");
+        let code: Vec<_> = sim.threads.iter().map(|t| t.code.clone()).collect();
+        assert_eq!(code.len(), 15);
+        let distinct = |range: std::ops::Range<usize>| {
+            let mut firsts: Vec<&std::sync::Arc<[crate::guest::thread::Code]>> = Vec::new();
+            for c in &code[range] {
+                if !firsts.iter().any(|f| std::sync::Arc::ptr_eq(f, c)) {
+                    firsts.push(c);
+                }
+            }
+            firsts.len()
+        };
+        assert_eq!(distinct(0..12), 2, "the barrier threads share two programs");
+        for t in [4, 8] {
+            assert!(std::sync::Arc::ptr_eq(&code[0], &code[t]), "each copy's thread 0 reads the first copy's");
+        }
+        assert!((1..12).filter(|t| t % 4 != 0).all(|t| std::sync::Arc::ptr_eq(&code[1], &code[t])));
+        assert_eq!(distinct(12..14), 1, "the CPU-bound threads share");
+        assert_eq!(distinct(0..15), 4, "four programs, four copies");
+        assert_ne!(code[0], code[14], "a different program is not shared");
     }
 }

@@ -441,3 +441,102 @@ fn steal_index_follows_the_queues_and_check_catches_drift() {
     let err = pol.check(&view).unwrap_err();
     assert!(err.contains("out of PE or ticket order"), "{err}");
 }
+
+/// Algorithm 1 as it was written before issue 15 marked the pCPUs (each pCPU looked its VM's
+/// siblings up, each visit searched the taken and later lists): the reference the marked forms
+/// are held to.
+impl Hybrid {
+    fn initial_home_by_scan(&self, host: &HostView, v: VcpuId) -> Option<PcpuId> {
+        let vm = host.vcpu(v).vm;
+        let concurrent = self.is_concurrent(host, vm);
+        let placed = |w: &VcpuId| w.idx() < v.idx();
+        let homed = |p: PcpuId| host.vm(vm).vcpus.iter().any(|s| *s != v && placed(s) && self.vcpus[s.idx()].home == p);
+        let loads = self.loads(host, placed);
+        host.pcpu_ids().filter(|p| host.may_run(v, *p) && (!concurrent || !homed(*p))).min_by_key(|p| (loads[p.idx()], p.0))
+    }
+
+    /// The targets `spread_concurrent_vm` chose by list searches, applied with `rehome` (None:
+    /// it reached the matching fallback, which both forms share).
+    fn spread_by_scan(&mut self, host: &HostView, vm: VmId) -> Option<()> {
+        let vcpus = host.vm(vm).vcpus.clone();
+        let mut taken: Vec<PcpuId> = Vec::new();
+        for (i, v) in vcpus.iter().enumerate() {
+            let home = self.vcpus[v.idx()].home;
+            if !taken.contains(&home) {
+                taken.push(home);
+                continue;
+            }
+            let later: Vec<PcpuId> = vcpus[i + 1..].iter().map(|w| self.vcpus[w.idx()].home).collect();
+            let loads = self.loads(host, |_| true);
+            let load = |p: PcpuId| (loads[p.idx()], p.0);
+            let free = || host.pcpu_ids().filter(|p| !taken.contains(p) && host.may_run(*v, *p));
+            let target = free().filter(|p| !later.contains(p)).min_by_key(|p| load(*p)).or_else(|| free().min_by_key(|p| load(*p)))?;
+            self.rehome(*v, target);
+            taken.push(target);
+        }
+        Some(())
+    }
+}
+
+#[test]
+fn algorithm_1_marks_choose_what_the_scans_chose() {
+    // Random hosts of 1-24 pCPUs with high-throughput and concurrent VMs of random widths and
+    // weights (a concurrent VM wider than the host is scheduled as high-throughput): every
+    // vCPU's initial home equals the scan's at the moment it is inserted; then random homes (as
+    // balancing leaves them) and one VM made concurrent: the spread moves the same vCPUs to the
+    // same pCPUs. Dropping the "later" count (always 0) or the sibling marks fails it.
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(15);
+    let (mut spreads, mut moved) = (0, 0);
+    for _ in 0..300 {
+        let npcpus = rng.random_range(1..=24u32);
+        let vms: Vec<VmDesc> = (0..rng.random_range(1..=5))
+            .map(|_| {
+                let t = if rng.random_bool(0.5) { CON } else { HIT };
+                (rng.random_range(1..=npcpus + 2), 128 * rng.random_range(1..=4u32), t, 0.0)
+            })
+            .collect();
+        let h = hybrid_host(npcpus, &vms, true);
+        let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topology, scope: None };
+        let shape = HostShape { npcpus, nvcpus: h.vcpus.len() as u32, nvms: h.vms.len() as u32, uvf: None };
+        let cfg = HybridConfig { slot: DEFAULT_SLOT, work_conserving: true, pe_unit: 300, allocation_slots: 1 };
+        let mut pols = [Hybrid::new(cfg, shape), Hybrid::new(cfg, shape)];
+        let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
+        for pol in &mut pols {
+            for (vm, sched) in h.sched.iter().enumerate() {
+                pol.adjust(&mut PolicyCtx::new(view, &mut requests, &mut timers), VmId(vm as u32), sched);
+            }
+        }
+        for v in (0..h.vcpus.len() as u32).map(VcpuId) {
+            let want = pols[0].initial_home_by_scan(&view, v);
+            assert_eq!(pols[0].initial_home(&view, v), want, "{npcpus} pCPUs, VMs {vms:?}, vCPU {v}");
+            for pol in &mut pols {
+                pol.insert_vcpu(&mut PolicyCtx::new(view, &mut requests, &mut timers), v);
+            }
+        }
+        // Homes scattered with repeats, the same on both, then one VM made concurrent.
+        for v in (0..h.vcpus.len() as u32).map(VcpuId) {
+            if rng.random_bool(0.5) {
+                let p = PcpuId(rng.random_range(0..npcpus.min(3)));
+                pols.iter_mut().for_each(|pol| pol.rehome(v, p));
+            }
+        }
+        let vm = VmId(rng.random_range(0..h.vms.len() as u32));
+        for pol in &mut pols {
+            pol.vms[vm.idx()].vm_type = CON;
+        }
+        if !pols[0].is_concurrent(&view, vm) {
+            continue;
+        }
+        let before: Vec<PcpuId> = pols[0].vcpus.iter().map(|d| d.home).collect();
+        if pols[1].spread_by_scan(&view, vm).is_none() {
+            continue;
+        }
+        pols[0].spread_concurrent_vm(&view, vm);
+        let homes = |pol: &Hybrid| pol.vcpus.iter().map(|d| d.home).collect::<Vec<_>>();
+        assert_eq!(homes(&pols[0]), homes(&pols[1]), "{npcpus} pCPUs, VMs {vms:?}, VM {vm} spread");
+        spreads += 1;
+        moved += homes(&pols[0]).iter().zip(&before).filter(|(a, b)| a != b).count();
+    }
+    assert!(spreads > 50 && moved > 100, "the cases reached {spreads} spreads moving {moved} vCPUs");
+}
