@@ -2,11 +2,11 @@
 
 use super::kernel_fn::KernelFn;
 use crate::engine::rng::Stream;
-use std::sync::Arc;
 use crate::ids::{LockId, ThreadId, VcpuId, VmId};
 use crate::time::Nanos;
 use crate::vmexit::IpiKind;
 use crate::workload::program::{BarrierWait, Dist, ObjIndex, Op};
+use std::sync::Arc;
 
 /// A thread's op tree flattened into straight-line code with loop jumps, so that the
 /// interpreter needs only a program counter and a loop-counter stack.
