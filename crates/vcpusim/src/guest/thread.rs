@@ -45,9 +45,9 @@ pub fn compile(ops: &[Op]) -> Vec<Code> {
 }
 
 /// Compiled programs shared between threads whose ops are equal (issue 15: the 1,024-pCPU
-/// scaling mix has 1,536 threads of two programs; with a copy each, the program counter's load
+/// scaling mix has 1,536 threads of three programs; with a copy each, the first read of an op
 /// missed the first-level cache about once an event, and the second-level one about every other
-/// event). Compares with the programs of the last [`CodeCache::KEPT`] distinct op lists: threads
+/// event: docs/speed.md, nineteenth round). Compares with the programs of the last [`CodeCache::KEPT`] distinct op lists: threads
 /// of one VM and the copies of a VM are built one after another, and a scenario's VMs are
 /// few distinct workloads, so a short list catches them without hashing `Op` (its distributions
 /// hold floats). Equal ops compile to equal code, so sharing changes nothing a run computes.

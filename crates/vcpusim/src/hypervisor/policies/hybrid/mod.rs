@@ -398,9 +398,9 @@ impl Hybrid {
         let placed = |w: &VcpuId| w.idx() < v.idx();
         let loads = self.loads(host, placed);
         let mut homed = vec![false; if concurrent { loads.len() } else { 0 }];
-        for s in host.vm(vm).vcpus.iter().filter(|s| concurrent && **s != v && placed(s)) {
-            if let Some(h) = homed.get_mut(self.vcpus[s.idx()].home.idx()) {
-                *h = true;
+        if concurrent {
+            for s in host.vm(vm).vcpus.iter().filter(|s| **s != v && placed(s)) {
+                homed[self.vcpus[s.idx()].home.idx()] = true;
             }
         }
         host.pcpu_ids().filter(|p| host.may_run(v, *p) && (!concurrent || !homed[p.idx()])).min_by_key(|p| (loads[p.idx()], p.0))
