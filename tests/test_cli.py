@@ -218,6 +218,26 @@ def test_bad_bench_scaling_pcpus_is_a_user_error(cli):
     assert_user_error(cli("bench", "--scaling", "--scaling-pcpus", "8,12", "--no-memory"), "multiples of 8")
 
 
+def test_bench_scaling_rows_of_a_seeds_mechanism(cli):
+    done = cli(
+        "bench", "--json", "--duration", "10ms", "--no-memory", "--repeats", "1", "--scaling", "--scaling-pcpus", "16",
+        "--scaling-policies", "credit,credit+microsliced,cfs+uvf", "--scaling-sim-time", "40ms",
+    )
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["scaling"]
+    assert [(r["policy"], r["vcpus"]) for r in rows] == [("credit", 24), ("credit+microsliced", 24), ("cfs+uvf", 24)]
+    assert all(r["events"] > 0 for r in rows)
+    # The micro pool's two pCPUs (one per 8) take no normal work: another run than plain credit.
+    assert rows[0]["events"] != rows[1]["events"]
+
+
+def test_bad_bench_scaling_mechanism_is_a_user_error(cli):
+    assert_user_error(
+        cli("bench", "--scaling", "--scaling-pcpus", "8", "--scaling-policies", "credit+foo", "--no-memory", "--repeats", "1", "--duration", "10ms"),
+        "credit+foo", "credit+microsliced",
+    )
+
+
 def test_bench_without_memory_check(cli):
     done = cli("bench", "--json", "--duration", "50ms", "--no-memory", "--repeats", "1")
     assert done.returncode == 0, done.stderr

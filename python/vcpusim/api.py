@@ -626,8 +626,9 @@ def bench(
 ) -> dict:
     """The standard benchmark on scenarios/quickstart.toml (see crates/vcpusim/src/bench.rs);
     with `scaling`, also the table of the quickstart's mix scaled to `scaling_pcpus` ("quick":
-    8, 32, 128; "full": 8 to 1024; or a list like "8,64") under each of `scaling_policies`, each
-    row the fastest of `scaling_repeats` runs. A `scenario` is timed in place of the quickstart
+    8, 32, 128; "full": 8 to 1024; or a list like "8,64") under each of `scaling_policies` (policy
+    names, or a seed's mechanism over one such as "credit+microsliced": `SCALING_MECHANISMS` in
+    bench.rs), each row the fastest of `scaling_repeats` runs. A `scenario` is timed in place of the quickstart
     (the scaling table stays the quickstart's mix)."""
     if scenario is not None and not isinstance(scenario, Scenario):
         raise TypeError(f"bench: scenario: expected a vcpusim.Scenario, got {_type_name(scenario)}")

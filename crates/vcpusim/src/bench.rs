@@ -37,6 +37,14 @@ pub const QUICKSTART_SOURCE: &str = "scenarios/quickstart.toml";
 /// The policies of the scaling table (issue 15: "cfs, credit, gang and hybrid ... and any future
 /// policy": eevdf).
 pub const SCALING_POLICIES: [&str; 5] = ["cfs", "credit", "gang", "hybrid", "eevdf"];
+/// The seeds' mechanisms over a policy, for the scaling table's rows beside the policies
+/// (`--scaling-policies credit+microsliced,...`): seed 002's micro-sliced cores (one static micro
+/// core per 8 pCPUs), seed 003's IRS (the barrier VMs' guests take the notice) and its two
+/// baselines, and seed 000's UVF over cfs and over credit. Not in the default table; a
+/// mechanism's per-event cost at 1,024 pCPUs is what the twentieth round of docs/speed.md found
+/// 20 times that at 8 for micro-sliced cores before it was fixed.
+pub const SCALING_MECHANISMS: [&str; 6] =
+    ["credit+microsliced", "credit+irs", "credit+relaxed-co", "credit+delay-preempt", "cfs+uvf", "credit+uvf"];
 /// pCPU counts of the quick scaling table (the default of `--scaling`).
 pub const SCALING_PCPUS_QUICK: [u32; 3] = [8, 32, 128];
 /// pCPU counts of the full scaling table (`--scaling-pcpus full`): issue 15's 8 to 1024.
@@ -349,19 +357,35 @@ fn memory_flatness(scenario: &Scenario, short: Nanos, long: Nanos) -> Result<Mem
 }
 
 /// The scaling scenario: the quickstart's mix once per 8 pCPUs (one 8-vCPU barrier VM, four
-/// 1-vCPU CPU-bound VMs), with no iteration target, for `duration`.
+/// 1-vCPU CPU-bound VMs), with no iteration target, for `duration`. `policy` is a policy name or
+/// one of `SCALING_MECHANISMS` (`policy+mechanism`), which adds the mechanism's sections.
 pub fn scaling_scenario(policy: &str, pcpus: u32, duration: Nanos) -> Result<Scenario, SimError> {
+    let bad = |key: &str, message: String| SimError::Scenario { file: "vcpusim bench".into(), key: key.into(), message };
     if pcpus == 0 || !pcpus.is_multiple_of(8) {
-        return Err(SimError::Scenario {
-            file: "vcpusim bench".into(),
-            key: "scaling pcpus".into(),
-            message: format!("got {pcpus}, expected a positive multiple of 8 (the quickstart's mix is scaled per 8 pCPUs)"),
-        });
+        return Err(bad(
+            "scaling pcpus",
+            format!("got {pcpus}, expected a positive multiple of 8 (the quickstart's mix is scaled per 8 pCPUs)"),
+        ));
     }
     let groups = pcpus / 8;
+    let (base, host_extra, guest_extra) = match policy.split_once('+') {
+        None => (policy, String::new(), ""),
+        Some((base, mechanism)) if SCALING_MECHANISMS.contains(&policy) => match mechanism {
+            "microsliced" => (base, format!("params = {{ xen = \"4.7\" }}\n[host.microsliced]\nmode = \"static\"\ncores = {groups}\n"), ""),
+            "irs" => (base, "params = { xen = \"4.4\" }\noverlay = \"irs\"\n".to_string(), "[vm.guest]\nirs = true\n"),
+            "uvf" => (base, "[host.uvf]\n".to_string(), "[vm.uvf]\n"),
+            overlay => (base, format!("overlay = {overlay:?}\n"), ""),
+        },
+        Some(_) => {
+            return Err(bad(
+                "scaling policies",
+                format!("got {policy:?}, expected a policy name or one of {}", SCALING_MECHANISMS.join(", ")),
+            ))
+        }
+    };
     let text = format!(
-        "[host]\npcpus = {pcpus}\npolicy = {policy:?}\n\n\
-         [[vm]]\nname = \"parallel\"\ncount = {groups}\nvcpus = 8\nworkload = \"barrier\"\nthreads = 8\n\n\
+        "[host]\npcpus = {pcpus}\npolicy = {base:?}\n{host_extra}\n\
+         [[vm]]\nname = \"parallel\"\ncount = {groups}\nvcpus = 8\nworkload = \"barrier\"\nthreads = 8\n{guest_extra}\n\
          [[vm]]\nname = \"seq\"\ncount = {seq}\nvcpus = 1\nworkload = \"cpu-bound\"\n\n\
          [run]\nduration = \"{duration}ns\"\nseed = 1\n",
         seq = 4 * groups,
@@ -583,15 +607,17 @@ pub fn to_text(r: &BenchReport) -> String {
     if let Some(rows) = &r.scaling {
         let runs = rows.first().map_or(1, |x| x.runs);
         let _ = writeln!(s, "\nscaling (quickstart mix per 8 pCPUs; fastest of {runs} run(s) of each row; events/s and ns/event of the event loop, setup apart):");
+        // The policy column as wide as its longest name (`credit+delay-preempt`).
+        let w = rows.iter().map(|x| x.policy.len()).max().unwrap_or(0).max(7);
         let _ = writeln!(
             s,
-            "  {:<7} {:>6} {:>6} {:>9} {:>10} {:>12} {:>9} {:>9} {:>10} {:>9} {:>17}",
+            "  {:<w$} {:>6} {:>6} {:>9} {:>10} {:>12} {:>9} {:>9} {:>10} {:>9} {:>17}",
             "policy", "pcpus", "vcpus", "sim ms", "events", "events/s", "ns/event", "setup ms", "peak queue", "stale %", "RSS MiB (start)"
         );
         for x in rows {
             let _ = writeln!(
                 s,
-                "  {:<7} {:>6} {:>6} {:>9.1} {:>10} {:>12.0} {:>9.1} {:>9.1} {:>10} {:>9.1} {:>17}",
+                "  {:<w$} {:>6} {:>6} {:>9.1} {:>10} {:>12.0} {:>9.1} {:>9.1} {:>10} {:>9.1} {:>17}",
                 x.policy,
                 x.pcpus,
                 x.vcpus,
@@ -676,6 +702,27 @@ mod tests {
         assert_eq!(s.host.topology.npcpus(), 32);
         assert_eq!(s.vms.iter().map(|v| v.vcpus).sum::<u32>(), 4 * 12);
         assert!(matches!(scaling_scenario("cfs", 12, SEC), Err(SimError::Scenario { .. })));
+    }
+
+    #[test]
+    fn scaling_mechanisms_add_their_sections_and_unknown_ones_are_named() {
+        let micro = scaling_scenario("credit+microsliced", 32, SEC / 100).unwrap();
+        assert_eq!(micro.host.microsliced.as_ref().map(|m| m.cores), Some(4), "one micro core per 8 pCPUs");
+        let irs = scaling_scenario("credit+irs", 16, SEC / 100).unwrap();
+        assert!(irs.host.overlay.is_some());
+        assert_eq!(irs.vms.iter().filter(|v| v.guest.irs).count(), 2, "the barrier VMs take the notice");
+        for m in SCALING_MECHANISMS {
+            let s = scaling_scenario(m, 8, SEC / 100).unwrap_or_else(|e| panic!("{m}: {e}"));
+            assert_eq!(s.vms.iter().map(|v| v.vcpus).sum::<u32>(), 12, "{m}: the quickstart's mix");
+            assert!(s.host.microsliced.is_some() || s.host.overlay.is_some() || s.host.uvf.is_some(), "{m}: a mechanism is on");
+        }
+        match scaling_scenario("credit+foo", 8, SEC) {
+            Err(SimError::Scenario { key, message, .. }) => {
+                assert_eq!(key, "scaling policies");
+                assert!(message.contains("\"credit+foo\"") && message.contains("credit+microsliced"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

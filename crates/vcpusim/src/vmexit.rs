@@ -249,15 +249,9 @@ pub struct PvArea {
     /// `xen_vcpu_stolen` (arch/x86/xen/time.c). Unlike `preempted`, a vCPU woken from a halt is
     /// runnable too.
     pub runnable: bool,
-    /// Written by the guest: the kernel function it executes (seed 002's symbol lookup of the
-    /// instruction pointer). Published lazily: the host copies each guest's current one here
-    /// just before calling a policy that declared the `kernel_fn` channel (a store on every
-    /// change of function, in a second table, measured 0.95 of the base events/s on the
-    /// quickstart bench against 0.97 lazily, on a noisy shared machine).
-    pub kernel_fn: KernelFn,
     /// Written by the guest under `overlay = "delay-preempt"` (Uhlig et al. VM'04): set while
-    /// the vCPU's current thread holds a kernel spinlock. Published lazily, as `kernel_fn`: the
-    /// host copies it just before asking the overlay (guest/run.rs `publish_lock_mark`).
+    /// the vCPU's current thread holds a kernel spinlock. Published lazily: the host copies it
+    /// just before asking the overlay (guest/run.rs `publish_lock_mark`).
     pub lock_mark: bool,
     /// Written by the host: it deferred a preemption of this vCPU (hypervisor/delay_preempt.rs);
     /// the guest gives the pCPU back (`Hypercall::PreemptAck`) when it leaves its last critical
@@ -273,15 +267,7 @@ pub struct PvArea {
 
 impl Default for PvArea {
     fn default() -> Self {
-        PvArea {
-            preempted: false,
-            steal_time_ns: 0,
-            runnable: false,
-            kernel_fn: KernelFn::Idle,
-            lock_mark: false,
-            preempt_pending: false,
-            flush_tlb_pages: 0,
-        }
+        PvArea { preempted: false, steal_time_ns: 0, runnable: false, lock_mark: false, preempt_pending: false, flush_tlb_pages: 0 }
     }
 }
 
@@ -289,8 +275,38 @@ impl Default for PvArea {
 /// only through a channel it declares; none is declared by default.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Channels {
-    /// The guest's published kernel function (`PvArea::kernel_fn`, `PolicyCtx::kernel_fn`).
+    /// The guest's kernel function (`KernelFnSource`, `PolicyCtx::kernel_fn`).
     pub kernel_fn: bool,
+}
+
+/// Where the `kernel_fn` channel reads a vCPU's current kernel function: seed 002's hypervisor
+/// reads the vCPU's instruction pointer, register state the host holds, and looks it up in the
+/// guest's symbol table at the moment it asks, so the answer is the guest's function then. The
+/// engine reads its guests' `GuestVcpu::func` (`sim::hypervisor_ops::GuestSymbols`); a policy
+/// test hands a table (`Vec<KernelFn>`, indexed by vCPU).
+///
+/// Issue 15: a copy of every vCPU's function into its PV area before each call of a policy that
+/// declared the channel, which this replaced, cost O(vCPUs of the host) per call: at 1,024
+/// pCPUs a seed-002 host spent 20 times as long per event as on 8 (docs/speed.md, twentieth
+/// round).
+pub trait KernelFnSource {
+    /// `v`'s kernel function now; `None` for a vCPU the source does not know.
+    fn kernel_fn(&self, v: VcpuId) -> Option<KernelFn>;
+}
+
+impl KernelFnSource for Vec<KernelFn> {
+    fn kernel_fn(&self, v: VcpuId) -> Option<KernelFn> {
+        self.get(v.idx()).copied()
+    }
+}
+
+/// The source of a context made without one (`PolicyCtx::new`): it knows no vCPU.
+pub struct NoSymbols;
+
+impl KernelFnSource for NoSymbols {
+    fn kernel_fn(&self, _v: VcpuId) -> Option<KernelFn> {
+        None
+    }
 }
 
 impl Channels {

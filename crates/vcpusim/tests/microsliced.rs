@@ -151,6 +151,50 @@ fn vms_csv_gains_accelerated_columns_only_with_microsliced() {
     assert!(nums[0] > 0 && nums[0] == nums[1..].iter().sum::<u64>(), "{nums:?}");
 }
 
+/// Run `text` with `micro` for 300 ms in check mode.
+fn run_text(text: &str, micro: MicroConfig) -> Sim {
+    let mut sc = load_scenario(text, "<microsliced test>").expect("the scenario loads");
+    sc.host.microsliced = Some(micro);
+    let mut sim = Sim::build(&sc, sc.run.seed, false, true).expect("builds");
+    sim.start();
+    sim.run_until(300 * MS, None).expect("runs in check mode without an invariant failing");
+    sim.finish();
+    sim
+}
+
+/// The pool facts credit's balancer reads (`cpupool::PoolFacts`) are kept by the engine, not
+/// read from every vCPU: the node count moves with every loan and return, the soft-mask fact
+/// is recomputed where Algorithm 1 moves a pCPU. Check mode compares both with every vCPU's
+/// masks and pool after each event, so a loan that skipped the count, or a resize that skipped
+/// the recomputation, fails the run.
+#[test]
+fn the_pools_kept_facts_follow_every_loan_and_resize() {
+    // Xen 4.4, dedup's node affinity set to node 0 (as xl's placement would): its vCPUs count.
+    let numa = SCENARIO
+        .replace("pcpus = 8\n", "pcpus = 8\nnuma_nodes = 2\n")
+        .replace("xen = \"4.7\"", "xen = \"4.4\"")
+        .replace("threads = 8\n", "threads = 8\nnuma_placement = { nodes = [0] }\n");
+    let sim = run_text(&numa, MicroConfig { mode: Mode::Dynamic, cores: 3, epoch: 100 * MS, ..MicroConfig::default() });
+    let m = sim.micro.as_ref().expect("micro pool built");
+    assert!(accelerated(&sim, 0) > 20, "vCPUs were lent ({})", accelerated(&sim, 0));
+    assert!(m.sizes.len() > 2, "Algorithm 1 moved pCPUs: {:?}", m.sizes);
+    let lent = m.loans.iter().flatten().count() as u32;
+    assert!(!sim.vminfo[0].node_affinity.auto, "dedup's node affinity is explicit");
+    let explicit: usize = sim.vminfo.iter().filter(|vm| !vm.node_affinity.auto).map(|vm| vm.vcpus.len()).sum();
+    assert_eq!((sim.pool_node_explicit[m.parent.idx()] + sim.pool_node_explicit[m.pool.idx()]) as usize, explicit, "each counted once");
+    assert_eq!(sim.pool_node_explicit[m.pool.idx()], lent, "the micro pool counts its loans");
+    // Xen 4.7 with a soft mask on the hog: the parent pool keeps pCPUs outside it.
+    let soft = SCENARIO.replace("workload = \"cpu-bound\"", "workload = \"cpu-bound\"\ncpus_soft = \"0-3\"");
+    let sim = run_text(&soft, MicroConfig { mode: Mode::Dynamic, cores: 3, epoch: 100 * MS, ..MicroConfig::default() });
+    assert!(sim.micro.as_ref().unwrap().sizes.len() > 2 && accelerated(&sim, 0) > 0);
+    assert!(sim.pool_soft_short[0], "a soft mask of 0-3 does not cover the parent pool");
+    // A stale fact is caught.
+    let mut sim = sim;
+    sim.pool_soft_short[0] = false;
+    let e = sim.check_invariants().expect_err("a stale fact");
+    assert!(e.contains("kept facts"), "{e}");
+}
+
 #[test]
 fn the_check_mode_invariant_catches_a_waiting_or_overstaying_vcpu() {
     let mut sim = run(Some(MicroConfig { mode: Mode::Static, cores: 2, ..MicroConfig::default() }));

@@ -608,14 +608,6 @@ impl GuestKernel {
         });
     }
 
-    /// Publish each vCPU's kernel function to its PV area (the host asks just before calling a
-    /// policy that declared the `kernel_fn` channel).
-    pub fn publish_kernel_fn(&self, pv: &mut [PvArea]) {
-        for gv in &self.vcpus {
-            pv[gv.id.idx()].kernel_fn = gv.func;
-        }
-    }
-
     /// The spinlocks vCPU `i`'s current thread holds, and whether it waits in a ticket lock's
     /// queue (its front step takes that lock and it is a waiter: only a ticket lock stalls the
     /// waiters behind a descheduled one), for the host's lock-holder and lock-waiter preemption

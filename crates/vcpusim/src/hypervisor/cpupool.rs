@@ -19,7 +19,7 @@
 //! lists the pool's pCPUs, `may_run(v, p)` and `prefers(v, p)` answer affinity questions. The
 //! engine (sim/pools.rs) keeps the tables here and moves pCPUs and vCPUs between pools.
 
-use super::policy::Policy;
+use super::policy::{Policy, VmInfo};
 use crate::hardware::cpumask::CpuMask;
 use crate::ids::{PcpuId, PoolId};
 use std::sync::Arc;
@@ -95,4 +95,39 @@ pub struct Scope<'a> {
     /// affinity question has the trivial answer (the engine keeps this up to date; the
     /// `HostView` accessors answer at once, which keeps the common case as fast as before pools).
     pub trivial: bool,
+    /// What credit's load balancer asks of the whole pool before a balance step, kept by the
+    /// engine as the masks and pools change (`PoolFacts`).
+    pub facts: PoolFacts,
+}
+
+/// Two facts of a pool that a policy would otherwise find by reading every vCPU: credit's
+/// `csched_load_balance` skips its first balance step when no vCPU can take it (credit
+/// `balance.rs` `any_soft`), which asks one of them at every balance. The engine keeps them
+/// (`Sim::pool_facts`: the soft masks recomputed where a pool's pCPUs or a soft mask change,
+/// the node count where a vCPU changes pool), and check mode holds them to `PoolFacts::of`.
+/// Read from every vCPU per balance, a host of 1,024 pCPUs with a second pool spent a third
+/// of its time here (docs/speed.md, twentieth round).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolFacts {
+    /// Some vCPU of the host has a soft mask that does not cover the pool's pCPUs (a necessary
+    /// condition of Xen 4.5+'s `has_soft_affinity` for any vCPU of the pool).
+    pub soft_short: bool,
+    /// Some VM with a vCPU in the pool has an explicit NUMA node affinity (not
+    /// `d->auto_node_affinity`: Xen 4.4's `__vcpu_has_node_affinity` may hold).
+    pub node_explicit: bool,
+}
+
+impl PoolFacts {
+    /// The facts read from every vCPU: O(V x P/64). The engine's kept copy must equal this.
+    pub fn of(pool: &PoolView, vcpu_pool: &[PoolId], affinity: &[Affinity], vms: &[VmInfo]) -> Self {
+        PoolFacts {
+            soft_short: Self::soft_short_of(pool, affinity),
+            node_explicit: vms.iter().any(|vm| !vm.node_affinity.auto && vm.vcpus.iter().any(|v| vcpu_pool[v.idx()] == pool.id)),
+        }
+    }
+
+    /// `soft_short` alone (it does not depend on which pool a vCPU is in).
+    pub fn soft_short_of(pool: &PoolView, affinity: &[Affinity]) -> bool {
+        affinity.iter().any(|a| !pool.mask.is_subset(&a.soft))
+    }
 }

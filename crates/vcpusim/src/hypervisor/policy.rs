@@ -17,7 +17,7 @@ use crate::time::Nanos;
 /// The guest's interrupt kinds belong to the VM-exit line (`vmexit.rs`); re-exported here for
 /// the policies that name them.
 pub use crate::vmexit::IpiKind;
-use crate::vmexit::{Channels, KernelFn, PvArea};
+use crate::vmexit::{Channels, KernelFn, KernelFnSource, NoSymbols};
 
 /// Hypervisor-visible vCPU state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -377,39 +377,39 @@ pub struct PolicyCtx<'a> {
     timers: &'a mut TimerTable,
     /// The policy instance being called (the owner recorded for its timers).
     owner: u32,
-    /// The vCPUs' paravirtual areas, and the channels of them this policy declared.
-    pv: &'a [PvArea],
+    /// Where the guests' kernel functions are read, and the channels this policy declared.
+    symbols: &'a dyn KernelFnSource,
     channels: Channels,
 }
 
 impl<'a> PolicyCtx<'a> {
     pub fn new(host: HostView<'a>, requests: &'a mut Vec<Request>, timers: &'a mut TimerTable) -> Self {
-        PolicyCtx { host, requests, timers, owner: 0, pv: &[], channels: Channels::NONE }
+        PolicyCtx { host, requests, timers, owner: 0, symbols: &NoSymbols, channels: Channels::NONE }
     }
-    /// The context of a policy that declared `channels`, over the vCPUs' PV areas.
-    pub fn with_pv(self, pv: &'a [PvArea], channels: Channels) -> Self {
-        PolicyCtx { pv, channels, ..self }
+    /// The context of a policy that declared `channels`, reading kernel functions from `symbols`.
+    pub fn with_symbols(self, symbols: &'a dyn KernelFnSource, channels: Channels) -> Self {
+        PolicyCtx { symbols, channels, ..self }
     }
-    /// The kernel function `v`'s guest published in its PV area, if this policy declared the
-    /// `kernel_fn` channel (`PolicyKind::channels`); `None` otherwise.
+    /// The kernel function `v` executes now, if this policy declared the `kernel_fn` channel
+    /// (`PolicyKind::channels`); `None` otherwise.
     pub fn kernel_fn(&self, v: VcpuId) -> Option<KernelFn> {
         if !self.channels.kernel_fn {
             return None;
         }
-        self.pv.get(v.idx()).map(|a| a.kernel_fn)
+        self.symbols.kernel_fn(v)
     }
     /// The context of the policy instance `owner` (its cpupool's index): its timers are its own,
     #[inline]
-    /// and it reads the vCPUs' PV areas through the `channels` it declared.
+    /// and it reads the guests' kernel functions from `symbols` if it declared that channel.
     pub fn for_owner(
         host: HostView<'a>,
         requests: &'a mut Vec<Request>,
         timers: &'a mut TimerTable,
         owner: u32,
-        pv: &'a [PvArea],
+        symbols: &'a dyn KernelFnSource,
         channels: Channels,
     ) -> Self {
-        PolicyCtx { host, requests, timers, owner, pv, channels }
+        PolicyCtx { host, requests, timers, owner, symbols, channels }
     }
     pub fn now(&self) -> Nanos {
         self.host.now
@@ -638,17 +638,18 @@ pub trait Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vmexit::{Channels, KernelFn, PvArea};
+    use crate::vmexit::{Channels, KernelFn};
 
     #[test]
     fn the_kernel_fn_channel_is_read_only_by_a_policy_that_declares_it() {
         let topology = Topology::flat(1);
         let host = HostView { now: 0, vcpus: &[], pcpus: &[], vms: &[], topology: &topology, scope: None };
-        let pv = [PvArea { kernel_fn: KernelFn::FutexWake, ..PvArea::default() }];
+        let symbols = vec![KernelFn::FutexWake];
         let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
-        let ctx = PolicyCtx::new(host, &mut requests, &mut timers).with_pv(&pv, Channels::NONE);
+        let ctx = PolicyCtx::new(host, &mut requests, &mut timers).with_symbols(&symbols, Channels::NONE);
         assert_eq!(ctx.kernel_fn(VcpuId(0)), None);
-        let ctx = ctx.with_pv(&pv, Channels { kernel_fn: true });
+        let ctx = ctx.with_symbols(&symbols, Channels { kernel_fn: true });
         assert_eq!(ctx.kernel_fn(VcpuId(0)), Some(KernelFn::FutexWake));
+        assert_eq!(ctx.kernel_fn(VcpuId(1)), None, "a vCPU the source does not know");
     }
 }

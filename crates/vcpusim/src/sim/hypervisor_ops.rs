@@ -2,12 +2,29 @@
 //! yielding on pause-loop exits. Policies decide; this file is the only place that changes
 //! which vCPU runs where.
 
-use super::state::{Activity, Event, Sim, TimeKind};
+use super::state::{Activity, Event, Sim, TimeKind, Vcpu};
+use crate::guest::kernel::GuestKernel;
 use crate::hypervisor::cpupool::{Cpupool, Scope};
 use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Request, TimerId, VcpuState, YieldReason};
 use crate::ids::{PcpuId, PoolId, VcpuId};
 use crate::time::Nanos;
+use crate::vmexit::{KernelFn, KernelFnSource};
 use crate::SimError;
+
+/// The `kernel_fn` channel's source (`vmexit::KernelFnSource`): a vCPU's function is read from
+/// its guest when a policy asks (`GuestVcpu::func`, the model of its instruction pointer), so a
+/// call costs nothing until the policy reads one.
+struct GuestSymbols<'a> {
+    vcpus: &'a [Vcpu],
+    guests: &'a [GuestKernel],
+}
+
+impl KernelFnSource for GuestSymbols<'_> {
+    fn kernel_fn(&self, v: VcpuId) -> Option<KernelFn> {
+        let s = self.vcpus.get(v.idx())?.slot;
+        Some(self.guests[s.vm as usize].vcpus[s.index as usize].func)
+    }
+}
 
 impl Sim {
     /// The host as the policy of `pool` sees it.
@@ -17,6 +34,7 @@ impl Sim {
             vcpu_pool: &self.vcpu_pool,
             affinity: &self.affinity,
             trivial: self.trivial_placement,
+            facts: self.pool_facts(pool),
         };
         HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology, scope: Some(scope) }
     }
@@ -26,14 +44,10 @@ impl Sim {
     /// the caller's frame, and the calls (two per pause-loop exit) skip a prologue each.
     #[inline(always)]
     pub(super) fn call_policy<R>(&mut self, pool: PoolId, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
-        if self.pool_channels[pool.idx()].kernel_fn {
-            // Each guest publishes its kernel functions to its PV areas for a policy that reads them.
-            for g in &self.guests {
-                g.publish_kernel_fn(&mut self.pv);
-            }
-        }
+        let symbols = GuestSymbols { vcpus: &self.vcpus, guests: &self.guests };
+        let facts = self.pool_facts(pool);
         let Cpupool { view, policy } = &mut self.pools[pool.idx()];
-        let scope = Scope { pool: view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity, trivial: self.trivial_placement };
+        let scope = Scope { pool: view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity, trivial: self.trivial_placement, facts };
         let host = HostView {
             now: self.now,
             vcpus: &self.vinfo,
@@ -42,7 +56,7 @@ impl Sim {
             topology: &self.topology,
             scope: Some(scope),
         };
-        let mut ctx = PolicyCtx::for_owner(host, &mut self.requests, &mut self.timers, pool.0, &self.pv, self.pool_channels[pool.idx()]);
+        let mut ctx = PolicyCtx::for_owner(host, &mut self.requests, &mut self.timers, pool.0, &symbols, self.pool_channels[pool.idx()]);
         f(policy.as_mut(), &mut ctx)
     }
 
@@ -186,15 +200,15 @@ impl Sim {
     /// and change nothing (`Policy::keeps_current`): a pause-loop exit's own reschedule, after
     /// its directed yield has switched the pCPU already, is one per exit. The engine then does
     /// only what that decision would have done (`keep_current`). Not with an overlay or in the
-    /// micro pool (they act on every decision), nor for a policy that reads the kernel-function
-    /// channel (the call publishes it first), nor when the engine would refuse the decision.
+    /// micro pool (they act on every decision), nor when the engine would refuse the decision.
+    /// (A policy that reads the kernel-function channel was left out while the call copied
+    /// every guest's function first; it reads them in place now: `GuestSymbols`.)
     #[inline(always)]
     fn kept_current(&self, pool: PoolId, p: PcpuId) -> Option<VcpuId> {
         let c = self.pinfo[p.idx()].current?;
         let eligible = self.vinfo[c.idx()].state == VcpuState::Running
             && self.overlay.is_none()
             && pool != self.micro_pool
-            && !self.pool_channels[pool.idx()].kernel_fn
             && (self.trivial_placement || self.validate_decision(p, Decision::run(c, None)).is_ok());
         (eligible && self.pools[pool.idx()].policy.keeps_current(p)).then_some(c)
     }

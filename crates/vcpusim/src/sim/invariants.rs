@@ -150,6 +150,18 @@ impl Sim {
                 return Err(format!("pCPU {p} is recorded in pool {:?} but not in its mask", self.pools[pool.idx()].view.name));
             }
         }
+        // The pools' kept facts are what every vCPU's masks and pool say now.
+        for (i, pool) in self.pools.iter().enumerate() {
+            let id = crate::ids::PoolId(i as u32);
+            let read = crate::hypervisor::cpupool::PoolFacts::of(&pool.view, &self.vcpu_pool, &self.affinity, &self.vminfo);
+            if self.pool_facts(id) != read {
+                return Err(format!(
+                    "pool {:?}: kept facts {:?}, but the masks and pools say {read:?}",
+                    pool.view.name,
+                    self.pool_facts(id)
+                ));
+            }
+        }
         for (i, pool) in self.pools.iter().enumerate() {
             pool.policy.check(&self.host_view(crate::ids::PoolId(i as u32)))?;
         }

@@ -43,6 +43,9 @@ pub struct MicroState {
     pub counts: UrgentCounts,
     /// Per vCPU: its loan, while it is in the micro pool.
     pub loans: Vec<Option<Loan>>,
+    /// Per pCPU: the vCPU on loan there (the same loans by pCPU: at most one per micro pCPU),
+    /// so that neither an acceleration nor a decision on a micro pCPU reads every vCPU's loan.
+    pub lent_on: Vec<Option<VcpuId>>,
     /// The pool size Algorithm 1 asked for (static: `cores`).
     pub target: u32,
     /// A `SkipYield` of the policy call in progress, and whether an acceleration succeeded since
@@ -118,6 +121,7 @@ impl Sim {
             algorithm,
             counts: UrgentCounts::default(),
             loans: vec![None; self.vinfo.len()],
+            lent_on: vec![None; npcpus],
             target: initial.len() as u32,
             skip_yield: None,
             accelerated_since_yield: false,
@@ -179,9 +183,12 @@ impl Sim {
         if self.vcpu_pool[v.idx()] != parent || self.vinfo[v.idx()].state != VcpuState::Runnable || m.loans[v.idx()].is_some() {
             return;
         }
-        let free = self.pools[pool.idx()].view.pcpus.iter().copied().find(|p| {
-            self.pcpus[p.idx()].online && self.pinfo[p.idx()].current.is_none() && !m.loans.iter().flatten().any(|l| l.pcpu == *p)
-        });
+        let free = self.pools[pool.idx()]
+            .view
+            .pcpus
+            .iter()
+            .copied()
+            .find(|p| self.pcpus[p.idx()].online && self.pinfo[p.idx()].current.is_none() && m.lent_on[p.idx()].is_none());
         let Some(p) = free else {
             self.micro.as_mut().expect("checked").refused += 1;
             return;
@@ -191,8 +198,9 @@ impl Sim {
         let loan = Loan { pcpu: p, run_time_at_lend: self.vinfo[v.idx()].run_time, since: self.now, home };
         let m = self.micro.as_mut().expect("checked");
         m.loans[v.idx()] = Some(loan);
+        m.lent_on[p.idx()] = Some(v);
         m.accelerated_since_yield = true;
-        self.vcpu_pool[v.idx()] = pool;
+        self.set_vcpu_pool(v, pool);
         self.vinfo[v.idx()].last_pcpu = p;
         let vm = self.vinfo[v.idx()].vm.idx();
         self.vms[vm].stats.accelerated[reason.idx()] += 1;
@@ -207,8 +215,8 @@ impl Sim {
     /// it halted or yielded) goes back to the parent pool (released `context_saved`).
     pub(super) fn micro_after_schedule(&mut self, p: PcpuId) {
         let Some(m) = self.micro.as_ref() else { return };
-        let Some(i) = m.loans.iter().position(|l| l.is_some_and(|l| l.pcpu == p)) else { return };
-        let v = VcpuId(i as u32);
+        let Some(v) = m.lent_on[p.idx()] else { return };
+        let i = v.idx();
         if self.vinfo[i].state == VcpuState::Running && self.vinfo[i].pcpu == Some(p) {
             return;
         }
@@ -218,9 +226,10 @@ impl Sim {
     fn micro_return(&mut self, v: VcpuId) {
         let m = self.micro.as_mut().expect("a loan implies micro");
         let loan = m.loans[v.idx()].take().expect("lent");
+        m.lent_on[loan.pcpu.idx()] = None;
         let (pool, parent, target) = (m.pool, m.parent, m.target);
         self.with_policy(pool, |pol, ctx| pol.remove_vcpu(ctx, v));
-        self.vcpu_pool[v.idx()] = parent;
+        self.set_vcpu_pool(v, parent);
         let parent_mask = &self.pools[parent.idx()].view.mask;
         self.vinfo[v.idx()].last_pcpu =
             if parent_mask.contains(loan.home) { loan.home } else { parent_mask.first().expect("the parent pool keeps a pCPU") };
@@ -303,6 +312,13 @@ impl Sim {
                     "vCPU {i} accelerated at {} ns is still on micro pCPU {} at {} ns (bound: one {} ns slice plus a {} ns context switch)",
                     l.since, l.pcpu, self.now, m.cfg.slice, self.costs.context_switch
                 ));
+            }
+        }
+        // The loans by pCPU are the loans by vCPU, both ways.
+        for (p, lent) in m.lent_on.iter().enumerate() {
+            let by_vcpu = seen.get(&PcpuId(p as u32)).map(|&i| VcpuId(i as u32));
+            if *lent != by_vcpu {
+                return Err(format!("micro pCPU {p}: lent_on says {lent:?}, the loans say {by_vcpu:?}"));
             }
         }
         for (i, pool) in self.vcpu_pool.iter().enumerate() {

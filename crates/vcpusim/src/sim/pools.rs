@@ -17,6 +17,7 @@
 
 use super::state::Sim;
 use crate::hardware::cpumask::CpuMask;
+use crate::hypervisor::cpupool::PoolFacts;
 use crate::ids::{PcpuId, PoolId, VcpuId};
 use std::sync::Arc;
 
@@ -43,6 +44,7 @@ impl Sim {
             self.queue.cancel(ev);
         }
         self.pools[from.idx()].view.remove(p);
+        self.refresh_pool_facts();
         // cpu_disable_scheduler: "Breaking affinity" for a vCPU whose hard affinity has no pCPU
         // left in its pool: its hard affinity becomes every pCPU.
         // (Not for the micro-sliced pool: its lent vCPUs run there outside their affinity.)
@@ -72,6 +74,7 @@ impl Sim {
         self.with_policy(from, |pol, ctx| pol.remove_pcpu(ctx, p));
         self.pcpu_pool[p.idx()] = to;
         self.pools[to.idx()].view.add(p);
+        self.refresh_pool_facts();
         // cpupool_unassign_cpu / cpupool_assign_cpu: domain_update_node_affinity for the domains.
         for vm in 0..self.vminfo.len() {
             self.update_node_affinity(crate::ids::VmId(vm as u32));
@@ -120,7 +123,7 @@ impl Sim {
             self.switch_out(v, p);
         }
         self.with_policy(from, |pol, ctx| pol.remove_vcpu(ctx, v));
-        self.vcpu_pool[v.idx()] = to;
+        self.set_vcpu_pool(v, to);
         self.update_trivial_placement();
         if !self.affinity[v.idx()].hard.intersects(&self.pools[to.idx()].view.mask) {
             self.affinity[v.idx()].hard = Arc::new(CpuMask::full(self.pinfo.len()));
@@ -188,10 +191,39 @@ impl Sim {
         self.vminfo[vm.idx()].node_affinity = na;
     }
 
-    /// Recompute `trivial_placement` after pools or masks changed.
+    /// Recompute `trivial_placement` and the pools' facts after pools or masks changed.
     pub fn update_trivial_placement(&mut self) {
         let n = self.pinfo.len();
         self.trivial_placement = self.pools.len() == 1 && self.affinity.iter().all(|a| a.hard.count() == n && a.soft.count() == n);
+        self.refresh_pool_facts();
+    }
+
+    /// Recompute every pool's `PoolFacts` from the masks and pools (O(pools x V x P/64)): after
+    /// a pool's pCPUs, a soft mask or a vCPU's pool changed, before any policy call.
+    pub(super) fn refresh_pool_facts(&mut self) {
+        self.pool_soft_short = self.pools.iter().map(|p| PoolFacts::soft_short_of(&p.view, &self.affinity)).collect();
+        self.pool_node_explicit = vec![0; self.pools.len()];
+        for vm in self.vminfo.iter().filter(|vm| !vm.node_affinity.auto) {
+            for v in &vm.vcpus {
+                self.pool_node_explicit[self.vcpu_pool[v.idx()].idx()] += 1;
+            }
+        }
+    }
+
+    /// Put vCPU `v` in `pool`, keeping the pools' node counts (O(1): the micro-sliced pool
+    /// lends vCPUs at every acceleration).
+    pub(super) fn set_vcpu_pool(&mut self, v: VcpuId, pool: PoolId) {
+        if !self.vminfo[self.vinfo[v.idx()].vm.idx()].node_affinity.auto {
+            self.pool_node_explicit[self.vcpu_pool[v.idx()].idx()] -= 1;
+            self.pool_node_explicit[pool.idx()] += 1;
+        }
+        self.vcpu_pool[v.idx()] = pool;
+    }
+
+    /// The facts a policy call of `pool` reads (`Scope::facts`).
+    #[inline]
+    pub(super) fn pool_facts(&self, pool: PoolId) -> PoolFacts {
+        PoolFacts { soft_short: self.pool_soft_short[pool.idx()], node_explicit: self.pool_node_explicit[pool.idx()] > 0 }
     }
 
     /// The pool a VM is in: its vCPUs' (all in one pool unless `move_vcpu` moved some; then

@@ -170,7 +170,7 @@ mod tests {
     use crate::hardware::topology::Topology;
     use crate::hypervisor::policies::test_host::vms_of;
     use crate::hypervisor::policy::{HostView, Request, TimerTable};
-    use crate::vmexit::{Channels, PvArea};
+    use crate::vmexit::Channels;
 
     /// One VM of five vCPUs: vCPU 0 runs in `f0`; the others have these states and functions.
     /// Runs `call` with the channel `on` or off; returns the requests it made and its answer.
@@ -182,15 +182,15 @@ mod tests {
     ) -> (Vec<Request>, R) {
         let (mut vcpus, vms, _) = vms_of(&[(5, 256)]);
         vcpus[0].state = VcpuState::Running;
-        let mut pv = vec![PvArea { kernel_fn: f0, ..PvArea::default() }];
+        let mut symbols = vec![f0];
         for (i, (state, f)) in others.iter().enumerate() {
             vcpus[i + 1].state = *state;
-            pv.push(PvArea { kernel_fn: *f, ..PvArea::default() });
+            symbols.push(*f);
         }
         let topology = Topology::flat(4);
         let host = HostView { now: 0, vcpus: &vcpus, pcpus: &[], vms: &vms, topology: &topology, scope: None };
         let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
-        let mut ctx = PolicyCtx::new(host, &mut requests, &mut timers).with_pv(&pv, Channels { kernel_fn: on });
+        let mut ctx = PolicyCtx::new(host, &mut requests, &mut timers).with_symbols(&symbols, Channels { kernel_fn: on });
         let r = call(&mut ctx);
         (requests, r)
     }

@@ -46,7 +46,12 @@ impl MicroPool {
         self.slots[p.idx()].vcpu.is_some()
     }
 
-    fn slot_of(&self, v: VcpuId) -> Option<usize> {
+    /// The pCPU `v` is assigned to: its `last_pcpu`, set by the host when it placed it there
+    /// (`insert_vcpu`), which is all a return needs to read; any other pCPU is searched.
+    fn slot_of(&self, v: VcpuId, last: PcpuId) -> Option<usize> {
+        if self.slots.get(last.idx()).is_some_and(|s| s.vcpu == Some(v)) {
+            return Some(last.idx());
+        }
         self.slots.iter().position(|s| s.vcpu == Some(v))
     }
 }
@@ -93,8 +98,8 @@ impl Policy for MicroPool {
         Some(ctx.host.vcpu(v).last_pcpu)
     }
 
-    fn remove_vcpu(&mut self, _ctx: &mut PolicyCtx, v: VcpuId) {
-        if let Some(i) = self.slot_of(v) {
+    fn remove_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        if let Some(i) = self.slot_of(v, ctx.host.vcpu(v).last_pcpu) {
             self.slots[i] = Slot::default();
         }
     }

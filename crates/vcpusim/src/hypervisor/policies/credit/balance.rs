@@ -8,13 +8,16 @@ use super::*;
 /// whose node affinity is explicit (necessary for `__vcpu_has_node_affinity`). Without one, that
 /// step of `csched_load_balance` skips every vCPU and can be left out.
 ///
-/// O(1) on a trivial host (one pool, no mask short of the host: no soft mask can miss the pool,
-/// so the answer is no); with pools or masks it looks at every vCPU's soft mask, O(V x P/64) per
-/// balance (docs/architecture.md "Sets on the per-event paths").
+/// O(1): the engine keeps both answers for the pool (`cpupool::PoolFacts`); on a trivial host
+/// (one pool, no mask short of the host) no soft mask can miss the pool, so the answer is no.
+/// Without a scope (a policy test host with one pool) the VMs are read.
 fn any_soft(host: &HostView, step: PreferStep) -> bool {
     match step {
-        PreferStep::Soft => host.scope.is_some_and(|s| !s.trivial && s.affinity.iter().any(|a| !s.pool.mask.is_subset(&a.soft))),
-        PreferStep::Node => host.pool_vms().any(|vm| !vm.node_affinity.auto),
+        PreferStep::Soft => host.scope.is_some_and(|s| !s.trivial && s.facts.soft_short),
+        PreferStep::Node => match host.scope {
+            Some(s) => s.facts.node_explicit,
+            None => host.vms.iter().any(|vm| !vm.node_affinity.auto),
+        },
         PreferStep::None => false,
     }
 }

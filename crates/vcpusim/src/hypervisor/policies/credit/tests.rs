@@ -5,7 +5,7 @@ use super::*;
 use crate::engine::event_queue::{EventId, EventQueue};
 use crate::hardware::cpumask::CpuMask;
 use crate::hardware::topology::Topology;
-use crate::hypervisor::cpupool::{Affinity, PoolView, Scope};
+use crate::hypervisor::cpupool::{Affinity, PoolFacts, PoolView, Scope};
 use crate::hypervisor::policy::{PcpuInfo, Request, TimerId, TimerTable, VcpuInfo, VmInfo, VmSched};
 use crate::hypervisor::uvf::UvfHost;
 use crate::ids::PoolId;
@@ -97,6 +97,18 @@ pub(super) fn hand_set(xen: Xen, n: u32, nvcpus: u32, over: &[usize], runs: &[Op
     h
 }
 
+/// The test host's pool tables as the policy sees them (its facts read from every vCPU, as the
+/// engine's check mode compares them).
+fn scope_of<'a>(tables: &'a Option<(PoolView, Vec<PoolId>, Vec<Affinity>)>, vms: &[VmInfo]) -> Option<Scope<'a>> {
+    tables.as_ref().map(|(pool, vcpu_pool, affinity)| Scope {
+        pool,
+        vcpu_pool,
+        affinity,
+        trivial: false,
+        facts: PoolFacts::of(pool, vcpu_pool, affinity, vms),
+    })
+}
+
 impl FakeHost {
     /// `vms`: (number of vCPUs, weight) per VM.
     pub(super) fn new(topo: Topology, vms: &[(u32, u32)], cfg: CreditConfig) -> Self {
@@ -154,7 +166,7 @@ impl FakeHost {
 
     pub(super) fn call<R>(&mut self, f: impl FnOnce(&mut Credit, &mut PolicyCtx) -> R) -> R {
         let mut requests = Vec::new();
-        let scope = self.tables.as_ref().map(|(pool, vcpu_pool, affinity)| Scope { pool, vcpu_pool, affinity, trivial: false });
+        let scope = scope_of(&self.tables, &self.vms);
         let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo, scope };
         let r = {
             let mut ctx = PolicyCtx::new(host, &mut requests, &mut self.timers);
@@ -185,7 +197,7 @@ impl FakeHost {
     }
 
     pub(super) fn check(&self) {
-        let scope = self.tables.as_ref().map(|(pool, vcpu_pool, affinity)| Scope { pool, vcpu_pool, affinity, trivial: false });
+        let scope = scope_of(&self.tables, &self.vms);
         let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo, scope };
         if let Err(e) = self.policy.check(&host) {
             panic!("at t={}: {e}", self.now);
