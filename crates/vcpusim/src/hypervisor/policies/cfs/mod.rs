@@ -1312,6 +1312,9 @@ impl Policy for Cfs {
     }
 
     fn check(&self, host: &crate::hypervisor::policy::HostView) -> Result<(), String> {
+        if let Some(u) = &self.uvf {
+            u.check_entries()?;
+        }
         for p in 0..self.rqs.len() {
             let rq = &self.rqs[p];
             // Per VM: the load and count of its vCPUs on this pCPU.

@@ -1076,6 +1076,9 @@ impl Policy for Credit {
     }
 
     fn check(&self, host: &HostView) -> Result<(), String> {
+        if let Some(u) = &self.uvf {
+            u.check_entries()?;
+        }
         let mut queued = vec![0u32; host.vcpus.len()];
         for (p, pc) in self.pcpus.iter().enumerate().filter(|(p, _)| host.owns_pcpu(PcpuId(*p as u32))) {
             for &v in &pc.runq {
