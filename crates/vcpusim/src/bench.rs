@@ -38,9 +38,12 @@ pub const QUICKSTART_SOURCE: &str = "scenarios/quickstart.toml";
 /// policy": eevdf).
 pub const SCALING_POLICIES: [&str; 5] = ["cfs", "credit", "gang", "hybrid", "eevdf"];
 /// The seeds' mechanisms over a policy, for the scaling table's rows beside the policies
-/// (`--scaling-policies credit+microsliced,...`): seed 002's micro-sliced cores (one static micro
-/// core per 8 pCPUs), seed 003's IRS (the barrier VMs' guests take the notice) and its two
-/// baselines, and seed 000's UVF over cfs and over credit. Not in the default table; a
+/// (`--scaling-policies credit+microsliced,...`): seed 002's micro-sliced cores on its Xen 4.7
+/// (static, one micro core per 8 pCPUs: the seed's 12-pCPU host ran one to three, so the pool
+/// grows with the host as its ratio does), seed 003's IRS on Xen 4.4 (its Xen 4.5 is not
+/// modelled; 4.4 is the nearest, as in `scenarios/examples/irs.toml`; the barrier VMs' guests
+/// take the notice) and its two baselines, and seed 000's UVF over cfs and over credit (the
+/// overlay on, no `[vm.uvf]` feature: its per-event cost, not its effect). Not in the default table; a
 /// mechanism's per-event cost at 1,024 pCPUs is what the twentieth round of docs/speed.md found
 /// 20 times that at 8 for micro-sliced cores before it was fixed.
 pub const SCALING_MECHANISMS: [&str; 6] =

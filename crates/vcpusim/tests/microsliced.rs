@@ -187,10 +187,10 @@ fn the_pools_kept_facts_follow_every_loan_and_resize() {
     let soft = SCENARIO.replace("workload = \"cpu-bound\"", "workload = \"cpu-bound\"\ncpus_soft = \"0-3\"");
     let sim = run_text(&soft, MicroConfig { mode: Mode::Dynamic, cores: 3, epoch: 100 * MS, ..MicroConfig::default() });
     assert!(sim.micro.as_ref().unwrap().sizes.len() > 2 && accelerated(&sim, 0) > 0);
-    assert!(sim.pool_soft_short[0], "a soft mask of 0-3 does not cover the parent pool");
+    assert!(sim.pools[0].view.facts.soft_short, "a soft mask of 0-3 does not cover the parent pool");
     // A stale fact is caught.
     let mut sim = sim;
-    sim.pool_soft_short[0] = false;
+    sim.pools[0].view.facts.soft_short = false;
     let e = sim.check_invariants().expect_err("a stale fact");
     assert!(e.contains("kept facts"), "{e}");
 }

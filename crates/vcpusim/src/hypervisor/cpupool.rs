@@ -32,11 +32,14 @@ pub struct PoolView {
     /// Its pCPUs in increasing order.
     pub pcpus: Vec<PcpuId>,
     pub mask: CpuMask,
+    /// What credit's load balancer asks of the whole pool before a balance step, kept by the
+    /// engine as the masks and pools change (`PoolFacts`; all false until it fills them in).
+    pub facts: PoolFacts,
 }
 
 impl PoolView {
     pub fn new(id: PoolId, name: String, mask: CpuMask) -> Self {
-        PoolView { id, name, pcpus: mask.iter().collect(), mask }
+        PoolView { id, name, pcpus: mask.iter().collect(), mask, facts: PoolFacts::default() }
     }
 
     pub fn add(&mut self, p: PcpuId) {
@@ -95,16 +98,16 @@ pub struct Scope<'a> {
     /// affinity question has the trivial answer (the engine keeps this up to date; the
     /// `HostView` accessors answer at once, which keeps the common case as fast as before pools).
     pub trivial: bool,
-    /// What credit's load balancer asks of the whole pool before a balance step, kept by the
-    /// engine as the masks and pools change (`PoolFacts`).
-    pub facts: PoolFacts,
 }
 
 /// Two facts of a pool that a policy would otherwise find by reading every vCPU: credit's
 /// `csched_load_balance` skips its first balance step when no vCPU can take it (credit
 /// `balance.rs` `any_soft`), which asks one of them at every balance. The engine keeps them
-/// (`Sim::pool_facts`: the soft masks recomputed where a pool's pCPUs or a soft mask change,
-/// the node count where a vCPU changes pool), and check mode holds them to `PoolFacts::of`.
+/// in the pool's view (`PoolView::facts`: the soft masks recomputed where a pool's pCPUs or a
+/// soft mask change, `Sim::refresh_pool_facts`; the node count moved where a vCPU changes pool,
+/// `Sim::set_vcpu_pool`), and check mode holds them to `PoolFacts::of`. In the view, a policy
+/// call reads them at no cost beyond the read (a copy into each call's scope was 1.4% more
+/// instructions on the quickstart, which has one pool and never reads them).
 /// Read from every vCPU per balance, a host of 1,024 pCPUs with a second pool spent a third
 /// of its time here (docs/speed.md, twentieth round).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

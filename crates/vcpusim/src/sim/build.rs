@@ -65,7 +65,6 @@ impl Sim {
             affinity: Vec::new(),
             insert_on_wake: vec![false; nvcpus as usize],
             trivial_placement: false,
-            pool_soft_short: Vec::new(),
             pool_node_explicit: Vec::new(),
             requests: Vec::new(),
             request_buffers: Vec::new(),

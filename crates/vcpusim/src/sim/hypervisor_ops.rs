@@ -34,7 +34,6 @@ impl Sim {
             vcpu_pool: &self.vcpu_pool,
             affinity: &self.affinity,
             trivial: self.trivial_placement,
-            facts: self.pool_facts(pool),
         };
         HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology, scope: Some(scope) }
     }
@@ -45,9 +44,8 @@ impl Sim {
     #[inline(always)]
     pub(super) fn call_policy<R>(&mut self, pool: PoolId, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
         let symbols = GuestSymbols { vcpus: &self.vcpus, guests: &self.guests };
-        let facts = self.pool_facts(pool);
         let Cpupool { view, policy } = &mut self.pools[pool.idx()];
-        let scope = Scope { pool: view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity, trivial: self.trivial_placement, facts };
+        let scope = Scope { pool: view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity, trivial: self.trivial_placement };
         let host = HostView {
             now: self.now,
             vcpus: &self.vinfo,

@@ -151,15 +151,10 @@ impl Sim {
             }
         }
         // The pools' kept facts are what every vCPU's masks and pool say now.
-        for (i, pool) in self.pools.iter().enumerate() {
-            let id = crate::ids::PoolId(i as u32);
+        for pool in &self.pools {
             let read = crate::hypervisor::cpupool::PoolFacts::of(&pool.view, &self.vcpu_pool, &self.affinity, &self.vminfo);
-            if self.pool_facts(id) != read {
-                return Err(format!(
-                    "pool {:?}: kept facts {:?}, but the masks and pools say {read:?}",
-                    pool.view.name,
-                    self.pool_facts(id)
-                ));
+            if pool.view.facts != read {
+                return Err(format!("pool {:?}: kept facts {:?}, but the masks and pools say {read:?}", pool.view.name, pool.view.facts));
             }
         }
         for (i, pool) in self.pools.iter().enumerate() {

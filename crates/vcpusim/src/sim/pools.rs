@@ -201,29 +201,32 @@ impl Sim {
     /// Recompute every pool's `PoolFacts` from the masks and pools (O(pools x V x P/64)): after
     /// a pool's pCPUs, a soft mask or a vCPU's pool changed, before any policy call.
     pub(super) fn refresh_pool_facts(&mut self) {
-        self.pool_soft_short = self.pools.iter().map(|p| PoolFacts::soft_short_of(&p.view, &self.affinity)).collect();
         self.pool_node_explicit = vec![0; self.pools.len()];
         for vm in self.vminfo.iter().filter(|vm| !vm.node_affinity.auto) {
             for v in &vm.vcpus {
                 self.pool_node_explicit[self.vcpu_pool[v.idx()].idx()] += 1;
             }
         }
-    }
-
-    /// Put vCPU `v` in `pool`, keeping the pools' node counts (O(1): the micro-sliced pool
-    /// lends vCPUs at every acceleration).
-    pub(super) fn set_vcpu_pool(&mut self, v: VcpuId, pool: PoolId) {
-        if !self.vminfo[self.vinfo[v.idx()].vm.idx()].node_affinity.auto {
-            self.pool_node_explicit[self.vcpu_pool[v.idx()].idx()] -= 1;
-            self.pool_node_explicit[pool.idx()] += 1;
+        for (i, pool) in self.pools.iter_mut().enumerate() {
+            pool.view.facts = PoolFacts {
+                soft_short: PoolFacts::soft_short_of(&pool.view, &self.affinity),
+                node_explicit: self.pool_node_explicit[i] > 0,
+            };
         }
-        self.vcpu_pool[v.idx()] = pool;
     }
 
-    /// The facts a policy call of `pool` reads (`Scope::facts`).
-    #[inline]
-    pub(super) fn pool_facts(&self, pool: PoolId) -> PoolFacts {
-        PoolFacts { soft_short: self.pool_soft_short[pool.idx()], node_explicit: self.pool_node_explicit[pool.idx()] > 0 }
+    /// Put vCPU `v` in `pool`, keeping the pools' node counts and facts (O(1): the micro-sliced
+    /// pool lends vCPUs at every acceleration).
+    pub(super) fn set_vcpu_pool(&mut self, v: VcpuId, pool: PoolId) {
+        let from = self.vcpu_pool[v.idx()];
+        self.vcpu_pool[v.idx()] = pool;
+        if !self.vminfo[self.vinfo[v.idx()].vm.idx()].node_affinity.auto {
+            self.pool_node_explicit[from.idx()] -= 1;
+            self.pool_node_explicit[pool.idx()] += 1;
+            for p in [from, pool] {
+                self.pools[p.idx()].view.facts.node_explicit = self.pool_node_explicit[p.idx()] > 0;
+            }
+        }
     }
 
     /// The pool a VM is in: its vCPUs' (all in one pool unless `move_vcpu` moved some; then

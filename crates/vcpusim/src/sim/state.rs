@@ -175,12 +175,9 @@ pub struct Sim {
     pub insert_on_wake: Vec<bool>,
     /// One pool and no affinity short of the host (`Scope::trivial`; `update_trivial_placement`).
     pub trivial_placement: bool,
-    /// Per pool: `PoolFacts::soft_short`, recomputed where a pool's pCPUs or a soft mask change
-    /// (`refresh_pool_facts`).
-    pub pool_soft_short: Vec<bool>,
-    /// Per pool: its vCPUs whose VM has an explicit node affinity (`PoolFacts::node_explicit`
-    /// is this above zero), counted again in `refresh_pool_facts` and kept as vCPUs change pool
-    /// (`set_vcpu_pool`).
+    /// Per pool: its vCPUs whose VM has an explicit node affinity (its view's
+    /// `facts.node_explicit` is this above zero), counted again in `refresh_pool_facts` and kept
+    /// as vCPUs change pool (`set_vcpu_pool`).
     pub pool_node_explicit: Vec<u32>,
     /// Requests of policy calls not carried out yet.
     pub requests: Vec<Request>,

@@ -8,15 +8,15 @@ use super::*;
 /// whose node affinity is explicit (necessary for `__vcpu_has_node_affinity`). Without one, that
 /// step of `csched_load_balance` skips every vCPU and can be left out.
 ///
-/// O(1): the engine keeps both answers for the pool (`cpupool::PoolFacts`); on a trivial host
-/// (one pool, no mask short of the host) no soft mask can miss the pool, so the answer is no.
-/// Without a scope (a policy test host with one pool) the VMs are read.
+/// O(1): the engine keeps both answers in the pool's view (`cpupool::PoolFacts`); on a trivial
+/// host (one pool, no mask short of the host) no soft mask can miss the pool, so the answer is
+/// no. Without a scope (a policy test host with one pool) the VMs are read.
 fn any_soft(host: &HostView, step: PreferStep) -> bool {
     match step {
-        PreferStep::Soft => host.scope.is_some_and(|s| !s.trivial && s.facts.soft_short),
+        PreferStep::Soft => host.scope.is_some_and(|s| !s.trivial && s.pool.facts.soft_short),
         PreferStep::Node => match host.scope {
-            Some(s) => s.facts.node_explicit,
-            None => host.vms.iter().any(|vm| !vm.node_affinity.auto),
+            Some(s) => s.pool.facts.node_explicit,
+            None => host.pool_vms().any(|vm| !vm.node_affinity.auto),
         },
         PreferStep::None => false,
     }

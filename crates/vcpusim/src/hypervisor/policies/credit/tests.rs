@@ -97,18 +97,6 @@ pub(super) fn hand_set(xen: Xen, n: u32, nvcpus: u32, over: &[usize], runs: &[Op
     h
 }
 
-/// The test host's pool tables as the policy sees them (its facts read from every vCPU, as the
-/// engine's check mode compares them).
-fn scope_of<'a>(tables: &'a Option<(PoolView, Vec<PoolId>, Vec<Affinity>)>, vms: &[VmInfo]) -> Option<Scope<'a>> {
-    tables.as_ref().map(|(pool, vcpu_pool, affinity)| Scope {
-        pool,
-        vcpu_pool,
-        affinity,
-        trivial: false,
-        facts: PoolFacts::of(pool, vcpu_pool, affinity, vms),
-    })
-}
-
 impl FakeHost {
     /// `vms`: (number of vCPUs, weight) per VM.
     pub(super) fn new(topo: Topology, vms: &[(u32, u32)], cfg: CreditConfig) -> Self {
@@ -160,13 +148,22 @@ impl FakeHost {
         self.tables.as_mut().expect("with_affinity first").2[v] = Affinity::new(m(hard), m(soft));
     }
 
+    /// The pool's facts read from the tables and VMs, as the engine keeps them
+    /// (`PoolView::facts`); before every call, since a test may change either in between.
+    fn refresh_facts(&mut self) {
+        if let Some((pool, vcpu_pool, affinity)) = self.tables.as_mut() {
+            pool.facts = PoolFacts::of(pool, vcpu_pool, affinity, &self.vms);
+        }
+    }
+
     pub(super) fn push(&mut self, at: Nanos, ev: Ev) {
         self.events.push(at, ev);
     }
 
     pub(super) fn call<R>(&mut self, f: impl FnOnce(&mut Credit, &mut PolicyCtx) -> R) -> R {
+        self.refresh_facts();
         let mut requests = Vec::new();
-        let scope = scope_of(&self.tables, &self.vms);
+        let scope = self.tables.as_ref().map(|(pool, vcpu_pool, affinity)| Scope { pool, vcpu_pool, affinity, trivial: false });
         let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo, scope };
         let r = {
             let mut ctx = PolicyCtx::new(host, &mut requests, &mut self.timers);
@@ -197,7 +194,7 @@ impl FakeHost {
     }
 
     pub(super) fn check(&self) {
-        let scope = scope_of(&self.tables, &self.vms);
+        let scope = self.tables.as_ref().map(|(pool, vcpu_pool, affinity)| Scope { pool, vcpu_pool, affinity, trivial: false });
         let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo, scope };
         if let Err(e) = self.policy.check(&host) {
             panic!("at t={}: {e}", self.now);
