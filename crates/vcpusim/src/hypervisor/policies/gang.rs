@@ -153,6 +153,8 @@ struct GangScratch {
     chosen: Vec<VmId>,
     /// Waiting candidates with their virtual times (`pack`).
     waiting: Vec<(u128, VmId)>,
+    /// Whether each VM, by VM id, is in the gang being made current (`place`).
+    joins: Vec<bool>,
     /// The gang's vCPUs, VM by VM (`place`).
     members: Vec<VcpuId>,
     /// Each pCPU's new occupant, by host-wide pCPU id (`place`).
@@ -235,15 +237,22 @@ impl Gang {
         Matching::exists(vcpus.len(), &pool, &|i, p| host.may_run(vcpus[i], p))
     }
 
+    /// Whether any vCPU of `vm` is pinned (its hard affinity is not the whole pool).
+    fn has_pinned(host: &HostView, vm: VmId) -> bool {
+        host.vm(vm).vcpus.iter().any(|v| host.is_pinned(*v))
+    }
+
     /// Whether the VMs of `gang` plus `vm` can all be co-scheduled at once: distinct pool pCPUs
     /// for all their vCPUs inside their hard affinity, the vCPUs of the VMs in `fixed` staying on
     /// the slots they hold. The caller has checked the pCPU count; with no vCPU pinned that is
-    /// enough, so the matching runs only when affinity restricts someone.
-    fn fits(&self, host: &HostView, gang: &[VmId], vm: VmId, fixed: &[VmId]) -> bool {
-        let vms = || gang.iter().chain(std::iter::once(&vm));
-        if !vms().flat_map(|w| &host.vm(*w).vcpus).any(|v| host.is_pinned(*v)) {
+    /// enough, so the matching runs only when affinity restricts someone. `any_pinned` says
+    /// whether a vCPU of `gang` or of `vm` is pinned ([`Self::has_pinned`]): `pack` keeps it as it
+    /// takes VMs, so that a host without affinity pays O(1) here, not a walk of the gang.
+    fn fits(&self, host: &HostView, gang: &[VmId], vm: VmId, fixed: &[VmId], any_pinned: bool) -> bool {
+        if !any_pinned {
             return true;
         }
+        let vms = || gang.iter().chain(std::iter::once(&vm));
         let members: Vec<(VcpuId, Option<PcpuId>)> = vms()
             .flat_map(|w| {
                 let pinned_to = fixed.contains(w);
@@ -271,20 +280,26 @@ impl Gang {
         gang.extend((0..self.vms.len() as u32).map(VmId).filter(|vm| self.vms[vm.idx()].in_gang && keep.keeps(*vm)));
         let kept = gang.len();
         let mut free = host.npcpus().saturating_sub(gang.iter().map(|vm| host.vm(*vm).vcpus.len()).sum());
+        let mut any_pinned = gang.iter().any(|vm| Self::has_pinned(&host, *vm));
         let mut waiting = std::mem::take(&mut self.scratch.waiting);
         waiting.clear();
+        // A VM is in `gang` now exactly when it is in the gang and `keep` keeps it.
         waiting.extend(
             host.pool_vms()
                 .map(|vm| vm.id)
-                .filter(|vm| !gang.contains(vm) && self.is_candidate(&host, *vm))
+                .filter(|vm| !(self.vms[vm.idx()].in_gang && keep.keeps(*vm)) && self.is_candidate(&host, *vm))
                 .map(|vm| (self.vtime_now(&host, vm), vm)),
         );
         waiting.sort();
         for &(_, vm) in &waiting {
             let need = host.vm(vm).vcpus.len();
-            if need <= free && self.fits(&host, &gang, vm, &gang[..kept]) {
-                free -= need;
-                gang.push(vm);
+            if need <= free {
+                let pinned = Self::has_pinned(&host, vm);
+                if self.fits(&host, &gang, vm, &gang[..kept], any_pinned || pinned) {
+                    free -= need;
+                    gang.push(vm);
+                    any_pinned |= pinned;
+                }
             }
         }
         self.scratch.waiting = waiting;
@@ -302,9 +317,15 @@ impl Gang {
     /// newcomers first and continuing vCPUs only if that is not enough.
     fn place(&mut self, ctx: &mut PolicyCtx, gang: &[VmId]) {
         let host = ctx.host;
+        let mut joins_gang = std::mem::take(&mut self.scratch.joins);
+        joins_gang.clear();
+        joins_gang.resize(self.vms.len(), false);
+        for vm in gang {
+            joins_gang[vm.idx()] = true;
+        }
         for vm in 0..self.vms.len() as u32 {
             let vm = VmId(vm);
-            let joins = gang.contains(&vm);
+            let joins = joins_gang[vm.idx()];
             let was_in = self.vms[vm.idx()].in_gang;
             if was_in && !joins {
                 self.charge(&host, vm);
@@ -346,10 +367,18 @@ impl Gang {
                 placed[i] = Some(last);
             }
         }
-        // Pass 3: the rest take the lowest free pCPU they may run on.
+        // Pass 3: the rest take the lowest free pCPU they may run on. This pass only fills pCPUs,
+        // so the lowest free pool pCPU only moves up: `lowest_free` walks the pool once for all
+        // the vCPUs that may run anywhere in it, and only a pinned one searches from the start.
+        let mut lowest_free = host.pcpu_ids();
         for (i, v) in members.iter().enumerate() {
             if placed[i].is_none() {
-                if let Some(p) = host.pcpu_ids().find(|p| new_slots[p.idx()].is_none() && host.may_run(*v, *p)) {
+                let free = if host.is_pinned(*v) {
+                    host.pcpu_ids().find(|p| new_slots[p.idx()].is_none() && host.may_run(*v, *p))
+                } else {
+                    lowest_free.find(|p| new_slots[p.idx()].is_none())
+                };
+                if let Some(p) = free {
                     new_slots[p.idx()] = Some(*v);
                     placed[i] = Some(p);
                 }
@@ -395,6 +424,7 @@ impl Gang {
                 ctx.reschedule(p);
             }
         }
+        self.scratch.joins = joins_gang;
         self.scratch.members = members;
         self.scratch.new_slots = new_slots;
         self.scratch.placed = placed;
