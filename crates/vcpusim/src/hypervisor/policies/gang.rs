@@ -89,6 +89,30 @@ struct GangVm {
     in_gang: bool,
     /// Reserved time has been charged up to this instant (meaningful while `in_gang`).
     charged_until: Nanos,
+    /// What the VM's pool and masks allow, taken when the first gang is packed (`start`); `None`
+    /// before, and then computed where asked.
+    placement: Option<VmPlacement>,
+}
+
+/// What a VM's pool and hard masks say about co-starting it. Fixed for the run: a gang pool
+/// neither gains nor loses pCPUs (`supports_pool_changes` is false, so the scenario loader
+/// refuses a pool change), `Sim::set_affinity` refuses to change a mask in it, and no vCPU of
+/// it is lent to another pool. Kept so that a halt or wake, which asks whether the VM is a
+/// candidate, does not compare every vCPU's mask with the pool (P/64 words each) or run a
+/// matching for a pinned VM; `check` holds it to the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct VmPlacement {
+    /// All its vCPUs are in this pool and could be co-started on it (see [`Gang::coschedulable`]).
+    eligible: bool,
+    /// Some vCPU's hard affinity leaves out a pCPU of the pool (see [`Gang::has_pinned`]).
+    pinned: bool,
+}
+
+impl VmPlacement {
+    fn of(host: &HostView, vm: VmId) -> Self {
+        let owned = host.vm(vm).vcpus.iter().all(|v| host.owns_vcpu(*v));
+        VmPlacement { eligible: owned && Gang::coschedulable(host, vm), pinned: Gang::has_pinned(host, vm) }
+    }
 }
 
 /// Per-vCPU private data.
@@ -218,8 +242,12 @@ impl Gang {
     /// A VM may be co-started: it is in this pool, at least one vCPU wants to run and all its
     /// vCPUs fit on the pool (see [`Self::coschedulable`]).
     fn is_candidate(&self, host: &HostView, vm: VmId) -> bool {
-        let vcpus = &host.vm(vm).vcpus;
-        vcpus.iter().any(|v| self.vcpus[v.idx()].awake) && vcpus.iter().all(|v| host.owns_vcpu(*v)) && Self::coschedulable(host, vm)
+        host.vm(vm).vcpus.iter().any(|v| self.vcpus[v.idx()].awake) && self.placement(host, vm).eligible
+    }
+
+    /// The VM's [`VmPlacement`]: the one kept since `start`, or computed now.
+    fn placement(&self, host: &HostView, vm: VmId) -> VmPlacement {
+        self.vms[vm.idx()].placement.unwrap_or_else(|| VmPlacement::of(host, vm))
     }
 
     /// Whether `vm` could be co-started on an otherwise empty pool: it has no more vCPUs than the
@@ -280,7 +308,7 @@ impl Gang {
         gang.extend((0..self.vms.len() as u32).map(VmId).filter(|vm| self.vms[vm.idx()].in_gang && keep.keeps(*vm)));
         let kept = gang.len();
         let mut free = host.npcpus().saturating_sub(gang.iter().map(|vm| host.vm(*vm).vcpus.len()).sum());
-        let mut any_pinned = gang.iter().any(|vm| Self::has_pinned(&host, *vm));
+        let mut any_pinned = gang.iter().any(|vm| self.placement(&host, *vm).pinned);
         let mut waiting = std::mem::take(&mut self.scratch.waiting);
         waiting.clear();
         // A VM is in `gang` now exactly when it is in the gang and `keep` keeps it.
@@ -294,7 +322,7 @@ impl Gang {
         for &(_, vm) in &waiting {
             let need = host.vm(vm).vcpus.len();
             if need <= free {
-                let pinned = Self::has_pinned(&host, vm);
+                let pinned = self.placement(&host, vm).pinned;
                 if self.fits(&host, &gang, vm, &gang[..kept], any_pinned || pinned) {
                     free -= need;
                     gang.push(vm);
@@ -439,6 +467,10 @@ impl Gang {
     /// The first gang, and the periodic boundary timer.
     fn start(&mut self, ctx: &mut PolicyCtx) {
         self.started = true;
+        let host = ctx.host;
+        for vm in 0..self.vms.len() {
+            self.vms[vm].placement = Some(VmPlacement::of(&host, VmId(vm as u32)));
+        }
         self.pack(ctx, Keep::Nothing);
         let timer = ctx.init_timer(TIMER_GANG_BOUNDARY);
         self.boundary_timer = Some(timer);
@@ -611,6 +643,12 @@ impl Policy for Gang {
                     vm.vcpus.len(),
                     if d.in_gang { "in" } else { "out of" }
                 ));
+            }
+            if let Some(kept) = d.placement {
+                let now = VmPlacement::of(host, vm.id);
+                if kept != now {
+                    return Err(format!("gang: VM {} ({}) kept placement {kept:?}, its pool and masks now say {now:?}", vm.id, vm.name));
+                }
             }
             if d.in_gang && !vm.vcpus.iter().any(|v| self.vcpus[v.idx()].awake) {
                 return Err(format!("gang: VM {} ({}) holds pCPUs with every vCPU halted", vm.id, vm.name));
@@ -850,6 +888,26 @@ mod tests {
         let (a, b) = (h.vm_run_time(0) - a0, h.vm_run_time(1) - b0);
         let ratio = b as f64 / a as f64;
         assert!((ratio - 1.0).abs() < 0.15, "after waking: a={a} b={b}");
+    }
+
+    #[test]
+    fn the_kept_placement_is_held_to_the_host() {
+        // What `is_candidate` and `pack` read of a VM's pool and masks is taken once, when the
+        // first gang is packed; `check` compares it with what the host says now.
+        let mut h = gang_host(4, &[(2, 256), (3, 256)], DEFAULT_SLICE);
+        let mut g = Gang::new(DEFAULT_SLICE, HostShape { npcpus: 4, nvcpus: 5, nvms: 2, uvf: None });
+        assert!(g.vms.iter().all(|d| d.placement.is_none()), "nothing is kept before the first gang");
+        let kept = h.call(|_, ctx| {
+            for v in 0..5 {
+                g.insert_vcpu(ctx, VcpuId(v));
+            }
+            g.start(ctx);
+            g.check(&ctx.host).map(|()| g.vms.iter().map(|d| d.placement).collect::<Vec<_>>())
+        });
+        assert_eq!(kept, Ok(vec![Some(VmPlacement { eligible: true, pinned: false }); 2]));
+        g.vms[1].placement = Some(VmPlacement { eligible: false, pinned: false });
+        let err = h.call(|_, ctx| g.check(&ctx.host)).unwrap_err();
+        assert!(err.contains("kept placement") && err.contains("eligible: false"), "{err}");
     }
 
     #[test]
