@@ -111,7 +111,8 @@ struct VmPlacement {
 impl VmPlacement {
     fn of(host: &HostView, vm: VmId) -> Self {
         let owned = host.vm(vm).vcpus.iter().all(|v| host.owns_vcpu(*v));
-        VmPlacement { eligible: owned && Gang::coschedulable(host, vm), pinned: Gang::has_pinned(host, vm) }
+        let pinned = Gang::has_pinned(host, vm);
+        VmPlacement { eligible: owned && Gang::coschedulable(host, vm, pinned), pinned }
     }
 }
 
@@ -252,13 +253,13 @@ impl Gang {
 
     /// Whether `vm` could be co-started on an otherwise empty pool: it has no more vCPUs than the
     /// pool has pCPUs and, if any vCPU is pinned, every vCPU can be given a distinct pool pCPU
-    /// inside its hard affinity (a bipartite matching exists).
-    fn coschedulable(host: &HostView, vm: VmId) -> bool {
+    /// inside its hard affinity (a bipartite matching exists). `pinned` is [`Self::has_pinned`].
+    fn coschedulable(host: &HostView, vm: VmId, pinned: bool) -> bool {
         let vcpus = &host.vm(vm).vcpus;
         if vcpus.len() > host.npcpus() {
             return false;
         }
-        if !vcpus.iter().any(|v| host.is_pinned(*v)) {
+        if !pinned {
             return true;
         }
         let pool: Vec<PcpuId> = host.pcpu_ids().collect();
