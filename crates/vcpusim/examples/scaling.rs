@@ -1,60 +1,62 @@
-//! Events/s as the host grows (issue 15's scaling check): the quickstart mix (one 8-vCPU barrier
-//! VM beside four 1-vCPU CPU-bound VMs per 8 pCPUs) replicated to fill 8 .. 1024 pCPUs, under
-//! each policy, for a simulated time that shrinks as the host grows so every run does a similar
-//! amount of work.
+//! Events/s as the host grows (issue 15's scaling check), and the one run that
+//! `benches/instructions.py` counts instructions of.
 //!
-//! `cargo run --release -p vcpusim --example scaling -- [POLICIES] [PCPUS] [SIM_MS_AT_8]`
-//! e.g. `-- cfs,credit,gang,hybrid 8,64,256,1024 800`. Prints one line per (policy, pCPUs):
-//! events, wall seconds, events/s and ns per event. Not a test: speed is never asserted.
+//! The scenario is the scaling table's (`vcpusim::bench::scaling_scenario`: the quickstart mix,
+//! one 8-vCPU barrier VM beside four 1-vCPU CPU-bound VMs per 8 pCPUs, or a policy with one of
+//! the seeds' mechanisms, `credit+microsliced` and so on).
+//!
+//! - `cargo run --release -p vcpusim --example scaling -- [POLICIES] [PCPUS] [SIM_MS_AT_8]`, e.g.
+//!   `-- cfs,credit,gang,hybrid 8,64,256,1024 800`: one line per (policy, pCPUs) with events,
+//!   wall seconds, events/s and ns per event, the simulated time shrinking as the host grows so
+//!   every run does a similar amount of work.
+//! - `... --example scaling -- --one POLICY PCPUS DURATION` (DURATION as in a scenario, `100ms`):
+//!   runs that one scenario without writing a report and prints `events N stale S`.
+//!
+//! Not a test: speed is never asserted. Bad arguments end with a message and exit status 2.
 
+use std::process::exit;
 use std::time::Instant;
 
-fn scenario(policy: &str, pcpus: u32, sim_ms: u64) -> String {
-    let groups = pcpus / 8;
-    format!(
-        r#"
-[host]
-pcpus = {pcpus}
-policy = "{policy}"
+fn fail(message: String) -> ! {
+    eprintln!("scaling: {message}");
+    exit(2)
+}
 
-[[vm]]
-name = "parallel"
-count = {groups}
-vcpus = 8
-workload = "barrier"
-threads = 8
-
-[[vm]]
-name = "seq"
-count = {seq}
-vcpus = 1
-workload = "cpu-bound"
-
-[run]
-duration = "{sim_ms}ms"
-seed = 1
-"#,
-        seq = groups * 4
-    )
+fn scenario(policy: &str, pcpus: &str, duration: &str) -> vcpusim::scenario::spec::Scenario {
+    let pcpus: u32 = pcpus.parse().unwrap_or_else(|_| fail(format!("pCPU count {pcpus:?}: expected a positive multiple of 8")));
+    let duration = vcpusim::time::parse_duration(duration).unwrap_or_else(|e| fail(format!("duration {duration:?}: {e}")));
+    vcpusim::bench::scaling_scenario(policy, pcpus, duration).unwrap_or_else(|e| fail(e.to_string()))
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).is_some_and(|a| a == "--one") {
+        let [policy, pcpus, duration] = &args[2..] else { fail("--one takes POLICY PCPUS DURATION, e.g. --one cfs 1024 100ms".into()) };
+        let sc = scenario(policy, pcpus, duration);
+        match vcpusim::bench::count_events(&sc) {
+            Ok((events, stale)) => println!("events {events} stale {stale}"),
+            Err(e) => {
+                eprintln!("{e}");
+                exit(1)
+            }
+        }
+        return;
+    }
     let policies = args.get(1).map(String::as_str).unwrap_or("cfs,credit,gang,hybrid");
     let sizes = args.get(2).map(String::as_str).unwrap_or("8,64,256,1024");
-    let sim_ms_at_8: u64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(800);
+    let sim_ms_at_8: u64 =
+        args.get(3).map_or(800, |s| s.parse().unwrap_or_else(|_| fail(format!("SIM_MS_AT_8 {s:?}: expected milliseconds"))));
     println!("{:<8} {:>6} {:>8} {:>12} {:>8} {:>12} {:>10}", "policy", "pcpus", "sim_ms", "events", "wall_s", "events/s", "ns/event");
     for policy in policies.split(',') {
         for p in sizes.split(',') {
-            let pcpus: u32 = p.parse().expect("pCPU count");
-            let sim_ms = (sim_ms_at_8 * 8 / pcpus as u64).max(20);
-            let text = scenario(policy, pcpus, sim_ms);
-            let sc = vcpusim::api::load_scenario(&text, "scaling.toml").expect("scenario loads");
+            let pcpus: u64 = p.parse().unwrap_or_else(|_| fail(format!("pCPU count {p:?}: expected a positive multiple of 8")));
+            let sim_ms = (sim_ms_at_8 * 8 / pcpus.max(1)).max(20);
+            let sc = scenario(policy, p, &format!("{sim_ms}ms"));
             let t = Instant::now();
-            let out = vcpusim::api::run(&sc, &vcpusim::api::RunOptions::default()).expect("run");
+            let out = vcpusim::api::run(&sc, &vcpusim::api::RunOptions::default()).unwrap_or_else(|e| fail(e.to_string()));
             let wall = t.elapsed().as_secs_f64();
-            let summary: serde_json::Value = serde_json::from_str(&out.summary_json).expect("summary");
-            let events = summary["events"].as_u64().expect("events");
+            let summary: serde_json::Value = serde_json::from_str(&out.summary_json).expect("the report's summary is JSON");
+            let events = summary["events"].as_u64().expect("the summary counts events");
             println!(
                 "{:<8} {:>6} {:>8} {:>12} {:>8.2} {:>12.0} {:>10.0}",
                 policy,

@@ -292,6 +292,13 @@ fn timed_run(scenario: &Scenario) -> Result<(RunFacts, f64), SimError> {
     timed_run_split(scenario).map(|(facts, _, wall)| (facts, wall))
 }
 
+/// The events one run of `scenario` pops: (all, stale), built, started and run as `timed_run`
+/// does (no trace, no check, no report). `benches/instructions.py` divides the instructions a
+/// window of simulated time costs by the live events it pops (the `scaling` example's `--one`).
+pub fn count_events(scenario: &Scenario) -> Result<(u64, u64), SimError> {
+    timed_run(scenario).map(|(facts, _)| (facts.events, facts.stale))
+}
+
 /// `timed_run`, also returning the wall time of building and starting the host (`Sim::build`,
 /// `Sim::start`) apart: (facts, setup, whole).
 fn timed_run_split(scenario: &Scenario) -> Result<(RunFacts, f64, f64), SimError> {

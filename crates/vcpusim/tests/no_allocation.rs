@@ -125,6 +125,22 @@ fn hybrid_schedules_without_allocating() {
     assert_allocation_free("hybrid mix, 64 pCPUs", &scaling_mix("hybrid", 64), 200, 200);
 }
 
+/// Relaxed co-scheduling over credit (`overlay = "relaxed-co"`, seed 003's baseline): each state
+/// change of a vCPU accounts its VM's skews, and each check arms the next crossing; both
+/// collected the VM's states and skews into fresh `Vec`s and a check cloned the VM's vCPU list
+/// (171 allocations per 1,000 events of this run; docs/speed.md, twenty-second round). Mutex
+/// and barrier VMs beside hogs, so that vCPUs halt, wake and are co-stopped all through the
+/// window.
+#[test]
+fn relaxed_co_accounts_without_allocating() {
+    let text = "[host]\npcpus = 16\npolicy = \"credit\"\noverlay = \"relaxed-co\"\n\n\
+                [[vm]]\nname = \"mx\"\ncount = 2\nvcpus = 4\nworkload = \"mutex\"\n\n\
+                [[vm]]\nname = \"par\"\nvcpus = 4\nworkload = \"barrier\"\n\n\
+                [[vm]]\nname = \"hog\"\ncount = 6\nvcpus = 1\nworkload = \"cpu-bound\"\n\n[run]\nduration = \"1s\"\n";
+    let scenario = load_scenario(text, "relaxed-co").unwrap_or_else(|e| panic!("{e}"));
+    assert_allocation_free("relaxed-co mutex and barrier VMs", &scenario, 200, 300);
+}
+
 /// Seed 002's micro-sliced pool with its detection (a yield looks for preempted siblings).
 #[test]
 fn microsliced_detection_without_allocating() {

@@ -262,6 +262,23 @@ impl<I: MaskId> IdMask<I> {
         }
     }
 
+    /// The first id at or after `from`, wrapping to the lowest, that is in `self` and in every
+    /// mask of `also` (`cpumask_next_and` from `from`, then from 0), without building the
+    /// intersection: the words are met one at a time, and the search stops at the first hit.
+    pub fn first_common_from(&self, also: &[&Self], from: usize) -> Option<I> {
+        let n = self.words.len();
+        if n == 0 {
+            return None;
+        }
+        let word = |w: usize| also.iter().fold(self.words[w], |acc, m| acc & m.words.get(w).copied().unwrap_or(0));
+        let from = if from >= n * 64 { 0 } else { from };
+        let (w0, b0) = (from / 64, from % 64);
+        let hit = |w: usize, bits: u64| (bits != 0).then(|| I::from_index(w * 64 + bits.trailing_zeros() as usize));
+        hit(w0, word(w0) & (!0u64 << b0))
+            .or_else(|| (w0 + 1..n).chain(0..w0).find_map(|w| hit(w, word(w))))
+            .or_else(|| hit(w0, word(w0) & ((1u64 << b0) - 1)))
+    }
+
     /// `cpumask_cycle(n, mask)`: the first member after `n`, wrapping round; `n` itself if it is
     /// the only one; `None` for an empty set.
     pub fn cycle(&self, n: usize) -> Option<I> {
@@ -358,6 +375,16 @@ impl<I: MaskId> WindowMask<I> {
         let end = m.words.len().min(self.first + self.words.len());
         for (k, word) in m.words.iter_mut().enumerate().take(end).skip(self.first) {
             *word &= !self.words[k - self.first];
+        }
+    }
+
+    /// `m \= self ∩ with` (`cpumask_and(&tmp, with, self)` then `cpumask_andnot(m, m, &tmp)`),
+    /// reading only the window's words.
+    #[inline]
+    pub fn remove_common_from(&self, m: &mut IdMask<I>, with: &IdMask<I>) {
+        let end = m.words.len().min(self.first + self.words.len());
+        for k in self.first..end {
+            m.words[k] &= !(self.words[k - self.first] & with.words.get(k).copied().unwrap_or(0));
         }
     }
 
@@ -500,6 +527,31 @@ mod tests {
     }
 
     #[test]
+    fn first_common_from_is_the_cyclic_search_of_the_intersection() {
+        use rand::Rng;
+        let mut rng = crate::engine::rng::stream(11, "first common");
+        for case in 0..3_000 {
+            let n = rng.random_range(1..260usize);
+            let density = rng.random_range(0.0..1.0);
+            let mut random = |len: usize| {
+                let mut m = CpuMask::with_len(len);
+                (0..len).filter(|_| rng.random_bool(density)).for_each(|i| m.insert(PcpuId(i as u32)));
+                m
+            };
+            let a = random(n);
+            // Masks of the same length, one shorter (its missing words are empty), none.
+            let others: Vec<CpuMask> = (0..case % 3).map(|k| random(if k == 1 { n / 2 } else { n })).collect();
+            let refs: Vec<&CpuMask> = others.iter().collect();
+            let from = rng.random_range(0..n + 70);
+            let member = |i: usize| a.contains(PcpuId(i as u32)) && others.iter().all(|m| m.contains(PcpuId(i as u32)));
+            let start = if from >= a.words.len() * 64 { 0 } else { from };
+            let want = (start..n).chain(0..start.min(n)).find(|&i| member(i)).map(|i| PcpuId(i as u32));
+            assert_eq!(a.first_common_from(&refs, from), want, "case {case}: n {n}, from {from}");
+        }
+        assert_eq!(CpuMask::empty().first_common_from(&[], 3), None);
+    }
+
+    #[test]
     fn window_masks_act_as_the_full_masks_they_stand_for() {
         use rand::Rng;
         let mut rng = crate::engine::rng::stream(7, "window masks");
@@ -524,6 +576,14 @@ mod tests {
             window.keep_in(&mut a);
             b.and_with(&full);
             assert_eq!(a, b, "case {case}: keep_in");
+            // remove_common_from(m, with): m \= self ∩ with, `with` possibly of another length.
+            let wlen = if case % 3 == 0 { rng.random_range(0..=n) } else { n };
+            let mut with = CpuMask::with_len(wlen);
+            (0..wlen).filter(|_| rng.random_bool(0.5)).for_each(|i| with.insert(PcpuId(i as u32)));
+            let (mut a, mut b) = (host.clone(), host.clone());
+            window.remove_common_from(&mut a, &with);
+            b.remove_all(&full.and(&with));
+            assert_eq!(a, b, "case {case}: remove_common_from");
         }
         // Its words are the span of the group, not of the host.
         let far = WindowMask::of([PcpuId(65_534), PcpuId(65_535)]);

@@ -46,6 +46,11 @@ pub struct RelaxedCoState {
     pub costop_ns: Vec<Nanos>,
     /// A check is running (its co-stops and co-starts change states, which must not re-check).
     busy: bool,
+    /// Scratch for one VM's states and skews (`rc_account`, `rc_schedule_check`), kept between
+    /// calls: each state change of a vCPU accounts its VM, and a `Vec` per call was a malloc and
+    /// a free per event and a half at 1,024 pCPUs (docs/speed.md, twenty-second round).
+    states: Vec<Progress>,
+    skews: Vec<Nanos>,
 }
 
 impl RelaxedCoState {
@@ -60,6 +65,8 @@ impl RelaxedCoState {
             costops: vec![0; nvms],
             costop_ns: vec![0; nvms],
             busy: false,
+            states: Vec::new(),
+            skews: Vec::new(),
         }
     }
 }
@@ -114,9 +121,13 @@ impl Sim {
             return;
         }
         let ids = &self.vminfo[vm].vcpus;
-        let states: Vec<Progress> = ids.iter().map(|u| self.progress_of(*u)).collect();
+        let mut states = std::mem::take(&mut self.relaxed.as_mut().expect("checked above").states);
+        states.clear();
+        states.extend(ids.iter().map(|u| self.progress_of(*u)));
         let rc = self.relaxed.as_mut().expect("checked above");
-        let mut skew: Vec<Nanos> = ids.iter().map(|u| rc.skew[u.idx()]).collect();
+        let mut skew = std::mem::take(&mut rc.skews);
+        skew.clear();
+        skew.extend(ids.iter().map(|u| rc.skew[u.idx()]));
         account(&mut skew, &states, dt);
         for (k, u) in ids.iter().enumerate() {
             rc.skew[u.idx()] = skew[k];
@@ -126,6 +137,7 @@ impl Sim {
             }
         }
         rc.last[vm] = self.now;
+        (rc.states, rc.skews) = (states, skew);
     }
 
     /// After a state change of `v`: check its VM at once, from the event loop (never inside the
@@ -155,38 +167,39 @@ impl Sim {
         }
         self.rc_account(v);
         self.relaxed.as_mut().expect("checked").busy = true;
-        let ids = self.vminfo[vm].vcpus.clone();
+        // The VM's vCPUs, read by index where a co-stop or co-start changes the host (they
+        // change the vCPUs' states, never the list).
+        let n = self.vminfo[vm].vcpus.len();
+        let vcpu = |sim: &Sim, k: usize| sim.vminfo[vm].vcpus[k];
         let threshold = self.relaxed.as_ref().expect("checked").cfg.skew_threshold;
+        let rc = self.relaxed.as_ref().expect("checked");
+        let ids = &self.vminfo[vm].vcpus;
         // A co-stopped vCPU's skew is frozen (it neither lags nor leads while stopped), so only
         // the others can call for co-stops; otherwise a vCPU stopped past the threshold would
         // keep its siblings stopped for good.
-        let skewed = ids.iter().any(|u| {
-            let rc = self.relaxed.as_ref().expect("checked");
-            !rc.stopped[u.idx()] && rc.skew[u.idx()] > threshold
-        });
+        let skewed = ids.iter().any(|u| !rc.stopped[u.idx()] && rc.skew[u.idx()] > threshold);
         if skewed {
             // Co-stop the leaders: every running sibling within the threshold; and while a
             // *waiting* vCPU is past it, every running sibling, since any sibling's progress
             // widens that laggard's skew (a running vCPU that is itself past the threshold would
             // otherwise keep it growing without bound).
-            let laggard_past = ids
-                .iter()
-                .any(|u| self.progress_of(*u) == Progress::Lagging && self.relaxed.as_ref().expect("checked").skew[u.idx()] > threshold);
-            for u in &ids {
+            let laggard_past = ids.iter().any(|u| self.progress_of(*u) == Progress::Lagging && rc.skew[u.idx()] > threshold);
+            for k in 0..n {
+                let u = vcpu(self, k);
                 let running = self.vinfo[u.idx()].state == VcpuState::Running;
                 let halting = matches!(self.vcpus[u.idx()].activity, Activity::Overhead { halting: true });
                 if running && !halting && (laggard_past || self.relaxed.as_ref().expect("checked").skew[u.idx()] <= threshold) {
-                    self.co_stop(*u);
+                    self.co_stop(u);
                 }
             }
         } else {
             // Co-start when no vCPU that is not stopped owes skew any more (the laggards caught up).
-            let rc = self.relaxed.as_ref().expect("checked");
             let caught_up = ids.iter().all(|u| rc.stopped[u.idx()] || rc.skew[u.idx()] == 0);
             if caught_up && ids.iter().any(|u| rc.stopped[u.idx()]) {
-                for u in &ids {
-                    if self.co_stopped(*u) {
-                        self.co_start(*u);
+                for k in 0..n {
+                    let u = vcpu(self, k);
+                    if self.co_stopped(u) {
+                        self.co_start(u);
                     }
                 }
             }
@@ -200,8 +213,10 @@ impl Sim {
     /// instant the last running or idle one with skew would have caught up (skew 0).
     fn rc_schedule_check(&mut self, vm: usize) {
         let ids = &self.vminfo[vm].vcpus;
+        let mut states = std::mem::take(&mut self.relaxed.as_mut().expect("called with relaxed co-scheduling").states);
+        states.clear();
+        states.extend(ids.iter().map(|u| self.progress_of(*u)));
         let rc = self.relaxed.as_ref().expect("called with relaxed co-scheduling");
-        let states: Vec<Progress> = ids.iter().map(|u| self.progress_of(*u)).collect();
         let any_running = states.contains(&Progress::Running);
         let any_stopped = states.contains(&Progress::Stopped);
         let threshold = rc.cfg.skew_threshold;
@@ -232,6 +247,7 @@ impl Sim {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        self.relaxed.as_mut().expect("checked").states = states;
         if let Some(old) = self.relaxed.as_mut().expect("checked").next_check[vm].take() {
             self.queue.cancel(old);
         }

@@ -290,6 +290,10 @@ pub struct Cfs {
     /// `groups[vm * npcpus + p]`.
     groups: Vec<Group>,
     rqs: Vec<Rq>,
+    /// The pCPUs that are `idle_cpu` (no current entity, nothing queued), kept where either
+    /// changes (`note_idle`) and held to the run queues by `check`: `select_idle_sibling`'s
+    /// walk of a level of one-pCPU groups reads it instead of every run queue (select.rs).
+    idle: crate::hardware::cpumask::CpuMask,
     vms: Vec<CfsVm>,
     tgs: Vec<TaskGroup>,
     /// Each pool pCPU's scheduling domains, bottom up (domains.rs); shared so the balancer can
@@ -357,6 +361,7 @@ impl Cfs {
             vcpu_vm: vec![0; host.nvcpus as usize],
             groups: vec![Group::default(); host.nvms as usize * npcpus],
             rqs: vec![rq; npcpus],
+            idle: crate::hardware::cpumask::CpuMask::full(npcpus),
             vms: vec![CfsVm::default(); host.nvms as usize],
             tgs: vec![TaskGroup::default(); host.nvms as usize],
             domains: vec![Vec::new(); npcpus],
@@ -537,6 +542,7 @@ impl Cfs {
             self.set_root_load(p, self.rqs[p].root.load + w);
         }
         self.rqs[p].nr_running += 1;
+        self.note_idle(p);
     }
 
     /// `dequeue_task_fair` of vCPU `v` from its run queue. `sleep` (`DEQUEUE_SLEEP`) keeps its
@@ -598,6 +604,7 @@ impl Cfs {
             }
         }
         self.rqs[p].nr_running -= 1;
+        self.note_idle(p);
     }
 
     /// Move queued `v` to pCPU `to` keeping its lag (`pull_task`: `deactivate_task`,
@@ -768,6 +775,7 @@ impl Cfs {
             if g.se.on_rq {
                 self.rqs[p].root.tree.insert((g.se.vruntime, vm));
             }
+            self.note_idle(p);
         }
     }
 
@@ -819,6 +827,7 @@ impl Cfs {
         g.rq.curr = Some(v.0);
         e.prev_sum_exec = e.sum_exec;
         self.rqs[p].exec_start = now;
+        self.note_idle(p);
     }
 
     /// `check_preempt_curr` for vCPU `v` just queued on `p` (`check_preempt_wakeup`): an idle pCPU
@@ -929,6 +938,13 @@ impl Cfs {
     /// Whether nothing runs on `p` and nothing waits there (`idle_cpu`).
     fn idle_cpu(&self, p: usize) -> bool {
         self.rqs[p].root.curr.is_none() && self.rqs[p].nr_running == 0
+    }
+
+    /// Bring `idle`'s bit of `p` up to date (after its `curr` or `nr_running` changed).
+    #[inline]
+    fn note_idle(&mut self, p: usize) {
+        let idle = self.idle_cpu(p);
+        self.idle.put(PcpuId(p as u32), idle);
     }
 
     /// The root run queue's weight (`weighted_cpuload`, `rq->load.weight`).
@@ -1256,8 +1272,9 @@ impl Policy for Cfs {
         let timer = self.rqs[p].tick_timer;
         self.rqs[p] =
             Rq { root: CfsRq { min_vruntime: self.rqs[p].root.min_vruntime, ..CfsRq::default() }, tick_timer: timer, ..Rq::default() };
-        // The reset emptied the run queue; the placement's index hears it here.
+        // The reset emptied the run queue; the placement's index and the idle mask hear it here.
         self.set_root_load(p, 0);
+        self.note_idle(p);
         // scheduler_tick stops with the CPU.
         if let Some(timer) = timer {
             ctx.stop_timer(&timer);
@@ -1277,8 +1294,9 @@ impl Policy for Cfs {
             exec_start: ctx.now(),
             ..Rq::default()
         };
-        // As in `remove_pcpu`: the index hears of the emptied run queue.
+        // As in `remove_pcpu`: the index and the idle mask hear of the emptied run queue.
         self.set_root_load(p, 0);
+        self.note_idle(p);
         self.rebuild_domains(ctx);
         if self.ticks_started {
             let timer = *self.rqs[p].tick_timer.get_or_insert_with(|| ctx.init_timer(p as u64));
@@ -1314,6 +1332,13 @@ impl Policy for Cfs {
     fn check(&self, host: &crate::hypervisor::policy::HostView) -> Result<(), String> {
         if let Some(u) = &self.uvf {
             u.check_entries()?;
+        }
+        if let Some(p) = (0..self.rqs.len()).find(|&p| self.idle.contains(PcpuId(p as u32)) != self.idle_cpu(p)) {
+            return Err(format!(
+                "cfs: the idle mask says pCPU {p} idle={} but idle_cpu is {}",
+                self.idle.contains(PcpuId(p as u32)),
+                self.idle_cpu(p)
+            ));
         }
         for p in 0..self.rqs.len() {
             let rq = &self.rqs[p];

@@ -18,6 +18,11 @@ pub(super) struct TopoMasks {
     /// Per NUMA node: its pCPUs (`node_to_cpumask`).
     nodes: Vec<CpuMask>,
     pub(super) all: CpuMask,
+    /// The most pCPUs any module holds, and any socket (`unbeatable`).
+    max_module: usize,
+    max_socket: usize,
+    /// How many pCPUs they were built for (0: not yet; `fit_topology`).
+    len: usize,
 }
 
 impl TopoMasks {
@@ -45,12 +50,31 @@ impl TopoMasks {
         };
         let window = |list: &Vec<PcpuId>| WindowMask::of(list.iter().copied());
         let nodes = members(&|p| place(p).node as usize, topo.numa_nodes as usize);
+        let modules = members(&|p| place(p).module as usize, 0);
+        let sockets = members(&|p| place(p).socket as usize, 0);
+        let largest = |lists: &[Vec<PcpuId>]| lists.iter().map(Vec::len).max().unwrap_or(0);
         TopoMasks {
-            siblings: members(&|p| place(p).module as usize, 0).iter().map(window).collect(),
-            sockets: members(&|p| place(p).socket as usize, 0).iter().map(window).collect(),
+            max_module: largest(&modules),
+            max_socket: largest(&sockets),
+            siblings: modules.iter().map(window).collect(),
+            sockets: sockets.iter().map(window).collect(),
             nodes: nodes.iter().map(|l| mask(l)).collect(),
             all: CpuMask::full(n),
+            len: n,
         }
+    }
+
+    /// Whether no pCPU can take `cpu`'s place in `_csched_cpu_pick`'s loop, whatever is left
+    /// to compare: the loop moves to `nxt` only when `weight_cpu * factor < weight_nxt`, and
+    /// `cpu`'s module has as many idle pCPUs as any module holds (no module of its socket has
+    /// more), and its socket is the host's only one or has at least half as many idle pCPUs
+    /// as any socket holds (no other socket is twice as idle). The loop would then only empty
+    /// `cpus`, one idle pCPU at a time, and end on `cpu`: O(idle pCPUs x P/64) on a flat host
+    /// of 1,024 pCPUs with a few hundred idle (docs/speed.md, twenty-second round).
+    #[inline]
+    fn unbeatable(&self, topo: &Topology, cpu: usize, idlers: &CpuMask) -> bool {
+        self.siblings_of(topo, cpu).count_in(idlers) >= self.max_module
+            && (self.sockets.len() <= 1 || 2 * self.socket_of(topo, cpu).count_in(idlers) >= self.max_socket)
     }
 
     /// `per_cpu(cpu_sibling_mask, p)`.
@@ -124,7 +148,9 @@ impl Credit {
                 }
             }
             cpus.remove(PcpuId(cpu as u32));
-            while let Some(nxt) = cpus.cycle(cpu).map(|p| p.idx()) {
+            let mut settled = groups.unbeatable(topo, cpu, &idlers);
+            while !settled {
+                let Some(nxt) = cpus.cycle(cpu).map(|p| p.idx()) else { break };
                 let same_socket = topo.place(PcpuId(cpu as u32)).socket == topo.place(PcpuId(nxt as u32)).socket;
                 let (factor, cpu_group, nxt_group) = if same_socket {
                     // Same socket: compare idle hardware threads of the two cores
@@ -144,11 +170,10 @@ impl Credit {
                     spc = Some(nxt);
                     cpu = tmp.cycle(self.pcpus[nxt].idle_bias).map_or(nxt, |p| p.idx());
                     groups.siblings_of(topo, cpu).remove_from(&mut cpus);
+                    settled = groups.unbeatable(topo, cpu, &idlers);
                 } else {
-                    // cpumask_andnot(&cpus, &cpus, &nxt_idlers).
-                    tmp.clone_from(&idlers);
-                    nxt_group.keep_in(&mut tmp);
-                    cpus.remove_all(&tmp);
+                    // cpumask_andnot(&cpus, &cpus, &nxt_idlers), over the group's words only.
+                    nxt_group.remove_common_from(&mut cpus, &idlers);
                 }
             }
             // "Stop if cpu is idle".
@@ -190,7 +215,9 @@ impl Credit {
     /// Build the per-pCPU topology masks once (the host's topology does not change).
     pub(super) fn fit_topology(&mut self, host: &HostView) {
         let n = self.pcpus.len();
-        if self.topo_masks.all.count() == n {
+        // Compared with the length they were built for, not `all.count()`: a popcount of P/64
+        // words at every pick, tickle and balance (15 instructions an event at 1,024 pCPUs).
+        if self.topo_masks.len == n {
             return;
         }
         self.topo_masks = TopoMasks::build(host.topology, n);
