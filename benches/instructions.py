@@ -135,7 +135,7 @@ def report_text(report: dict) -> str:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("--policies", default=POLICIES, help=f"comma-separated policies or policy+mechanism (default {POLICIES})")
     ap.add_argument("--pcpus", default=PCPUS, help=f"comma-separated host sizes, multiples of 8, the first the reference (default {PCPUS})")
     ap.add_argument("--window", default=WINDOW, help=f"START,END of the simulated window (default {WINDOW})")
