@@ -44,7 +44,8 @@ TARGET = 1.5  # issue 15: per-event cost within 1.5x from 8 to 1,024 pCPUs
 POLICIES = "cfs,credit,gang,hybrid,eevdf"
 PCPUS = "8,64,256,1024"
 WINDOW = "100ms,500ms"
-DURATION = re.compile(r"^\d+(ns|us|ms|s)$")
+DURATION = re.compile(r"^(\d+)(ns|us|ms|s)$")
+UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 I_REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
 EVENTS = re.compile(r"^events (\d+) stale (\d+)$", re.M)
 
@@ -62,13 +63,20 @@ def parse_valgrind(stderr: str, stdout: str) -> tuple[int, int, int]:
     return int(i.group(1).replace(",", "")), int(e.group(1)), int(e.group(2))
 
 
+def require(tool: str, why: str) -> None:
+    """A SystemExit naming `tool` when it is not on PATH."""
+    if shutil.which(tool) is None:
+        raise SystemExit(f"{tool} was not found: this benchmark {why}")
+
+
+VALGRIND_WHY = "counts instructions with cachegrind (apt install valgrind, or your system's package)"
+
+
 def build_example(release: bool = True) -> str:
     """Build the ``scaling`` example (in release unless told; the tests count a debug build's) and
     return its path, from cargo's own messages so that ``CARGO_TARGET_DIR`` is followed."""
-    for tool, why in [("valgrind", "counts instructions with cachegrind (apt install valgrind, or your system's package)"),
-                      ("cargo", "builds the `scaling` example (install Rust from rustup.rs)")]:
-        if shutil.which(tool) is None:
-            raise SystemExit(f"{tool} was not found: this benchmark {why}")
+    require("valgrind", VALGRIND_WHY)
+    require("cargo", "builds the `scaling` example (install Rust from rustup.rs)")
     done = subprocess.run(["cargo", "build", *(["--release"] if release else []), "-p", "vcpusim", "--example", "scaling",
                            "--message-format=json-render-diagnostics"],
                           cwd=ROOT, capture_output=True, text=True)
@@ -82,11 +90,11 @@ def build_example(release: bool = True) -> str:
 
 
 def valgrind_runner(exe: str) -> Runner:
-    """Run the example's ``--one`` under cachegrind (no cache simulation: instructions only)."""
+    """Run the example under cachegrind (no cache simulation: instructions only)."""
 
     def run(policy: str, pcpus: int, duration: str) -> tuple[int, int, int]:
         done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-                               exe, "--one", policy, str(pcpus), duration], capture_output=True, text=True)
+                               exe, policy, str(pcpus), duration], capture_output=True, text=True)
         if done.returncode != 0:
             raise SystemExit(f"{policy} at {pcpus} pCPUs, {duration}: the run failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
         return parse_valgrind(done.stderr, done.stdout)
@@ -167,18 +175,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def _ns(duration: str) -> int:
-    m = re.match(r"^(\d+)(ns|us|ms|s)$", duration)
+    m = DURATION.match(duration)
     assert m, duration
-    return int(m.group(1)) * {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}[m.group(2)]
+    return int(m.group(1)) * UNIT_NS[m.group(2)]
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.exe is None:
         exe = build_example()
-    elif shutil.which("valgrind") is None:
-        raise SystemExit("valgrind was not found: this benchmark counts instructions with cachegrind")
     else:
+        require("valgrind", VALGRIND_WHY)
         exe = args.exe
     run = valgrind_runner(exe)
     report = measure(args.policies, args.pcpus, args.window, run, args.jobs)

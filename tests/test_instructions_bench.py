@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT / "benches"))
 import instructions  # noqa: E402
 
 CACHEGRIND = """==123== Cachegrind, a cache and branch-prediction profiler
-==123== Command: scaling --one cfs 8 100ms
+==123== Command: scaling cfs 8 100ms
 ==123==
 ==123== I   refs:      943,253,456
 """
@@ -120,7 +120,7 @@ def test_one_small_row_under_valgrind():
     report = instructions.measure(["credit"], [8, 16], ("5ms", "10ms"), instructions.valgrind_runner(exe), jobs=2)
 
     def live(pcpus, duration):
-        out = subprocess.run([exe, "--one", "credit", str(pcpus), duration], capture_output=True, text=True, check=True).stdout
+        out = subprocess.run([exe, "credit", str(pcpus), duration], capture_output=True, text=True, check=True).stdout
         events, stale = map(int, out.split()[1::2])
         return events - stale
 

@@ -294,7 +294,7 @@ fn timed_run(scenario: &Scenario) -> Result<(RunFacts, f64), SimError> {
 
 /// The events one run of `scenario` pops: (all, stale), built, started and run as `timed_run`
 /// does (no trace, no check, no report). `benches/instructions.py` divides the instructions a
-/// window of simulated time costs by the live events it pops (the `scaling` example's `--one`).
+/// window of simulated time costs by the live events it pops (the `scaling` example).
 pub fn count_events(scenario: &Scenario) -> Result<(u64, u64), SimError> {
     timed_run(scenario).map(|(facts, _)| (facts.events, facts.stale))
 }

@@ -108,6 +108,15 @@ impl Sim {
         }
     }
 
+    /// The states of `vm`'s vCPUs in its order, in the kept scratch (`RelaxedCoState::states`);
+    /// the caller puts it back when done.
+    fn take_states(&mut self, vm: usize) -> Vec<Progress> {
+        let mut states = std::mem::take(&mut self.relaxed.as_mut().expect("called with relaxed co-scheduling").states);
+        states.clear();
+        states.extend(self.vminfo[vm].vcpus.iter().map(|u| self.progress_of(*u)));
+        states
+    }
+
     /// Bring the skews of `v`'s VM up to date (before one of its vCPUs changes state).
     #[inline(never)]
     pub(super) fn rc_account(&mut self, v: VcpuId) {
@@ -120,10 +129,8 @@ impl Sim {
             }
             return;
         }
+        let states = self.take_states(vm);
         let ids = &self.vminfo[vm].vcpus;
-        let mut states = std::mem::take(&mut self.relaxed.as_mut().expect("checked above").states);
-        states.clear();
-        states.extend(ids.iter().map(|u| self.progress_of(*u)));
         let rc = self.relaxed.as_mut().expect("checked above");
         let mut skew = std::mem::take(&mut rc.skews);
         skew.clear();
@@ -167,10 +174,9 @@ impl Sim {
         }
         self.rc_account(v);
         self.relaxed.as_mut().expect("checked").busy = true;
-        // The VM's vCPUs, read by index where a co-stop or co-start changes the host (they
+        // The VM's vCPUs are read by index where a co-stop or co-start changes the host (they
         // change the vCPUs' states, never the list).
         let n = self.vminfo[vm].vcpus.len();
-        let vcpu = |sim: &Sim, k: usize| sim.vminfo[vm].vcpus[k];
         let threshold = self.relaxed.as_ref().expect("checked").cfg.skew_threshold;
         let rc = self.relaxed.as_ref().expect("checked");
         let ids = &self.vminfo[vm].vcpus;
@@ -185,7 +191,7 @@ impl Sim {
             // otherwise keep it growing without bound).
             let laggard_past = ids.iter().any(|u| self.progress_of(*u) == Progress::Lagging && rc.skew[u.idx()] > threshold);
             for k in 0..n {
-                let u = vcpu(self, k);
+                let u = self.vminfo[vm].vcpus[k];
                 let running = self.vinfo[u.idx()].state == VcpuState::Running;
                 let halting = matches!(self.vcpus[u.idx()].activity, Activity::Overhead { halting: true });
                 if running && !halting && (laggard_past || self.relaxed.as_ref().expect("checked").skew[u.idx()] <= threshold) {
@@ -197,7 +203,7 @@ impl Sim {
             let caught_up = ids.iter().all(|u| rc.stopped[u.idx()] || rc.skew[u.idx()] == 0);
             if caught_up && ids.iter().any(|u| rc.stopped[u.idx()]) {
                 for k in 0..n {
-                    let u = vcpu(self, k);
+                    let u = self.vminfo[vm].vcpus[k];
                     if self.co_stopped(u) {
                         self.co_start(u);
                     }
@@ -212,10 +218,8 @@ impl Sim {
     /// vCPU would cross the threshold (while a sibling runs), or, while some are co-stopped, the
     /// instant the last running or idle one with skew would have caught up (skew 0).
     fn rc_schedule_check(&mut self, vm: usize) {
+        let states = self.take_states(vm);
         let ids = &self.vminfo[vm].vcpus;
-        let mut states = std::mem::take(&mut self.relaxed.as_mut().expect("called with relaxed co-scheduling").states);
-        states.clear();
-        states.extend(ids.iter().map(|u| self.progress_of(*u)));
         let rc = self.relaxed.as_ref().expect("called with relaxed co-scheduling");
         let any_running = states.contains(&Progress::Running);
         let any_stopped = states.contains(&Progress::Stopped);

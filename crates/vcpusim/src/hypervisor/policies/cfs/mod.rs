@@ -290,9 +290,11 @@ pub struct Cfs {
     /// `groups[vm * npcpus + p]`.
     groups: Vec<Group>,
     rqs: Vec<Rq>,
-    /// The pCPUs that are `idle_cpu` (no current entity, nothing queued), kept where either
-    /// changes (`note_idle`) and held to the run queues by `check`: `select_idle_sibling`'s
-    /// walk of a level of one-pCPU groups reads it instead of every run queue (select.rs).
+    /// The pCPUs that are `idle_cpu` (no current entity, nothing queued). The running task
+    /// counts in `nr_running` until it is dequeued, so only an enqueue, a dequeue or a run
+    /// queue's reset changes the answer; each of them calls `note_idle`, and `check` holds the
+    /// mask to the run queues. `select_idle_sibling`'s walk of a level of one-pCPU groups reads
+    /// it instead of every run queue (select.rs).
     idle: crate::hardware::cpumask::CpuMask,
     vms: Vec<CfsVm>,
     tgs: Vec<TaskGroup>,
@@ -775,7 +777,6 @@ impl Cfs {
             if g.se.on_rq {
                 self.rqs[p].root.tree.insert((g.se.vruntime, vm));
             }
-            self.note_idle(p);
         }
     }
 
@@ -827,7 +828,6 @@ impl Cfs {
         g.rq.curr = Some(v.0);
         e.prev_sum_exec = e.sum_exec;
         self.rqs[p].exec_start = now;
-        self.note_idle(p);
     }
 
     /// `check_preempt_curr` for vCPU `v` just queued on `p` (`check_preempt_wakeup`): an idle pCPU
@@ -940,7 +940,7 @@ impl Cfs {
         self.rqs[p].root.curr.is_none() && self.rqs[p].nr_running == 0
     }
 
-    /// Bring `idle`'s bit of `p` up to date (after its `curr` or `nr_running` changed).
+    /// Bring `idle`'s bit of `p` up to date (after its `nr_running` changed or it was reset).
     #[inline]
     fn note_idle(&mut self, p: usize) {
         let idle = self.idle_cpu(p);
