@@ -51,6 +51,8 @@ pub struct RelaxedCoState {
     /// a free per event and a half at 1,024 pCPUs (docs/speed.md, twenty-second round).
     states: Vec<Progress>,
     skews: Vec<Nanos>,
+    /// Scratch for the vCPUs one check co-stops (`rc_check`).
+    to_stop: Vec<VcpuId>,
 }
 
 impl RelaxedCoState {
@@ -67,6 +69,7 @@ impl RelaxedCoState {
             busy: false,
             states: Vec::new(),
             skews: Vec::new(),
+            to_stop: Vec::new(),
         }
     }
 }
@@ -188,16 +191,25 @@ impl Sim {
             // Co-stop the leaders: every running sibling within the threshold; and while a
             // *waiting* vCPU is past it, every running sibling, since any sibling's progress
             // widens that laggard's skew (a running vCPU that is itself past the threshold would
-            // otherwise keep it growing without bound).
+            // otherwise keep it growing without bound). The co-stops are decided on the VM as the
+            // check found it, then made: each frees a pCPU whose reschedule may switch in that
+            // waiting laggard, and a decision taken after it would co-stop the laggard too, past
+            // the threshold, leaving only caught-up siblings idle at the barrier, none of which
+            // would change state and poke the co-start (the VM stopped for good; docs/model.md,
+            // relaxed co-scheduling, found 2026-12-03).
             let laggard_past = ids.iter().any(|u| self.progress_of(*u) == Progress::Lagging && rc.skew[u.idx()] > threshold);
-            for k in 0..n {
-                let u = self.vminfo[vm].vcpus[k];
+            let mut stop = std::mem::take(&mut self.relaxed.as_mut().expect("checked").to_stop);
+            stop.clear();
+            let rc = self.relaxed.as_ref().expect("checked");
+            stop.extend(self.vminfo[vm].vcpus.iter().copied().filter(|u| {
                 let running = self.vinfo[u.idx()].state == VcpuState::Running;
                 let halting = matches!(self.vcpus[u.idx()].activity, Activity::Overhead { halting: true });
-                if running && !halting && (laggard_past || self.relaxed.as_ref().expect("checked").skew[u.idx()] <= threshold) {
-                    self.co_stop(u);
-                }
+                running && !halting && (laggard_past || rc.skew[u.idx()] <= threshold)
+            }));
+            for &u in &stop {
+                self.co_stop(u);
             }
+            self.relaxed.as_mut().expect("checked").to_stop = stop;
         } else {
             // Co-start when no vCPU that is not stopped owes skew any more (the laggards caught up).
             let caught_up = ids.iter().all(|u| rc.stopped[u.idx()] || rc.skew[u.idx()] == 0);
