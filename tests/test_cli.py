@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from importlib.metadata import entry_points
 
 import pytest
@@ -131,6 +132,15 @@ def test_bench_json_reports_speed(cli):
     # The report says which build it timed: with the PGO profile or not, as the backend decided.
     info = _core.build_info()
     assert (report["build_profile"], report["build_pgo"], report["build_pgo_note"]) == (info["profile"], info["pgo"], info["pgo_note"])
+    # And the machine: the model /proc/cpuinfo names, and a summary that carries it.
+    machine = report["machine"]
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as f:
+            models = [line.split(":", 1)[1].split() for line in f if line.split(":", 1)[0].strip() == "model name"]
+        assert machine["cpu_model"] == (" ".join(models[0]) if models else None)
+    assert machine["summary"].startswith(machine["cpu_model"] or "unknown processor")
+    # Rust's available_parallelism: the affinity mask, less where a cgroup quota allows fewer.
+    assert 1 <= machine["logical_cpus"] <= os.cpu_count()
     memory = report["memory"]
     assert (memory["short_sim_time_ns"], memory["long_sim_time_ns"]) == (50_000_000, 200_000_000)
     assert memory["long_events"] > memory["short_events"]

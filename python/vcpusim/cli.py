@@ -438,6 +438,7 @@ def bench(
         return
     print(f"vcpusim bench: {report['scenario']}, {report['build_profile']} build, {report['repeats']} timed runs")
     print(f"build: {report['build_pgo_note']}")
+    print(f"machine: {report['machine']['summary']}")
     table = Table()
     table.add_column("measure")
     table.add_column("value", justify="right")

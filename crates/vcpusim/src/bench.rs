@@ -16,7 +16,12 @@
 //!   and four 1-vCPU CPU-bound VMs per 8 pCPUs), one row per pCPU count and policy: live
 //!   events/s, ns per live event, the event queue's peak length, peak RSS of the run.
 //!
+//! - **Machine** (`machine`): the processor and its caches, since the same binary's figures
+//!   differ twofold between two machines of this workplace.
+//!
 //! Wall-clock time is measured here and only here; it never feeds back into a simulation.
+
+pub mod machine;
 
 use crate::api;
 use crate::build_info;
@@ -109,6 +114,8 @@ pub struct BenchReport {
     /// (`build_info`): a profile-guided build and one without are not comparable either.
     pub build_pgo: bool,
     pub build_pgo_note: String,
+    /// The machine it ran on: figures from two machines are not comparable.
+    pub machine: machine::Machine,
     /// Times the timed run was repeated; the figures below are per run.
     pub repeats: u32,
     pub sim_time_ns: u64,
@@ -244,6 +251,7 @@ pub fn run_on(scenario: &Scenario, options: &BenchOptions) -> Result<BenchReport
         build_profile: build_info::profile().to_string(),
         build_pgo: build_info::pgo_applied(),
         build_pgo_note: build_info::pgo_note().to_string(),
+        machine: machine::Machine::this(),
         repeats,
         sim_time_ns: facts.sim_time_ns,
         wall_time_s,
@@ -588,8 +596,8 @@ pub fn to_text(r: &BenchReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "vcpusim bench: {}, {} build, {} timed runs (each followed by a bare-heap timing)\n  build: {}",
-        r.scenario, r.build_profile, r.repeats, r.build_pgo_note
+        "vcpusim bench: {}, {} build, {} timed runs (each followed by a bare-heap timing)\n  build: {}\n  machine: {}",
+        r.scenario, r.build_profile, r.repeats, r.build_pgo_note, r.machine.summary
     );
     let mut row = |k: &str, v: String| {
         let _ = writeln!(s, "  {k:<44} {v:>16}");
