@@ -21,6 +21,7 @@
 
 use super::lb_index::{GroupType, LbIndex, CAPACITY_SCALE};
 use super::Eevdf;
+use crate::hardware::cpumask::CpuMask;
 use crate::hypervisor::policies::cfs::domains::{self, Domain, SdState};
 use crate::hypervisor::policy::PolicyCtx;
 use crate::ids::{PcpuId, VcpuId};
@@ -42,6 +43,9 @@ const NEWIDLE_COST_PER_PCPU: Nanos = 250;
 pub(super) struct Domains {
     per: Vec<Vec<Arc<Domain>>>,
     llc: Vec<usize>,
+    /// Each pCPU's `sd_llc` span as a mask, shared with its domain (None: no level shares the
+    /// package's resources, so the pCPU's last-level cache holds it alone).
+    llc_span: Vec<Option<Arc<CpuMask>>>,
     /// The load balancer's sums over the domains' groups, kept current by `note_rq`.
     index: LbIndex,
 }
@@ -53,6 +57,36 @@ impl Domains {
     fn of(&self, p: usize) -> &[Arc<Domain>] {
         self.per.get(p).map_or(&[], Vec::as_slice)
     }
+}
+
+/// Each pCPU's last-level-cache id (`sd_llc_id`: the first pCPU of the highest level sharing
+/// package resources, or the pCPU itself) and that level's span.
+fn llc_of(built: &[Vec<Domain>], npcpus: usize) -> (Vec<usize>, Vec<Option<Arc<CpuMask>>>) {
+    let mut llc: Vec<usize> = (0..npcpus).collect();
+    let mut span = vec![None; npcpus];
+    for (p, doms) in built.iter().enumerate() {
+        if let Some(d) = doms.iter().rev().find(|d| d.sd.share_pkg_resources) {
+            llc[p] = d.span[0];
+            span[p] = Some(d.span_mask.clone());
+        }
+    }
+    (llc, span)
+}
+
+/// `select_idle_cpu`'s search (6.6: `for_each_cpu_wrap(cpu, cpus, target + 1)` over
+/// `sched_domain_span(sd_llc) & p->cpus_ptr`): the first pCPU after `target`, wrapping, that is
+/// idle, in `target`'s last-level-cache span `llc` and in every mask of `allowed` (the pool and
+/// the vCPU's hard affinity, which `may_run` reads; None where every pCPU may run it). O(P/64) words, where a walk of the idle
+/// pCPUs checking each one's LLC read every idle pCPU of the other LLCs first (a 1,024-pCPU
+/// two-socket host with its VMs pinned to one socket: 523 instructions an event;
+/// docs/speed.md, twenty-third round). No span: `target` shares its cache with no other pCPU.
+fn idle_in_llc(idle: &CpuMask, llc: Option<&CpuMask>, allowed: Option<(&CpuMask, &CpuMask)>, target: usize) -> Option<usize> {
+    let llc = llc?;
+    let found = match allowed {
+        None => idle.first_common_from(&[llc], target + 1),
+        Some((pool, hard)) => idle.first_common_from(&[llc, pool, hard], target + 1),
+    };
+    found.map(|c| c.idx())
 }
 
 /// `enum cpu_idle_type`.
@@ -77,8 +111,8 @@ impl Eevdf {
     pub(super) fn rebuild_domains(&mut self, ctx: &PolicyCtx) {
         let pool: Vec<usize> = ctx.host.pcpu_ids().map(|p| p.idx()).collect();
         let mut built = domains::build(ctx.host.topology, &pool, self.npcpus);
-        let mut llc: Vec<usize> = (0..self.npcpus).collect();
-        for (p, doms) in built.iter_mut().enumerate() {
+        let (llc, llc_span) = llc_of(&built, self.npcpus);
+        for doms in built.iter_mut() {
             for d in doms.iter_mut() {
                 let weight = d.span.len() as u64;
                 d.sd.min_interval = weight;
@@ -90,9 +124,6 @@ impl Eevdf {
                     (_, _, "NODE") => 2,
                     _ => 1,
                 };
-                if d.sd.share_pkg_resources {
-                    llc[p] = d.span[0];
-                }
             }
         }
         let jiffies = self.jiffies(ctx.now());
@@ -108,7 +139,7 @@ impl Eevdf {
         }
         let per: Vec<Vec<Arc<Domain>>> = built.into_iter().map(|d| d.into_iter().map(Arc::new).collect()).collect();
         let index = LbIndex::build(&per);
-        self.domains = Domains { per, llc, index };
+        self.domains = Domains { per, llc, llc_span, index };
         for p in 0..self.npcpus {
             self.note_rq(p);
         }
@@ -191,20 +222,12 @@ impl Eevdf {
         {
             return recent;
         }
-        let llc = self.domains.llc[target];
-        let mut from = target + 1;
-        for _ in 0..2 {
-            let mut next = self.idle.next_from(from);
-            while let Some(c) = next {
-                let c = c.idx();
-                if self.domains.llc[c] == llc && ctx.host.may_run(v, PcpuId(c as u32)) {
-                    return c;
-                }
-                next = self.idle.next_from(c + 1);
-            }
-            from = 0;
-        }
-        target
+        let llc = self.domains.llc_span[target].as_deref();
+        let found = match ctx.host.scope.filter(|s| !s.trivial) {
+            None => idle_in_llc(&self.idle, llc, None, target),
+            Some(s) => idle_in_llc(&self.idle, llc, Some((&s.pool.mask, &s.affinity[v.idx()].hard)), target),
+        };
+        found.unwrap_or(target)
     }
 
     /// `select_task_rq(SD_BALANCE_FORK)` for a new vCPU thread, reduced to its outcome on these
@@ -491,5 +514,67 @@ impl Eevdf {
         }
         self.walk_queued = queued;
         moved
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hardware::topology::{LlcScope, Topology};
+    use rand::{Rng, SeedableRng};
+
+    /// The walk `idle_in_llc` replaced: every idle pCPU from `target + 1` on, wrapping, until
+    /// one with `target`'s LLC id that `allowed` admits.
+    fn walk(idle: &CpuMask, llc: &[usize], allowed: &CpuMask, target: usize) -> Option<usize> {
+        (target + 1..llc.len())
+            .chain(0..=target)
+            .find(|&c| idle.contains(PcpuId(c as u32)) && llc[c] == llc[target] && allowed.contains(PcpuId(c as u32)))
+    }
+
+    #[test]
+    fn the_llc_mask_finds_what_the_walk_of_idle_pcpus_found() {
+        let hosts = [
+            Topology::flat(6),
+            Topology::new(8, 2, 2, 1).unwrap(),
+            Topology::new(16, 2, 2, 2).unwrap(),
+            Topology::new(12, 1, 1, 2).unwrap(),
+            Topology::new(24, 4, 2, 3).unwrap(),
+            Topology::new(130, 2, 2, 1).unwrap(),
+            Topology::new(32, 2, 4, 1).unwrap().with_modules(2, LlcScope::Node).unwrap(),
+        ];
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(23);
+        let mut compared = 0;
+        for topo in &hosts {
+            let n = topo.npcpus();
+            let whole: Vec<usize> = (0..n).collect();
+            // Uneven pools: some pCPUs keep no level sharing the package (alone in their LLC).
+            let odd: Vec<usize> = (0..n).filter(|q| q % 3 != 1).collect();
+            let upper: Vec<usize> = (n / 3..n).collect();
+            for pool in [&whole, &odd, &upper] {
+                let (llc, span) = llc_of(&domains::build(topo, pool, n), n);
+                let mut pool_mask = CpuMask::empty();
+                for &p in pool.iter() {
+                    pool_mask.insert(PcpuId(p as u32));
+                }
+                for _ in 0..50 {
+                    let (mut idle, mut hard) = (CpuMask::empty(), CpuMask::empty());
+                    let share: f64 = rng.random();
+                    for &p in pool.iter() {
+                        idle.set(PcpuId(p as u32), rng.random_bool(share));
+                        hard.set(PcpuId(p as u32), rng.random_bool(0.7));
+                    }
+                    for &t in pool.iter().filter(|&&t| !idle.contains(PcpuId(t as u32))) {
+                        let anywhere = idle_in_llc(&idle, span[t].as_deref(), None, t);
+                        assert_eq!(anywhere, walk(&idle, &llc, &pool_mask, t), "{n} pCPUs, target {t}");
+                        let masked = idle_in_llc(&idle, span[t].as_deref(), Some((&pool_mask, &hard)), t);
+                        let mut allowed = pool_mask.clone();
+                        allowed.and_with(&hard);
+                        assert_eq!(masked, walk(&idle, &llc, &allowed, t), "{n} pCPUs, target {t}, masked");
+                        compared += 1;
+                    }
+                }
+            }
+        }
+        assert!(compared > 10_000, "{compared}");
     }
 }
