@@ -360,6 +360,35 @@ pub(crate) fn initial_state(levels: usize, jiffies: u64) -> Vec<SdState> {
     vec![SdState { last_balance: jiffies, balance_interval: 1, nr_balance_failed: 0 }; levels]
 }
 
+/// Hosts the domain tests build on (flat, SMT, several nodes, three threads a core, CMT modules
+/// with node LLCs, and one of three mask words), each with three pools: the whole host, one that
+/// splits modules and sockets unevenly (the levels kept differ between pCPUs) and its upper two
+/// thirds.
+#[cfg(test)]
+pub(crate) fn test_hosts_and_pools() -> Vec<(Topology, Vec<Vec<usize>>)> {
+    use crate::hardware::topology::LlcScope;
+    let hosts = [
+        Topology::flat(6),
+        Topology::new(8, 2, 2, 1).unwrap(),
+        Topology::new(8, 2, 1, 1).unwrap(),
+        Topology::new(16, 2, 2, 2).unwrap(),
+        Topology::new(12, 1, 1, 2).unwrap(),
+        Topology::new(24, 4, 2, 3).unwrap(),
+        Topology::new(32, 2, 4, 1).unwrap().with_modules(2, LlcScope::Node).unwrap(),
+        Topology::new(130, 2, 2, 1).unwrap(),
+    ];
+    hosts
+        .into_iter()
+        .map(|topo| {
+            let n = topo.npcpus();
+            let whole: Vec<usize> = (0..n).collect();
+            let odd: Vec<usize> = (0..n).filter(|q| q % 3 != 1).collect();
+            let upper: Vec<usize> = (n / 3..n).collect();
+            (topo, vec![whole, odd, upper])
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -463,23 +492,11 @@ mod tests {
 
     #[test]
     fn shared_spans_and_groups_walk_as_each_pcpu_building_its_own() {
-        let hosts = [
-            Topology::flat(6),
-            Topology::new(8, 2, 2, 1).unwrap(),
-            Topology::new(8, 2, 1, 1).unwrap(),
-            Topology::new(16, 2, 2, 2).unwrap(),
-            Topology::new(12, 1, 1, 2).unwrap(),
-            Topology::new(24, 4, 2, 3).unwrap(),
-        ];
-        for topo in &hosts {
+        for (topo, pools) in test_hosts_and_pools() {
             let n = topo.npcpus();
-            let whole: Vec<usize> = (0..n).collect();
-            // Pools that split modules and sockets unevenly (levels kept differ between pCPUs).
-            let odd: Vec<usize> = (0..n).filter(|q| q % 3 != 1).collect();
-            let upper: Vec<usize> = (n / 3..n).collect();
-            for pool in [&whole, &odd, &upper] {
-                let built: Vec<Plain> = build(topo, pool, n).iter().map(|d| plain(d)).collect();
-                assert_eq!(built, reference(topo, pool, n), "{n} pCPUs, pool {pool:?}");
+            for pool in &pools {
+                let built: Vec<Plain> = build(&topo, pool, n).iter().map(|d| plain(d)).collect();
+                assert_eq!(built, reference(&topo, pool, n), "{n} pCPUs, pool {pool:?}");
             }
         }
     }

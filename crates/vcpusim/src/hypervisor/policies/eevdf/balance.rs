@@ -520,7 +520,6 @@ impl Eevdf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hardware::topology::{LlcScope, Topology};
     use rand::{Rng, SeedableRng};
 
     /// The walk `idle_in_llc` replaced: every idle pCPU from `target + 1` on, wrapping, until
@@ -533,25 +532,12 @@ mod tests {
 
     #[test]
     fn the_llc_mask_finds_what_the_walk_of_idle_pcpus_found() {
-        let hosts = [
-            Topology::flat(6),
-            Topology::new(8, 2, 2, 1).unwrap(),
-            Topology::new(16, 2, 2, 2).unwrap(),
-            Topology::new(12, 1, 1, 2).unwrap(),
-            Topology::new(24, 4, 2, 3).unwrap(),
-            Topology::new(130, 2, 2, 1).unwrap(),
-            Topology::new(32, 2, 4, 1).unwrap().with_modules(2, LlcScope::Node).unwrap(),
-        ];
         let mut rng = rand_pcg::Pcg64::seed_from_u64(23);
         let mut compared = 0;
-        for topo in &hosts {
+        for (topo, pools) in domains::test_hosts_and_pools() {
             let n = topo.npcpus();
-            let whole: Vec<usize> = (0..n).collect();
-            // Uneven pools: some pCPUs keep no level sharing the package (alone in their LLC).
-            let odd: Vec<usize> = (0..n).filter(|q| q % 3 != 1).collect();
-            let upper: Vec<usize> = (n / 3..n).collect();
-            for pool in [&whole, &odd, &upper] {
-                let (llc, span) = llc_of(&domains::build(topo, pool, n), n);
+            for pool in &pools {
+                let (llc, span) = llc_of(&domains::build(&topo, pool, n), n);
                 let mut pool_mask = CpuMask::empty();
                 for &p in pool.iter() {
                     pool_mask.insert(PcpuId(p as u32));
