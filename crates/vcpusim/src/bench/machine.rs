@@ -86,7 +86,7 @@ fn describe(model: Option<&str>, cpus: Option<usize>, caches: &[Cache]) -> Strin
 }
 
 /// The first `model name` line's value (x86 and most others write it; None where absent).
-pub fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
+fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
     cpuinfo
         .lines()
         .find_map(|l| {
@@ -97,7 +97,7 @@ pub fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
 }
 
 /// A sysfs cache size ("32K", "512K", "32768K", "1M") in KiB.
-pub fn parse_size_kib(text: &str) -> Option<u64> {
+fn parse_size_kib(text: &str) -> Option<u64> {
     let t = text.trim();
     let (digits, unit) = match t.find(|c: char| !c.is_ascii_digit()) {
         Some(i) => t.split_at(i),

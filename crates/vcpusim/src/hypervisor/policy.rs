@@ -8,7 +8,7 @@
 //! place and lets every policy be tested with the same suite.
 
 use crate::engine::event_queue::EventId;
-use crate::hardware::cpumask::IndexMask;
+use crate::hardware::cpumask::{CpuMask, IndexMask};
 use crate::hardware::topology::Topology;
 use crate::hypervisor::cpupool::Scope;
 use crate::hypervisor::node_affinity::NodeAffinity;
@@ -221,6 +221,13 @@ impl<'a> HostView<'a> {
     #[inline]
     pub fn may_run(&self, v: VcpuId, p: PcpuId) -> bool {
         self.scope.is_none_or(|s| s.trivial || (s.pool.mask.contains(p) && s.affinity[v.idx()].hard.contains(p)))
+    }
+    /// The masks `may_run` reads, for a search over masks: `[pool, v's hard affinity]`, whose
+    /// intersection is where `v` may run; None where it may run on every pCPU (one pool, no
+    /// masks).
+    #[inline]
+    pub fn run_masks(&self, v: VcpuId) -> Option<[&'a CpuMask; 2]> {
+        self.scope.filter(|s| !s.trivial).map(|s| [&s.pool.mask, &s.affinity[v.idx()].hard])
     }
     /// Whether `v` has a soft affinity that matters here (Xen `has_soft_affinity`: it narrows
     /// hard ∩ pool without leaving it empty).

@@ -145,9 +145,9 @@ impl Cfs {
                     // the first allowed idle one; the idle mask finds it in O(P/64) where the
                     // walk read every busy run queue before it (a wake-up on a flat 1,024-pCPU
                     // host: 530 instructions an event; docs/speed.md, twenty-second round).
-                    let found = match host.scope.filter(|s| !s.trivial) {
+                    let found = match host.run_masks(v) {
                         None => self.idle.first_common_from(&[&sd.span_mask], target),
-                        Some(s) => self.idle.first_common_from(&[&sd.span_mask, &s.pool.mask, &s.affinity[v.idx()].hard], target),
+                        Some([pool, hard]) => self.idle.first_common_from(&[&sd.span_mask, pool, hard], target),
                     };
                     if let Some(q) = found {
                         return q.idx();

@@ -60,7 +60,8 @@ impl Domains {
 }
 
 /// Each pCPU's last-level-cache id (`sd_llc_id`: the first pCPU of the highest level sharing
-/// package resources, or the pCPU itself) and that level's span.
+/// package resources, or the pCPU itself) and that level's span (`sd_llc`), as Linux's
+/// `update_top_cache_domain` keeps both: the id answers `cpus_share_cache` in one compare.
 fn llc_of(built: &[Vec<Domain>], npcpus: usize) -> (Vec<usize>, Vec<Option<Arc<CpuMask>>>) {
     let mut llc: Vec<usize> = (0..npcpus).collect();
     let mut span = vec![None; npcpus];
@@ -75,16 +76,17 @@ fn llc_of(built: &[Vec<Domain>], npcpus: usize) -> (Vec<usize>, Vec<Option<Arc<C
 
 /// `select_idle_cpu`'s search (6.6: `for_each_cpu_wrap(cpu, cpus, target + 1)` over
 /// `sched_domain_span(sd_llc) & p->cpus_ptr`): the first pCPU after `target`, wrapping, that is
-/// idle, in `target`'s last-level-cache span `llc` and in every mask of `allowed` (the pool and
-/// the vCPU's hard affinity, which `may_run` reads; None where every pCPU may run it). O(P/64) words, where a walk of the idle
-/// pCPUs checking each one's LLC read every idle pCPU of the other LLCs first (a 1,024-pCPU
-/// two-socket host with its VMs pinned to one socket: 523 instructions an event;
-/// docs/speed.md, twenty-third round). No span: `target` shares its cache with no other pCPU.
-fn idle_in_llc(idle: &CpuMask, llc: Option<&CpuMask>, allowed: Option<(&CpuMask, &CpuMask)>, target: usize) -> Option<usize> {
+/// idle, in `target`'s last-level-cache span `llc` and in both `allowed` masks (the pool and the
+/// vCPU's hard affinity, `HostView::run_masks`; None where every pCPU may run it). No span:
+/// `target` shares its cache with no other pCPU. O(P/64) words, where a walk of the idle pCPUs
+/// checking each one's LLC read every idle pCPU of the other LLCs first (a 1,024-pCPU two-socket
+/// host with its VMs pinned to one socket: 523 instructions an event; docs/speed.md,
+/// twenty-third round).
+fn idle_in_llc(idle: &CpuMask, llc: Option<&CpuMask>, allowed: Option<[&CpuMask; 2]>, target: usize) -> Option<usize> {
     let llc = llc?;
     let found = match allowed {
         None => idle.first_common_from(&[llc], target + 1),
-        Some((pool, hard)) => idle.first_common_from(&[llc, pool, hard], target + 1),
+        Some([pool, hard]) => idle.first_common_from(&[llc, pool, hard], target + 1),
     };
     found.map(|c| c.idx())
 }
@@ -222,12 +224,7 @@ impl Eevdf {
         {
             return recent;
         }
-        let llc = self.domains.llc_span[target].as_deref();
-        let found = match ctx.host.scope.filter(|s| !s.trivial) {
-            None => idle_in_llc(&self.idle, llc, None, target),
-            Some(s) => idle_in_llc(&self.idle, llc, Some((&s.pool.mask, &s.affinity[v.idx()].hard)), target),
-        };
-        found.unwrap_or(target)
+        idle_in_llc(&self.idle, self.domains.llc_span[target].as_deref(), ctx.host.run_masks(v), target).unwrap_or(target)
     }
 
     /// `select_task_rq(SD_BALANCE_FORK)` for a new vCPU thread, reduced to its outcome on these
@@ -552,7 +549,7 @@ mod tests {
                     for &t in pool.iter().filter(|&&t| !idle.contains(PcpuId(t as u32))) {
                         let anywhere = idle_in_llc(&idle, span[t].as_deref(), None, t);
                         assert_eq!(anywhere, walk(&idle, &llc, &pool_mask, t), "{n} pCPUs, target {t}");
-                        let masked = idle_in_llc(&idle, span[t].as_deref(), Some((&pool_mask, &hard)), t);
+                        let masked = idle_in_llc(&idle, span[t].as_deref(), Some([&pool_mask, &hard]), t);
                         let mut allowed = pool_mask.clone();
                         allowed.and_with(&hard);
                         assert_eq!(masked, walk(&idle, &llc, &allowed, t), "{n} pCPUs, target {t}, masked");
