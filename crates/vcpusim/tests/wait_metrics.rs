@@ -114,3 +114,39 @@ fn a_woken_vcpu_behind_a_busy_vcpu_waits_and_its_latency_is_part_of_its_steal() 
     let hog = num(&t, "hog", "cpu_time_ms") + num(&t, "hog", "steal_time_ms");
     assert!((hog - 4000.0).abs() < 0.003, "hog: {hog}");
 }
+
+/// PARSEC streamcluster's barrier (`parsec_barrier_wait`, docs/model.md "PARSEC barrier") in an
+/// 8-vCPU VM on 8 pCPUs, alone or beside an 8-vCPU hog under cfs, with `[run] barrier_waits`.
+fn streamcluster(wait: &str, hog: bool, report: bool) -> String {
+    let hog = if hog { "[[vm]]\nname = \"hog\"\nvcpus = 8\nworkload = \"cpu-bound\"\n" } else { "" };
+    format!(
+        "[host]\npcpus = 8\npolicy = \"cfs\"\n\
+         [[vm]]\nname = \"sc\"\nvcpus = 8\nworkload = \"parsec.streamcluster\"\nparams = {{ wait = \"{wait}\" }}\n\
+         {hog}[run]\nduration = \"300ms\"\nbarrier_waits = {report}\n"
+    )
+}
+
+#[test]
+fn barrier_waits_count_the_parsec_barriers_block_waits_by_phase_and_only_when_asked() {
+    // Block-only: each of the seven threads that arrive before the last blocks once in the
+    // arrival phase; no wake-up ever comes before the phase changes (the one condition variable
+    // is broadcast only when the phase changes), so arrivals are 7 per barrier, give or take the
+    // barrier the run ends in. Progress is thread 0's count of barriers.
+    let out = run_toml(&streamcluster("block", false, true), true);
+    let m = metrics(&out);
+    let phases = num(&vm_table(&out), "sc", "progress");
+    let arrival = m["sc"]["barrier_waits[arrival]"];
+    assert!(phases > 300.0, "{phases} barriers in 300 ms");
+    assert!((arrival - 7.0 * phases).abs() <= 8.0, "{arrival} arrival waits for {phases} barriers");
+    // Departure waits: a thread back at the barrier while the previous use's leavers still hold
+    // it up. Alone, the seven hand-offs of the mutex after the last arrival are over long before
+    // the first leaver has done its next 233-433 us of work; beside a hog that preempts the
+    // leavers, they are not.
+    let solo = m["sc"]["barrier_waits[departure]"];
+    let beside = metrics(&run_toml(&streamcluster("block", true, true), true))["sc"]["barrier_waits[departure]"];
+    assert!(beside > 10.0 && beside > 5.0 * solo.max(1.0), "departure waits: {solo} alone, {beside} beside a hog");
+    // Asked for nothing, the run reports nothing new (every other run keeps its bytes).
+    let plain = run_toml(&streamcluster("block", false, false), true);
+    assert!(!plain.metrics_csv.contains("barrier_waits"));
+    assert_eq!(plain.vms_csv, out.vms_csv, "counting changes no result");
+}

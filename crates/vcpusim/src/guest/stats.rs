@@ -73,7 +73,16 @@ pub struct GuestStats {
     pub spin_wait_by_lock: Vec<WaitTally>,
     /// From the start of a shootdown until its initiator sees the last acknowledgement.
     pub tlb_shootdown: Histogram,
+    /// PARSEC barrier (`parsec_barrier_wait`) block-waits, `pthread_cond_wait` calls by phase:
+    /// `[ARRIVAL]` waits for the last arriver, `[DEPARTURE]` waits for the previous use's last
+    /// leaver (seed 000 section 4.2.3's "departure barrier waits"). Reported with `[run]
+    /// barrier_waits`.
+    pub barrier_waits: [u64; 2],
 }
+
+/// Indexes of [`GuestStats::barrier_waits`].
+pub const ARRIVAL: usize = 0;
+pub const DEPARTURE: usize = 1;
 
 impl GuestStats {
     /// A contended acquisition of `lock` that waited `wait`.

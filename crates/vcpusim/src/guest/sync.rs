@@ -6,6 +6,7 @@
 
 use super::kernel::{GuestEnv, GuestKernel};
 use super::objects::MutexWord;
+use super::stats::{ARRIVAL, DEPARTURE};
 use super::thread::{Action, FutexKey, SpinCond, Step};
 use crate::ids::ThreadId;
 use crate::workload::program::{BarrierWait, ObjIndex};
@@ -230,11 +231,13 @@ impl GuestKernel {
         }
     }
 
-    /// With the mutex held: `while (flag != arrival) pthread_cond_wait(&cond, &mutex);`.
+    /// With the mutex held: `while (flag != arrival) pthread_cond_wait(&cond, &mutex);`. Waiting
+    /// for the arrival phase is waiting for the previous use's departure (`barrier_waits`).
     pub fn parsec_wait_phase(&mut self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, arrival: bool) {
         let pb = &self.objects.parsec[b];
         if pb.arrival != arrival {
             let (cond, mutex) = (pb.cond, pb.mutex);
+            self.stats.barrier_waits[if arrival { DEPARTURE } else { ARRIVAL }] += 1;
             env.push_front_steps(
                 t,
                 [Step::Do(Action::CondWait { cond, mutex }), Step::Do(Action::ParsecWaitPhase { barrier: b, arrival })],

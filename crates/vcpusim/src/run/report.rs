@@ -233,6 +233,12 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             put!(format_args!("spin_wait_max_us[{class}]"), F3(w.max as f64 / 1e3));
         }
         put!("tlb_shootdown_latency_min_us", F3(gs.tlb_shootdown.min_or_zero() as f64 / 1e3));
+        if sc.run.barrier_waits {
+            // Only when asked (`[run] barrier_waits`), so that other runs keep their bytes.
+            use crate::guest::stats::{ARRIVAL, DEPARTURE};
+            put!("barrier_waits[arrival]", gs.barrier_waits[ARRIVAL]);
+            put!("barrier_waits[departure]", gs.barrier_waits[DEPARTURE]);
+        }
         if let Some(n) = guest.net.as_deref() {
             // Seed 002's network device (sim/device.rs, guest/netrx.rs): frames received, the
             // virtual IRQs relayed for them, ACKs sent, bytes recv returned.

@@ -293,7 +293,7 @@ mod tests {
         );
         assert_eq!(names(&json["host_halt_poll"]), ["max", "grow", "grow_start", "shrink"]);
         assert_eq!(json["host_halt_poll"][0]["default"], "200us");
-        assert_eq!(names(&json["run"]), ["duration", "seed", "max_events", "check", "sample_every"]);
+        assert_eq!(names(&json["run"]), ["duration", "seed", "max_events", "check", "sample_every", "barrier_waits"]);
         let sources = ["module_frontend", "module_fpu", "llc", "numa_remote"];
         assert_eq!(names(&json["host_contention"]), sources);
         assert_eq!(names(&json["vm_contention"]), sources);

@@ -316,6 +316,12 @@ pub fn run_keys() -> Vec<SectionKey> {
             )
             .at_least(MS as f64),
         ),
+        SectionKey::defaulted(ParamSpec::boolean(
+            "barrier_waits",
+            false,
+            "Report each VM's PARSEC-barrier block-waits by phase as metrics.csv rows \
+             barrier_waits[arrival] and barrier_waits[departure] (seed 000 Figure 10b)",
+        )),
     ]
 }
 
@@ -492,7 +498,7 @@ pub fn costs(section: Option<&Section>) -> Result<Costs, SimError> {
 
 /// `[run]`; absent keys take their defaults.
 pub fn run(section: Option<&Section>) -> Result<RunSpec, SimError> {
-    let mut run = RunSpec { duration: 10 * SEC, seed: 1, max_events: None, check: false, sample_every: None };
+    let mut run = RunSpec { duration: 10 * SEC, seed: 1, max_events: None, check: false, sample_every: None, barrier_waits: false };
     let Some(section) = section else { return Ok(run) };
     for (name, value) in read(section, &run_keys())? {
         match (name, value) {
@@ -501,6 +507,7 @@ pub fn run(section: Option<&Section>) -> Result<RunSpec, SimError> {
             ("max_events", Some(ParamValue::Int(n))) => run.max_events = Some(n),
             ("check", Some(ParamValue::Bool(b))) => run.check = b,
             ("sample_every", Some(ParamValue::Duration(ns))) => run.sample_every = Some(ns),
+            ("barrier_waits", Some(ParamValue::Bool(b))) => run.barrier_waits = b,
             _ => {}
         }
     }
@@ -599,10 +606,11 @@ mod tests {
 
     #[test]
     fn run_keys_are_checked() {
-        let t = table("duration = \"2s\"\nseed = 7\nmax_events = 1000\ncheck = true\nsample_every = \"100ms\"");
+        let t = table("duration = \"2s\"\nseed = 7\nmax_events = 1000\ncheck = true\nsample_every = \"100ms\"\nbarrier_waits = true");
         let r = run(Some(&Section::new("f", "run", &t))).unwrap();
         assert_eq!((r.duration, r.seed, r.max_events, r.check), (2 * SEC, 7, Some(1000), true));
-        assert_eq!(r.sample_every, Some(100 * MS));
+        assert_eq!((r.sample_every, r.barrier_waits), (Some(100 * MS), true));
+        assert!(!run(Some(&Section::new("f", "run", &table("")))).unwrap().barrier_waits);
         for (text, key) in [
             ("duration = \"0s\"", "run.duration"),
             ("duration = \"60\"", "run.duration"),
@@ -610,6 +618,7 @@ mod tests {
             ("max_events = 0", "run.max_events"),
             ("check = \"yes\"", "run.check"),
             ("sample_every = \"500us\"", "run.sample_every"),
+            ("barrier_waits = 1", "run.barrier_waits"),
         ] {
             let t = table(text);
             let e = run(Some(&Section::new("f", "run", &t))).unwrap_err();

@@ -195,4 +195,6 @@ pub struct RunSpec {
     pub check: bool,
     /// Record each VM's cumulative pCPU time every this often (`metrics.csv`), like XenMon.
     pub sample_every: Option<Nanos>,
+    /// Report the PARSEC barrier's block-waits by phase (`metrics.csv`, seed 000 Figure 10b).
+    pub barrier_waits: bool,
 }
