@@ -129,8 +129,15 @@ class Estimate:
         return self.has_interval and (self.lo > ref or self.hi < ref)
 
     def map(self, f) -> "Estimate":
-        """The estimate under a monotone increasing ``f`` (a scale or a shift): interval ends mapped."""
-        return Estimate(f(self.mean), f(self.lo), f(self.hi), self.n)
+        """The estimate under a monotone ``f`` (a shift, a scale, a negation): the mean and both
+        interval ends mapped, the ends put back in order when ``f`` decreases."""
+        a, b = f(self.lo), f(self.hi)
+        return Estimate(f(self.mean), min(a, b) if self.has_interval else a, max(a, b) if self.has_interval else b,
+                        self.n)
+
+    def __neg__(self) -> "Estimate":
+        """``-e``: a change read as a saving, a cut as a gain (the interval's ends swap)."""
+        return self.map(lambda x: -x)
 
     def text(self, digits: int = 2, pct: bool = False, unit: str = "") -> str:
         """``mean [lo, hi]``; ``pct`` shows fractions as signed percentages."""
@@ -145,6 +152,10 @@ class Estimate:
         if not self.has_interval:
             return f(self.mean)
         return f"{f(self.mean)} [{f(self.lo)}, {f(self.hi)}]"
+
+
+#: No estimate: a point that was not run or cannot be measured (every judge gives it N).
+NO_ESTIMATE = Estimate(math.nan, math.nan, math.nan, 0)
 
 
 def welch(a: Estimate | Sequence[float], b: Estimate | Sequence[float], *, sd_a: float | None = None,
@@ -285,3 +296,39 @@ def judge_count(holding: int, needed: int) -> str:
     """A claim about how many items something holds for ("most applications", "all but three"):
     R when at least ``needed`` items hold it beyond noise, N otherwise."""
     return R if holding >= needed else N
+
+
+# --- Changes -------------------------------------------------------------------------------------
+
+
+def relative(diff: Estimate, base: float) -> Estimate:
+    """A difference of means as a change relative to the base's mean, ``(new - base) / base``:
+    the difference's interval (per-seed paired, or ``welch``) scaled by the base's mean, so the
+    change is beyond noise exactly when the difference is. NaN when the base's mean is not
+    positive."""
+    if not (base > 0):
+        return Estimate(math.nan, math.nan, math.nan, diff.n)
+    return diff.map(lambda x: x / base)
+
+
+def change(new: Sequence[float], base: Sequence[float], *, paired: bool) -> Estimate:
+    """``mean(new) / mean(base) - 1`` (a ratio of whole-run totals or of mean rates, as a paper
+    compares two configurations), with its 95% interval: from the per-seed differences when the
+    two were run on the same seeds (``paired``: ``new[i]`` and ``base[i]`` share seed i), from
+    Welch's interval otherwise. A side with no values (a point not run) gives ``NO_ESTIMATE``."""
+    if not len(new) or not len(base):
+        return NO_ESTIMATE
+    if paired:
+        if len(new) != len(base):
+            raise ValueError(f"paired samples differ in length: {len(new)} and {len(base)}")
+        pairs = [(a, b) for a, b in zip(new, base) if not (_nan(a) or _nan(b))]
+        diff = Estimate.of([a - b for a, b in pairs])
+        base_mean = math.fsum(b for _, b in pairs) / len(pairs) if pairs else math.nan
+    else:
+        diff = welch(new, base)
+        base_mean = _moments(base, None)[0]
+    return relative(diff, base_mean)
+
+
+def _nan(x) -> bool:
+    return x is None or math.isnan(float(x))

@@ -1,7 +1,8 @@
-"""The machinery every experiment set shares (experiments/asplos13, experiments/hybrid): settings
-from the command line, running scenario cases over seeds with ``vcpusim.sweep_cases`` (saved as they
-finish so a rerun resumes), one long table of runs, mean and spread over seeds, CSV and PNG
-output, and the paper's claims printed beside ours.
+"""The machinery every experiment set shares (experiments/asplos13, hybrid, xen_cmt, microsliced,
+irs, modern): settings from the command line, running scenario cases over seeds with
+``vcpusim.sweep_cases`` (saved as they finish so a rerun resumes), one long table of runs, mean
+and 95% interval over seeds, CSV and PNG output, and the paper's claims printed beside ours,
+each judged by the validation protocol (``protocol.py``, docs/validation.md).
 
 Each set's ``common.py`` points ``OUT`` at its own ``out/`` folder and adds the paper's setup.
 A figure script made with ``figure_main(fig, measure, write_outputs, claims)`` runs alone as
@@ -14,6 +15,7 @@ import argparse
 import importlib
 import io
 import math
+import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -24,21 +26,33 @@ from typing import Callable, Sequence
 try:
     import matplotlib
 except ImportError:  # the package itself draws nothing; its figures are an extra
-    raise SystemExit("the experiment scripts draw figures with matplotlib: pip install \".[plot]\"") from None
+    raise SystemExit("the experiment scripts draw figures with matplotlib: pip install \".[experiments]\"") from None
 
 matplotlib.use("Agg")  # files only, no display
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from rich.console import Console  # noqa: E402
+from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 import vcpusim  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # protocol.py beside this file
+import protocol  # noqa: E402
+from protocol import (  # noqa: E402,F401  (re-exported: the protocol's vocabulary)
+    AMBIGUOUS, CALIBRATION, D, DIRECTION, EXTRA, MEASURED, MECHANISM, NO_EFFECT, N, POINT, PREDICTION,
+    NO_ESTIMATE, RANGE, R, WORKLOAD, Estimate, beyond_noise, change, judge_count, judge_direction, judge_holds,
+    judge_no_effect, judge_order, judge_point, judge_range, relative, welch, worst,
+)
+
 #: What each set's common.py re-exports to its figure scripts (``from runkit import *``).
 __all__ = [
-    "DIRECTION", "NOT_REPRODUCED", "OUT", "REPRODUCED", "Case", "Claim", "Settings", "aggregate",
-    "bar_plot", "beyond_noise", "console", "figure_main", "finite", "fmt", "judge", "param_default", "require_workload", "line_plot", "out_dir", "parse_args",
-    "per_seed_ratio", "report", "run_cases", "run_set", "use_quick_outputs", "verdict", "write_csv",
+    "AMBIGUOUS", "CALIBRATION", "D", "DIRECTION", "EXTRA", "MEASURED", "MECHANISM", "NO_EFFECT", "NO_ESTIMATE", "N", "OUT",
+    "POINT", "PREDICTION", "R", "RANGE", "WORKLOAD", "Case", "Claim", "Estimate", "Settings", "aggregate",
+    "bar_plot", "beyond_noise", "change", "console", "est", "figure_main", "finite", "judge_count",
+    "judge_direction", "judge_holds", "judge_no_effect", "interval_bars", "items_text", "judge_order", "judge_point", "judge_range",
+    "line_plot", "min_n", "out_dir", "param_default", "parse_args", "per_seed_ratio", "relative", "report", "require_workload",
+    "run_cases", "run_set", "seed_values", "use_quick_outputs", "welch", "worst", "write_csv",
 ]
 
 # Wide enough for the claim tables when output goes to a file or a pipe.
@@ -75,9 +89,10 @@ class Settings:
     seeds: int | None = None  # None: the script's default
     processes: int = 2
 
-    def seed_list(self, full: int = 3) -> list[int]:
-        """Seeds 1..n: ``full`` for a full run (at least three, section 4), one with --quick."""
-        n = self.seeds if self.seeds is not None else (1 if self.quick else full)
+    def seed_list(self, full: int = protocol.MIN_SEEDS) -> list[int]:
+        """Seeds 1..n: ``full`` for a full run, never fewer than the protocol's ``MIN_SEEDS``
+        (docs/validation.md); one with --quick; ``--seeds`` overrides both."""
+        n = self.seeds if self.seeds is not None else (1 if self.quick else max(full, protocol.MIN_SEEDS))
         return list(range(1, n + 1))
 
     def duration(self, full: str, quick: str) -> str:
@@ -151,8 +166,48 @@ def run_cases(fig: str, cases: Sequence[Case], seeds: Sequence[int], duration: s
 # --- Aggregating and writing ---------------------------------------------------------------------
 
 
-#: Mean, std, min and max over seeds per group (``vcpusim.aggregate``).
-aggregate = vcpusim.aggregate
+def aggregate(df: pd.DataFrame, by: Sequence[str], values: Sequence[str]) -> pd.DataFrame:
+    """Per group ``by`` (the seeds of one point): ``vcpusim.aggregate``'s ``<value>_mean``,
+    ``_std``, ``_min``, ``_max`` and ``n`` (rows), plus the protocol's 95% Student-t interval
+    ``<value>_lo``, ``_hi`` and ``<value>_n``, the finite values it is taken over
+    (``Estimate.of_row`` reads them back)."""
+    out = vcpusim.aggregate(df, by, values)
+    g = df.groupby(list(by), sort=False)
+    for v in values:
+        count = g[v].count().to_numpy()
+        mean, std = out[f"{v}_mean"].to_numpy(dtype=float), out[f"{v}_std"].to_numpy(dtype=float)
+        ests = [Estimate.from_stats(m, s, c) for m, s, c in zip(mean, std, count)]
+        out[f"{v}_lo"] = [e.lo for e in ests]
+        out[f"{v}_hi"] = [e.hi for e in ests]
+        out[f"{v}_n"] = count
+    return out
+
+
+def seed_values(df: pd.DataFrame, value: str, **labels) -> list[float]:
+    """``value`` of the rows whose columns equal ``labels``, one per seed in seed order: two
+    calls with the same seeds give lists paired on the seed (``protocol.change(..., paired=True)``).
+    A seed that appears twice is an error (the labels do not pick one row per seed)."""
+    sub = df
+    for k, v in labels.items():
+        sub = sub[sub[k] == v]
+    if sub["seed"].duplicated().any():
+        raise ValueError(f"{labels} picks several rows per seed; add the labels that tell them apart")
+    return [float(x) for x in sub.sort_values("seed")[value]]
+
+
+def min_n(estimates) -> int:
+    """Seeds per point of a claim over several items: the fewest any item had (0 for none)."""
+    return min((e.n for e in estimates), default=0)
+
+
+def items_text(items: dict, digits: int = 1, pct: bool = True, unit: str = "") -> str:
+    """``name mean [lo, hi], ...``: each item of a claim over several items, for its ``ours``."""
+    return ", ".join(f"{k} {e.text(digits, pct=pct, unit=unit)}" for k, e in items.items()) or "not run"
+
+
+def est(row, value: str) -> Estimate:
+    """The estimate of ``value`` in an aggregate row (``aggregate``'s mean, interval and count)."""
+    return Estimate.of_row(row, value)
 
 
 def out_dir(fig: str) -> Path:
@@ -167,17 +222,6 @@ def write_csv(df: pd.DataFrame, fig: str, name: str) -> Path:
     return path
 
 
-def fmt(mean: float, spread: float | None = None, digits: int = 2, pct: bool = False) -> str:
-    """``mean ± std`` for the claim tables (NaN spread, from one seed, is left out)."""
-    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
-        return "n/a"
-    scale, unit = (100.0, "%") if pct else (1.0, "")
-    s = f"{mean * scale:.{digits}f}{unit}"
-    if spread is not None and not (isinstance(spread, float) and math.isnan(spread)):
-        s += f" ± {spread * scale:.{digits}f}{unit}"
-    return s
-
-
 def _pyplot():
     """matplotlib.pyplot, imported by the first figure drawn (about 0.1 s: in run_set that is the
     drawing thread, so a set's first runs do not wait for it)."""
@@ -188,7 +232,7 @@ def _pyplot():
 
 def bar_plot(agg: pd.DataFrame, x: str, hue: str | None, value: str, ylabel: str, title: str,
              path: Path, hline: float | None = None, log: bool = False) -> Path:
-    """Grouped bars of ``<value>_mean`` with ``<value>_std`` error bars."""
+    """Grouped bars of ``<value>_mean`` with the 95% interval as error bars."""
     xs = list(dict.fromkeys(agg[x]))
     hues = list(dict.fromkeys(agg[hue])) if hue else [None]
     width = 0.8 / len(hues)
@@ -197,7 +241,7 @@ def bar_plot(agg: pd.DataFrame, x: str, hue: str | None, value: str, ylabel: str
         sub = agg if h is None else agg[agg[hue] == h]
         sub = sub.set_index(x).reindex(xs)
         pos = np.arange(len(xs)) + (i - (len(hues) - 1) / 2) * width
-        ax.bar(pos, sub[f"{value}_mean"], width, yerr=sub[f"{value}_std"].fillna(0), capsize=2,
+        ax.bar(pos, sub[f"{value}_mean"], width, yerr=interval_bars(sub, value), capsize=2,
                label=None if h is None else str(h))
     ax.set_xticks(np.arange(len(xs)))
     ax.set_xticklabels([str(v) for v in xs], rotation=30, ha="right")
@@ -210,14 +254,23 @@ def bar_plot(agg: pd.DataFrame, x: str, hue: str | None, value: str, ylabel: str
 
 def line_plot(agg: pd.DataFrame, x: str, hue: str | None, value: str, xlabel: str, ylabel: str,
               title: str, path: Path) -> Path:
-    """One line of ``<value>_mean`` per ``hue`` with a min-max band."""
+    """One line of ``<value>_mean`` per ``hue`` with its 95% interval as a band."""
     fig, ax = _pyplot().subplots(figsize=(6, 4))
     for h in (list(dict.fromkeys(agg[hue])) if hue else [None]):
         sub = agg if h is None else agg[agg[hue] == h]
         sub = sub.sort_values(x)
         ax.plot(sub[x], sub[f"{value}_mean"], marker="o", label=None if h is None else str(h))
-        ax.fill_between(sub[x], sub[f"{value}_min"], sub[f"{value}_max"], alpha=0.2)
+        ax.fill_between(sub[x], sub[f"{value}_lo"].fillna(sub[f"{value}_mean"]),
+                        sub[f"{value}_hi"].fillna(sub[f"{value}_mean"]), alpha=0.2)
     return _save(fig, ax, xlabel, ylabel, title, bool(hue), path)
+
+
+def interval_bars(sub: pd.DataFrame, value: str) -> np.ndarray:
+    """matplotlib's asymmetric ``yerr`` for the 95% interval (zero where there is none)."""
+    mean = sub[f"{value}_mean"].to_numpy(dtype=float)
+    lo = np.nan_to_num(mean - sub[f"{value}_lo"].to_numpy(dtype=float))
+    hi = np.nan_to_num(sub[f"{value}_hi"].to_numpy(dtype=float) - mean)
+    return np.vstack([lo, hi])
 
 
 def _save(fig, ax, xlabel: str | None, ylabel: str, title: str, legend: bool, path: Path) -> Path:
@@ -236,44 +289,61 @@ def _save(fig, ax, xlabel: str | None, ylabel: str, title: str, legend: bool, pa
 
 # --- Claims --------------------------------------------------------------------------------------
 
-REPRODUCED = "reproduced"
-DIRECTION = "direction only"
-NOT_REPRODUCED = "not reproduced"
 
-
-@dataclass
+@dataclass(kw_only=True)
 class Claim:
-    """One claim of the paper beside our value. ``verdict``: reproduced (same direction and
-    within the paper's range), direction only, or not reproduced."""
+    """One claim of a paper beside ours, judged by the protocol (docs/validation.md).
 
+    ``id`` is unique within its figure script (the ledger names it ``<FIG>.<id>``); ``paper`` is
+    the paper's value as quoted and ``source`` where the seed states it (its section, figure or
+    table); ``verdict`` comes from a ``protocol.judge_*`` function; ``estimate`` is our mean and
+    interval when the claim rests on one value (``n`` otherwise: the seeds per point); ``cause``
+    says why a prediction misses (``protocol.CAUSES``; left out of the outputs when it is R)."""
+
+    id: str
     figure: str
     claim: str
     paper: str
+    source: str
     ours: str
     verdict: str
+    kind: str = PREDICTION
+    type: str = POINT
+    estimate: Estimate | None = None
+    n: int | None = None
+    cause: str = ""
     note: str = ""
 
+    def __post_init__(self) -> None:
+        for field, value, allowed in (("kind", self.kind, protocol.KINDS), ("type", self.type, protocol.TYPES),
+                                      ("verdict", self.verdict, protocol.VERDICTS),
+                                      ("cause", self.cause, protocol.CAUSES + ("",))):
+            if value not in allowed:
+                raise ValueError(f"claim {self.id!r}: {field} must be one of {allowed}, got {value!r}")
+        if not self.id or any(c in self.id for c in " ,.\n"):
+            raise ValueError(f"claim id {self.id!r}: a non-empty slug without spaces, commas or dots")
+        if self.n is None and self.estimate is not None:
+            self.n = self.estimate.n
 
-def verdict(direction: bool, in_range: bool = True) -> str:
-    if not direction:
-        return NOT_REPRODUCED
-    return REPRODUCED if in_range else DIRECTION
+    def row(self, fig: str) -> dict:
+        """The claims.csv row (docs/validation.md lists the columns)."""
+        e = self.estimate
+        return {"id": f"{fig}.{self.id}", "figure": self.figure, "claim": self.claim, "kind": self.kind,
+                "type": self.type, "paper": self.paper, "source": self.source, "ours": self.ours,
+                "mean": e.mean if e else math.nan, "ci_lo": e.lo if e else math.nan,
+                "ci_hi": e.hi if e else math.nan, "n_seeds": self.n, "verdict": self.verdict,
+                "cause": self.cause if self.verdict != R else "", "note": self.note}
+
+
+#: claims.csv's columns, in order.
+CLAIM_COLUMNS = ("id", "figure", "claim", "kind", "type", "paper", "source", "ours", "mean", "ci_lo", "ci_hi",
+                 "n_seeds", "verdict", "cause", "note")
 
 
 def finite(x) -> bool:
     """A value a claim can be judged on: not None and not NaN."""
     return x is not None and not (isinstance(x, float) and math.isnan(x))
 
-
-def judge(ours: float, paper: float, tol: float = 0.25, direction: bool | None = None) -> str:
-    """R when ``ours`` is within ``tol`` (relative) of the paper's value; D when only the direction
-    holds (``direction``, default: same sign); N otherwise."""
-    if not finite(ours):
-        return NOT_REPRODUCED
-    same = (ours > 0) == (paper > 0) if direction is None else direction
-    if not same:
-        return NOT_REPRODUCED
-    return REPRODUCED if abs(ours - paper) <= tol * abs(paper) else DIRECTION
 
 _CATALOG: dict[str, dict] | None = None
 
@@ -297,15 +367,21 @@ def param_default(workload: str, param: str):
 
 def report(fig: str, claims: Sequence[Claim]) -> Path:
     """Print the claim-vs-ours table and write it to ``out/<fig>/claims.csv``."""
+    ids = [c.id for c in claims]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"{fig}: claim ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
     table = Table(title=f"{fig}: the paper's claims vs ours", show_lines=True)
-    for col in ("figure", "claim", "paper", "ours", "verdict"):
+    for col in ("id", "figure", "claim", "paper", "ours", "verdict"):
         table.add_column(col, overflow="fold")
-    colour = {REPRODUCED: "green", DIRECTION: "yellow", NOT_REPRODUCED: "red"}
+    colour = {R: "green", D: "yellow", N: "red"}
     for c in claims:
-        ours = c.ours + (f"\n[dim]{c.note}[/dim]" if c.note else "")
-        table.add_row(c.figure, c.claim, c.paper, ours, f"[{colour.get(c.verdict, 'white')}]{c.verdict}[/]")
+        # Claim texts are data, not markup: "barrier_waits[departure]" must print as written.
+        ours = escape(c.ours) + (f"\n[dim]{escape(c.note)}[/dim]" if c.note else "")
+        kind = "" if c.kind == PREDICTION else f" [dim]({c.kind})[/dim]"
+        table.add_row(escape(c.id), escape(c.figure), escape(c.claim), f"{escape(c.paper)}\n[dim]{escape(c.source)}[/dim]",
+                      ours, f"[{colour[c.verdict]}]{c.verdict}[/]{kind}")
     (getattr(_drawing, "console", None) or console).print(table)
-    df = pd.DataFrame([c.__dict__ for c in claims])
+    df = pd.DataFrame([c.row(fig) for c in claims], columns=list(CLAIM_COLUMNS))
     return write_csv(df, fig, "claims")
 
 
@@ -317,17 +393,6 @@ def per_seed_ratio(df: pd.DataFrame, value: str, keys: Sequence[str], ref_col: s
     out = df.merge(ref, on=list(keys), how="left")
     out[name] = out[value] / out["_ref"]
     return out.drop(columns="_ref")
-
-
-def beyond_noise(agg_a: pd.Series, agg_b: pd.Series, value: str) -> bool:
-    """Whether the means of ``value`` in two aggregate rows differ by more than two standard
-    errors of their difference (seed-to-seed spread; one seed: any difference counts)."""
-    ma, mb = agg_a[f"{value}_mean"], agg_b[f"{value}_mean"]
-    sa, sb = agg_a[f"{value}_std"], agg_b[f"{value}_std"]
-    if any(isinstance(s, float) and math.isnan(s) for s in (sa, sb)):
-        return ma != mb
-    se = math.sqrt(sa**2 / agg_a["n"] + sb**2 / agg_b["n"])
-    return abs(ma - mb) > 2 * se
 
 
 # --- Whole figures and whole sets ----------------------------------------------------------------
@@ -371,17 +436,18 @@ def run_set(title: str, figures: Sequence[str], doc: str | None) -> None:
     """Run every figure script of a set (each module's ``main(settings)``; a ``figure_main``'s
     drawing overlaps the next figure's runs), time each (from its first run to its last output,
     so overlapping figures' seconds add up to more than the total), and write ``claims_all.csv``
-    (every claim beside ours) and ``run_all_times.csv`` under ``OUT.root``."""
+    (every claim beside ours, the columns of docs/validation.md) and ``run_all_times.csv`` (with
+    each figure's prediction verdicts) under ``OUT.root``."""
     settings = parse_args(doc)
     times, claims = [], []
     start = time.perf_counter()
 
     def collect(name: str, seconds: float, figure_claims: list[Claim]) -> None:
-        verdicts = [c.verdict for c in figure_claims]
-        times.append({"figure": name, "seconds": round(seconds, 1), "claims": len(verdicts),
-                      REPRODUCED: verdicts.count(REPRODUCED), DIRECTION: verdicts.count(DIRECTION),
-                      NOT_REPRODUCED: verdicts.count(NOT_REPRODUCED)})
-        claims.extend({"script": name, **c.__dict__} for c in figure_claims)
+        fig = getattr(sys.modules[name], "FIG", name)
+        verdicts = [c.verdict for c in figure_claims if c.kind == PREDICTION]
+        times.append({"figure": name, "seconds": round(seconds, 1), "claims": len(figure_claims),
+                      "predictions": len(verdicts), **{v: verdicts.count(v) for v in protocol.VERDICTS}})
+        claims.extend({"script": name, **c.row(fig)} for c in figure_claims)
 
     # A figure made with figure_main is measured here, then drawn (CSV, PNG, claims) in one drawing
     # thread while the next figure's runs go: the runs keep both cores busy meanwhile, where the
@@ -413,9 +479,10 @@ def run_set(title: str, figures: Sequence[str], doc: str | None) -> None:
         collect_drawn()
     total = time.perf_counter() - start
     times.append({"figure": "total", "seconds": round(total, 1), "claims": len(claims),
-                  **{v: sum(t[v] for t in times) for v in (REPRODUCED, DIRECTION, NOT_REPRODUCED)}})
+                  **{k: sum(t[k] for t in times) for k in ("predictions",) + protocol.VERDICTS}})
     OUT.root.mkdir(parents=True, exist_ok=True)  # out/, or out/quick/ with --quick
-    pd.DataFrame(claims).to_csv(OUT.root / "claims_all.csv", index=False)
+    pd.DataFrame(claims, columns=["script", *CLAIM_COLUMNS]).to_csv(OUT.root / "claims_all.csv", index=False,
+                                                                    float_format="%.6g")
     pd.DataFrame(times).to_csv(OUT.root / "run_all_times.csv", index=False)
 
     table = Table(title=f"{title} ({'quick' if settings.quick else 'full'}), {settings.processes} processes")

@@ -54,6 +54,9 @@ def test_map_and_text():
     e = Estimate(0.1, 0.05, 0.15, 5).map(lambda x: 1 + x)
     assert (e.mean, e.lo, e.hi) == pytest.approx((1.1, 1.05, 1.15))
     assert Estimate(0.08, 0.06, 0.1, 5).text(1, pct=True) == "+8.0% [+6.0%, +10.0%]"
+    neg = Estimate(0.2, 0.1, 0.3, 5).map(lambda x: -x)
+    assert (neg.mean, neg.lo, neg.hi) == pytest.approx((-0.2, -0.3, -0.1)), "a decreasing map keeps lo <= hi"
+    assert not Estimate(1.0, math.nan, math.nan, 1).map(lambda x: -x).has_interval
     assert Estimate(2.0, math.nan, math.nan, 1).text(1, unit="x") == "2.0x"
 
 
@@ -185,3 +188,21 @@ def test_the_protocols_numbers_are_the_pages():
     assert p.MIN_SEEDS == 5 and "5 seeds or more" in page
     for cause in p.CAUSES:
         assert cause in page
+
+
+def test_a_change_is_beyond_noise_exactly_when_its_difference_is():
+    base = [6.0, 14.0, 10.0, 8.0, 12.0]
+    new = [x * 0.8 + d for x, d in zip(base, (0.1, -0.1, 0.0, 0.2, -0.2))]
+    c = p.change(new, base, paired=True)
+    assert c.mean == pytest.approx(sum(new) / sum(base) - 1)
+    assert c.excludes(0.0) and p.judge_point(c, -0.25, ref=0) == R
+    # Unpaired, the seed-to-seed spread of the base hides the same change.
+    u = p.change(new, base, paired=False)
+    assert u.mean == pytest.approx(c.mean) and not u.excludes(0.0)
+    assert p.Estimate.of([b - a for a, b in zip(new, base)]).excludes(0.0) == c.excludes(0.0)
+    # A seed with a missing value is left out of both sides of the pair.
+    d = p.change(new + [float("nan")], base + [100.0], paired=True)
+    assert d.n == 5 and d.mean == pytest.approx(c.mean)
+    with pytest.raises(ValueError):
+        p.change([1.0], [1.0, 2.0], paired=True)
+    assert not p.relative(Estimate(1.0, 0.5, 1.5, 5), 0.0).known

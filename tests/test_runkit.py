@@ -15,7 +15,8 @@ import runkit  # noqa: E402
 
 
 def _claim(fig):
-    return runkit.Claim(fig, f"{fig} claim", "paper", "ours", runkit.REPRODUCED, "")
+    return runkit.Claim(id="a-claim", figure=fig, claim=f"{fig} claim", paper="paper", source="§1", ours="ours",
+                        verdict=runkit.R)
 
 
 @pytest.fixture

@@ -6,8 +6,9 @@ applications, 1-vCPU "UP" VMs, equal shares, no PLE on the main Xeon X5550 host)
 scheduling configurations of section 4 (Figures 8, 9, 11) and for the pipeline every script
 shares (in ../runkit.py, shared with the other experiment sets): build scenarios from dicts, run
 them over seeds with ``vcpusim.run_many`` (two processes, saved as they finish so a rerun
-resumes), turn the runs into one long table, aggregate mean and spread over seeds, write CSV and
-PNG, and print the paper's claims beside ours.
+resumes), turn the runs into one long table, aggregate the mean and 95% interval over seeds, write
+CSV and PNG, and print the paper's claims beside ours, each judged by the validation protocol
+(../protocol.py, docs/validation.md).
 
 "Execution time" is measured the same way in every script: each run lasts a fixed simulated
 duration and a workload's time per unit of progress is ``simulated time / progress``. The paper

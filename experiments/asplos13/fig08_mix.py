@@ -5,16 +5,24 @@ Seed 000 section 4.1.2: each PARSEC application in an 8-vCPU VM with four 1-vCPU
 single-threaded x264, equal shares, 8 pCPUs, no PLE; schemes Baseline (CFS), Balance, LC Balance,
 LC Balance + Resched-DP, LC Balance + Resched-DP + TLB-Co (500 us delay and urgent tslice, 18 ms
 allowance, section 4.1.1). Claims (8a): Balance is slower than Baseline for bodytrack, canneal,
-facesim, ferret, fluidanimate and vips; LC Balance is slower than Balance for dedup and
-streamcluster; UVF (LC + Resched-DP + TLB-Co) is the best scheme, improving on Baseline by -1 to
-89% and on LC Balance by 0 to 83%. (8b): Balance slows the UP VMs by up to 1.37x relative to
-solorun, the other schemes stay close to 1.
+facesim, ferret, fluidanimate and vips (and, the paper's "in some cases", not for the others);
+LC Balance is slower than Balance for dedup and streamcluster (and not for the others); UVF
+(LC + Resched-DP + TLB-Co) improves on Baseline by -1 to 89% and on LC Balance by 0 to 83%, and
+is the best scheme. (8b): Balance slows the UP VMs by up to 1.37x relative to solorun; Baseline
+and the UVF schemes keep them close to 1.
 
-Ours: execution time = simulated time per unit of progress over a fixed duration (see
-common.py), normalized to Baseline on the same seed; improvement = 1 - T_scheme / T_baseline.
-UP slowdown = a UP VM's time per unit over that of x264 alone on the host (same seed),
-averaged over the four UP VMs. UVF features are set on every VM (a host-wide scheme; the UP
-VMs send no IPIs).
+Ours: execution time T = simulated time per unit of progress over a fixed duration (see
+common.py). Every comparison of two schemes is paired on the seed (``protocol.change``: the ratio
+of the mean times minus one, its interval from the per-seed differences):
+- "slower" = T_a / T_b - 1 above zero beyond noise, judged per application; "and not for the
+  others" (docs/validation.md, counts: "not the k") = not slower beyond noise for any other app;
+- improvement = 1 - T_uvf / T_other per application, each judged against the paper's range;
+- "best scheme" = the mean over the applications of T / T_Baseline (per seed) lower for UVF than
+  for each other scheme beyond noise (the paper's own -1% against Baseline shows it is not read
+  per application);
+- UP slowdown = the four UP VMs' mean T over that of x264 alone on the host (same seed); "up to"
+  = the largest over the applications; "close to one" = a no-effect claim per scheme and app.
+UVF features are set on every VM (a host-wide scheme; the UP VMs send no IPIs).
 
     python experiments/asplos13/fig08_mix.py [--quick]
 """
@@ -26,23 +34,35 @@ from typing import Sequence
 import pandas as pd
 
 from common import (
-    BALANCE, BASELINE, DIRECTION, FIVE_CONFIGS, LC_BALANCE, LC_DP_TLB, NOT_REPRODUCED, PARSEC_APPS, REPRODUCED, UP_APP,
-    Case, Claim, Settings, aggregate, bar_plot, beyond_noise, figure_main, mix_with_up_vms, out_dir, parse_args,
-    per_seed_ratio, run_cases, solo, write_csv,
+    BALANCE, BASELINE, DIRECTION, FIVE_CONFIGS, LC_BALANCE, LC_DP_TLB, MECHANISM, NO_EFFECT, PARSEC_APPS,
+    POINT, R, RANGE, UP_APP, Case, Claim, Estimate, Settings, aggregate, bar_plot, change, figure_main,
+    judge_direction, judge_holds, judge_no_effect, judge_point, judge_range, mix_with_up_vms, out_dir, parse_args,
+    per_seed_ratio, run_cases, seed_values, solo, worst, write_csv,
 )
 
 FIG = "fig08"
+#: §4.1.2: "the balance scheduling degrades the performance compared to the baseline in some
+#: cases: bodytrack, canneal, facesim, ferret, fluidanimate, and vips".
 BALANCE_WORSE = ("bodytrack", "canneal", "facesim", "ferret", "fluidanimate", "vips")
+#: §4.1.2: "In the case of dedup and streamcluster, the LC balance scheduling shows lower
+#: performance than the balance scheduling".
 LC_WORSE_THAN_BALANCE = ("dedup", "streamcluster")
+#: §4.1.2: "improves the performance (by -1-89% compared to the baseline and 0-83% compared to
+#: the LC balance scheduling)".
 PAPER_UVF_VS_BASELINE = (-0.01, 0.89)
 PAPER_UVF_VS_LC = (0.0, 0.83)
+PAPER_UVF_TEXT = {"Baseline": "by -1-89% compared to the baseline", "LC Balance": "0-83% compared to the LC balance"}
+#: §4.1.2: "noticeable slowdown of UP VMs by up to 1.37x".
 PAPER_BALANCE_UP_SLOWDOWN = 1.37
 SOLO_UP = "solo x264"
+SOURCE_A = "§4.1.2, Fig 8a"
+SOURCE_B = "§4.1.2, Fig 8b"
 
 
 def measure(settings: Settings, apps: Sequence[str] = PARSEC_APPS, duration: str | None = None,
             seeds: Sequence[int] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Runs of every app under every scheme; returns (parallel VM rows, UP VM rows)."""
+    """Runs of every app under every scheme; returns (parallel VM rows, UP VMs per app, scheme
+    and seed)."""
     cases = [Case({"app": app, "config": c.name}, mix_with_up_vms(c, app)) for app in apps for c in FIVE_CONFIGS]
     cases.append(Case({"app": SOLO_UP, "config": "solo"}, solo(UP_APP, vcpus=1)))
     df = run_cases(FIG, cases, seeds or settings.seed_list(), duration or settings.duration("20s", "2s"), settings)
@@ -52,76 +72,127 @@ def measure(settings: Settings, apps: Sequence[str] = PARSEC_APPS, duration: str
     par["improvement_vs_baseline"] = 1 - par["norm_time"]
     par["improvement_vs_lc"] = 1 - par["time_vs_lc"]
     solo_up = df[df["app"] == SOLO_UP][["seed", "ms_per_unit"]].rename(columns={"ms_per_unit": "solo_ms_per_unit"})
-    up = df[df["vm"].str.startswith("up-")].merge(solo_up, on="seed")
-    up["slowdown"] = up["ms_per_unit"] / up["solo_ms_per_unit"]
-    up = up.groupby(["app", "config", "seed"], as_index=False, sort=False)["slowdown"].mean()
+    up = df[df["vm"].str.startswith("up-")]
+    up = up.groupby(["app", "config", "seed"], as_index=False, sort=False)["ms_per_unit"].mean()
+    up = up.rename(columns={"ms_per_unit": "up_ms_per_unit"}).merge(solo_up, on="seed")
+    up["slowdown"] = up["up_ms_per_unit"] / up["solo_ms_per_unit"]
     return par, up
 
 
-def claims(par_agg: pd.DataFrame, up_agg: pd.DataFrame) -> list[Claim]:
-    apps = list(dict.fromkeys(par_agg["app"]))
-    rows = {(r["app"], r["config"]): r for _, r in par_agg.iterrows()}
+
+def _items(d: dict, digits: int = 0) -> str:
+    return ", ".join(f"{k} {e.text(digits, pct=True)}" for k, e in d.items())
+
+
+def _n(ests) -> int:
+    return min((e.n for e in ests), default=0)
+
+
+def claims(outputs: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]) -> list[Claim]:
+    par, up, _, _ = outputs
+    apps = list(dict.fromkeys(par["app"]))
+
+    def t(app, config):
+        return seed_values(par, "ms_per_unit", app=app, config=config)
+
+    def slower(app, a, b):
+        """T_a / T_b - 1 for ``app``, paired on the seed (positive: a is slower)."""
+        return change(t(app, a), t(app, b), paired=True)
+
     out = []
-
-    def slower(app, a, b):  # scheme a slower than b for app, beyond seed noise
-        ra, rb = rows[(app, a)], rows[(app, b)]
-        return ra["norm_time_mean"] > rb["norm_time_mean"] and beyond_noise(ra, rb, "norm_time")
-
-    listed = [a for a in BALANCE_WORSE if a in apps]
-    if listed:
-        worse = [a for a in apps if slower(a, BALANCE.name, BASELINE.name)]
-        agree = [a for a in listed if a in worse]
-        out.append(Claim("Fig 8a", "Balance slower than Baseline", ", ".join(listed),
-                         ", ".join(worse) or "none",
-                         REPRODUCED if len(agree) == len(listed) else (DIRECTION if agree else NOT_REPRODUCED),
-                         f"{len(agree)} of {len(listed)} agree; slower beyond two standard errors"))
-    listed = [a for a in LC_WORSE_THAN_BALANCE if a in apps]
-    if listed:
-        worse = [a for a in apps if slower(a, LC_BALANCE.name, BALANCE.name)]
-        agree = [a for a in listed if a in worse]
-        out.append(Claim("Fig 8a", "LC Balance slower than Balance", ", ".join(listed), ", ".join(worse) or "none",
-                         REPRODUCED if len(agree) == len(listed) else (DIRECTION if agree else NOT_REPRODUCED),
-                         f"{len(agree)} of {len(listed)} agree"))
-    best = []
-    for a in apps:
-        uvf = rows[(a, LC_DP_TLB.name)]
-        others = [rows[(a, c.name)] for c in FIVE_CONFIGS if c != LC_DP_TLB]
-        if all(uvf["norm_time_mean"] <= o["norm_time_mean"] or not beyond_noise(uvf, o, "norm_time") for o in others):
-            best.append(a)
-    out.append(Claim("Fig 8a", "UVF (LC+Resched-DP+TLB-Co) is the best scheme", "all applications",
-                     f"best or tied for {len(best)} of {len(apps)}" +
-                     (f" (not: {', '.join(a for a in apps if a not in best)})" if len(best) < len(apps) else ""),
-                     REPRODUCED if len(best) == len(apps) else (DIRECTION if len(best) >= len(apps) / 2 else NOT_REPRODUCED),
-                     "tied: within two standard errors of the fastest"))
-    uvf = par_agg[par_agg["config"] == LC_DP_TLB.name].set_index("app")
-    for col, paper, label in (("improvement_vs_baseline", PAPER_UVF_VS_BASELINE, "Baseline"),
-                              ("improvement_vs_lc", PAPER_UVF_VS_LC, "LC Balance")):
-        lo, hi = uvf[f"{col}_mean"].min(), uvf[f"{col}_mean"].max()
-        inside = paper[0] - 0.05 <= lo and hi <= paper[1] + 0.05
-        out.append(Claim("Fig 8a", f"UVF improvement vs {label} (1 - T_uvf/T)",
-                         f"{paper[0]:+.0%} to {paper[1]:+.0%}",
-                         f"{lo:+.0%} ({uvf[f'{col}_mean'].idxmin()}) to {hi:+.0%} ({uvf[f'{col}_mean'].idxmax()})",
-                         REPRODUCED if inside and hi > 0 else (DIRECTION if hi > 0 and lo >= paper[0] - 0.05 else NOT_REPRODUCED),
-                         "in range: within 5 points of the paper's interval"))
-    upc = up_agg.groupby("config")["slowdown_mean"].max()
-    bal = upc[BALANCE.name]
-    rest = upc.drop(index=BALANCE.name)
-    out.append(Claim("Fig 8b", "Balance slows the UP VMs, up to 1.37x", f"up to {PAPER_BALANCE_UP_SLOWDOWN}x",
-                     f"up to {bal:.2f}x", REPRODUCED if 1.1 <= bal <= 1.7 else (DIRECTION if bal > 1.02 else NOT_REPRODUCED),
-                     "in range: 1.1-1.7x"))
-    out.append(Claim("Fig 8b", "the other schemes keep UP VMs close to 1x", "about 1x",
-                     ", ".join(f"{c} ≤ {v:.2f}x" for c, v in rest.items()),
-                     REPRODUCED if rest.max() <= 1.1 else (DIRECTION if rest.max() < bal else NOT_REPRODUCED),
-                     "close: at most 1.1x"))
+    for cid, named, a, b, label, quote in (
+            ("balance-slower", BALANCE_WORSE, BALANCE.name, BASELINE.name, "Balance slower than Baseline",
+             "degrades the performance compared to the baseline in some cases: " + ", ".join(BALANCE_WORSE)),
+            ("lc-slower", LC_WORSE_THAN_BALANCE, LC_BALANCE.name, BALANCE.name, "LC Balance slower than Balance",
+             "in the case of dedup and streamcluster, lower performance than the balance scheduling")):
+        listed = [x for x in named if x in apps]
+        others = [x for x in apps if x not in named]
+        if listed:
+            ch = {x: slower(x, a, b) for x in listed}
+            out.append(Claim(
+                id=cid, figure="Fig 8a", claim=f"{label} for {', '.join(listed)}",
+                paper=quote, source=SOURCE_A, type=DIRECTION,
+                ours=_items(ch) + " execution time", verdict=worst(judge_direction(c, +1) for c in ch.values()),
+                n=_n(ch.values()), cause=MECHANISM,
+                note=f"T_{a}/T_{b} - 1 per app, paired on the seed; each app slower beyond noise"))
+        if others:
+            ch = {x: slower(x, a, b) for x in others}
+            beyond = [x for x, c in ch.items() if judge_direction(c, +1) == R]
+            out.append(Claim(
+                id=f"{cid}-only-named", figure="Fig 8a",
+                claim=f"{label} only for the apps the paper names: not for {len(others)} others",
+                paper=quote + " (not the others)", source=SOURCE_A, type=DIRECTION,
+                ours=(f"slower beyond noise also for {', '.join(beyond)}" if beyond else "no other app slower beyond noise")
+                + f" ({_items(ch)})",
+                verdict=judge_holds(not beyond), n=_n(ch.values()),
+                cause=MECHANISM,
+                note=f"T_{a}/T_{b} - 1 per app, paired on the seed; the 'not the k' part of a count claim "
+                     "(docs/validation.md, counts): R when no other app is slower beyond noise"))
+    # UVF's improvement: each app's value judged against the paper's range (both contain 0: no direction).
+    for cid, base, (lo, hi), label in (("uvf-vs-baseline", BASELINE.name, PAPER_UVF_VS_BASELINE, "Baseline"),
+                                       ("uvf-vs-lc", LC_BALANCE.name, PAPER_UVF_VS_LC, "LC Balance")):
+        imp = {x: -slower(x, LC_DP_TLB.name, base) for x in apps}
+        out.append(Claim(
+            id=cid, figure="Fig 8a",
+            claim=f"UVF (LC+Resched-DP+TLB-Co) improves on {label} by {lo * 100:.0f} to {hi * 100:.0f}%, each app",
+            paper=PAPER_UVF_TEXT[label], source=SOURCE_A, type=RANGE,
+            ours=_items(imp), verdict=worst(judge_range(e, lo, hi, ref=0.0) for e in imp.values()),
+            n=_n(imp.values()), cause=MECHANISM,
+            note=f"1 - T_uvf/T_{label} per app, paired on the seed; the range contains 0, so no direction "
+                 "(docs/validation.md): R when every app's mean is inside"))
+    # "The best performance among all the scheduling schemes": over the applications.
+    norm = {c.name: _mean_over_apps(par, "norm_time", c.name, apps) for c in FIVE_CONFIGS}
+    vs = {c.name: change(norm[LC_DP_TLB.name], norm[c.name], paired=True) for c in FIVE_CONFIGS if c != LC_DP_TLB}
+    out.append(Claim(
+        id="uvf-best", figure="Fig 8a", claim="UVF (LC+Resched-DP+TLB-Co) is the best of the five schemes",
+        paper="the best performance among all the scheduling schemes", source=SOURCE_A, type=DIRECTION,
+        ours="mean T/T_Baseline over the apps, UVF vs " + _items(vs, 1),
+        verdict=worst(judge_direction(c, -1) for c in vs.values()), n=_n(vs.values()), cause=MECHANISM,
+        note="per seed, the mean over the apps of T/T_Baseline; UVF lower than each other scheme beyond noise "
+             "(paired on the seed). Read over the apps, not per app: the paper's own range has UVF 1% slower "
+             "than Baseline for one app"))
+    # Figure 8b: the UP VMs' slowdown relative to x264 alone.
+    ups = {}
+    for c in FIVE_CONFIGS:
+        for x in apps:
+            new = seed_values(up, "up_ms_per_unit", app=x, config=c.name)
+            ups[(c.name, x)] = change(new, seed_values(up, "solo_ms_per_unit", app=x, config=c.name), paired=True)
+    bal = {x: ups[(BALANCE.name, x)].map(lambda v: v + 1) for x in apps}
+    known = [(x, e) for x, e in bal.items() if e.known]
+    app_max, largest = max(known, key=lambda xe: xe[1].mean) if known else (apps[0], Estimate.of([]))
+    out.append(Claim(
+        id="balance-up-slowdown", figure="Fig 8b", claim="Balance slows the UP VMs, up to 1.37x solorun",
+        paper=f"up to {PAPER_BALANCE_UP_SLOWDOWN}x", source=SOURCE_B, type=POINT, estimate=largest,
+        ours=f"up to {largest.text(2, unit='x')} ({app_max})",
+        verdict=judge_point(largest, PAPER_BALANCE_UP_SLOWDOWN, ref=1.0), cause=MECHANISM,
+        note="the UP VMs' mean T over solo x264's, paired on the seed; 'up to': the largest over the apps"))
+    rest = {k: e for k, e in ups.items() if k[0] != BALANCE.name}
+    rest_by_cfg = {c: [e for (cc, _), e in rest.items() if cc == c] for c in dict.fromkeys(k[0] for k in rest)}
+    out.append(Claim(
+        id="others-up-close-to-1", figure="Fig 8b",
+        claim="Baseline and the LC/UVF schemes keep the UP VMs close to 1x solorun",
+        paper="a little slowdown close to one", source=SOURCE_B, type=NO_EFFECT,
+        ours="; ".join(f"{c}: {min(e.mean for e in es) + 1:.2f}x to {max(e.mean for e in es) + 1:.2f}x "
+                       f"({worst(judge_no_effect(e) for e in es)})" for c, es in rest_by_cfg.items() if es),
+        verdict=worst(judge_no_effect(e) for e in rest.values()), n=_n(rest.values()), cause=MECHANISM,
+        note="slowdown - 1 per scheme and app, paired on the seed; each a no-effect claim (interval within +-5%)"))
     return out
 
 
-def write_outputs(par: pd.DataFrame, up: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _mean_over_apps(par: pd.DataFrame, value: str, config: str, apps: Sequence[str]) -> list[float]:
+    """Per seed, the mean of ``value`` over ``apps`` under ``config`` (seed order)."""
+    sub = par[(par["config"] == config) & par["app"].isin(apps)]
+    return [float(v) for v in sub.groupby("seed")[value].mean().sort_index()]
+
+
+def write_outputs(par: pd.DataFrame, up: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """CSV and PNG outputs; returns the runs (which the claims read) and the aggregates."""
     par_agg = aggregate(par, ["app", "config"], ["norm_time", "ms_per_unit", "improvement_vs_baseline",
                                                  "improvement_vs_lc", "spin_time_ms", "tlb_wait_ms",
                                                  "lhp_futex_count", "urgent_count"])
-    up_agg = aggregate(up, ["app", "config"], ["slowdown"])
+    up_agg = aggregate(up, ["app", "config"], ["slowdown", "up_ms_per_unit"])
     write_csv(par, FIG, "runs_parallel")
+    write_csv(up, FIG, "runs_up")
     write_csv(par_agg, FIG, "fig08a_parallel")
     write_csv(up_agg, FIG, "fig08b_up_slowdown")
     d = out_dir(FIG)
@@ -129,10 +200,10 @@ def write_outputs(par: pd.DataFrame, up: pd.DataFrame) -> tuple[pd.DataFrame, pd
              "Figure 8a: parallel VM beside four UP x264 VMs", d / "fig08a_parallel.png", hline=1.0)
     bar_plot(up_agg, "app", "config", "slowdown", "slowdown vs solorun",
              "Figure 8b: UP VMs (x264)", d / "fig08b_up_slowdown.png", hline=1.0)
-    return par_agg, up_agg
+    return par, up, par_agg, up_agg
 
 
-main = figure_main(FIG, measure, lambda measured: write_outputs(*measured), lambda aggs: claims(*aggs))
+main = figure_main(FIG, measure, lambda measured: write_outputs(*measured), claims)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,9 @@ and the results are *not* scale-independent (Credit's slowdown of LU depends on 
 compares with the 30 ms timeslice; EXPERIMENTS.md E5). Only --quick smoke runs shrink the work.
 
 The running machinery (settings, resumable runs, aggregation, CSV/PNG, claim tables) is
-../runkit.py, shared with the other experiment sets.
+../runkit.py, shared with the other experiment sets; every claim is judged by ../protocol.py
+(docs/validation.md), through the few helpers at the end of this file (changes paired on the
+seed, a change turned into a saving, a claim's items listed).
 """
 
 from __future__ import annotations
@@ -264,10 +266,6 @@ def run_multi_vm(fig: str, cases: list[Case], settings: Settings, window: tuple[
     return vms.reset_index(drop=True)
 
 
-def within(x: float, lo: float, hi: float) -> bool:
-    return finite(x) and lo <= x <= hi
-
-
 #: Simulated window of the section-6.4 runs (full, quick): long enough for two or more rounds of
 #: LU under Credit, the slowest workload (~750 s a round in the six-VM mixes).
 MIX_WINDOW = ("1800s", "60s")
@@ -277,3 +275,18 @@ def per_bench_rounds(vms: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Mean round time per benchmark over the VMs of a run that run it (Figure 11d has two LU and
     two SP VMs), one row per ``keys`` + bench + seed."""
     return vms.groupby(keys + ["bench", "seed"], as_index=False, sort=False)["round_s"].mean()
+
+
+# --- Claims (the protocol's functions, ../protocol.py, applied to this set's tables) -------------
+
+
+def paired_change(df: pd.DataFrame, value: str, new: dict, base: dict, **common_labels) -> Estimate:
+    """``mean(new) / mean(base) - 1`` of ``value`` between two configurations run on the same
+    seeds, with the interval of the per-seed differences (``protocol.change(paired=True)``);
+    ``new`` and ``base`` are the labels that pick each, ``common_labels`` those they share."""
+    return change(seed_values(df, value, **common_labels, **new), seed_values(df, value, **common_labels, **base),
+                  paired=True)
+
+
+
+

@@ -8,7 +8,10 @@ between the copies, one VM with a workload).
 
 Ours: rate = copies x 3600 / runtime (reference runs per simulated hour; SPEC's own rate
 multiplies the same ratio by the reference time, a constant per benchmark), where runtime is V1's
-completion time, i.e. when the last copy finishes.
+completion time, i.e. when the last copy finishes. "Close" is a "no effect" claim judged by the
+protocol: the Hybrid Scheduler's rate over Credit's minus one, paired on the seed, at every
+benchmark, weight and Hybrid configuration (CON, HIT), the claim taking the lowest verdict. The
+text says it of both panels alike, so the two benchmarks are items of one claim.
 
     python experiments/hybrid/fig07_spec_rate.py [--quick]
 """
@@ -20,10 +23,9 @@ import pandas as pd
 from common import (
     CON,
     CREDIT,
-    DIRECTION,
     HIT,
-    NOT_REPRODUCED,
-    REPRODUCED,
+    MECHANISM,
+    NO_EFFECT,
     SPEC_SET,
     THREADS,
     WEIGHTS,
@@ -31,6 +33,10 @@ from common import (
     Settings,
     aggregate,
     figure_main,
+    judge_no_effect,
+    items_text,
+    min_n,
+    paired_change,
     line_plot,
     out_dir,
     parse_args,
@@ -38,13 +44,13 @@ from common import (
     run_single_vm,
     scale,
     weight_grid,
+    worst,
     write_csv,
 )
 
 FIG = "fig07"
 SCHEDULERS = (CREDIT, CON, HIT)
-#: "close": rates within this fraction of Credit's (our threshold).
-CLOSE = 0.05
+SOURCE = "§6.2, text on Fig 7a-b"
 
 
 def measure(settings: Settings, benches=SPEC_SET, weights=WEIGHTS, seeds=None) -> pd.DataFrame:
@@ -55,21 +61,26 @@ def measure(settings: Settings, benches=SPEC_SET, weights=WEIGHTS, seeds=None) -
     return per_seed_ratio(df, "rate", ["bench", "weight", "seed"], "scheduler", CREDIT.name, "rate_vs_credit")
 
 
-def claims(agg: pd.DataFrame) -> list[Claim]:
-    hybrid = agg[agg["scheduler"] != CREDIT.name]
-    out = []
-    for b in dict.fromkeys(agg["bench"]):
-        sub = hybrid[hybrid["bench"] == b]
-        lo, hi = sub["rate_vs_credit_mean"].min(), sub["rate_vs_credit_mean"].max()
-        worst = max(abs(lo - 1), abs(hi - 1))
-        out.append(Claim("Fig 7", f"{b}: Hybrid (CON, HIT) rate close to Credit's", "close",
-                         f"Hybrid/Credit rate {lo:.3f}-{hi:.3f} over weights {', '.join(str(w) for w in sorted(set(sub['weight']), reverse=True))}",
-                         REPRODUCED if worst <= CLOSE else (DIRECTION if worst <= 3 * CLOSE else NOT_REPRODUCED),
-                         f"close: within {CLOSE:.0%}"))
-    return out
+def claims(measured: tuple[pd.DataFrame, pd.DataFrame]) -> list[Claim]:
+    df, _ = measured
+    benches = list(dict.fromkeys(df["bench"]))
+    weights = sorted(set(df["weight"]), reverse=True)
+    close = {f"{b}@{w}/{s.name}": paired_change(df, "rate", {"scheduler": s.name}, {"scheduler": CREDIT.name},
+                                                  bench=b, weight=w)
+             for b in benches for w in weights for s in (CON, HIT)}
+    return [Claim(
+        id="hybrid-close-to-credit", figure="Fig 7",
+        claim=f"the Hybrid Scheduler's (CON, HIT) SPEC rate is close to Credit's ({', '.join(benches)}; "
+              f"weights {', '.join(map(str, weights))})",
+        paper="the performance of the Hybrid Scheduler is close to the performance of the credit scheduler",
+        source=SOURCE, type=NO_EFFECT, ours="rate vs Credit: " + items_text(close),
+        verdict=worst(judge_no_effect(c) for c in close.values()), n=min_n(close.values()), cause=MECHANISM,
+        note="Hybrid's rate over Credit's minus one, paired on the seed, every benchmark, weight and Hybrid "
+             "configuration")]
 
 
-def write_outputs(df: pd.DataFrame) -> pd.DataFrame:
+def write_outputs(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """CSV and PNG outputs; returns the runs and the aggregate (the claims read the runs)."""
     agg = aggregate(df, ["bench", "weight", "scheduler"], ["rate", "rate_vs_credit", "runtime_s", "cpu_share"])
     write_csv(df, FIG, "runs")
     write_csv(agg, FIG, "fig07_rate")
@@ -78,7 +89,7 @@ def write_outputs(df: pd.DataFrame) -> pd.DataFrame:
         line_plot(agg[agg["bench"] == b], "weight", "scheduler", "rate", "weight of V1",
                   "rate (reference runs per hour)", f"Figure 7{'ab'[i] if i < 2 else ''}: {b} x{THREADS} in V1, capped",
                   d / f"fig07_{b}.png")
-    return agg
+    return df, agg
 
 
 main = figure_main(FIG, measure, write_outputs, claims)

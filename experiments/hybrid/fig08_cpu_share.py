@@ -11,6 +11,16 @@ is its CPU time over the host's (8 pCPUs x simulated time) for one whole LU run;
 Like XenMon, the run samples V1's CPU time every second (`[run] sample_every`), and
 fig08_series.png plots the per-second share as the paper's Figure 8 does.
 
+The claim is a **calibration**, judged by the protocol but not counted: 33.3% is an input of the
+scenario. ``work_conserving = false`` caps V1 at exactly this share, Credit's ``sdom->cap``
+(``Credit::cap_percent`` = 100 x 8 x 128 / (128 + 256) = 266.7% of one pCPU) and the hybrid's
+capped Algorithm 2 (PE_total x 128 / 384, V0 counted although idle), and LU's four spinning
+threads want more than the cap, so the share equals the theory by construction as long as the
+cap is enforced. Reproducing it shows the enforcement, not a prediction of the model. It is one
+claim over the three schedulers ("in the three cases"), a point value with no reference (an
+absolute level: R within the band of 33.3%). The vCPU-online figure of the same section
+(66.7%) is the same measurement times 8/4 and is shown in the note, not judged again.
+
     python experiments/hybrid/fig08_cpu_share.py [--quick]
 """
 
@@ -20,29 +30,33 @@ import pandas as pd
 import vcpusim
 
 from common import (
+    CALIBRATION,
     CON,
     CREDIT,
     DEFAULT_WEIGHT,
-    DIRECTION,
     HIT,
-    NOT_REPRODUCED,
+    MECHANISM,
     PCPUS,
-    REPRODUCED,
+    POINT,
     VM_VCPUS,
     Case,
     Claim,
+    Estimate,
     Settings,
     aggregate,
     bar_plot,
-    line_plot,
     figure_main,
-    fmt,
+    judge_point,
+    line_plot,
+    min_n,
     out_dir,
     parse_args,
     run_single_vm,
     scale,
     single_vm,
+    seed_values,
     weight_share,
+    worst,
     write_csv,
 )
 
@@ -50,8 +64,7 @@ FIG = "fig08"
 BENCH = "lu"
 WEIGHT = 128
 SCHEDULERS = (CREDIT, CON, HIT)
-#: "approximately equal": within this many points of the theory (our threshold).
-POINTS = 0.03
+SOURCE = "§6.2, text on Fig 8a-c"
 #: XenMon-like sampling of V1's CPU time (the paper plots one point per second).
 SAMPLE_EVERY = "1s"
 SAMPLE_PREFIX = "pcpu_time_ms["
@@ -87,21 +100,35 @@ def series(df: pd.DataFrame) -> pd.DataFrame:
     return long[["scheduler", "seed", "t_s", "share"]].reset_index(drop=True)
 
 
-def claims(agg: pd.DataFrame) -> list[Claim]:
+def percent(e: Estimate) -> str:
+    """A share as ``33.3% [33.1%, 33.5%]``."""
+    return e.map(lambda x: 100 * x).text(1, unit="%")
+
+
+def claims(measured: tuple[pd.DataFrame, pd.DataFrame]) -> list[Claim]:
+    df, agg = measured
     t = theory()
-    out = []
-    for _, r in agg.iterrows():
-        m = r["share_mean"]
-        out.append(Claim("Fig 8", f"{r['scheduler']}: V1's CPU share equals the theory",
-                         f"{t:.1%} (weights {WEIGHT}:{DEFAULT_WEIGHT})", fmt(m, r["share_std"], 1, pct=True),
-                         REPRODUCED if abs(m - t) <= POINTS else (DIRECTION if abs(m - t) <= 2 * POINTS else NOT_REPRODUCED),
-                         f"equal: within {POINTS * 100:.0f} points; vCPU online {r['vcpu_online_mean']:.1%} "
-                         f"(theory {t * PCPUS / VM_VCPUS:.1%}); per-second share "
-                         f"{r['second_min']:.1%}-{r['second_max']:.1%}"))
-    return out
+    bounds = agg.set_index("scheduler")
+    shares = {s: Estimate.of(seed_values(df, "share", scheduler=s)) for s in dict.fromkeys(df["scheduler"])}
+    online = {s: Estimate.of(seed_values(df, "vcpu_online", scheduler=s)) for s in shares}
+    per_second = "; ".join(f"{s} {bounds.loc[s, 'second_min']:.1%}-{bounds.loc[s, 'second_max']:.1%}" for s in shares)
+    return [Claim(
+        id="share-equals-theory", figure="Fig 8", kind=CALIBRATION,
+        claim="V1's average CPU share equals the weights' theory under Credit, CON and HIT",
+        paper=f"approximately equal to the theoretical {t:.1%} (weights {WEIGHT}:{DEFAULT_WEIGHT})",
+        source=SOURCE, type=POINT,
+        ours=", ".join(f"{s} {percent(e)}" for s, e in shares.items()),
+        verdict=worst(judge_point(e, t) for e in shares.values()), n=min_n(shares.values()), cause=MECHANISM,
+        note=f"input: the cap work_conserving = false gives V1 (Credit::cap_percent, {t * PCPUS * 100:.1f}% of a "
+             f"pCPU; hybrid: capped Algorithm 2, PE by weight with V0 counted), so the share is the theory by "
+             f"construction when the cap holds. Share = V1's CPU time over the host's for one LU run. vCPU online "
+             f"(theory {t * PCPUS / VM_VCPUS:.1%}): " + ", ".join(f"{s} {percent(e)}" for s, e in online.items())
+             + f"; per-second share: {per_second}")]
 
 
-def write_outputs(df: pd.DataFrame) -> pd.DataFrame:
+def write_outputs(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """CSV and PNG outputs; returns the runs and the aggregate (with each scheduler's per-second
+    bounds), which the claims read."""
     agg = aggregate(df, ["scheduler"], ["share", "vcpu_online", "runtime_s"])
     agg["theory"] = theory()
     per_second = series(df)
@@ -116,7 +143,7 @@ def write_outputs(df: pd.DataFrame) -> pd.DataFrame:
               out_dir(FIG) / "fig08_series.png")
     bar_plot(agg, "scheduler", None, "share", "V1 share of the host", f"Figure 8: V1 (LU, weight {WEIGHT}) CPU share",
              out_dir(FIG) / "fig08_share.png", hline=theory())
-    return agg
+    return df, agg
 
 
 main = figure_main(FIG, measure, write_outputs, claims)

@@ -29,6 +29,18 @@ exit overhead): what their units are made of, so over a long run it is proportio
 progress.
 
 **Measured runs start at 0**, with every thread started together; the seed measured whole runs.
+
+**Yield counts are whole-run totals** in the seed (Table 2, Figure 7: "the number of yields" of a
+run). A run of a benchmark to a fixed amount of work (PARSEC's native input, a gmake build,
+memclone's runs, psearchy's files) has a total proportional to its yields per unit of work; a run
+of a fixed length (MOSBENCH's exim: smtpbm runs 60 s, docs/model.md § seed 002: workload models)
+to its yields per second. ``add_rates`` gives each count both ways and ``<count>_run``, the one
+that stands for the seed's whole-run total (``FIXED_TIME`` lists the fixed-length benchmarks).
+
+**Claims are judged by the validation protocol** (docs/validation.md, ``protocol.py``): every
+point is run on ``settings.seed_list()`` (at least five seeds in a full run); two configurations
+of a point were run on the same seeds, so they are compared per seed (``protocol.change(...,
+paired=True)`` on ``values``; ``level_vs`` for a level the seed compares with a baseline).
 """
 
 from __future__ import annotations
@@ -44,7 +56,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # experiments/, for the shared runkit
 
 from runkit import *  # noqa: E402,F401,F403  (re-exported for the figure scripts: runkit.__all__)
-from runkit import Case, Settings, run_cases  # noqa: E402
+from runkit import Case, Estimate, Settings, change, finite, per_seed_ratio, run_cases, seed_values  # noqa: E402
 
 OUT.set_root(HERE / "out")
 
@@ -68,8 +80,6 @@ DYN_LIMIT = 6
 CORUNNER = "parsec.swaptions"  # "the second co-runner virtual machine running swaptions"
 
 CONFIGS = ("solo", "base") + tuple(f"s{n}" for n in STATIC_CORES) + ("dyn",)
-
-SEEDS_FULL = 3
 
 
 def host(config: str) -> dict:
@@ -99,6 +109,10 @@ def micro_table(config: str, detect=("ple", "ipi", "irq")) -> dict | None:
 TARGETS = ("mosbench.gmake", "memclone", "parsec.dedup", "parsec.vips", "mosbench.exim", "mosbench.psearchy")
 SHORT = {"mosbench.gmake": "gmake", "memclone": "memclone", "parsec.dedup": "dedup", "parsec.vips": "vips",
          "mosbench.exim": "exim", "mosbench.psearchy": "psearchy", "parsec.swaptions": "swaptions"}
+#: Benchmarks the seed ran for a fixed time, not to a fixed amount of work: their yield totals are
+#: per second (module doc). MOSBENCH's exim driver (smtpbm) runs 60 s (docs/model.md § seed 002:
+#: workload models).
+FIXED_TIME = ("mosbench.exim",)
 #: Rate = useful CPU time per second for these (coarse units, module doc), and for every
 #: ``spec2006.*`` copy set (hundredths of a reference run: 401.bzip2's is 4.8 s of one copy, mcf's
 #: longer, so a few seconds count few units; a copy is pure user work, so its CPU time is its
@@ -141,7 +155,7 @@ def run_points(workloads, configs, settings: Settings, seeds=None) -> pd.DataFra
     """Run every (workload, configuration) point on every seed (saved under ``out/.runs/pool``,
     shared by all scripts); one row per run and VM (``vm`` = app / corunner) with ``rate`` (the
     throughput of the module doc, per simulated second) and ``sim_s``."""
-    seeds = seeds or settings.seed_list(SEEDS_FULL)
+    seeds = seeds or settings.seed_list()
     frames = []
     for w in workloads:
         cases = [Case({"workload": w, "config": c}, scenario(w, c, settings), duration(w, settings)) for c in configs]
@@ -150,14 +164,32 @@ def run_points(workloads, configs, settings: Settings, seeds=None) -> pd.DataFra
     return add_rates(df)
 
 
+#: Figure 7's three sources of yields (vms.csv): pause-loop exits, SCHEDOP_yield after
+#: call-function IPIs to a stolen vCPU, HLT and SCHEDOP_poll blocks.
+YIELD_SOURCES = ("yields_ple", "yields_ipi", "yields_halt")
+
+
 def add_rates(df: pd.DataFrame) -> pd.DataFrame:
     df = df.copy()
     progress = pd.to_numeric(df["progress"], errors="coerce")
     work = (pd.to_numeric(df["user_time_ms"], errors="coerce") + pd.to_numeric(df["kernel_time_ms"], errors="coerce")) / 1e3
     coarse = (df["vm"] == "app") & (df["workload"].isin(WORK_RATE) | df["workload"].str.startswith("spec2006."))
     df["rate"] = np.where(coarse, work, progress) / df["sim_s"]
-    df["yields_total"] = sum(pd.to_numeric(df[c], errors="coerce") for c in ("yields_ple", "yields_ipi", "yields_halt"))
+    df["work"] = df["rate"] * df["sim_s"]  # units of progress (or useful CPU seconds) done in the run
+    for c in YIELD_SOURCES:
+        df[c] = pd.to_numeric(df[c], errors="coerce")
+    df["yields_total"] = sum(df[c] for c in YIELD_SOURCES)
+    # The seed's whole-run totals (module doc): per unit of work, or per second for FIXED_TIME.
+    per = np.where(df["workload"].isin(FIXED_TIME), df["sim_s"], df["work"].where(df["work"] > 0))
+    for c in YIELD_SOURCES + ("yields_total",):
+        df[f"{c}_per_s"] = df[c] / df["sim_s"]
+        df[f"{c}_run"] = df[c] / per
     return df
+
+
+def run_unit(workload: str) -> str:
+    """What ``<count>_run`` is per, for ``workload``'s notes."""
+    return "per second (a fixed-length run)" if workload in FIXED_TIME else "per unit of work (a fixed-work run)"
 
 
 def app(df: pd.DataFrame) -> pd.DataFrame:
@@ -173,19 +205,65 @@ def normalized(df: pd.DataFrame, ref: str = "base") -> pd.DataFrame:
     return per_seed_ratio(df, "rate", ["workload", "vm", "seed"], "config", ref, "speedup")
 
 
-def mean_of(df: pd.DataFrame, col: str, **where) -> float:
-    sub = df
-    for k, v in where.items():
-        sub = sub[sub[k] == v]
-    vals = pd.to_numeric(sub[col], errors="coerce").dropna()
-    return float(vals.mean()) if len(vals) else float("nan")
+# --- Per-seed values and the comparisons the claims make (docs/validation.md) ----------------------
+
+
+def values(df: pd.DataFrame, value: str, workload: str, config: str, vm: str = "app", **labels) -> list[float]:
+    """``value`` of one point, one per seed in seed order (empty when the point was not run, as
+    with --quick's fewer configurations): two calls give lists paired on the seed."""
+    return seed_values(df, value, workload=workload, config=config, vm=vm, **labels)
+
+
+def throughput_change(df: pd.DataFrame, workload: str, config: str, base: str = "base", vm: str = "app") -> Estimate:
+    """The relative change of ``vm``'s throughput (``rate``) from ``base`` to ``config``, paired
+    on the seed: +0.91 is "91% more throughput"."""
+    return change(values(df, "rate", workload, config, vm), values(df, "rate", workload, base, vm), paired=True)
+
+
+def time_change(df: pd.DataFrame, workload: str, config: str, base: str = "base", vm: str = "app") -> Estimate:
+    """The relative change of ``vm``'s execution time from ``base`` to ``config`` (execution time
+    of a fixed amount of work = 1 / rate), paired on the seed: +0.14 is "14% slower"."""
+    inv = [1 / x if x > 0 else float("nan") for x in values(df, "rate", workload, config, vm)]
+    inv_b = [1 / x if x > 0 else float("nan") for x in values(df, "rate", workload, base, vm)]
+    return change(inv, inv_b, paired=True)
+
+
+def count_change(df: pd.DataFrame, workload: str, count: str, config: str, base: str = "base") -> Estimate:
+    """The relative change of the app's whole-run total of ``count`` (``<count>_run``, module doc)
+    from ``base`` to ``config``, paired on the seed."""
+    return change(values(df, f"{count}_run", workload, config), values(df, f"{count}_run", workload, base), paired=True)
+
+
+def static_best(df: pd.DataFrame, workload: str) -> str | None:
+    """The static configuration with the highest mean throughput of ``workload`` over seeds (the
+    seed's "static best": "the number of micro-sliced cores which exhibits the best performance in
+    the previous experiments"); None if no static configuration was run."""
+    means = {}
+    for c in sorted(set(df["config"])):
+        if c.startswith("s") and c[1:].isdigit():
+            v = [x for x in values(df, "rate", workload, c) if finite(x)]
+            if v:
+                means[c] = sum(v) / len(v)
+    return max(means, key=means.get) if means else None
+
+
+def level_vs(new: list[float], base: list[float]) -> tuple[Estimate, float]:
+    """A level the seed compares with a baseline (a co-run wait beside the solo one): the
+    estimate to judge it by (``judge_point(est, paper, ref=base_mean)``), with the level's mean
+    over the seeds both have and the 95% interval of the per-seed paired differences shifted by
+    the baseline's mean, so it excludes that mean exactly when the paired difference excludes
+    zero; and the baseline's mean."""
+    pairs = [(a, b) for a, b in zip(new, base) if finite(a) and finite(b)] if len(new) == len(base) else []
+    if not pairs:
+        return NO_ESTIMATE, float("nan")
+    base_mean = float(np.mean([b for _, b in pairs]))
+    diff = Estimate.of([a - b for a, b in pairs])
+    return diff.map(lambda x: x + base_mean), base_mean
+
+
 
 
 # --- Measures, plots -----------------------------------------------------------------------------
-
-
-def pct(x: float, digits: int = 0) -> str:
-    return f"{x:+.{digits}%}" if finite(x) else "n/a"
 
 
 def combined(app_speedup: float, co_speedup: float) -> float:
@@ -215,7 +293,6 @@ IPERF_PCPUS = 2
 #: lookbusy VM.
 IPERF_CASES = {"solo": (1, False), "mixed": (2, True)}
 IPERF_DURATION = ("2s", "500ms")
-IPERF_SEEDS = 3
 
 
 def iperf_scenario(case: str, protocol: str, micro: str) -> dict:
@@ -234,7 +311,7 @@ def iperf_scenario(case: str, protocol: str, micro: str) -> dict:
 
 def run_iperf(points, settings: Settings, seeds=None) -> pd.DataFrame:
     """``points``: (case, protocol, micro) triples; one row per run and VM, in the shared pool."""
-    seeds = seeds or settings.seed_list(IPERF_SEEDS)
+    seeds = seeds or settings.seed_list()
     cases = [Case({"workload": "iperf", "case": c, "protocol": p, "config": m}, iperf_scenario(c, p, m)) for c, p, m in points]
     df = run_cases("pool", cases, seeds, settings.duration(*IPERF_DURATION), settings)
     for col in ("throughput_mbps", "jitter_ms", "cpu_time_ms"):
@@ -253,12 +330,17 @@ def cores_of(config: str) -> int:
 def static_table(df: pd.DataFrame) -> pd.DataFrame:
     """One row per (bench, cores, seed): the target's and swaptions' rates normalized to the same
     seed's baseline (``app_speedup``, ``co_speedup``), the co-runner's execution-time change
-    (``co_slowdown`` = 1 / co_speedup - 1), the combined improvement and the app's yields."""
+    (``co_slowdown`` = 1 / co_speedup - 1), the combined improvement, the app's yields and its
+    mean TLB-shootdown latency (``tlb_latency_us``). For the CSV and the plot; the claims compare
+    the pool's runs themselves (``throughput_change`` and the like)."""
     d = normalized(df[df["config"] != "solo"])
     d = d[(d["config"] == "base") | d["config"].str.match(r"^s\d+$")]
     a, c = app(d), corunner(d)
     keys = ["workload", "config", "seed"]
-    t = a[keys + ["speedup", "rate", "yields_total", "yields_ple", "yields_ipi", "yields_halt", "steal_time_ms", "cpu_time_ms"]].merge(
+    a = a.assign(tlb_latency_us=pd.to_numeric(a["tlb_shootdown_latency_mean_us"], errors="coerce"))
+    own = ["speedup", "rate", "yields_total", "yields_ple", "yields_ipi", "yields_halt", "yields_total_run",
+           "tlb_latency_us", "steal_time_ms", "cpu_time_ms"]
+    t = a[keys + own].merge(
         c[keys + ["speedup", "rate"]].rename(columns={"speedup": "co_speedup", "rate": "co_rate"}), on=keys)
     t = t.rename(columns={"speedup": "app_speedup"})
     t["co_slowdown"] = 1 / t["co_speedup"] - 1
@@ -273,24 +355,27 @@ def static_measure(benches, settings: Settings) -> pd.DataFrame:
     return run_points(benches, [c for c in quick_configs(settings) if c not in ("solo", "dyn")], settings)
 
 
-def static_outputs(df: pd.DataFrame, fig: str, name: str, values, labels, title: str) -> pd.DataFrame:
+def static_outputs(df: pd.DataFrame, fig: str, name: str, cols, labels, title: str) -> pd.DataFrame:
     """Figures 4/5: the per-run table (``runs.csv``), its aggregate over seeds (``<name>.csv``) and
     the bar plot ``<fig>.png``; returns the aggregate."""
     t = static_table(df)
     write_csv(t, fig, "runs")
-    agg = aggregate(t, ["bench", "cores"], values)
+    agg = aggregate(t, ["bench", "cores"], cols)
     write_csv(agg, fig, name)
     cores_plot(agg, labels, out_dir(fig) / f"{fig}.png", title, "throughput / baseline")
     return agg
 
 
+
+
 def cores_plot(agg: pd.DataFrame, benches, path: Path, title: str, app_label: str) -> Path:
-    """Figures 4/5: per bench, the target's normalized throughput (bars) and swaptions' normalized
-    execution time (line, right axis) over 0 (baseline) to 6 micro-sliced cores."""
+    """Figures 4/5: per bench, the target's normalized throughput (bars, 95% interval) and
+    swaptions' normalized execution time (line, right axis) over 0 (baseline) to 6 micro-sliced
+    cores."""
     fig, axes = plt.subplots(1, len(benches), figsize=(3.2 * len(benches), 3.4), squeeze=False)
     for ax, b in zip(axes[0], benches):
         sub = agg[agg["bench"] == b].sort_values("cores")
-        ax.bar(sub["cores"], sub["app_speedup_mean"], yerr=sub["app_speedup_std"].fillna(0), color="tab:blue", capsize=2)
+        ax.bar(sub["cores"], sub["app_speedup_mean"], yerr=interval_bars(sub, "app_speedup"), color="tab:blue", capsize=2)
         ax.axhline(1.0, color="grey", lw=0.7, ls="--")
         ax.set_title(b)
         ax.set_xlabel("micro-sliced cores (0 = baseline)")

@@ -1,4 +1,4 @@
-"""Run every modern-KVM experiment table (issue 17 part 5, EXPERIMENTS.md E9) and time the set.
+"""Run every modern-KVM experiment table (EXPERIMENTS.md E9) and time the set.
 
     python experiments/modern/run_all.py [--quick] [--seeds N] [--processes P]
 

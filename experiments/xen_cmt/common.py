@@ -17,13 +17,17 @@ they finish (``runkit.run_cases``): a killed sweep loses nothing.
 
 **What is an input, not a result.** The fixed virtualization overhead (``[host.costs]
 virt_overhead``) is set to the seed's own reported 24% at one thread (section III-B). So
-Figure 1's one-thread VM/PM ratio is 1.24 by construction; only how it changes with threads
-is ours. The contention magnitudes (docs/model.md section 13) are assumed, not measured;
-claims decided by a magnitude say so in EXPERIMENTS.md E6.
+Figure 1's one-thread VM/PM ratio is 1.24 by construction (a calibration row, never counted);
+only how it changes with threads is ours. The contention magnitudes (docs/model.md section 13)
+are assumed, not measured; a claim a magnitude decides names "workload calibration" as its
+cause.
 
 **Runtime** is vms.csv ``completion_time_ms`` of a run to completion (``iterations`` = one
-tascell run, or the NPB model's steps), the seed's "execution time"; the seed averages 10 runs,
-we average seeds 1-3 (``--seeds``).
+tascell run, or the NPB model's steps), the seed's "execution time". The seed averages 10 runs
+of every point (III-A, V), so a full run takes seeds 1-10 (docs/validation.md: as many seeds as
+the paper averaged runs; ``--seeds`` overrides). Every point of a figure runs on the same seeds,
+so two placements are compared seed by seed (``seed_values``, ``protocol.change(...,
+paired=True)``): each claim's value is a mean over seeds with its 95% interval.
 
 **Scale: none.** tascell-fib and tascell-nq keep the models' own 1-thread times (30 s and 10 s,
 assumed: the seed gives them only in plots) and NPB runs class A whole (``NPB_SCALE = 1``): a
@@ -80,7 +84,9 @@ VM_VCPUS = 16  # "a target VM with 16 vCPUs and 4 GB of memory" (III-A)
 VM_MEMORY = "4GB"
 THREADS = tuple(range(1, 17))  # 1 to 16 threads (Figures 1, 3, 4, 6, 10-14)
 
-SEEDS_FULL = 3
+#: Seed 001 ran every point 10 times and averaged ("we ran tascell-fib 10 times", III-A; "We ran
+#: each application 10 times", V): the protocol runs as many seeds (docs/validation.md, Noise).
+SEEDS_FULL = 10
 
 
 def host() -> dict:
@@ -255,18 +261,6 @@ def utilization(df: pd.DataFrame) -> pd.DataFrame:
 # --- Measures, plots -----------------------------------------------------------------------------
 
 
-def series(agg: pd.DataFrame, value: str, **where) -> dict[int, float]:
-    """{threads: mean value} of one placement/bench."""
-    sub = agg
-    for k, v in where.items():
-        sub = sub[sub[k] == v]
-    return {int(r["threads"]): float(r[f"{value}_mean"]) for _, r in sub.iterrows()}
-
-
-def pct(x: float, digits: int = 1) -> str:
-    return f"{x:+.{digits}%}" if finite(x) else "n/a"
-
-
 def time_plot(agg: pd.DataFrame, hue: str, path: Path, title: str, ideal_from: str | None = None,
               value: str = "runtime_s", ylabel: str = "execution time (s)", log: bool = True) -> Path:
     """Seed 001's execution-time plots: one line per ``hue`` over threads, log-log like Figure 1;
@@ -320,9 +314,48 @@ def usage_matrix(df: pd.DataFrame, by: str, rows: list) -> np.ndarray:
     return np.vstack([u[u[by] == r][cols].mean().to_numpy() for r in rows])
 
 
-def efficiency(times: dict[int, float], a: int, b: int) -> float:
-    """Parallel efficiency of going from ``a`` to ``b`` threads: (T(a) / T(b)) / (b / a); 1 = ideal."""
-    return (times[a] / times[b]) / (b / a)
+# --- Claims: values per seed (docs/validation.md) ------------------------------------------------
+
+
+def times(df: pd.DataFrame, placement: str, threads: int, value: str = "runtime_s", **labels) -> list[float]:
+    """``value`` of one point (placement, threads and any other ``labels``, say ``bench``), one
+    per seed in seed order: lists of two points are paired on the seed."""
+    return seed_values(df, value, placement=placement, threads=threads, **labels)
+
+
+def seedwise(f, *series: list[float]) -> Estimate:
+    """``f`` applied seed by seed to lists paired on the seed (``times``), as one Estimate: a
+    per-seed difference or ratio, whose interval is the paired one."""
+    if len({len(s) for s in series}) > 1:
+        raise ValueError(f"series of different lengths: {[len(s) for s in series]}")
+    return Estimate.of([f(*xs) for xs in zip(*series)])
+
+
+def seed_efficiency(df: pd.DataFrame, placement: str, a: int, b: int, **labels) -> list[float]:
+    """Per seed, the parallel efficiency of going from ``a`` to ``b`` threads, (T(a) / T(b)) / (b / a)
+    (1 = ideal)."""
+    ta, tb = times(df, placement, a, **labels), times(df, placement, b, **labels)
+    return [(x / y) / (b / a) for x, y in zip(ta, tb)]
+
+
+def seed_ratio(df: pd.DataFrame, a: str, b: str, threads: int, **labels) -> list[float]:
+    """Per seed, placement ``a``'s time over ``b``'s at ``threads``, minus 1."""
+    return [x / y - 1 for x, y in zip(times(df, a, threads, **labels), times(df, b, threads, **labels))]
+
+
+def slower(df: pd.DataFrame, a: str, b: str, threads: int, **labels) -> Estimate:
+    """How much longer placement ``a`` takes than ``b`` at ``threads`` (mean(T_a) / mean(T_b) - 1,
+    positive: ``a`` slower, i.e. ``b`` performs that much better), paired on the seed."""
+    return change(times(df, a, threads, **labels), times(df, b, threads, **labels), paired=True)
+
+
+def largest(items: dict) -> tuple:
+    """The item with the largest mean (the paper's "up to"), as (key, Estimate); (None, empty)
+    when no item has a mean."""
+    known = [(k, e) for k, e in items.items() if e.known]
+    return max(known, key=lambda ke: ke[1].mean) if known else (None, Estimate.of([]))
+
+
 
 
 #: --quick: the thread counts the claims read (1, 4, 8, 12, 16), one seed, short work.
