@@ -208,19 +208,23 @@ def _holds(ours: Estimate, sign: int, ref: float) -> bool:
 
 
 def judge_point(ours: Estimate, paper: float, *, ref: float | None = None,
-                paper_range: tuple[float, float] | None = None) -> str:
-    """A point value. With a reference (0 for a change, 1 for a ratio, a baseline's value): R when
-    the direction of ``paper`` from ``ref`` holds beyond noise and the mean is within the band of
-    ``paper`` (or within the paper's own stated range); D when the direction holds beyond noise but
-    the magnitude is outside; N otherwise. Without a reference (an absolute level) there is no
+                paper_range: tuple[float, float] | None = None, sign: int | None = None) -> str:
+    """A point value. With a reference (0 for a change, 1 for a ratio, our baseline's value): R
+    when the paper's direction holds beyond noise and the mean is within the band of ``paper``
+    (or within the paper's own stated range); D when the direction holds beyond noise but the
+    magnitude is outside; N otherwise. The paper's direction is the side of ``ref`` its value lies
+    on, unless the paper states its own baseline or direction: then ``sign`` (+1 up, -1 down;
+    for a level beside a baseline, the sign of the paper's value minus the paper's baseline,
+    since our baseline is not the paper's). Without a reference (an absolute level) there is no
     direction: R within the band (or range), N otherwise."""
     if not ours.known:
         return N
     close = in_band(ours.mean, paper) or (paper_range is not None and paper_range[0] <= ours.mean <= paper_range[1])
     if ref is None:
         return R if close else N
-    sign = (paper > ref) - (paper < ref)
-    if sign == 0:
+    if sign is None:
+        sign = (paper > ref) - (paper < ref)
+    if sign not in (1, -1):
         raise ValueError("a point value equal to its reference is a 'no effect' claim (judge_no_effect)")
     if not _holds(ours, sign, ref):
         return N

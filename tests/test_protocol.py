@@ -116,6 +116,16 @@ def test_point_band_is_relative_to_the_value_as_the_paper_states_it():
     assert p.judge_point(tight(0.10), -0.38, ref=0) == N
 
 
+def test_a_level_beside_a_baseline_takes_the_papers_own_direction():
+    # The paper: solo 5 us, co-run 7 us (a rise). Ours: solo 13.9, co-run 9.07 beyond noise below.
+    ours = Estimate(9.07, 8.5, 9.6, 5)
+    assert p.judge_point(ours, 7.0, ref=13.9) == D, "taken from our solo, the paper's 7 would read as a fall"
+    assert p.judge_point(ours, 7.0, ref=13.9, sign=+1) == N
+    assert p.judge_point(Estimate(16.0, 15.0, 17.0, 5), 7.0, ref=13.9, sign=+1) == D
+    with pytest.raises(ValueError):
+        p.judge_point(ours, 7.0, ref=13.9, sign=0)
+
+
 def test_point_inside_the_papers_own_range_is_r():
     assert p.judge_point(tight(0.13), 0.08, ref=0, paper_range=(0.05, 0.13)) == R
     assert p.judge_point(tight(0.14), 0.08, ref=0, paper_range=(0.05, 0.13)) == D
