@@ -266,8 +266,10 @@ def run_multi_vm(fig: str, cases: list[Case], settings: Settings, window: tuple[
     return vms.reset_index(drop=True)
 
 
-#: Simulated window of the section-6.4 runs (full, quick): long enough for two or more rounds of
-#: LU under Credit, the slowest workload (~750 s a round in the six-VM mixes).
+#: Simulated window of the section-6.4 runs (full, quick). LU under Credit, the slowest workload,
+#: takes 760-1,010 s a round in the six-VM mixes, so the window holds 1.8-2.4 of its rounds; the
+#: round time is a rate over the window (simulated time x units per round / progress), not a
+#: count of finished rounds.
 MIX_WINDOW = ("1800s", "60s")
 
 

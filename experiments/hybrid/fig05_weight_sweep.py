@@ -93,7 +93,7 @@ def claims(measured: tuple[pd.DataFrame, pd.DataFrame]) -> list[Claim]:
             claim=f"Credit and CON give similar runtimes at weights {', '.join(map(str, high))}, LU and SP",
             paper="similar performance in Credit and CON (weights 512, 256, 128)", source=SOURCE, type=NO_EFFECT,
             ours="CON vs Credit: " + items_text(alike),
-            verdict=worst(judge_no_effect(c) for c in alike.values()), n=min_n(alike.values()), cause=MECHANISM,
+            verdict=worst(judge_no_effect(c) for c in alike.values()), n=min_n(alike.values()), cause=WORKLOAD,
             note="CON's runtime over Credit's minus one, paired on the seed"))
 
     if 512 in weights and 256 in weights:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import pandas as pd
 
 from common import (
-    AMBIGUOUS, DIRECTION, FIB, NO_EFFECT, PCPUS, VANILLA, WORKLOAD, Claim, Estimate, Settings, aggregate,
+    AMBIGUOUS, DIRECTION, FIB, NO_EFFECT, PCPUS, VANILLA, Claim, Estimate, Settings, aggregate,
     bar_plot, figure_main, judge_direction, judge_no_effect, min_n, npb_set, out_dir, par_rows, parse_args,
     parsec_set, per_seed_ratio, point, run_points, worst, write_csv,
 )
@@ -80,7 +80,7 @@ def claims(measured: tuple[pd.DataFrame, pd.DataFrame]) -> list[Claim]:
         paper="suffer from lower CPU utilizations caused by frequent LHP and LWP",
         source=SOURCE + " (its direction read off the plot; the seed's text gives no values)", type=DIRECTION,
         ours=", ".join(f"{b} {e.text(2, unit='x')}" for b, e in par.items()), n=min_n(par.values()),
-        verdict=worst(judge_direction(e, +1, ref=FAIR_SLOWDOWN) for e in par.values()), cause=WORKLOAD,
+        verdict=worst(judge_direction(e, +1, ref=FAIR_SLOWDOWN) for e in par.values()), cause=AMBIGUOUS,
         note="slowdown = alone / with a hog on each pCPU, per seed; reference 2x = the fair share (half of each "
              "pCPU), a property of the setup; lowest verdict over the programs")]
     if FIB in set(df["bench"]):

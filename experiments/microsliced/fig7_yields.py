@@ -129,7 +129,7 @@ def claims(df: pd.DataFrame) -> list[Claim]:
         id="ipi-yields-cut", figure="Fig 7", claim="dedup and vips: S and D reduce the IPI-induced yields",
         paper="our proposed scheme is able to reduce the number of IPI-induced yields", source=SRC, type=DIRECTION,
         ours=items_text(ipi), verdict=worst(judge_direction(e, -1) for e in ipi.values()), n=min_n(ipi.values()),
-        cause=MECHANISM, note="change of whole-run IPI yields from the baseline, paired on the seed"))
+        cause=MEASURED, note="change of whole-run IPI yields from the baseline, paired on the seed"))
     halt = cuts(("parsec.dedup",), "yields_halt")
     out.append(Claim(
         id="dedup-halts-cut", figure="Fig 7", claim="dedup: S and D reduce the halt-induced yields",

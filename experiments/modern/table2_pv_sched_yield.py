@@ -33,7 +33,7 @@ from __future__ import annotations
 import pandas as pd
 
 from common import (
-    DIRECTION, EXTRA, LAYOUTS, NO_EFFECT, POINT, WORKLOAD, Claim, Settings, ablation, feature_change, feature_diff,
+    DIRECTION, EXTRA, LAYOUTS, MECHANISM, NO_EFFECT, POINT, Claim, Settings, ablation, feature_change, feature_diff,
     feature_outputs, figure_main, items_text, judge_direction, judge_no_effect, judge_point, min_n, overcommitted,
     parse_args, values, worst,
 )
@@ -70,7 +70,7 @@ def claims(df: pd.DataFrame) -> list[Claim]:
         Claim(id="gain-overcommit", figure="Table 2",
               claim="PV sched yield speeds ebizzy -M up on an over-subscribed host (PV TLB flush off)",
               paper=f"{PAPER:+.0%}", source=SOURCE, type=POINT, estimate=g, ours=f"{g.text(1, pct=True)} at 2 VMs",
-              verdict=judge_point(g, PAPER, ref=0), cause=WORKLOAD,
+              verdict=judge_point(g, PAPER, ref=0), cause=MECHANISM,
               note=f"{MEASURE}; the message gives no overcommit level: judged at 2 VMs of 8 vCPUs on 8 pCPUs, "
                    "fixed before the runs"),
         Claim(id="other-overcommit", figure="Table 2",
