@@ -1,5 +1,5 @@
-"""CPU time of a representative subset of the experiment sets under several builds (issue 15's
-"experiment sets 2x faster" target, measured honestly on a shared machine).
+"""CPU time of a representative subset of the experiment sets under several builds (a speed-up
+of the experiment sets, measured honestly on a shared machine).
 
 The subset: three cases of each figure script of experiments/asplos13 (E4) and experiments/hybrid
 (E5), the first, middle and last that ``measure`` builds (the golden suite's choice,
@@ -15,11 +15,11 @@ The outputs of every build must be byte-identical (else the comparison is refuse
 
 ``--rounds N`` runs the whole alternation N times and reports each round's totals and the median
 and range of each build's speed-up over the rounds: on a shared machine one round's ratio can
-swing by 10% or more (docs/speed.md, seventeenth round: one pair of builds read 0.89x, then
-1.03x), so a claim should rest on several rounds. ``--only`` keeps the cases whose name contains
-one of the comma-separated words (``asplos13-fig07a-0`` and so on).
+swing by 10% or more (docs/speed.md: one pair of builds read 0.89x, then 1.03x), so a claim
+should rest on several rounds. ``--only`` keeps the cases whose name contains one of the
+comma-separated words (``asplos13-fig07a-0`` and so on).
 
-e.g. a build of the commit before issue 15 and one of HEAD:
+e.g. a build of an older commit and one of HEAD:
     (git worktree add --detach /tmp/pre 7b2213c && cd /tmp/pre && cargo build --release -p vcpusim --example run_file)
 """
 

@@ -1,7 +1,7 @@
-"""Instructions per live event as the host grows: issue 15's per-event target (within 1.5x from 8
+"""Instructions per live event as the host grows, against a per-event target (within 1.5x from 8
 to 1,024 pCPUs under every policy), counted by valgrind instead of timed.
 
-On a shared machine the wall time of an event at 1,024 pCPUs moves by a fifth from one session
+On a shared machine the wall time of an event at 1,024 pCPUs moves by a fifth from one measurement
 to the next (docs/speed.md), with the machine's memory hierarchy; the instructions an event
 executes do not move at all. This counts them: for each policy and host size, the scaling
 table's scenario (``vcpusim::bench::scaling_scenario``, the quickstart's mix once per 8 pCPUs)
@@ -11,7 +11,7 @@ by the difference of their live events (popped and not stale). Building the host
 and ending the run cost the same in both runs and cancel, so the figure is the event loop's
 alone, over the same stretch of simulated time at every size (the same phases of the workload,
 the same number of slice boundaries). The runs are deterministic; the counts are the same from
-one session to the next within a few instructions per event (hash seeds, the environment).
+one measurement to the next within a few instructions per event (hash seeds, the environment).
 
     python benches/instructions.py [--policies cfs,credit,gang,hybrid,eevdf] [--pcpus 8,64,256,1024]
         [--window 100ms,500ms] [--jobs N] [--exe PATH] [--json]
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGET = 1.5  # issue 15: per-event cost within 1.5x from 8 to 1,024 pCPUs
+TARGET = 1.5  # per-event cost within 1.5x from 8 to 1,024 pCPUs
 POLICIES = "cfs,credit,gang,hybrid,eevdf"
 PCPUS = "8,64,256,1024"
 WINDOW = "100ms,500ms"

@@ -1,4 +1,4 @@
-"""vcpusim beside SimPy on a model both can express (issue 15 part 4's peer benchmark).
+"""vcpusim beside SimPy on a model both can express (a peer benchmark).
 
 The model: N single-vCPU VMs, each always runnable (a CPU hog), time-shared round-robin by P
 pCPUs with a fixed slice, for a simulated duration. vcpusim runs it as a scenario (``lookbusy``

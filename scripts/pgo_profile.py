@@ -6,10 +6,10 @@
 
 The build backend (``build_backend/vcpusim_build.py``) applies the committed profile to every
 ``pip install .`` made with the rustc that took it: the same simulator, the same bytes of output,
-about a quarter less CPU time per run on this repository's experiment sets (docs/speed.md,
-eighteenth round). Take it again after changing the engine's hot code or the toolchain: a profile
-taken on earlier sources still applies to the functions that did not change, and ``vcpusim
---version`` says whether the installed build's sources are the profile's.
+about a quarter less CPU time per run on this repository's experiment sets (docs/speed.md).
+Take it again after changing the engine's hot code or the toolchain: a profile taken on earlier
+sources still applies to the functions that did not change, and ``vcpusim --version`` says
+whether the installed build's sources are the profile's.
 
 Three steps, each printed as it starts:
 

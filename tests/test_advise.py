@@ -1,4 +1,4 @@
-"""The placement advisor (issue 12 part 6): candidates from the topology, the pick, the output."""
+"""The placement advisor: candidates from the topology, the pick, the output."""
 
 import subprocess
 import sys

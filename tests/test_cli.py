@@ -101,7 +101,7 @@ def test_list_shows_policies_and_workloads_with_parameters(cli):
 
 
 def test_list_prints_the_host_and_vm_keys_too(cli):
-    # Issue 16, defect 14: the docs say `list` prints every key; [host] and [[vm]] were missing.
+    # The docs say `list` prints every key, [host] and [[vm]] included.
     done = cli("list")
     assert done.returncode == 0, done.stderr
     for title in ("[host]", "[[vm]]"):

@@ -21,7 +21,7 @@ from conftest import SMALL_SCENARIO, run_cli, write_scenario
 
 #: Simulated time no test waits for: a run of it is stopped long before it ends.
 ENDLESS = SMALL_SCENARIO.replace('duration = "200ms"', 'duration = "1000000s"')
-#: Ctrl-C must stop a run within 0.5 s (issue 16); the tests allow a generous margin for a busy machine.
+#: Ctrl-C must stop a run within 0.5 s; the tests allow a generous margin for a busy machine.
 INTERRUPT_BOUND_S = 5.0
 
 

@@ -135,7 +135,7 @@ def vm(name: str, workload: str, **extra) -> dict:
     return {"name": name, "vcpus": VM_VCPUS, "workload": workload, **extra}
 
 
-#: The dynamic runs sample the micro pool's size every second (the issue's per-second series;
+#: The dynamic runs sample the micro pool's size every second (a per-second series;
 #: --quick: every 100 ms, its runs being shorter than a second).
 SAMPLE_EVERY = ("1s", "100ms")
 

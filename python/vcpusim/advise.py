@@ -1,4 +1,4 @@
-"""The placement advisor (issue 12 part 6): which vCPU affinity should a VM get on this host?
+"""The placement advisor: which vCPU affinity should a VM get on this host?
 
 For each ``[[vm]]`` of a scenario (or the ones named), :func:`advise` builds candidate
 affinities from the host's topology (the loader's ``topology``: socket, NUMA node, sibling group

@@ -3,7 +3,7 @@
 //! stays flat as simulated time grows (it must: tracing off, results are aggregates), and, on
 //! request, how the cost of an event moves with the size of the host under each policy.
 //!
-//! What is counted (issue 15 part 4):
+//! What is counted:
 //! - **Live events**: events the engine handled that did something. The run's `events` (the
 //!   summary's count) also holds *stale* ones, a `Dispatch`, `ActivityDone` or `PauseLoopExit`
 //!   whose vCPU's epoch moved on (`Sim::stale_events`); they are reported apart, as are the
@@ -39,8 +39,7 @@ use std::time::Instant;
 pub const QUICKSTART_TOML: &str = include_str!("../../../scenarios/quickstart.toml");
 pub const QUICKSTART_SOURCE: &str = "scenarios/quickstart.toml";
 
-/// The policies of the scaling table (issue 15: "cfs, credit, gang and hybrid ... and any future
-/// policy": eevdf).
+/// The policies of the scaling table: cfs, credit, gang and hybrid, and eevdf beside them.
 pub const SCALING_POLICIES: [&str; 5] = ["cfs", "credit", "gang", "hybrid", "eevdf"];
 /// The seeds' mechanisms over a policy, for the scaling table's rows beside the policies
 /// (`--scaling-policies credit+microsliced,...`): seed 002's micro-sliced cores on its Xen 4.7
@@ -48,14 +47,15 @@ pub const SCALING_POLICIES: [&str; 5] = ["cfs", "credit", "gang", "hybrid", "eev
 /// grows with the host as its ratio does), seed 003's IRS on Xen 4.4 (its Xen 4.5 is not
 /// modelled; 4.4 is the nearest, as in `scenarios/examples/irs.toml`; the barrier VMs' guests
 /// take the notice) and its two baselines, and seed 000's UVF over cfs and over credit (the
-/// overlay on, no `[vm.uvf]` feature: its per-event cost, not its effect). Not in the default table; a
-/// mechanism's per-event cost at 1,024 pCPUs is what the twentieth round of docs/speed.md found
-/// 20 times that at 8 for micro-sliced cores before it was fixed.
+/// overlay on, no `[vm.uvf]` feature: its per-event cost, not its effect). Not in the default table; they
+/// catch a mechanism whose per-event cost grows with the host (docs/speed.md: a copy of every
+/// vCPU's kernel function per policy call cost micro-sliced cores 20 times as much per event at
+/// 1,024 pCPUs as at 8).
 pub const SCALING_MECHANISMS: [&str; 6] =
     ["credit+microsliced", "credit+irs", "credit+relaxed-co", "credit+delay-preempt", "cfs+uvf", "credit+uvf"];
 /// pCPU counts of the quick scaling table (the default of `--scaling`).
 pub const SCALING_PCPUS_QUICK: [u32; 3] = [8, 32, 128];
-/// pCPU counts of the full scaling table (`--scaling-pcpus full`): issue 15's 8 to 1024.
+/// pCPU counts of the full scaling table (`--scaling-pcpus full`): 8 to 1024.
 pub const SCALING_PCPUS_FULL: [u32; 8] = [8, 16, 32, 64, 128, 256, 512, 1024];
 
 #[derive(Clone, Debug)]

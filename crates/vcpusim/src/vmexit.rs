@@ -2,12 +2,12 @@
 //!
 //! ```text
 //!            guest kernel (one per VM: guest/)                 per-vCPU PV area
-//!   threads, guest scheduler, spinlocks, futex, TLB     ┌──────────────────────────────┐
+//!   threads, guest scheduler, spinlocks, futex, TLB      ┌──────────────────────────────┐
 //!   shootdown, interrupt handlers                        │ host writes: preempted,      │
-//!        │                          ▲                    │   steal_time_ns              │
-//!        │ Exit                     │ Upcall             │ guest writes: kernel_fn      │
-//!        │ (Sim::on_exit)           │ (Sim::upcall)      │ (read by a policy only if it │
-//!        ▼                          │                    │  declares Channels::kernel_fn)│
+//!        │                          ▲                    │   steal_time_ns, runnable,   │
+//!        │ Exit                     │ Upcall             │   preempt_pending            │
+//!        │ (Sim::on_exit)           │ (Sim::upcall)      │ guest writes: lock_mark,     │
+//!        ▼                          │                    │   flush_tlb_pages            │
 //!   ─────────────────────────── the line ────────────────└──────────────────────────────┘
 //!            host (sim/, hardware/, hypervisor/)
 //!   pCPUs, vCPU execution and accounting, IPI delivery, VMEXIT costs, PLE,
@@ -20,6 +20,11 @@
 //! a request such as arming its timer), and the host runs it. This module is the vocabulary
 //! both sides share; it imports nothing of either. The host carries exits out and runs the
 //! answers in `sim/line.rs` and `sim/execute.rs`; the guest computes them in `guest/run.rs`.
+//!
+//! The guest's current kernel function is not in the PV area: a policy that declares
+//! `Channels::kernel_fn` reads it when it asks ([`KernelFnSource`]; the engine's source,
+//! `GuestSymbols` in sim/hypervisor_ops.rs, reads the guest's `GuestVcpu::func`), as a
+//! hypervisor reads the instruction pointer and looks it up in the guest's symbol table.
 
 use crate::error::SimError;
 use crate::ids::VcpuId;
@@ -285,10 +290,9 @@ pub struct Channels {
 /// engine reads its guests' `GuestVcpu::func` (`sim::hypervisor_ops::GuestSymbols`); a policy
 /// test hands a table (`Vec<KernelFn>`, indexed by vCPU).
 ///
-/// Issue 15: a copy of every vCPU's function into its PV area before each call of a policy that
-/// declared the channel, which this replaced, cost O(vCPUs of the host) per call: at 1,024
-/// pCPUs a seed-002 host spent 20 times as long per event as on 8 (docs/speed.md, twentieth
-/// round).
+/// Read on demand, not copied: a copy of every vCPU's function into its PV area before each
+/// call of a policy that declared the channel costs O(vCPUs of the host) per call (at 1,024
+/// pCPUs a seed-002 host spends 20 times as long per event that way as on 8: docs/speed.md).
 pub trait KernelFnSource {
     /// `v`'s kernel function now; `None` for a vCPU the source does not know.
     fn kernel_fn(&self, v: VcpuId) -> Option<KernelFn>;
@@ -315,8 +319,8 @@ impl Channels {
 
 /// The guest-kernel function a vCPU is executing: what a hypervisor could read from the
 /// instruction pointer with the guest's symbol table (seed 002 section 3; seed 000 section 4.2
-/// used it to locate LHPs). Published in the PV area; policies see it only through an explicit
-/// paravirtual channel.
+/// used it to locate LHPs). Policies see it only through an explicit paravirtual channel
+/// (`Channels::kernel_fn`), which reads it when asked ([`KernelFnSource`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum KernelFn {
     /// Not in the kernel: user code.

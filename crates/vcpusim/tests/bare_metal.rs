@@ -5,11 +5,11 @@ mod common;
 use common::*;
 use std::collections::BTreeSet;
 
-/// Seed 001's host (issue 12's configuration, without the contention and NUMA-placement keys).
+/// Seed 001's host (without the contention and NUMA-placement keys).
 const HOST: &str = "[host]\npcpus = 32\nsockets = 2\nnuma_nodes = 4\ncores_per_module = 2\nthreads_per_core = 1\n\
                     llc = \"node\"\npolicy = \"credit\"\nparams = { xen = \"4.4\" }\nstart_skew = \"0ms\"\n";
 
-/// Issue 12's example: a 16-vCPU VM pinned to pCPUs 16-31 beside a bare-metal machine that gets
+/// The example: a 16-vCPU VM pinned to pCPUs 16-31 beside a bare-metal machine that gets
 /// the other pCPUs, both running tascell.fib with 8 threads.
 fn issue_example(serial: &str) -> String {
     format!(
@@ -22,7 +22,7 @@ fn issue_example(serial: &str) -> String {
 
 #[test]
 fn the_issue_example_loads_with_the_free_pcpus_as_the_machine() {
-    let sc = vcpusim::api::load_scenario(&issue_example("1s"), "<test>").expect("issue 12's example loads");
+    let sc = vcpusim::api::load_scenario(&issue_example("1s"), "<test>").expect("the example loads");
     let pm = &sc.vms[1];
     assert!(pm.bare_metal && pm.vcpus == 16, "one CPU per free pCPU");
     assert_eq!(pm.cpus.iter().map(|m| m.to_cpulist()).collect::<Vec<_>>(), (0..16).map(|p| p.to_string()).collect::<Vec<_>>());

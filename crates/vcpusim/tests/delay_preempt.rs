@@ -1,4 +1,4 @@
-//! Uhlig et al. VM'04 delayed preemption (issue 14 part 3, `overlay = "delay-preempt"`,
+//! Uhlig et al. VM'04 delayed preemption (`overlay = "delay-preempt"`,
 //! hypervisor/delay_preempt.rs): the guest marks held kernel spinlocks in its PV area, the host
 //! defers a preemption of a marked vCPU up to `[host.delay_preempt] max_delay`, and the guest
 //! gives the pCPU back after its last critical section. Runs in check mode (every hold within

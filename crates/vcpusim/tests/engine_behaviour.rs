@@ -78,7 +78,7 @@ fn sync_share(policy: &str, workload: &str, corunner: Option<&str>) -> (f64, f64
     (share, num(&t, "app", "lhp_count"))
 }
 
-/// An always-busy corunner (the foundation issue's setup).
+/// An always-busy corunner.
 const HOG: Option<&str> = Some("cpu-bound");
 /// Seed 000 Figure 2's setup: every application corun with streamcluster (our `barrier`).
 const STREAMCLUSTER: Option<&str> = Some("barrier");

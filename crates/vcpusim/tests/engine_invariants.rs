@@ -91,7 +91,7 @@ fn credit_holds_invariants_under_every_xen_version() {
     }
 }
 
-/// Issue 15: the engine skips `do_schedule` when the policy says it would keep the running vCPU
+/// The engine skips `do_schedule` when the policy says it would keep the running vCPU
 /// (`Policy::keeps_current`; a pause-loop exit's own reschedule). Check mode asks the policy all
 /// the same and stops the run if the promise fails; the plain run takes the shortcut. The two
 /// must agree byte for byte, on the quickstart's pause-loop storm under each policy that keeps.

@@ -1,5 +1,5 @@
 //! Weighted fairness at engine level: always-busy VMs of random weights get their entitled CPU
-//! share (issue 11, "Must hold"), measured over 20 s after a 5 s warm-up (the start-up
+//! share, measured over 20 s after a 5 s warm-up (the start-up
 //! transient is real scheduler behaviour: Credit's credit caps, CFS's shares windows and
 //! balancing intervals). Also the 3.2 group-share effect and KVM 3.2's directed yield.
 //!
@@ -94,7 +94,7 @@ fn has_exact_placement(mix: &Mix) -> bool {
     partitions(&mut counts, mix.pcpus, cap, &mut HashSet::new())
 }
 
-/// The issue's example (three always-busy 4-vCPU VMs, weights 1:2:3, on 6 pCPUs), then random
+/// A fixed example (three always-busy 4-vCPU VMs, weights 1:2:3, on 6 pCPUs), then random
 /// mixes of 2-5 VMs of 1-8 vCPUs and 1-4 weight units per vCPU on 4-16 pCPUs that have an exact
 /// placement, drawn from a fixed seed.
 fn mixes(count: usize) -> Vec<Mix> {

@@ -1,4 +1,4 @@
-//! Weighted fairness under credit, every Xen version it models (issue 11, "Must hold"):
+//! Weighted fairness under credit, every Xen version it models:
 //! always-busy VMs, 32 random mixes of 2-5 VMs on 4-16 pCPUs, CPU shares over 20 s after a 5 s
 //! warm-up (the warm-up covers credit's start-up transient: vCPUs above +300 credits leave the
 //! active list with their credit halved, or zeroed in 3.3).

@@ -1,8 +1,8 @@
 //! The guest scheduler's run masks (guest/scheduler.rs `RunMasks`): the newidle pull, wake
 //! placement and tick balancing read which vCPUs have threads queued and which are idle from two
-//! masks instead of scanning every sibling (issue 15). Random sequences of the scheduler's
-//! operations on a VM wider than one mask word are checked, operation by operation, against the
-//! scans the masks replaced: the same thread pulled, the same vCPU chosen, the same cursor, and
+//! masks instead of scanning every sibling. Random sequences of the scheduler's
+//! operations on a VM wider than one mask word are checked, operation by operation, against
+//! plain scans of every sibling: the same thread pulled, the same vCPU chosen, the same cursor, and
 //! masks that match the vCPUs' state.
 
 use rand::Rng;

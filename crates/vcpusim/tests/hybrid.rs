@@ -416,7 +416,7 @@ fn with_phases_of_exactly_one_slot_each_ps_phase_costs_an_extra_turn() {
     }
 }
 
-/// The quickstart mix without `iterations` under `hybrid` (issue 11 part 7): the 8-vCPU `barrier`
+/// The quickstart mix without `iterations` under `hybrid`: the 8-vCPU `barrier`
 /// VM left high-throughput beside four 1-vCPU cpu-bound VMs, seed 1, for 200 s. Barrier phases
 /// completed in each 40 s window.
 fn quickstart_hit_windows() -> Vec<u64> {

@@ -1,4 +1,4 @@
-//! Seed 003 (IRS, issue 14 parts 1-2): the preemption overlay seam (hypervisor/overlay.rs,
+//! Seed 003 (IRS): the preemption overlay seam (hypervisor/overlay.rs,
 //! sim/overlay.rs), the hypervisor's notice with its ack or timeout, the guest's SA receiver and
 //! migrator (guest/irs.rs), all in check mode (the hold is within its bound after every event;
 //! no thread is lost or duplicated; a thread is off the vCPU when the guest acknowledges).
@@ -10,8 +10,8 @@ use vcpusim::sim::state::Sim;
 use vcpusim::time::{MS, US};
 use vcpusim::SimError;
 
-/// A 4-vCPU blocking parallel VM whose vCPUs share pCPUs with pinned single-vCPU hogs (the
-/// issue's configuration contract, seed 003 slide 5's layout).
+/// A 4-vCPU blocking parallel VM whose vCPUs share pCPUs with pinned single-vCPU hogs
+/// (seed 003 slide 5's layout).
 fn scenario(overlay: &str, guest_irs: bool, workload: &str) -> String {
     format!(
         "[host]\npcpus = 4\npolicy = \"credit\"\nparams = {{ xen = \"4.4\" }}\n{overlay}\n\
@@ -97,7 +97,7 @@ fn bad_overlay_keys_are_refused_with_file_key_and_expectation() {
     let base = scenario(IRS, true, "cpu-bound");
     let e = load_error(&base.replace("overlay = \"irs\"", "overlay = \"irss\""));
     assert!(e.starts_with("<irs test>: host.overlay: unknown overlay \"irss\"; expected one of irs, relaxed-co, delay-preempt"), "{e}");
-    // Issue 14 part 3's overlays load (their own keys: tests/relaxed_co.rs, tests/delay_preempt.rs).
+    // The other overlays load (their own keys: tests/relaxed_co.rs, tests/delay_preempt.rs).
     for other in ["relaxed-co", "delay-preempt"] {
         assert!(load_scenario(&base.replace("overlay = \"irs\"", &format!("overlay = \"{other}\"")), "<irs test>").is_ok(), "{other}");
     }
@@ -234,10 +234,10 @@ fn the_handler_picks_the_least_waiting_sibling_and_rt_avg_ages_as_linux_3x() {
 
 /// The migrator's wake-up preemption round-robins an IRS-migrated thread only at a preemptible
 /// point: user mode, no spinlock held, and not spinning for one (guest/irs.rs `irs_preempt_due`).
-/// Before this check a thread spinning for a futex-queue ticket lock was queued behind the woken
-/// one; the ticket then passed to a thread that was not running and every vCPU of the VM spun in
+/// Without this check a thread spinning for a futex-queue ticket lock is queued behind the woken
+/// one; the ticket then passes to a thread that is not running and every vCPU of the VM spins in
 /// `_raw_spin_lock` until the end of the run (ab, one hog, seed 1: from 905.6 ms on, 3.8 s of
-/// kernel spin in 2 s; found by experiments/irs slide 14).
+/// kernel spin in 2 s; experiments/irs slide 14).
 #[test]
 fn the_migrators_wake_preemption_never_deschedules_a_lock_spinner() {
     let text = "[host]\npcpus = 4\npolicy = \"credit\"\nparams = { xen = \"4.4\" }\noverlay = \"irs\"\n\

@@ -1,4 +1,4 @@
-//! The Linux 4.4 guest on Xen (issue 13 part 1, seed 002): PV qspinlocks (`guest/pv_spinlock.rs`:
+//! The Linux 4.4 guest on Xen (seed 002): PV qspinlocks (`guest/pv_spinlock.rs`:
 //! spin, SCHEDOP_poll, the unlocker's kick; no lost wake-ups under a random stress run in check
 //! mode), and the SCHEDOP_yield of `xen_smp_send_call_function_ipi` (`guest/tlb.rs`) taken by
 //! the host as a yield under every policy (sim/line.rs).

@@ -1,4 +1,4 @@
-//! Misuse a new user might try (issue 16, defects 8, 9, 10 and 13): programs that misuse their
+//! Misuse a new user might try: programs that misuse their
 //! mutexes and condition variables, counts and products too large to represent, a start skew
 //! longer than the run, and the deadlock report of a thread blocked on a queue. Each is a clear
 //! error naming the key, the value and what was expected (or, at run time, the VM, thread, op and
@@ -27,7 +27,7 @@ fn load_error(text: &str) -> String {
     }
 }
 
-// ---- defect 10: a thread blocked on a queue ----
+// ---- a thread blocked on a queue ----
 
 #[test]
 fn a_deadlock_on_a_queue_names_the_queue_not_its_condition_variable() {
@@ -44,7 +44,7 @@ fn a_deadlock_on_a_queue_names_the_queue_not_its_condition_variable() {
     }
 }
 
-// ---- defect 9: program misuse, refused when loaded ----
+// ---- program misuse, refused when loaded ----
 
 #[test]
 fn unlocking_a_mutex_the_thread_never_locked_is_refused_naming_the_op() {
@@ -90,7 +90,7 @@ fn duplicate_kernel_lock_names_are_refused() {
     assert!(e.starts_with("m.toml: vm[0].program.kernel_locks[2]: \"dcache\" is already kernel_locks[0]"), "{e}");
 }
 
-// ---- defect 9: program misuse the loader did not see (a program built in Rust) ----
+// ---- program misuse the loader did not see (a program built in Rust) ----
 
 /// Load a valid scenario, then swap in a program the loader never checked.
 fn run_unchecked_program(threads: Vec<Vec<Op>>) -> Result<vcpusim::api::RunOutput, SimError> {
@@ -130,7 +130,7 @@ fn at_run_time_cond_wait_without_the_mutex_stops_the_run() {
     }
 }
 
-// ---- defect 8: counts and products ----
+// ---- counts and products ----
 
 #[test]
 fn huge_object_counts_are_refused_before_anything_is_allocated() {
@@ -225,7 +225,7 @@ fn a_sample_interval_that_would_take_billions_of_samples_is_refused() {
     );
 }
 
-// ---- defect 13: start_skew against the run ----
+// ---- start_skew against the run ----
 
 #[test]
 fn a_start_skew_not_shorter_than_the_run_is_an_error() {

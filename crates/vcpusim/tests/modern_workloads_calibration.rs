@@ -1,5 +1,5 @@
-//! Solo calibration of the workloads of the modern PV literature (issue 17 part 4:
-//! workload/builtin/{ebizzy,kbuild,dbench,hackbench}.rs) on an undercommitted host (one 8-vCPU VM
+//! Solo calibration of the workloads of the modern PV literature
+//! (workload/builtin/{ebizzy,kbuild,dbench,hackbench}.rs) on an undercommitted host (one 8-vCPU VM
 //! alone on 8 pCPUs, cfs), each against the solo characteristics its module doc derives, and
 //! the overcommitted pathologies the paravirtual features target (two such VMs on the 8 pCPUs,
 //! pause-loop exiting off so nothing rescues a preempted vCPU).

@@ -1,23 +1,23 @@
-//! Issue 15 part 3: no allocation per event. This test binary's global allocator counts the
+//! No allocation per event. This test binary's global allocator counts the
 //! heap allocations (`alloc` and `realloc`) each thread makes; a run is built, warmed up (its
 //! queues and lists grow to their working size), and then run for a further window of simulated
 //! time, and the allocations of that window are held to a bound per 1,000 events. Counts, not
 //! time: the same build gives the same count on any machine.
 //!
-//! Before this test, a cfs balance cloned the leaf list and each group's task list (27
-//! allocations per 1,000 events on 64 pCPUs), eevdf's `detach_tasks` collected the busiest run
-//! queue's vCPUs (25), a gang decision built its lists afresh (17-30), seed 002's detection
-//! collected the preempted siblings at each yield (383: more than one allocation every three
-//! events) and a tick's reschedule IPI made a one-target list. What may remain is growth to a
+//! What it holds off, in allocations per 1,000 events: a cfs balance cloning the leaf list and
+//! each group's task list (27 on 64 pCPUs), eevdf's `detach_tasks` collecting the busiest run
+//! queue's vCPUs (25), a gang decision building its lists afresh (17-30), seed 002's detection
+//! collecting the preempted siblings at each yield (383: more than one allocation every three
+//! events) and a tick's reschedule IPI making a one-target list. What may remain is growth to a
 //! new peak and the metrics' sample windows, a few in a window; the bound is 1 per 1,000.
 //!
-//! Then (docs/speed.md, twelfth round) the standard `BTreeSet`s of eevdf's balancer index
-//! (`lb_index.rs`) and of the hybrid steal index beyond 64 vCPUs allocated and freed nodes as
-//! keys came and went (eevdf 10.6 per 1,000 events on 32 pCPUs, hybrid 10.1 on 64; now
+//! Likewise (docs/speed.md): standard `BTreeSet`s for eevdf's balancer index (`lb_index.rs`) and
+//! the hybrid steal index beyond 64 vCPUs, which allocate and free nodes as keys come and go
+//! (eevdf 10.6 per 1,000 events on 32 pCPUs, hybrid 10.1 on 64; hence
 //! `policies/ordered_set.rs`), and a TLB shootdown of the Linux 4.4 guest on Xen or the 6.x guest
-//! on KVM copied its target list into the yield step after the sends (9 per 1,000 events on
-//! `linux6.toml`; now the step reads the shootdown's record) and, on 6.x, sorted a copy of the
-//! APIC ids.
+//! on KVM copying its target list into the yield step after the sends (9 per 1,000 events on
+//! `linux6.toml`; the step reads the shootdown's record instead) and, on 6.x, sorting a copy of
+//! the APIC ids.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -126,9 +126,9 @@ fn hybrid_schedules_without_allocating() {
 }
 
 /// Relaxed co-scheduling over credit (`overlay = "relaxed-co"`, seed 003's baseline): each state
-/// change of a vCPU accounts its VM's skews, and each check arms the next crossing; both
-/// collected the VM's states and skews into fresh `Vec`s and a check cloned the VM's vCPU list
-/// (171 allocations per 1,000 events of this run; docs/speed.md, twenty-second round). Mutex
+/// change of a vCPU accounts its VM's skews, and each check arms the next crossing; fresh
+/// `Vec`s of the VM's states and skews for both and a clone of the VM's vCPU list per check
+/// would make 171 allocations per 1,000 events of this run (docs/speed.md). Mutex
 /// and barrier VMs beside hogs, so that vCPUs halt, wake and are co-stopped all through the
 /// window.
 #[test]

@@ -261,8 +261,8 @@ fn a_moved_vcpu_lands_where_the_new_pool_picks() {
 
 /// A pool no VM was put in idles its pCPUs, under every policy, beside a busy pool of the same
 /// policy; and a pool's instance that never saw a vCPU schedules those pCPUs without a panic
-/// (eevdf's newly-idle balance read the domains of a pool it had not built: a Rust panic at the
-/// first schedule of an empty pool's pCPU, up to 2026-11-25).
+/// (eevdf's newly-idle balance must not read the domains of a pool it has not built: that is a
+/// Rust panic at the first schedule of an empty pool's pCPU).
 #[test]
 fn a_pool_without_vcpus_idles_under_every_policy() {
     for kind in vcpusim::hypervisor::policies::registry() {

@@ -1,4 +1,4 @@
-//! The Linux 6.x guest's paravirtual features on KVM (issue 17 part 3, guest side;
+//! The Linux 6.x guest's paravirtual features on KVM (guest side:
 //! guest/pv_guest.rs, guest/pv_spinlock.rs, sim/line.rs): each feature on against off on a
 //! scenario showing the pathology it targets, each off when its key is off, and the loader's
 //! checks (KVM-only keys on a Xen host, the kernel's dependencies).

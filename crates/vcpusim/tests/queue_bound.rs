@@ -1,4 +1,4 @@
-//! Issue 15: the event queue stays bounded by a small multiple of pCPUs + vCPUs under a PLE
+//! The event queue stays bounded by a small multiple of pCPUs + vCPUs under a PLE
 //! storm, however long the run. Credit re-arms each pCPU's 30 ms slice end at every schedule
 //! (Xen `csched_schedule` returns `ret.time`, `schedule()` re-sets `s_timer`), and a pause-loop
 //! exit storm schedules every few microseconds: with lazily cancelled events the heap held every

@@ -1,4 +1,4 @@
-//! VMware ESX relaxed co-scheduling (issue 14 part 3, `overlay = "relaxed-co"`,
+//! VMware ESX relaxed co-scheduling (`overlay = "relaxed-co"`,
 //! hypervisor/relaxed_co.rs, sim/relaxed_co.rs), in check mode: a lagging vCPU accumulates skew
 //! while a sibling runs, the running siblings are co-stopped past the threshold and co-started
 //! when the laggards caught up; idle vCPUs accumulate none.
@@ -8,7 +8,7 @@ use common::run_sim_checked;
 use vcpusim::api::load_scenario;
 use vcpusim::time::MS;
 
-/// One credit tick: the must-hold's slack.
+/// One credit tick: how far past the threshold a skew may go.
 const TICK: u64 = vcpusim::hypervisor::relaxed_co::TICK_SLACK;
 
 /// `vcpus` vCPUs pinned one per pCPU running `threads` threads of `workload`, and a CPU hog
@@ -100,11 +100,11 @@ fn both_baselines_are_deterministic_and_run_with_ple_on() {
     }
 }
 
-/// Regression (found by experiments/irs at 4 interfering VMs): with a hog on each of par's
-/// pCPUs, two laggards pass the threshold at once. Before the fix a running vCPU already past the
-/// threshold was never co-stopped, so the other laggard's skew grew without bound (13 ms over a
-/// 3 ms threshold) and its crossing check was re-armed every nanosecond (31.6 million events in
-/// 200 ms); and a vCPU co-stopped past the threshold kept its siblings stopped for good.
+/// Regression (the layout of experiments/irs at 4 interfering VMs): with a hog on each of par's
+/// pCPUs, two laggards pass the threshold at once. A running vCPU already past the threshold
+/// must be co-stopped too, else the other laggard's skew grows without bound (13 ms over a 3 ms
+/// threshold) and its crossing check is re-armed every nanosecond (31.6 million events in
+/// 200 ms); and a vCPU co-stopped past the threshold must not keep its siblings stopped for good.
 #[test]
 fn hogs_on_every_pcpu_neither_storm_nor_stop_the_vm_for_good() {
     let mut text = String::from(
@@ -129,13 +129,12 @@ fn hogs_on_every_pcpu_neither_storm_nor_stop_the_vm_for_good() {
     assert!(par_ms > 1_000, "par ran {par_ms} ms of 4,000");
 }
 
-/// Regression (found by benches/instructions.py, 2026-12-03): `vcpusim bench`'s scaling mix, an
-/// 8-vCPU barrier VM beside four CPU hogs on 8 pCPUs, nothing pinned. A check co-stopping the
-/// running siblings for a waiting laggard past the threshold decided each co-stop after the one
-/// before, whose reschedule could switch in that laggard: it was co-stopped too, and the VM
-/// was left with only caught-up vCPUs idle at the barrier, none to poke the co-start. The VM ran
-/// 6 ms and completed 1 barrier phase in 500 ms (86 with the loop's decisions taken first but
-/// the co-start staged, a first try that only postponed the same stop to 354 ms).
+/// Regression: `vcpusim bench`'s scaling mix, an 8-vCPU barrier VM beside four CPU hogs on 8
+/// pCPUs, nothing pinned. A check co-stopping the running siblings for a waiting laggard past
+/// the threshold decides every co-stop before making any: decided one after another, a co-stop's
+/// reschedule can switch in that laggard, which is then co-stopped too, leaving the VM only
+/// caught-up vCPUs idle at the barrier, none to poke the co-start (the VM then runs 6 ms and
+/// completes 1 barrier phase in 500 ms).
 #[test]
 fn a_laggard_switched_in_by_a_co_stop_is_not_co_stopped_and_the_vm_keeps_running() {
     let text = "[host]\npcpus = 8\npolicy = \"credit\"\noverlay = \"relaxed-co\"\n\

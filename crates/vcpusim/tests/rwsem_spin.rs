@@ -1,6 +1,6 @@
 //! mmap_sem's optimistic spinning (`[guest] rwsem_spin`, guest/mm_sem.rs) and what
-//! `vcpu_is_preempted` changes in it (issue 17 part 3: "used by the mutex/rwsem optimistic
-//! spinners"). Four threads of a 4-vCPU Linux 6.x VM munmap in a loop beside a 2-vCPU hog on 2
+//! `vcpu_is_preempted` changes in it (the mutex/rwsem optimistic spinners
+//! read it). Four threads of a 4-vCPU Linux 6.x VM munmap in a loop beside a 2-vCPU hog on 2
 //! pCPUs under EEVDF, so mmap_sem's owner is often on a preempted vCPU. Every run is in check
 //! mode. PV sched yield is off in all runs (it needs `vcpu_is_preempted`, which one run turns
 //! off), so the runs differ only in the keys named.

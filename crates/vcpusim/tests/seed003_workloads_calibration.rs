@@ -1,4 +1,4 @@
-//! Seed 003's workloads (issue 14 part 5): PARSEC in blocking mode, NPB with spinning waits
+//! Seed 003's workloads: PARSEC in blocking mode, NPB with spinning waits
 //! (OMP_WAIT_POLICY=active, workload/builtin/npb/omp_wait.rs) and ApacheBench against a threaded
 //! web server (workload/builtin/ab.rs), each checked against its own source's arithmetic in a
 //! 4-vCPU VM alone on 4 pCPUs under Xen Credit (slide 5's parallel VM), or with one

@@ -1,4 +1,4 @@
-//! Runnable-wait (steal) time and scheduling latency (issue 16, capability 3) on hand-built hosts
+//! Runnable-wait (steal) time and scheduling latency on hand-built hosts
 //! whose waits are known: the definitions are in docs/model.md §9 and the columns in
 //! docs/scenario-format.md ("Output files").
 

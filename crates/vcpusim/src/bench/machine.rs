@@ -1,8 +1,8 @@
 //! The machine a benchmark ran on, as the report names it: the processor's model and its caches.
 //!
-//! The same code ran the quickstart at 11.5 M live events/s on the machine of 2026-11-24 and
-//! at 5.4 M on the AMD EPYC of 2026-12-06 (docs/speed.md, twenty-third round),
-//! and the per-event wall time of a 1,024-pCPU host is set by how much of it the caches hold.
+//! The same code runs the quickstart at 11.5 M live events/s on one machine and at 5.4 M on an
+//! AMD EPYC (docs/speed.md), and the per-event wall time of a 1,024-pCPU host is set by how
+//! much of it the caches hold.
 //! A figure without its machine cannot be compared with another, so the report carries it.
 //!
 //! ```text

@@ -1,6 +1,6 @@
 //! A min-heap of timed events with FIFO order among equal times and O(1) cancellation.
 //!
-//! Issue 15 part 1: cancellation by generation number, compact keys, payloads stored apart.
+//! Cancellation by generation number, compact keys, payloads stored apart:
 //! - The heap (`std::collections::BinaryHeap`, so its bottom-up pop) holds 16-byte keys: the
 //!   time and a tag packing the push sequence number above the slot of the payload. Payloads
 //!   live apart in a slab of slots.
@@ -10,11 +10,11 @@
 //!   `COMPACT_SLACK`) the heap drops them all at once (`compact`, O(n), amortized O(1) per
 //!   cancel). So the heap never holds more than `2 * live + COMPACT_SLACK + 1` keys: a credit
 //!   PLE storm that re-arms a pCPU's 30 ms slice end thousands of times per slice leaves at most
-//!   one live slice end per pCPU and a bounded number of dead ones, where the lazily cancelled
-//!   heap kept every superseded one for its 30 ms (229 k entries at 64 pCPUs).
+//!   one live slice end per pCPU and a bounded number of dead ones, where a lazily cancelled
+//!   heap keeps every superseded one for its 30 ms (229 k entries at 64 pCPUs).
 //! - An `EventId` names a slot and its generation (bumped each time the slot is filled), so
 //!   cancelling an event that already fired or was cancelled (its slot since reused by another
-//!   push) is harmless, as before.
+//!   push) is harmless.
 //!
 //! - The earliest key may wait in a slot beside the heap (`front`) instead of in it: a push
 //!   earlier than everything pending (most of them: a handler often schedules the very next
@@ -23,14 +23,14 @@
 //!   and half of the hybrid ones). Invariant: `front`, when set, is earlier than every key in
 //!   the heap, so the earliest pending key is `front` or else the heap's top.
 //!
-//! An indexed heap (each slot knowing its key's position, cancel removing it at once) was tried
-//! first: it kept the heap exact but paid a position update per level of every sift, 6-9% more
-//! instructions per event on the quickstart than the queue it replaced (callgrind), where this
+//! Tried and dropped: an indexed heap (each slot knowing its key's position, cancel removing it at
+//! once) keeps the heap exact but pays a position update per level of every sift, 6-9% more
+//! instructions per event on the quickstart than a lazily cancelled heap (callgrind), where this
 //! one pays a load per pop.
 //!
-//! The order is what it was with the lazily cancelled `BinaryHeap<Entry>` before issue 15: by
-//! time, then by push sequence (every `push` and `replace` takes the next sequence number, as the
-//! push after a cancel did), so every run pops the same events in the same order.
+//! The order is that of a lazily cancelled `BinaryHeap<Entry>`: by time, then by push sequence
+//! (every `push` and `replace` takes the next sequence number, as a push after a cancel would
+//! there), so every run pops the same events in the same order.
 
 use crate::time::Nanos;
 use std::cmp::Ordering;
@@ -461,7 +461,7 @@ mod tests {
         assert_eq!(popped, expected.into_iter().map(|(at, _, e)| (at, e)).collect::<Vec<_>>());
     }
 
-    /// A reference model: the lazily cancelled queue this one replaced, as a sorted set.
+    /// A reference model: a lazily cancelled queue, as a sorted set.
     struct Model {
         set: BTreeSet<(u64, u64, u32)>,
         live: std::collections::HashMap<u64, (u64, u32)>,

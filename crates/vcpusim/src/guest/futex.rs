@@ -30,8 +30,8 @@ impl GuestKernel {
     /// Queue a futex system call in front of thread `t`'s steps: enter the kernel, run `action`
     /// under the bucket lock (after `locked_ns` of work there). The steps are queued one at a
     /// time, the last first: futex calls are per-operation work of the PARSEC-style mutex and
-    /// condition-variable workloads, where a `Vec` per call and its growth took about a tenth of
-    /// the instructions, and iterator chains over step arrays a few per cent more (issue 15).
+    /// condition-variable workloads, where a `Vec` per call and its growth take about a tenth of
+    /// the instructions, and iterator chains over step arrays a few per cent more.
     fn push_futex_call(&mut self, env: &mut GuestEnv, t: ThreadId, key: FutexKey, func: KernelFn, locked_ns: Nanos, action: Action) {
         let lock = self.futex_bucket_lock(key, env.locks, FUTEX_LOCK_CLASS);
         let syscall = env.costs.syscall;
@@ -149,7 +149,7 @@ impl GuestKernel {
     /// Under the bucket lock: dequeue up to `n` waiters and make them runnable; the reschedule
     /// IPIs to remote vCPUs become a SendIpis step placed before or after the unlock.
     pub fn futex_wake(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId, key: FutexKey, n: usize) {
-        // The dequeued waiters go in a list kept for reuse (issue 15: no allocation per call).
+        // The dequeued waiters go in a list kept for reuse (no allocation per call).
         let mut woken = std::mem::take(&mut self.scratch.woken);
         if let Some(q) = self.objects.futex_waiters.get_mut(&key) {
             while woken.len() < n {

@@ -1,5 +1,5 @@
 //! Lock hand-offs, recorded for the trace's flow arrows from a release to the waiter it lets go
-//! on (issue 16, capability 2). Recorded only in a traced run: `GuestKernel::handoffs` is `None`
+//! on. Recorded only in a traced run: `GuestKernel::handoffs` is `None`
 //! otherwise, so an untraced run records nothing and each hook costs one branch on `None`.
 //!
 //! Three releases hand something to a waiter:

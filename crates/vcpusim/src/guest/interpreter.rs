@@ -63,7 +63,7 @@ impl GuestKernel {
                 }
                 Code::Op(op) => {
                     th.pc += 1;
-                    // Straight into the thread's step queue: no list per op (issue 15 part 3), and
+                    // Straight into the thread's step queue: no list per op, and
                     // read in place, not cloned.
                     self.expand(env.costs, op, &mut th.steps);
                     return true;

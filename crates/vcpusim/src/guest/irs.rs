@@ -113,7 +113,7 @@ impl GuestKernel {
     }
 
     /// `run`: take a pending notice on vCPU `i` (the handler's work), if any.
-    // Out of the interpreter's hot loop (IRS only): docs/speed.md sixteenth round.
+    // Out of the interpreter's hot loop (IRS only): docs/speed.md.
     #[inline(never)]
     pub(super) fn take_notice(&mut self, i: usize) -> Option<Nanos> {
         let irs = self.irs.as_mut()?;

@@ -34,7 +34,7 @@ pub struct GuestEnv<'a> {
 impl GuestEnv<'_> {
     /// Queue `steps` in front of thread `t`'s pending steps, in order. Any sequence that can be
     /// walked backwards: the futex and synchronization paths hand arrays and iterators over
-    /// them, so a call allocates nothing (issue 15).
+    /// them, so a call allocates nothing.
     pub fn push_front_steps<I>(&mut self, t: ThreadId, steps: I)
     where
         I: IntoIterator<Item = Step>,
@@ -63,8 +63,9 @@ pub struct GuestVcpu {
     pub pending_ipis: VecDeque<Ipi>,
     /// The handler being run.
     pub irq: Option<Ipi>,
-    /// The kernel function it is in (instruction pointer), published to its PV area
-    /// (`Sim::pv`) lazily: just before a call to a policy that declared the `kernel_fn` channel.
+    /// The kernel function it is in (instruction pointer). Not copied to the PV area: a policy
+    /// that declared the `kernel_fn` channel reads it here when it asks (`vmexit::KernelFnSource`,
+    /// `GuestSymbols` in sim/hypervisor_ops.rs).
     pub func: KernelFn,
     /// Whether this vCPU has the VM's address space loaded (in mm_cpumask), including lazily
     /// while idle.
@@ -164,7 +165,7 @@ pub struct GuestKernel {
 /// deliveries in the experiment workloads; a list beyond it is dropped (only an allocation).
 const KEPT_IPI_TARGET_LISTS: usize = 8;
 
-/// Buffers the futex paths reuse instead of allocating per call (issue 15): the waiters a wake
+/// Buffers the futex paths reuse instead of allocating per call: the waiters a wake
 /// dequeues, the waiters a requeue moves, and spent IPI target lists (a `SendIpis` step's
 /// `targets`, handed back by the host once it delivered them: `Sim::on_exit`).
 #[derive(Default)]

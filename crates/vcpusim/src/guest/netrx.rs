@@ -186,7 +186,7 @@ impl GuestKernel {
         self.take_pending_device_irq(i)
     }
 
-    // Out of the interpreter's hot loop (a VM with a NIC only): docs/speed.md sixteenth round.
+    // Out of the interpreter's hot loop (a VM with a NIC only): docs/speed.md.
     #[inline(never)]
     fn take_pending_device_irq(&mut self, i: usize) -> Option<Next> {
         let gv = &mut self.vcpus[i];
@@ -281,7 +281,7 @@ impl GuestKernel {
     /// `Action::SockRecv` of thread `t` on vCPU `i`: take data if there is some (the syscall and
     /// the copy to user space follow as kernel work), else sleep until the softirq wakes it and
     /// try again.
-    // Out of the interpreter's hot loop (a VM with a NIC only): docs/speed.md sixteenth round.
+    // Out of the interpreter's hot loop (a VM with a NIC only): docs/speed.md.
     #[inline(never)]
     pub(super) fn sock_recv(&mut self, env: &mut GuestEnv, i: usize, t: ThreadId, len: u32) -> Option<Next> {
         let now = env.now;

@@ -62,7 +62,7 @@ pub struct Shootdown {
     /// The vCPUs the IPIs went to, kept for the yield step that follows the sends on the Linux
     /// 4.4 guest on Xen and the 6.x guest on KVM (`Action::YieldIfStolen`,
     /// `Action::PvSchedYield`); empty otherwise. The list stays with the record when its id is
-    /// used again, so a shootdown allocates nothing once the records have grown (issue 15).
+    /// used again, so a shootdown allocates nothing once the records have grown.
     pub targets: Vec<VcpuId>,
 }
 
@@ -97,7 +97,7 @@ pub struct SyncObjects {
 }
 
 /// A map from futexes to `V`, as a `BTreeMap<FutexKey, V>` would be used, kept in a vector
-/// indexed by object: a lookup on the futex paths is an index, not a tree walk (issue 15). An
+/// indexed by object: a lookup on the futex paths is an index, not a tree walk. An
 /// entry exists once created (`entry_or_default`, `insert`), empty or not, as a map's would.
 #[derive(Clone, Debug)]
 pub struct FutexMap<V> {

@@ -49,9 +49,9 @@ pub struct GuestTopology {
 }
 
 /// One LLC's sibling groups as `select_idle_sibling` walks them (`sd_llc`'s groups), kept so
-/// that a wake-up reads only its own LLC and allocates nothing (issue 15 parts 2 and 3: it used
-/// to list the span by testing every CPU of the VM and build both levels' groups as fresh `Vec`s
-/// at every wake-up). The groups are numbered by their lowest CPU, the order of the ring
+/// that a wake-up reads only its own LLC and allocates nothing (rather than list the span
+/// by testing every CPU of the VM and build both levels' groups as fresh `Vec`s at every
+/// wake-up). The groups are numbered by their lowest CPU, the order of the ring
 /// `build_sched_groups` links (`for_each_cpu(i, span)`), which each CPU's domain enters at its
 /// own group (`sd->groups`).
 #[derive(Clone, Debug, PartialEq)]

@@ -52,7 +52,7 @@ impl GuestKernel {
     /// the vCPU's index in the VM), a reschedule IPI stays one ICR write per target. A
     /// shootdown's targets are in increasing APIC id already (`tlb_shootdown` lists them from
     /// the VM's vCPUs in order), as `for_each_cpu` visits them.
-    // Out of the interpreter's hot loop (the 6.x guest's PV paths only): docs/speed.md sixteenth round.
+    // Out of the interpreter's hot loop (the 6.x guest's PV paths only): docs/speed.md.
     #[inline(never)]
     pub(super) fn pv_ipi_exits(&self, kind: IpiKind, targets: &[VcpuId]) -> usize {
         match kind {
@@ -85,7 +85,7 @@ impl GuestKernel {
 
     /// `kvm_smp_send_call_func_ipi`'s loop after the sends: yield to the first target that is not
     /// idle (`idle_cpu`: the guest's view, nothing running or queued) and is preempted.
-    // Out of the interpreter's hot loop (the 6.x guest's PV paths only): docs/speed.md sixteenth round.
+    // Out of the interpreter's hot loop (the 6.x guest's PV paths only): docs/speed.md.
     #[inline(never)]
     pub(super) fn pv_sched_yield(&mut self, env: &GuestEnv, shootdown: u32) -> Option<Next> {
         let targets = &self.shootdowns[shootdown as usize].targets;

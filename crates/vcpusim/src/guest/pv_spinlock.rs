@@ -49,7 +49,7 @@ use crate::vmexit::{Exit, Hypercall, Next, TimeKind};
 impl GuestKernel {
     /// Thread `t` on vCPU `i` must wait for PV qspinlock `lock`: spin what is left of its
     /// `SPIN_THRESHOLD`, or, when that is spent, `pv_wait` (SCHEDOP_poll).
-    // Out of the interpreter's hot loop (PV spinlocks only): docs/speed.md sixteenth round.
+    // Out of the interpreter's hot loop (PV spinlocks only): docs/speed.md.
     #[inline(never)]
     pub(super) fn pv_wait(&mut self, env: &mut GuestEnv, i: usize, t: ThreadId, lock: LockId) -> Next {
         let head = env.locks[lock.idx()].waiters.front() == Some(&t);
@@ -95,7 +95,7 @@ impl GuestKernel {
     /// Thread `t` released PV qspinlock `lock` to `next` (the queue head; `None`: nobody
     /// waited). `__pv_queued_spin_unlock`: a hashed head is kicked after the release
     /// (`Step::Kick` queued in front of `t`'s next step); then the new head's `pv_kick_node`.
-    // Out of the interpreter's hot loop (PV spinlocks only): docs/speed.md sixteenth round.
+    // Out of the interpreter's hot loop (PV spinlocks only): docs/speed.md.
     #[inline(never)]
     pub(super) fn pv_unlock(&mut self, env: &mut GuestEnv, t: ThreadId, lock: LockId, next: Option<ThreadId>) {
         let Some(n) = next else { return };

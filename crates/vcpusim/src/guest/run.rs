@@ -13,7 +13,7 @@
 //! Order inside `run`, as Linux returns to a vCPU: finish an interrupted handler, take the next
 //! pending interrupt, run the current thread's front step, pick a thread, else HLT (the idle
 //! loop). The host enters `run` again after every request it carried out, so a pass resumes
-//! from the top exactly as the single loop it replaced (`sim/execute.rs` before issue 10).
+//! from the top, as one loop over these steps would.
 
 use super::handoff::HandOffKind;
 use super::kernel::{GuestEnv, GuestKernel};
@@ -128,7 +128,7 @@ impl GuestKernel {
 
     /// The run stops: thread number `index` ran `MAX_ZERO_TIME_STEPS` instantaneous steps in a
     /// row. Cold and out of line, as `program_error`: the interpreter's hot loop stays compact
-    /// (docs/speed.md, sixteenth round).
+    /// (docs/speed.md).
     #[cold]
     #[inline(never)]
     fn runaway(&self, index: u32) -> Next {
@@ -184,7 +184,7 @@ impl GuestKernel {
                 // Run the drawn step in this pass, counted as the instantaneous pass that drawing
                 // was: between the two, `run` would find nothing new to check (drawing pokes
                 // no one, wakes no one, keeps the thread), so this is its next pass made at once
-                // (issue 15: one interpreter pass fewer per drawn duration).
+                // (one interpreter pass fewer per drawn duration).
                 self.zero_time_steps += 1;
                 self.run_front_step(env, i, t, entry)
             }
@@ -392,7 +392,7 @@ impl GuestKernel {
 
     /// What the spinners in the list `list` picks out of the sync objects poll changed (a
     /// barrier opened, a lock released): poke each, and leave the list empty with its buffer
-    /// kept for the next spinners (issue 15: no list grown again at every release).
+    /// kept for the next spinners (no list grown again at every release).
     pub(super) fn poke_spinners(&mut self, threads: &[Thread], list: impl Fn(&mut SyncObjects) -> &mut Vec<ThreadId>) {
         let mut spinners = std::mem::take(list(&mut self.objects));
         for &s in &spinners {
@@ -537,7 +537,7 @@ impl GuestKernel {
     /// A finished `Run` step is taken off here, where `run_front_step` would take it off first
     /// thing when the host enters the vCPU again (which it does at once: `Sim::on_activity_done`),
     /// and counted as the instantaneous step that visit was, so the runaway count stays what it
-    /// was (issue 15: one interpreter pass fewer per timed step). Not when that visit does more
+    /// would be (one interpreter pass fewer per timed step). Not when that visit does more
     /// than take it off: a Tascell worker polls for task requests at every `Run` step
     /// (`ws_poll`), and the visit that would exceed `MAX_ZERO_TIME_STEPS` stops the run.
     pub fn step_done(&mut self, threads: &mut [Thread], i: usize) -> Option<Exit> {

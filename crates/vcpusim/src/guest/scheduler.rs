@@ -31,8 +31,8 @@ pub struct Tick {
 /// thread running or queued: `GuestVcpu::idle`). Every change of a vCPU's run queue or
 /// `current` is followed by `GuestKernel::note_vcpu`, so the newidle pull (`pick_next`), wake
 /// placement (`wake_target`) and tick balancing (`tick_balance`) visit the vCPUs that qualify
-/// instead of every sibling: a wide VM's guest scheduler costs no O(vCPUs) scan per event
-/// (issue 15). Check mode holds both masks to the vCPUs' state (`GuestKernel::check`).
+/// instead of every sibling: a wide VM's guest scheduler costs no O(vCPUs) scan per event.
+/// Check mode holds both masks to the vCPUs' state (`GuestKernel::check`).
 pub struct RunMasks {
     /// vCPUs with a non-empty run queue.
     pub queued: IndexMask,

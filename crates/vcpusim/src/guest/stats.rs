@@ -68,7 +68,7 @@ pub struct GuestStats {
     /// Contended spinlock acquisitions: from the first failed attempt to acquisition.
     pub spin_wait: Histogram,
     /// The same waits by lock, indexed by `LockId` (grown when a lock is first waited for):
-    /// recording one is an index, not a String-keyed lookup (issue 15 part 3); the report
+    /// recording one is an index, not a String-keyed lookup; the report
     /// merges them by class (`spin_wait_by_class`).
     pub spin_wait_by_lock: Vec<WaitTally>,
     /// From the start of a shootdown until its initiator sees the last acknowledgement.

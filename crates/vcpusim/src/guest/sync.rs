@@ -190,7 +190,7 @@ impl GuestKernel {
     /// `is_arrival_phase == arrival`, after which it holds the mutex again: with
     /// ENABLE_SPIN_BARRIER, unlock, poll the flag for at most SPIN_COUNTER_MAX iterations, spin on
     /// trylock, then pthread_cond_wait while it still differs; without, pthread_cond_wait only.
-    /// (Queued back to front, one step at a time: no list per call, issue 15.)
+    /// (Queued back to front, one step at a time: no list per call.)
     fn push_parsec_wait(&self, env: &mut GuestEnv, t: ThreadId, b: ObjIndex, arrival: bool, wait: BarrierWait) {
         let m = self.objects.parsec[b].mutex;
         env.push_front(t, Step::Do(Action::ParsecWaitPhase { barrier: b, arrival }));

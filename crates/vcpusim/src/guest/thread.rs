@@ -44,10 +44,10 @@ pub fn compile(ops: &[Op]) -> Vec<Code> {
     out
 }
 
-/// Compiled programs shared between threads whose ops are equal (issue 15: the 1,024-pCPU
-/// scaling mix has 1,536 threads of three programs; with a copy each, the first read of an op
-/// missed the first-level cache about once an event, and the second-level one about every other
-/// event: docs/speed.md, nineteenth round). Compares with the programs of the last [`CodeCache::KEPT`] distinct op lists: threads
+/// Compiled programs shared between threads whose ops are equal (the 1,024-pCPU scaling mix
+/// has 1,536 threads of three programs; with a copy each, the first read of an op misses the
+/// first-level cache about once an event, and the second-level one about every other event:
+/// docs/speed.md). Compares with the programs of the last [`CodeCache::KEPT`] distinct op lists: threads
 /// of one VM and the copies of a VM are built one after another, and a scenario's VMs are
 /// few distinct workloads, so a short list catches them without hashing `Op` (its distributions
 /// hold floats). Equal ops compile to equal code, so sharing changes nothing a run computes.
@@ -271,8 +271,8 @@ pub enum Step {
 /// A thread's pending steps, front first. Steps are taken from the front and almost always
 /// queued there (a kernel path puts its steps before what the thread was doing); only an op's
 /// expansion goes to the back, and then the queue is empty. So it is kept as a stack, the front
-/// step last in a `Vec`: taking or queueing a front step is a plain push or pop (issue 15: the
-/// ring buffer's index arithmetic was a noticeable part of every interpreter pass).
+/// step last in a `Vec`: taking or queueing a front step is a plain push or pop (a
+/// ring buffer's index arithmetic is a noticeable part of every interpreter pass).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StepQueue {
     /// The steps, back first (the front step is the last element).

@@ -271,7 +271,7 @@ impl GuestKernel {
 
     /// `Op::WorkSteal`: the next steps of worker thread `t`, or `None` when the computation is
     /// over (the thread leaves the op).
-    // Out of the interpreter's hot loop (Tascell only): docs/speed.md sixteenth round.
+    // Out of the interpreter's hot loop (Tascell only): docs/speed.md.
     #[inline(never)]
     pub fn ws_next(&mut self, env: &mut GuestEnv, t: ThreadId) -> Option<Vec<Step>> {
         let w = self.ws_worker(env, t);
@@ -373,7 +373,7 @@ impl GuestKernel {
     }
 
     /// Run an instantaneous runtime step of thread `t`.
-    // Out of the interpreter's hot loop (Tascell only): docs/speed.md sixteenth round.
+    // Out of the interpreter's hot loop (Tascell only): docs/speed.md.
     #[inline(never)]
     pub fn ws_action(&mut self, env: &mut GuestEnv, t: ThreadId, action: WsAction) {
         let w = self.ws_worker(env, t);
@@ -465,7 +465,7 @@ impl GuestKernel {
     /// At the start of thread `t`'s `Run` step `step_remaining` (`left` work-ns still to do):
     /// if it is a worker's task work and requests wait, settle its position and answer them
     /// first (the poll at the next recursive call). Returns the steps to run instead of the rest.
-    // Out of the interpreter's hot loop (Tascell only): docs/speed.md sixteenth round.
+    // Out of the interpreter's hot loop (Tascell only): docs/speed.md.
     #[inline(never)]
     pub fn ws_poll(&mut self, t_index: usize, left: Nanos) -> Option<Vec<Step>> {
         let ws = self.ws.as_deref_mut()?;

@@ -28,7 +28,7 @@ pub struct Costs {
     /// The host's wake-up path for a vCPU that blocked in HLT (the kick of its pCPU, the idle
     /// exit, `schedule()` and `vcpu_load` before VM entry), charged as overhead when it is
     /// switched in after the wake-up; halt polling (`[host.halt_poll]`) avoids it. Default 0
-    /// (the engine charged nothing for it before issue 17).
+    /// (not charged unless the scenario sets it).
     pub halt_wake: Nanos,
     /// Fixed virtualization overhead: a VM's work takes `1 + virt_overhead` times as long as on
     /// bare metal (memory virtualization by EPT/NPT two-dimensional page walks and the vCPU

@@ -4,7 +4,7 @@
 //! An `IdMask<I>` is a bitset over dense ids (`ids.rs`); `CpuMask` is it over the host's pCPUs
 //! (Xen `cpumask_t`, Linux `struct cpumask`), `VcpuMask` over vCPUs. Iteration is in increasing
 //! id order, so every loop over a mask is deterministic. The per-event paths of the policies use
-//! these in place of scans over every pCPU or vCPU (issue 15): a membership test is one word, a
+//! these in place of scans over every pCPU or vCPU: a membership test is one word, a
 //! set operation, count or search is one pass over `n / 64` words, as Xen's `cpumask_and`,
 //! `cpumask_weight`, `cpumask_cycle` and Linux's `for_each_cpu_and` are over `BITS_TO_LONGS(n)`.
 //! `parse_cpulist` reads what `xl` accepts for `cpus=` and cpupool `cpus=`: comma-separated

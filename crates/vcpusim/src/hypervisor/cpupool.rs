@@ -96,7 +96,8 @@ pub struct Scope<'a> {
     pub affinity: &'a [Affinity],
     /// One pool holding every pCPU and no vCPU with a hard or soft mask short of the host: every
     /// affinity question has the trivial answer (the engine keeps this up to date; the
-    /// `HostView` accessors answer at once, which keeps the common case as fast as before pools).
+    /// `HostView` accessors answer at once, which keeps the common case as fast as a host
+    /// without pools).
     pub trivial: bool,
 }
 
@@ -106,10 +107,10 @@ pub struct Scope<'a> {
 /// in the pool's view (`PoolView::facts`: the soft masks recomputed where a pool's pCPUs or a
 /// soft mask change, `Sim::refresh_pool_facts`; the node count moved where a vCPU changes pool,
 /// `Sim::set_vcpu_pool`), and check mode holds them to `PoolFacts::of`. In the view, a policy
-/// call reads them at no cost beyond the read (a copy into each call's scope was 1.4% more
+/// call reads them at no cost beyond the read (a copy into each call's scope is 1.4% more
 /// instructions on the quickstart, which has one pool and never reads them).
 /// Read from every vCPU per balance, a host of 1,024 pCPUs with a second pool spent a third
-/// of its time here (docs/speed.md, twentieth round).
+/// of its time here (docs/speed.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolFacts {
     /// Some vCPU of the host has a soft mask that does not cover the pool's pCPUs (a necessary

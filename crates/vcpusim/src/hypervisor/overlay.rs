@@ -1,6 +1,6 @@
 //! Preemption overlays (`[host] overlay`): mechanisms that change *when* a policy's involuntary
-//! preemption of a running vCPU takes effect, without the policy choosing differently (issue 14,
-//! seed 003 and its baselines).
+//! preemption of a running vCPU takes effect, without the policy choosing differently (seed 003
+//! and its baselines).
 //!
 //! The seam is one question the engine asks (`Sim::overlay_holds`, sim/overlay.rs): the policy's
 //! `do_schedule` on pCPU `p` returned someone other than the vCPU `prev` running there, `prev` is
@@ -28,7 +28,7 @@ use crate::ids::{PcpuId, VcpuId};
 use crate::time::{Nanos, US};
 use crate::vmexit::PvArea;
 
-/// IRS's notify delay (issue 14's configuration contract, `[host.irs] notify_delay`): the slides'
+/// IRS's notify delay (the default of `[host.irs] notify_delay`): the slides'
 /// "20-26 us delay (SA send + guest migration + completion)" (seed 003 slide 7); 23 us is the
 /// middle. The hypervisor switches at the guest's ack or after this long, whichever comes first.
 pub const IRS_NOTIFY_DELAY: Nanos = 23 * US;

@@ -304,7 +304,8 @@ impl Timer {
 /// One row of the engine's timer table.
 #[derive(Clone, Debug)]
 pub struct TimerEntry {
-    /// The policy instance that owns the timer (0: the one policy; per-cpupool instances later).
+    /// The policy instance that owns the timer: its cpupool's index (`PoolId`; 0 on a host with
+    /// one pool), whose policy `on_timer` is called on.
     pub owner: u32,
     /// What `on_timer` is called with.
     pub key: u64,
@@ -406,8 +407,8 @@ impl<'a> PolicyCtx<'a> {
         self.symbols.kernel_fn(v)
     }
     /// The context of the policy instance `owner` (its cpupool's index): its timers are its own,
-    #[inline]
     /// and it reads the guests' kernel functions from `symbols` if it declared that channel.
+    #[inline]
     pub fn for_owner(
         host: HostView<'a>,
         requests: &'a mut Vec<Request>,
@@ -613,7 +614,7 @@ pub trait Policy {
     /// `vcpu_migrate_to_cpu(prev, prev_processor)` -> `vcpu_wake` does.
     fn return_vcpu(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId, _ran: Nanos) {}
 
-    /// Issue 14's overlay seam (hypervisor/overlay.rs): the last `do_schedule(p)` chose `next`
+    /// The preemption overlay seam (hypervisor/overlay.rs): the last `do_schedule(p)` chose `next`
     /// over `prev`, which runs on `p` and is willing to run, and the host's overlay holds that
     /// preemption back. Undo the pick: `prev` stays the current vCPU of `p` and `next` waits
     /// as it did before (`do_schedule` is asked again when the hold ends). Returns false if

@@ -31,10 +31,10 @@
 //!
 //! Skew is checked at every state change of a vCPU of the VM and at every tick of the policy
 //! (Xen credit: 10 ms), so between two checks it can pass the threshold by at most the time to
-//! the next check: the must-hold of issue 14 is "by no more than one tick's worth".
+//! the next check: by no more than one tick's worth (`TICK_SLACK`).
 //!
 //! **The threshold** (`[host.relaxed_co] skew_threshold`): VMware describes it only as
-//! "configurable" and "a few milliseconds"; 3 ms (issue 14's configuration contract) is
+//! "configurable" and "a few milliseconds"; 3 ms (`DEFAULT_SKEW_THRESHOLD`) is
 //! assumed.
 
 use super::overlay::{Overlay, Verdict};
@@ -46,8 +46,9 @@ use crate::vmexit::PvArea;
 /// The default skew threshold (assumed: "a few milliseconds", see the module doc).
 pub const DEFAULT_SKEW_THRESHOLD: Nanos = 3 * MS;
 
-/// The must-hold's slack: one tick of Xen credit (`CSCHED_DEFAULT_TSLICE_MS` 30 ms /
-/// `CSCHED_TICKS_PER_TSLICE` 3), the period a tick-driven check would have.
+/// How far past the threshold a skew may go (check mode): one tick of Xen credit
+/// (`CSCHED_DEFAULT_TSLICE_MS` 30 ms / `CSCHED_TICKS_PER_TSLICE` 3), the period a tick-driven
+/// check would have.
 pub const TICK_SLACK: Nanos = 10 * MS;
 
 /// `[host.relaxed_co]`.

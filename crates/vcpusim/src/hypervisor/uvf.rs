@@ -73,8 +73,8 @@ pub struct Uvf {
     queues: Vec<VecDeque<VcpuId>>,
     /// Per vCPU: how many urgent queues hold it (at most one entry per queue; an entry left
     /// behind when it moved is dropped by that queue's next `pick`). A halt (`remove`) and a
-    /// balancer move (`move_queued`) look at every queue only when this is not zero: on a
-    /// 1,024-pCPU host every halt read 1,024 queues (docs/speed.md, twentieth round).
+    /// balancer move (`move_queued`) look at every queue only when this is not zero: else on a
+    /// 1,024-pCPU host every halt reads 1,024 queues (docs/speed.md).
     entries: Vec<u32>,
     /// Per-pCPU end of the running urgent vCPU's protected tslice (0: none).
     protected_until: Vec<Nanos>,

@@ -18,7 +18,7 @@ pub struct VmStats {
     pub overhead_ns: Nanos,
     /// Lock-holder preemptions: a vCPU descheduled (not halted) while its thread holds a
     /// spinlock, by lock (indexed by `LockId`, grown on first count: an index per count, not a
-    /// String-keyed lookup, issue 15 part 3); `lhp_by_class` sums them by class.
+    /// String-keyed lookup); `lhp_by_class` sums them by class.
     pub lhp_by_lock: Vec<u64>,
     /// Lock-waiter preemptions: descheduled while spinning on a ticket lock.
     pub lwp: u64,

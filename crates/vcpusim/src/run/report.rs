@@ -249,8 +249,8 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             put!("net_bytes_read", n.bytes_read);
         }
         if let Some(ov) = sim.overlay.as_deref() {
-            // Issue 14's preemption overlay (sim/overlay.rs, guest/irs.rs): only in runs with
-            // `[host] overlay`, so every other run's metrics.csv is as before.
+            // The preemption overlay's counts (sim/overlay.rs, guest/irs.rs): only in runs with
+            // `[host] overlay`, so no other run's metrics.csv has these columns.
             let o = &ov.per_vm[i];
             put!("overlay_held", o.held);
             put!("preempt_notices", o.notices);

@@ -77,8 +77,8 @@ pub fn check(top: &Section, host: &mut HostSpec, vms: &[VmSpec], run: &RunSpec) 
 }
 
 /// `[host] start_skew` against `[run] duration`. Each pCPU comes online at a random time in
-/// [0, start_skew); a skew as long as the run would leave pCPUs that never schedule (issue 16:
-/// "9e9s" in a 200 ms run gave every VM zero CPU time without a word). A start_skew written in
+/// [0, start_skew); a skew as long as the run would leave pCPUs that never schedule (unchecked,
+/// "9e9s" in a 200 ms run would give every VM zero CPU time without a word). A start_skew written in
 /// the file that is not shorter than the run is an error; the default (30 ms, one Xen credit
 /// slice) is cut to half the duration for runs of 30 ms or less, which the user did not ask to skew.
 fn start_skew(top: &Section, host: &mut HostSpec, run: &RunSpec) -> Result<(), SimError> {

@@ -1,6 +1,6 @@
 //! `[host.contention]`, `[vm.contention]` and `[[vm]] memory_nodes`: seed 001's contention model
 //! (hardware/contention.rs, sim/contention.rs). `[host.contention]` turns sources on (all off by
-//! default; without the table every pCPU runs at nominal speed and outputs are as before);
+//! default; without the table every pCPU runs at nominal speed and no output changes);
 //! `[vm.contention]` overrides the VM's workload sensitivities (workload/sensitivity.rs); and
 //! `memory_nodes` says where the VM's memory lives. Keys are declared once here for the loader
 //! and the catalog.

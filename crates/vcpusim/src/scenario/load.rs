@@ -2004,7 +2004,7 @@ mod tests {
         assert_error(&late, "run.duration: VM \"a\" has a [[vm.sched_pe]] change at 2s, after the run ends (duration = 1s)");
     }
 
-    /// The issue's example: a 12-pCPU credit host with pool "fast" on pCPUs 10-11; `host_extra`
+    /// The example: a 12-pCPU credit host with pool "fast" on pCPUs 10-11; `host_extra`
     /// and `vm_extra` are spliced into `[host]` (after the pools) and the VM.
     const POOLS: &str = "[host]\npcpus = 12\npolicy = \"credit\"\n\n\
         [[host.pool]]\nname = \"fast\"\npcpus = \"10-11\"\npolicy = \"credit\"\nparams = { tslice = \"1ms\" }\n\n\

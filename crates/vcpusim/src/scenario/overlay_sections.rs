@@ -1,4 +1,4 @@
-//! `[host] overlay` and `[host.irs]`: the preemption overlays of issue 14 (hypervisor/overlay.rs).
+//! `[host] overlay` and `[host.irs]`: the preemption overlays (hypervisor/overlay.rs).
 //! Keys are declared once here for the loader and the catalog.
 
 use super::section::Section;

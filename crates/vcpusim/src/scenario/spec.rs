@@ -51,7 +51,7 @@ pub struct HostSpec {
     pub node_memory_mib: Vec<u64>,
     /// `[host.microsliced]`: seed 002's micro-sliced cores (hypervisor/microsliced/); None = off.
     pub microsliced: Option<crate::hypervisor::microsliced::MicroConfig>,
-    /// `[host] overlay` with its section (`[host.irs]`): issue 14's preemption overlays
+    /// `[host] overlay` with its section (`[host.irs]`): the preemption overlays
     /// (hypervisor/overlay.rs); None = off.
     pub overlay: Option<crate::hypervisor::overlay::OverlayConfig>,
     /// `[host.halt_poll]`: KVM's host halt polling (hypervisor/halt_poll.rs); None = off.

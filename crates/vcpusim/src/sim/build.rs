@@ -158,7 +158,7 @@ impl Sim {
         sim.update_trivial_placement();
         if sc.host.contention.any() {
             // `[host.contention]` with a source on: seed 001's contention model. Without, the
-            // constant model stays and nothing of this runs (outputs as before).
+            // constant model stays and nothing of this runs (outputs as without the model).
             let sensitivities = sc.vms.iter().map(|v| v.contention).collect();
             sim.set_speed_model(Box::new(ContentionModel::new(sc.host.contention, sensitivities, &sim.topology)));
         }

@@ -54,7 +54,7 @@ impl Sim {
     }
 
     /// A traced run: the segment `v` just ended as a span on its track (`settle`). Cold and out of
-    /// line: a run without a trace never comes here (docs/speed.md, sixteenth round).
+    /// line: a run without a trace never comes here (docs/speed.md).
     #[cold]
     #[inline(never)]
     fn trace_segment(&mut self, v: VcpuId, vm: usize, kind: TimeKind, elapsed: u64) {

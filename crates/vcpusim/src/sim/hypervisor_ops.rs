@@ -199,8 +199,8 @@ impl Sim {
     /// its directed yield has switched the pCPU already, is one per exit. The engine then does
     /// only what that decision would have done (`keep_current`). Not with an overlay or in the
     /// micro pool (they act on every decision), nor when the engine would refuse the decision.
-    /// (A policy that reads the kernel-function channel was left out while the call copied
-    /// every guest's function first; it reads them in place now: `GuestSymbols`.)
+    /// (A policy that reads the kernel-function channel qualifies too: it reads the guests'
+    /// functions in place, `GuestSymbols`.)
     #[inline(always)]
     fn kept_current(&self, pool: PoolId, p: PcpuId) -> Option<VcpuId> {
         let c = self.pinfo[p.idx()].current?;

@@ -123,7 +123,7 @@ impl Sim {
             return false;
         }
         if matches!(self.overlay.as_ref().map(|o| &o.cfg), Some(OverlayConfig::DelayPreempt(_))) {
-            // The guest's lock mark, published lazily (as the kernel-function channel).
+            // The guest's lock mark, published lazily: copied just before the overlay is asked.
             let (g, i) = self.gslot(prev);
             self.guests[g].publish_lock_mark(&self.threads, i, &mut self.pv);
         }

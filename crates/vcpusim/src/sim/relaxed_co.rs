@@ -9,8 +9,8 @@
 //!   lagging vCPU's skew grows at wall-clock rate while a sibling runs, so the check is also
 //!   scheduled for the instant the first laggard would cross the threshold
 //!   (`Event::RelaxedCoCheck`): a skew never exceeds the threshold by more than that event's
-//!   granularity (it is the check a real scheduler makes at its ticks; the must-hold of issue
-//!   14 allows one tick).
+//!   granularity (it is the check a real scheduler makes at its ticks; check mode allows one
+//!   tick, `TICK_SLACK`).
 //! - **Co-stop** (`co_stop`): the vCPU is taken off its pCPU and is not runnable for the policy
 //!   (the host's state `Halted` and the policy's `sleep`: Xen's `vcpu_pause` ->
 //!   `vcpu_sleep_nosync` path), while the guest sees it descheduled while runnable (the PV area's
@@ -47,8 +47,8 @@ pub struct RelaxedCoState {
     /// A check is running (its co-stops and co-starts change states, which must not re-check).
     busy: bool,
     /// Scratch for one VM's states and skews (`rc_account`, `rc_schedule_check`), kept between
-    /// calls: each state change of a vCPU accounts its VM, and a `Vec` per call was a malloc and
-    /// a free per event and a half at 1,024 pCPUs (docs/speed.md, twenty-second round).
+    /// calls: each state change of a vCPU accounts its VM, and a `Vec` per call would be a malloc
+    /// and a free per event and a half at 1,024 pCPUs (docs/speed.md).
     states: Vec<Progress>,
     skews: Vec<Nanos>,
     /// Scratch for the vCPUs one check co-stops (`rc_check`).
@@ -76,7 +76,7 @@ impl RelaxedCoState {
 
 impl Sim {
     /// Check mode: a co-stopped vCPU is off every pCPU and not runnable for the policy, and no
-    /// skew exceeds the threshold by more than a credit tick (issue 14's must-hold; the
+    /// skew exceeds the threshold by more than a credit tick (`TICK_SLACK`; the
     /// crossing checks keep it within nanoseconds).
     pub(super) fn check_relaxed_co(&self) -> Result<(), String> {
         let Some(rc) = self.relaxed.as_ref() else { return Ok(()) };
@@ -195,8 +195,8 @@ impl Sim {
             // check found it, then made: each frees a pCPU whose reschedule may switch in that
             // waiting laggard, and a decision taken after it would co-stop the laggard too, past
             // the threshold, leaving only caught-up siblings idle at the barrier, none of which
-            // would change state and poke the co-start (the VM stopped for good; docs/model.md,
-            // relaxed co-scheduling, found 2026-12-03).
+            // would change state and poke the co-start (the VM would stop for good; docs/model.md,
+            // relaxed co-scheduling).
             let laggard_past = ids.iter().any(|u| self.progress_of(*u) == Progress::Lagging && rc.skew[u.idx()] > threshold);
             let mut stop = std::mem::take(&mut self.relaxed.as_mut().expect("checked").to_stop);
             stop.clear();

@@ -189,8 +189,9 @@ pub struct Sim {
     pub pinfo: Vec<PcpuInfo>,
     pub vminfo: Vec<VmInfo>,
     pub vcpus: Vec<Vcpu>,
-    /// Each vCPU's paravirtual area (`vmexit::PvArea`): host-written preempted flag and steal
-    /// time, guest-published kernel function.
+    /// Each vCPU's paravirtual area (`vmexit::PvArea`): host-written preempted flag, steal time
+    /// and runstate, guest-written lock mark and TLB-flush request. (The kernel function is not
+    /// in it: a policy's channel reads it in the guest, `GuestSymbols`.)
     pub pv: Vec<PvArea>,
     /// The paravirtual channels each pool's policy declared (`PolicyKind::channels`).
     pub pool_channels: Vec<Channels>,

@@ -2,8 +2,8 @@
 //! one method per moment, called only when the run is traced, so the hot paths carry a single
 //! `if self.trace.is_some()` each. Nothing here changes the simulation. The methods the event
 //! loop and the guest's entry reach are `#[cold]`: LLVM keeps them out of line and lays the
-//! untraced path out straight (`trace_handoffs` alone was 12 KB of `Sim::dispatch`, the
-//! interpreter, before; docs/speed.md sixteenth round).
+//! untraced path out straight (inlined, `trace_handoffs` alone would be 12 KB of
+//! `Sim::dispatch`, the interpreter; docs/speed.md).
 //!
 //! Track numbering (the trace's pid/tid): process 0 is the host with one thread per pCPU;
 //! process 1 + VM index is a VM with one thread per vCPU (its index in the VM).

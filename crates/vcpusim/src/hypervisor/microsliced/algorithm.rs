@@ -20,8 +20,8 @@
 //! dyn-usliced-cores, xen/common/sched_credit.c `csched_event_acct`) takes the count with the
 //! fewest IPI yields among 1..=limit, the smallest count on a tie; so do we.
 //!
-//! Where the released `csched_event_acct` differs from Algorithm 1 (we follow the algorithm, as
-//! the issue asks; docs/model.md § seed 002: micro-sliced cores lists these): it counts no vIRQs,
+//! Where the released `csched_event_acct` differs from Algorithm 1 (we follow the algorithm;
+//! docs/model.md § seed 002: micro-sliced cores lists these): it counts no vIRQs,
 //! terminates early when PLEs exceed IPIs (not "IPIs exceed PLEs or IRQs"), waits 20 ms rather
 //! than an epoch when nothing happened, and hard-codes the limit at 3.
 

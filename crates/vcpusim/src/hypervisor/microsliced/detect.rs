@@ -4,8 +4,8 @@
 //! yield entry (`yield_vcpu`: pause-loop exits and `SCHEDOP_yield` both reach Xen's
 //! `vcpu_yield`), when a virtual IRQ is relayed (`virq_sent`) and when a reschedule IPI is
 //! relayed (`ipi_sent`). Everything here reads the guest only through
-//! [`PolicyCtx::kernel_fn`], the published kernel function of a declared channel: without the
-//! channel nothing is detected (the must-hold test `tests/microsliced.rs`).
+//! [`PolicyCtx::kernel_fn`], the guest's current kernel function, read through a declared
+//! channel: without the channel nothing is detected (`tests/microsliced.rs` holds it to that).
 //!
 //! The handling follows the authors' released code (github.com/Jeongseob/xen,
 //! xen/common/schedule.c `sched_try_offload_siblings`, `is_urgent_kernel`,
@@ -57,8 +57,8 @@ pub fn yield_class(f: KernelFn) -> YieldClass {
 
 /// Whether `f` is a critical OS service (Table 3; the released code's `is_urgent_kernel`): a
 /// preempted vCPU found there is worth a micro slice. `FlushTlbOthers` is Table 3's
-/// `native_flush_tlb_others`; `IpiHandler` is `xen_reschedule_interrupt` / `flush_tlb_func` as
-/// the Linux 3.2 guest publishes them.
+/// `native_flush_tlb_others`; `IpiHandler` is `xen_reschedule_interrupt` / `flush_tlb_func` in
+/// the Linux 3.2 guest.
 pub fn is_critical(f: KernelFn) -> bool {
     matches!(
         f,
@@ -103,7 +103,7 @@ fn preempted_siblings<'a>(host: HostView<'a>, v: VcpuId) -> impl Iterator<Item =
     host.vm_of(v).vcpus.iter().copied().filter(move |s| *s != v && host.vcpu(*s).state == VcpuState::Runnable)
 }
 
-/// At the yield entry (`vcpu_yield`): classify the yield by the yielder's published function and
+/// At the yield entry (`vcpu_yield`): classify the yield by the yielder's kernel function and
 /// ask the host to accelerate the siblings it calls for. Counts the urgent event for Algorithm 1.
 /// A guest's `SCHEDOP_yield` traps from the hypercall page, whose symbol
 /// (`xen_hypercall_sched_op`) the released code tests first as an IPI wait: Linux 4.4 yields
@@ -213,7 +213,7 @@ mod tests {
                 Request::Accelerate(VcpuId(4), AccelReason::TlbSync, KernelFn::Syscall),
             ]
         );
-        // A SCHEDOP_yield is an IPI wait whatever function the guest published.
+        // A SCHEDOP_yield is an IPI wait whatever function the guest is in.
         let (req, out) = with_host(KernelFn::FutexWake, others, true, |ctx| on_yield(&Detect::ALL, ctx, VcpuId(0), YieldReason::Hypercall));
         assert_eq!((out, req.len()), (YieldOutcome::Continue, 3));
         // With detect = ["ple"] it is an ordinary yield.

@@ -1,5 +1,5 @@
 //! An ordered set that allocates nothing once it has held its largest number of keys, for the
-//! policies' indexes whose keys come and go on every event (issue 15 part 3: no allocation per
+//! policies' indexes whose keys come and go on every event (no allocation per
 //! event): eevdf's balancer index (`eevdf/lb_index.rs`, the busy groups of a domain) and the
 //! hybrid policy's steal index on a big host (`hybrid/steal.rs`).
 //!

@@ -1,5 +1,5 @@
 //! `ab`: ApacheBench keeping `concurrency` requests outstanding against a threaded web server in
-//! the VM (seed 003 slide 14: "ab had a large number of threads"; issue 14 part 5).
+//! the VM (seed 003 slide 14: "ab had a large number of threads").
 //!
 //! **The server** is Apache httpd's worker MPM (httpd 2.2 `server/mpm/worker/worker.c`), one
 //! child process: a listener thread (`listener_thread`) waits for a connection (poll + accept),

@@ -799,7 +799,7 @@ mod tests {
 
     #[test]
     fn the_placement_view_marks_sibling_run_queues_beyond_128_pcpus_and_leaves_its_mask_empty() {
-        // 160 pCPUs (beyond the 128-bit set the view used to keep): VM 0's v1 and v2 queued on
+        // 160 pCPUs (beyond what a 128-bit set could mark): VM 0's v1 and v2 queued on
         // pCPUs 130 and 150, VM 1's v3 on 140. Under `balance` the balancer may not move v0 onto
         // a sibling's run queue, but may onto one holding another VM's vCPU; the view of a VM 1
         // vCPU built next sees only VM 1's run queue, so the first view left no bit behind.

@@ -448,7 +448,7 @@ mod tests {
             .collect()
     }
 
-    /// The construction `build` replaced, kept as the reference it is held to: every pCPU
+    /// The plain construction, the reference `build` is held to: every pCPU
     /// filters the pool for each level's span, keeps the levels that grow, and makes its own
     /// groups (the child spans seen from each pCPU of the span, or single pCPUs), rotated to
     /// start with its own.

@@ -85,7 +85,7 @@ mod tests {
         h.check();
     }
 
-    /// Issue 15: `keeps_current` (the engine then skips `do_schedule`) holds at every
+    /// `keeps_current` (the engine then skips `do_schedule`) holds at every
     /// reschedule of a pause-loop storm (`FakeHost::schedule` asserts it) under each KVM
     /// version, and says true for the spinner's own reschedule after its directed yield.
     #[test]

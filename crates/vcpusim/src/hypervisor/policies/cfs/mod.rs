@@ -262,7 +262,7 @@ impl CfsRq {
 /// of a root load, the scan a read of every run queue at every wakeup. On the seed's
 /// `lc-balance` mix (an 8-vCPU barrier VM and four CPU hogs per 8 pCPUs) the index costs 0.2%
 /// more instructions on 16 pCPUs, 1.5% less on 32, 8.6% less on 64 and 17% less on 128
-/// (callgrind); in CPU time (alternating runs on a noisy day, docs/speed.md sixteenth round) it
+/// (callgrind); in CPU time (alternating runs on a noisy day, docs/speed.md) it
 /// read 7% slower on 32 pCPUs, 21% faster on 64 and 15% faster on 128, so it starts at 64, where
 /// both measures agree.
 const LOAD_INDEX_MIN_PCPUS: usize = 64;

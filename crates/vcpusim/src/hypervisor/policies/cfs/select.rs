@@ -143,8 +143,8 @@ impl Cfs {
                     // Every group one pCPU (a flat LLC, or the SMT level): the walk below visits
                     // the span's pCPUs in increasing order from `target`'s, wrapping, and takes
                     // the first allowed idle one; the idle mask finds it in O(P/64) where the
-                    // walk read every busy run queue before it (a wake-up on a flat 1,024-pCPU
-                    // host: 530 instructions an event; docs/speed.md, twenty-second round).
+                    // walk reads every busy run queue before it (a wake-up on a flat 1,024-pCPU
+                    // host: 530 instructions an event; docs/speed.md).
                     let found = match host.run_masks(v) {
                         None => self.idle.first_common_from(&[&sd.span_mask], target),
                         Some([pool, hard]) => self.idle.first_common_from(&[&sd.span_mask, pool, hard], target),
@@ -273,8 +273,8 @@ pub(super) struct PlaceView<'c, 'a> {
     /// The pCPUs whose run queue holds a sibling of `v`, from one pass over the VM's vCPUs: the
     /// policy's kept `sibling_rqs` mask, taken for the view's life and given back empty (a second
     /// pass clears the bits the first set). So `holds_sibling` is one bit test on a host of any
-    /// size (issue 15: it walked the VM's vCPUs per pCPU asked beyond 128 pCPUs, the width of
-    /// the bit set it used before), and a wakeup allocates nothing.
+    /// size (a 128-bit set would need a walk over the VM's vCPUs per pCPU asked beyond 128
+    /// pCPUs), and a wakeup allocates nothing.
     sibling_rqs: CpuMask,
 }
 

@@ -1,8 +1,8 @@
 //! A run queue's timeline (the rb-tree of `struct cfs_rq`): the queued entities ordered by
 //! (vruntime, key), as a sorted vector.
 //!
-//! Issue 15: the timeline was a `BTreeSet<(u64, u32)>`; its inserts and removes were ~12% of the
-//! quickstart's instructions (callgrind), for run queues that hold a handful of entities (a
+//! Not a `BTreeSet<(u64, u32)>`: its inserts and removes take ~12% of the quickstart's
+//! instructions (callgrind), for run queues that hold a handful of entities (a
 //! pCPU's root run queue at most one group entity per VM, a group run queue the VM's vCPUs queued
 //! on that pCPU). A sorted vector answers `first` with one load, and its inserts and removes are
 //! a short scan and a few swaps of 16-byte entries (no memmove call, no node allocation; a

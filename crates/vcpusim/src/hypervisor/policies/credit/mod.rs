@@ -34,7 +34,7 @@
 //!   `has_soft_affinity`, then `BALANCE_HARD_AFFINITY`) in `_csched_cpu_pick`, `__runq_tickle` and
 //!   `csched_load_balance` / `csched_runq_steal`; the masks are read through the host view
 //!   (`may_run`, `prefers`, `has_soft`), so with full masks every loop reduces to its hard step and
-//!   behaves exactly as before affinity existed. Xen moves a vCPU whose affinity changed at once
+//!   behaves exactly as it would without affinity. Xen moves a vCPU whose affinity changed at once
 //!   (schedule.c `sched_set_affinity` -> `vcpu_migrate`); here affinity is changed between policy
 //!   calls without a hook, so the move happens at the vCPU's next contact with the policy (its
 //!   pCPU's `do_schedule`, its wake, its tick).

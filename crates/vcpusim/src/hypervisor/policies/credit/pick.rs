@@ -70,7 +70,7 @@ impl TopoMasks {
     /// more), and its socket is the host's only one or has at least half as many idle pCPUs
     /// as any socket holds (no other socket is twice as idle). The loop would then only empty
     /// `cpus`, one idle pCPU at a time, and end on `cpu`: O(idle pCPUs x P/64) on a flat host
-    /// of 1,024 pCPUs with a few hundred idle (docs/speed.md, twenty-second round).
+    /// of 1,024 pCPUs with a few hundred idle (docs/speed.md).
     #[inline]
     fn unbeatable(&self, topo: &Topology, cpu: usize, idlers: &CpuMask) -> bool {
         self.siblings_of(topo, cpu).count_in(idlers) >= self.max_module
@@ -102,7 +102,7 @@ impl Credit {
     /// the winning pCPU's idle bias. Xen 3.3 picks differently: `cpu_pick_3_3`.
     ///
     /// With no pCPU idle and the vCPU allowed on its processor (pool and hard affinity), every
-    /// version answers the processor without building a mask (issue 15: a busy host asks this at
+    /// version answers the processor without building a mask (a busy host asks this at
     /// every 10 ms tick of every pCPU, `csched_vcpu_acct`). 3.3: the start is the processor and
     /// the only candidate, dropped before the loop. 4.x: each step's candidates are `idlers` (at
     /// most the processor, added when it runs the only runnable vCPU there) ∩ the step's mask, so
@@ -280,7 +280,7 @@ mod tests {
     use super::*;
     use crate::hardware::topology::LlcScope;
 
-    /// The masks as defined, pair by pair (the construction `build` replaced).
+    /// The masks as defined, pair by pair (the plain construction `build` is held to).
     #[test]
     fn topology_masks_are_each_pcpus_groups() {
         let hosts = [

@@ -954,7 +954,7 @@ fn a_lent_vcpu_keeps_its_books_and_pays_its_micro_run_time_on_return() {
 
 #[test]
 fn keep_running_takes_back_a_pick_and_the_next_schedule_makes_it_again() {
-    // Issue 14's overlay seam: pCPU 0 runs vCPU 0 (OVER) and queues vCPU 1 (UNDER). Past the
+    // The overlay seam: pCPU 0 runs vCPU 0 (OVER) and queues vCPU 1 (UNDER). Past the
     // ratelimit, do_schedule preempts vCPU 0 for vCPU 1; keep_running undoes that pick.
     let mut h = hand_set(Xen::V4_4, 1, 2, &[0], &[Some(0)], &[&[1]]);
     h.now = 10 * MS;

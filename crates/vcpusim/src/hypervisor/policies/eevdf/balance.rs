@@ -79,9 +79,8 @@ fn llc_of(built: &[Vec<Domain>], npcpus: usize) -> (Vec<usize>, Vec<Option<Arc<C
 /// idle, in `target`'s last-level-cache span `llc` and in both `allowed` masks (the pool and the
 /// vCPU's hard affinity, `HostView::run_masks`; None where every pCPU may run it). No span:
 /// `target` shares its cache with no other pCPU. O(P/64) words, where a walk of the idle pCPUs
-/// checking each one's LLC read every idle pCPU of the other LLCs first (a 1,024-pCPU two-socket
-/// host with its VMs pinned to one socket: 523 instructions an event; docs/speed.md,
-/// twenty-third round).
+/// checking each one's LLC reads every idle pCPU of the other LLCs first (a 1,024-pCPU two-socket
+/// host with its VMs pinned to one socket: 523 instructions an event; docs/speed.md).
 fn idle_in_llc(idle: &CpuMask, llc: Option<&CpuMask>, allowed: Option<[&CpuMask; 2]>, target: usize) -> Option<usize> {
     let llc = llc?;
     let found = match allowed {
@@ -519,7 +518,7 @@ mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
 
-    /// The walk `idle_in_llc` replaced: every idle pCPU from `target + 1` on, wrapping, until
+    /// The plain walk `idle_in_llc` is held to: every idle pCPU from `target + 1` on, wrapping, until
     /// one with `target`'s LLC id that `allowed` admits.
     fn walk(idle: &CpuMask, llc: &[usize], allowed: &CpuMask, target: usize) -> Option<usize> {
         (target + 1..llc.len())

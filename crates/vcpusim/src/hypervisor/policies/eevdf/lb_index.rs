@@ -1,6 +1,6 @@
 //! The load balancer's sums, kept as run queues change, so that `find_busiest_group` costs
-//! O(log groups) instead of a pass over every pCPU of the domain (issue 15: nothing O(P) per
-//! event; an idle pCPU of a flat 1,024-pCPU host balanced over 1,024 one-pCPU groups at each
+//! O(log groups) instead of a pass over every pCPU of the domain (nothing O(P) per event: with
+//! that pass an idle pCPU of a flat 1,024-pCPU host balances over 1,024 one-pCPU groups at each
 //! newly-idle balance, 126 k instructions a call).
 //!
 //! ```text
@@ -254,7 +254,7 @@ mod tests {
     use crate::hypervisor::policies::cfs::domains;
     use rand::Rng;
 
-    /// `find_busiest_group`'s scan as it was before the sums: every group's statistics counted
+    /// `find_busiest_group`'s scan without the sums: every group's statistics counted
     /// from the run queues, the busiest picked in `sd.groups` order after the local group.
     fn scan(d: &Domain, nr: &[u64], load: &[u64]) -> (SgStats, Option<SgStats>, u64, bool) {
         let stats: Vec<SgStats> = d

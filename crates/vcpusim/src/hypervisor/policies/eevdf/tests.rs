@@ -238,7 +238,7 @@ fn churn_keeps_the_books() {
     h.check();
 }
 
-/// Issue 15: `keeps_current` (the engine then skips `do_schedule`) holds at every reschedule of
+/// `keeps_current` (the engine then skips `do_schedule`) holds at every reschedule of
 /// a pause-loop storm (`FakeHost::schedule` asserts it), and says true for the spinner's own
 /// reschedule after its directed yield.
 #[test]

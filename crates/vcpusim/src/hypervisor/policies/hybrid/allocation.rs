@@ -92,9 +92,9 @@ pub struct AllocVm {
     pub limit: u64,
 }
 
-/// Algorithm 2's working lists, kept between allocation events (issue 15: an event built nine
-/// small lists, every slot boundary at the default L = 1). The lists' contents are rewritten by
-/// each event; only their buffers carry over.
+/// Algorithm 2's working lists, kept between allocation events (built afresh, they would be
+/// nine small lists per event, every slot boundary at the default L = 1). The lists' contents
+/// are rewritten by each event; only their buffers carry over.
 #[derive(Clone, Debug, Default)]
 pub struct Scratch {
     /// The VMs of the event, in pool order (filled by the caller).

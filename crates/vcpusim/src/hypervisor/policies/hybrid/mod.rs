@@ -157,7 +157,7 @@ struct HybridVcpu {
     /// Sub-unit dissipation remainder (see `allocation::dissipate`).
     carry: u128,
     /// How many pCPUs picked it for this slot (their `assigned`): 0 or 1 in practice, kept as a
-    /// count so `is_assigned` is exact in O(1) without scanning the pCPUs (issue 15).
+    /// count so `is_assigned` is exact in O(1) without scanning the pCPUs.
     picked_by: u32,
     /// The slot it last ran in: among equal PE, the vCPU that waited longer goes first (round
     /// robin, as credit.c queues a descheduled vCPU behind its priority peers).
@@ -331,8 +331,8 @@ impl Hybrid {
     }
 
     /// Every pCPU's assignment and gang dropped for a new slot, as `assign(p, None)` for each
-    /// but without keeping the steal index: the caller rebuilds it next (`slot_boundary`; each
-    /// vCPU a pCPU had picked was re-added only for most to be picked again: issue 15).
+    /// but without keeping the steal index: the caller rebuilds it next (`slot_boundary`; keeping
+    /// it would re-add each vCPU a pCPU had picked, only for most to be picked again).
     fn unassign_all(&mut self) {
         for p in 0..self.pcpus.len() {
             if let Some(v) = self.pcpus[p].assigned.take() {
@@ -390,8 +390,8 @@ impl Hybrid {
     /// met (docs/model.md 7.5).
     ///
     /// The pCPUs homing a sibling placed earlier are marked in one pass over the VM's vCPUs, not
-    /// looked up in the VM for each pCPU (issue 15: that was O(P x V) a vCPU, and inserting a
-    /// concurrent VM as wide as its 1,024-pCPU host took 0.7 s, 8x per doubling).
+    /// looked up in the VM for each pCPU (that is O(P x V) a vCPU: inserting a concurrent VM as
+    /// wide as its 1,024-pCPU host that way takes 0.7 s, 8x per doubling).
     fn initial_home(&self, host: &HostView, v: VcpuId) -> Option<PcpuId> {
         let vm = host.vcpu(v).vm;
         let concurrent = self.is_concurrent(host, vm);
@@ -676,7 +676,7 @@ impl Hybrid {
     ///
     /// The pCPUs taken and the homes of the siblings not yet visited are kept as a mark and a
     /// count per pCPU (a visit moves only the vCPU visited, so the later ones' homes stand until
-    /// theirs), not searched as lists at each pCPU (issue 15: O(P x V) a vCPU).
+    /// theirs), not searched as lists at each pCPU (O(P x V) a vCPU).
     fn spread_concurrent_vm(&mut self, host: &HostView, vm: VmId) {
         let vcpus = host.vm(vm).vcpus.clone();
         let n = self.pcpus.len().max(host.pcpus.len());

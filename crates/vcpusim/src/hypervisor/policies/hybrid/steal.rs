@@ -1,8 +1,8 @@
 //! The steal index: the queued high-throughput vCPUs that balancing may take (Algorithm 4 line
 //! 11, `Hybrid::steal_candidate`), kept in the order that function wants them, so that a steal
-//! costs O(log V) instead of a walk over every run queue (issue 15: that walk was O(V) per halt,
-//! pause-loop exit and empty pCPU at a slot boundary, 47% of hybrid's instructions per event at
-//! 1024 pCPUs).
+//! costs O(log V) instead of a walk over every run queue (that walk is O(V) per halt, pause-loop
+//! exit and empty pCPU at a slot boundary: 47% of hybrid's instructions per event at 1024
+//! pCPUs).
 //!
 //! ```text
 //!   key = (PE descending, home pCPU ascending, queue ticket ascending, vCPU)
@@ -98,7 +98,7 @@ impl StealIndex {
 
     /// Make the memberships of vCPUs `0..n` what `key_of` says (None: not a member), as `place`
     /// for each would, at once: on a small host the members are sorted once (a slot boundary
-    /// re-keys every vCPU: issue 15, one sort instead of a binary-search insert per member).
+    /// re-keys every vCPU: one sort instead of a binary-search insert per member).
     pub fn rebuild(&mut self, n: usize, key_of: impl Fn(VcpuId) -> Option<StealKey>) {
         if self.keys.len() < n {
             self.keys.resize(n, None);

@@ -442,9 +442,8 @@ fn steal_index_follows_the_queues_and_check_catches_drift() {
     assert!(err.contains("out of PE or ticket order"), "{err}");
 }
 
-/// Algorithm 1 as it was written before issue 15 marked the pCPUs (each pCPU looked its VM's
-/// siblings up, each visit searched the taken and later lists): the reference the marked forms
-/// are held to.
+/// Algorithm 1 written without marks on the pCPUs (each pCPU looks its VM's siblings up, each
+/// visit searches the taken and later lists): the reference the marked forms are held to.
 impl Hybrid {
     fn initial_home_by_scan(&self, host: &HostView, v: VcpuId) -> Option<PcpuId> {
         let vm = host.vcpu(v).vm;

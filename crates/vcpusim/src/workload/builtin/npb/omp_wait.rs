@@ -1,5 +1,5 @@
-//! How libgomp's threads wait at an OpenMP barrier under `OMP_WAIT_POLICY` (issue 14 part 5: NPB
-//! with spinning waits, seed 003 slide 13).
+//! How libgomp's threads wait at an OpenMP barrier under `OMP_WAIT_POLICY` (NPB with
+//! spinning waits, seed 003 slide 13).
 //!
 //! GCC >= 4.4 libgomp (`libgomp/env.c` `initialize_env`): `parse_wait_policy` reads
 //! OMP_WAIT_POLICY (active > 0, passive < 0, unset 0) and, unless GOMP_SPINCOUNT is set, sets
