@@ -30,6 +30,27 @@ use crate::error::SimError;
 use crate::ids::VcpuId;
 use crate::time::Nanos;
 
+/// Which hypervisor's paravirtual interfaces a policy's host offers its guests: what a guest's
+/// paravirtual features talk to (the Linux 6.x guest's `pv_spinlock`, `vcpu_is_preempted`,
+/// `pv_tlb_flush`, `pv_sched_yield`, `pv_ipi`, `steal_time`: guest/config.rs `PvFeatures`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hypervisor {
+    /// KVM (arch/x86/kvm): `KVM_HC_KICK_CPU`, the steal-time area's `preempted` byte,
+    /// `KVM_VCPU_FLUSH_TLB`, `KVM_HC_SCHED_YIELD`, `KVM_HC_SEND_IPI`.
+    Kvm,
+    /// Xen: event channels, `SCHEDOP_poll` / `SCHEDOP_yield`, the vCPU runstate area.
+    Xen,
+}
+
+impl Hypervisor {
+    pub fn name(self) -> &'static str {
+        match self {
+            Hypervisor::Kvm => "KVM",
+            Hypervisor::Xen => "Xen",
+        }
+    }
+}
+
 /// Kinds of inter-processor interrupts a guest sends (seed 000 section 2.1, Figure 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum IpiKind {

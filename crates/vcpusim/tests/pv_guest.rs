@@ -6,11 +6,12 @@
 mod common;
 
 use vcpusim::api::load_scenario;
-use vcpusim::guest::config::{Hypervisor, KernelPreset, PvFeatures};
+use vcpusim::guest::config::{KernelPreset, PvFeatures};
 use vcpusim::guest::thread::{FutexKey, ThreadState};
 use vcpusim::ids::VcpuId;
 use vcpusim::sim::state::Sim;
 use vcpusim::time::{MS, US};
+use vcpusim::vmexit::Hypervisor;
 use vcpusim::workload::program::SpinlockKind;
 
 fn sim(text: &str, until_ms: u64) -> Sim {

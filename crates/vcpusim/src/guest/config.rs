@@ -1,7 +1,7 @@
 //! Guest-kernel options: which Linux behaviour the guest kernel follows.
 
-pub use crate::hypervisor::policies::Hypervisor;
 use crate::time::{Nanos, MS};
+use crate::vmexit::Hypervisor;
 use crate::workload::program::SpinlockKind;
 
 /// When `futex_wake` sends the reschedule IPI relative to releasing the hash-bucket lock.

@@ -121,12 +121,18 @@ impl GuestKernel {
         self.mm_sem_slow_path(env, t);
     }
 
-    /// The threads spinning on mmap_sem's owner, if that owner runs on `v`: the host preempted
-    /// `v`, so with `vcpu_is_preempted` they stop spinning (`owner_on_cpu` turns false).
-    pub fn mm_sem_spinners_of(&self, threads: &[Thread], v: VcpuId) -> Vec<ThreadId> {
+    /// The host set `v`'s PV-area preempted flag: the vCPUs whose threads spin on mmap_sem's
+    /// owner running on `v` read it in `owner_on_cpu` (`vcpu_is_preempted`, with `rwsem_spin`)
+    /// and stop spinning, so they must look again. Empty unless the guest has both features.
+    pub fn preempted_flag_readers(&self, threads: &[Thread], v: VcpuId) -> Vec<VcpuId> {
+        if !(self.config.rwsem_spin && self.config.pv.vcpu_is_preempted) {
+            return Vec::new();
+        }
         let sem = &self.objects.mm_sem;
         match sem.owner {
-            Some(owner) if !sem.spinners.is_empty() && threads[owner.idx()].vcpu == v => sem.spinners.clone(),
+            Some(owner) if !sem.spinners.is_empty() && threads[owner.idx()].vcpu == v => {
+                sem.spinners.iter().map(|t| threads[t.idx()].vcpu).collect()
+            }
             _ => Vec::new(),
         }
     }

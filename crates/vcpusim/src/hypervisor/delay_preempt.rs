@@ -73,7 +73,7 @@ mod tests {
     #[test]
     fn defers_only_a_marked_vcpu_and_never_beyond_the_bound() {
         let topology = Topology::flat(2);
-        let host = HostView { now: 5 * MS, vcpus: &[], pcpus: &[], vms: &[], topology: &topology, scope: None };
+        let host = HostView::new(5 * MS, &[], &[], &[], &topology);
         let mut o = DelayPreempt { cfg: DelayPreemptConfig { max_delay: 300_000 } };
         let marked = PvArea { lock_mark: true, ..PvArea::default() };
         let (p, v) = (PcpuId(0), VcpuId(0));

@@ -122,6 +122,27 @@ pub struct VmSched {
     pub uvf: crate::hypervisor::uvf::UvfVm,
 }
 
+impl VcpuInfo {
+    /// vCPU `index` of VM `vm`, Runnable, never run, last on `home` (where it is placed first).
+    pub fn new(id: VcpuId, vm: VmId, index: u32, home: PcpuId) -> Self {
+        VcpuInfo {
+            id,
+            vm,
+            index,
+            state: VcpuState::Runnable,
+            pcpu: None,
+            last_pcpu: home,
+            run_start: 0,
+            preempted: false,
+            preempted_in_kernel: false,
+            pending_interrupt: false,
+            in_spin_loop: false,
+            pv_unhalted: false,
+            run_time: 0,
+        }
+    }
+}
+
 impl VmSched {
     /// The defaults of a `[[vm]]` that sets nothing but its weight.
     pub fn with_weight(weight: u32) -> Self {
@@ -174,6 +195,18 @@ pub struct HostView<'a> {
 }
 
 impl<'a> HostView<'a> {
+    /// The host at `now`, of one pool holding every pCPU and no affinity set (a policy unit
+    /// test's host); [`HostView::scoped`] gives it a pool and affinity.
+    pub fn new(now: Nanos, vcpus: &'a [VcpuInfo], pcpus: &'a [PcpuInfo], vms: &'a [VmInfo], topology: &'a Topology) -> Self {
+        HostView { now, vcpus, pcpus, vms, topology, scope: None }
+    }
+
+    /// The same host as the policy of one pool sees it (`scope`: its pool and everyone's
+    /// affinity).
+    pub fn scoped(self, scope: Scope<'a>) -> Self {
+        HostView { scope: Some(scope), ..self }
+    }
+
     pub fn vcpu(&self, v: VcpuId) -> &'a VcpuInfo {
         &self.vcpus[v.idx()]
     }
@@ -651,7 +684,7 @@ mod tests {
     #[test]
     fn the_kernel_fn_channel_is_read_only_by_a_policy_that_declares_it() {
         let topology = Topology::flat(1);
-        let host = HostView { now: 0, vcpus: &[], pcpus: &[], vms: &[], topology: &topology, scope: None };
+        let host = HostView::new(0, &[], &[], &[], &topology);
         let symbols = vec![KernelFn::FutexWake];
         let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
         let ctx = PolicyCtx::new(host, &mut requests, &mut timers).with_symbols(&symbols, Channels::NONE);

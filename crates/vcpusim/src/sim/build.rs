@@ -15,7 +15,7 @@ use crate::hardware::speed::Speed;
 use crate::hypervisor::cpupool::{Affinity, Cpupool, PoolView};
 use crate::hypervisor::node_affinity::NodeAffinity;
 use crate::hypervisor::policies::{self, HostShape};
-use crate::hypervisor::policy::{PcpuInfo, VcpuInfo, VcpuState, VmInfo, VmSched};
+use crate::hypervisor::policy::{PcpuInfo, VcpuInfo, VmInfo, VmSched};
 use crate::hypervisor::xl_numa;
 use crate::ids::{LockId, PcpuId, PoolId, ThreadId, VcpuId, VmId};
 use crate::metrics::pcpu_usage::PcpuUsage;
@@ -188,21 +188,7 @@ impl Sim {
             let home = allowed.nth(v.idx() % allowed.count()).expect("the loader checks hard ∩ pool is not empty");
             self.vcpu_pool.push(pool);
             self.affinity.push(affinity);
-            self.vinfo.push(VcpuInfo {
-                id: *v,
-                vm,
-                index: i as u32,
-                state: VcpuState::Runnable,
-                pcpu: None,
-                last_pcpu: home,
-                run_start: 0,
-                preempted: false,
-                preempted_in_kernel: false,
-                pending_interrupt: false,
-                in_spin_loop: false,
-                pv_unhalted: false,
-                run_time: 0,
-            });
+            self.vinfo.push(VcpuInfo::new(*v, vm, i as u32, home));
             self.vcpus.push(Vcpu {
                 slot: GuestSlot { vm: vm.0, index: i as u32 },
                 activity: Activity::Off,

@@ -35,7 +35,7 @@ impl Sim {
             affinity: &self.affinity,
             trivial: self.trivial_placement,
         };
-        HostView { now: self.now, vcpus: &self.vinfo, pcpus: &self.pinfo, vms: &self.vminfo, topology: &self.topology, scope: Some(scope) }
+        HostView::new(self.now, &self.vinfo, &self.pinfo, &self.vminfo, &self.topology).scoped(scope)
     }
 
     /// Call the policy of `pool` with a fresh context; its requests wait in `self.requests` (timers
@@ -46,14 +46,7 @@ impl Sim {
         let symbols = GuestSymbols { vcpus: &self.vcpus, guests: &self.guests };
         let Cpupool { view, policy } = &mut self.pools[pool.idx()];
         let scope = Scope { pool: view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity, trivial: self.trivial_placement };
-        let host = HostView {
-            now: self.now,
-            vcpus: &self.vinfo,
-            pcpus: &self.pinfo,
-            vms: &self.vminfo,
-            topology: &self.topology,
-            scope: Some(scope),
-        };
+        let host = HostView::new(self.now, &self.vinfo, &self.pinfo, &self.vminfo, &self.topology).scoped(scope);
         let mut ctx = PolicyCtx::for_owner(host, &mut self.requests, &mut self.timers, pool.0, &symbols, self.pool_channels[pool.idx()]);
         f(policy.as_mut(), &mut ctx)
     }
@@ -387,22 +380,7 @@ impl Sim {
             self.rc_poke(v);
         }
         if was_running {
-            self.mm_sem_owner_preempted(v);
-        }
-    }
-
-    /// The host preempted `v`: in a guest with `rwsem_spin` and `vcpu_is_preempted`, every
-    /// mmap_sem writer spinning on an owner that runs on `v` stops (`owner_on_cpu` now reads the
-    /// preempted flag just set) and takes the slow path (guest/mm_sem.rs).
-    fn mm_sem_owner_preempted(&mut self, v: VcpuId) {
-        let (vm, _) = self.gslot(v);
-        let g = &self.guests[vm];
-        if !(g.config.rwsem_spin && g.config.pv.vcpu_is_preempted) {
-            return;
-        }
-        for t in g.mm_sem_spinners_of(&self.threads, v) {
-            let u = self.threads[t.idx()].vcpu;
-            self.poke(u);
+            self.preempted_flag_set(v);
         }
     }
 

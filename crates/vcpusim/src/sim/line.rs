@@ -107,6 +107,16 @@ impl Sim {
         }
     }
 
+    /// The host set `v`'s PV-area preempted flag (a preemption): the guest's vCPUs whose spin
+    /// loops read it (`GuestKernel::preempted_flag_readers`: mmap_sem's optimistic spinners on an
+    /// owner running on `v`) look again, and take the slow path (guest/mm_sem.rs).
+    pub(super) fn preempted_flag_set(&mut self, v: VcpuId) {
+        let (vm, _) = self.gslot(v);
+        for u in self.guests[vm].preempted_flag_readers(&self.threads, v) {
+            self.poke(u);
+        }
+    }
+
     /// KVM's `record_steal_time` at `v`'s VM entry after a switch-in: a `KVM_VCPU_FLUSH_TLB` the
     /// Linux 6.x guest set while `v` was preempted (`pv_tlb_flush`) is cleared and the guest's
     /// TLB flushed (`kvm_vcpu_flush_tlb_guest`). Returns the flush's cost, which the switch-in

@@ -139,14 +139,7 @@ impl Sim {
             ov.stats.asked += 1;
             let vm = self.vinfo[prev.idx()].vm.idx();
             let registered = ov.registered.get(vm).copied().unwrap_or(false);
-            let host = crate::hypervisor::policy::HostView {
-                now: self.now,
-                vcpus: &self.vinfo,
-                pcpus: &self.pinfo,
-                vms: &self.vminfo,
-                topology: &self.topology,
-                scope: None,
-            };
+            let host = crate::hypervisor::policy::HostView::new(self.now, &self.vinfo, &self.pinfo, &self.vminfo, &self.topology);
             ov.overlay.preempt(&host, p, prev, Some(next), registered, &self.pv[prev.idx()])
         };
         let (until, notify) = match verdict {

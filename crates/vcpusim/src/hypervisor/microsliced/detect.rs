@@ -188,7 +188,7 @@ mod tests {
             symbols.push(*f);
         }
         let topology = Topology::flat(4);
-        let host = HostView { now: 0, vcpus: &vcpus, pcpus: &[], vms: &vms, topology: &topology, scope: None };
+        let host = HostView::new(0, &vcpus, &[], &vms, &topology);
         let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
         let mut ctx = PolicyCtx::new(host, &mut requests, &mut timers).with_symbols(&symbols, Channels { kernel_fn: on });
         let r = call(&mut ctx);

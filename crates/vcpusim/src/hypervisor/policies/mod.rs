@@ -15,6 +15,7 @@ pub(crate) mod test_host;
 
 use crate::hypervisor::policy::Policy;
 use crate::params::{ParamSpec, Params};
+use crate::vmexit::Hypervisor;
 
 /// Facts about the host a policy may size itself by when it is built.
 #[derive(Clone, Copy, Debug)]
@@ -24,27 +25,6 @@ pub struct HostShape {
     pub nvms: u32,
     /// `[host.uvf]`: the urgent-vCPU-first overlay, when enabled.
     pub uvf: Option<crate::hypervisor::uvf::UvfHost>,
-}
-
-/// Which hypervisor's paravirtual interfaces a policy's host offers its guests: what a guest's
-/// paravirtual features talk to (the Linux 6.x guest's `pv_spinlock`, `vcpu_is_preempted`,
-/// `pv_tlb_flush`, `pv_sched_yield`, `pv_ipi`, `steal_time`: guest/config.rs `PvFeatures`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Hypervisor {
-    /// KVM (arch/x86/kvm): `KVM_HC_KICK_CPU`, the steal-time area's `preempted` byte,
-    /// `KVM_VCPU_FLUSH_TLB`, `KVM_HC_SCHED_YIELD`, `KVM_HC_SEND_IPI`.
-    Kvm,
-    /// Xen: event channels, `SCHEDOP_poll` / `SCHEDOP_yield`, the vCPU runstate area.
-    Xen,
-}
-
-impl Hypervisor {
-    pub fn name(self) -> &'static str {
-        match self {
-            Hypervisor::Kvm => "KVM",
-            Hypervisor::Xen => "Xen",
-        }
-    }
 }
 
 /// A policy as the registry knows it: its name, description, parameters and constructor.

@@ -21,21 +21,7 @@ pub(crate) fn vms_of(vms: &[(u32, u32)]) -> (Vec<VcpuInfo>, Vec<VmInfo>, Vec<VmS
     for (i, &(n, weight)) in vms.iter().enumerate() {
         let vm = VmId(i as u32);
         let first = vcpus.len() as u32;
-        vcpus.extend((0..n).map(|index| VcpuInfo {
-            id: VcpuId(first + index),
-            vm,
-            index,
-            state: VcpuState::Runnable,
-            pcpu: None,
-            last_pcpu: PcpuId(0),
-            run_start: 0,
-            preempted: false,
-            preempted_in_kernel: false,
-            pending_interrupt: false,
-            in_spin_loop: false,
-            pv_unhalted: false,
-            run_time: 0,
-        }));
+        vcpus.extend((0..n).map(|index| VcpuInfo::new(VcpuId(first + index), vm, index, PcpuId(0))));
         vm_infos.push(VmInfo {
             id: vm,
             name: format!("vm{i}"),
@@ -147,8 +133,7 @@ impl FakeHost {
     fn call_unapplied<R>(&mut self, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> (R, Vec<Request>) {
         let mut requests = Vec::new();
         let result = {
-            let view =
-                HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topology, scope: None };
+            let view = HostView::new(self.now, &self.vcpus, &self.pcpus, &self.vms, &self.topology);
             let mut ctx = PolicyCtx::new(view, &mut requests, &mut self.timers);
             f(self.policy.as_mut(), &mut ctx)
         };
@@ -336,8 +321,7 @@ impl FakeHost {
 
     /// The policy's own invariants, the extra check, and pCPU/vCPU agreement.
     pub fn check(&self) {
-        let view =
-            HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topology, scope: None };
+        let view = HostView::new(self.now, &self.vcpus, &self.pcpus, &self.vms, &self.topology);
         self.policy.check(&view).unwrap();
         if let Some(extra) = self.extra_check {
             extra(self);

@@ -790,7 +790,7 @@ mod tests {
 
         /// Run `f` with a policy context at `now`.
         fn call<R>(&mut self, now: u64, f: impl FnOnce(&mut PolicyCtx) -> R) -> R {
-            let view = HostView { now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topology, scope: None };
+            let view = HostView::new(now, &self.vcpus, &self.pcpus, &self.vms, &self.topology);
             let mut requests = Vec::new();
             let mut ctx = PolicyCtx::new(view, &mut requests, &mut self.timers);
             f(&mut ctx)

@@ -97,6 +97,14 @@ pub(super) fn hand_set(xen: Xen, n: u32, nvcpus: u32, over: &[usize], runs: &[Op
     h
 }
 
+/// `host` with the pool and affinity tables a test set, if any.
+fn scoped<'a>(host: HostView<'a>, tables: &'a Option<(PoolView, Vec<PoolId>, Vec<Affinity>)>) -> HostView<'a> {
+    match tables {
+        Some((pool, vcpu_pool, affinity)) => host.scoped(Scope { pool, vcpu_pool, affinity, trivial: false }),
+        None => host,
+    }
+}
+
 impl FakeHost {
     /// `vms`: (number of vCPUs, weight) per VM.
     pub(super) fn new(topo: Topology, vms: &[(u32, u32)], cfg: CreditConfig) -> Self {
@@ -163,9 +171,8 @@ impl FakeHost {
     pub(super) fn call<R>(&mut self, f: impl FnOnce(&mut Credit, &mut PolicyCtx) -> R) -> R {
         self.refresh_facts();
         let mut requests = Vec::new();
-        let scope = self.tables.as_ref().map(|(pool, vcpu_pool, affinity)| Scope { pool, vcpu_pool, affinity, trivial: false });
-        let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo, scope };
         let r = {
+            let host = scoped(HostView::new(self.now, &self.vcpus, &self.pcpus, &self.vms, &self.topo), &self.tables);
             let mut ctx = PolicyCtx::new(host, &mut requests, &mut self.timers);
             f(&mut self.policy, &mut ctx)
         };
@@ -194,8 +201,7 @@ impl FakeHost {
     }
 
     pub(super) fn check(&self) {
-        let scope = self.tables.as_ref().map(|(pool, vcpu_pool, affinity)| Scope { pool, vcpu_pool, affinity, trivial: false });
-        let host = HostView { now: self.now, vcpus: &self.vcpus, pcpus: &self.pcpus, vms: &self.vms, topology: &self.topo, scope };
+        let host = scoped(HostView::new(self.now, &self.vcpus, &self.pcpus, &self.vms, &self.topo), &self.tables);
         if let Err(e) = self.policy.check(&host) {
             panic!("at t={}: {e}", self.now);
         }
@@ -634,7 +640,7 @@ fn steal_takes_only_strictly_better_non_yielding_vcpus() {
     }
     let (w0, w1) = (waiting[0], waiting[1]);
     // Same priority as the thief's best (UNDER vs UNDER): nothing to steal.
-    let host = HostView { now: h.now, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo, scope: None };
+    let host = HostView::new(h.now, &h.vcpus, &h.pcpus, &h.vms, &h.topo);
     assert_eq!(h.policy.load_balance(&host, 1, PRI_UNDER), None);
     // The thief's best is OVER: the first UNDER waiter is taken, unless it yielded.
     h.policy.vcpus[w0].yielding = true;
@@ -648,12 +654,12 @@ fn cpu_pick_prefers_own_idle_pcpu_then_idle_core() {
     // 2 cores x 2 threads. vCPU 0 last ran on pCPU 1.
     let topo = Topology::new(4, 1, 1, 2).unwrap();
     let mut h = FakeHost::new(topo, &[(1, 256)], cfg());
-    h.policy.fit_to(&HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo, scope: None });
+    h.policy.fit_to(&HostView::new(0, &h.vcpus, &h.pcpus, &h.vms, &h.topo));
     h.policy.idlers = CpuMask::full(4);
     let mut svc = CreditVcpu::new(VmId(0), PcpuId(1));
     svc.awake = true;
     h.policy.vcpus.push(svc);
-    let host = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo, scope: None };
+    let host = HostView::new(0, &h.vcpus, &h.pcpus, &h.vms, &h.topo);
     // All idle: stays where it was.
     assert_eq!(h.policy.cpu_pick(&host, VcpuId(0), false), 1);
     // pCPU 1 busy with a queue, pCPU 0 (its SMT sibling) idle, core 1 (pCPUs 2, 3) fully idle:
@@ -887,7 +893,7 @@ fn check_catches_a_vcpu_queued_while_running() {
     h.start();
     let r = h.running_on(0).unwrap();
     h.policy.pcpus[0].runq.push(VcpuId(r as u32));
-    let host = HostView { now: h.now, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topo, scope: None };
+    let host = HostView::new(h.now, &h.vcpus, &h.pcpus, &h.vms, &h.topo);
     assert!(h.policy.check(&host).is_err());
 }
 

@@ -79,7 +79,7 @@ fn driven_directly(h: &FakeHost) -> Hybrid {
     let cfg = HybridConfig { slot: DEFAULT_SLOT, work_conserving: true, pe_unit: 300, allocation_slots: 1 };
     let mut pol = Hybrid::new(cfg, shape);
     let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
-    let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topology, scope: None };
+    let view = HostView::new(0, &h.vcpus, &h.pcpus, &h.vms, &h.topology);
     for (vm, sched) in h.sched.iter().enumerate() {
         pol.adjust(&mut PolicyCtx::new(view, &mut requests, &mut timers), VmId(vm as u32), sched);
     }
@@ -97,7 +97,7 @@ fn initial_mapping_puts_a_concurrent_vms_vcpus_in_distinct_queues() {
     // loaded pCPU whatever it holds.
     let h = hybrid_host(4, &[(3, 256, HIT, 0.0), (4, 256, CON, 0.0), (2, 256, HIT, 0.0)], true);
     let mut pol = driven_directly(&h);
-    let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topology, scope: None };
+    let view = HostView::new(0, &h.vcpus, &h.pcpus, &h.vms, &h.topology);
     let homes: Vec<u32> = pol.vcpus.iter().map(|d| d.home.0).collect();
     assert_eq!(homes, [0, 1, 2, 3, 0, 1, 2, 3, 0]);
     pol.check(&view).unwrap();
@@ -349,7 +349,7 @@ fn a_vm_made_concurrent_gets_distinct_queues_and_runs_co_scheduled_from_the_next
     let mut pol = Hybrid::new(cfg, shape);
     let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
     {
-        let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topology, scope: None };
+        let view = HostView::new(0, &h.vcpus, &h.pcpus, &h.vms, &h.topology);
         for (vm, sched) in h.sched.iter().enumerate() {
             pol.adjust(&mut PolicyCtx::new(view, &mut requests, &mut timers), VmId(vm as u32), sched);
         }
@@ -363,7 +363,7 @@ fn a_vm_made_concurrent_gets_distinct_queues_and_runs_co_scheduled_from_the_next
     }
     // The type alone changed (as if adjust had not re-planned yet): Algorithm 1 is broken.
     pol.vms[0].vm_type = CON;
-    let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topology, scope: None };
+    let view = HostView::new(0, &h.vcpus, &h.pcpus, &h.vms, &h.topology);
     assert!(pol.check(&view).is_err(), "before re-planning the queues break Algorithm 1");
     let con = VmSched { vm_type: CON, ..h.sched[0] };
     pol.adjust(&mut PolicyCtx::new(view, &mut requests, &mut timers), VmId(0), &con);
@@ -412,7 +412,7 @@ fn steal_index_follows_the_queues_and_check_catches_drift() {
     let h = hybrid_host(4, &[(3, 256, HIT, 0.0), (6, 256, HIT, 0.0)], true);
     let mut pol = driven_directly(&h);
     let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
-    let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topology, scope: None };
+    let view = HostView::new(0, &h.vcpus, &h.pcpus, &h.vms, &h.topology);
     assert!(pol.steal.members().is_empty(), "no index before the first slot");
     pol.do_schedule(&mut PolicyCtx::new(view, &mut requests, &mut timers), PcpuId(0));
     pol.check(&view).unwrap();
@@ -496,7 +496,7 @@ fn algorithm_1_marks_choose_what_the_scans_chose() {
             })
             .collect();
         let h = hybrid_host(npcpus, &vms, true);
-        let view = HostView { now: 0, vcpus: &h.vcpus, pcpus: &h.pcpus, vms: &h.vms, topology: &h.topology, scope: None };
+        let view = HostView::new(0, &h.vcpus, &h.pcpus, &h.vms, &h.topology);
         let shape = HostShape { npcpus, nvcpus: h.vcpus.len() as u32, nvms: h.vms.len() as u32, uvf: None };
         let cfg = HybridConfig { slot: DEFAULT_SLOT, work_conserving: true, pe_unit: 300, allocation_slots: 1 };
         let mut pols = [Hybrid::new(cfg, shape), Hybrid::new(cfg, shape)];
