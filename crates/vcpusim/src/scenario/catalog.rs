@@ -6,7 +6,7 @@
 //! here and a test holds their names equal to the loader's key lists.
 
 use super::contention_sections;
-use super::load::DEFAULT_POLICY;
+use super::host_sections::DEFAULT_POLICY;
 use super::program_ops;
 use super::sections::{self, SectionKey};
 use super::uvf_sections;
@@ -217,7 +217,8 @@ pub fn catalog_json() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::load::{HOST_KEYS, VM_KEYS};
+    use super::super::host_sections::HOST_KEYS;
+    use super::super::vm_sections::{DEFAULT_WEIGHT, VM_KEYS};
     use super::*;
 
     fn parsed() -> Value {
@@ -268,7 +269,7 @@ mod tests {
         assert_eq!(names(&json["host"]), HOST_KEYS);
         assert_eq!(names(&json["vm"]), VM_KEYS);
         assert_eq!(json["host"][1]["default"], DEFAULT_POLICY);
-        assert_eq!(json["vm"][3]["default"], super::super::load::DEFAULT_WEIGHT);
+        assert_eq!(json["vm"][3]["default"], DEFAULT_WEIGHT);
         assert!(json["vm"][0]["default"].is_null());
     }
 

@@ -97,3 +97,69 @@ pub fn vm_numa(section: &Section, host: &HostSpec, name: &str, pool: usize) -> R
     }
     Ok((memory, placement))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{assert_error, load, minimal};
+
+    #[test]
+    fn numa_placement_memory_and_node_memory_load_with_xl_s_defaults() {
+        use super::super::spec::{NumaPlacement, UNBOUNDED_NODE_MEMORY_MIB};
+        let xen44 = "numa_nodes = 2\npolicy = \"credit\"\nparams = { xen = \"4.4\" }";
+        let host = |extra: &str| format!("{xen44}\n{extra}");
+        let s = load(&minimal(&host(""), "")).unwrap();
+        // No cpus under 4.4: xl places the domain; memory 1 GiB; node memory unbounded.
+        assert_eq!((s.vms[0].numa_placement.clone(), s.vms[0].memory_mib), (NumaPlacement::Auto, 1024));
+        assert_eq!(s.host.node_memory_mib, vec![UNBOUNDED_NODE_MEMORY_MIB; 2]);
+        // cpus in the config turns xl's placement off.
+        assert_eq!(load(&minimal(&host(""), "cpus = \"0-1\"")).unwrap().vms[0].numa_placement, NumaPlacement::Off);
+        let s = load(&minimal(&host("node_memory = [\"80GB\", \"1TB\"]"), "memory = \"512MB\"\nnuma_placement = { nodes = [1] }")).unwrap();
+        assert_eq!(s.host.node_memory_mib, vec![80 * 1024, 1 << 20]);
+        assert_eq!((s.vms[0].numa_placement.clone(), s.vms[0].memory_mib), (NumaPlacement::Nodes(vec![1]), 512));
+        assert_eq!(load(&minimal(&host("node_memory = \"4GiB\""), "")).unwrap().host.node_memory_mib, vec![4096; 2]);
+        // Other schedulers: off by default; "off" is accepted anywhere.
+        assert_eq!(load(&minimal("", "")).unwrap().vms[0].numa_placement, NumaPlacement::Off);
+        assert!(load(&minimal("", "numa_placement = \"off\"")).is_ok());
+    }
+
+    #[test]
+    fn bad_numa_placement_and_memory_are_rejected() {
+        let xen = |v: &str| format!("numa_nodes = 2\npolicy = \"credit\"\nparams = {{ xen = \"{v}\" }}");
+        let h44 = xen("4.4");
+        let at = |host: &str, vm: &str| minimal(host, vm);
+        assert_error(
+            &at(&h44, "numa_placement = \"on\""),
+            "vm[0].numa_placement: expected \"auto\" (xl's automatic NUMA placement), \"off\"",
+        );
+        assert_error(
+            &at(&h44, "numa_placement = { nodes = [2] }"),
+            "vm[0].numa_placement.nodes[0]: expected an integer of at most 1, got 2 (the host has NUMA nodes 0-1)",
+        );
+        assert_error(&at(&h44, "numa_placement = { nodes = [1, 1] }"), "vm[0].numa_placement.nodes[1]: node 1 is listed twice");
+        assert_error(&at(&h44, "numa_placement = { nodes = [] }"), "vm[0].numa_placement.nodes: expected a non-empty array");
+        assert_error(&at(&h44, "numa_placement = { node = [0] }"), "vm[0].numa_placement.node: unknown key");
+        assert_error(
+            &at(&xen("4.18"), "numa_placement = \"auto\""),
+            "vm[0].numa_placement: got \"auto\", but in VM \"a\"'s pool \"pool0\", xen = \"4.18\" (policy \"credit\") no longer schedules by",
+        );
+        assert_error(
+            &at(&xen("3.3"), "numa_placement = { nodes = [0] }"),
+            "vm[0].numa_placement: got { nodes = [0] }, but in VM \"a\"'s pool \"pool0\", xen = \"3.3\" (policy \"credit\") has no per-domain NUMA node affinity",
+        );
+        assert_error(
+            &minimal("", "numa_placement = \"auto\""),
+            "vm[0].numa_placement: got \"auto\", but in VM \"a\"'s pool \"pool0\", policy \"cfs\" does not schedule by",
+        );
+        assert_error(&minimal("", "memory = 4096"), "vm[0].memory: expected a memory size with a unit, such as \"4GB\"");
+        assert_error(&minimal("", "memory = \"4 parsecs\""), "vm[0].memory: expected a memory size with a unit");
+        assert_error(&minimal("", "memory = \"0GB\""), "vm[0].memory: expected a memory size with a unit");
+        assert_error(
+            &at(&h44, "").replacen("[[vm]]", "node_memory = [\"1GB\"]\n[[vm]]", 1),
+            "host.node_memory: expected one size per NUMA node (2",
+        );
+        assert_error(
+            &at(&h44, "").replacen("[[vm]]", "node_memory = [\"1GB\", 3]\n[[vm]]", 1),
+            "host.node_memory[1]: expected a memory size",
+        );
+    }
+}

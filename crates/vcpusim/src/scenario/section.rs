@@ -3,6 +3,7 @@
 
 use super::suggest::unknown_key_message;
 use crate::error::SimError;
+use crate::hardware::cpumask::{parse_cpulist, CpuMask};
 use crate::params::{show_toml, ParamSpec, ParamValue, Params};
 use crate::time::{parse_duration, Nanos};
 use toml::{Table, Value};
@@ -80,6 +81,24 @@ pub fn memory_value(file: &str, key: &str, value: &Value) -> Result<u64, SimErro
         (Ok(n), Some(_)) if n > 0 => Err(error(file, key, format!("expected at most 1048576TB, got {text:?}"))),
         _ => Err(error(file, key, format!("expected {expected}, more than 0; got {text:?}"))),
     }
+}
+
+/// A cpulist string (`"0-3,8"`) written at the full key path `key` in `section`'s file.
+pub(super) fn cpulist(section: &Section, key: &str, value: &Value, npcpus: usize) -> Result<CpuMask, SimError> {
+    match value {
+        Value::String(text) => parse_cpulist(text, npcpus).map_err(|m| error(section.file, key, m)),
+        other => Err(error(
+            section.file,
+            key,
+            format!("expected a cpulist string such as \"0-3,8\" (pCPU numbers and inclusive ranges), got {}", show_toml(other)),
+        )),
+    }
+}
+
+/// Letters, digits, `-`, `_` and `.`: safe in file names, CSV cells and trace track names (VM
+/// and pool names).
+pub(super) fn valid_name(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// A table of the scenario and its key path.

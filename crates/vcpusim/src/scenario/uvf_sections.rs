@@ -98,3 +98,28 @@ pub fn vm_uvf(section: &Section) -> Result<UvfVm, SimError> {
     }
     Ok(cfg)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{assert_error, load, minimal};
+
+    #[test]
+    fn uvf_sections_load_and_bad_ones_are_rejected() {
+        let s = load(&minimal("[host.uvf]\nurgent_tslice = \"300us\"", "[vm.uvf]\nresched_dp = \"500us\"\ntlb_co = true")).unwrap();
+        let host = s.host.uvf.expect("[host.uvf] turns the overlay on");
+        assert_eq!((host.urgent_tslice, host.urgent_allowance), (300 * crate::time::US, 18 * crate::time::MS));
+        assert_eq!(s.vms[0].uvf.resched_dp, Some(500 * crate::time::US));
+        assert!(s.vms[0].uvf.tlb_co && s.vms[0].uvf.resched_co.is_none() && !s.vms[0].uvf.early_dp);
+        assert!(load(&minimal("", "")).unwrap().host.uvf.is_none());
+
+        assert_error(&minimal("", "[vm.uvf]\ntlb_co = true"), "vm[0].uvf: urgent-vCPU-first features need the overlay");
+        assert_error(
+            &minimal("policy = \"gang\"\n[host.uvf]", ""),
+            "host.uvf: the urgent-vCPU-first overlay rides on a proportional-share policy (\"cfs\" or \"credit\"), got policy = \"gang\"",
+        );
+        assert!(load(&minimal("policy = \"credit\"\n[host.uvf]", "")).unwrap().host.uvf.is_some());
+        assert_error(&minimal("[host.uvf]", "[vm.uvf]\nearly_dp = true"), "vm[0].uvf.early_dp: early_dp = true needs resched_dp");
+        assert_error(&minimal("[host.uvf]", "[vm.uvf]\ntlb_c = true"), "vm[0].uvf.tlb_c: unknown key; did you mean \"tlb_co\"?");
+        assert_error(&minimal("[host.uvf]", "[vm.uvf]\nresched_co = \"0us\""), "vm[0].uvf.resched_co:");
+    }
+}

@@ -59,7 +59,7 @@ pub trait PolicyKind: Sync {
     }
     /// Whether the policy keeps a group run queue for every VM on every pCPU of the host, as
     /// Linux keeps `tg->cfs_rq[cpu]` for a task group (cfs, eevdf): the loader bounds VMs ×
-    /// pCPUs for it (its message at scenario/load.rs `MAX_VM_PCPU_PAIRS`).
+    /// pCPUs for it (its message at scenario/bounds.rs `MAX_VM_PCPU_PAIRS`).
     fn groups_per_vm_and_pcpu(&self) -> bool {
         false
     }

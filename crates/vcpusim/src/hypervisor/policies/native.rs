@@ -4,7 +4,7 @@
 //! only dispatches: pCPU `p` runs the one vCPU pinned to it whenever that vCPU is runnable, with
 //! no slice, and idles while it is halted (the guest's idle loop, `hlt` on the real CPU). The
 //! loader pins vCPU i of the VM to the i-th pCPU of its `cpus` and puts those pCPUs in a pool of
-//! their own (scenario/load.rs `carve_bare_metal`), so no other VM's vCPU ever runs there.
+//! their own (scenario/bare_metal.rs `carve_bare_metal`), so no other VM's vCPU ever runs there.
 //!
 //! Not in the registry: a scenario cannot name it as a host or pool policy; `bare_metal`
 //! selects it.
