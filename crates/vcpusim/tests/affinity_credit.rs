@@ -10,7 +10,7 @@ mod common;
 use common::Rng;
 use vcpusim::api::load_scenario;
 use vcpusim::hardware::cpumask::CpuMask;
-use vcpusim::hypervisor::cpupool::Affinity;
+use vcpusim::hypervisor::host_view::Affinity;
 use vcpusim::ids::PcpuId;
 use vcpusim::sim::state::Sim;
 use vcpusim::time::{MS, SEC};

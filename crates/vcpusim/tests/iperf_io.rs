@@ -181,7 +181,7 @@ fn a_multi_vcpu_receiver_runs_under_every_policy_in_check_mode() {
 }
 
 /// Seed 002 section 4.2 with the I/O path: a virtual IRQ relayed to a preempted vCPU moves it
-/// to a micro-sliced core (`Sim::device_irq` -> `Sim::virq_relayed` -> `Policy::virq_sent`).
+/// to a micro-sliced core (`Sim::device_irq` -> `Sim::virq_relayed` -> `MicroSliced::virq_sent`).
 /// Figure 9's mixed vCPU on a 2-pCPU host whose second pCPU is a micro core: with `irq`
 /// detection its frames are handled within a micro slice, and without it (`detect = []`) the
 /// same host accelerates nothing and the stream is as slow as on plain credit.

@@ -162,7 +162,7 @@ fn run_text(text: &str, micro: MicroConfig) -> Sim {
     sim
 }
 
-/// The pool facts credit's balancer reads (`cpupool::PoolFacts`) are kept by the engine, not
+/// The pool facts credit's balancer reads (`host_view::PoolFacts`) are kept by the engine, not
 /// read from every vCPU: the node count moves with every loan and return, the soft-mask fact
 /// is recomputed where Algorithm 1 moves a pCPU. Check mode compares both with every vCPU's
 /// masks and pool after each event, so a loan that skipped the count, or a resize that skipped

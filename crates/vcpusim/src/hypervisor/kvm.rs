@@ -61,7 +61,7 @@
 //!
 //! Siblings in another pool (another policy instance) are not candidates here.
 
-use crate::hypervisor::policy::{Policy, PolicyCtx, VcpuInfo, VcpuState};
+use crate::hypervisor::policy::{KvmHost, PolicyCtx, VcpuInfo, VcpuState};
 use crate::ids::VcpuId;
 
 /// The candidates `kvm_vcpu_on_spin` tries before giving up on `-ESRCH` results (`try`,
@@ -159,9 +159,9 @@ pub trait KvmYieldTo {
 /// `kvm_pv_kick_cpu_op` on `KVM_HC_KICK_CPU` (commit 266e85a5ec91 "KVM: X86: Boost queue head
 /// vCPU to mitigate lock waiter preemption"): the kicker `v` (running) yields to the vCPU it
 /// kicked, the pv-qspinlock queue head, unless `v` is alone on its run queue
-/// (`Policy::single_task_running`), the target is not `ready` (a Runnable vCPU) or is `v` itself.
+/// (`KvmHost::single_task_running`), the target is not `ready` (a Runnable vCPU) or is `v` itself.
 /// Returns whether the yield went ahead.
-pub fn kvm_sched_yield<S: KvmYieldTo + Policy>(s: &mut S, ctx: &mut PolicyCtx, v: VcpuId, target: VcpuId) -> bool {
+pub fn kvm_sched_yield<S: KvmYieldTo + KvmHost>(s: &mut S, ctx: &mut PolicyCtx, v: VcpuId, target: VcpuId) -> bool {
     let Some(p) = ctx.host.vcpu(v).pcpu else { return false };
     if s.single_task_running(p) || target == v || ctx.host.vcpu(target).state != VcpuState::Runnable {
         return false;
@@ -375,14 +375,14 @@ mod tests {
     fn kvm_sched_yield_yields_to_the_kicked_vcpu_only_when_the_kicker_shares_its_run_queue() {
         // One pCPU: the kicker shares its run queue with the kicked, ready vCPU: it yields.
         let mut h = target_woken("6.6");
-        h.call(|pol, ctx| pol.kvm_sched_yield(ctx, SPINNER, TARGET));
+        h.call(|pol, ctx| pol.kvm_host().expect("a KVM host").kvm_sched_yield(ctx, SPINNER, TARGET));
         assert_eq!(h.pcpus[0].current, Some(TARGET), "the kicker did not yield to the queue head");
         // Two pCPUs, one vCPU each: single_task_running, no yield.
         let mut h = host("6.6", 2, 2);
         let kicker = h.pcpus[0].current.expect("both run");
         let other = h.pcpus[1].current.expect("both run");
-        h.call(|pol, ctx| pol.kvm_sched_yield(ctx, kicker, other));
+        h.call(|pol, ctx| pol.kvm_host().expect("a KVM host").kvm_sched_yield(ctx, kicker, other));
         assert_eq!(h.pcpus[0].current, Some(kicker));
-        assert!(h.call(|pol, _| pol.single_task_running(P0)));
+        assert!(h.call(|pol, _| pol.kvm_host().expect("a KVM host").single_task_running(P0)));
     }
 }

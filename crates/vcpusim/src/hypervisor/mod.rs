@@ -1,8 +1,8 @@
 //! The hypervisor: vCPU states, the policy interface and the policies.
 
-pub mod cpupool;
 pub mod delay_preempt;
 pub mod halt_poll;
+pub mod host_view;
 pub mod kvm;
 pub mod microsliced;
 pub mod node_affinity;
@@ -11,4 +11,5 @@ pub mod policies;
 pub mod policy;
 pub mod relaxed_co;
 pub mod uvf;
+pub mod vm_sched;
 pub mod xl_numa;

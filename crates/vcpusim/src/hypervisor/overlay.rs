@@ -14,11 +14,11 @@
 //!   (`vmexit::Upcall::PreemptNotice`, IRS's SA vIRQ); the guest's acknowledgement
 //!   (`Hypercall::PreemptAck`) ends the hold early.
 //!
-//! While a hold lasts the engine asks the policy to keep `prev` (`Policy::keep_running`, which
-//! undoes the pick the way credit's own "keep the current vCPU" paths do) and re-asks the policy
-//! when the hold ends (ack or deadline): the policy then decides afresh, and the overlay is not
-//! asked again for that decision. Only the policies whose kind says `defers_preemption` carry
-//! overlays (the loader refuses others).
+//! While a hold lasts the engine asks the policy to keep `prev` (`HoldPreemption::keep_running`,
+//! which undoes the pick the way credit's own "keep the current vCPU" paths do) and re-asks the
+//! policy when the hold ends (ack or deadline): the policy then decides afresh, and the overlay is
+//! not asked again for that decision. Only the policies that offer the `HoldPreemption`
+//! extension (`Policy::hold_preemption`) carry overlays (the loader refuses others).
 //!
 //! The hold's deadline is an owned event handle (`PreemptHold::event`), cancelled when the hold
 //! ends another way, as a Xen `struct timer` is stopped.

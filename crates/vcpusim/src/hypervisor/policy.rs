@@ -8,296 +8,15 @@
 //! place and lets every policy be tested with the same suite.
 
 use crate::engine::event_queue::EventId;
-use crate::hardware::cpumask::{CpuMask, IndexMask};
-use crate::hardware::topology::Topology;
-use crate::hypervisor::cpupool::Scope;
-use crate::hypervisor::node_affinity::NodeAffinity;
+/// The host as a policy reads it (hypervisor/host_view.rs), named with the interface.
+pub use crate::hypervisor::host_view::{HostView, PcpuInfo, VcpuInfo, VcpuState, VmInfo};
+pub use crate::hypervisor::vm_sched::{VmSched, VmType};
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::time::Nanos;
 /// The guest's interrupt kinds belong to the VM-exit line (`vmexit.rs`); re-exported here for
 /// the policies that name them.
 pub use crate::vmexit::IpiKind;
 use crate::vmexit::{Channels, KernelFn, KernelFnSource, NoSymbols};
-
-/// Hypervisor-visible vCPU state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum VcpuState {
-    /// On a pCPU now.
-    Running,
-    /// Wants a pCPU, waits in some policy run queue.
-    Runnable,
-    /// Blocked in HLT (guest idle); becomes Runnable when an interrupt arrives.
-    Halted,
-}
-
-/// What the hypervisor knows about one vCPU. It never includes guest-internal state: the guest's
-/// kernel function is only visible through an explicit paravirtual channel a policy declares
-/// (`PolicyCtx::kernel_fn`, declared in `PolicyKind::channels`: seed 002's symbol lookup).
-#[derive(Clone, Debug)]
-pub struct VcpuInfo {
-    pub id: VcpuId,
-    pub vm: VmId,
-    /// Index of this vCPU inside its VM (vCPU0, vCPU1, ...).
-    pub index: u32,
-    pub state: VcpuState,
-    /// The pCPU it runs on, when Running.
-    pub pcpu: Option<PcpuId>,
-    /// The pCPU it last ran on (Xen's `processor`, Linux's `task_cpu`).
-    pub last_pcpu: PcpuId,
-    /// When the current run started (meaningful when Running).
-    pub run_start: Nanos,
-    /// Descheduled involuntarily and still runnable (KVM's `preempted`, steal_time).
-    pub preempted: bool,
-    /// Whether it was executing guest kernel code (CPL 0) when it was last descheduled while
-    /// runnable: KVM x86 `vcpu->arch.preempted_in_kernel`, read from the VMCS in
-    /// `kvm_arch_vcpu_put` (arch/x86/kvm/x86.c) when `vcpu->preempted`. Kept by the engine from
-    /// the host's accounting of the slice it was in (sim/hypervisor_ops.rs `switch_out`).
-    pub preempted_in_kernel: bool,
-    /// A virtual interrupt was delivered to it while it was not running, and it has not run
-    /// since: KVM's `KVM_REQ_EVENT` (`__apic_accept_irq`) or, with APICv, the posted-interrupt
-    /// descriptor's ON bit (`kvm_arch_dy_has_pending_interrupt`, arch/x86/kvm/x86.c).
-    pub pending_interrupt: bool,
-    /// KVM `vcpu->spin_loop.in_spin_loop`: it was descheduled inside its own
-    /// `kvm_vcpu_on_spin` (its pause-loop exit yielded to a sibling: `yield_to` -> `schedule()`
-    /// with `in_spin_loop` set) and has not run since.
-    pub in_spin_loop: bool,
-    /// KVM x86 `vcpu->arch.pv.pv_unhalted`: a sibling's `KVM_HC_KICK_CPU` hypercall
-    /// (`kvm_pv_kick_cpu_op` -> `APIC_DM_REMRD`) kicked it, and it has not run since
-    /// (`vcpu_block` clears it). While set, its next HLT returns at once
-    /// (`kvm_arch_vcpu_runnable`). Set by the host half of the hypercall (`Sim::kvm_kick_cpu`);
-    /// cleared when the halt ends or the vCPU is next switched in after a block. Always false
-    /// without the Linux 6.x guest's `pv_spinlock` on a KVM host.
-    pub pv_unhalted: bool,
-    /// Total time on a pCPU so far.
-    pub run_time: Nanos,
-}
-
-/// What the hypervisor knows about one pCPU.
-#[derive(Clone, Debug)]
-pub struct PcpuInfo {
-    pub id: PcpuId,
-    /// The vCPU running here, if any.
-    pub current: Option<VcpuId>,
-}
-
-/// A VM as any hypervisor knows a domain: its id, name, vCPUs, NUMA node affinity and the nodes
-/// holding its memory. Scheduling settings reach the policy separately, through
-/// [`Policy::adjust`], and each policy keeps what it needs.
-#[derive(Clone, Debug)]
-pub struct VmInfo {
-    pub id: VmId,
-    pub name: String,
-    pub vcpus: Vec<VcpuId>,
-    /// The domain's node affinity (Xen `d->node_affinity`, `hypervisor/node_affinity.rs`); read
-    /// by credit as Xen 4.4.
-    pub node_affinity: NodeAffinity,
-    /// The NUMA nodes holding the domain's memory, sorted, pages spread evenly over them (Xen
-    /// allocates a domain's memory and knows where: `d->node_affinity` guides
-    /// `alloc_domheap_pages`). Resolved from `[[vm]] memory_nodes` by
-    /// `sim/build.rs` `resolve_memory_nodes`; read by the contention model (sim/contention.rs).
-    pub memory_nodes: Vec<u32>,
-    /// Its vCPUs in state [`VcpuState::Runnable`], by index in the VM (bit `i`: `vcpus[i]`),
-    /// kept by the engine at every state change (`Sim::set_vcpu_state`; the policy test host's
-    /// `FakeHost` keeps it too) and checked in check mode: KVM's directed yield visits only
-    /// these (`hypervisor/kvm.rs`), where it walked every sibling (O(V) per pause-loop exit).
-    pub runnable: IndexMask,
-}
-
-/// A VM's scheduling settings, handed to [`Policy::adjust`] (Xen: the `xen_domctl_scheduler_op`
-/// parameters `csched_dom_cntl` reads, plus the seeds' per-VM knobs). Every policy reads
-/// `weight`; the rest only the policies that implement them.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct VmSched {
-    /// Proportional-share weight (Xen domain weight; CFS group shares are derived from it).
-    pub weight: u32,
-    /// Cap in percent of one pCPU (Xen `sdom->cap`); 0 = no cap (`[[vm]] cap`).
-    pub cap: u32,
-    /// Seed 004 section 4.1 VM type (`[[vm]] type`); only the `hybrid` policy reads it.
-    pub vm_type: VmType,
-    /// Seed 004 section 3.3 u-factor of the master vCPU (`[[vm]] u_factor`, in [0, 1]; PCPS when
-    /// > 0); only the `hybrid` policy reads it, and only for concurrent VMs.
-    pub u_factor: f64,
-    /// The VM's urgent-vCPU-first features (`[vm.uvf]`; all off by default); read by policies
-    /// that carry the overlay.
-    pub uvf: crate::hypervisor::uvf::UvfVm,
-}
-
-impl VcpuInfo {
-    /// vCPU `index` of VM `vm`, Runnable, never run, last on `home` (where it is placed first).
-    pub fn new(id: VcpuId, vm: VmId, index: u32, home: PcpuId) -> Self {
-        VcpuInfo {
-            id,
-            vm,
-            index,
-            state: VcpuState::Runnable,
-            pcpu: None,
-            last_pcpu: home,
-            run_start: 0,
-            preempted: false,
-            preempted_in_kernel: false,
-            pending_interrupt: false,
-            in_spin_loop: false,
-            pv_unhalted: false,
-            run_time: 0,
-        }
-    }
-}
-
-impl VmSched {
-    /// The defaults of a `[[vm]]` that sets nothing but its weight.
-    pub fn with_weight(weight: u32) -> Self {
-        VmSched { weight, cap: 0, vm_type: VmType::default(), u_factor: 0.0, uvf: Default::default() }
-    }
-}
-
-/// The VM classes of seed 004 (004_2f4d1756ca892fd2.txt section 4.1): a high-throughput VM's
-/// vCPUs are scheduled asynchronously (PS), a concurrent VM's are co-scheduled (CPS / PCPS).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum VmType {
-    /// `hit`: high-throughput (the seed's default type).
-    #[default]
-    HighThroughput,
-    /// `con`: concurrent.
-    Concurrent,
-}
-
-impl VmType {
-    /// The names scenarios use, in the order error messages list them.
-    pub const NAMES: &'static [&'static str] = &["hit", "con"];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            VmType::HighThroughput => "hit",
-            VmType::Concurrent => "con",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "hit" => Some(VmType::HighThroughput),
-            "con" => Some(VmType::Concurrent),
-            _ => None,
-        }
-    }
-}
-
-/// Read-only view of the host handed to every policy call.
-#[derive(Clone, Copy)]
-pub struct HostView<'a> {
-    pub now: Nanos,
-    pub vcpus: &'a [VcpuInfo],
-    pub pcpus: &'a [PcpuInfo],
-    pub vms: &'a [VmInfo],
-    pub topology: &'a Topology,
-    /// The caller's cpupool and everyone's affinity (`hypervisor/cpupool.rs`); `None` is a host
-    /// of one pool holding every pCPU, with no affinity set (policy unit tests use it).
-    pub scope: Option<Scope<'a>>,
-}
-
-impl<'a> HostView<'a> {
-    /// The host at `now`, of one pool holding every pCPU and no affinity set (a policy unit
-    /// test's host); [`HostView::scoped`] gives it a pool and affinity.
-    pub fn new(now: Nanos, vcpus: &'a [VcpuInfo], pcpus: &'a [PcpuInfo], vms: &'a [VmInfo], topology: &'a Topology) -> Self {
-        HostView { now, vcpus, pcpus, vms, topology, scope: None }
-    }
-
-    /// The same host as the policy of one pool sees it (`scope`: its pool and everyone's
-    /// affinity).
-    pub fn scoped(self, scope: Scope<'a>) -> Self {
-        HostView { scope: Some(scope), ..self }
-    }
-
-    pub fn vcpu(&self, v: VcpuId) -> &'a VcpuInfo {
-        &self.vcpus[v.idx()]
-    }
-    pub fn pcpu(&self, p: PcpuId) -> &'a PcpuInfo {
-        &self.pcpus[p.idx()]
-    }
-    pub fn vm(&self, vm: VmId) -> &'a VmInfo {
-        &self.vms[vm.idx()]
-    }
-    pub fn vm_of(&self, v: VcpuId) -> &'a VmInfo {
-        &self.vms[self.vcpus[v.idx()].vm.idx()]
-    }
-    /// How many pCPUs this policy instance schedules (its pool's).
-    pub fn npcpus(&self) -> usize {
-        match self.scope {
-            None => self.pcpus.len(),
-            Some(s) => s.pool.pcpus.len(),
-        }
-    }
-    /// This policy instance's pCPUs (its pool's), in increasing order.
-    pub fn pcpu_ids(&self) -> impl Iterator<Item = PcpuId> + 'a {
-        let list = self.scope.map(|s| &s.pool.pcpus[..]);
-        let n = list.map_or(self.pcpus.len(), |l| l.len());
-        (0..n).map(move |i| match list {
-            None => PcpuId(i as u32),
-            Some(l) => l[i],
-        })
-    }
-    /// Whether pCPU `p` belongs to this policy instance's pool.
-    #[inline]
-    pub fn owns_pcpu(&self, p: PcpuId) -> bool {
-        self.scope.is_none_or(|s| s.trivial || s.pool.mask.contains(p))
-    }
-    /// Whether vCPU `v` belongs to this policy instance's pool.
-    #[inline]
-    pub fn owns_vcpu(&self, v: VcpuId) -> bool {
-        self.scope.is_none_or(|s| s.trivial || s.vcpu_pool[v.idx()] == s.pool.id)
-    }
-    /// The VMs with a vCPU in this pool.
-    pub fn pool_vms(&self) -> impl Iterator<Item = &'a VmInfo> + 'a {
-        let scope = self.scope;
-        self.vms.iter().filter(move |vm| scope.is_none_or(|s| vm.vcpus.iter().any(|v| s.vcpu_pool[v.idx()] == s.pool.id)))
-    }
-    /// Whether `v` may run on `p`: `p` is in the pool and in `v`'s hard affinity.
-    #[inline]
-    pub fn may_run(&self, v: VcpuId, p: PcpuId) -> bool {
-        self.scope.is_none_or(|s| s.trivial || (s.pool.mask.contains(p) && s.affinity[v.idx()].hard.contains(p)))
-    }
-    /// The masks `may_run` reads, for a search over masks: `[pool, v's hard affinity]`, whose
-    /// intersection is where `v` may run; None where it may run on every pCPU (one pool, no
-    /// masks).
-    #[inline]
-    pub fn run_masks(&self, v: VcpuId) -> Option<[&'a CpuMask; 2]> {
-        self.scope.filter(|s| !s.trivial).map(|s| [&s.pool.mask, &s.affinity[v.idx()].hard])
-    }
-    /// Whether `v` has a soft affinity that matters here (Xen `has_soft_affinity`: it narrows
-    /// hard ∩ pool without leaving it empty).
-    pub fn has_soft(&self, v: VcpuId) -> bool {
-        let Some(s) = self.scope.filter(|s| !s.trivial) else { return false };
-        let a = &s.affinity[v.idx()];
-        a.soft.narrows(&a.hard, &s.pool.mask)
-    }
-    /// Whether `p` is in `v`'s soft affinity (and `v` may run there).
-    #[inline]
-    pub fn prefers(&self, v: VcpuId, p: PcpuId) -> bool {
-        self.may_run(v, p) && self.scope.is_none_or(|s| s.trivial || s.affinity[v.idx()].soft.contains(p))
-    }
-    /// Whether `v`'s domain has a node affinity that matters here (Xen 4.4
-    /// `__vcpu_has_node_affinity(vc, mask)` with mask = hard ∩ pool): explicit (not
-    /// `auto_node_affinity`), not spanning every pCPU, and meeting hard ∩ pool.
-    pub fn has_node_affinity(&self, v: VcpuId) -> bool {
-        let na = &self.vm_of(v).node_affinity;
-        if na.auto || na.cpus.count() >= self.pcpus.len() {
-            return false;
-        }
-        match self.scope.filter(|s| !s.trivial) {
-            None => !na.cpus.is_empty(),
-            Some(s) => na.cpus.meets_both(&s.affinity[v.idx()].hard, &s.pool.mask),
-        }
-    }
-    /// Whether `p` is in `v`'s domain's node affinity (`sdom->node_affinity_cpumask`) and `v`
-    /// may run there.
-    #[inline]
-    pub fn node_affine(&self, v: VcpuId, p: PcpuId) -> bool {
-        self.may_run(v, p) && self.vm_of(v).node_affinity.cpus.contains(p)
-    }
-    /// Whether `v`'s hard affinity restricts it within the pool (some pool pCPU is excluded).
-    pub fn is_pinned(&self, v: VcpuId) -> bool {
-        self.scope.is_some_and(|s| !s.trivial && !s.pool.mask.is_subset(&s.affinity[v.idx()].hard))
-    }
-}
 
 /// Why a running vCPU gives up its pCPU voluntarily.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -624,51 +343,24 @@ pub trait Policy {
     /// next. Only called for policies whose kind says `supports_pool_changes`.
     fn add_pcpu(&mut self, _ctx: &mut PolicyCtx, _p: PcpuId) {}
 
-    /// Notification: the host relays a virtual IRQ of a device to `v` (Xen 4.7 `send_guest_pirq`
-    /// -> `evtchn_port_set_pending` on the port's notify vCPU). Seed 002's detection hooks here
-    /// (section 4.2). The host calls it through `Sim::virq_relayed` (sim/microsliced.rs).
-    fn virq_sent(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId) {}
-
-    /// Seed 002: carry micro-sliced cores (`[host.microsliced]`): the policy detects critical
-    /// services with `detect` at its yield entry, `ipi_sent` and `virq_sent`, and keeps the books
-    /// of vCPUs it lends to the micro pool. Returns false if the policy cannot (the loader
-    /// refuses the scenario then).
-    fn attach_microsliced(&mut self, _detect: crate::hypervisor::microsliced::Detect) -> bool {
-        false
+    /// Seed 002's micro-sliced cores, if this policy carries them (credit): the host lends
+    /// it vCPUs and relays it virtual IRQs through [`MicroSliced`]. None by default.
+    fn microsliced(&mut self) -> Option<&mut dyn MicroSliced> {
+        None
     }
 
-    /// Seed 002: the Runnable, not running, vCPU `v` leaves this pool for the micro pool for one
-    /// micro slice (Xen: the hidden cpupool shares its parent's scheduler, so `v` stays in this
-    /// policy's books: on its domain's active list, with its credit). Take it off the run queues.
-    fn lend_vcpu(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId) {}
-
-    /// Seed 002: `v` is back from the micro pool after running `ran` there: charge that as run
-    /// time here and, unless it is Halted, queue it as the released code's
-    /// `vcpu_migrate_to_cpu(prev, prev_processor)` -> `vcpu_wake` does.
-    fn return_vcpu(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId, _ran: Nanos) {}
-
-    /// The preemption overlay seam (hypervisor/overlay.rs): the last `do_schedule(p)` chose `next`
-    /// over `prev`, which runs on `p` and is willing to run, and the host's overlay holds that
-    /// preemption back. Undo the pick: `prev` stays the current vCPU of `p` and `next` waits
-    /// as it did before (`do_schedule` is asked again when the hold ends). Returns false if
-    /// the policy cannot (the preemption then goes ahead; only kinds whose
-    /// `defers_preemption` says true carry an overlay).
-    fn keep_running(&mut self, _ctx: &mut PolicyCtx, _p: PcpuId, _prev: VcpuId, _next: VcpuId) -> bool {
-        false
+    /// A preemption overlay's seam, if this policy can hold an involuntary preemption back
+    /// (credit; `[host] overlay`, hypervisor/overlay.rs): [`HoldPreemption`]. None by default.
+    fn hold_preemption(&mut self) -> Option<&mut dyn HoldPreemption> {
+        None
     }
 
-    /// Linux `single_task_running()` on pCPU `p`: its run queue holds only the vCPU running
-    /// there. KVM host schedulers answer it (halt polling polls only then, `kvm_vcpu_can_poll`;
-    /// `kvm_sched_yield` yields only otherwise); the default, true, lets a vCPU poll its whole
-    /// `halt_poll_ns` and never yields to a kicked vCPU.
-    fn single_task_running(&self, _p: PcpuId) -> bool {
-        true
+    /// The KVM host scheduler's part, if this policy is one (cfs, eevdf): [`KvmHost`]. None by
+    /// default: a host without `single_task_running` answers it true (a halting vCPU polls its
+    /// whole `halt_poll_ns`) and has no `KVM_HC_KICK_CPU` yield.
+    fn kvm_host(&mut self) -> Option<&mut dyn KvmHost> {
+        None
     }
-
-    /// KVM's `kvm_sched_yield` after `KVM_HC_KICK_CPU` from running `v` to the vCPU `target`
-    /// it kicked (hypervisor/kvm.rs [`kvm_sched_yield`](crate::hypervisor::kvm::kvm_sched_yield)).
-    /// Nothing by default (a host without the hypercall, or a KVM older than 5.3).
-    fn kvm_sched_yield(&mut self, _ctx: &mut PolicyCtx, _v: VcpuId, _target: VcpuId) {}
 
     /// Check the policy's own invariants (used in check mode after every event).
     fn check(&self, _host: &HostView) -> Result<(), String> {
@@ -676,9 +368,53 @@ pub trait Policy {
     }
 }
 
+/// Seed 002's micro-sliced cores (`[host.microsliced]`) as the policy of their parent pool
+/// carries them (`Policy::microsliced`). The policy detects critical services with the
+/// `Detect` it was built with (`HostShape::microsliced`) at its yield entry, `ipi_sent` and
+/// `virq_sent`, and keeps the books of the vCPUs it lends to the micro pool.
+pub trait MicroSliced {
+    /// Notification: the host relays a virtual IRQ of a device to `v` (Xen 4.7 `send_guest_pirq`
+    /// -> `evtchn_port_set_pending` on the port's notify vCPU); seed 002's detection hooks here
+    /// (section 4.2). The host calls it through `Sim::virq_relayed` (sim/microsliced.rs).
+    fn virq_sent(&mut self, ctx: &mut PolicyCtx, v: VcpuId);
+
+    /// The Runnable, not running, vCPU `v` leaves this pool for the micro pool for one micro
+    /// slice (Xen: the hidden cpupool shares its parent's scheduler, so `v` stays in this
+    /// policy's books: on its domain's active list, with its credit). Take it off the run queues.
+    fn lend_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId);
+
+    /// `v` is back from the micro pool after running `ran` there: charge that as run time here
+    /// and, unless it is Halted, queue it as the released code's
+    /// `vcpu_migrate_to_cpu(prev, prev_processor)` -> `vcpu_wake` does.
+    fn return_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId, ran: Nanos);
+}
+
+/// The seam of a preemption overlay (hypervisor/overlay.rs) in a policy that can hold an
+/// involuntary preemption back (`Policy::hold_preemption`).
+pub trait HoldPreemption {
+    /// The last `do_schedule(p)` chose `next` over `prev`, which runs on `p` and is willing to
+    /// run, and the host's overlay holds that preemption back. Undo the pick: `prev` stays the
+    /// current vCPU of `p` and `next` waits as it did before (`do_schedule` is asked again when
+    /// the hold ends). Returns false if the policy cannot (the preemption then goes ahead).
+    fn keep_running(&mut self, ctx: &mut PolicyCtx, p: PcpuId, prev: VcpuId, next: VcpuId) -> bool;
+}
+
+/// What a KVM host scheduler answers KVM (`Policy::kvm_host`; hypervisor/kvm.rs).
+pub trait KvmHost {
+    /// Linux `single_task_running()` on pCPU `p`: its run queue holds only the vCPU running
+    /// there (halt polling polls only then, `kvm_vcpu_can_poll`; `kvm_sched_yield` yields only
+    /// otherwise).
+    fn single_task_running(&self, p: PcpuId) -> bool;
+
+    /// KVM's `kvm_sched_yield` after `KVM_HC_KICK_CPU` from running `v` to the vCPU `target` it
+    /// kicked ([`kvm_sched_yield`](crate::hypervisor::kvm::kvm_sched_yield)).
+    fn kvm_sched_yield(&mut self, ctx: &mut PolicyCtx, v: VcpuId, target: VcpuId);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hardware::topology::Topology;
     use crate::vmexit::{Channels, KernelFn};
 
     #[test]

@@ -41,26 +41,6 @@ impl Default for UvfHost {
     }
 }
 
-/// Per-VM UVF features (`[vm.uvf]`), the seed's per-VM knobs (section 3.1.2).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct UvfVm {
-    /// Resched-DP: a reschedule-IPI sender stays urgent (not preempted) this long.
-    pub resched_dp: Option<Nanos>,
-    /// Early delayed preemption: start the Resched-DP delay at the first APIC access of any IPI
-    /// send, before the send's exits (section 4.1.1, Figure 7a).
-    pub early_dp: bool,
-    /// TLB-Co: a TLB-shootdown IPI recipient is urgent until it acknowledges.
-    pub tlb_co: bool,
-    /// Resched-Co: a reschedule-IPI recipient is urgent this long.
-    pub resched_co: Option<Nanos>,
-}
-
-impl UvfVm {
-    pub fn any(&self) -> bool {
-        self.resched_dp.is_some() || self.tlb_co || self.resched_co.is_some()
-    }
-}
-
 /// UVF state of one host.
 #[derive(Clone, Debug)]
 pub struct Uvf {

@@ -4,9 +4,9 @@
 //! run by the internal `native` policy (hypervisor/policies/native.rs). See "Bare-metal VMs
 //! (`bare_metal = true`)" in docs/scenario-format.md; tests/bare_metal.rs runs them.
 
+use super::bounds::U32_MAX;
 use super::section::{cpulist, error, Section};
 use super::spec::{HostSpec, PoolSpec, VmSpec};
-use super::vm_sections::U32_MAX;
 use crate::error::SimError;
 use crate::hardware::cpumask::CpuMask;
 use crate::params::show_toml;

@@ -17,6 +17,9 @@ use crate::time::{format_duration, MAX_DURATION};
 use crate::workload::program::Op;
 use toml::Value;
 
+/// The largest value of a key read into a `u32` (`weight`, `cap`, a bare-metal VM's `vcpus`).
+pub(super) const U32_MAX: i64 = u32::MAX as i64;
+
 /// The most `[run] sample_every` samples a run may take (one metrics.csv row per VM each, held in
 /// memory until the end): a million is 30 hours at 100 ms, and guards against a typo asking for
 /// billions.

@@ -4,7 +4,7 @@
 //! `[host.params]` in docs/scenario-format.md.
 
 use super::bounds::size;
-use super::pool_sections::{pool_changes, pools};
+use super::pool_sections::{policy_kind, policy_params, pool_changes, pools};
 use super::section::Section;
 use super::spec::{HostSpec, PoolSpec, DEFAULT_POOL};
 use super::suggest::with_suggestion;
@@ -82,7 +82,7 @@ pub(super) fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
             ),
         ));
     }
-    let overlay = super::overlay_sections::host_overlay(&host, kind.name(), kind.defers_preemption())?;
+    let overlay = super::overlay_sections::host_overlay(&host, kind.name(), kind.offers(policies::Extension::HoldPreemption))?;
     if overlay.is_some() && (uvf.is_some() || microsliced.is_some()) {
         let other = if uvf.is_some() { "uvf" } else { "microsliced" };
         return Err(host.error_at("overlay", format!("a preemption overlay does not combine with [host.{other}] (each holds or moves the policy's picks its own way); leave one out")));
@@ -137,31 +137,6 @@ pub(super) fn host(top: &Section) -> Result<(HostSpec, Vec<usize>), SimError> {
         halt_poll,
     };
     Ok((spec, change_index))
-}
-
-/// The policy named `name`, for `section.policy` (`[host]` or a `[[host.pool]]`).
-pub(super) fn policy_kind(section: &Section, name: &str) -> Result<&'static dyn policies::PolicyKind, SimError> {
-    policies::find(name).map_err(|m| {
-        let names: Vec<&str> = policies::registry().iter().map(|p| p.name()).collect();
-        section.error_at("policy", with_suggestion(m, name, &names))
-    })
-}
-
-/// `section.params` (`[host.params]` or a pool's `params`) checked against `kind`'s parameter
-/// specs, defaults filled in (those that depend on another parameter by `resolve_params`).
-pub(super) fn policy_params(section: &Section, kind: &dyn policies::PolicyKind) -> Result<Params, SimError> {
-    let specs = kind.params();
-    let table = section.table("params")?;
-    let mut params = match &table {
-        Some(t) => t.params(&specs)?,
-        None => Params::defaults(&specs),
-    };
-    let given = |name: &str| table.as_ref().is_some_and(|t| t.get(name).is_some());
-    kind.resolve_params(&mut params, &given).map_err(|(key, message)| match &table {
-        Some(t) => t.error_at(key, message),
-        None => section.error_at("params", message),
-    })?;
-    Ok(params)
 }
 
 /// The first pool whose policy, with its parameters, lacks `feature` (credit with `xen = "3.3"`

@@ -70,7 +70,7 @@ fn section_duration(section: Option<&Section>, keys: Vec<SectionKey>, default: c
 }
 
 /// `[host] overlay` (a name, or absent) with `[host.irs]`. `policy_defers` says whether the
-/// default pool's policy can hold a preemption back (`PolicyKind::defers_preemption`).
+/// default pool's policy can hold a preemption back (`PolicyKind::offers(Extension::HoldPreemption)`).
 pub fn host_overlay(host: &Section, policy: &str, policy_defers: bool) -> Result<Option<OverlayConfig>, SimError> {
     let irs_section = host.table("irs")?;
     let relaxed_section = host.table("relaxed_co")?;

@@ -4,7 +4,6 @@
 //! `[[host.pool_change]]`: Xen cpupools" in docs/scenario-format.md.
 
 use super::bounds::MAX_POOL_PCPU_PAIRS;
-use super::host_sections::{policy_kind, policy_params};
 use super::section::{cpulist, error, valid_name, Section};
 use super::spec::{HostSpec, PoolChange, PoolSpec, VmSpec, DEFAULT_POOL};
 use super::suggest::with_suggestion;
@@ -13,8 +12,33 @@ use crate::hardware::cpumask::CpuMask;
 use crate::hardware::topology::Topology;
 use crate::hypervisor::policies;
 use crate::ids::PcpuId;
-use crate::params::show_toml;
+use crate::params::{show_toml, Params};
 use toml::Value;
+
+/// The policy named `name`, for `section.policy` (`[host]` or a `[[host.pool]]`).
+pub(super) fn policy_kind(section: &Section, name: &str) -> Result<&'static dyn policies::PolicyKind, SimError> {
+    policies::find(name).map_err(|m| {
+        let names: Vec<&str> = policies::registry().iter().map(|p| p.name()).collect();
+        section.error_at("policy", with_suggestion(m, name, &names))
+    })
+}
+
+/// `section.params` (`[host.params]` or a pool's `params`) checked against `kind`'s parameter
+/// specs, defaults filled in (those that depend on another parameter by `resolve_params`).
+pub(super) fn policy_params(section: &Section, kind: &dyn policies::PolicyKind) -> Result<Params, SimError> {
+    let specs = kind.params();
+    let table = section.table("params")?;
+    let mut params = match &table {
+        Some(t) => t.params(&specs)?,
+        None => Params::defaults(&specs),
+    };
+    let given = |name: &str| table.as_ref().is_some_and(|t| t.get(name).is_some());
+    kind.resolve_params(&mut params, &given).map_err(|(key, message)| match &table {
+        Some(t) => t.error_at(key, message),
+        None => section.error_at("params", message),
+    })?;
+    Ok(params)
+}
 
 /// Keys of one `[[host.pool]]` entry.
 const POOL_KEYS: &[&str] = &["name", "pcpus", "policy", "params"];

@@ -6,7 +6,8 @@
 use super::section::Section;
 use super::sections::{read, SectionKey};
 use crate::error::SimError;
-use crate::hypervisor::uvf::{UvfHost, UvfVm};
+use crate::hypervisor::uvf::UvfHost;
+use crate::hypervisor::vm_sched::UvfVm;
 use crate::params::{ParamSpec, ParamValue};
 
 /// `[host.uvf]` keys.

@@ -6,7 +6,7 @@
 
 use super::affinity_sections::placement_keys;
 use super::bare_metal::{bare_metal_cpus, unpinned};
-use super::bounds::{size, Totals};
+use super::bounds::{size, Totals, U32_MAX};
 use super::program_ops::{self, parse_program};
 use super::section::{error, valid_name, Section};
 use super::spec::{HostSpec, VmSpec};
@@ -34,9 +34,6 @@ pub(super) const VM_KEYS: &[&str] = &[
 
 /// Xen's CSCHED_DEFAULT_WEIGHT (xen/common/sched/credit.c); equal weights give equal shares.
 pub const DEFAULT_WEIGHT: u32 = 256;
-
-/// The largest value of a key read into a `u32` (`weight`, `cap`, a bare-metal VM's `vcpus`).
-pub(super) const U32_MAX: i64 = u32::MAX as i64;
 
 /// The VMs, and the file path (`vm[i]`) of each.
 pub(super) fn vms(top: &Section, guest: &GuestConfig, host: &HostSpec) -> Result<(Vec<VmSpec>, Vec<String>), SimError> {

@@ -1,6 +1,7 @@
 //! Building a simulation from a validated scenario.
 
 use super::contention::ContentionModel;
+use super::pools::Cpupool;
 use super::speed::ConstantSpeed;
 use super::state::{Activity, GuestSlot, Pcpu, Sim, TimeKind, Vcpu, Vm};
 use crate::engine::event_queue::EventQueue;
@@ -12,7 +13,7 @@ use crate::guest::stats::GuestStats;
 use crate::guest::thread::{CodeCache, Thread, ThreadState};
 use crate::hardware::cpumask::IndexMask;
 use crate::hardware::speed::Speed;
-use crate::hypervisor::cpupool::{Affinity, Cpupool, PoolView};
+use crate::hypervisor::host_view::{Affinity, PoolView};
 use crate::hypervisor::node_affinity::NodeAffinity;
 use crate::hypervisor::policies::{self, HostShape};
 use crate::hypervisor::policy::{PcpuInfo, VcpuInfo, VmInfo, VmSched};
@@ -41,8 +42,12 @@ impl Sim {
             })?;
             // Every instance sizes its per-pCPU and per-vCPU tables for the whole host (ids are
             // host-wide) and schedules only what its pool holds.
-            let shape =
-                HostShape { npcpus: npcpus as u32, nvcpus, nvms: sc.vms.len() as u32, uvf: sc.host.uvf.filter(|_| kind.carries_uvf()) };
+            // The micro pool's parent is the default pool (sim/microsliced.rs).
+            let shape = HostShape {
+                uvf: sc.host.uvf.filter(|_| kind.carries_uvf()),
+                microsliced: sc.host.microsliced.as_ref().filter(|_| i == 0).map(|m| m.detect),
+                ..HostShape::new(npcpus as u32, nvcpus, sc.vms.len() as u32)
+            };
             let policy = kind.build(&spec.params, shape);
             pool_channels.push(kind.channels());
             for p in spec.pcpus.iter() {

@@ -34,7 +34,7 @@ impl Sim {
             return self.halt(v);
         }
         self.vms[vm].stats.halt_polls += 1;
-        if !self.pool_policy_of(p).single_task_running(p) {
+        if !self.single_task_running(p) {
             return self.halt(v);
         }
         let vc = &mut self.vcpus[v.idx()];
@@ -53,9 +53,10 @@ impl Sim {
         self.vcpus[v.idx()].activity == Activity::HaltPoll && self.vinfo[v.idx()].state == VcpuState::Running
     }
 
-    /// The policy of `p`'s pool, for a question (`single_task_running`).
-    fn pool_policy_of(&self, p: crate::ids::PcpuId) -> &dyn crate::hypervisor::policy::Policy {
-        self.pools[self.pcpu_pool[p.idx()].idx()].policy.as_ref()
+    /// Linux `single_task_running()` on `p`, from the KVM host scheduler of `p`'s pool (true
+    /// from a policy that is not one: halt polling runs only under KVM host schedulers).
+    fn single_task_running(&mut self, p: crate::ids::PcpuId) -> bool {
+        self.pools[self.pcpu_pool[p.idx()].idx()].policy.kvm_host().is_none_or(|k| k.single_task_running(p))
     }
 
     pub(super) fn stop_polling(&mut self, v: VcpuId) {
@@ -107,7 +108,7 @@ impl Sim {
     #[inline]
     pub(super) fn halt_poll_resched(&mut self, p: crate::ids::PcpuId) -> bool {
         let Some(v) = self.pinfo[p.idx()].current else { return false };
-        if !self.halt_polling(v) || self.pool_policy_of(p).single_task_running(p) {
+        if !self.halt_polling(v) || self.single_task_running(p) {
             return false;
         }
         self.halt_poll_abort(v);
@@ -121,7 +122,7 @@ impl Sim {
         while k < self.pollers.len() {
             let v = self.pollers[k];
             let p = self.vinfo[v.idx()].pcpu.expect("a polling vCPU is running");
-            if self.pool_policy_of(p).single_task_running(p) {
+            if self.single_task_running(p) {
                 k += 1;
             } else {
                 self.halt_poll_abort(v);
@@ -144,7 +145,7 @@ impl Sim {
     /// v6.6 `kvm_emulate_hypercall`): `kvm_pv_kick_cpu_op` delivers an `APIC_DM_REMRD`, which
     /// sets `to`'s `pv_unhalted` and kicks it (a polling vCPU resumes, a blocked one is woken),
     /// then `kvm_sched_yield` lets `from` yield to `to` if `to` waits for a pCPU (commit
-    /// 266e85a5ec91, the queue-head boost; `Policy::kvm_sched_yield`). For the guest's
+    /// 266e85a5ec91, the queue-head boost; `KvmHost::kvm_sched_yield`). For the guest's
     /// hypercall (pvguest); the yield happens only under a KVM host policy that implements it.
     pub fn kvm_kick_cpu(&mut self, from: VcpuId, to: VcpuId) {
         self.kvm_pv_unhalt(to);
@@ -154,7 +155,11 @@ impl Sim {
             self.wake_vcpu(to, Some(from));
         }
         if self.vinfo[from.idx()].state == VcpuState::Running {
-            self.with_vcpu_policy(from, |pol, ctx| pol.kvm_sched_yield(ctx, from, to));
+            self.with_vcpu_policy(from, |pol, ctx| {
+                if let Some(k) = pol.kvm_host() {
+                    k.kvm_sched_yield(ctx, from, to);
+                }
+            });
         }
     }
 

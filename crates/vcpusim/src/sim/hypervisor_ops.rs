@@ -2,9 +2,10 @@
 //! yielding on pause-loop exits. Policies decide; this file is the only place that changes
 //! which vCPU runs where.
 
+use super::pools::Cpupool;
 use super::state::{Activity, Event, Sim, TimeKind, Vcpu};
 use crate::guest::kernel::GuestKernel;
-use crate::hypervisor::cpupool::{Cpupool, Scope};
+use crate::hypervisor::host_view::Scope;
 use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Request, TimerId, VcpuState, YieldReason};
 use crate::ids::{PcpuId, PoolId, VcpuId};
 use crate::time::Nanos;

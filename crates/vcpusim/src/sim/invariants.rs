@@ -152,7 +152,7 @@ impl Sim {
         }
         // The pools' kept facts are what every vCPU's masks and pool say now.
         for pool in &self.pools {
-            let read = crate::hypervisor::cpupool::PoolFacts::of(&pool.view, &self.vcpu_pool, &self.affinity, &self.vminfo);
+            let read = crate::hypervisor::host_view::PoolFacts::of(&pool.view, &self.vcpu_pool, &self.affinity, &self.vminfo);
             if pool.view.facts != read {
                 return Err(format!("pool {:?}: kept facts {:?}, but the masks and pools say {read:?}", pool.view.name, pool.view.facts));
             }

@@ -10,8 +10,9 @@
 //! of each core on their E5645, and leaves a hidden pCPU running an accelerated vCPU in place,
 //! `hidden_locked_cpus`). Departures are in docs/model.md § seed 002: micro-sliced cores.
 
+use super::pools::Cpupool;
 use super::state::{Event, Sim};
-use crate::hypervisor::cpupool::{Cpupool, PoolView};
+use crate::hypervisor::host_view::PoolView;
 use crate::hypervisor::microsliced::algorithm::{Algorithm1, UrgentCounts};
 use crate::hypervisor::microsliced::pool::MicroPool;
 use crate::hypervisor::microsliced::{AccelReason, MicroConfig, Mode, UrgentEvent};
@@ -72,10 +73,11 @@ impl Sim {
     /// Build the micro pool (`[host.microsliced]`) beside pool 0, its parent: static mode moves
     /// `cores` pCPUs into it now (before any pCPU schedules), dynamic mode starts it empty and
     /// arms Algorithm 1 at time 0. The parent's policy must carry micro cores
-    /// (`Policy::attach_microsliced`); its `kernel_fn` channel is declared if `symbols`.
+    /// (`Policy::microsliced`; it was built with `cfg.detect`, `HostShape::microsliced`); its
+    /// `kernel_fn` channel is declared if `symbols`.
     pub(super) fn build_microsliced(&mut self, cfg: &MicroConfig) -> Result<(), String> {
         let parent = PoolId(0);
-        if !self.pools[0].policy.attach_microsliced(cfg.detect) {
+        if self.pools[0].policy.microsliced().is_none() {
             return Err(format!(
                 "micro-sliced cores need a policy that carries them (credit); pool {:?} runs {}",
                 self.pools[0].view.name,
@@ -166,10 +168,16 @@ impl Sim {
     }
 
     /// The host relays a virtual IRQ of a device to `v`: the hook of seed 002's vIRQ detection
-    /// (`Policy::virq_sent`), called by the device path (`Sim::device_irq`) before the vCPU is kicked.
+    /// (`MicroSliced::virq_sent`), called by the device path (`Sim::device_irq`) before the vCPU is kicked.
     pub fn virq_relayed(&mut self, v: VcpuId) {
         if self.micro.is_some() {
-            self.with_vcpu_policy(v, |pol, ctx| pol.virq_sent(ctx, v));
+            // A vCPU on loan in the micro pool is in no parent's books this instant: the micro
+            // pool's own policy carries no detection.
+            self.with_vcpu_policy(v, |pol, ctx| {
+                if let Some(m) = pol.microsliced() {
+                    m.virq_sent(ctx, v);
+                }
+            });
         }
     }
 
@@ -193,7 +201,7 @@ impl Sim {
             self.micro.as_mut().expect("checked").refused += 1;
             return;
         };
-        self.with_policy(parent, |pol, ctx| pol.lend_vcpu(ctx, v));
+        self.with_policy(parent, |pol, ctx| pol.microsliced().expect("checked at build").lend_vcpu(ctx, v));
         let home = self.vinfo[v.idx()].last_pcpu;
         let loan = Loan { pcpu: p, run_time_at_lend: self.vinfo[v.idx()].run_time, since: self.now, home };
         let m = self.micro.as_mut().expect("checked");
@@ -234,7 +242,7 @@ impl Sim {
         self.vinfo[v.idx()].last_pcpu =
             if parent_mask.contains(loan.home) { loan.home } else { parent_mask.first().expect("the parent pool keeps a pCPU") };
         let ran = self.vinfo[v.idx()].run_time - loan.run_time_at_lend;
-        self.with_policy(parent, |pol, ctx| pol.return_vcpu(ctx, v, ran));
+        self.with_policy(parent, |pol, ctx| pol.microsliced().expect("checked at build").return_vcpu(ctx, v, ran));
         // A pool Algorithm 1 shrank while this pCPU was busy gives it back now.
         if self.pools[pool.idx()].view.pcpus.len() as u32 > target && self.pinfo[loan.pcpu.idx()].current.is_none() {
             self.move_pcpu(loan.pcpu, parent);

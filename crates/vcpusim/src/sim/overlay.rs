@@ -3,7 +3,7 @@
 //! willing vCPU (`overlay_holds`, called by `Sim::reschedule` between `do_schedule` and the
 //! switch), the holds it keeps, and their end (the guest's acknowledgement, or the deadline).
 //!
-//! A hold keeps `prev` running on its pCPU: the policy undid its pick (`Policy::keep_running`).
+//! A hold keeps `prev` running on its pCPU: the policy undid its pick (`HoldPreemption::keep_running`).
 //! When the hold ends, `release_hold` asks the policy again with the overlay's answer fixed to
 //! `Go` for that vCPU on that pCPU (`OverlayState::go`), as Xen's `schedule()` runs again when
 //! the SA handler's hypercall (or the timeout) raises SCHEDULE_SOFTIRQ. A hold also ends when
@@ -151,7 +151,7 @@ impl Sim {
             return false;
         }
         let pool = self.pcpu_pool[p.idx()];
-        if !self.call_policy(pool, |pol, ctx| pol.keep_running(ctx, p, prev, next)) {
+        if !self.call_policy(pool, |pol, ctx| pol.hold_preemption().is_some_and(|h| h.keep_running(ctx, p, prev, next))) {
             return false;
         }
         if holding {

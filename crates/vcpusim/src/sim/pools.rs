@@ -17,9 +17,16 @@
 
 use super::state::Sim;
 use crate::hardware::cpumask::CpuMask;
-use crate::hypervisor::cpupool::PoolFacts;
+use crate::hypervisor::host_view::{PoolFacts, PoolView};
+use crate::hypervisor::policy::Policy;
 use crate::ids::{PcpuId, PoolId, VcpuId};
 use std::sync::Arc;
+
+/// One pool: its view and its scheduler instance (Xen `struct scheduler` inside `struct cpupool`).
+pub struct Cpupool {
+    pub view: PoolView,
+    pub policy: Box<dyn Policy>,
+}
 
 impl Sim {
     /// The trace track name of pCPU `p`: with more than one pool, its pool at the start.
@@ -171,7 +178,7 @@ impl Sim {
         if !crate::hypervisor::policies::find(name).is_ok_and(|k| k.supports_pool_changes()) {
             return Err(format!("vCPU {v}: pool {:?} runs {name}, which cannot change affinity during a run", view.name));
         }
-        self.affinity[v.idx()] = crate::hypervisor::cpupool::Affinity::new(hard, soft);
+        self.affinity[v.idx()] = crate::hypervisor::host_view::Affinity::new(hard, soft);
         self.update_trivial_placement();
         self.update_node_affinity(self.vinfo[v.idx()].vm);
         self.with_policy(pool, |pol, ctx| pol.adjust_affinity(ctx, v));

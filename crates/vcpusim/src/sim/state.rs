@@ -1,5 +1,6 @@
 //! The state of one simulation run: every entity, indexed by id.
 
+use super::pools::Cpupool;
 use super::speed::SpeedModel;
 use crate::engine::event_queue::{EventId, EventQueue};
 use crate::guest::kernel::{GuestEnv, GuestKernel};
@@ -8,7 +9,7 @@ use crate::guest::thread::Thread;
 use crate::hardware::costs::{Costs, Ple};
 use crate::hardware::speed::Speed;
 use crate::hardware::topology::Topology;
-use crate::hypervisor::cpupool::{Affinity, Cpupool};
+use crate::hypervisor::host_view::Affinity;
 use crate::hypervisor::policy::{PcpuInfo, Request, TimerId, TimerTable, VcpuInfo, VmInfo, VmSched};
 use crate::ids::{PcpuId, PoolId, VcpuId};
 use crate::metrics::trace::TraceSink;

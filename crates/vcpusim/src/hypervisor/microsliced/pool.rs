@@ -8,7 +8,7 @@
 //! `context_saved` sends a runnable vCPU descheduled there back to its previous pCPU.
 //!
 //! Here the micro pool is its own engine pool with this small scheduler, and the parent's policy
-//! keeps the vCPU's books while it is lent (`Policy::lend_vcpu` / `return_vcpu`), which is what
+//! keeps the vCPU's books while it is lent (`MicroSliced::lend_vcpu` / `return_vcpu`), which is what
 //! sharing the scheduler instance achieves. With at most one vCPU per pCPU, nothing can preempt
 //! it (no BOOST, no balancing, no second vCPU), and nothing is ever balanced into the pool: a
 //! vCPU enters only when the host accelerates it onto an idle micro pCPU (`Sim::accelerate`,

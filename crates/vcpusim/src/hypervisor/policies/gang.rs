@@ -896,7 +896,7 @@ mod tests {
         // What `is_candidate` and `pack` read of a VM's pool and masks is taken once, when the
         // first gang is packed; `check` compares it with what the host says now.
         let mut h = gang_host(4, &[(2, 256), (3, 256)], DEFAULT_SLICE);
-        let mut g = Gang::new(DEFAULT_SLICE, HostShape { npcpus: 4, nvcpus: 5, nvms: 2, uvf: None });
+        let mut g = Gang::new(DEFAULT_SLICE, HostShape::new(4, 5, 2));
         assert!(g.vms.iter().all(|d| d.placement.is_none()), "nothing is kept before the first gang");
         let kept = h.call(|_, ctx| {
             for v in 0..5 {

@@ -25,6 +25,16 @@ pub struct HostShape {
     pub nvms: u32,
     /// `[host.uvf]`: the urgent-vCPU-first overlay, when enabled.
     pub uvf: Option<crate::hypervisor::uvf::UvfHost>,
+    /// `[host.microsliced]`: the critical services seed 002's micro-sliced cores detect, when the
+    /// policy carries them (the default pool's; `Policy::microsliced`).
+    pub microsliced: Option<crate::hypervisor::microsliced::Detect>,
+}
+
+impl HostShape {
+    /// A host of these sizes, with no overlay.
+    pub fn new(npcpus: u32, nvcpus: u32, nvms: u32) -> Self {
+        HostShape { npcpus, nvcpus, nvms, uvf: None, microsliced: None }
+    }
 }
 
 /// A policy as the registry knows it: its name, description, parameters and constructor.
@@ -43,10 +53,20 @@ pub trait PolicyKind: Sync {
     fn supports_pool_changes(&self) -> bool {
         false
     }
-    /// Whether the policy can hold back an involuntary preemption for a preemption overlay
-    /// (`[host] overlay`, hypervisor/overlay.rs; `Policy::keep_running`).
-    fn defers_preemption(&self) -> bool {
-        false
+    /// Whether the policies of this kind offer extension `ext` of the policy interface: asked
+    /// of one built with the kind's default parameters on a host of one pCPU, one vCPU and one
+    /// VM (the loader asks before it builds the real ones).
+    fn offers(&self, ext: Extension) -> bool {
+        let mut params = Params::defaults(&self.params());
+        if self.resolve_params(&mut params, &|_| false).is_err() {
+            return false;
+        }
+        let mut policy = self.build(&params, HostShape::new(1, 1, 1));
+        match ext {
+            Extension::MicroSliced => policy.microsliced().is_some(),
+            Extension::HoldPreemption => policy.hold_preemption().is_some(),
+            Extension::KvmHost => policy.kvm_host().is_some(),
+        }
     }
     /// Whether the policy carries the urgent-vCPU-first overlay of seed 000 (`[host.uvf]`).
     fn carries_uvf(&self) -> bool {
@@ -89,6 +109,17 @@ pub trait PolicyKind: Sync {
         }
         default_lacks(self.name(), feature)
     }
+}
+
+/// The extensions of the policy interface (hypervisor/policy.rs): what only some policies do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extension {
+    /// Seed 002's micro-sliced cores (`Policy::microsliced`).
+    MicroSliced,
+    /// Holding an involuntary preemption back for a preemption overlay (`Policy::hold_preemption`).
+    HoldPreemption,
+    /// A KVM host scheduler's answers to KVM (`Policy::kvm_host`).
+    KvmHost,
 }
 
 /// A host feature a policy's modelled version may lack (`PolicyKind::lacks`).
@@ -140,4 +171,23 @@ pub fn find(name: &str) -> Result<&'static dyn PolicyKind, String> {
         let names: Vec<_> = registry().iter().map(|p| p.name()).collect();
         format!("unknown policy {name:?}; expected one of: {}", names.join(", "))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_offers_the_extensions_of_the_policies_it_builds() {
+        // Which policy carries which extension (hypervisor/policy.rs): micro-sliced cores and
+        // the preemption overlays' hold are credit's (seed 002, seed 003's baselines); the KVM
+        // host schedulers are cfs and eevdf, whose hypervisor is KVM.
+        for kind in registry() {
+            let credit = kind.name() == "credit";
+            assert_eq!(kind.offers(Extension::MicroSliced), credit, "{}", kind.name());
+            assert_eq!(kind.offers(Extension::HoldPreemption), credit, "{}", kind.name());
+            assert_eq!(kind.offers(Extension::KvmHost), kind.hypervisor() == Hypervisor::Kvm, "{}", kind.name());
+        }
+        assert!(!native::NativeKind.offers(Extension::HoldPreemption));
+    }
 }

@@ -82,7 +82,7 @@ impl FakeHost {
         let (vcpus, vm_infos, mut sched) = vms_of(vms);
         configure(&mut sched);
         let pcpus = (0..npcpus).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect();
-        let shape = HostShape { npcpus, nvcpus: vcpus.len() as u32, nvms: vms.len() as u32, uvf };
+        let shape = HostShape { uvf, ..HostShape::new(npcpus, vcpus.len() as u32, vms.len() as u32) };
         let policy = build(shape);
         let mut host = FakeHost {
             now: 0,

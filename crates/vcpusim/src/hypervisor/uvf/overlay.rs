@@ -6,8 +6,9 @@
 //! the urgent allowance is represented in the form of virtual time; in the Xen Credit scheduler,
 //! it can be specified as credit").
 
-use super::{Uvf, UvfVm};
+use super::Uvf;
 use crate::hypervisor::policy::{IpiKind, PolicyCtx, VcpuState};
+use crate::hypervisor::vm_sched::UvfVm;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::time::Nanos;
 

@@ -807,7 +807,7 @@ mod tests {
         let mut host = Host::with_vms(NPCPUS, &[(3, 256), (2, 256)]);
         let mut params = Params::defaults(&CfsKind.params());
         params.set("placement", crate::params::ParamValue::Choice("balance".into()));
-        let mut c = Cfs::new(&params, HostShape { npcpus: NPCPUS, nvcpus: 5, nvms: 2, uvf: None });
+        let mut c = Cfs::new(&params, HostShape::new(NPCPUS, 5, 2));
         host.call(0, |ctx| {
             for vm in 0..2 {
                 c.adjust(ctx, VmId(vm), &VmSched::with_weight(256));
@@ -841,7 +841,7 @@ mod tests {
         // (x 6144 / 2048) that is three vCPUs, and balance_tasks pulls all three in one pass.
         let mut host = Host::new(2, 6);
         let params = Params::defaults(&CfsKind.params());
-        let mut c = Cfs::new(&params, HostShape { npcpus: 2, nvcpus: 6, nvms: 1, uvf: None });
+        let mut c = Cfs::new(&params, HostShape::new(2, 6, 1));
         host.call(0, |ctx| {
             c.adjust(ctx, VmId(0), &VmSched::with_weight(256));
             c.start_ticks(ctx);
@@ -864,7 +864,7 @@ mod tests {
         // SD_MC_INIT's cache_nice_tries (1), a hot vCPU may move.
         let mut host = Host::new(2, 2);
         let params = Params::defaults(&CfsKind.params());
-        let mut c = Cfs::new(&params, HostShape { npcpus: 2, nvcpus: 2, nvms: 1, uvf: None });
+        let mut c = Cfs::new(&params, HostShape::new(2, 2, 1));
         host.call(0, |ctx| {
             c.adjust(ctx, VmId(0), &VmSched::with_weight(256));
             c.start_ticks(ctx);

@@ -33,9 +33,10 @@
 use super::load_index::LoadIndex;
 use super::placement::Placement;
 use super::{HostShape, PolicyKind};
-use crate::hypervisor::policy::{Decision, IpiKind, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason};
+use crate::hypervisor::policy::{Decision, IpiKind, KvmHost, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason};
 use crate::hypervisor::uvf::overlay::UrgentBase;
-use crate::hypervisor::uvf::{Uvf, UvfVm};
+use crate::hypervisor::uvf::Uvf;
+use crate::hypervisor::vm_sched::UvfVm;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, MS, SEC, US};
@@ -1319,16 +1320,6 @@ impl Policy for Cfs {
         self.flush_throttles(ctx, None);
     }
 
-    /// `single_task_running()`: `this_rq()->nr_running == 1`.
-    fn single_task_running(&self, p: PcpuId) -> bool {
-        self.rqs.get(p.idx()).is_none_or(|rq| rq.nr_running <= 1)
-    }
-
-    fn kvm_sched_yield(&mut self, ctx: &mut PolicyCtx, v: VcpuId, target: VcpuId) {
-        crate::hypervisor::kvm::kvm_sched_yield(self, ctx, v, target);
-        self.flush_throttles(ctx, None);
-    }
-
     fn check(&self, host: &crate::hypervisor::policy::HostView) -> Result<(), String> {
         if let Some(u) = &self.uvf {
             u.check_entries()?;
@@ -1425,5 +1416,22 @@ impl Policy for Cfs {
             }
         }
         Ok(())
+    }
+
+    fn kvm_host(&mut self) -> Option<&mut dyn KvmHost> {
+        Some(self)
+    }
+}
+
+/// What this KVM host scheduler answers KVM (hypervisor/kvm.rs).
+impl KvmHost for Cfs {
+    /// `single_task_running()`: `this_rq()->nr_running == 1`.
+    fn single_task_running(&self, p: PcpuId) -> bool {
+        self.rqs.get(p.idx()).is_none_or(|rq| rq.nr_running <= 1)
+    }
+
+    fn kvm_sched_yield(&mut self, ctx: &mut PolicyCtx, v: VcpuId, target: VcpuId) {
+        crate::hypervisor::kvm::kvm_sched_yield(self, ctx, v, target);
+        self.flush_throttles(ctx, None);
     }
 }

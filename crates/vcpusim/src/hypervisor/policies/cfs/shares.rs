@@ -229,7 +229,7 @@ mod tests {
 
     /// A cfs instance for one VM on `npcpus` pCPUs, with `tg->shares` = `shares`.
     fn cfs(npcpus: u32, shares: u64) -> Cfs {
-        let mut c = Cfs::new(&Params::defaults(&CfsKind.params()), HostShape { npcpus, nvcpus: 8, nvms: 1, uvf: None });
+        let mut c = Cfs::new(&Params::defaults(&CfsKind.params()), HostShape::new(npcpus, 8, 1));
         c.tgs[0].shares = shares;
         c
     }

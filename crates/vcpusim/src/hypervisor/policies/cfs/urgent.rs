@@ -6,7 +6,8 @@
 use super::{Cfs, UVF_TIMER};
 use crate::hypervisor::policy::PolicyCtx;
 use crate::hypervisor::uvf::overlay::UrgentBase;
-use crate::hypervisor::uvf::{Uvf, UvfVm};
+use crate::hypervisor::uvf::Uvf;
+use crate::hypervisor::vm_sched::UvfVm;
 use crate::ids::{VcpuId, VmId};
 use crate::time::Nanos;
 
@@ -64,7 +65,8 @@ mod tests {
     use crate::hypervisor::policies::test_host::FakeHost;
     use crate::hypervisor::policies::PolicyKind;
     use crate::hypervisor::policy::{IpiKind, VcpuState, YieldReason};
-    use crate::hypervisor::uvf::{UvfHost, UvfVm};
+    use crate::hypervisor::uvf::UvfHost;
+    use crate::hypervisor::vm_sched::UvfVm;
     use crate::ids::{PcpuId, VcpuId};
     use crate::params::{ParamValue, Params};
     use crate::time::{MS, US};

@@ -8,7 +8,7 @@ use super::*;
 /// whose node affinity is explicit (necessary for `__vcpu_has_node_affinity`). Without one, that
 /// step of `csched_load_balance` skips every vCPU and can be left out.
 ///
-/// O(1): the engine keeps both answers in the pool's view (`cpupool::PoolFacts`); on a trivial
+/// O(1): the engine keeps both answers in the pool's view (`host_view::PoolFacts`); on a trivial
 /// host (one pool, no mask short of the host) no soft mask can miss the pool, so the answer is
 /// no. Without a scope (a policy test host with one pool) the VMs are read.
 fn any_soft(host: &HostView, step: PreferStep) -> bool {

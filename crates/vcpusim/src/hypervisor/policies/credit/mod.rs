@@ -81,9 +81,12 @@ pub mod version;
 
 use super::{HostFeature, HostShape, PolicyKind};
 use crate::hardware::cpumask::CpuMask;
-use crate::hypervisor::policy::{Decision, HostView, IpiKind, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason};
+use crate::hypervisor::policy::{
+    Decision, HoldPreemption, HostView, IpiKind, MicroSliced, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason,
+};
 use crate::hypervisor::uvf::overlay::UrgentBase;
-use crate::hypervisor::uvf::{Uvf, UvfVm};
+use crate::hypervisor::uvf::Uvf;
+use crate::hypervisor::vm_sched::UvfVm;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{format_duration, Nanos, MS, SEC, US};
@@ -202,9 +205,6 @@ impl PolicyKind for CreditKind {
         true
     }
     fn carries_uvf(&self) -> bool {
-        true
-    }
-    fn defers_preemption(&self) -> bool {
         true
     }
     fn honours_cap(&self) -> bool {
@@ -550,7 +550,7 @@ impl Credit {
             last_tickle_cpu: npcpus.saturating_sub(1),
             uvf: host.uvf.map(|cfg| Uvf::new(cfg, host.nvcpus as usize, npcpus)),
             pool_known: false,
-            micro: None,
+            micro: host.microsliced,
         }
     }
 
@@ -942,31 +942,6 @@ impl Policy for Credit {
         }
     }
 
-    /// The overlay seam (hypervisor/overlay.rs): undo the tail of the `do_schedule` that picked
-    /// `next` over `prev` on `pcpu`, as csched_schedule's own keep-the-current paths leave it
-    /// (the UVF hold and the ratelimit above): `prev` off the run queue and current again, its
-    /// `start_time` absolute again (its credits were burnt up to now, as Xen burns at every
-    /// schedule); `next` back on the run queue of its processor (a vCPU stolen by
-    /// `load_balance` stays homed here: a departure, see docs/model.md § seed 003). IRS's Xen
-    /// patch ("Xen: 30 LOC", seed 003 slide 9) is not public; this is our reading of it.
-    fn keep_running(&mut self, ctx: &mut PolicyCtx, pcpu: PcpuId, prev: VcpuId, next: VcpuId) -> bool {
-        let p = pcpu.idx();
-        let now = ctx.now();
-        if self.pcpus[p].curr != Some(next) || self.vcpus[prev.idx()].queued_on != Some(pcpu) || self.vcpus[next.idx()].queued_on.is_some()
-        {
-            return false;
-        }
-        self.runq_remove(prev);
-        self.vcpus[prev.idx()].start_time += now as i64;
-        let svc = &mut self.vcpus[next.idx()];
-        svc.start_time -= now as i64;
-        self.runq_insert(next);
-        self.pcpus[p].curr = Some(prev);
-        self.idlers.remove(pcpu);
-        self.note_load(p);
-        true
-    }
-
     fn on_timer(&mut self, ctx: &mut PolicyCtx, key: u64) {
         match key >> KIND_SHIFT {
             TIMER_ACCT => {
@@ -1050,21 +1025,12 @@ impl Policy for Credit {
         self.uvf_ipi_sent(ctx, from, to, kind);
     }
 
-    fn virq_sent(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
-        self.micro_virq_sent(ctx, v);
+    fn microsliced(&mut self) -> Option<&mut dyn MicroSliced> {
+        Some(self)
     }
 
-    fn attach_microsliced(&mut self, detect: crate::hypervisor::microsliced::Detect) -> bool {
-        self.micro = Some(detect);
-        true
-    }
-
-    fn lend_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
-        self.micro_lend(ctx, v);
-    }
-
-    fn return_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId, ran: Nanos) {
-        self.micro_return(ctx, v, ran);
+    fn hold_preemption(&mut self) -> Option<&mut dyn HoldPreemption> {
+        Some(self)
     }
 
     fn ipi_send_started(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
@@ -1128,6 +1094,50 @@ impl Policy for Credit {
             }
         }
         Ok(())
+    }
+}
+
+/// Seed 002's micro-sliced cores (hypervisor/policies/credit/microsliced.rs): the parent pool's
+/// policy lends vCPUs to the micro pool and keeps their books.
+impl MicroSliced for Credit {
+    fn virq_sent(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        self.micro_virq_sent(ctx, v);
+    }
+
+    fn lend_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) {
+        self.micro_lend(ctx, v);
+    }
+
+    fn return_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId, ran: Nanos) {
+        self.micro_return(ctx, v, ran);
+    }
+}
+
+/// The preemption overlays' seam (hypervisor/overlay.rs).
+impl HoldPreemption for Credit {
+    /// The overlay seam (hypervisor/overlay.rs): undo the tail of the `do_schedule` that picked
+    /// `next` over `prev` on `pcpu`, as csched_schedule's own keep-the-current paths leave it
+    /// (the UVF hold and the ratelimit above): `prev` off the run queue and current again, its
+    /// `start_time` absolute again (its credits were burnt up to now, as Xen burns at every
+    /// schedule); `next` back on the run queue of its processor (a vCPU stolen by
+    /// `load_balance` stays homed here: a departure, see docs/model.md § seed 003). IRS's Xen
+    /// patch ("Xen: 30 LOC", seed 003 slide 9) is not public; this is our reading of it.
+    fn keep_running(&mut self, ctx: &mut PolicyCtx, pcpu: PcpuId, prev: VcpuId, next: VcpuId) -> bool {
+        let p = pcpu.idx();
+        let now = ctx.now();
+        if self.pcpus[p].curr != Some(next) || self.vcpus[prev.idx()].queued_on != Some(pcpu) || self.vcpus[next.idx()].queued_on.is_some()
+        {
+            return false;
+        }
+        self.runq_remove(prev);
+        self.vcpus[prev.idx()].start_time += now as i64;
+        let svc = &mut self.vcpus[next.idx()];
+        svc.start_time -= now as i64;
+        self.runq_insert(next);
+        self.pcpus[p].curr = Some(prev);
+        self.idlers.remove(pcpu);
+        self.note_load(p);
+        true
     }
 }
 

@@ -5,7 +5,7 @@ use super::*;
 use crate::engine::event_queue::{EventId, EventQueue};
 use crate::hardware::cpumask::CpuMask;
 use crate::hardware::topology::Topology;
-use crate::hypervisor::cpupool::{Affinity, PoolFacts, PoolView, Scope};
+use crate::hypervisor::host_view::{Affinity, PoolFacts, PoolView, Scope};
 use crate::hypervisor::policy::{PcpuInfo, Request, TimerId, TimerTable, VcpuInfo, VmInfo, VmSched};
 use crate::hypervisor::uvf::UvfHost;
 use crate::ids::PoolId;
@@ -115,7 +115,7 @@ impl FakeHost {
     pub(super) fn with_uvf(topo: Topology, vms: &[(u32, u32)], cfg: CreditConfig, uvf: Option<UvfHost>) -> Self {
         let npcpus = topo.npcpus() as u32;
         let (vcpus, vm_infos, sched) = crate::hypervisor::policies::test_host::vms_of(vms);
-        let shape = HostShape { npcpus, nvcpus: vcpus.len() as u32, nvms: vm_infos.len() as u32, uvf };
+        let shape = HostShape { uvf, ..HostShape::new(npcpus, vcpus.len() as u32, vm_infos.len() as u32) };
         let n = vcpus.len();
         FakeHost {
             policy: Credit::new(cfg, shape),
@@ -345,7 +345,7 @@ fn params_have_the_real_defaults() {
     // A 2 ms slice has one tick per slice (__csched_set_tslice); ratelimit is capped at tslice.
     let short = CreditConfig::new(2 * MS, 5 * MS, 0, 0);
     assert_eq!((short.tick_period, short.credits_per_tslice, short.ratelimit), (2 * MS, 20, 2 * MS));
-    let policy = kind.build(&params, HostShape { npcpus: 2, nvcpus: 2, nvms: 1, uvf: None });
+    let policy = kind.build(&params, HostShape::new(2, 2, 1));
     assert_eq!(policy.name(), "credit");
 }
 

@@ -15,7 +15,8 @@
 use super::{Credit, CREDITS_PER_MSEC, KIND_SHIFT, PCPU_MASK, TIMER_UVF};
 use crate::hypervisor::policy::PolicyCtx;
 use crate::hypervisor::uvf::overlay::UrgentBase;
-use crate::hypervisor::uvf::{Uvf, UvfVm};
+use crate::hypervisor::uvf::Uvf;
+use crate::hypervisor::vm_sched::UvfVm;
 use crate::ids::{VcpuId, VmId};
 use crate::time::{Nanos, MS};
 
@@ -68,7 +69,8 @@ mod tests {
     use super::super::{CreditConfig, PRI_BOOST, PRI_UNDER};
     use crate::hardware::topology::Topology;
     use crate::hypervisor::policy::{IpiKind, Policy, VcpuState};
-    use crate::hypervisor::uvf::{UvfHost, UvfVm};
+    use crate::hypervisor::uvf::UvfHost;
+    use crate::hypervisor::vm_sched::UvfVm;
     use crate::ids::VcpuId;
     use crate::time::{Nanos, MS, US};
 

@@ -25,7 +25,7 @@
 use super::{HostShape, PolicyKind};
 use crate::hardware::cpumask::CpuMask;
 use crate::hypervisor::kvm::{KvmSpin, KvmVersion};
-use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason};
+use crate::hypervisor::policy::{Decision, HostView, KvmHost, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason};
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, SEC, US};
@@ -489,17 +489,6 @@ impl Policy for Eevdf {
         }
     }
 
-    /// KVM's `single_task_running()` on `p` (halt polling's `kvm_vcpu_can_poll`, and
-    /// `kvm_sched_yield`): its run queue holds at most one task.
-    fn single_task_running(&self, p: PcpuId) -> bool {
-        self.rqs.get(p.idx()).is_none_or(|rq| rq.nr_running <= 1)
-    }
-
-    /// The queue-head boost after `KVM_HC_KICK_CPU` (hypervisor/kvm.rs `kvm_sched_yield`).
-    fn kvm_sched_yield(&mut self, ctx: &mut PolicyCtx, v: VcpuId, target: VcpuId) {
-        crate::hypervisor::kvm::kvm_sched_yield(self, ctx, v, target);
-    }
-
     /// `pick_next_task_fair` (6.6): charge, pick at each level with `curr` still in place
     /// (so RUN_TO_PARITY can keep it), then `put_prev_entity` / `set_next_entity` where the
     /// pick changed. An empty pCPU first tries `newidle_balance`.
@@ -614,5 +603,23 @@ impl Policy for Eevdf {
             }
         }
         Ok(())
+    }
+
+    fn kvm_host(&mut self) -> Option<&mut dyn KvmHost> {
+        Some(self)
+    }
+}
+
+/// What this KVM host scheduler answers KVM (hypervisor/kvm.rs).
+impl KvmHost for Eevdf {
+    /// KVM's `single_task_running()` on `p` (halt polling's `kvm_vcpu_can_poll`, and
+    /// `kvm_sched_yield`): its run queue holds at most one task.
+    fn single_task_running(&self, p: PcpuId) -> bool {
+        self.rqs.get(p.idx()).is_none_or(|rq| rq.nr_running <= 1)
+    }
+
+    /// The queue-head boost after `KVM_HC_KICK_CPU` (hypervisor/kvm.rs `kvm_sched_yield`).
+    fn kvm_sched_yield(&mut self, ctx: &mut PolicyCtx, v: VcpuId, target: VcpuId) {
+        crate::hypervisor::kvm::kvm_sched_yield(self, ctx, v, target);
     }
 }

@@ -75,7 +75,7 @@ fn params_have_documented_defaults_and_bounds() {
 /// A work-conserving policy driven directly on `h`'s VMs (not through the fake host): every VM
 /// adjusted, every vCPU inserted (Algorithm 1), no slot started yet.
 fn driven_directly(h: &FakeHost) -> Hybrid {
-    let shape = HostShape { npcpus: h.pcpus.len() as u32, nvcpus: h.vcpus.len() as u32, nvms: h.vms.len() as u32, uvf: None };
+    let shape = HostShape::new(h.pcpus.len() as u32, h.vcpus.len() as u32, h.vms.len() as u32);
     let cfg = HybridConfig { slot: DEFAULT_SLOT, work_conserving: true, pe_unit: 300, allocation_slots: 1 };
     let mut pol = Hybrid::new(cfg, shape);
     let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
@@ -344,7 +344,7 @@ fn a_vm_made_concurrent_gets_distinct_queues_and_runs_co_scheduled_from_the_next
     for p in &mut h.pcpus {
         p.current = None;
     }
-    let shape = HostShape { npcpus: 4, nvcpus: 6, nvms: 2, uvf: None };
+    let shape = HostShape::new(4, 6, 2);
     let cfg = HybridConfig { slot: DEFAULT_SLOT, work_conserving: true, pe_unit: 300, allocation_slots: 1 };
     let mut pol = Hybrid::new(cfg, shape);
     let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
@@ -497,7 +497,7 @@ fn algorithm_1_marks_choose_what_the_scans_chose() {
             .collect();
         let h = hybrid_host(npcpus, &vms, true);
         let view = HostView::new(0, &h.vcpus, &h.pcpus, &h.vms, &h.topology);
-        let shape = HostShape { npcpus, nvcpus: h.vcpus.len() as u32, nvms: h.vms.len() as u32, uvf: None };
+        let shape = HostShape::new(npcpus, h.vcpus.len() as u32, h.vms.len() as u32);
         let cfg = HybridConfig { slot: DEFAULT_SLOT, work_conserving: true, pe_unit: 300, allocation_slots: 1 };
         let mut pols = [Hybrid::new(cfg, shape), Hybrid::new(cfg, shape)];
         let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
