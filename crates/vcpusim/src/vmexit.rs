@@ -104,7 +104,7 @@ pub enum Exit {
     /// netfront's transmit notify (`notify_remote_via_irq` -> `EVTCHNOP_send`, a hypercall) of
     /// a TCP acknowledgement the guest's receive path built (seed 002 section 3.2: the ACKs a
     /// delayed handling delays): cumulative bytes `acked` and the receive window advertised
-    /// past them. The host hands it to the VM's network device (`sim/device.rs`).
+    /// past them. The host hands it to the VM's network device (`sim/mechanisms/net_device.rs`).
     NetTx { device: u32, acked: u64, window: u64 },
     /// A paravirtual hypercall (the Linux 4.4 guest on Xen: `guest/pv_lock.rs`, `guest/tlb.rs`;
     /// carried out by `Sim::hypercall`, sim/line.rs).
@@ -145,7 +145,7 @@ pub enum Hypercall {
     SchedYield(VcpuId),
 }
 
-/// One received frame of a VM's network device (seed 002 section 3.2, `sim/device.rs`): the
+/// One received frame of a VM's network device (seed 002 section 3.2, `sim/mechanisms/net_device.rs`): the
 /// end of its payload in the byte stream (TCP) or its datagram number (UDP), its payload bytes,
 /// and when the remote sender sent it (the timestamp iperf's UDP client writes in each
 /// datagram, from which the server computes jitter).
@@ -184,7 +184,7 @@ pub enum Upcall {
     DeviceIrq(Virq),
     /// Notice that the vCPU is about to be preempted (seed 003, IRS's "SA sender": a virtual IRQ
     /// through Xen's event channel, slide 9): the guest may move its current thread to a sibling
-    /// and acknowledges with `Hypercall::PreemptAck` (guest/irs.rs, sim/overlay.rs). Sent only
+    /// and acknowledges with `Hypercall::PreemptAck` (guest/irs.rs, sim/mechanisms/preemption_overlay.rs). Sent only
     /// for an involuntary preemption of a vCPU willing to run, under `[host] overlay = "irs"`.
     PreemptNotice,
 }

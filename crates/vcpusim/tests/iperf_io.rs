@@ -1,6 +1,6 @@
 //! Seed 002's interrupt-driven I/O (section 3.2, Table 4c, Figure 9): iperf over the VM's network
 //! device, with the physical IRQ relayed as a virtual IRQ to the VM's vCPU, the guest's hard IRQ
-//! and softirq, and Credit's BOOST on a wake from halt (sim/device.rs, guest/netrx.rs).
+//! and softirq, and Credit's BOOST on a wake from halt (sim/mechanisms/net_device.rs, guest/netrx.rs).
 
 mod common;
 use common::*;

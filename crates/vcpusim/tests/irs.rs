@@ -1,5 +1,5 @@
 //! Seed 003 (IRS): the preemption overlay seam (hypervisor/overlay.rs,
-//! sim/overlay.rs), the hypervisor's notice with its ack or timeout, the guest's SA receiver and
+//! sim/mechanisms/preemption_overlay.rs), the hypervisor's notice with its ack or timeout, the guest's SA receiver and
 //! migrator (guest/irs.rs), all in check mode (the hold is within its bound after every event;
 //! no thread is lost or duplicated; a thread is off the vCPU when the guest acknowledges).
 
@@ -27,7 +27,7 @@ const IRS: &str = "overlay = \"irs\"";
 #[test]
 fn irs_notifies_moves_threads_and_switches_within_the_notify_delay() {
     let sim = run_sim_checked(&scenario(IRS, true, "parsec.streamcluster"), 400);
-    let ov = sim.overlay.as_ref().expect("overlay built");
+    let ov = sim.mechanisms.preemption_overlay.as_ref().expect("overlay built");
     let s = ov.stats;
     eprintln!("{s:?}");
     assert!(s.notices >= 3, "involuntary preemptions of par's vCPUs were notified: {s:?}");
@@ -47,22 +47,22 @@ fn halts_yields_and_pause_loop_exits_are_never_notified() {
     // Linux 3.2 ticket spinlocks under interference: pause-loop exits; dedup's TLB shootdowns
     // under Linux 4.4: SCHEDOP_yield; both block in futexes: halts.
     let ple = run_sim_checked(&scenario(IRS, true, "parsec.dedup"), 400);
-    let s = ple.overlay.as_ref().unwrap().stats;
+    let s = ple.mechanisms.preemption_overlay.as_ref().unwrap().stats;
     eprintln!("3.2 dedup {s:?} ple_exits {}", ple.vms[0].stats.ple_exits);
     assert!(ple.vms[0].stats.ple_exits > 0, "par took pause-loop exits");
     assert!(s.not_asked_ple > 0, "pause-loop exits that gave the pCPU away were not notified: {s:?}");
     assert!(s.not_asked_halt > 0, "halts that gave the pCPU away were not notified: {s:?}");
     let y = run_sim_checked(&scenario_44(IRS, "parsec.dedup"), 400);
-    let s = y.overlay.as_ref().unwrap().stats;
+    let s = y.mechanisms.preemption_overlay.as_ref().unwrap().stats;
     eprintln!("4.4 dedup {s:?} yields_ipi {}", y.vms[0].stats.yields_ipi);
     assert!(y.vms[0].stats.yields_ipi > 0, "par yielded by SCHEDOP_yield");
     assert!(s.not_asked_yield > 0, "SCHEDOP_yields that gave the pCPU away were not notified: {s:?}");
     for sim in [&ple, &y] {
-        let s = sim.overlay.as_ref().unwrap().stats;
+        let s = sim.mechanisms.preemption_overlay.as_ref().unwrap().stats;
         // Every notice belongs to a hold the overlay granted for an involuntary preemption, and
         // every hold ended by an ack, its deadline, or the vCPU leaving by itself.
         assert_eq!(s.notices, s.held, "{s:?}");
-        let open = sim.overlay.as_ref().unwrap().holds.iter().flatten().count() as u64;
+        let open = sim.mechanisms.preemption_overlay.as_ref().unwrap().holds.iter().flatten().count() as u64;
         assert_eq!(s.held, s.acks + s.timeouts + s.dropped + open, "{s:?}");
     }
 }
@@ -71,15 +71,15 @@ fn halts_yields_and_pause_loop_exits_are_never_notified() {
 fn a_slow_handler_is_cut_at_the_notify_delay_and_an_unregistered_guest_is_never_notified() {
     let slow = scenario(IRS, true, "parsec.streamcluster").replace("irs = true", "irs = true\nirs_handler = \"50us\"");
     let sim = run_sim_checked(&slow, 400);
-    let s = sim.overlay.as_ref().unwrap().stats;
+    let s = sim.mechanisms.preemption_overlay.as_ref().unwrap().stats;
     assert!(s.timeouts > 0 && s.acks == 0, "every hold ended at its deadline: {s:?}");
     assert_eq!(s.delay_max_ns, 23 * US, "the switch came exactly at the notify delay: {s:?}");
     let custom = scenario("overlay = \"irs\"\n[host.irs]\nnotify_delay = \"5us\"", true, "parsec.streamcluster")
         .replace("irs = true", "irs = true\nirs_handler = \"50us\"");
-    let s = run_sim_checked(&custom, 200).overlay.as_ref().unwrap().stats;
+    let s = run_sim_checked(&custom, 200).mechanisms.preemption_overlay.as_ref().unwrap().stats;
     assert!(s.timeouts > 0 && s.delay_max_ns == 5 * US, "[host.irs] notify_delay is the bound: {s:?}");
     let sim = run_sim_checked(&scenario(IRS, false, "parsec.streamcluster"), 400);
-    let s = sim.overlay.as_ref().unwrap().stats;
+    let s = sim.mechanisms.preemption_overlay.as_ref().unwrap().stats;
     assert!(s.asked > 0, "preemptions happened: {s:?}");
     assert_eq!((s.notices, s.held), (0, 0), "a guest without the SA vIRQ is not notified: {s:?}");
 }
@@ -126,7 +126,7 @@ fn stacking(text: &str, ms: u64) -> (f64, u64) {
         n += 1;
     }
     sim.finish();
-    if let Some(ov) = sim.overlay.as_ref() {
+    if let Some(ov) = sim.mechanisms.preemption_overlay.as_ref() {
         eprintln!("{:?}", ov.stats);
     }
     (sum as f64 / n as f64, sim.guests[0].stats.progress)
@@ -246,7 +246,7 @@ fn the_migrators_wake_preemption_never_deschedules_a_lock_spinner() {
                 [[vm]]\nname = \"noise0\"\nvcpus = 1\ncpus = [\"0\"]\nworkload = \"cpu-bound\"\n\
                 [run]\nduration = \"2s\"\nseed = 1\n";
     let sim = run_sim_checked(text, 2000);
-    let ov = sim.overlay.as_ref().expect("overlay built");
+    let ov = sim.mechanisms.preemption_overlay.as_ref().expect("overlay built");
     let stats = &sim.vms[0].stats;
     eprintln!("{:?}; par spun {} ms", ov.stats, stats.spin_ns / MS);
     assert!(ov.stats.notices > 0 && ov.stats.migrated > 0, "IRS acted: {:?}", ov.stats);

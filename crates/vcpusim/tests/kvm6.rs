@@ -1,5 +1,5 @@
 //! KVM 6.x on the host, and the host side of the 6.x guest's PV kick. Host halt polling
-//! (`[host.halt_poll]`, hypervisor/halt_poll.rs, sim/halt_poll.rs), the dynamic PLE window's
+//! (`[host.halt_poll]`, hypervisor/halt_poll.rs, sim/mechanisms/halt_poll.rs), the dynamic PLE window's
 //! shrink (`[host.ple] shrink`), and 6.6's `kvm_vcpu_on_spin` (`[host.params] kvm = "6.6"`):
 //! each cuts the pathology it targets, and each is off when its key is.
 
@@ -169,11 +169,11 @@ fn a_pv_kick_wakes_a_blocked_vcpu_and_ends_a_halt_poll_without_a_wakeup() {
     assert!(!sim.vinfo[1].pv_unhalted);
     // On, once vCPU 1 polls: the kick ends the poll; no wake-up, it stays on its pCPU.
     let mut sim = run_until(&ping_pong(POLL, ""), |s| {
-        s.vms[0].stats.halt_poll_successes > 3 && s.pollers == [b] && s.vinfo[0].state == VcpuState::Running
+        s.vms[0].stats.halt_poll_successes > 3 && s.mechanisms.pollers == [b] && s.vinfo[0].state == VcpuState::Running
     });
     let (wakeups, successes) = (sim.vms[0].stats.wakeups, sim.vms[0].stats.halt_poll_successes);
     sim.kvm_kick_cpu(a, b);
-    assert!(sim.pollers.is_empty());
+    assert!(sim.mechanisms.pollers.is_empty());
     assert_eq!(sim.vms[0].stats.wakeups, wakeups);
     assert_eq!(sim.vms[0].stats.halt_poll_successes, successes + 1);
     assert_eq!(sim.vinfo[1].state, VcpuState::Running);

@@ -1,4 +1,4 @@
-//! Seed 002's micro-sliced cores (`hypervisor/microsliced/`, `sim/microsliced.rs`): a TLB-heavy
+//! Seed 002's micro-sliced cores (`hypervisor/microsliced/`, `sim/mechanisms/microsliced.rs`): a TLB-heavy
 //! VM (PARSEC dedup) beside an always-busy VM on 8 pCPUs under Xen 4.7's credit, in check mode,
 //! so the micro pool's invariants (no vCPU waits behind another on a micro pCPU; every
 //! accelerated vCPU back within one micro slice plus a context switch) hold after every event.
@@ -6,7 +6,7 @@
 use vcpusim::api::{load_scenario, run as run_api};
 use vcpusim::hypervisor::microsliced::{AccelReason, MicroConfig, Mode};
 use vcpusim::output::RunOptions;
-use vcpusim::sim::microsliced::Loan;
+use vcpusim::sim::mechanisms::microsliced::Loan;
 use vcpusim::sim::state::Sim;
 use vcpusim::time::{MS, US};
 use vcpusim::SimError;
@@ -34,7 +34,7 @@ fn accelerated(sim: &Sim, vm: usize) -> u64 {
 #[test]
 fn static_micro_cores_accelerate_preempted_tlb_recipients_and_hold_the_invariants() {
     let sim = run(Some(MicroConfig { mode: Mode::Static, cores: 2, ..MicroConfig::default() }));
-    let m = sim.micro.as_ref().expect("micro pool built");
+    let m = sim.mechanisms.microsliced.as_ref().expect("micro pool built");
     assert_eq!(sim.pools[m.pool.idx()].view.pcpus.len(), 2, "two micro pCPUs");
     let tlb = sim.vms[0].stats.accelerated[AccelReason::TlbSync.idx()];
     assert!(tlb > 20, "dedup's preempted siblings were accelerated at its TLB waits ({tlb})");
@@ -44,7 +44,7 @@ fn static_micro_cores_accelerate_preempted_tlb_recipients_and_hold_the_invariant
 #[test]
 fn with_the_symbol_channel_off_nothing_is_detected_or_accelerated() {
     let sim = run(Some(MicroConfig { mode: Mode::Static, cores: 2, symbols: false, ..MicroConfig::default() }));
-    let m = sim.micro.as_ref().expect("micro pool built");
+    let m = sim.mechanisms.microsliced.as_ref().expect("micro pool built");
     assert_eq!(accelerated(&sim, 0) + accelerated(&sim, 1), 0);
     assert_eq!((m.counts.ipis, m.counts.ples, m.counts.irqs, m.refused), (0, 0, 0, 0), "nothing detected");
     // The same run with the channel on does detect (the test above): it is the channel that matters.
@@ -53,7 +53,7 @@ fn with_the_symbol_channel_off_nothing_is_detected_or_accelerated() {
 #[test]
 fn dynamic_mode_resizes_the_pool_by_algorithm_1() {
     let sim = run(Some(MicroConfig { mode: Mode::Dynamic, cores: 3, epoch: 100 * MS, ..MicroConfig::default() }));
-    let m = sim.micro.as_ref().expect("micro pool built");
+    let m = sim.mechanisms.microsliced.as_ref().expect("micro pool built");
     let sizes: Vec<u32> = m.sizes.iter().map(|s| s.1).collect();
     assert_eq!(sizes[0], 0, "starts with no micro core");
     assert!(sizes.contains(&1), "profiling took a core: {sizes:?}");
@@ -63,7 +63,7 @@ fn dynamic_mode_resizes_the_pool_by_algorithm_1() {
 #[test]
 fn without_microsliced_no_micro_pool_exists() {
     let sim = run(None);
-    assert!(sim.micro.is_none());
+    assert!(sim.mechanisms.microsliced.is_none());
     assert_eq!(sim.pools.len(), 1);
     assert_eq!(accelerated(&sim, 0), 0);
 }
@@ -175,7 +175,7 @@ fn the_pools_kept_facts_follow_every_loan_and_resize() {
         .replace("xen = \"4.7\"", "xen = \"4.4\"")
         .replace("threads = 8\n", "threads = 8\nnuma_placement = { nodes = [0] }\n");
     let sim = run_text(&numa, MicroConfig { mode: Mode::Dynamic, cores: 3, epoch: 100 * MS, ..MicroConfig::default() });
-    let m = sim.micro.as_ref().expect("micro pool built");
+    let m = sim.mechanisms.microsliced.as_ref().expect("micro pool built");
     assert!(accelerated(&sim, 0) > 20, "vCPUs were lent ({})", accelerated(&sim, 0));
     assert!(m.sizes.len() > 2, "Algorithm 1 moved pCPUs: {:?}", m.sizes);
     let lent = m.loans.iter().flatten().count() as u32;
@@ -186,7 +186,7 @@ fn the_pools_kept_facts_follow_every_loan_and_resize() {
     // Xen 4.7 with a soft mask on the hog: the parent pool keeps pCPUs outside it.
     let soft = SCENARIO.replace("workload = \"cpu-bound\"", "workload = \"cpu-bound\"\ncpus_soft = \"0-3\"");
     let sim = run_text(&soft, MicroConfig { mode: Mode::Dynamic, cores: 3, epoch: 100 * MS, ..MicroConfig::default() });
-    assert!(sim.micro.as_ref().unwrap().sizes.len() > 2 && accelerated(&sim, 0) > 0);
+    assert!(sim.mechanisms.microsliced.as_ref().unwrap().sizes.len() > 2 && accelerated(&sim, 0) > 0);
     assert!(sim.pools[0].view.facts.soft_short, "a soft mask of 0-3 does not cover the parent pool");
     // A stale fact is caught.
     let mut sim = sim;
@@ -199,22 +199,23 @@ fn the_pools_kept_facts_follow_every_loan_and_resize() {
 fn the_check_mode_invariant_catches_a_waiting_or_overstaying_vcpu() {
     let mut sim = run(Some(MicroConfig { mode: Mode::Static, cores: 2, ..MicroConfig::default() }));
     assert_eq!(sim.check_invariants(), Ok(()));
-    let micro_pcpu = sim.pools[sim.micro.as_ref().unwrap().pool.idx()].view.pcpus[0];
+    let micro_pcpu = sim.pools[sim.mechanisms.microsliced.as_ref().unwrap().pool.idx()].view.pcpus[0];
     // Fake a loan of a vCPU that is not running there: it would wait behind nothing it may run.
     let v = (0..sim.vinfo.len()).find(|&i| sim.vinfo[i].pcpu.is_none()).expect("a vCPU off its pCPU");
-    let pool = sim.micro.as_ref().unwrap().pool;
+    let pool = sim.mechanisms.microsliced.as_ref().unwrap().pool;
     sim.vcpu_pool[v] = pool;
     let now = sim.now;
-    sim.micro.as_mut().unwrap().loans[v] = Some(Loan { pcpu: micro_pcpu, run_time_at_lend: 0, since: now, home: micro_pcpu });
+    sim.mechanisms.microsliced.as_mut().unwrap().loans[v] =
+        Some(Loan { pcpu: micro_pcpu, run_time_at_lend: 0, since: now, home: micro_pcpu });
     let e = sim.check_invariants().expect_err("a lent vCPU that does not run is waiting");
     assert!(e.contains("waits in micro pCPU"), "{e}");
     // A running lent vCPU whose loan is older than one slice plus a context switch.
-    sim.micro.as_mut().unwrap().loans[v] = None;
-    sim.vcpu_pool[v] = sim.micro.as_ref().unwrap().parent;
+    sim.mechanisms.microsliced.as_mut().unwrap().loans[v] = None;
+    sim.vcpu_pool[v] = sim.mechanisms.microsliced.as_ref().unwrap().parent;
     let u = (0..sim.vinfo.len()).find(|&i| sim.vinfo[i].pcpu.is_some()).expect("a running vCPU");
     let q = sim.vinfo[u].pcpu.unwrap();
     sim.vcpu_pool[u] = pool;
-    sim.micro.as_mut().unwrap().loans[u] = Some(Loan { pcpu: q, run_time_at_lend: 0, since: now - 104 * US, home: q });
+    sim.mechanisms.microsliced.as_mut().unwrap().loans[u] = Some(Loan { pcpu: q, run_time_at_lend: 0, since: now - 104 * US, home: q });
     let e = sim.check_invariants().expect_err("overstays");
     assert!(e.contains("still on micro pCPU") && e.contains("100000 ns slice plus a 3000 ns context switch"), "{e}");
 }
@@ -222,7 +223,7 @@ fn the_check_mode_invariant_catches_a_waiting_or_overstaying_vcpu() {
 #[test]
 fn the_counts_feed_algorithm_1_only_in_dynamic_mode() {
     let sim = run(Some(MicroConfig { mode: Mode::Static, cores: 1, ..MicroConfig::default() }));
-    let m = sim.micro.as_ref().unwrap();
+    let m = sim.mechanisms.microsliced.as_ref().unwrap();
     assert!(m.algorithm.is_none());
     // Static mode still counts (nothing consumes them): dedup's TLB waits are IPI yields.
     assert!(m.counts.ipis > 0, "{:?}", m.counts);

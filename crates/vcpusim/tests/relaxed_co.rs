@@ -1,5 +1,5 @@
 //! VMware ESX relaxed co-scheduling (`overlay = "relaxed-co"`,
-//! hypervisor/relaxed_co.rs, sim/relaxed_co.rs), in check mode: a lagging vCPU accumulates skew
+//! hypervisor/relaxed_co.rs, sim/mechanisms/relaxed_co.rs), in check mode: a lagging vCPU accumulates skew
 //! while a sibling runs, the running siblings are co-stopped past the threshold and co-started
 //! when the laggards caught up; idle vCPUs accumulate none.
 
@@ -31,7 +31,7 @@ fn no_skew_exceeds_the_threshold_by_more_than_a_tick_and_leaders_are_co_stopped(
     for (workload, threshold) in [("cpu-bound", 3 * MS), ("parsec.streamcluster", 3 * MS), ("cpu-bound", MS)] {
         let text = scenario(&format!("{RELAXED}\n[host.relaxed_co]\nskew_threshold = \"{}us\"", threshold / 1000), workload, 4, 4);
         let sim = run_sim_checked(&text, 400);
-        let rc = sim.relaxed.as_ref().expect("relaxed co-scheduling built");
+        let rc = sim.mechanisms.relaxed_co.as_ref().expect("relaxed co-scheduling built");
         let par = &sim.vminfo[0].vcpus;
         let max: Vec<u64> = par.iter().map(|v| rc.max_skew[v.idx()]).collect();
         eprintln!("{workload} threshold {threshold}: max skew {max:?} costops {} costop {} ms", rc.costops[0], rc.costop_ns[0] / MS);
@@ -54,7 +54,7 @@ fn an_idle_vcpu_accumulates_no_skew() {
     // vCPU 0 lags behind the hog.
     // Every pCPU starts at once: no vCPU waits for its first run while a sibling runs.
     let sim = run_sim_checked(&scenario(&format!("{RELAXED}\nstart_skew = \"0ms\""), "cpu-bound", 3, 2), 400);
-    let rc = sim.relaxed.as_ref().expect("relaxed co-scheduling built");
+    let rc = sim.mechanisms.relaxed_co.as_ref().expect("relaxed co-scheduling built");
     let par = &sim.vminfo[0].vcpus;
     let max: Vec<u64> = par.iter().map(|v| rc.max_skew[v.idx()]).collect();
     eprintln!("max skew {max:?} halts {}", sim.vms[0].stats.halts);
@@ -67,7 +67,7 @@ fn an_idle_vcpu_accumulates_no_skew() {
 fn without_a_sibling_to_lag_behind_nothing_is_co_stopped() {
     // One thread: only vCPU 0 runs, so nobody lags behind a running sibling.
     let sim = run_sim_checked(&scenario(&format!("{RELAXED}\nstart_skew = \"0ms\""), "cpu-bound", 4, 1), 200);
-    let rc = sim.relaxed.as_ref().expect("relaxed co-scheduling built");
+    let rc = sim.mechanisms.relaxed_co.as_ref().expect("relaxed co-scheduling built");
     assert_eq!(rc.costops[0], 0);
 }
 
@@ -116,7 +116,7 @@ fn hogs_on_every_pcpu_neither_storm_nor_stop_the_vm_for_good() {
     }
     text.push_str("[run]\nduration = \"1s\"\nseed = 1\n");
     let sim = run_sim_checked(&text, 1000);
-    let rc = sim.relaxed.as_ref().expect("relaxed co-scheduling built");
+    let rc = sim.mechanisms.relaxed_co.as_ref().expect("relaxed co-scheduling built");
     let par = &sim.vminfo[0].vcpus;
     let max: Vec<u64> = par.iter().map(|v| rc.max_skew[v.idx()]).collect();
     assert!(max.iter().all(|m| *m <= 3 * MS + TICK), "skews stay within a tick of the threshold: {max:?}");
@@ -148,7 +148,7 @@ fn a_laggard_switched_in_by_a_co_stop_is_not_co_stopped_and_the_vm_keeps_running
     let at_400 = sim.guests[0].stats.progress;
     sim.run_until(500 * MS, None).expect("runs in check mode");
     sim.finish();
-    let rc = sim.relaxed.as_ref().expect("relaxed co-scheduling built");
+    let rc = sim.mechanisms.relaxed_co.as_ref().expect("relaxed co-scheduling built");
     let par = &sim.vminfo[0].vcpus;
     let max: Vec<u64> = par.iter().map(|v| rc.max_skew[v.idx()]).collect();
     assert!(max.iter().all(|m| *m <= 3 * MS + TICK), "skews stay within a tick of the threshold: {max:?}");

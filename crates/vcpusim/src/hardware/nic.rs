@@ -2,7 +2,7 @@
 //! Figure 9: iPerf over "a 1Gbit network environment between the server and client").
 //!
 //! The device is the receive side of a point-to-point Ethernet link from a remote iperf client
-//! (the peer, outside the host). `sim/device.rs` runs it: the peer's sender (a TCP stream
+//! (the peer, outside the host). `sim/mechanisms/net_device.rs` runs it: the peer's sender (a TCP stream
 //! limited by the window the guest advertises, or paced UDP datagrams), the frames'
 //! serialization at the link rate and their propagation, and at each frame's arrival the
 //! physical IRQ that the hypervisor relays to the VM's designated vCPU as a virtual IRQ

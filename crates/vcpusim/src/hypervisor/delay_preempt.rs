@@ -15,7 +15,7 @@
 //! host asks the overlay, as the kernel-function channel is), the pending mark is
 //! `PvArea::preempt_pending` (written by the host when it defers), and the give-back is the
 //! guest's `Hypercall::PreemptAck` after its outermost unlock (`Action::DelayedPreemptYield`),
-//! which ends the hold (sim/overlay.rs). This file is the hypervisor's decision.
+//! which ends the hold (sim/mechanisms/preemption_overlay.rs). This file is the hypervisor's decision.
 //!
 //! **The bound** (`[host.delay_preempt] max_delay`): VM'04 takes it from L4's delayed
 //! preemption, where it is a per-thread parameter (the "maximum delay" of the L4 X.2

@@ -13,7 +13,7 @@
 //! ```
 //!
 //! This file holds the tunables and the per-vCPU rule ([`HaltPoll::after_halt`]); the engine
-//! side (when to poll, what ends a poll) is sim/halt_poll.rs.
+//! side (when to poll, what ends a poll) is sim/mechanisms/halt_poll.rs.
 
 use crate::time::{Nanos, US};
 

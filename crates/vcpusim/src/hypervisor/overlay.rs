@@ -2,7 +2,7 @@
 //! preemption of a running vCPU takes effect, without the policy choosing differently (seed 003
 //! and its baselines).
 //!
-//! The seam is one question the engine asks (`Sim::overlay_holds`, sim/overlay.rs): the policy's
+//! The seam is one question the engine asks (`Sim::overlay_holds`, sim/mechanisms/preemption_overlay.rs): the policy's
 //! `do_schedule` on pCPU `p` returned someone other than the vCPU `prev` running there, `prev` is
 //! still willing to run (Running, not halting, not yielding: neither a HLT, a SCHEDOP_yield nor a
 //! pause-loop exit) and stays allowed on `p`; the engine asks the overlay [`Overlay::preempt`]
@@ -123,7 +123,7 @@ pub fn build(cfg: &OverlayConfig) -> Option<Box<dyn Overlay>> {
         OverlayConfig::Irs(c) => Some(Box::new(Irs { cfg: *c })),
         OverlayConfig::DelayPreempt(c) => Some(Box::new(super::delay_preempt::DelayPreempt { cfg: *c })),
         // Relaxed co-scheduling never holds a preemption back: it acts on its own checks
-        // (sim/relaxed_co.rs), so its overlay answers Go.
+        // (sim/mechanisms/relaxed_co.rs), so its overlay answers Go.
         OverlayConfig::RelaxedCo(_) => Some(Box::new(super::relaxed_co::RelaxedCo)),
     }
 }

@@ -120,7 +120,7 @@ pub enum Request {
     /// micro-sliced cores move a vCPU into a short-slice pool and back).
     MoveToPool(VcpuId, crate::ids::PoolId),
     /// Seed 002: move this preempted vCPU into the micro-sliced pool for one micro slice, for
-    /// this reason, found in this kernel function (`sim/microsliced.rs` `Sim::accelerate`; refused
+    /// this reason, found in this kernel function (`sim/mechanisms/microsliced.rs` `Sim::accelerate`; refused
     /// when no micro pCPU is free).
     Accelerate(VcpuId, crate::hypervisor::microsliced::AccelReason, crate::vmexit::KernelFn),
     /// Seed 002: count one urgent event for Algorithm 1 (`hypervisor/microsliced/algorithm.rs`).
@@ -375,7 +375,7 @@ pub trait Policy {
 pub trait MicroSliced {
     /// Notification: the host relays a virtual IRQ of a device to `v` (Xen 4.7 `send_guest_pirq`
     /// -> `evtchn_port_set_pending` on the port's notify vCPU); seed 002's detection hooks here
-    /// (section 4.2). The host calls it through `Sim::virq_relayed` (sim/microsliced.rs).
+    /// (section 4.2). The host calls it through `Sim::virq_relayed` (sim/mechanisms/microsliced.rs).
     fn virq_sent(&mut self, ctx: &mut PolicyCtx, v: VcpuId);
 
     /// The Runnable, not running, vCPU `v` leaves this pool for the micro pool for one micro

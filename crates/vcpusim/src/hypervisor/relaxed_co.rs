@@ -1,6 +1,6 @@
 //! `overlay = "relaxed-co"`: VMware ESX 4.x relaxed co-scheduling (seed 003 slide 4: "Relaxed
 //! Co-Scheduling [VMware '10]: co-schedule all vCPUs of the same VM"). The engine side (skew
-//! accounting, co-stop, co-start) is sim/relaxed_co.rs; this file holds its configuration and
+//! accounting, co-stop, co-start) is sim/mechanisms/relaxed_co.rs; this file holds its configuration and
 //! the skew arithmetic, which is pure.
 //!
 //! Sources (VMware's descriptions; ESX is closed, so these are the only specification):
@@ -91,7 +91,7 @@ pub fn account(skew: &mut [Nanos], states: &[Progress], dt: Nanos) {
 }
 
 /// The overlay's answer at the preemption seam: relaxed co-scheduling never holds a
-/// preemption back (its co-stops are its own decisions, sim/relaxed_co.rs).
+/// preemption back (its co-stops are its own decisions, sim/mechanisms/relaxed_co.rs).
 pub struct RelaxedCo;
 
 impl Overlay for RelaxedCo {

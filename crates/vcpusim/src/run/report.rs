@@ -26,7 +26,7 @@ pub const VM_COLUMNS: &[&str] = &[
     "yields_ple", "yields_ipi", "yields_halt", "pv_poll_blocks", "pv_kicks",
 ];
 
-/// Columns vms.csv gains when the run has a network device (seed 002's iperf: `sim/device.rs`),
+/// Columns vms.csv gains when the run has a network device (seed 002's iperf: `sim/mechanisms/net_device.rs`),
 /// after `VM_COLUMNS`: what recv returned in Mbit/s, and UDP's jitter (iperf's RFC 1889
 /// estimate) in ms; empty for a VM without a device, and jitter empty for TCP. Runs without a
 /// device keep the table they had.
@@ -77,13 +77,13 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         .map(|k| (0..sim.vms.len()).filter(|&i| pool_of_vm(i) == k).map(|i| sim.vms[i].sched.weight as u64).sum())
         .collect();
 
-    let net = !sim.devices.is_empty();
+    let net = !sim.mechanisms.net_devices.is_empty();
     let mut vms = VM_COLUMNS.join(",");
     if net {
         vms.push(',');
         vms.push_str(&NET_COLUMNS.join(","));
     }
-    if sim.micro.is_some() {
+    if sim.mechanisms.microsliced.is_some() {
         vms.push(',');
         vms.push_str(&MICROSLICED_COLUMNS.join(","));
     }
@@ -169,7 +169,7 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             let jitter = stack.and_then(|n| n.jitter_ms()).map(|j| format!("{j:.4}")).unwrap_or_default();
             write!(vms, ",{throughput},{jitter}").expect("writing to a String cannot fail");
         }
-        if sim.micro.is_some() {
+        if sim.mechanisms.microsliced.is_some() {
             let a = &s.accelerated;
             write!(vms, ",{}", a.iter().sum::<u64>()).expect("writing to a String cannot fail");
             for reason in crate::hypervisor::microsliced::AccelReason::ALL {
@@ -240,16 +240,16 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             put!("barrier_waits[departure]", gs.barrier_waits[DEPARTURE]);
         }
         if let Some(n) = guest.net.as_deref() {
-            // Seed 002's network device (sim/device.rs, guest/netrx.rs): frames received, the
+            // Seed 002's network device (sim/mechanisms/net_device.rs, guest/netrx.rs): frames received, the
             // virtual IRQs relayed for them, ACKs sent, bytes recv returned.
-            let dev = &sim.devices[n.device as usize];
+            let dev = &sim.mechanisms.net_devices[n.device as usize];
             put!("net_frames", dev.frames);
             put!("net_virqs", dev.virqs);
             put!("net_acks", n.acks);
             put!("net_bytes_read", n.bytes_read);
         }
-        if let Some(ov) = sim.overlay.as_deref() {
-            // The preemption overlay's counts (sim/overlay.rs, guest/irs.rs): only in runs with
+        if let Some(ov) = sim.mechanisms.preemption_overlay.as_deref() {
+            // The preemption overlay's counts (sim/mechanisms/preemption_overlay.rs, guest/irs.rs): only in runs with
             // `[host] overlay`, so no other run's metrics.csv has these columns.
             let o = &ov.per_vm[i];
             put!("overlay_held", o.held);
@@ -263,14 +263,14 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             put!("irs_migrations", moved);
             put!("irs_wake_preemptions", wake);
         }
-        if let Some(rc) = sim.relaxed.as_deref() {
-            // Relaxed co-scheduling (sim/relaxed_co.rs): only with overlay = "relaxed-co".
+        if let Some(rc) = sim.mechanisms.relaxed_co.as_deref() {
+            // Relaxed co-scheduling (sim/mechanisms/relaxed_co.rs): only with overlay = "relaxed-co".
             put!("co_stops", rc.costops[i]);
             put!("co_stop_ms", F3(to_ms(rc.costop_ns[i])));
             let max = info.vcpus.iter().map(|v| rc.max_skew[v.idx()]).max().unwrap_or(0);
             put!("skew_max_ms", F3(to_ms(max)));
         }
-        if let Some(samples) = &sim.samples {
+        if let Some(samples) = &sim.mechanisms.samples {
             for (at, per_vm) in &samples.rows {
                 put!(format_args!("pcpu_time_ms[{:.3}s]", *at as f64 / 1e9), F3(to_ms(per_vm[i])));
             }
@@ -309,7 +309,7 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         "trace_dropped_events": sim.trace.as_ref().map(|t| t.dropped).unwrap_or(0),
     });
     let mut summary = summary;
-    if let Some(m) = &sim.micro {
+    if let Some(m) = &sim.mechanisms.microsliced {
         // Seed 002: the micro pool's size over time (each change), the urgent events Algorithm 1
         // has not consumed yet, and refused accelerations (no free micro pCPU).
         summary["microsliced"] = serde_json::json!({

@@ -1,6 +1,8 @@
 //! Building a simulation from a validated scenario.
 
-use super::contention::ContentionModel;
+use super::mechanisms::contention::ContentionModel;
+use super::mechanisms::sampling::Samples;
+use super::mechanisms::Mechanisms;
 use super::pools::Cpupool;
 use super::speed::ConstantSpeed;
 use super::state::{Activity, GuestSlot, Pcpu, Sim, TimeKind, Vcpu, Vm};
@@ -42,7 +44,7 @@ impl Sim {
             })?;
             // Every instance sizes its per-pCPU and per-vCPU tables for the whole host (ids are
             // host-wide) and schedules only what its pool holds.
-            // The micro pool's parent is the default pool (sim/microsliced.rs).
+            // The micro pool's parent is the default pool (sim/mechanisms/microsliced.rs).
             let shape = HostShape {
                 uvf: sc.host.uvf.filter(|_| kind.carries_uvf()),
                 microsliced: sc.host.microsliced.as_ref().filter(|_| i == 0).map(|m| m.detect),
@@ -80,11 +82,6 @@ impl Sim {
             vcpus: Vec::new(),
             pv: Vec::new(),
             pool_channels,
-            micro: None,
-            overlay: None,
-            relaxed: None,
-            halt_poll: sc.host.halt_poll,
-            pollers: Vec::new(),
             micro_pool: PoolId(u32::MAX),
             pcpus: (0..npcpus).map(|_| Pcpu { online: false, last: None, slice_event: None, run_start: 0 }).collect(),
             vms: Vec::new(),
@@ -96,13 +93,16 @@ impl Sim {
             check,
             stop: None,
             unfinished_targets: sc.vms.iter().filter(|v| v.iterations.is_some()).count(),
-            samples: sc.run.sample_every.map(super::sampling::Samples::new),
             speed_model: Box::new(ConstantSpeed),
             speed_constant: true,
             speed_factors: Vec::new(),
             usage: PcpuUsage::new(&sc.host.topology, sc.vms.len()),
             vm_speed: Vec::new(),
-            devices: Vec::new(),
+            mechanisms: Mechanisms {
+                halt_poll: sc.host.halt_poll,
+                samples: sc.run.sample_every.map(Samples::new),
+                ..Mechanisms::default()
+            },
             vm_costs: Vec::new(),
             online_at: (0..npcpus)
                 .map(|p| {
@@ -140,7 +140,7 @@ impl Sim {
         }
         if let Some(cfg) = &sc.host.overlay {
             if let Some(overlay) = crate::hypervisor::overlay::build(cfg) {
-                sim.overlay = Some(Box::new(super::overlay::OverlayState {
+                sim.mechanisms.preemption_overlay = Some(Box::new(super::mechanisms::preemption_overlay::OverlayState {
                     cfg: cfg.clone(),
                     overlay,
                     holds: vec![None; sim.pinfo.len()],
@@ -151,7 +151,8 @@ impl Sim {
                     per_vm: vec![Default::default(); sim.vminfo.len()],
                 }));
                 if let crate::hypervisor::overlay::OverlayConfig::RelaxedCo(rc) = cfg {
-                    sim.relaxed = Some(Box::new(super::relaxed_co::RelaxedCoState::new(*rc, sim.vinfo.len(), sim.vminfo.len())));
+                    sim.mechanisms.relaxed_co =
+                        Some(Box::new(super::mechanisms::relaxed_co::RelaxedCoState::new(*rc, sim.vinfo.len(), sim.vminfo.len())));
                 }
                 if let crate::hypervisor::overlay::OverlayConfig::Irs(irs) = cfg {
                     for g in sim.guests.iter_mut().filter(|g| g.config.irs) {
@@ -305,9 +306,9 @@ impl Sim {
         let ws = program.work_stealing.clone().map(|spec| Box::new(crate::guest::worksteal::WorkStealing::new(spec, &thread_ids)));
         // A network device (seed 002 section 3.2): the host's end in `devices`, the guest's stack.
         let net = program.nic.clone().map(|nic| {
-            let d = self.devices.len() as u32;
+            let d = self.mechanisms.net_devices.len() as u32;
             let v = vcpu_ids[(nic.irq_vcpu as usize).min(vcpu_ids.len() - 1)];
-            self.devices.push(super::device::NetDevice::new(nic.clone(), v));
+            self.mechanisms.net_devices.push(super::mechanisms::net_device::NetDevice::new(nic.clone(), v));
             Box::new(crate::guest::netrx::NetStack::new(d, nic))
         });
         self.guests.push(GuestKernel {

@@ -178,7 +178,7 @@ impl Sim {
                     let vc = &mut self.vcpus[v.idx()];
                     vc.kick_pending = false;
                     vc.polling = false;
-                } else if self.halt_poll.is_some() {
+                } else if self.mechanisms.halt_poll.is_some() {
                     // KVM's `kvm_wait` is a HLT: `kvm_vcpu_halt` polls it as any other.
                     return self.kvm_vcpu_halt(v);
                 } else {
@@ -192,7 +192,7 @@ impl Sim {
                 // kick's `pv_unhalted`, cleared as the halt ends).
                 let unhalted = std::mem::take(&mut self.vinfo[v.idx()].pv_unhalted);
                 if !unhalted && !self.guests[vm].has_events(i) {
-                    if self.halt_poll.is_some() {
+                    if self.mechanisms.halt_poll.is_some() {
                         return self.kvm_vcpu_halt(v);
                     }
                     self.halt(v);

@@ -152,13 +152,13 @@ impl Sim {
     }
 
     /// Whether `p` reschedules at all: the run goes on, `p` is online, and no vCPU stops
-    /// halt-polling there instead (sim/halt_poll.rs: it stops if another waits).
+    /// halt-polling there instead (sim/mechanisms/halt_poll.rs: it stops if another waits).
     #[inline(always)]
     fn may_reschedule(&mut self, p: PcpuId) -> bool {
         if self.stop.is_some() || !self.pcpus[p.idx()].online {
             return false;
         }
-        !(self.halt_poll.is_some() && self.halt_poll_resched(p))
+        self.mechanisms_let_reschedule(p)
     }
 
     /// `do_schedule(p)` and what it decided. Out of line: `reschedule`'s keep path then sets up
@@ -176,16 +176,14 @@ impl Sim {
             self.stop = Some(SimError::Invariant { time_ns: self.now, message });
             return;
         }
-        // The overlay seam (sim/overlay.rs): an involuntary preemption may be held back.
-        if self.overlay.is_some() && self.overlay_holds(p, decision) {
+        // An involuntary preemption may be held back (the preemption overlay).
+        if self.holds_preemption(p, decision) {
             self.flush_requests();
             return;
         }
         self.apply_decision(p, decision);
         self.flush_requests();
-        if pool == self.micro_pool {
-            self.micro_after_schedule(p);
-        }
+        self.after_decision(pool, p);
     }
 
     /// The Running vCPU of `p`, when the policy of `pool` says `do_schedule(p)` would keep it
@@ -199,8 +197,7 @@ impl Sim {
     fn kept_current(&self, pool: PoolId, p: PcpuId) -> Option<VcpuId> {
         let c = self.pinfo[p.idx()].current?;
         let eligible = self.vinfo[c.idx()].state == VcpuState::Running
-            && self.overlay.is_none()
-            && pool != self.micro_pool
+            && self.decisions_unwatched(pool)
             && (self.trivial_placement || self.validate_decision(p, Decision::run(c, None)).is_ok());
         (eligible && self.pools[pool.idx()].policy.keeps_current(p)).then_some(c)
     }
@@ -331,17 +328,11 @@ impl Sim {
 
     /// Take `v` off pCPU `p`. If it was still Running this is a preemption.
     pub(super) fn switch_out(&mut self, v: VcpuId, p: PcpuId) {
-        if self.relaxed.is_some() {
-            self.rc_account(v);
-        }
+        self.before_switch_out(v);
         let in_kernel = self.in_guest_kernel(v);
-        if self.vcpus[v.idx()].activity == Activity::HaltPoll {
-            self.stop_polling(v);
-        }
+        self.leaving_pcpu(v);
         self.settle(v);
-        if self.overlay.is_some() {
-            self.overlay_switch_out(v, p);
-        }
+        self.switched_out(v, p);
         let now = self.now;
         let info = &mut self.vinfo[v.idx()];
         let vm = info.vm;
@@ -377,9 +368,7 @@ impl Sim {
         if self.trace.is_some() {
             self.trace_switch_out(v, p);
         }
-        if self.relaxed.is_some() {
-            self.rc_poke(v);
-        }
+        self.after_switch_out(v);
         if was_running {
             self.preempted_flag_set(v);
         }
@@ -423,9 +412,7 @@ impl Sim {
     }
 
     fn switch_in(&mut self, v: VcpuId, p: PcpuId) {
-        if self.relaxed.is_some() {
-            self.rc_account(v);
-        }
+        self.before_switch_in(v);
         let now = self.now;
         let (woken, runnable_since) = (self.vcpus[v.idx()].woken, self.vcpus[v.idx()].runnable_since);
         let info = &mut self.vinfo[v.idx()];
@@ -461,9 +448,7 @@ impl Sim {
             // Back from a block: the host's wake-up path (`[host.costs] halt_wake`, 0 by default).
             cost += self.vm_costs[vm.idx()].halt_wake;
         }
-        if self.halt_poll.is_some() {
-            self.halt_ended(v);
-        }
+        self.halt_ends(v);
         self.pcpus[p.idx()].last = Some(v);
         if !self.speed_constant {
             // A new pCPU (a migration, another NUMA node) or a new neighbourhood: ask again.
@@ -498,18 +483,13 @@ impl Sim {
         if self.trace.is_some() {
             self.trace_switch_in(v, p);
         }
-        if self.relaxed.is_some() {
-            self.rc_poke(v);
-        }
+        self.after_switch_in(v);
     }
 
     /// The guest on `v` executed HLT and the exit cost is paid: block it.
     pub fn halt(&mut self, v: VcpuId) {
         let p = self.vinfo[v.idx()].pcpu.expect("a halting vCPU is running");
-        if self.relaxed.is_some() {
-            self.rc_account(v);
-            self.rc_poke(v);
-        }
+        self.on_halt(v);
         self.settle(v);
         self.set_vcpu_state(v, VcpuState::Halted);
         self.pv[v.idx()].runnable = false;
@@ -543,13 +523,8 @@ impl Sim {
         if self.vinfo[v.idx()].state != VcpuState::Halted {
             return;
         }
-        if self.relaxed.is_some() {
-            if self.co_stopped(v) {
-                // Co-stopped: the interrupt waits in the guest until the co-start.
-                return;
-            }
-            self.rc_account(v);
-            self.rc_poke(v);
+        if !self.may_wake(v) {
+            return;
         }
         self.set_vcpu_state(v, VcpuState::Runnable);
         self.vinfo[v.idx()].preempted = false;
@@ -571,9 +546,7 @@ impl Sim {
         } else {
             self.with_vcpu_policy(v, |pol, ctx| pol.wake(ctx, v, waker_pcpu));
         }
-        if !self.pollers.is_empty() {
-            self.halt_poll_check_pollers();
-        }
+        self.after_wake();
     }
 
     /// A pause-loop exit (`Exit::PauseLoop`): the spinning vCPU traps to the hypervisor, which
@@ -607,9 +580,7 @@ impl Sim {
         self.vcpus[v.idx()].epoch += 1;
         let epoch = self.vcpus[v.idx()].epoch;
         self.vcpus[v.idx()].yielding = true;
-        if let Some(ov) = self.overlay.as_mut() {
-            ov.yielding = Some(reason);
-        }
+        self.yield_begins(reason);
         if self.yield_entry(v, reason) {
             self.reschedule(p);
         }
@@ -618,9 +589,7 @@ impl Sim {
         if reason == YieldReason::PauseLoop && self.vinfo[v.idx()].state == VcpuState::Runnable {
             self.vinfo[v.idx()].in_spin_loop = true;
         }
-        if let Some(ov) = self.overlay.as_mut() {
-            ov.yielding = None;
-        }
+        self.yield_ends();
         self.vcpus[v.idx()].yielding = false;
         // Still here (no one else to run, or the policy kept it): the exit itself costs a VMEXIT
         // round trip, then the guest resumes its spin.

@@ -7,9 +7,7 @@ use crate::ids::ThreadId;
 
 impl Sim {
     pub fn check_invariants(&self) -> Result<(), String> {
-        self.check_microsliced()?;
-        self.check_overlay()?;
-        self.check_relaxed_co()?;
+        self.check_mechanisms()?;
         // A pCPU runs at most one vCPU and a vCPU runs on at most one pCPU, both sides agreeing.
         for (p, info) in self.pinfo.iter().enumerate() {
             if let Some(v) = info.current {

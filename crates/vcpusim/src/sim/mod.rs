@@ -1,18 +1,12 @@
 //! One simulation run: build, event loop, results.
 
 pub mod build;
-pub mod contention;
-pub mod device;
 pub mod execute;
-pub mod halt_poll;
 pub mod hypervisor_ops;
 pub mod invariants;
 pub mod line;
-pub mod microsliced;
-pub mod overlay;
+pub mod mechanisms;
 pub mod pools;
-pub mod relaxed_co;
-pub mod sampling;
 pub mod speed;
 pub mod state;
 pub mod tracing;
@@ -130,12 +124,7 @@ impl Sim {
                 }
             }
             Event::PoolChange(p, to) => self.move_pcpu(p, to),
-            Event::NicRx(d) => self.on_nic_rx(d),
-            Event::NicAck(d) => self.on_nic_ack(d),
-            Event::NicSend(d) => self.on_nic_send(d),
-            Event::MicroAdjust => self.micro_adjust(),
-            Event::PreemptDeadline(p) => self.preempt_deadline(p),
-            Event::RelaxedCoCheck(vm) => self.rc_check_event(vm),
+            Event::Mechanism(m) => self.on_mechanism_event(m),
             Event::GuestTick(v) => self.upcall(v, crate::vmexit::Upcall::TimerTick),
             Event::PcpuOnline(p) => {
                 self.pcpus[p.idx()].online = true;

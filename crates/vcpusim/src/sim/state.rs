@@ -32,7 +32,7 @@ pub enum Activity {
     Thread,
     /// Waiting for a dispatch event (just scheduled in).
     Starting,
-    /// KVM halt polling after a HLT (`[host.halt_poll]`, sim/halt_poll.rs): host time, spent
+    /// KVM halt polling after a HLT (`[host.halt_poll]`, sim/mechanisms/halt_poll.rs): host time, spent
     /// waiting for a wake-up on its pCPU.
     HaltPoll,
 }
@@ -131,21 +131,10 @@ pub enum Event {
     PoolChange(PcpuId, PoolId),
     /// The guest timer tick of a vCPU with several runnable threads.
     GuestTick(VcpuId),
-    /// Seed 002's Algorithm 1 runs (`sim/microsliced.rs` `micro_adjust`).
-    MicroAdjust,
     /// A pCPU makes its first scheduling decision.
     PcpuOnline(PcpuId),
-    /// A frame of network device `d` reaches its NIC and is relayed to the VM (`sim/device.rs`).
-    NicRx(u32),
-    /// An ACK of network device `d`'s VM reaches the remote sender (`sim/device.rs`).
-    NicAck(u32),
-    /// The remote UDP sender of network device `d` sends its next datagram (`sim/device.rs`).
-    NicSend(u32),
-    /// The bound of the preemption overlay's hold on a pCPU passed (`sim/overlay.rs`; the
-    /// event is owned by the hold and cancelled when the hold ends another way).
-    PreemptDeadline(PcpuId),
-    /// Relaxed co-scheduling: check this VM's skews (sim/relaxed_co.rs).
-    RelaxedCoCheck(u32),
+    /// An event a host mechanism owns (sim/mechanisms/).
+    Mechanism(super::mechanisms::MechanismEvent),
     /// `[[vm.sched_pe]]`: the VM's class becomes (type, u_factor).
     VmReconfigure(crate::ids::VmId, crate::hypervisor::policy::VmType, f64),
 }
@@ -196,8 +185,6 @@ pub struct Sim {
     pub pv: Vec<PvArea>,
     /// The paravirtual channels each pool's policy declared (`PolicyKind::channels`).
     pub pool_channels: Vec<Channels>,
-    /// Seed 002's micro-sliced pool (`[host.microsliced]`, `sim/microsliced.rs`); None = off.
-    pub micro: Option<Box<super::microsliced::MicroState>>,
     /// The micro pool's id, or `PoolId(u32::MAX)` without one (a plain field for the hot path's
     /// affinity test: a lent vCPU runs on a micro pCPU outside its hard affinity, as the released
     /// `vcpu_migrate_to_cpu` ignores affinity).
@@ -218,8 +205,6 @@ pub struct Sim {
     pub unfinished_targets: usize,
     /// When each pCPU comes online (see HostSpec::start_skew).
     pub online_at: Vec<Nanos>,
-    /// CPU-usage time series (`[run] sample_every`; `sampling.rs`).
-    pub samples: Option<super::sampling::Samples>,
     /// How fast each pCPU advances the work of the vCPU it runs (`hardware/speed.rs`).
     pub speed_model: Box<dyn SpeedModel>,
     /// `speed_model.is_constant()` and no VM slowed by `vm_speed`, cached: the default model
@@ -232,19 +217,10 @@ pub struct Sim {
     pub usage: crate::metrics::pcpu_usage::PcpuUsage,
     /// Each VM's costs: the host's `[host.costs]`, or `Costs::native` for a bare-metal VM.
     pub vm_costs: Vec<crate::hardware::costs::Costs>,
-    /// The network devices of VMs with one (seed 002 section 3.2, `sim/device.rs`), by device
-    /// index.
-    pub devices: Vec<super::device::NetDevice>,
     /// Each VM's fixed speed factor (`[host.costs] virt_overhead`; 1.0 on bare metal), by VM.
     pub vm_speed: Vec<Speed>,
-    /// The preemption overlay (`[host] overlay`, `sim/overlay.rs`); None = off.
-    pub overlay: Option<Box<super::overlay::OverlayState>>,
-    /// Relaxed co-scheduling's skews and co-stops (`overlay = "relaxed-co"`, sim/relaxed_co.rs).
-    pub relaxed: Option<Box<super::relaxed_co::RelaxedCoState>>,
-    /// KVM's host halt polling (`[host.halt_poll]`, sim/halt_poll.rs); None = off.
-    pub halt_poll: Option<crate::hypervisor::halt_poll::HaltPoll>,
-    /// The vCPUs halt-polling now (few: one per pCPU at most).
-    pub pollers: Vec<VcpuId>,
+    /// The host mechanisms the scenario turns on (sim/mechanisms/).
+    pub mechanisms: super::mechanisms::Mechanisms,
 }
 
 impl Sim {

@@ -192,7 +192,7 @@ pub struct Program {
     /// The computation `Op::WorkSteal` threads share.
     pub work_stealing: Option<super::worksteal::WorkStealSpec>,
     /// The VM's network device, which `Op::SockRecv` reads from (seed 002 section 3.2;
-    /// `hardware/nic.rs`, `sim/device.rs`, `guest/netrx.rs`).
+    /// `hardware/nic.rs`, `sim/mechanisms/net_device.rs`, `guest/netrx.rs`).
     pub nic: Option<crate::hardware::nic::NicSpec>,
     /// Clients of a closed-loop server workload (`ab -c`, workload/builtin/ab.rs): the
     /// requests kept outstanding, for ab's "Time per request" in the reports.

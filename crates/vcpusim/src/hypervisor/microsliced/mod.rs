@@ -9,7 +9,7 @@
 //! - `algorithm.rs`: Algorithm 1, the dynamic number of micro cores, as a pure state machine.
 //!
 //! The host's side (moving vCPUs in and back, resizing the pool, the Algorithm 1 timer, the
-//! check-mode invariants) is `sim/microsliced.rs`. The real code these follow is the authors'
+//! check-mode invariants) is `sim/mechanisms/microsliced.rs`. The real code these follow is the authors'
 //! Xen 4.7 (github.com/Jeongseob/xen, branches static-usliced-cores and dyn-usliced-cores);
 //! docs/model.md § seed 002: micro-sliced cores lists every departure.
 

@@ -7,7 +7,7 @@
 //! `recv` that returned data. Any further thread is a CPU hog in the same VM, `lookbusy`'s loop:
 //! with `threads = 2` on a 1-vCPU VM, the I/O and the computation share one vCPU, the mixed
 //! vCPU of seed 002 section 4.1 and Figure 9 that Credit's BOOST cannot help. The device, its
-//! link and the guest's receive path are `hardware/nic.rs`, `sim/device.rs` and
+//! link and the guest's receive path are `hardware/nic.rs`, `sim/mechanisms/net_device.rs` and
 //! `guest/netrx.rs`; vms.csv reports `throughput_mbps` (what `recv` returned) and, for UDP,
 //! `jitter_ms` (iperf's RFC 1889 estimate).
 

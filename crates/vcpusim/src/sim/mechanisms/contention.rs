@@ -13,7 +13,7 @@
 //! `coupled(p)` is `p`'s module peers and LLC peers, precomputed, so a switch on `p` re-evaluates
 //! exactly the pCPUs whose speed it can move, with no work proportional to the host.
 
-use super::speed::SpeedModel;
+use super::super::speed::SpeedModel;
 use crate::hardware::contention::{factors, Factors, Neighbourhood, Sensitivity, Switches};
 use crate::hardware::speed::Speed;
 use crate::hardware::topology::Topology;

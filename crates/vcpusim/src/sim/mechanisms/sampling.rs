@@ -11,7 +11,7 @@
 //! pCPU count at that instant: seed 002's per-second series of the micro pool, Figure 6), as
 //! `metrics.csv` rows `micro_pool_pcpus[<t>s]`; without it nothing more is recorded.
 
-use super::state::Sim;
+use super::super::state::Sim;
 use crate::time::Nanos;
 
 pub struct Samples {
@@ -41,17 +41,17 @@ impl Sim {
     /// sample_every` it is one test (the call it was cost ~1% of the quickstart's instructions).
     #[inline(always)]
     pub fn take_samples(&mut self, until: Nanos) {
-        if self.samples.as_ref().is_some_and(|s| s.next_at() <= until) {
+        if self.mechanisms.samples.as_ref().is_some_and(|s| s.next_at() <= until) {
             self.record_samples(until);
         }
     }
 
     #[inline(never)]
     fn record_samples(&mut self, until: Nanos) {
-        let Some(samples) = self.samples.as_mut() else { return };
+        let Some(samples) = self.mechanisms.samples.as_mut() else { return };
         // No event runs between the last one and `until`, so the pool's size now is its size at
         // every instant recorded here.
-        let micro = self.micro.as_ref().map(|m| self.pools[m.pool.idx()].view.pcpus.len() as u32);
+        let micro = self.mechanisms.microsliced.as_ref().map(|m| self.pools[m.pool.idx()].view.pcpus.len() as u32);
         while samples.next_at() <= until {
             let at = samples.next_at();
             let mut per_vm = vec![0; self.vminfo.len()];

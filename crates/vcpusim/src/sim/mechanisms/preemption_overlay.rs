@@ -9,7 +9,8 @@
 //! the SA handler's hypercall (or the timeout) raises SCHEDULE_SOFTIRQ. A hold also ends when
 //! `prev` leaves its pCPU by itself (it halts or yields: `switch_out` drops it).
 
-use super::state::{Event, Sim};
+use super::super::state::{Event, Sim};
+use super::MechanismEvent;
 use crate::engine::event_queue::EventId;
 use crate::hypervisor::overlay::{Overlay, OverlayConfig, Verdict};
 use crate::hypervisor::policy::{Decision, VcpuState};
@@ -100,7 +101,7 @@ impl Sim {
     /// (the policy agreeing to keep the vCPU), start or keep the hold and return true: the
     /// caller then does not switch. Not inlined: only runs with an overlay get here.
     #[inline(never)]
-    pub(super) fn overlay_holds(&mut self, p: PcpuId, decision: Decision) -> bool {
+    pub(in crate::sim) fn overlay_holds(&mut self, p: PcpuId, decision: Decision) -> bool {
         let Some(prev) = self.pinfo[p.idx()].current else { return false };
         let Some(next) = decision.next else { return false };
         if next == prev {
@@ -109,7 +110,7 @@ impl Sim {
         if self.vinfo[prev.idx()].state != VcpuState::Running || self.vcpus[prev.idx()].yielding {
             // Voluntary: never notified (seed 003 slide 7: "only when target vCPU is
             // involuntarily preempted and is willing to run").
-            let ov = self.overlay.as_mut().expect("called with an overlay");
+            let ov = self.mechanisms.preemption_overlay.as_mut().expect("called with an overlay");
             match (self.vinfo[prev.idx()].state, ov.yielding) {
                 (VcpuState::Running, Some(crate::hypervisor::policy::YieldReason::PauseLoop)) => ov.stats.not_asked_ple += 1,
                 (VcpuState::Running, _) => ov.stats.not_asked_yield += 1,
@@ -122,12 +123,12 @@ impl Sim {
         {
             return false;
         }
-        if matches!(self.overlay.as_ref().map(|o| &o.cfg), Some(OverlayConfig::DelayPreempt(_))) {
+        if matches!(self.mechanisms.preemption_overlay.as_ref().map(|o| &o.cfg), Some(OverlayConfig::DelayPreempt(_))) {
             // The guest's lock mark, published lazily: copied just before the overlay is asked.
             let (g, i) = self.gslot(prev);
             self.guests[g].publish_lock_mark(&self.threads, i, &mut self.pv);
         }
-        let ov = self.overlay.as_mut().expect("called with an overlay");
+        let ov = self.mechanisms.preemption_overlay.as_mut().expect("called with an overlay");
         if ov.go == Some((p, prev)) {
             return false;
         }
@@ -157,14 +158,14 @@ impl Sim {
         if holding {
             return true;
         }
-        let event = self.queue.push(until, Event::PreemptDeadline(p));
+        let event = self.queue.push(until, Event::Mechanism(MechanismEvent::PreemptDeadline(p)));
         let thread = if self.check {
             let (g, i) = self.gslot(prev);
             self.guests[g].vcpus[i].current
         } else {
             None
         };
-        let ov = self.overlay.as_mut().expect("called with an overlay");
+        let ov = self.mechanisms.preemption_overlay.as_mut().expect("called with an overlay");
         ov.stats.held += 1;
         let vm = self.vinfo[prev.idx()].vm.idx();
         ov.per_vm[vm].held += 1;
@@ -188,7 +189,7 @@ impl Sim {
     /// The hold on `p` ends (`acked`: the guest acknowledged; else its deadline passed): the
     /// policy decides again and the switch goes ahead if it still wants it.
     pub fn release_hold(&mut self, p: PcpuId, acked: bool) {
-        let Some(ov) = self.overlay.as_mut() else { return };
+        let Some(ov) = self.mechanisms.preemption_overlay.as_mut() else { return };
         let Some(hold) = ov.holds[p.idx()].take() else { return };
         self.queue.cancel(hold.event);
         self.pv[hold.vcpu.idx()].preempt_pending = false;
@@ -200,12 +201,12 @@ impl Sim {
             ov.stats.timeouts += 1;
             ov.per_vm[vm].timeouts += 1;
         }
-        if let Some(ov) = self.overlay.as_mut() {
+        if let Some(ov) = self.mechanisms.preemption_overlay.as_mut() {
             ov.go = Some((p, hold.vcpu));
         }
         self.reschedule(p);
         let moved = self.pinfo[p.idx()].current != Some(hold.vcpu);
-        if let Some(ov) = self.overlay.as_mut() {
+        if let Some(ov) = self.mechanisms.preemption_overlay.as_mut() {
             ov.go = None;
             if moved {
                 let delay = self.now - hold.decided;
@@ -220,16 +221,16 @@ impl Sim {
     }
 
     /// The deadline event of the hold on `p` (`Event::PreemptDeadline`).
-    pub(super) fn preempt_deadline(&mut self, p: PcpuId) {
+    pub(in crate::sim) fn preempt_deadline(&mut self, p: PcpuId) {
         self.release_hold(p, false);
     }
 
     /// The guest on `v` acknowledged its preemption notice (`Hypercall::PreemptAck`), having
     /// moved `moved` threads to siblings. Check mode: a moved thread is on its sibling (and off
     /// `v`) before `v` is descheduled.
-    pub(super) fn preempt_ack(&mut self, v: VcpuId, moved: u32) {
+    pub(in crate::sim) fn preempt_ack(&mut self, v: VcpuId, moved: u32) {
         let Some(p) = self.vinfo[v.idx()].pcpu else { return };
-        let Some(ov) = self.overlay.as_mut() else { return };
+        let Some(ov) = self.mechanisms.preemption_overlay.as_mut() else { return };
         ov.stats.migrated += u64::from(moved);
         // A notified hold (IRS) or a deferred one (delayed preemption's give-back).
         let Some(hold) = ov.holds[p.idx()].filter(|h| h.vcpu == v) else { return };
@@ -250,8 +251,8 @@ impl Sim {
 
     /// `v` leaves `p` by itself (a halt, a yield, a pool or affinity change) while held: the
     /// hold ends here.
-    pub(super) fn overlay_switch_out(&mut self, v: VcpuId, p: PcpuId) {
-        let Some(ov) = self.overlay.as_mut() else { return };
+    pub(in crate::sim) fn overlay_switch_out(&mut self, v: VcpuId, p: PcpuId) {
+        let Some(ov) = self.mechanisms.preemption_overlay.as_mut() else { return };
         if let Some(h) = ov.holds[p.idx()].filter(|h| h.vcpu == v) {
             ov.holds[p.idx()] = None;
             self.queue.cancel(h.event);
@@ -262,8 +263,8 @@ impl Sim {
 
     /// Check mode: every hold is within its bound (the switch completes within the notify
     /// delay, or the deferral bound, of the decision) and holds a running vCPU on its pCPU.
-    pub(super) fn check_overlay(&self) -> Result<(), String> {
-        let Some(ov) = self.overlay.as_ref() else { return Ok(()) };
+    pub(in crate::sim) fn check_overlay(&self) -> Result<(), String> {
+        let Some(ov) = self.mechanisms.preemption_overlay.as_ref() else { return Ok(()) };
         for (p, h) in ov.holds.iter().enumerate() {
             let Some(h) = h else { continue };
             if self.now > h.until {

@@ -10,8 +10,9 @@
 //! of each core on their E5645, and leaves a hidden pCPU running an accelerated vCPU in place,
 //! `hidden_locked_cpus`). Departures are in docs/model.md § seed 002: micro-sliced cores.
 
-use super::pools::Cpupool;
-use super::state::{Event, Sim};
+use super::super::pools::Cpupool;
+use super::super::state::{Event, Sim};
+use super::MechanismEvent;
 use crate::hypervisor::host_view::PoolView;
 use crate::hypervisor::microsliced::algorithm::{Algorithm1, UrgentCounts};
 use crate::hypervisor::microsliced::pool::MicroPool;
@@ -75,7 +76,7 @@ impl Sim {
     /// arms Algorithm 1 at time 0. The parent's policy must carry micro cores
     /// (`Policy::microsliced`; it was built with `cfg.detect`, `HostShape::microsliced`); its
     /// `kernel_fn` channel is declared if `symbols`.
-    pub(super) fn build_microsliced(&mut self, cfg: &MicroConfig) -> Result<(), String> {
+    pub(in crate::sim) fn build_microsliced(&mut self, cfg: &MicroConfig) -> Result<(), String> {
         let parent = PoolId(0);
         if self.pools[0].policy.microsliced().is_none() {
             return Err(format!(
@@ -114,9 +115,9 @@ impl Sim {
         }
         let algorithm = (cfg.mode == Mode::Dynamic).then(|| Algorithm1::new(cfg.cores, cfg.profile_interval, cfg.epoch));
         if algorithm.is_some() {
-            self.queue.push(0, Event::MicroAdjust);
+            self.queue.push(0, Event::Mechanism(MechanismEvent::MicroAdjust));
         }
-        self.micro = Some(Box::new(MicroState {
+        self.mechanisms.microsliced = Some(Box::new(MicroState {
             cfg: cfg.clone(),
             pool: id,
             parent,
@@ -134,8 +135,8 @@ impl Sim {
     }
 
     /// `Request::CountUrgent`.
-    pub(super) fn micro_count(&mut self, event: UrgentEvent) {
-        if let Some(m) = self.micro.as_mut() {
+    pub(in crate::sim) fn micro_count(&mut self, event: UrgentEvent) {
+        if let Some(m) = self.mechanisms.microsliced.as_mut() {
             match event {
                 UrgentEvent::Ipi => m.counts.ipis += 1,
                 UrgentEvent::Ple => m.counts.ples += 1,
@@ -145,8 +146,8 @@ impl Sim {
     }
 
     /// `Request::SkipYield`.
-    pub(super) fn micro_skip_yield(&mut self, v: VcpuId, if_accelerated: bool) {
-        if let Some(m) = self.micro.as_mut() {
+    pub(in crate::sim) fn micro_skip_yield(&mut self, v: VcpuId, if_accelerated: bool) {
+        if let Some(m) = self.mechanisms.microsliced.as_mut() {
             m.skip_yield = Some((v, if_accelerated));
         }
     }
@@ -156,12 +157,12 @@ impl Sim {
     /// cancelled it (seed 002's IPI case, or a lock case that accelerated a sibling). Every
     /// yield of a running vCPU goes through here (pause-loop exits; `SCHEDOP_yield`).
     pub fn yield_entry(&mut self, v: VcpuId, reason: YieldReason) -> bool {
-        if let Some(m) = self.micro.as_mut() {
+        if let Some(m) = self.mechanisms.microsliced.as_mut() {
             m.skip_yield = None;
             m.accelerated_since_yield = false;
         }
         self.with_vcpu_policy(v, |pol, ctx| pol.yield_vcpu(ctx, v, reason));
-        match self.micro.as_mut().and_then(|m| m.skip_yield.take().map(|s| (s, m.accelerated_since_yield))) {
+        match self.mechanisms.microsliced.as_mut().and_then(|m| m.skip_yield.take().map(|s| (s, m.accelerated_since_yield))) {
             Some(((u, if_accelerated), accelerated)) if u == v => if_accelerated && !accelerated,
             _ => true,
         }
@@ -170,7 +171,7 @@ impl Sim {
     /// The host relays a virtual IRQ of a device to `v`: the hook of seed 002's vIRQ detection
     /// (`MicroSliced::virq_sent`), called by the device path (`Sim::device_irq`) before the vCPU is kicked.
     pub fn virq_relayed(&mut self, v: VcpuId) {
-        if self.micro.is_some() {
+        if self.mechanisms.microsliced.is_some() {
             // A vCPU on loan in the micro pool is in no parent's books this instant: the micro
             // pool's own policy carries no detection.
             self.with_vcpu_policy(v, |pol, ctx| {
@@ -185,8 +186,8 @@ impl Sim {
     /// `find_hidden_cpu`: the first idle hidden pCPU; `vcpu_migrate_to_cpu`). A vCPU not in the
     /// parent pool, not Runnable, or already lent is left alone; with no free micro pCPU the
     /// request is refused (counted).
-    pub(super) fn accelerate(&mut self, v: VcpuId, reason: AccelReason, func: KernelFn) {
-        let Some(m) = self.micro.as_ref() else { return };
+    pub(in crate::sim) fn accelerate(&mut self, v: VcpuId, reason: AccelReason, func: KernelFn) {
+        let Some(m) = self.mechanisms.microsliced.as_ref() else { return };
         let (pool, parent) = (m.pool, m.parent);
         if self.vcpu_pool[v.idx()] != parent || self.vinfo[v.idx()].state != VcpuState::Runnable || m.loans[v.idx()].is_some() {
             return;
@@ -198,13 +199,13 @@ impl Sim {
             .copied()
             .find(|p| self.pcpus[p.idx()].online && self.pinfo[p.idx()].current.is_none() && m.lent_on[p.idx()].is_none());
         let Some(p) = free else {
-            self.micro.as_mut().expect("checked").refused += 1;
+            self.mechanisms.microsliced.as_mut().expect("checked").refused += 1;
             return;
         };
         self.with_policy(parent, |pol, ctx| pol.microsliced().expect("checked at build").lend_vcpu(ctx, v));
         let home = self.vinfo[v.idx()].last_pcpu;
         let loan = Loan { pcpu: p, run_time_at_lend: self.vinfo[v.idx()].run_time, since: self.now, home };
-        let m = self.micro.as_mut().expect("checked");
+        let m = self.mechanisms.microsliced.as_mut().expect("checked");
         m.loans[v.idx()] = Some(loan);
         m.lent_on[p.idx()] = Some(v);
         m.accelerated_since_yield = true;
@@ -221,8 +222,8 @@ impl Sim {
 
     /// After a decision on micro pCPU `p`: a lent vCPU no longer running there (its slice ended,
     /// it halted or yielded) goes back to the parent pool (released `context_saved`).
-    pub(super) fn micro_after_schedule(&mut self, p: PcpuId) {
-        let Some(m) = self.micro.as_ref() else { return };
+    pub(in crate::sim) fn micro_after_schedule(&mut self, p: PcpuId) {
+        let Some(m) = self.mechanisms.microsliced.as_ref() else { return };
         let Some(v) = m.lent_on[p.idx()] else { return };
         let i = v.idx();
         if self.vinfo[i].state == VcpuState::Running && self.vinfo[i].pcpu == Some(p) {
@@ -232,7 +233,7 @@ impl Sim {
     }
 
     fn micro_return(&mut self, v: VcpuId) {
-        let m = self.micro.as_mut().expect("a loan implies micro");
+        let m = self.mechanisms.microsliced.as_mut().expect("a loan implies micro");
         let loan = m.loans[v.idx()].take().expect("lent");
         m.lent_on[loan.pcpu.idx()] = None;
         let (pool, parent, target) = (m.pool, m.parent, m.target);
@@ -251,7 +252,7 @@ impl Sim {
     }
 
     fn note_micro_size(&mut self) {
-        let Some(m) = self.micro.as_mut() else { return };
+        let Some(m) = self.mechanisms.microsliced.as_mut() else { return };
         let n = self.pools[m.pool.idx()].view.pcpus.len() as u32;
         if m.sizes.last().map(|s| s.1) != Some(n) {
             m.sizes.push((self.now, n));
@@ -263,8 +264,8 @@ impl Sim {
 
     /// `Event::MicroAdjust`: run Algorithm 1 on the counts of the interval that ended, resize the
     /// pool, arm the next call.
-    pub(super) fn micro_adjust(&mut self) {
-        let Some(m) = self.micro.as_mut() else { return };
+    pub(in crate::sim) fn micro_adjust(&mut self) {
+        let Some(m) = self.mechanisms.microsliced.as_mut() else { return };
         let counts = std::mem::take(&mut m.counts);
         let Some(alg) = m.algorithm.as_mut() else { return };
         let step = alg.step(counts);
@@ -294,14 +295,14 @@ impl Sim {
             let name = format!("Algorithm 1: {} -> {} micro cores", step.branch.name(), step.num_cores);
             tr.instant(0, 0, &name, self.now);
         }
-        self.queue.push(self.now + step.interval, Event::MicroAdjust);
+        self.queue.push(self.now + step.interval, Event::Mechanism(MechanismEvent::MicroAdjust));
     }
 
     /// Check mode: no vCPU waits on a micro pCPU behind another (every loan has its own pCPU and
     /// a lent vCPU is running or about to leave), and every lent vCPU is back within one micro
     /// slice plus a context switch of being lent.
-    pub(super) fn check_microsliced(&self) -> Result<(), String> {
-        let Some(m) = self.micro.as_ref() else { return Ok(()) };
+    pub(in crate::sim) fn check_microsliced(&self) -> Result<(), String> {
+        let Some(m) = self.mechanisms.microsliced.as_ref() else { return Ok(()) };
         let bound = m.cfg.slice + self.costs.context_switch;
         let mut seen = std::collections::BTreeMap::new();
         for (i, l) in m.loans.iter().enumerate() {

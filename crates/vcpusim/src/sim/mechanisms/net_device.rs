@@ -21,7 +21,8 @@
 //! The guest answers with ACKs (`Exit::NetTx`, netfront's transmit notify), which cross the link
 //! back to the peer (`Event::NicAck`) and open its window.
 
-use super::state::{Activity, Event, Sim, TimeKind};
+use super::super::state::{Activity, Event, Sim, TimeKind};
+use super::MechanismEvent;
 use crate::hardware::nic::{NicSpec, Protocol, ACK_WIRE_BYTES};
 use crate::hypervisor::policy::VcpuState;
 use crate::ids::VcpuId;
@@ -81,12 +82,12 @@ impl NetDevice {
 
 impl Sim {
     /// Start every device's sender (from `Sim::start`).
-    pub(super) fn start_devices(&mut self) {
-        for d in 0..self.devices.len() {
-            match self.devices[d].spec.protocol {
+    pub(in crate::sim) fn start_devices(&mut self) {
+        for d in 0..self.mechanisms.net_devices.len() {
+            match self.mechanisms.net_devices[d].spec.protocol {
                 Protocol::Tcp => self.tcp_send(d),
                 Protocol::Udp { .. } => {
-                    self.queue.push(self.now, Event::NicSend(d as u32));
+                    self.queue.push(self.now, Event::Mechanism(MechanismEvent::NicSend(d as u32)));
                 }
             }
         }
@@ -95,30 +96,30 @@ impl Sim {
     /// The peer's TCP sender: send full segments while the offered window has room for one.
     fn tcp_send(&mut self, d: usize) {
         let now = self.now;
-        let dev = &mut self.devices[d];
+        let dev = &mut self.mechanisms.net_devices[d];
         let mss = u64::from(dev.spec.payload());
         while dev.snd_nxt + mss <= dev.peer_edge {
             dev.snd_nxt += mss;
             let at = dev.transmit(now, dev.snd_nxt, mss as u32);
-            self.queue.push(at, Event::NicRx(d as u32));
+            self.queue.push(at, Event::Mechanism(MechanismEvent::NicRx(d as u32)));
         }
     }
 
     /// `Event::NicSend`: the peer's UDP sender sends its next datagram and paces the one after.
-    pub(super) fn on_nic_send(&mut self, d: u32) {
+    pub(in crate::sim) fn on_nic_send(&mut self, d: u32) {
         let now = self.now;
-        let dev = &mut self.devices[d as usize];
+        let dev = &mut self.mechanisms.net_devices[d as usize];
         dev.udp_sent += 1;
         let len = dev.spec.payload();
         let at = dev.transmit(now, dev.udp_sent, len);
         let interval = dev.spec.udp_interval().expect("only a UDP device paces its sender");
-        self.queue.push(at, Event::NicRx(d));
-        self.queue.push(now.saturating_add(interval), Event::NicSend(d));
+        self.queue.push(at, Event::Mechanism(MechanismEvent::NicRx(d)));
+        self.queue.push(now.saturating_add(interval), Event::Mechanism(MechanismEvent::NicSend(d)));
     }
 
     /// `Event::NicRx`: a frame reached the NIC; the hypervisor relays its IRQ to the VM.
-    pub(super) fn on_nic_rx(&mut self, d: u32) {
-        let dev = &mut self.devices[d as usize];
+    pub(in crate::sim) fn on_nic_rx(&mut self, d: u32) {
+        let dev = &mut self.mechanisms.net_devices[d as usize];
         let packet = dev.on_wire.pop_front().expect("a NicRx event has its frame on the wire");
         dev.frames += 1;
         let v = dev.vcpu;
@@ -129,12 +130,12 @@ impl Sim {
     /// `v`; if it was not pending already, the vCPU is kicked: a running one takes the interrupt
     /// now (if it executes thread code; else when its handler or exit ends), a halted one is
     /// woken (policy `wake`), a runnable one takes it when it next runs (no policy call).
-    pub(super) fn device_irq(&mut self, v: VcpuId, virq: Virq) {
+    pub(in crate::sim) fn device_irq(&mut self, v: VcpuId, virq: Virq) {
         let (vm, i) = self.gslot(v);
         if !self.guests[vm].device_irq(i, virq) {
             return;
         }
-        self.devices[virq.device as usize].virqs += 1;
+        self.mechanisms.net_devices[virq.device as usize].virqs += 1;
         // Seed 002's vIRQ detection, at each relay that raises a virtual IRQ and before the kick
         // (section 4.2: "the hypervisor migrates the recipient vCPU onto the micro-sliced
         // cores"; a runnable recipient is accelerated, which the match below then leaves alone).
@@ -158,7 +159,7 @@ impl Sim {
 
     /// The device handler phase running on `v` ended (`Activity::Irq` of a device interrupt):
     /// the guest's next phase, its ACK and the reader's reschedule IPI.
-    pub(super) fn device_handler_done(&mut self, v: VcpuId) {
+    pub(in crate::sim) fn device_handler_done(&mut self, v: VcpuId) {
         let (vm, i) = self.gslot(v);
         let (guest, mut env) = self.guest_env(vm);
         let step = guest.device_handler_done(&mut env, i);
@@ -184,17 +185,17 @@ impl Sim {
 
     /// `Exit::NetTx`: the guest transmits an ACK; it reaches the peer after its serialization
     /// and the link's latency.
-    pub(super) fn net_tx(&mut self, d: u32, acked: u64, window: u64) {
+    pub(in crate::sim) fn net_tx(&mut self, d: u32, acked: u64, window: u64) {
         let now = self.now;
-        let dev = &mut self.devices[d as usize];
+        let dev = &mut self.mechanisms.net_devices[d as usize];
         dev.acks.push_back((acked, window));
         let at = now + dev.spec.serialize(ACK_WIRE_BYTES) + dev.spec.latency;
-        self.queue.push(at, Event::NicAck(d));
+        self.queue.push(at, Event::Mechanism(MechanismEvent::NicAck(d)));
     }
 
     /// `Event::NicAck`: the peer learns the new window edge and sends what it allows.
-    pub(super) fn on_nic_ack(&mut self, d: u32) {
-        let dev = &mut self.devices[d as usize];
+    pub(in crate::sim) fn on_nic_ack(&mut self, d: u32) {
+        let dev = &mut self.mechanisms.net_devices[d as usize];
         let (acked, window) = dev.acks.pop_front().expect("a NicAck event has its ACK");
         dev.peer_edge = dev.peer_edge.max(acked + window);
         self.tcp_send(d as usize);

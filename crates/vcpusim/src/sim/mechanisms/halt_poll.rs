@@ -14,7 +14,7 @@
 //! (`HaltPoll::after_halt`). Off (`halt_poll` None), none of this runs: the hooks test one
 //! `Option` or `Activity` before doing anything.
 
-use super::state::{Activity, Event, Sim, TimeKind};
+use super::super::state::{Activity, Event, Sim, TimeKind};
 use crate::hypervisor::policy::VcpuState;
 use crate::ids::VcpuId;
 use crate::vmexit::Upcall;
@@ -22,8 +22,8 @@ use crate::vmexit::Upcall;
 impl Sim {
     /// `kvm_vcpu_halt` for running `v`, whose HLT found nothing pending: poll, or block at once
     /// (a zero poll, or another vCPU already waiting for this pCPU).
-    pub(super) fn kvm_vcpu_halt(&mut self, v: VcpuId) {
-        let hp = self.halt_poll.expect("called with halt polling on");
+    pub(in crate::sim) fn kvm_vcpu_halt(&mut self, v: VcpuId) {
+        let hp = self.mechanisms.halt_poll.expect("called with halt polling on");
         let p = self.vinfo[v.idx()].pcpu.expect("a halting vCPU is running");
         let vc = &mut self.vcpus[v.idx()];
         vc.halt_poll_ns = hp.capped(vc.halt_poll_ns);
@@ -44,12 +44,12 @@ impl Sim {
         vc.epoch += 1;
         let e = vc.epoch;
         self.queue.push(self.now + poll, Event::ActivityDone(v, e));
-        self.pollers.push(v);
+        self.mechanisms.pollers.push(v);
     }
 
     /// Whether `v` is halt-polling now.
     #[inline]
-    pub(super) fn halt_polling(&self, v: VcpuId) -> bool {
+    pub(in crate::sim) fn halt_polling(&self, v: VcpuId) -> bool {
         self.vcpus[v.idx()].activity == Activity::HaltPoll && self.vinfo[v.idx()].state == VcpuState::Running
     }
 
@@ -59,16 +59,16 @@ impl Sim {
         self.pools[self.pcpu_pool[p.idx()].idx()].policy.kvm_host().is_none_or(|k| k.single_task_running(p))
     }
 
-    pub(super) fn stop_polling(&mut self, v: VcpuId) {
+    pub(in crate::sim) fn stop_polling(&mut self, v: VcpuId) {
         self.settle(v);
-        if let Some(i) = self.pollers.iter().position(|&u| u == v) {
-            self.pollers.swap_remove(i);
+        if let Some(i) = self.mechanisms.pollers.iter().position(|&u| u == v) {
+            self.mechanisms.pollers.swap_remove(i);
         }
     }
 
     /// A wake-up event reached polling `v` (an interrupt injected, a kick): the poll succeeds
     /// and the guest resumes where its HLT returns.
-    pub(super) fn halt_poll_wake(&mut self, v: VcpuId) {
+    pub(in crate::sim) fn halt_poll_wake(&mut self, v: VcpuId) {
         self.stop_polling(v);
         let vm = self.vcpus[v.idx()].slot.vm as usize;
         self.vms[vm].stats.halt_poll_successes += 1;
@@ -81,7 +81,7 @@ impl Sim {
 
     /// The poll of `v` timed out (its `ActivityDone`): resume if an event is pending after all,
     /// else block.
-    pub(super) fn halt_poll_timeout(&mut self, v: VcpuId) {
+    pub(in crate::sim) fn halt_poll_timeout(&mut self, v: VcpuId) {
         let (vm, i) = self.gslot(v);
         // A `kvm_wait` halt (the PV spinlock's, `Vcpu::polling`) ends on a kick or an interrupt
         // only; its thread waiting for the lock is not an event.
@@ -106,7 +106,7 @@ impl Sim {
     /// Before `do_schedule` on `p`: a vCPU polling there stops (`need_resched`) if another vCPU
     /// waits for `p`; alone, it polls on. Returns whether it blocked (which rescheduled `p`).
     #[inline]
-    pub(super) fn halt_poll_resched(&mut self, p: crate::ids::PcpuId) -> bool {
+    pub(in crate::sim) fn halt_poll_resched(&mut self, p: crate::ids::PcpuId) -> bool {
         let Some(v) = self.pinfo[p.idx()].current else { return false };
         if !self.halt_polling(v) || self.single_task_running(p) {
             return false;
@@ -117,10 +117,10 @@ impl Sim {
 
     /// After a wake-up: every polling vCPU whose pCPU now has another vCPU waiting stops
     /// (`single_task_running` fails). Only the vCPUs polling now are looked at.
-    pub(super) fn halt_poll_check_pollers(&mut self) {
+    pub(in crate::sim) fn halt_poll_check_pollers(&mut self) {
         let mut k = 0;
-        while k < self.pollers.len() {
-            let v = self.pollers[k];
+        while k < self.mechanisms.pollers.len() {
+            let v = self.mechanisms.pollers[k];
             let p = self.vinfo[v.idx()].pcpu.expect("a polling vCPU is running");
             if self.single_task_running(p) {
                 k += 1;
@@ -133,8 +133,8 @@ impl Sim {
 
     /// The halt of `v` that began at `halt_start` ended (it runs guest code again): update its
     /// `halt_poll_ns` from the halt's length (end of `kvm_vcpu_halt`).
-    pub(super) fn halt_ended(&mut self, v: VcpuId) {
-        let Some(hp) = self.halt_poll else { return };
+    pub(in crate::sim) fn halt_ended(&mut self, v: VcpuId) {
+        let Some(hp) = self.mechanisms.halt_poll else { return };
         let vc = &mut self.vcpus[v.idx()];
         if let Some(start) = vc.halt_start.take() {
             vc.halt_poll_ns = hp.after_halt(vc.halt_poll_ns, self.now - start);

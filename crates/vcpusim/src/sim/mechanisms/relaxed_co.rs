@@ -20,7 +20,8 @@
 //! - **Co-start** (`co_start`): runnable again through the policy's `wake` (Xen's
 //!   `vcpu_unpause` -> `vcpu_wake`, BOOST included under credit).
 
-use super::state::{Activity, Event, Sim};
+use super::super::state::{Activity, Event, Sim};
+use super::MechanismEvent;
 use crate::engine::event_queue::EventId;
 use crate::hypervisor::policy::VcpuState;
 use crate::hypervisor::relaxed_co::{account, Progress, RelaxedCoConfig};
@@ -78,8 +79,8 @@ impl Sim {
     /// Check mode: a co-stopped vCPU is off every pCPU and not runnable for the policy, and no
     /// skew exceeds the threshold by more than a credit tick (`TICK_SLACK`; the
     /// crossing checks keep it within nanoseconds).
-    pub(super) fn check_relaxed_co(&self) -> Result<(), String> {
-        let Some(rc) = self.relaxed.as_ref() else { return Ok(()) };
+    pub(in crate::sim) fn check_relaxed_co(&self) -> Result<(), String> {
+        let Some(rc) = self.mechanisms.relaxed_co.as_ref() else { return Ok(()) };
         let slack = crate::hypervisor::relaxed_co::TICK_SLACK;
         for (v, info) in self.vinfo.iter().enumerate() {
             if rc.stopped[v] && (info.state != VcpuState::Halted || info.pcpu.is_some()) {
@@ -98,7 +99,7 @@ impl Sim {
     /// `v` is co-stopped (relaxed co-scheduling).
     #[inline]
     pub fn co_stopped(&self, v: VcpuId) -> bool {
-        self.relaxed.as_ref().is_some_and(|r| r.stopped[v.idx()])
+        self.mechanisms.relaxed_co.as_ref().is_some_and(|r| r.stopped[v.idx()])
     }
 
     /// What `v` does as far as skew goes.
@@ -114,7 +115,7 @@ impl Sim {
     /// The states of `vm`'s vCPUs in its order, in the kept scratch (`RelaxedCoState::states`);
     /// the caller puts it back when done.
     fn take_states(&mut self, vm: usize) -> Vec<Progress> {
-        let mut states = std::mem::take(&mut self.relaxed.as_mut().expect("called with relaxed co-scheduling").states);
+        let mut states = std::mem::take(&mut self.mechanisms.relaxed_co.as_mut().expect("called with relaxed co-scheduling").states);
         states.clear();
         states.extend(self.vminfo[vm].vcpus.iter().map(|u| self.progress_of(*u)));
         states
@@ -122,19 +123,19 @@ impl Sim {
 
     /// Bring the skews of `v`'s VM up to date (before one of its vCPUs changes state).
     #[inline(never)]
-    pub(super) fn rc_account(&mut self, v: VcpuId) {
+    pub(in crate::sim) fn rc_account(&mut self, v: VcpuId) {
         let vm = self.vinfo[v.idx()].vm.idx();
-        let Some(rc) = self.relaxed.as_ref() else { return };
+        let Some(rc) = self.mechanisms.relaxed_co.as_ref() else { return };
         let dt = self.now - rc.last[vm];
         if dt == 0 || self.vminfo[vm].vcpus.len() < 2 {
-            if let Some(rc) = self.relaxed.as_mut() {
+            if let Some(rc) = self.mechanisms.relaxed_co.as_mut() {
                 rc.last[vm] = self.now;
             }
             return;
         }
         let states = self.take_states(vm);
         let ids = &self.vminfo[vm].vcpus;
-        let rc = self.relaxed.as_mut().expect("checked above");
+        let rc = self.mechanisms.relaxed_co.as_mut().expect("checked above");
         let mut skew = std::mem::take(&mut rc.skews);
         skew.clear();
         skew.extend(ids.iter().map(|u| rc.skew[u.idx()]));
@@ -153,35 +154,35 @@ impl Sim {
     /// After a state change of `v`: check its VM at once, from the event loop (never inside the
     /// reschedule that made the change).
     #[inline(never)]
-    pub(super) fn rc_poke(&mut self, v: VcpuId) {
+    pub(in crate::sim) fn rc_poke(&mut self, v: VcpuId) {
         let vm = self.vinfo[v.idx()].vm.idx();
         if self.vminfo[vm].vcpus.len() < 2 {
             return;
         }
-        let Some(rc) = self.relaxed.as_mut() else { return };
+        let Some(rc) = self.mechanisms.relaxed_co.as_mut() else { return };
         if rc.busy {
             return;
         }
         if let Some(old) = rc.next_check[vm].take() {
             self.queue.cancel(old);
         }
-        let e = self.queue.push(self.now, Event::RelaxedCoCheck(vm as u32));
-        self.relaxed.as_mut().expect("checked").next_check[vm] = Some(e);
+        let e = self.queue.push(self.now, Event::Mechanism(MechanismEvent::RelaxedCoCheck(vm as u32)));
+        self.mechanisms.relaxed_co.as_mut().expect("checked").next_check[vm] = Some(e);
     }
 
     /// Check `v`'s VM: co-stop or co-start, and schedule the next crossing.
     fn rc_check(&mut self, v: VcpuId) {
         let vm = self.vinfo[v.idx()].vm.idx();
-        if self.relaxed.as_ref().is_none_or(|r| r.busy) || self.vminfo[vm].vcpus.len() < 2 {
+        if self.mechanisms.relaxed_co.as_ref().is_none_or(|r| r.busy) || self.vminfo[vm].vcpus.len() < 2 {
             return;
         }
         self.rc_account(v);
-        self.relaxed.as_mut().expect("checked").busy = true;
+        self.mechanisms.relaxed_co.as_mut().expect("checked").busy = true;
         // The VM's vCPUs are read by index where a co-stop or co-start changes the host (they
         // change the vCPUs' states, never the list).
         let n = self.vminfo[vm].vcpus.len();
-        let threshold = self.relaxed.as_ref().expect("checked").cfg.skew_threshold;
-        let rc = self.relaxed.as_ref().expect("checked");
+        let threshold = self.mechanisms.relaxed_co.as_ref().expect("checked").cfg.skew_threshold;
+        let rc = self.mechanisms.relaxed_co.as_ref().expect("checked");
         let ids = &self.vminfo[vm].vcpus;
         // A co-stopped vCPU's skew is frozen (it neither lags nor leads while stopped), so only
         // the others can call for co-stops; otherwise a vCPU stopped past the threshold would
@@ -198,9 +199,9 @@ impl Sim {
             // would change state and poke the co-start (the VM would stop for good; docs/model.md,
             // relaxed co-scheduling).
             let laggard_past = ids.iter().any(|u| self.progress_of(*u) == Progress::Lagging && rc.skew[u.idx()] > threshold);
-            let mut stop = std::mem::take(&mut self.relaxed.as_mut().expect("checked").to_stop);
+            let mut stop = std::mem::take(&mut self.mechanisms.relaxed_co.as_mut().expect("checked").to_stop);
             stop.clear();
-            let rc = self.relaxed.as_ref().expect("checked");
+            let rc = self.mechanisms.relaxed_co.as_ref().expect("checked");
             stop.extend(self.vminfo[vm].vcpus.iter().copied().filter(|u| {
                 let running = self.vinfo[u.idx()].state == VcpuState::Running;
                 let halting = matches!(self.vcpus[u.idx()].activity, Activity::Overhead { halting: true });
@@ -209,7 +210,7 @@ impl Sim {
             for &u in &stop {
                 self.co_stop(u);
             }
-            self.relaxed.as_mut().expect("checked").to_stop = stop;
+            self.mechanisms.relaxed_co.as_mut().expect("checked").to_stop = stop;
         } else {
             // Co-start when no vCPU that is not stopped owes skew any more (the laggards caught up).
             let caught_up = ids.iter().all(|u| rc.stopped[u.idx()] || rc.skew[u.idx()] == 0);
@@ -222,7 +223,7 @@ impl Sim {
                 }
             }
         }
-        self.relaxed.as_mut().expect("checked").busy = false;
+        self.mechanisms.relaxed_co.as_mut().expect("checked").busy = false;
         self.rc_schedule_check(vm);
     }
 
@@ -232,7 +233,7 @@ impl Sim {
     fn rc_schedule_check(&mut self, vm: usize) {
         let states = self.take_states(vm);
         let ids = &self.vminfo[vm].vcpus;
-        let rc = self.relaxed.as_ref().expect("called with relaxed co-scheduling");
+        let rc = self.mechanisms.relaxed_co.as_ref().expect("called with relaxed co-scheduling");
         let any_running = states.contains(&Progress::Running);
         let any_stopped = states.contains(&Progress::Stopped);
         let threshold = rc.cfg.skew_threshold;
@@ -263,19 +264,19 @@ impl Sim {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        self.relaxed.as_mut().expect("checked").states = states;
-        if let Some(old) = self.relaxed.as_mut().expect("checked").next_check[vm].take() {
+        self.mechanisms.relaxed_co.as_mut().expect("checked").states = states;
+        if let Some(old) = self.mechanisms.relaxed_co.as_mut().expect("checked").next_check[vm].take() {
             self.queue.cancel(old);
         }
         if let Some(dt) = next {
-            let e = self.queue.push(self.now + dt, Event::RelaxedCoCheck(vm as u32));
-            self.relaxed.as_mut().expect("checked").next_check[vm] = Some(e);
+            let e = self.queue.push(self.now + dt, Event::Mechanism(MechanismEvent::RelaxedCoCheck(vm as u32)));
+            self.mechanisms.relaxed_co.as_mut().expect("checked").next_check[vm] = Some(e);
         }
     }
 
     /// `Event::RelaxedCoCheck(vm)`: a laggard of `vm` may have crossed the threshold.
-    pub(super) fn rc_check_event(&mut self, vm: u32) {
-        if let Some(rc) = self.relaxed.as_mut() {
+    pub(in crate::sim) fn rc_check_event(&mut self, vm: u32) {
+        if let Some(rc) = self.mechanisms.relaxed_co.as_mut() {
             rc.next_check[vm as usize] = None;
         }
         let v = self.vminfo[vm as usize].vcpus[0];
@@ -288,7 +289,7 @@ impl Sim {
         self.rc_account(v);
         self.settle(v);
         let vm = self.vinfo[v.idx()].vm.idx();
-        if let Some(rc) = self.relaxed.as_mut() {
+        if let Some(rc) = self.mechanisms.relaxed_co.as_mut() {
             rc.stopped[v.idx()] = true;
             rc.costops[vm] += 1;
         }
@@ -310,7 +311,7 @@ impl Sim {
     /// Co-start stopped `v`: runnable again through the policy.
     fn co_start(&mut self, v: VcpuId) {
         self.rc_account(v);
-        if let Some(rc) = self.relaxed.as_mut() {
+        if let Some(rc) = self.mechanisms.relaxed_co.as_mut() {
             rc.stopped[v.idx()] = false;
         }
         self.set_vcpu_state(v, VcpuState::Runnable);
