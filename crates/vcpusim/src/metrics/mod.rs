@@ -3,5 +3,6 @@
 
 pub mod histogram;
 pub mod pcpu_usage;
+pub mod table;
 pub mod trace;
 pub mod vm_stats;

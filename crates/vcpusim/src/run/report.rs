@@ -3,6 +3,7 @@
 //! the same scenario and seed on any machine.
 
 use crate::hardware::contention::Source;
+use crate::metrics::table::{MetricRows, F3};
 use crate::output::RunOutput;
 use crate::scenario::spec::Scenario;
 use crate::sim::state::Sim;
@@ -26,24 +27,12 @@ pub const VM_COLUMNS: &[&str] = &[
     "yields_ple", "yields_ipi", "yields_halt", "pv_poll_blocks", "pv_kicks",
 ];
 
-/// Columns vms.csv gains when the run has a network device (seed 002's iperf: `sim/mechanisms/net_device.rs`),
-/// after `VM_COLUMNS`: what recv returned in Mbit/s, and UDP's jitter (iperf's RFC 1889
-/// estimate) in ms; empty for a VM without a device, and jitter empty for TCP. Runs without a
-/// device keep the table they had.
-pub const NET_COLUMNS: &[&str] = &["throughput_mbps", "jitter_ms"];
-
 /// Columns vms.csv gains when a VM runs a closed-loop server workload (`ab`, `Program::clients`),
 /// after the network and micro-sliced ones: ab's "Requests per second" (done / timetaken) and
 /// "Time per request (mean)" in ms (concurrency * timetaken * 1000 / done), as httpd's
 /// support/ab.c `output_results` computes them, with timetaken the VM's completion time or the
 /// run's length; empty for the other VMs. Only then, so that other runs keep their bytes.
 pub const AB_COLUMNS: &[&str] = &["requests_per_sec", "time_per_request_ms"];
-
-/// Columns vms.csv gains after [`VM_COLUMNS`] with `[host.microsliced]` (seed 002): vCPUs moved
-/// into the micro-sliced pool, in all and by reason (`hypervisor::microsliced::AccelReason`).
-/// Only then, so that runs without micro-sliced cores keep their bytes.
-pub const MICROSLICED_COLUMNS: &[&str] =
-    &["accelerated_count", "accelerated_tlb_count", "accelerated_lock_count", "accelerated_irq_count", "accelerated_ipi_count"];
 
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
@@ -57,17 +46,27 @@ fn f3(x: f64) -> String {
     F3(x).to_string()
 }
 
-/// A value with three decimals, as `f3` without the String (written straight into a table).
-struct F3(f64);
-
-impl std::fmt::Display for F3 {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:.3}", self.0)
+/// The run's result tables: vms.csv, metrics.csv and summary.json (each mechanism the scenario
+/// turned on adds its own columns, rows and sections: sim/mechanisms/), and the trace.
+pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
+    let run_identity = [
+        ("scenario", serde_json::json!(sc.source)),
+        ("seed", serde_json::json!(seed)),
+        ("events", serde_json::json!(sim.events)),
+        ("sim_time_ns", serde_json::json!(sim.now)),
+    ];
+    RunOutput {
+        vms_csv: vms_table(sim, sc, seed),
+        metrics_csv: metrics_table(sim, sc),
+        summary_json: serde_json::to_string_pretty(&summary(sim, sc, seed, finished)).expect("JSON values serialize") + "\n",
+        trace_json: sim.trace.as_ref().map(|t| t.to_json(&run_identity)),
+        warnings: sim.trace.as_ref().map(|t| trace_warnings(t, sim.now)).unwrap_or_default(),
     }
 }
 
-pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
-    let policy = sim.pools[0].policy.name();
+/// vms.csv: one row per VM, [`VM_COLUMNS`], then the mechanisms' columns, then [`AB_COLUMNS`]
+/// when a VM runs a closed-loop server.
+fn vms_table(sim: &Sim, sc: &Scenario, seed: u64) -> String {
     let sim_time = sim.now.max(1);
     let npcpus = sim.pinfo.len() as f64;
     // Entitlement is per pool: a VM's weight share of its pool's pCPUs (at the start), bounded
@@ -76,16 +75,10 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
     let pool_weight: Vec<u64> = (0..sc.host.pools.len())
         .map(|k| (0..sim.vms.len()).filter(|&i| pool_of_vm(i) == k).map(|i| sim.vms[i].sched.weight as u64).sum())
         .collect();
-
-    let net = !sim.mechanisms.net_devices.is_empty();
     let mut vms = VM_COLUMNS.join(",");
-    if net {
+    for column in sim.mechanism_vm_columns() {
         vms.push(',');
-        vms.push_str(&NET_COLUMNS.join(","));
-    }
-    if sim.mechanisms.microsliced.is_some() {
-        vms.push(',');
-        vms.push_str(&MICROSLICED_COLUMNS.join(","));
+        vms.push_str(column);
     }
     let ab = sim.vms.iter().any(|vm| vm.clients.is_some());
     if ab {
@@ -93,7 +86,6 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         vms.push_str(&AB_COLUMNS.join(","));
     }
     vms.push('\n');
-    let mut metrics = String::from("vm,metric,value\n");
     for (i, vm) in sim.vms.iter().enumerate() {
         let info = &sim.vminfo[i];
         let spec = &sc.vms[i];
@@ -163,19 +155,7 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         ];
         debug_assert_eq!(row.len(), VM_COLUMNS.len());
         vms.push_str(&row.join(","));
-        if net {
-            let stack = guest.net.as_deref();
-            let throughput = stack.map(|n| format!("{:.3}", n.throughput_mbps(sim_time))).unwrap_or_default();
-            let jitter = stack.and_then(|n| n.jitter_ms()).map(|j| format!("{j:.4}")).unwrap_or_default();
-            write!(vms, ",{throughput},{jitter}").expect("writing to a String cannot fail");
-        }
-        if sim.mechanisms.microsliced.is_some() {
-            let a = &s.accelerated;
-            write!(vms, ",{}", a.iter().sum::<u64>()).expect("writing to a String cannot fail");
-            for reason in crate::hypervisor::microsliced::AccelReason::ALL {
-                write!(vms, ",{}", a[reason.idx()]).expect("writing to a String cannot fail");
-            }
-        }
+        sim.mechanism_vm_cells(i, &mut vms);
         if ab {
             let (rps, tpr) = match vm.clients {
                 Some(c) if gs.progress > 0 => {
@@ -188,14 +168,23 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             write!(vms, ",{rps},{tpr}").expect("writing to a String cannot fail");
         }
         vms.push('\n');
+    }
+    vms
+}
 
+/// metrics.csv: `vm,metric,value` rows, each VM's in turn, the mechanisms' after the engine's.
+fn metrics_table(sim: &Sim, sc: &Scenario) -> String {
+    let mut metrics = String::from("vm,metric,value\n");
+    for (i, vm) in sim.vms.iter().enumerate() {
+        let info = &sim.vminfo[i];
+        let s = &vm.stats;
+        let guest = &sim.guests[i];
+        let gs = &guest.stats;
         let name = csv_field(&info.name);
-        // One row of metrics.csv, written in place: metric and value are anything displayable
-        // (format_args!, F3), so the rows allocate nothing (a 1,024-pCPU host has 1,024
-        // `pcpu_busy_ms` rows per VM).
+        let mut rows = MetricRows::new(&mut metrics, &name);
         macro_rules! put {
             ($metric:expr, $value:expr) => {
-                writeln!(metrics, "{name},{},{}", $metric, $value).expect("writing to a String cannot fail")
+                rows.put($metric, $value)
             };
         }
         for (label, h) in [("spin_wait", &gs.spin_wait), ("tlb_shootdown_latency", &gs.tlb_shootdown)] {
@@ -239,48 +228,17 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
             put!("barrier_waits[arrival]", gs.barrier_waits[ARRIVAL]);
             put!("barrier_waits[departure]", gs.barrier_waits[DEPARTURE]);
         }
-        if let Some(n) = guest.net.as_deref() {
-            // Seed 002's network device (sim/mechanisms/net_device.rs, guest/netrx.rs): frames received, the
-            // virtual IRQs relayed for them, ACKs sent, bytes recv returned.
-            let dev = &sim.mechanisms.net_devices[n.device as usize];
-            put!("net_frames", dev.frames);
-            put!("net_virqs", dev.virqs);
-            put!("net_acks", n.acks);
-            put!("net_bytes_read", n.bytes_read);
-        }
-        if let Some(ov) = sim.mechanisms.preemption_overlay.as_deref() {
-            // The preemption overlay's counts (sim/mechanisms/preemption_overlay.rs, guest/irs.rs): only in runs with
-            // `[host] overlay`, so no other run's metrics.csv has these columns.
-            let o = &ov.per_vm[i];
-            put!("overlay_held", o.held);
-            put!("preempt_notices", o.notices);
-            put!("preempt_acks", o.acks);
-            put!("preempt_timeouts", o.timeouts);
-            let mean = if o.switches > 0 { o.delay_sum_ns as f64 / o.switches as f64 } else { 0.0 };
-            put!("notify_to_switch_mean_us", F3(mean / 1e3));
-            put!("notify_to_switch_max_us", F3(o.delay_max_ns as f64 / 1e3));
-            let (moved, wake) = guest.irs.as_deref().map_or((0, 0), |g| (g.moved, g.wake_preemptions));
-            put!("irs_migrations", moved);
-            put!("irs_wake_preemptions", wake);
-        }
-        if let Some(rc) = sim.mechanisms.relaxed_co.as_deref() {
-            // Relaxed co-scheduling (sim/mechanisms/relaxed_co.rs): only with overlay = "relaxed-co".
-            put!("co_stops", rc.costops[i]);
-            put!("co_stop_ms", F3(to_ms(rc.costop_ns[i])));
-            let max = info.vcpus.iter().map(|v| rc.max_skew[v.idx()]).max().unwrap_or(0);
-            put!("skew_max_ms", F3(to_ms(max)));
-        }
-        if let Some(samples) = &sim.mechanisms.samples {
-            for (at, per_vm) in &samples.rows {
-                put!(format_args!("pcpu_time_ms[{:.3}s]", *at as f64 / 1e9), F3(to_ms(per_vm[i])));
-            }
-            // A host quantity, repeated in every VM's rows (metrics.csv is per VM).
-            for ((at, _), n) in samples.rows.iter().zip(&samples.micro_pcpus) {
-                put!(format_args!("micro_pool_pcpus[{:.3}s]", *at as f64 / 1e9), n);
-            }
-        }
+        sim.mechanism_metrics(i, &mut rows);
     }
 
+    metrics
+}
+
+/// summary.json: the run as a whole; a mechanism adds its section (micro-sliced cores).
+fn summary(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> serde_json::Value {
+    let sim_time = sim.now.max(1);
+    let npcpus = sim.pinfo.len() as f64;
+    let policy = sim.pools[0].policy.name();
     let totals_cpu: u64 = sim.vms.iter().map(|v| v.stats.cpu_ns()).sum();
     let summary = serde_json::json!({
         "scenario": sc.source,
@@ -309,31 +267,8 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
         "trace_dropped_events": sim.trace.as_ref().map(|t| t.dropped).unwrap_or(0),
     });
     let mut summary = summary;
-    if let Some(m) = &sim.mechanisms.microsliced {
-        // Seed 002: the micro pool's size over time (each change), the urgent events Algorithm 1
-        // has not consumed yet, and refused accelerations (no free micro pCPU).
-        summary["microsliced"] = serde_json::json!({
-            "mode": m.cfg.mode.name(),
-            "cores": m.cfg.cores,
-            "slice_ns": m.cfg.slice,
-            "symbols": m.cfg.symbols,
-            "sizes": m.sizes.iter().map(|(at, n)| serde_json::json!({"at_ns": at, "cores": n})).collect::<Vec<_>>(),
-            "refused": m.refused,
-        });
-    }
-    let run_identity = [
-        ("scenario", serde_json::json!(sc.source)),
-        ("seed", serde_json::json!(seed)),
-        ("events", serde_json::json!(sim.events)),
-        ("sim_time_ns", serde_json::json!(sim.now)),
-    ];
-    RunOutput {
-        vms_csv: vms,
-        metrics_csv: metrics,
-        summary_json: serde_json::to_string_pretty(&summary).expect("JSON values serialize") + "\n",
-        trace_json: sim.trace.as_ref().map(|t| t.to_json(&run_identity)),
-        warnings: sim.trace.as_ref().map(|t| trace_warnings(t, sim.now)).unwrap_or_default(),
-    }
+    sim.mechanism_summary(&mut summary);
+    summary
 }
 
 /// Share of VM `i`'s run time on pCPUs outside its memory nodes (`VmInfo::memory_nodes`); 0 for

@@ -21,6 +21,7 @@ use crate::hypervisor::policy::{VcpuState, YieldReason};
 use crate::ids::{PcpuId, PoolId, VcpuId};
 use crate::time::Nanos;
 use crate::vmexit::KernelFn;
+use std::fmt::Write;
 
 /// A vCPU on loan to the micro pool.
 #[derive(Clone, Copy, Debug)]
@@ -347,5 +348,37 @@ mod tests {
     fn micro_cores_are_the_odd_pcpus_first() {
         let pool: Vec<PcpuId> = (0..6).map(PcpuId).collect();
         assert_eq!(micro_candidates(&pool), vec![PcpuId(1), PcpuId(3), PcpuId(5), PcpuId(4), PcpuId(2), PcpuId(0)]);
+    }
+}
+
+/// Columns vms.csv gains after [`VM_COLUMNS`] with `[host.microsliced]` (seed 002): vCPUs moved
+/// into the micro-sliced pool, in all and by reason (`hypervisor::microsliced::AccelReason`).
+/// Only then, so that runs without micro-sliced cores keep their bytes.
+pub const MICROSLICED_COLUMNS: &[&str] =
+    &["accelerated_count", "accelerated_tlb_count", "accelerated_lock_count", "accelerated_irq_count", "accelerated_ipi_count"];
+
+impl Sim {
+    /// VM `i`'s [`MICROSLICED_COLUMNS`] cells (each after a comma).
+    pub(in crate::sim) fn micro_vm_cells(&self, i: usize, out: &mut String) {
+        let a = &self.vms[i].stats.accelerated;
+        write!(out, ",{}", a.iter().sum::<u64>()).expect("writing to a String cannot fail");
+        for reason in AccelReason::ALL {
+            write!(out, ",{}", a[reason.idx()]).expect("writing to a String cannot fail");
+        }
+    }
+
+    /// summary.json's `microsliced`: the micro pool's size over time (each change), the mode
+    /// and sizes configured, and refused accelerations (no free micro pCPU).
+    pub(in crate::sim) fn micro_summary(&self, summary: &mut serde_json::Value) {
+        if let Some(m) = &self.mechanisms.microsliced {
+            summary["microsliced"] = serde_json::json!({
+                "mode": m.cfg.mode.name(),
+                "cores": m.cfg.cores,
+                "slice_ns": m.cfg.slice,
+                "symbols": m.cfg.symbols,
+                "sizes": m.sizes.iter().map(|(at, n)| serde_json::json!({"at_ns": at, "cores": n})).collect::<Vec<_>>(),
+                "refused": m.refused,
+            });
+        }
     }
 }

@@ -20,6 +20,9 @@
 //!   yield exit            yield_begins / yield_ends  preemption overlay (not a preemption)
 //!   event                 on_event                   MechanismEvent, by owner
 //!   check mode            check_mechanisms           micro-sliced cores, overlay, relaxed co-scheduling
+//!   the result tables     mechanism_vm_columns/cells net devices, micro-sliced cores (vms.csv)
+//!                         mechanism_metrics          net devices, overlay, relaxed co-scheduling, sampling
+//!                         mechanism_summary          micro-sliced cores (summary.json)
 //! ```
 //!
 //! The mechanisms, each with its model in the hypervisor layer and its section in the scenario
@@ -46,6 +49,7 @@ pub mod sampling;
 use super::state::Sim;
 use crate::hypervisor::policy::{Decision, YieldReason};
 use crate::ids::{PcpuId, PoolId, VcpuId};
+use crate::metrics::table::MetricRows;
 
 /// The mechanisms a run turned on (None or empty: off).
 #[derive(Default)]
@@ -228,6 +232,42 @@ impl Sim {
         if let Some(ov) = self.mechanisms.preemption_overlay.as_mut() {
             ov.yielding = None;
         }
+    }
+
+    /// The vms.csv columns the mechanisms on add after `VM_COLUMNS` (run/report.rs), in the
+    /// list's order: only theirs, so that runs without them keep their bytes.
+    pub fn mechanism_vm_columns(&self) -> Vec<&'static str> {
+        let mut columns = Vec::new();
+        if !self.mechanisms.net_devices.is_empty() {
+            columns.extend(net_device::NET_COLUMNS);
+        }
+        if self.mechanisms.microsliced.is_some() {
+            columns.extend(microsliced::MICROSLICED_COLUMNS);
+        }
+        columns
+    }
+
+    /// VM `i`'s cells of [`Sim::mechanism_vm_columns`], each after a comma.
+    pub fn mechanism_vm_cells(&self, i: usize, out: &mut String) {
+        if !self.mechanisms.net_devices.is_empty() {
+            self.net_vm_cells(i, out);
+        }
+        if self.mechanisms.microsliced.is_some() {
+            self.micro_vm_cells(i, out);
+        }
+    }
+
+    /// VM `i`'s metrics.csv rows from the mechanisms on, after the engine's.
+    pub fn mechanism_metrics(&self, i: usize, rows: &mut MetricRows) {
+        self.net_metrics(i, rows);
+        self.overlay_metrics(i, rows);
+        self.relaxed_co_metrics(i, rows);
+        self.sample_metrics(i, rows);
+    }
+
+    /// The summary.json sections of the mechanisms on.
+    pub fn mechanism_summary(&self, summary: &mut serde_json::Value) {
+        self.micro_summary(summary);
     }
 
     /// Check mode: every mechanism's invariants.

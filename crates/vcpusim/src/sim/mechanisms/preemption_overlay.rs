@@ -15,6 +15,7 @@ use crate::engine::event_queue::EventId;
 use crate::hypervisor::overlay::{Overlay, OverlayConfig, Verdict};
 use crate::hypervisor::policy::{Decision, VcpuState};
 use crate::ids::{PcpuId, ThreadId, VcpuId};
+use crate::metrics::table::{MetricRows, F3};
 use crate::time::Nanos;
 use crate::vmexit::Upcall;
 
@@ -299,5 +300,24 @@ impl Sim {
             }
         }
         on.iter().map(|n| n.saturating_sub(1)).sum()
+    }
+}
+
+impl Sim {
+    /// VM `i`'s metrics.csv rows: the overlay's holds of its vCPUs and their ends, the notices'
+    /// delays, and what its guest's IRS moved (guest/irs.rs).
+    pub(in crate::sim) fn overlay_metrics(&self, i: usize, rows: &mut MetricRows) {
+        let Some(ov) = self.mechanisms.preemption_overlay.as_deref() else { return };
+        let o = &ov.per_vm[i];
+        rows.put("overlay_held", o.held);
+        rows.put("preempt_notices", o.notices);
+        rows.put("preempt_acks", o.acks);
+        rows.put("preempt_timeouts", o.timeouts);
+        let mean = if o.switches > 0 { o.delay_sum_ns as f64 / o.switches as f64 } else { 0.0 };
+        rows.put("notify_to_switch_mean_us", F3(mean / 1e3));
+        rows.put("notify_to_switch_max_us", F3(o.delay_max_ns as f64 / 1e3));
+        let (moved, wake) = self.guests[i].irs.as_deref().map_or((0, 0), |g| (g.moved, g.wake_preemptions));
+        rows.put("irs_migrations", moved);
+        rows.put("irs_wake_preemptions", wake);
     }
 }

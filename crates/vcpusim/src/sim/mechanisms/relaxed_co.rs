@@ -26,7 +26,8 @@ use crate::engine::event_queue::EventId;
 use crate::hypervisor::policy::VcpuState;
 use crate::hypervisor::relaxed_co::{account, Progress, RelaxedCoConfig};
 use crate::ids::VcpuId;
-use crate::time::Nanos;
+use crate::metrics::table::{MetricRows, F3};
+use crate::time::{to_ms, Nanos};
 
 /// Relaxed co-scheduling's state (`Sim::relaxed`).
 pub struct RelaxedCoState {
@@ -320,5 +321,17 @@ impl Sim {
             tr.instant_with(1 + vm as u32, self.vinfo[v.idx()].index, "co-start", self.now, &[]);
         }
         self.with_vcpu_policy(v, |pol, ctx| pol.wake(ctx, v, None));
+    }
+}
+
+impl Sim {
+    /// VM `i`'s metrics.csv rows: co-stops, the time its vCPUs spent co-stopped (esxtop's %CSTP
+    /// numerator) and the largest skew any of them reached.
+    pub(in crate::sim) fn relaxed_co_metrics(&self, i: usize, rows: &mut MetricRows) {
+        let Some(rc) = self.mechanisms.relaxed_co.as_deref() else { return };
+        rows.put("co_stops", rc.costops[i]);
+        rows.put("co_stop_ms", F3(to_ms(rc.costop_ns[i])));
+        let max = self.vminfo[i].vcpus.iter().map(|v| rc.max_skew[v.idx()]).max().unwrap_or(0);
+        rows.put("skew_max_ms", F3(to_ms(max)));
     }
 }

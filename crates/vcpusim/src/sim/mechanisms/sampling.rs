@@ -12,7 +12,8 @@
 //! `metrics.csv` rows `micro_pool_pcpus[<t>s]`; without it nothing more is recorded.
 
 use super::super::state::Sim;
-use crate::time::Nanos;
+use crate::metrics::table::{MetricRows, F3};
+use crate::time::{to_ms, Nanos};
 
 pub struct Samples {
     pub every: Nanos,
@@ -88,5 +89,19 @@ impl Sim {
             self.vinfo.iter().filter_map(|info| info.pcpu.map(|p| (info.vm.idx(), p, end.saturating_sub(info.run_start)))).collect();
         let until: Vec<_> = self.guests.iter().map(|g| g.finished_at).collect();
         self.usage.close_window(end, &running, &until);
+    }
+}
+
+impl Sim {
+    /// VM `i`'s time series rows: its cumulative pCPU time at each sample, and the micro pool's
+    /// size (a host quantity, repeated in every VM's rows: metrics.csv is per VM).
+    pub(in crate::sim) fn sample_metrics(&self, i: usize, rows: &mut MetricRows) {
+        let Some(samples) = &self.mechanisms.samples else { return };
+        for (at, per_vm) in &samples.rows {
+            rows.put(format_args!("pcpu_time_ms[{:.3}s]", *at as f64 / 1e9), F3(to_ms(per_vm[i])));
+        }
+        for ((at, _), n) in samples.rows.iter().zip(&samples.micro_pcpus) {
+            rows.put(format_args!("micro_pool_pcpus[{:.3}s]", *at as f64 / 1e9), n);
+        }
     }
 }
