@@ -184,7 +184,7 @@ pub enum Upcall {
     DeviceIrq(Virq),
     /// Notice that the vCPU is about to be preempted (seed 003, IRS's "SA sender": a virtual IRQ
     /// through Xen's event channel, slide 9): the guest may move its current thread to a sibling
-    /// and acknowledges with `Hypercall::PreemptAck` (guest/irs.rs, sim/mechanisms/preemption_overlay.rs). Sent only
+    /// and acknowledges with `Hypercall::PreemptAck` (guest/irs.rs, sim/mechanisms/preemption_overlay/). Sent only
     /// for an involuntary preemption of a vCPU willing to run, under `[host] overlay = "irs"`.
     PreemptNotice,
 }
@@ -279,7 +279,7 @@ pub struct PvArea {
     /// the vCPU's current thread holds a kernel spinlock. Published lazily: the host copies it
     /// just before asking the overlay (guest/run.rs `publish_lock_mark`).
     pub lock_mark: bool,
-    /// Written by the host: it deferred a preemption of this vCPU (hypervisor/delay_preempt.rs);
+    /// Written by the host: it deferred a preemption of this vCPU (sim/mechanisms/preemption_overlay/delay_preempt.rs);
     /// the guest gives the pCPU back (`Hypercall::PreemptAck`) when it leaves its last critical
     /// section. Cleared when the hold ends.
     pub preempt_pending: bool,
@@ -359,7 +359,7 @@ pub enum KernelFn {
     /// An IPI handler: smp_reschedule_interrupt or flush_tlb_func.
     IpiHandler,
     // ---- Seed 002 Table 3 (Linux 4.4's critical functions) and the functions a vCPU spins or
-    // waits in; the detection whitelist is hypervisor/microsliced/detect.rs. ----
+    // waits in; the detection whitelist is hypervisor/critical_detect.rs. ----
     /// A device's hard IRQ (seed 002 Table 3, kernel/softirq.c `irq_enter` to the handler:
     /// Linux 4.4 `xen_evtchn_do_upcall` -> `handle_irq_event` -> netfront's
     /// `xennet_rx_interrupt` -> `napi_schedule`).

@@ -1,5 +1,5 @@
 //! `[[vm]] bare_metal = true` (scenario/bare_metal.rs `carve_bare_metal`, hypervisor/policies/native.rs,
-//! guest/placement.rs): a guest kernel run directly on its own pCPUs beside VMs on the rest.
+//! guest/bare_metal_placement.rs): a guest kernel run directly on its own pCPUs beside VMs on the rest.
 
 mod common;
 use common::*;

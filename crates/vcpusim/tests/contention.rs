@@ -1,4 +1,4 @@
-//! Seed 001's contention model (hardware/contention.rs, sim/mechanisms/contention.rs): the
+//! Seed 001's contention model (hardware/contention.rs, sim/mechanisms/contention_model.rs): the
 //! module factor exactly when two always-busy vCPUs share a module and exactly 1.0
 //! when they do not; the LLC factor growing with busy cores; remote memory; the new vms.csv
 //! columns; an all-off `[host.contention]` changing no byte; bad input refused with its key.

@@ -1,8 +1,8 @@
 //! Uhlig et al. VM'04 delayed preemption (`overlay = "delay-preempt"`,
-//! hypervisor/delay_preempt.rs): the guest marks held kernel spinlocks in its PV area, the host
+//! sim/mechanisms/preemption_overlay/delay_preempt.rs): the guest marks held kernel spinlocks in its PV area, the host
 //! defers a preemption of a marked vCPU up to `[host.delay_preempt] max_delay`, and the guest
 //! gives the pCPU back after its last critical section. Runs in check mode (every hold within
-//! its bound after every event: sim/mechanisms/preemption_overlay.rs `check_overlay`).
+//! its bound after every event: sim/mechanisms/preemption_overlay/ `check_overlay`).
 
 mod common;
 use common::run_sim_checked;

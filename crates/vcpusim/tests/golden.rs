@@ -7,7 +7,7 @@
 //! `tests/golden/make_cases.py`). The expected hashes are in `tests/golden/hashes.tsv`.
 //!
 //! A commit that changes an output on purpose rewrites the hashes in the same commit and says
-//! why (docs/architecture.md, "Golden outputs"):
+//! why (CONTRIBUTING.md, "Golden outputs"):
 //!
 //! ```sh
 //! VCPUSIM_BLESS=1 cargo test -p vcpusim --test golden

@@ -1,5 +1,5 @@
-//! Seed 003 (IRS): the preemption overlay seam (hypervisor/overlay.rs,
-//! sim/mechanisms/preemption_overlay.rs), the hypervisor's notice with its ack or timeout, the guest's SA receiver and
+//! Seed 003 (IRS): the preemption overlay seam (sim/mechanisms/preemption_overlay/rule.rs,
+//! sim/mechanisms/preemption_overlay/), the hypervisor's notice with its ack or timeout, the guest's SA receiver and
 //! migrator (guest/irs.rs), all in check mode (the hold is within its bound after every event;
 //! no thread is lost or duplicated; a thread is off the vCPU when the guest acknowledges).
 

@@ -1,5 +1,5 @@
 //! KVM 6.x on the host, and the host side of the 6.x guest's PV kick. Host halt polling
-//! (`[host.halt_poll]`, hypervisor/halt_poll.rs, sim/mechanisms/halt_poll.rs), the dynamic PLE window's
+//! (`[host.halt_poll]`, sim/mechanisms/halt_poll/rule.rs, sim/mechanisms/halt_poll/), the dynamic PLE window's
 //! shrink (`[host.ple] shrink`), and 6.6's `kvm_vcpu_on_spin` (`[host.params] kvm = "6.6"`):
 //! each cuts the pathology it targets, and each is off when its key is.
 

@@ -1,11 +1,12 @@
-//! Seed 002's micro-sliced cores (`hypervisor/microsliced/`, `sim/mechanisms/microsliced.rs`): a TLB-heavy
+//! Seed 002's micro-sliced cores (`hypervisor/critical_detect.rs`, `sim/mechanisms/microsliced/`): a TLB-heavy
 //! VM (PARSEC dedup) beside an always-busy VM on 8 pCPUs under Xen 4.7's credit, in check mode,
 //! so the micro pool's invariants (no vCPU waits behind another on a micro pCPU; every
 //! accelerated vCPU back within one micro slice plus a context switch) hold after every event.
 
 use vcpusim::api::{load_scenario, run as run_api};
-use vcpusim::hypervisor::microsliced::{AccelReason, MicroConfig, Mode};
+use vcpusim::hypervisor::critical_detect::AccelReason;
 use vcpusim::output::RunOptions;
+use vcpusim::scenario::microsliced_sections::{MicroConfig, Mode};
 use vcpusim::sim::mechanisms::microsliced::Loan;
 use vcpusim::sim::state::Sim;
 use vcpusim::time::{MS, US};

@@ -165,7 +165,7 @@ fn irs_and_quickstart_without_allocating() {
 
 /// A bare-metal VM of 48 threads contending for a mutex on 16 of seed 001's CPUs (CMT modules,
 /// LLC per node): its guest places each woken thread with Linux 3.13's `select_idle_sibling` over
-/// the real topology (guest/placement.rs), which listed both domains' spans and groups as fresh
+/// the real topology (guest/bare_metal_placement.rs), which listed both domains' spans and groups as fresh
 /// `Vec`s at every wake-up (913 allocations per 1,000 events of this run) before it read each
 /// LLC's groups made at the start.
 #[test]

@@ -1,4 +1,4 @@
-//! `[host] placement` at the engine level (seed 000 section 3.2; hypervisor/policies/placement.rs):
+//! `[host] placement` at the engine level (seed 000 section 3.2; hypervisor/policies/balance_placement.rs):
 //! balance scheduling never stacks sibling vCPUs, load-conscious balance sometimes does, and the
 //! key is checked like every other.
 

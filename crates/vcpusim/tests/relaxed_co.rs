@@ -1,5 +1,5 @@
 //! VMware ESX relaxed co-scheduling (`overlay = "relaxed-co"`,
-//! hypervisor/relaxed_co.rs, sim/mechanisms/relaxed_co.rs), in check mode: a lagging vCPU accumulates skew
+//! sim/mechanisms/relaxed_co/rule.rs, sim/mechanisms/relaxed_co/), in check mode: a lagging vCPU accumulates skew
 //! while a sibling runs, the running siblings are co-stopped past the threshold and co-started
 //! when the laggards caught up; idle vCPUs accumulate none.
 
@@ -9,7 +9,7 @@ use vcpusim::api::load_scenario;
 use vcpusim::time::MS;
 
 /// One credit tick: how far past the threshold a skew may go.
-const TICK: u64 = vcpusim::hypervisor::relaxed_co::TICK_SLACK;
+const TICK: u64 = vcpusim::sim::mechanisms::relaxed_co::rule::TICK_SLACK;
 
 /// `vcpus` vCPUs pinned one per pCPU running `threads` threads of `workload`, and a CPU hog
 /// pinned on pCPU 0 (sharing it with vCPU 0).

@@ -1,4 +1,4 @@
-//! Work at a speed (`hardware/speed.rs`, `sim/speed.rs`): a speed change in the middle of a
+//! Work at a speed (`hardware/speed.rs`, `sim/speed_change.rs`): a speed change in the middle of a
 //! compute op re-times its end exactly as the arithmetic says, to the nanosecond.
 //!
 //! One VM, one vCPU, one pCPU; the thread loops over `compute 1ms; progress`. The Sim is driven
@@ -12,7 +12,7 @@ use vcpusim::api::load_scenario;
 use vcpusim::hardware::speed::{Speed, SPEED_ONE};
 use vcpusim::hypervisor::policy::HostView;
 use vcpusim::ids::{PcpuId, VcpuId};
-use vcpusim::sim::speed::SpeedModel;
+use vcpusim::sim::speed_change::SpeedModel;
 use vcpusim::sim::state::{Activity, Sim, TimeKind};
 
 /// start_skew 0: the pCPU comes online at t = 0; the default context switch (3 µs) comes first.

@@ -3,7 +3,7 @@
 //! Ids stay host-wide (`ThreadId`, `LockId`, `VcpuId` index the host-wide `Sim::threads`,
 //! `Sim::locks` and `Sim::vcpus` tables), so a guest kernel holds the ids of its own threads; the
 //! thread records and spinlocks themselves are still in those tables, lent to its methods as a
-//! `GuestEnv` (see docs/architecture.md, "What is left of the split"). The guest's per-vCPU
+//! `GuestEnv` (see docs/architecture.md, "Who owns which state"). The guest's per-vCPU
 //! state is its own: `GuestKernel::vcpus`, indexed by the vCPU's index in its VM
 //! (`VcpuInfo::index`; the host keeps the (VM, index) of each vCPU in `Vcpu::slot`).
 
@@ -142,11 +142,11 @@ pub struct GuestKernel {
     /// vCPUs whose running worker thread polls a flag just set (a Tascell task request), in
     /// order; `run` hands them to the host one at a time (`Next::Poll`).
     pub polls: VecDeque<VcpuId>,
-    /// A bare-metal VM's view of the host topology (guest/placement.rs): wake-up placement by
+    /// A bare-metal VM's view of the host topology (guest/bare_metal_placement.rs): wake-up placement by
     /// Linux 3.13's `select_idle_sibling`. `Some` exactly on bare metal, where an IPI send does
     /// not exit and idle balancing leaves a CPU its only queued thread; `None` in a VM (flat
     /// vCPUs).
-    pub topology: Option<super::placement::GuestTopology>,
+    pub topology: Option<super::bare_metal_placement::GuestTopology>,
     /// The Tascell runtime of a program with `Op::WorkSteal` (guest/worksteal.rs).
     pub ws: Option<Box<super::worksteal::WorkStealing>>,
     /// Lock hand-offs for the trace's flow arrows (guest/handoff.rs): `Some` only in a traced

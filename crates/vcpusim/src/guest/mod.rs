@@ -8,6 +8,7 @@
 //! end of work the host ran come back as `GuestKernel` methods. Nothing here imports `sim` or
 //! the hypervisor.
 
+pub mod bare_metal_placement;
 pub mod config;
 pub mod futex;
 pub mod handoff;
@@ -18,7 +19,6 @@ pub mod kernel_fn;
 pub mod mm_sem;
 pub mod netrx;
 pub mod objects;
-pub mod placement;
 pub mod pv_guest;
 pub mod pv_spinlock;
 pub mod run;

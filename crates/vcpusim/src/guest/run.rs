@@ -525,7 +525,7 @@ impl GuestKernel {
     }
 
     /// The work left of vCPU `i`'s current thread step, if one is in progress (the host re-times
-    /// it when the vCPU's speed changes: `sim/speed.rs`).
+    /// it when the vCPU's speed changes: `sim/speed_change.rs`).
     #[inline]
     pub fn work_left(&self, threads: &[Thread], i: usize) -> Option<Nanos> {
         self.vcpus[i].current.and_then(|t| threads[t.idx()].step_remaining)
@@ -599,7 +599,7 @@ impl GuestKernel {
     /// "Guest OS notifies the hypervisor before acquiring a spin-lock"): its current thread
     /// holds a kernel spinlock or is acquiring one (spinning for it: the mark is set before the
     /// acquisition). The host asks just before it consults the `delay-preempt` overlay, which is
-    /// when the real flag is read (hypervisor/delay_preempt.rs).
+    /// when the real flag is read (sim/mechanisms/preemption_overlay/delay_preempt.rs).
     pub fn publish_lock_mark(&self, threads: &[Thread], i: usize, pv: &mut [PvArea]) {
         let gv = &self.vcpus[i];
         pv[gv.id.idx()].lock_mark = gv.current.is_some_and(|t| {

@@ -109,7 +109,7 @@ impl GuestKernel {
     /// sibling, else its previous vCPU (select_task_rq_fair's wake-affine /
     /// select_idle_sibling, simplified).
     /// On bare metal the guest sees the real topology: Linux 3.13's `select_idle_sibling`
-    /// (guest/placement.rs).
+    /// (guest/bare_metal_placement.rs).
     /// With IRS's migrator (guest/irs.rs) an idle vCPU must also keep most of its capacity
     /// after steal (`wake_capacity_ok`).
     fn wake_target(&mut self, pv: &[PvArea], now: Nanos, prev: VcpuId) -> usize {

@@ -208,7 +208,7 @@ pub enum Action {
     PvSchedYield {
         shootdown: u32,
     },
-    /// Delayed preemption (Uhlig et al. VM'04, hypervisor/delay_preempt.rs): after the thread's
+    /// Delayed preemption (Uhlig et al. VM'04, sim/mechanisms/preemption_overlay/delay_preempt.rs): after the thread's
     /// outermost spinlock release, give the pCPU back (`Hypercall::PreemptAck`) if the host
     /// marked a preemption pending in the PV area.
     DelayedPreemptYield,

@@ -33,7 +33,7 @@ pub struct Costs {
     /// Fixed virtualization overhead: a VM's work takes `1 + virt_overhead` times as long as on
     /// bare metal (memory virtualization by EPT/NPT two-dimensional page walks and the vCPU
     /// scheduler's own work), applied as a speed factor to every vCPU of every VM that is not
-    /// `bare_metal` (sim/speed.rs). Default 0. Seed 001 section III-B measures 24% for
+    /// `bare_metal` (sim/speed_change.rs). Default 0. Seed 001 section III-B measures 24% for
     /// tascell-fib at one thread (Xen 4.4, Linux 3.13 HVM guest, Opteron 6376): 0.24.
     pub virt_overhead: f64,
 }

@@ -3,7 +3,7 @@
 //! Every timed piece of work a vCPU does (a thread's compute or kernel step, an IPI handler, a
 //! hypervisor overhead charged to it) is an amount of *work*, counted in work-ns: nanoseconds at
 //! speed 1.0. The pCPU it runs on advances that work at a *speed* the host's `SpeedModel`
-//! (`sim/speed.rs`) gives,
+//! (`sim/speed_change.rs`) gives,
 //! and the speed may change while the work is in progress (an SMT sibling or CMT module partner
 //! becomes busy, the vCPU runs on another NUMA node than its memory). This is SimGrid's model
 //! (`CpuImpl::execution_start` in src/kernel/resource/CpuImpl.cpp): an execution is an action
@@ -20,8 +20,8 @@
 //! ```
 //!
 //! This file is the arithmetic of work and speed, below everything. The hook a contention model
-//! plugs into (`SpeedModel`, which reads the host's view of who runs where) is in `sim/speed.rs`,
-//! with the engine side (`sim/speed.rs`, `sim/execute.rs`):
+//! plugs into (`SpeedModel`, which reads the host's view of who runs where) is in `sim/speed_change.rs`,
+//! with the engine side (`sim/speed_change.rs`, `sim/execute.rs`):
 //! - `start_timed` schedules `ActivityDone` at `now + time_for(remaining, speed)`;
 //! - `settle` subtracts `work_in(elapsed, speed)` from what is left;
 //! - `Sim::speed_changed(pcpu)` asks the model again for the vCPU running there and, if its

@@ -106,7 +106,7 @@ pub struct VmInfo {
     /// The NUMA nodes holding the domain's memory, sorted, pages spread evenly over them (Xen
     /// allocates a domain's memory and knows where: `d->node_affinity` guides
     /// `alloc_domheap_pages`). Resolved from `[[vm]] memory_nodes` by
-    /// `sim/build.rs` `resolve_memory_nodes`; read by the contention model (sim/mechanisms/contention.rs).
+    /// `sim/build.rs` `resolve_memory_nodes`; read by the contention model (sim/mechanisms/contention_model.rs).
     pub memory_nodes: Vec<u32>,
     /// Its vCPUs in state [`VcpuState::Runnable`], by index in the VM (bit `i`: `vcpus[i]`),
     /// kept by the engine at every state change (`Sim::set_vcpu_state`; the policy test host's

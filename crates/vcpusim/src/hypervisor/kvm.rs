@@ -8,7 +8,7 @@
 //!   pause-loop exit ──> kvm_vcpu_on_spin (here: which sibling, in which order, when to stop)
 //!                              │ for each candidate
 //!                              ▼
-//!                       KvmYieldTo::yield_to (the scheduler: cfs/kvm.rs yield_to_task_fair)
+//!                       KvmYieldTo::yield_to (the scheduler: cfs/yield_to.rs yield_to_task_fair)
 //! ```
 //!
 //! - **3.2** (the default; seed 000's host): two passes over the VM's vCPUs, the first after

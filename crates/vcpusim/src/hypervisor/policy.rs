@@ -120,11 +120,11 @@ pub enum Request {
     /// micro-sliced cores move a vCPU into a short-slice pool and back).
     MoveToPool(VcpuId, crate::ids::PoolId),
     /// Seed 002: move this preempted vCPU into the micro-sliced pool for one micro slice, for
-    /// this reason, found in this kernel function (`sim/mechanisms/microsliced.rs` `Sim::accelerate`; refused
+    /// this reason, found in this kernel function (`sim/mechanisms/microsliced/` `Sim::accelerate`; refused
     /// when no micro pCPU is free).
-    Accelerate(VcpuId, crate::hypervisor::microsliced::AccelReason, crate::vmexit::KernelFn),
-    /// Seed 002: count one urgent event for Algorithm 1 (`hypervisor/microsliced/algorithm.rs`).
-    CountUrgent(crate::hypervisor::microsliced::UrgentEvent),
+    Accelerate(VcpuId, crate::hypervisor::critical_detect::AccelReason, crate::vmexit::KernelFn),
+    /// Seed 002: count one urgent event for Algorithm 1 (`sim/mechanisms/microsliced/algorithm.rs`).
+    CountUrgent(crate::hypervisor::critical_detect::UrgentEvent),
     /// Seed 002: the yield of this vCPU does not happen (the released code's `do_yield = 0`);
     /// with `true`, only if an `Accelerate` of the same call succeeded.
     SkipYield(VcpuId, bool),
@@ -189,11 +189,11 @@ impl<'a> PolicyCtx<'a> {
     }
     /// Seed 002: ask the host to accelerate preempted `v` on a micro-sliced core (`reason`, found
     /// in `func`).
-    pub fn accelerate(&mut self, v: VcpuId, reason: crate::hypervisor::microsliced::AccelReason, func: KernelFn) {
+    pub fn accelerate(&mut self, v: VcpuId, reason: crate::hypervisor::critical_detect::AccelReason, func: KernelFn) {
         self.requests.push(Request::Accelerate(v, reason, func));
     }
     /// Seed 002: count an urgent event for Algorithm 1.
-    pub fn count_urgent(&mut self, event: crate::hypervisor::microsliced::UrgentEvent) {
+    pub fn count_urgent(&mut self, event: crate::hypervisor::critical_detect::UrgentEvent) {
         self.requests.push(Request::CountUrgent(event));
     }
     /// Seed 002: the yield being handled does not happen (`if_accelerated`: only if this call's
@@ -350,7 +350,7 @@ pub trait Policy {
     }
 
     /// A preemption overlay's seam, if this policy can hold an involuntary preemption back
-    /// (credit; `[host] overlay`, hypervisor/overlay.rs): [`HoldPreemption`]. None by default.
+    /// (credit; `[host] overlay`, sim/mechanisms/preemption_overlay/rule.rs): [`HoldPreemption`]. None by default.
     fn hold_preemption(&mut self) -> Option<&mut dyn HoldPreemption> {
         None
     }
@@ -375,7 +375,7 @@ pub trait Policy {
 pub trait MicroSliced {
     /// Notification: the host relays a virtual IRQ of a device to `v` (Xen 4.7 `send_guest_pirq`
     /// -> `evtchn_port_set_pending` on the port's notify vCPU); seed 002's detection hooks here
-    /// (section 4.2). The host calls it through `Sim::virq_relayed` (sim/mechanisms/microsliced.rs).
+    /// (section 4.2). The host calls it through `Sim::virq_relayed` (sim/mechanisms/microsliced/).
     fn virq_sent(&mut self, ctx: &mut PolicyCtx, v: VcpuId);
 
     /// The Runnable, not running, vCPU `v` leaves this pool for the micro pool for one micro
@@ -389,7 +389,7 @@ pub trait MicroSliced {
     fn return_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId, ran: Nanos);
 }
 
-/// The seam of a preemption overlay (hypervisor/overlay.rs) in a policy that can hold an
+/// The seam of a preemption overlay (sim/mechanisms/preemption_overlay/rule.rs) in a policy that can hold an
 /// involuntary preemption back (`Policy::hold_preemption`).
 pub trait HoldPreemption {
     /// The last `do_schedule(p)` chose `next` over `prev`, which runs on `p` and is willing to

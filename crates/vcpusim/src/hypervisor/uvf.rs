@@ -17,7 +17,7 @@
 //! This file is policy-independent state and rules; `overlay.rs` holds the rules every base
 //! policy shares, and `policies/cfs/urgent.rs` and `policies/credit/urgent.rs` wire them in.
 
-pub mod overlay;
+pub mod carrier;
 
 use crate::hypervisor::policy::Timer;
 use crate::ids::{PcpuId, VcpuId};

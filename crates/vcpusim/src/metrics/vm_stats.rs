@@ -36,7 +36,7 @@ pub struct VmStats {
     /// Times one of its vCPUs entered urgent state (UVF, seed 000 section 3.1.3).
     pub urgent_entered: u64,
     /// Seed 002: vCPUs moved into the micro-sliced pool, by reason
-    /// (`hypervisor::microsliced::AccelReason::idx`).
+    /// (`hypervisor::critical_detect::AccelReason::idx`).
     pub accelerated: [u64; 4],
     /// Involuntary deschedules (preemptions) of its vCPUs.
     pub preemptions: u64,

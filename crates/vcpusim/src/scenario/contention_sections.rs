@@ -1,5 +1,5 @@
 //! `[host.contention]`, `[vm.contention]` and `[[vm]] memory_nodes`: seed 001's contention model
-//! (hardware/contention.rs, sim/mechanisms/contention.rs). `[host.contention]` turns sources on (all off by
+//! (hardware/contention.rs, sim/mechanisms/contention_model.rs). `[host.contention]` turns sources on (all off by
 //! default; without the table every pCPU runs at nominal speed and no output changes);
 //! `[vm.contention]` overrides the VM's workload sensitivities (workload/sensitivity.rs); and
 //! `memory_nodes` says where the VM's memory lives. Keys are declared once here for the loader

@@ -148,11 +148,11 @@ fn lacking(pools: &[PoolSpec], feature: policies::HostFeature) -> Option<(String
     })
 }
 
-/// `[host] placement` (seed 000 section 3.2; hypervisor/policies/placement.rs). It reaches the
+/// `[host] placement` (seed 000 section 3.2; hypervisor/policies/balance_placement.rs). It reaches the
 /// policy as its `placement` parameter, so only a policy declaring one (cfs) takes `balance` or
 /// `lc-balance`; `default`, the policy's own placement, is valid with any policy.
 fn with_placement(host: &Section, kind: &dyn policies::PolicyKind, mut params: Params) -> Result<Params, SimError> {
-    use crate::hypervisor::policies::placement::Placement;
+    use crate::hypervisor::policies::balance_placement::Placement;
     let Some(value) = host.get("placement") else { return Ok(params) };
     let names = Placement::NAMES;
     let name = match value {

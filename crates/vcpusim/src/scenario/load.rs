@@ -79,7 +79,7 @@ pub fn from_toml_str(text: &str, source: &str) -> Result<Scenario, SimError> {
         ));
     }
     if host.microsliced.is_some() && !host.pool_changes.is_empty() {
-        // The micro pool takes and gives back pool0's pCPUs itself (sim/mechanisms/microsliced.rs); a
+        // The micro pool takes and gives back pool0's pCPUs itself (sim/mechanisms/microsliced/); a
         // scripted move could take a pCPU from under an accelerated vCPU.
         return Err(error(
             source,

@@ -1,14 +1,84 @@
-//! `[host.microsliced]`: seed 002's micro-sliced cores (hypervisor/microsliced/). Present turns
+//! `[host.microsliced]`: seed 002's micro-sliced cores (sim/mechanisms/microsliced/). Present turns
 //! them on: a child pool of the default pool, static (`cores` pCPUs from the start) or dynamic
 //! (Algorithm 1, at most `cores`). Keys are declared once here for the loader and the catalog.
 
 use super::section::Section;
 use super::sections::SectionKey;
 use crate::error::SimError;
-use crate::hypervisor::microsliced::{Detect, MicroConfig, Mode, DEFAULT_EPOCH, DEFAULT_PROFILE_INTERVAL, DEFAULT_SLICE};
+use crate::hypervisor::critical_detect::Detect;
 use crate::params::{show_toml, ParamSpec, ParamValue};
-use crate::time::SEC;
+use crate::time::{Nanos, MS, SEC, US};
 use toml::Value;
+
+// The micro pool's configuration; the engine side that acts on it is sim/mechanisms/microsliced/.
+
+/// `HCPU_TSLICE_US` (released sched_credit.c) and the seed's 0.1 ms micro slice (section 4).
+pub const DEFAULT_SLICE: Nanos = 100 * US;
+/// Algorithm 1's `ProfileInterval` (10 ms; `HCPU_MANAGER_PROFILE_TICK_MS`).
+pub const DEFAULT_PROFILE_INTERVAL: Nanos = 10 * MS;
+/// Algorithm 1's `EpochInterval` (1000 ms; `HCPU_MANAGER_TICK_MS`).
+pub const DEFAULT_EPOCH: Nanos = 1000 * MS;
+/// `NUM_LIMIT_HIDDEN_CPUS` of the released code (dynamic mode's default limit).
+pub const DEFAULT_LIMIT: u32 = 3;
+
+/// Static: a fixed pool; dynamic: Algorithm 1 sizes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Static,
+    Dynamic,
+}
+
+impl Mode {
+    pub const NAMES: &'static [&'static str] = &["static", "dynamic"];
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Static => "static",
+            Mode::Dynamic => "dynamic",
+        }
+    }
+}
+
+/// `[host.microsliced]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MicroConfig {
+    pub mode: Mode,
+    /// Static: the pool's size; dynamic: `NUM_LIMIT_uCORES`.
+    pub cores: u32,
+    /// The micro slice.
+    pub slice: Nanos,
+    pub profile_interval: Nanos,
+    pub epoch: Nanos,
+    pub detect: Detect,
+    /// The guest's symbol table reaches the hypervisor: the parent pool's policy declares the
+    /// `kernel_fn` channel (`symbols = false` turns the channel off: nothing is detected).
+    pub symbols: bool,
+}
+
+impl MicroConfig {
+    /// The micro pool is carved out of the default pool (`pool`, of `pcpus` pCPUs), which must
+    /// keep at least one pCPU for normal scheduling. Checked by the loader (so `vcpusim
+    /// validate` says it) and again where the pool is built, for a scenario made in Rust.
+    pub fn check_cores(&self, pool: &str, pcpus: usize) -> Result<(), String> {
+        if self.cores as usize >= pcpus {
+            return Err(format!("cores = {} leaves pool {pool:?} ({pcpus} pCPUs) no pCPU for normal scheduling", self.cores));
+        }
+        Ok(())
+    }
+}
+
+impl Default for MicroConfig {
+    fn default() -> Self {
+        MicroConfig {
+            mode: Mode::Static,
+            cores: 1,
+            slice: DEFAULT_SLICE,
+            profile_interval: DEFAULT_PROFILE_INTERVAL,
+            epoch: DEFAULT_EPOCH,
+            detect: Detect::ALL,
+            symbols: true,
+        }
+    }
+}
 
 /// `[host.microsliced]` keys (`detect`, a list of names, is read apart: see [`host_microsliced`]).
 pub fn host_microsliced_keys() -> Vec<SectionKey> {

@@ -1,14 +1,91 @@
-//! `[host] overlay` and `[host.irs]`: the preemption overlays (hypervisor/overlay.rs).
+//! `[host] overlay` and `[host.irs]`: the preemption overlays (sim/mechanisms/preemption_overlay/rule.rs).
 //! Keys are declared once here for the loader and the catalog.
 
 use super::section::Section;
 use super::sections::SectionKey;
 use crate::error::SimError;
-use crate::hypervisor::delay_preempt::{DelayPreemptConfig, DEFAULT_MAX_DELAY};
-use crate::hypervisor::overlay::{IrsConfig, OverlayConfig, IRS_NOTIFY_DELAY};
-use crate::hypervisor::relaxed_co::{RelaxedCoConfig, DEFAULT_SKEW_THRESHOLD};
 use crate::params::{ParamSpec, ParamValue};
-use crate::time::SEC;
+use crate::time::{Nanos, MS, SEC, US};
+
+// The overlays' configuration: what the scenario says; the rules that act on it are the
+// engine's (sim/mechanisms/preemption_overlay/, sim/mechanisms/relaxed_co/).
+
+/// `[host] overlay`: which overlay wraps the policy's preemptions (none by default).
+#[derive(Clone, Debug, PartialEq)]
+pub enum OverlayConfig {
+    /// Seed 003's IRS (`[host.irs]`).
+    Irs(IrsConfig),
+    /// VMware ESX 4.x relaxed co-scheduling (`[host.relaxed_co]`, sim/mechanisms/relaxed_co/).
+    RelaxedCo(RelaxedCoConfig),
+    /// Uhlig et al. VM'04 delayed preemption (`[host.delay_preempt]`, sim/mechanisms/preemption_overlay/delay_preempt.rs).
+    DelayPreempt(DelayPreemptConfig),
+}
+
+impl OverlayConfig {
+    /// The names `[host] overlay` accepts.
+    pub const NAMES: &'static [&'static str] = &["irs", "relaxed-co", "delay-preempt"];
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            OverlayConfig::Irs(_) => "irs",
+            OverlayConfig::RelaxedCo(_) => "relaxed-co",
+            OverlayConfig::DelayPreempt(_) => "delay-preempt",
+        }
+    }
+}
+
+/// IRS's notify delay (the default of `[host.irs] notify_delay`): the slides'
+/// "20-26 us delay (SA send + guest migration + completion)" (seed 003 slide 7); 23 us is the
+/// middle. The hypervisor switches at the guest's ack or after this long, whichever comes first.
+pub const IRS_NOTIFY_DELAY: Nanos = 23 * US;
+
+/// `[host.irs]`: Interference-Resilient Scheduling's hypervisor side and its migrator switch.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IrsConfig {
+    /// The longest the hypervisor delays an involuntary preemption after the notice.
+    pub notify_delay: Nanos,
+    /// The guest-side migrator (seed 003 slide 8): load from rt_avg including steal time, and
+    /// wake-up preemption of an IRS-migrated task. Read by the guests of IRS VMs.
+    pub migrator: bool,
+}
+
+impl Default for IrsConfig {
+    fn default() -> Self {
+        IrsConfig { notify_delay: IRS_NOTIFY_DELAY, migrator: true }
+    }
+}
+
+/// The default skew threshold (assumed: "a few milliseconds", see the module doc).
+pub const DEFAULT_SKEW_THRESHOLD: Nanos = 3 * MS;
+
+/// `[host.relaxed_co]`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RelaxedCoConfig {
+    /// Skew beyond which a VM's leading vCPUs are co-stopped.
+    pub skew_threshold: Nanos,
+}
+
+impl Default for RelaxedCoConfig {
+    fn default() -> Self {
+        RelaxedCoConfig { skew_threshold: DEFAULT_SKEW_THRESHOLD }
+    }
+}
+
+/// The default bound of a deferral (assumed, see the module doc).
+pub const DEFAULT_MAX_DELAY: Nanos = MS;
+
+/// `[host.delay_preempt]`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DelayPreemptConfig {
+    /// The longest a preemption is deferred for a vCPU whose guest holds a spinlock.
+    pub max_delay: Nanos,
+}
+
+impl Default for DelayPreemptConfig {
+    fn default() -> Self {
+        DelayPreemptConfig { max_delay: DEFAULT_MAX_DELAY }
+    }
+}
 
 /// `[host.irs]` keys.
 pub fn host_irs_keys() -> Vec<SectionKey> {
@@ -32,7 +109,7 @@ pub fn host_irs_keys() -> Vec<SectionKey> {
     ]
 }
 
-/// `[host.relaxed_co]` keys (hypervisor/relaxed_co.rs).
+/// `[host.relaxed_co]` keys (sim/mechanisms/relaxed_co/rule.rs).
 pub fn host_relaxed_co_keys() -> Vec<SectionKey> {
     vec![SectionKey::defaulted(
         ParamSpec::duration(
@@ -45,7 +122,7 @@ pub fn host_relaxed_co_keys() -> Vec<SectionKey> {
     )]
 }
 
-/// `[host.delay_preempt]` keys (hypervisor/delay_preempt.rs).
+/// `[host.delay_preempt]` keys (sim/mechanisms/preemption_overlay/delay_preempt.rs).
 pub fn host_delay_preempt_keys() -> Vec<SectionKey> {
     vec![SectionKey::defaulted(
         ParamSpec::duration(

@@ -6,10 +6,9 @@ use super::section::Section;
 use crate::error::SimError;
 use crate::guest::config::{FutexWakeIpi, GuestConfig, KernelPreset, PvFeatures, TlbTargets};
 use crate::hardware::costs::{Costs, Ple};
-use crate::hypervisor::halt_poll::HaltPoll;
 use crate::params::{ParamSpec, ParamValue};
 use crate::scenario::spec::RunSpec;
-use crate::time::{MS, SEC};
+use crate::time::{Nanos, MS, SEC, US};
 use crate::workload::program::SpinlockKind;
 
 /// One key of a fixed section.
@@ -425,7 +424,40 @@ pub fn ple(section: Option<&Section>, grow_default: u64) -> Result<Ple, SimError
     Ok(ple)
 }
 
-/// `[host.halt_poll]`: KVM's host halt polling (hypervisor/halt_poll.rs `HaltPoll`; the
+// KVM's halt-polling module parameters (v6.6 virt/kvm/kvm_main.c); the rule that uses them is
+// sim/mechanisms/halt_poll/rule.rs.
+
+/// x86's `KVM_HALT_POLL_NS_DEFAULT`: 200 us (arch/x86/include/asm/kvm_host.h), the module
+/// parameter `halt_poll_ns`, the cap on every vCPU's poll.
+pub const HALT_POLL_NS_DEFAULT: Nanos = 200 * US;
+/// `halt_poll_ns_grow` default: a growing poll doubles.
+pub const HALT_POLL_NS_GROW: u64 = 2;
+/// `halt_poll_ns_grow_start` default: 10 us, where a poll starts growing from 0.
+pub const HALT_POLL_NS_GROW_START: Nanos = 10 * US;
+/// `halt_poll_ns_shrink` default: 0, a shrinking poll resets to 0.
+pub const HALT_POLL_NS_SHRINK: u64 = 0;
+
+/// The halt-polling module parameters of kvm_main.c.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HaltPoll {
+    /// `halt_poll_ns`: the most any vCPU polls (`kvm_vcpu_max_halt_poll_ns`; no per-VM
+    /// override here).
+    pub max: Nanos,
+    /// `halt_poll_ns_grow`: 0 never grows.
+    pub grow: u64,
+    /// `halt_poll_ns_grow_start`.
+    pub grow_start: Nanos,
+    /// `halt_poll_ns_shrink`: 0 resets to 0.
+    pub shrink: u64,
+}
+
+impl Default for HaltPoll {
+    fn default() -> Self {
+        HaltPoll { max: HALT_POLL_NS_DEFAULT, grow: HALT_POLL_NS_GROW, grow_start: HALT_POLL_NS_GROW_START, shrink: HALT_POLL_NS_SHRINK }
+    }
+}
+
+/// `[host.halt_poll]`: KVM's host halt polling (sim/mechanisms/halt_poll/rule.rs `HaltPoll`; the
 /// kvm_main.c module parameters).
 pub fn halt_poll_keys() -> Vec<SectionKey> {
     let d = HaltPoll::default();

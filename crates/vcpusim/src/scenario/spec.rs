@@ -50,13 +50,13 @@ pub struct HostSpec {
     /// xl's placement reads from `libxl_get_numainfo`); [`UNBOUNDED_NODE_MEMORY_MIB`] each when
     /// not given.
     pub node_memory_mib: Vec<u64>,
-    /// `[host.microsliced]`: seed 002's micro-sliced cores (hypervisor/microsliced/); None = off.
-    pub microsliced: Option<crate::hypervisor::microsliced::MicroConfig>,
+    /// `[host.microsliced]`: seed 002's micro-sliced cores (sim/mechanisms/microsliced/); None = off.
+    pub microsliced: Option<crate::scenario::microsliced_sections::MicroConfig>,
     /// `[host] overlay` with its section (`[host.irs]`): the preemption overlays
-    /// (hypervisor/overlay.rs); None = off.
-    pub overlay: Option<crate::hypervisor::overlay::OverlayConfig>,
-    /// `[host.halt_poll]`: KVM's host halt polling (hypervisor/halt_poll.rs); None = off.
-    pub halt_poll: Option<crate::hypervisor::halt_poll::HaltPoll>,
+    /// (sim/mechanisms/preemption_overlay/rule.rs); None = off.
+    pub overlay: Option<crate::scenario::overlay_sections::OverlayConfig>,
+    /// `[host.halt_poll]`: KVM's host halt polling (sim/mechanisms/halt_poll/rule.rs); None = off.
+    pub halt_poll: Option<crate::scenario::sections::HaltPoll>,
 }
 
 /// `node_memory` when the scenario gives none: more than any VM asks for, equal on every node,

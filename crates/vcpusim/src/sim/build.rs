@@ -1,10 +1,10 @@
 //! Building a simulation from a validated scenario.
 
-use super::mechanisms::contention::ContentionModel;
+use super::mechanisms::contention_model::ContentionModel;
 use super::mechanisms::sampling::Samples;
 use super::mechanisms::Mechanisms;
 use super::pools::Cpupool;
-use super::speed::ConstantSpeed;
+use super::speed_change::ConstantSpeed;
 use super::state::{Activity, GuestSlot, Pcpu, Sim, TimeKind, Vcpu, Vm};
 use crate::engine::event_queue::EventQueue;
 use crate::engine::rng::stream;
@@ -44,7 +44,7 @@ impl Sim {
             })?;
             // Every instance sizes its per-pCPU and per-vCPU tables for the whole host (ids are
             // host-wide) and schedules only what its pool holds.
-            // The micro pool's parent is the default pool (sim/mechanisms/microsliced.rs).
+            // The micro pool's parent is the default pool (sim/mechanisms/microsliced/).
             let shape = HostShape {
                 uvf: sc.host.uvf.filter(|_| kind.carries_uvf()),
                 microsliced: sc.host.microsliced.as_ref().filter(|_| i == 0).map(|m| m.detect),
@@ -73,9 +73,7 @@ impl Sim {
             insert_on_wake: vec![false; nvcpus as usize],
             trivial_placement: false,
             pool_node_explicit: Vec::new(),
-            requests: Vec::new(),
-            request_buffers: Vec::new(),
-            timers: Default::default(),
+            calls: Default::default(),
             vinfo: Vec::new(),
             pinfo: (0..npcpus as u32).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect(),
             vminfo: Vec::new(),
@@ -139,7 +137,7 @@ impl Sim {
             })?;
         }
         if let Some(cfg) = &sc.host.overlay {
-            if let Some(overlay) = crate::hypervisor::overlay::build(cfg) {
+            if let Some(overlay) = crate::sim::mechanisms::preemption_overlay::rule::build(cfg) {
                 sim.mechanisms.preemption_overlay = Some(Box::new(super::mechanisms::preemption_overlay::OverlayState {
                     cfg: cfg.clone(),
                     overlay,
@@ -150,11 +148,11 @@ impl Sim {
                     stats: Default::default(),
                     per_vm: vec![Default::default(); sim.vminfo.len()],
                 }));
-                if let crate::hypervisor::overlay::OverlayConfig::RelaxedCo(rc) = cfg {
+                if let crate::scenario::overlay_sections::OverlayConfig::RelaxedCo(rc) = cfg {
                     sim.mechanisms.relaxed_co =
                         Some(Box::new(super::mechanisms::relaxed_co::RelaxedCoState::new(*rc, sim.vinfo.len(), sim.vminfo.len())));
                 }
-                if let crate::hypervisor::overlay::OverlayConfig::Irs(irs) = cfg {
+                if let crate::scenario::overlay_sections::OverlayConfig::Irs(irs) = cfg {
                     for g in sim.guests.iter_mut().filter(|g| g.config.irs) {
                         g.irs = Some(Box::new(crate::guest::irs::IrsGuest::new(g.vcpus.len(), irs.migrator)));
                     }
@@ -269,7 +267,7 @@ impl Sim {
         // the threads as Linux 3.13's fork balancing does; a VM's go round-robin.
         let topology = spec.bare_metal.then(|| {
             let pcpus: Vec<PcpuId> = spec.cpus.iter().map(|m| m.first().expect("a bare-metal vCPU has its pCPU")).collect();
-            crate::guest::placement::GuestTopology::new(&self.topology, &pcpus)
+            crate::guest::bare_metal_placement::GuestTopology::new(&self.topology, &pcpus)
         });
         let mut load = vec![0u64; vcpu_ids.len()];
         for (i, ops) in program.threads.iter().enumerate() {

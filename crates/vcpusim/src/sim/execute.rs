@@ -3,7 +3,7 @@
 //! A running vCPU does one thing at a time (its `Activity`): hypervisor overhead, an interrupt
 //! handler, or its current thread's front step. What the guest does next is its answer when the
 //! host enters it (`dispatch` → `GuestKernel::run` → `vmexit::Next`); this file runs that answer.
-//! Timed work is an amount of work done at the vCPU's speed (`hardware/speed.rs`; `sim/speed.rs`
+//! Timed work is an amount of work done at the vCPU's speed (`hardware/speed.rs`; `sim/speed_change.rs`
 //! re-times it when the speed changes) and ends with an `ActivityDone` event, reported back to
 //! the guest (`step_done`, `handler_done`); spinning is time, not work, and has no end event: the
 //! guest "pokes" a spinner when what it waits for changes (`Next::Poke`), and a pause-loop exit

@@ -39,7 +39,7 @@ impl Sim {
         HostView::new(self.now, &self.vinfo, &self.pinfo, &self.vminfo, &self.topology).scoped(scope)
     }
 
-    /// Call the policy of `pool` with a fresh context; its requests wait in `self.requests` (timers
+    /// Call the policy of `pool` with a fresh context; its requests wait in `self.calls` (timers
     /// it makes belong to it: their owner is the pool). Always inlined: the context is built in
     /// the caller's frame, and the calls (two per pause-loop exit) skip a prologue each.
     #[inline(always)]
@@ -48,7 +48,8 @@ impl Sim {
         let Cpupool { view, policy } = &mut self.pools[pool.idx()];
         let scope = Scope { pool: view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity, trivial: self.trivial_placement };
         let host = HostView::new(self.now, &self.vinfo, &self.pinfo, &self.vminfo, &self.topology).scoped(scope);
-        let mut ctx = PolicyCtx::for_owner(host, &mut self.requests, &mut self.timers, pool.0, &symbols, self.pool_channels[pool.idx()]);
+        let (requests, timers) = self.calls.outbox();
+        let mut ctx = PolicyCtx::for_owner(host, requests, timers, pool.0, &symbols, self.pool_channels[pool.idx()]);
         f(policy.as_mut(), &mut ctx)
     }
 
@@ -71,11 +72,11 @@ impl Sim {
     ///
     /// Each batch is the list pending when it starts; what its requests cause waits for the next
     /// batch (a nested flush, inside `reschedule`, takes those first). Batch lists are reused
-    /// (`request_buffers`), so a reschedule request costs no allocation. Most calls find none
+    /// (`PolicyCalls::give_back`), so a reschedule request costs no allocation. Most calls find none
     /// (every `do_schedule` is followed by one): that test is inlined into the caller.
     #[inline(always)]
     pub fn flush_requests(&mut self) {
-        if !self.requests.is_empty() {
+        if self.calls.pending() {
             self.flush_pending_requests();
         }
     }
@@ -85,20 +86,18 @@ impl Sim {
     fn flush_pending_requests(&mut self) {
         // A lone timer request (a tick re-arming itself: half of a long credit run's events)
         // causes no other: carried out in place, without swapping the batch lists.
-        if let [Request::SetTimer { timer, at }] = self.requests[..] {
-            self.requests.clear();
+        if let Some((timer, at)) = self.calls.take_lone_timer() {
             self.set_timer(timer, at);
             return;
         }
-        while !self.requests.is_empty() {
-            let spare = self.request_buffers.pop().unwrap_or_default();
-            let mut batch = std::mem::replace(&mut self.requests, spare);
+        while self.calls.pending() {
+            let batch = self.calls.take_batch();
             for &r in &batch {
                 match r {
                     Request::Reschedule(p) => self.reschedule_requested(p),
                     Request::SetTimer { timer, at } => self.set_timer(timer, at),
                     Request::StopTimer(timer) => {
-                        if let Some(old) = self.timers.disarm(timer) {
+                        if let Some(old) = self.calls.disarm(timer) {
                             self.queue.cancel(old);
                         }
                     }
@@ -116,8 +115,7 @@ impl Sim {
                     }
                 }
             }
-            batch.clear();
-            self.request_buffers.push(batch);
+            self.calls.give_back(batch);
         }
     }
 
@@ -125,9 +123,9 @@ impl Sim {
     /// here (the same point in the request order as every earlier timer push).
     #[inline(always)]
     fn set_timer(&mut self, timer: TimerId, at: Nanos) {
-        let pending = self.timers.entry(timer).pending;
+        let pending = self.calls.timer(timer).pending;
         let ev = self.queue.replace(pending, at, Event::PolicyTimer(timer));
-        self.timers.arm(timer, ev);
+        self.calls.arm(timer, ev);
     }
 
     /// Ask the policy what runs next on `p` and switch to it.
@@ -152,7 +150,7 @@ impl Sim {
     }
 
     /// Whether `p` reschedules at all: the run goes on, `p` is online, and no vCPU stops
-    /// halt-polling there instead (sim/mechanisms/halt_poll.rs: it stops if another waits).
+    /// halt-polling there instead (sim/mechanisms/halt_poll/: it stops if another waits).
     #[inline(always)]
     fn may_reschedule(&mut self, p: PcpuId) -> bool {
         if self.stop.is_some() || !self.pcpus[p.idx()].online {
@@ -216,9 +214,9 @@ impl Sim {
     #[cold]
     #[inline(never)]
     fn schedule_checked(&mut self, pool: PoolId, p: PcpuId, c: VcpuId) {
-        let asked = self.requests.len();
+        let asked = self.calls.pending_count();
         let decision = self.call_policy(pool, |pol, ctx| pol.do_schedule(ctx, p));
-        let made = self.requests.len() - asked;
+        let made = self.calls.pending_count() - asked;
         if decision != Decision::run(c, None) || made > 0 {
             let name = self.pools[pool.idx()].policy.name();
             let message = format!(

@@ -96,7 +96,7 @@ impl Sim {
             // step): `pv_unhalted = true`, then `kvm_vcpu_kick`, which wakes a halted vCPU or ends
             // a halt poll; a running one keeps the flag until its halt ends (`vcpu_block` clears
             // it). Then `kvm_sched_yield` to the kicked vCPU (the queue-head boost):
-            // `Sim::kvm_kick_cpu` (sim/mechanisms/halt_poll.rs).
+            // `Sim::kvm_kick_cpu` (sim/mechanisms/halt_poll/).
             Hypercall::KickCpu(u) => {
                 let vm = self.vcpus[v.idx()].slot.vm as usize;
                 self.vms[vm].stats.kicks += 1;

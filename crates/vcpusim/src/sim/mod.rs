@@ -6,8 +6,9 @@ pub mod hypervisor_ops;
 pub mod invariants;
 pub mod line;
 pub mod mechanisms;
+pub mod policy_calls;
 pub mod pools;
-pub mod speed;
+pub mod speed_change;
 pub mod state;
 pub mod tracing;
 
@@ -119,7 +120,7 @@ impl Sim {
                 self.reschedule(p);
             }
             Event::PolicyTimer(timer) => {
-                if let Some((owner, key)) = self.timers.fire(timer) {
+                if let Some((owner, key)) = self.calls.fire(timer) {
                     self.with_policy(crate::ids::PoolId(owner), |pol, ctx| pol.on_timer(ctx, key));
                 }
             }

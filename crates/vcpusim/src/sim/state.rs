@@ -1,7 +1,7 @@
 //! The state of one simulation run: every entity, indexed by id.
 
 use super::pools::Cpupool;
-use super::speed::SpeedModel;
+use super::speed_change::SpeedModel;
 use crate::engine::event_queue::{EventId, EventQueue};
 use crate::guest::kernel::{GuestEnv, GuestKernel};
 use crate::guest::spinlock::Spinlock;
@@ -10,7 +10,7 @@ use crate::hardware::costs::{Costs, Ple};
 use crate::hardware::speed::Speed;
 use crate::hardware::topology::Topology;
 use crate::hypervisor::host_view::Affinity;
-use crate::hypervisor::policy::{PcpuInfo, Request, TimerId, TimerTable, VcpuInfo, VmInfo, VmSched};
+use crate::hypervisor::policy::{PcpuInfo, TimerId, VcpuInfo, VmInfo, VmSched};
 use crate::ids::{PcpuId, PoolId, VcpuId};
 use crate::metrics::trace::TraceSink;
 use crate::metrics::vm_stats::VmStats;
@@ -32,7 +32,7 @@ pub enum Activity {
     Thread,
     /// Waiting for a dispatch event (just scheduled in).
     Starting,
-    /// KVM halt polling after a HLT (`[host.halt_poll]`, sim/mechanisms/halt_poll.rs): host time, spent
+    /// KVM halt polling after a HLT (`[host.halt_poll]`, sim/mechanisms/halt_poll/): host time, spent
     /// waiting for a wake-up on its pCPU.
     HaltPoll,
 }
@@ -125,7 +125,7 @@ pub enum Event {
     IpiArrive(VcpuId, Ipi),
     /// The slice the policy gave a pCPU ends.
     SliceEnd(PcpuId),
-    /// A policy-owned timer expires (only armed timers have a live event: see `Sim::timers`).
+    /// A policy-owned timer expires (only armed timers have a live event: see `Sim::calls`).
     PolicyTimer(TimerId),
     /// `[[host.pool_change]]`: pCPU moves to the pool (index into the scenario's pools).
     PoolChange(PcpuId, PoolId),
@@ -169,12 +169,8 @@ pub struct Sim {
     /// `facts.node_explicit` is this above zero), counted again in `refresh_pool_facts` and kept
     /// as vCPUs change pool (`set_vcpu_pool`).
     pub pool_node_explicit: Vec<u32>,
-    /// Requests of policy calls not carried out yet.
-    pub requests: Vec<Request>,
-    /// Emptied request lists, reused by `flush_requests` (one per nesting level in use).
-    pub request_buffers: Vec<Vec<Request>>,
-    /// Policy-owned timers (Xen `init_timer`): key, owner pool and the pending expiry event.
-    pub timers: TimerTable,
+    /// The policies' requests not carried out yet and their timers (sim/policy_calls.rs).
+    pub calls: super::policy_calls::PolicyCalls,
     pub vinfo: Vec<VcpuInfo>,
     pub pinfo: Vec<PcpuInfo>,
     pub vminfo: Vec<VmInfo>,

@@ -1,6 +1,6 @@
 //! The least loaded pCPU that passes a test, without reading every pCPU: a tournament tree of
 //! the pool's run-queue loads, for the seed-000 placements (`balance`, `lc-balance`,
-//! policies/placement.rs), which look for the least loaded run queue holding no sibling of the
+//! policies/balance_placement.rs), which look for the least loaded run queue holding no sibling of the
 //! waking vCPU at every wakeup (no scan that grows with the host on a per-event path: the scan
 //! takes 3.9 µs a wakeup event on 1,024 pCPUs against 0.09 on 8).
 //!

@@ -1,5 +1,6 @@
 //! The hypervisor scheduling policies, one file each, and their registry.
 
+pub mod balance_placement;
 pub mod cfs;
 pub mod credit;
 pub mod eevdf;
@@ -7,9 +8,9 @@ pub mod gang;
 pub mod hybrid;
 pub mod load_index;
 pub mod matching;
+pub mod micro_pool;
 pub mod native;
 pub mod ordered_set;
-pub mod placement;
 #[cfg(test)]
 pub(crate) mod test_host;
 
@@ -27,7 +28,7 @@ pub struct HostShape {
     pub uvf: Option<crate::hypervisor::uvf::UvfHost>,
     /// `[host.microsliced]`: the critical services seed 002's micro-sliced cores detect, when the
     /// policy carries them (the default pool's; `Policy::microsliced`).
-    pub microsliced: Option<crate::hypervisor::microsliced::Detect>,
+    pub microsliced: Option<crate::hypervisor::critical_detect::Detect>,
 }
 
 impl HostShape {

@@ -25,20 +25,22 @@
 //!                         mechanism_summary          micro-sliced cores (summary.json)
 //! ```
 //!
-//! The mechanisms, each with its model in the hypervisor layer and its section in the scenario
-//! loader (the loader sits below the engine, so a section cannot live here):
+//! The mechanisms. A folder holds the engine side (`mod.rs`) and the pure rule it applies
+//! (`rule.rs`, testable alone); the configuration types live with the scenario section, since
+//! the loader sits below the engine; what a policy itself sees of a mechanism stays in the
+//! hypervisor layer.
 //!
-//! | module | scenario | model |
+//! | module | scenario (configuration) | rule, and what the policy sees |
 //! |---|---|---|
-//! | `relaxed_co` | `[host] overlay = "relaxed-co"`, `[host.relaxed_co]` | hypervisor/relaxed_co.rs |
-//! | `preemption_overlay` | `[host] overlay` (IRS, delay-preempt), `[host.irs]`, `[host.delay_preempt]` | hypervisor/overlay.rs, delay_preempt.rs |
-//! | `halt_poll` | `[host.halt_poll]` | hypervisor/halt_poll.rs |
-//! | `microsliced` | `[host.microsliced]` | hypervisor/microsliced/ |
+//! | `relaxed_co/` | `[host] overlay = "relaxed-co"`, `[host.relaxed_co]` (overlay_sections.rs) | `rule.rs`: skew accounting |
+//! | `preemption_overlay/` | `[host] overlay`, `[host.irs]`, `[host.delay_preempt]` (overlay_sections.rs) | `rule.rs`: `Overlay`, IRS; `delay_preempt.rs`; the policy's `HoldPreemption` |
+//! | `halt_poll/` | `[host.halt_poll]` (sections.rs `HaltPoll`) | `rule.rs`: kvm_main.c's grow and shrink |
+//! | `microsliced/` | `[host.microsliced]` (microsliced_sections.rs) | `algorithm.rs`: Algorithm 1; hypervisor/critical_detect.rs, policies/micro_pool.rs, the policy's `MicroSliced` |
 //! | `net_device` | `[vm.net]` | hardware/nic.rs, guest/netrx.rs |
 //! | `sampling` | `[run] sample_every` | metrics/pcpu_usage.rs |
-//! | `contention` | `[host.contention]` | hardware/contention.rs (a `SpeedModel`) |
+//! | `contention_model` | `[host.contention]` | hardware/contention.rs (a `SpeedModel`) |
 
-pub mod contention;
+pub mod contention_model;
 pub mod halt_poll;
 pub mod microsliced;
 pub mod net_device;
@@ -59,7 +61,7 @@ pub struct Mechanisms {
     /// The preemption overlay (`[host] overlay`: IRS, delayed preemption, relaxed-co's Go).
     pub preemption_overlay: Option<Box<preemption_overlay::OverlayState>>,
     /// KVM's host halt polling (`[host.halt_poll]`).
-    pub halt_poll: Option<crate::hypervisor::halt_poll::HaltPoll>,
+    pub halt_poll: Option<crate::scenario::sections::HaltPoll>,
     /// The vCPUs halt-polling now (few: one per pCPU at most).
     pub pollers: Vec<VcpuId>,
     /// Seed 002's micro-sliced pool (`[host.microsliced]`).

@@ -18,13 +18,13 @@
 //!   idle time (`avg_idle`, updated at each wakeup onto it) is below
 //!   `sysctl_sched_migration_cost`.
 //!
-//! The seed-000 placements (`balance`, `lc-balance`) bar moves as policies/placement.rs says;
+//! The seed-000 placements (`balance`, `lc-balance`) bar moves as policies/balance_placement.rs says;
 //! a barred vCPU counts as pinned.
 
 use super::domains::{Domain, POWER_SCALE};
 use super::{Cfs, NICE_0_LOAD};
 use crate::hardware::cpumask::CpuMask;
-use crate::hypervisor::policies::placement::{self, Placement};
+use crate::hypervisor::policies::balance_placement::{self, Placement};
 use crate::hypervisor::policy::PolicyCtx;
 use crate::ids::{PcpuId, VcpuId};
 use crate::time::{Nanos, SEC};
@@ -698,7 +698,7 @@ impl Cfs {
     }
 
     /// May the balancer move `v` to `dest`? Its cpumask (`tsk_cpus_allowed`), and under
-    /// `balance` / `lc-balance` the placement's rule (policies/placement.rs).
+    /// `balance` / `lc-balance` the placement's rule (policies/balance_placement.rs).
     fn may_move(&self, ctx: &PolicyCtx, v: VcpuId, dest: usize) -> bool {
         if !ctx.host.may_run(v, PcpuId(dest as u32)) {
             return false;
@@ -707,7 +707,7 @@ impl Cfs {
             return true;
         }
         let view = super::select::PlaceView::new(self, ctx, v);
-        placement::may_move_to(self.placement, &view, dest)
+        balance_placement::may_move_to(self.placement, &view, dest)
     }
 
     /// Under `balance`, siblings never share a run queue while the VM has no more vCPUs than
@@ -820,7 +820,7 @@ mod tests {
         });
         let marked = |c: &Cfs, ctx: &PolicyCtx, v: u32| -> Vec<usize> {
             let view = super::super::select::PlaceView::new(c, ctx, VcpuId(v));
-            (0..NPCPUS as usize).filter(|&p| placement::PlacementView::holds_sibling(&view, p)).collect()
+            (0..NPCPUS as usize).filter(|&p| balance_placement::PlacementView::holds_sibling(&view, p)).collect()
         };
         host.call(MS, |ctx| {
             assert_eq!(marked(&c, ctx, 0), [130, 150]);

@@ -6,7 +6,7 @@
 
 use super::{Cfs, Enqueue, BW_TIMER};
 use crate::hypervisor::policy::{PolicyCtx, Timer};
-use crate::hypervisor::uvf::overlay::UrgentBase;
+use crate::hypervisor::uvf::carrier::UrgentBase;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::time::Nanos;
 

@@ -30,11 +30,11 @@
 //! - The scheduler tick runs on every pCPU, busy or idle; on idle pCPUs it stands in for nohz
 //!   idle balancing (the idle load balancer balancing on an idle pCPU's behalf).
 
+use super::balance_placement::Placement;
 use super::load_index::LoadIndex;
-use super::placement::Placement;
 use super::{HostShape, PolicyKind};
 use crate::hypervisor::policy::{Decision, IpiKind, KvmHost, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason};
-use crate::hypervisor::uvf::overlay::UrgentBase;
+use crate::hypervisor::uvf::carrier::UrgentBase;
 use crate::hypervisor::uvf::Uvf;
 use crate::hypervisor::vm_sched::UvfVm;
 use crate::ids::{PcpuId, VcpuId, VmId};
@@ -54,11 +54,11 @@ const BW_TIMER: u64 = 1 << 33;
 mod balance;
 mod bandwidth;
 pub(crate) mod domains;
-mod kvm;
 mod select;
 mod shares;
 mod timeline;
 mod urgent;
+mod yield_to;
 
 use crate::hypervisor::kvm::{KvmSpin, KvmVersion};
 use bandwidth::Bandwidth;
@@ -1148,7 +1148,7 @@ impl Policy for Cfs {
                 }
             }
             // KVM_HC_SCHED_YIELD (the Linux 6.x guest's pv_sched_yield): KVM's
-            // `kvm_sched_yield` -> `kvm_vcpu_yield_to` -> this scheduler's `yield_to` (cfs/kvm.rs).
+            // `kvm_sched_yield` -> `kvm_vcpu_yield_to` -> this scheduler's `yield_to` (cfs/yield_to.rs).
             YieldReason::DirectedTo(target) => {
                 crate::hypervisor::kvm::kvm_sched_yield(self, ctx, v, target);
             }

@@ -4,12 +4,12 @@
 //! `wake_up_new_task`), `find_idlest_group` / `find_idlest_cpu` down the scheduling domains.
 //! Also the cpumask (hard affinity ∩ pool; kernel/sched.c `select_fallback_rq`), our
 //! soft-affinity rule, and the seed-000 placements (`balance`, `lc-balance`,
-//! policies/placement.rs).
+//! policies/balance_placement.rs).
 
 use super::domains::{Domain, POWER_SCALE};
 use super::{Cfs, NICE_0_LOAD};
 use crate::hardware::cpumask::CpuMask;
-use crate::hypervisor::policies::placement::{self, Placement};
+use crate::hypervisor::policies::balance_placement::{self, Placement};
 use crate::hypervisor::policy::PolicyCtx;
 use crate::ids::{PcpuId, VcpuId};
 
@@ -82,7 +82,7 @@ impl Cfs {
             return None;
         }
         let view = PlaceView::new(self, ctx, v);
-        placement::select_waking(self.placement, &view, ctx.host.vcpu(v).last_pcpu.idx())
+        balance_placement::select_waking(self.placement, &view, ctx.host.vcpu(v).last_pcpu.idx())
     }
 
     /// `wake_affine` (3.2, a non-sync wakeup: KVM's `kvm_vcpu_kick` wakes the vCPU thread with
@@ -304,7 +304,7 @@ impl Drop for PlaceView<'_, '_> {
     }
 }
 
-impl placement::PlacementView for PlaceView<'_, '_> {
+impl balance_placement::PlacementView for PlaceView<'_, '_> {
     fn npcpus(&self) -> usize {
         self.cfs.rqs.len()
     }
@@ -331,7 +331,7 @@ impl placement::PlacementView for PlaceView<'_, '_> {
                 let (p, load) = ix.least_where(&keep)?;
                 Some(if p != prev && keep(prev) && ix.load(prev) == load { prev } else { p })
             }
-            _ => placement::scan_least_loaded(self, prev, keep),
+            _ => balance_placement::scan_least_loaded(self, prev, keep),
         }
     }
 
@@ -339,7 +339,7 @@ impl placement::PlacementView for PlaceView<'_, '_> {
     fn pool_total(&self) -> (u128, u128) {
         match &self.cfs.load_index {
             Some(ix) => (ix.total(), self.ctx.host.npcpus() as u128),
-            None => placement::scan_pool_total(self),
+            None => balance_placement::scan_pool_total(self),
         }
     }
 }

@@ -1,11 +1,11 @@
 //! The urgent-vCPU-first overlay wired into CFS (seed 000 section 3.1.3; state and rules in
-//! hypervisor/uvf.rs and uvf/overlay.rs). Fairness is CFS's: an urgent vCPU may run first only
+//! hypervisor/uvf.rs and uvf/carrier.rs). Fairness is CFS's: an urgent vCPU may run first only
 //! while its vruntime is at most `urgent_allowance` ahead of the vCPU it displaces, so it borrows
 //! from its future share instead of taking more than it.
 
 use super::{Cfs, UVF_TIMER};
 use crate::hypervisor::policy::PolicyCtx;
-use crate::hypervisor::uvf::overlay::UrgentBase;
+use crate::hypervisor::uvf::carrier::UrgentBase;
 use crate::hypervisor::uvf::Uvf;
 use crate::hypervisor::vm_sched::UvfVm;
 use crate::ids::{VcpuId, VmId};

@@ -1,5 +1,5 @@
 //! Seed 002's micro-sliced cores as credit carries them (`[host.microsliced]`): detection at
-//! the yield entry, at relayed IPIs and vIRQs (`hypervisor/microsliced/detect.rs`), and the books
+//! the yield entry, at relayed IPIs and vIRQs (`hypervisor/critical_detect.rs`), and the books
 //! of a vCPU lent to the micro pool. In the authors' Xen 4.7 (github.com/Jeongseob/xen) the
 //! hidden pool shares this scheduler instance, so a vCPU there keeps its `csched_vcpu`: it stays
 //! on its domain's active list and burns its own credit; `csched_schedule` on the hidden pCPU
@@ -9,7 +9,7 @@
 //! BOOSTed.
 
 use super::*;
-use crate::hypervisor::microsliced::detect::{self, YieldOutcome};
+use crate::hypervisor::critical_detect::{self as detect, YieldOutcome};
 
 impl Credit {
     /// At `csched_unit_yield`: the detection; false if the yield does not happen (then the

@@ -84,7 +84,7 @@ use crate::hardware::cpumask::CpuMask;
 use crate::hypervisor::policy::{
     Decision, HoldPreemption, HostView, IpiKind, MicroSliced, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason,
 };
-use crate::hypervisor::uvf::overlay::UrgentBase;
+use crate::hypervisor::uvf::carrier::UrgentBase;
 use crate::hypervisor::uvf::Uvf;
 use crate::hypervisor::vm_sched::UvfVm;
 use crate::ids::{PcpuId, VcpuId, VmId};
@@ -485,7 +485,7 @@ pub struct Credit {
     pool_known: bool,
     /// Seed 002's micro-sliced cores (`[host.microsliced]`): the urgent signals detected
     /// (`microsliced.rs`); None = off.
-    micro: Option<crate::hypervisor::microsliced::Detect>,
+    micro: Option<crate::hypervisor::critical_detect::Detect>,
 }
 
 // ---- cpumask helpers ----
@@ -1113,9 +1113,9 @@ impl MicroSliced for Credit {
     }
 }
 
-/// The preemption overlays' seam (hypervisor/overlay.rs).
+/// The preemption overlays' seam (sim/mechanisms/preemption_overlay/rule.rs).
 impl HoldPreemption for Credit {
-    /// The overlay seam (hypervisor/overlay.rs): undo the tail of the `do_schedule` that picked
+    /// The overlay seam (sim/mechanisms/preemption_overlay/rule.rs): undo the tail of the `do_schedule` that picked
     /// `next` over `prev` on `pcpu`, as csched_schedule's own keep-the-current paths leave it
     /// (the UVF hold and the ratelimit above): `prev` off the run queue and current again, its
     /// `start_time` absolute again (its credits were burnt up to now, as Xen burns at every

@@ -1,5 +1,5 @@
 //! The urgent-vCPU-first overlay wired into Credit (seed 000 section 3.1.3; state and rules in
-//! hypervisor/uvf.rs and uvf/overlay.rs). The seed implemented UVF over CFS and says that "in the
+//! hypervisor/uvf.rs and uvf/carrier.rs). The seed implemented UVF over CFS and says that "in the
 //! Xen Credit scheduler, [the urgent allowance] can be specified as credit": an urgent vCPU may
 //! run ahead of the vCPU it displaces while its credit is at most the allowance below that
 //! vCPU's, converted at Credit's own rate of 10 credits per ms run (`CSCHED_CREDITS_PER_MSEC`),
@@ -14,7 +14,7 @@
 
 use super::{Credit, CREDITS_PER_MSEC, KIND_SHIFT, PCPU_MASK, TIMER_UVF};
 use crate::hypervisor::policy::PolicyCtx;
-use crate::hypervisor::uvf::overlay::UrgentBase;
+use crate::hypervisor::uvf::carrier::UrgentBase;
 use crate::hypervisor::uvf::Uvf;
 use crate::hypervisor::vm_sched::UvfVm;
 use crate::ids::{VcpuId, VmId};

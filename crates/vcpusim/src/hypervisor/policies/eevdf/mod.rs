@@ -32,11 +32,11 @@ use crate::time::{Nanos, SEC, US};
 use rq::{calc_delta_fair, CfsRq, Features, Place, Se, NICE_0_LOAD};
 
 mod balance;
-mod kvm;
 mod lb_index;
 mod rq;
 #[cfg(test)]
 mod tests;
+mod yield_to;
 
 /// `MIN_SHARES` and `MAX_SHARES` (kernel/sched/sched.h, unscaled): the clamp of a group's shares.
 const MIN_SHARES: u64 = 2;
@@ -476,7 +476,7 @@ impl Policy for Eevdf {
             return;
         }
         // KVM_HC_SCHED_YIELD (the Linux 6.x guest's pv_sched_yield): KVM's `kvm_sched_yield` ->
-        // `kvm_vcpu_yield_to` -> this scheduler's `yield_to` (eevdf/kvm.rs).
+        // `kvm_vcpu_yield_to` -> this scheduler's `yield_to` (eevdf/yield_to.rs).
         if let YieldReason::DirectedTo(target) = reason {
             crate::hypervisor::kvm::kvm_sched_yield(self, ctx, v, target);
             return;

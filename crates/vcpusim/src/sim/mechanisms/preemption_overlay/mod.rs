@@ -1,4 +1,4 @@
-//! The engine's side of preemption overlays (hypervisor/overlay.rs): the one place where the
+//! The engine's side of preemption overlays (sim/mechanisms/preemption_overlay/rule.rs): the one place where the
 //! host asks the overlay before completing a policy's involuntary preemption of a running,
 //! willing vCPU (`overlay_holds`, called by `Sim::reschedule` between `do_schedule` and the
 //! switch), the holds it keeps, and their end (the guest's acknowledgement, or the deadline).
@@ -9,15 +9,19 @@
 //! the SA handler's hypercall (or the timeout) raises SCHEDULE_SOFTIRQ. A hold also ends when
 //! `prev` leaves its pCPU by itself (it halts or yields: `switch_out` drops it).
 
+pub mod delay_preempt;
+pub mod rule;
+
 use super::super::state::{Event, Sim};
 use super::MechanismEvent;
 use crate::engine::event_queue::EventId;
-use crate::hypervisor::overlay::{Overlay, OverlayConfig, Verdict};
 use crate::hypervisor::policy::{Decision, VcpuState};
 use crate::ids::{PcpuId, ThreadId, VcpuId};
 use crate::metrics::table::{MetricRows, F3};
+use crate::scenario::overlay_sections::OverlayConfig;
 use crate::time::Nanos;
 use crate::vmexit::Upcall;
+use rule::{Overlay, Verdict};
 
 /// A preemption held back on one pCPU.
 #[derive(Clone, Copy, Debug)]
@@ -97,7 +101,7 @@ pub struct OverlayState {
 }
 
 impl Sim {
-    /// The seam (hypervisor/overlay.rs): `decision` of `do_schedule(p)` preempts the vCPU running
+    /// The seam (sim/mechanisms/preemption_overlay/rule.rs): `decision` of `do_schedule(p)` preempts the vCPU running
     /// on `p`, which is willing to run; ask the overlay, and if it holds the preemption back
     /// (the policy agreeing to keep the vCPU), start or keep the hold and return true: the
     /// caller then does not switch. Not inlined: only runs with an overlay get here.

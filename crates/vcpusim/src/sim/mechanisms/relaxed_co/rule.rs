@@ -1,6 +1,6 @@
 //! `overlay = "relaxed-co"`: VMware ESX 4.x relaxed co-scheduling (seed 003 slide 4: "Relaxed
 //! Co-Scheduling [VMware '10]: co-schedule all vCPUs of the same VM"). The engine side (skew
-//! accounting, co-stop, co-start) is sim/mechanisms/relaxed_co.rs; this file holds its configuration and
+//! accounting, co-stop, co-start) is sim/mechanisms/relaxed_co/; this file holds its configuration and
 //! the skew arithmetic, which is pure.
 //!
 //! Sources (VMware's descriptions; ESX is closed, so these are the only specification):
@@ -37,32 +37,16 @@
 //! "configurable" and "a few milliseconds"; 3 ms (`DEFAULT_SKEW_THRESHOLD`) is
 //! assumed.
 
-use super::overlay::{Overlay, Verdict};
-use super::policy::HostView;
+use super::super::preemption_overlay::rule::{Overlay, Verdict};
+use crate::hypervisor::host_view::HostView;
 use crate::ids::{PcpuId, VcpuId};
 use crate::time::{Nanos, MS};
 use crate::vmexit::PvArea;
-
-/// The default skew threshold (assumed: "a few milliseconds", see the module doc).
-pub const DEFAULT_SKEW_THRESHOLD: Nanos = 3 * MS;
 
 /// How far past the threshold a skew may go (check mode): one tick of Xen credit
 /// (`CSCHED_DEFAULT_TSLICE_MS` 30 ms / `CSCHED_TICKS_PER_TSLICE` 3), the period a tick-driven
 /// check would have.
 pub const TICK_SLACK: Nanos = 10 * MS;
-
-/// `[host.relaxed_co]`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RelaxedCoConfig {
-    /// Skew beyond which a VM's leading vCPUs are co-stopped.
-    pub skew_threshold: Nanos,
-}
-
-impl Default for RelaxedCoConfig {
-    fn default() -> Self {
-        RelaxedCoConfig { skew_threshold: DEFAULT_SKEW_THRESHOLD }
-    }
-}
 
 /// What a vCPU was doing over an interval, for the skew accounting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,7 +75,7 @@ pub fn account(skew: &mut [Nanos], states: &[Progress], dt: Nanos) {
 }
 
 /// The overlay's answer at the preemption seam: relaxed co-scheduling never holds a
-/// preemption back (its co-stops are its own decisions, sim/mechanisms/relaxed_co.rs).
+/// preemption back (its co-stops are its own decisions, sim/mechanisms/relaxed_co/).
 pub struct RelaxedCo;
 
 impl Overlay for RelaxedCo {

@@ -1,4 +1,4 @@
-//! Seed 001's contention model as a `SpeedModel` (sim/speed.rs): it reads who runs where from
+//! Seed 001's contention model as a `SpeedModel` (sim/speed_change.rs): it reads who runs where from
 //! the host view and hands the arithmetic to `hardware/contention.rs`.
 //!
 //! The speed of vCPU `v` on pCPU `p` is the product of the factors of the sources
@@ -13,7 +13,7 @@
 //! `coupled(p)` is `p`'s module peers and LLC peers, precomputed, so a switch on `p` re-evaluates
 //! exactly the pCPUs whose speed it can move, with no work proportional to the host.
 
-use super::super::speed::SpeedModel;
+use super::super::speed_change::SpeedModel;
 use crate::hardware::contention::{factors, Factors, Neighbourhood, Sensitivity, Switches};
 use crate::hardware::speed::Speed;
 use crate::hardware::topology::Topology;

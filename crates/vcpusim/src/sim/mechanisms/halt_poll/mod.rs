@@ -1,5 +1,5 @@
 //! The engine's side of KVM's host halt polling (`[host.halt_poll]`; the rule is
-//! hypervisor/halt_poll.rs) and of the `KVM_HC_KICK_CPU` host path.
+//! sim/mechanisms/halt_poll/rule.rs) and of the `KVM_HC_KICK_CPU` host path.
 //!
 //! After a HLT exit with nothing pending (`on_activity_done`), `kvm_vcpu_halt` polls: the vCPU
 //! stays Running on its pCPU in `Activity::HaltPoll`, its time charged as `TimeKind::Overhead`
@@ -13,6 +13,8 @@
 //! Its `halt_poll_ns` is updated when it runs again, from the halt's whole length
 //! (`HaltPoll::after_halt`). Off (`halt_poll` None), none of this runs: the hooks test one
 //! `Option` or `Activity` before doing anything.
+
+pub mod rule;
 
 use super::super::state::{Activity, Event, Sim, TimeKind};
 use crate::hypervisor::policy::VcpuState;

@@ -1,5 +1,16 @@
-//! The host's side of seed 002's micro-sliced cores (`[host.microsliced]`,
-//! hypervisor/microsliced/): the micro pool beside its parent pool, moving an accelerated vCPU
+//! Flexible micro-sliced cores, seed 002 (EuroSys'18, Ahn et al.), sections 4-5: a child cpupool
+//! of pCPUs scheduled with a 0.1 ms slice, into which the hypervisor moves a preempted vCPU that
+//! was executing a critical guest OS service, for one micro slice (`[host.microsliced]`,
+//! scenario/microsliced_sections.rs).
+//!
+//! - hypervisor/critical_detect.rs: the whitelist of Table 3's functions and what each urgent
+//!   signal (a yield, a virtual IRQ, a relayed IPI) accelerates; the policy carrying micro cores
+//!   calls it and asks the host through `Request::Accelerate` / `Request::CountUrgent`.
+//! - hypervisor/policies/micro_pool.rs: the micro pool's scheduler: at most one vCPU per pCPU,
+//!   one slice, no BOOST, no balancing, no accounting of its own.
+//! - `algorithm.rs` here: Algorithm 1, the dynamic number of micro cores, as a pure state machine.
+//!
+//! This module is the host's side: the micro pool beside its parent pool, moving an accelerated vCPU
 //! in for one slice and back, resizing the pool (static at build; dynamic by Algorithm 1 on its
 //! own timer), the counts Algorithm 1 reads, and the check-mode invariants.
 //!
@@ -10,17 +21,20 @@
 //! of each core on their E5645, and leaves a hidden pCPU running an accelerated vCPU in place,
 //! `hidden_locked_cpus`). Departures are in docs/model.md § seed 002: micro-sliced cores.
 
+pub mod algorithm;
+
 use super::super::pools::Cpupool;
 use super::super::state::{Event, Sim};
 use super::MechanismEvent;
+use crate::hypervisor::critical_detect::{AccelReason, UrgentEvent};
 use crate::hypervisor::host_view::PoolView;
-use crate::hypervisor::microsliced::algorithm::{Algorithm1, UrgentCounts};
-use crate::hypervisor::microsliced::pool::MicroPool;
-use crate::hypervisor::microsliced::{AccelReason, MicroConfig, Mode, UrgentEvent};
+use crate::hypervisor::policies::micro_pool::MicroPool;
 use crate::hypervisor::policy::{VcpuState, YieldReason};
 use crate::ids::{PcpuId, PoolId, VcpuId};
+use crate::scenario::microsliced_sections::{MicroConfig, Mode};
 use crate::time::Nanos;
 use crate::vmexit::KernelFn;
+use algorithm::{Algorithm1, UrgentCounts};
 use std::fmt::Write;
 
 /// A vCPU on loan to the micro pool.
@@ -352,7 +366,7 @@ mod tests {
 }
 
 /// Columns vms.csv gains after [`VM_COLUMNS`] with `[host.microsliced]` (seed 002): vCPUs moved
-/// into the micro-sliced pool, in all and by reason (`hypervisor::microsliced::AccelReason`).
+/// into the micro-sliced pool, in all and by reason (`hypervisor::critical_detect::AccelReason`).
 /// Only then, so that runs without micro-sliced cores keep their bytes.
 pub const MICROSLICED_COLUMNS: &[&str] =
     &["accelerated_count", "accelerated_tlb_count", "accelerated_lock_count", "accelerated_irq_count", "accelerated_ipi_count"];

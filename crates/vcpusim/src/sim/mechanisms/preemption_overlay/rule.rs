@@ -2,7 +2,7 @@
 //! preemption of a running vCPU takes effect, without the policy choosing differently (seed 003
 //! and its baselines).
 //!
-//! The seam is one question the engine asks (`Sim::overlay_holds`, sim/mechanisms/preemption_overlay.rs): the policy's
+//! The seam is one question the engine asks (`Sim::overlay_holds`, sim/mechanisms/preemption_overlay/): the policy's
 //! `do_schedule` on pCPU `p` returned someone other than the vCPU `prev` running there, `prev` is
 //! still willing to run (Running, not halting, not yielding: neither a HLT, a SCHEDOP_yield nor a
 //! pause-loop exit) and stays allowed on `p`; the engine asks the overlay [`Overlay::preempt`]
@@ -23,55 +23,11 @@
 //! The hold's deadline is an owned event handle (`PreemptHold::event`), cancelled when the hold
 //! ends another way, as a Xen `struct timer` is stopped.
 
-use super::policy::HostView;
+use crate::hypervisor::host_view::HostView;
 use crate::ids::{PcpuId, VcpuId};
-use crate::time::{Nanos, US};
+use crate::scenario::overlay_sections::{IrsConfig, OverlayConfig};
+use crate::time::Nanos;
 use crate::vmexit::PvArea;
-
-/// IRS's notify delay (the default of `[host.irs] notify_delay`): the slides'
-/// "20-26 us delay (SA send + guest migration + completion)" (seed 003 slide 7); 23 us is the
-/// middle. The hypervisor switches at the guest's ack or after this long, whichever comes first.
-pub const IRS_NOTIFY_DELAY: Nanos = 23 * US;
-
-/// `[host.irs]`: Interference-Resilient Scheduling's hypervisor side and its migrator switch.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct IrsConfig {
-    /// The longest the hypervisor delays an involuntary preemption after the notice.
-    pub notify_delay: Nanos,
-    /// The guest-side migrator (seed 003 slide 8): load from rt_avg including steal time, and
-    /// wake-up preemption of an IRS-migrated task. Read by the guests of IRS VMs.
-    pub migrator: bool,
-}
-
-impl Default for IrsConfig {
-    fn default() -> Self {
-        IrsConfig { notify_delay: IRS_NOTIFY_DELAY, migrator: true }
-    }
-}
-
-/// `[host] overlay`: which overlay wraps the policy's preemptions (none by default).
-#[derive(Clone, Debug, PartialEq)]
-pub enum OverlayConfig {
-    /// Seed 003's IRS (`[host.irs]`).
-    Irs(IrsConfig),
-    /// VMware ESX 4.x relaxed co-scheduling (`[host.relaxed_co]`, hypervisor/relaxed_co.rs).
-    RelaxedCo(super::relaxed_co::RelaxedCoConfig),
-    /// Uhlig et al. VM'04 delayed preemption (`[host.delay_preempt]`, hypervisor/delay_preempt.rs).
-    DelayPreempt(super::delay_preempt::DelayPreemptConfig),
-}
-
-impl OverlayConfig {
-    /// The names `[host] overlay` accepts.
-    pub const NAMES: &'static [&'static str] = &["irs", "relaxed-co", "delay-preempt"];
-
-    pub fn name(&self) -> &'static str {
-        match self {
-            OverlayConfig::Irs(_) => "irs",
-            OverlayConfig::RelaxedCo(_) => "relaxed-co",
-            OverlayConfig::DelayPreempt(_) => "delay-preempt",
-        }
-    }
-}
 
 /// The overlay's answer to a policy's involuntary preemption (see the module doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,7 +79,7 @@ pub fn build(cfg: &OverlayConfig) -> Option<Box<dyn Overlay>> {
         OverlayConfig::Irs(c) => Some(Box::new(Irs { cfg: *c })),
         OverlayConfig::DelayPreempt(c) => Some(Box::new(super::delay_preempt::DelayPreempt { cfg: *c })),
         // Relaxed co-scheduling never holds a preemption back: it acts on its own checks
-        // (sim/mechanisms/relaxed_co.rs), so its overlay answers Go.
-        OverlayConfig::RelaxedCo(_) => Some(Box::new(super::relaxed_co::RelaxedCo)),
+        // (sim/mechanisms/relaxed_co/), so its overlay answers Go.
+        OverlayConfig::RelaxedCo(_) => Some(Box::new(super::super::relaxed_co::rule::RelaxedCo)),
     }
 }

@@ -1,5 +1,5 @@
 //! The engine side of relaxed co-scheduling (`overlay = "relaxed-co"`; the model, its sources
-//! and the skew arithmetic are in hypervisor/relaxed_co.rs).
+//! and the skew arithmetic are in sim/mechanisms/relaxed_co/rule.rs).
 //!
 //! - **Accounting**: each VM's skews are brought up to date (`account`) just before any of its
 //!   vCPUs changes state (switched in or out, halted, woken, co-stopped, co-started), so every
@@ -20,14 +20,17 @@
 //! - **Co-start** (`co_start`): runnable again through the policy's `wake` (Xen's
 //!   `vcpu_unpause` -> `vcpu_wake`, BOOST included under credit).
 
+pub mod rule;
+
 use super::super::state::{Activity, Event, Sim};
 use super::MechanismEvent;
 use crate::engine::event_queue::EventId;
 use crate::hypervisor::policy::VcpuState;
-use crate::hypervisor::relaxed_co::{account, Progress, RelaxedCoConfig};
 use crate::ids::VcpuId;
 use crate::metrics::table::{MetricRows, F3};
+use crate::scenario::overlay_sections::RelaxedCoConfig;
 use crate::time::{to_ms, Nanos};
+use rule::{account, Progress};
 
 /// Relaxed co-scheduling's state (`Sim::relaxed`).
 pub struct RelaxedCoState {
@@ -82,7 +85,7 @@ impl Sim {
     /// crossing checks keep it within nanoseconds).
     pub(in crate::sim) fn check_relaxed_co(&self) -> Result<(), String> {
         let Some(rc) = self.mechanisms.relaxed_co.as_ref() else { return Ok(()) };
-        let slack = crate::hypervisor::relaxed_co::TICK_SLACK;
+        let slack = rule::TICK_SLACK;
         for (v, info) in self.vinfo.iter().enumerate() {
             if rc.stopped[v] && (info.state != VcpuState::Halted || info.pcpu.is_some()) {
                 return Err(format!("relaxed-co: vCPU {v} is co-stopped but {:?} on {:?}", info.state, info.pcpu));

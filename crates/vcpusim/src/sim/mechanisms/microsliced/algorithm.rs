@@ -1,7 +1,7 @@
 //! Algorithm 1 of seed 002 (section 4.3, "Adjusting the number of micro-sliced cores"), as a pure
 //! state machine: the host feeds it the urgent events counted over the interval that just ended
 //! (IPI-, PLE- and vIRQ-triggered) and it answers the number of micro-sliced cores for the next
-//! interval and that interval's length. The host (`sim/mechanisms/microsliced.rs`) resizes the pool and arms
+//! interval and that interval's length. The host (`sim/mechanisms/microsliced/`) resizes the pool and arms
 //! the next call.
 //!
 //! The pseudocode, line by line (numbers are the seed's):

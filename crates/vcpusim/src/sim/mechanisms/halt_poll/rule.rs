@@ -12,40 +12,14 @@
 //!   then: halt_ns = time from HLT to resume  ─> grow / shrink halt_poll_ns
 //! ```
 //!
-//! This file holds the tunables and the per-vCPU rule ([`HaltPoll::after_halt`]); the engine
-//! side (when to poll, what ends a poll) is sim/mechanisms/halt_poll.rs.
+//! This file holds the per-vCPU rule ([`HaltPoll::after_halt`]) on the module parameters
+//! (scenario/sections.rs `HaltPoll`); the engine side (when to poll, what ends a poll) is
+//! `mod.rs` beside it.
 
-use crate::time::{Nanos, US};
-
-/// x86's `KVM_HALT_POLL_NS_DEFAULT`: 200 us (arch/x86/include/asm/kvm_host.h), the module
-/// parameter `halt_poll_ns`, the cap on every vCPU's poll.
-pub const HALT_POLL_NS_DEFAULT: Nanos = 200 * US;
-/// `halt_poll_ns_grow` default: a growing poll doubles.
-pub const HALT_POLL_NS_GROW: u64 = 2;
-/// `halt_poll_ns_grow_start` default: 10 us, where a poll starts growing from 0.
-pub const HALT_POLL_NS_GROW_START: Nanos = 10 * US;
-/// `halt_poll_ns_shrink` default: 0, a shrinking poll resets to 0.
-pub const HALT_POLL_NS_SHRINK: u64 = 0;
-
-/// The halt-polling module parameters of kvm_main.c.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HaltPoll {
-    /// `halt_poll_ns`: the most any vCPU polls (`kvm_vcpu_max_halt_poll_ns`; no per-VM
-    /// override here).
-    pub max: Nanos,
-    /// `halt_poll_ns_grow`: 0 never grows.
-    pub grow: u64,
-    /// `halt_poll_ns_grow_start`.
-    pub grow_start: Nanos,
-    /// `halt_poll_ns_shrink`: 0 resets to 0.
-    pub shrink: u64,
-}
-
-impl Default for HaltPoll {
-    fn default() -> Self {
-        HaltPoll { max: HALT_POLL_NS_DEFAULT, grow: HALT_POLL_NS_GROW, grow_start: HALT_POLL_NS_GROW_START, shrink: HALT_POLL_NS_SHRINK }
-    }
-}
+use crate::scenario::sections::HaltPoll;
+use crate::time::Nanos;
+#[cfg(test)]
+use crate::time::US;
 
 impl HaltPoll {
     /// `grow_halt_poll_ns`: `val *= grow`, at least `grow_start` (6.6 does not cap here: the

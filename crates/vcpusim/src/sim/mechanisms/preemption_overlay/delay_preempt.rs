@@ -15,7 +15,7 @@
 //! host asks the overlay, as the kernel-function channel is), the pending mark is
 //! `PvArea::preempt_pending` (written by the host when it defers), and the give-back is the
 //! guest's `Hypercall::PreemptAck` after its outermost unlock (`Action::DelayedPreemptYield`),
-//! which ends the hold (sim/mechanisms/preemption_overlay.rs). This file is the hypervisor's decision.
+//! which ends the hold (sim/mechanisms/preemption_overlay/). This file is the hypervisor's decision.
 //!
 //! **The bound** (`[host.delay_preempt] max_delay`): VM'04 takes it from L4's delayed
 //! preemption, where it is a per-thread parameter (the "maximum delay" of the L4 X.2
@@ -24,27 +24,13 @@
 //! model's kernel critical sections (microseconds), so that only a guest stuck in a critical
 //! section (itself waiting for a preempted vCPU) reaches it.
 
-use super::overlay::{Overlay, Verdict};
-use super::policy::HostView;
+use super::rule::{Overlay, Verdict};
+use crate::hypervisor::host_view::HostView;
 use crate::ids::{PcpuId, VcpuId};
-use crate::time::{Nanos, MS};
+use crate::scenario::overlay_sections::DelayPreemptConfig;
+#[cfg(test)]
+use crate::time::MS;
 use crate::vmexit::PvArea;
-
-/// The default bound of a deferral (assumed, see the module doc).
-pub const DEFAULT_MAX_DELAY: Nanos = MS;
-
-/// `[host.delay_preempt]`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct DelayPreemptConfig {
-    /// The longest a preemption is deferred for a vCPU whose guest holds a spinlock.
-    pub max_delay: Nanos,
-}
-
-impl Default for DelayPreemptConfig {
-    fn default() -> Self {
-        DelayPreemptConfig { max_delay: DEFAULT_MAX_DELAY }
-    }
-}
 
 /// The hypervisor's side: defer while the guest's lock mark is set, up to the bound.
 pub struct DelayPreempt {

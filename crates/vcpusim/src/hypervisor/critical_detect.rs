@@ -24,11 +24,65 @@
 //! IRQ migrates its (preempted) recipient, and a relayed reschedule IPI migrates its preempted
 //! recipient first, when the sender is in a critical function (the softirq's wake-up:
 //! `ttwu_do_activate` / `resched_curr`).
+//!
+//! The engine side (the micro pool, moving vCPUs in and back, Algorithm 1) is
+//! sim/mechanisms/microsliced/; the micro pool's own scheduler is policies/micro_pool.rs.
 
-use super::{AccelReason, Detect, UrgentEvent};
 use crate::hypervisor::policy::{HostView, IpiKind, PolicyCtx, VcpuState, YieldReason};
 use crate::ids::VcpuId;
 use crate::vmexit::KernelFn;
+
+/// Which urgent signals trigger acceleration (`detect = ["ple", "ipi", "irq"]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Detect {
+    /// Yields while spinning for a lock (pause-loop exits in `_raw_spin_lock`).
+    pub ple: bool,
+    /// Yields while waiting for IPI acknowledgements, and relayed reschedule IPIs.
+    pub ipi: bool,
+    /// Virtual IRQs relayed from devices.
+    pub irq: bool,
+}
+
+impl Detect {
+    pub const NAMES: &'static [&'static str] = &["ple", "ipi", "irq"];
+    pub const ALL: Detect = Detect { ple: true, ipi: true, irq: true };
+}
+
+/// Why a vCPU was accelerated (vms.csv `accelerated_<reason>`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum AccelReason {
+    /// A preempted sibling of a vCPU yielding in TLB synchronization / `smp_call_function_many`.
+    TlbSync,
+    /// A preempted sibling in a critical section of a vCPU yielding while spinning for a lock.
+    LockHolder,
+    /// The recipient of a virtual IRQ.
+    Virq,
+    /// The recipient of a relayed reschedule IPI.
+    IpiRelay,
+}
+
+impl AccelReason {
+    pub const ALL: [AccelReason; 4] = [AccelReason::TlbSync, AccelReason::LockHolder, AccelReason::Virq, AccelReason::IpiRelay];
+    pub fn name(self) -> &'static str {
+        match self {
+            AccelReason::TlbSync => "tlb",
+            AccelReason::LockHolder => "lock",
+            AccelReason::Virq => "irq",
+            AccelReason::IpiRelay => "ipi",
+        }
+    }
+    pub fn idx(self) -> usize {
+        self as usize
+    }
+}
+
+/// The urgent events Algorithm 1 counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UrgentEvent {
+    Ipi,
+    Ple,
+    Irq,
+}
 
 /// What a yielding vCPU's function says about its yield.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
