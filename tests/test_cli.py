@@ -433,3 +433,30 @@ def test_sweep_on_ray_without_ray_says_what_to_install(small_toml, tmp_path):
 def test_bench_memory_runs_in_the_wrong_order_are_refused(cli):
     done = cli("bench", "--memory-short", "200ms", "--memory-long", "100ms", "--repeats", "1")
     assert_user_error(done, 'memory_short = "200ms" is not shorter than memory_long = "100ms"')
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_validate_of_an_endless_file_stops_at_the_size_bound(cli):
+    # A device or a wrong file is not read without end: the bound is named, not a MemoryError.
+    done = cli("validate", "/dev/zero")
+    assert_user_error(done, "/dev/zero: larger than 64 MiB")
+
+
+def test_an_out_name_too_long_for_the_filesystem_is_a_user_error(cli, small_toml, tmp_path):
+    # Looking the folder up already fails (ENAMETOOLONG): said as an error, not a traceback.
+    out = tmp_path / ("x" * 300)
+    done = cli("run", small_toml, "--out", out, "--quiet")
+    assert_user_error(done, "cannot write results to")
+    assert "name too long" in done.stderr.lower()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root enters any folder")
+def test_an_out_under_a_folder_the_user_may_not_enter_is_a_user_error(cli, small_toml, tmp_path):
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    closed.chmod(0)
+    try:
+        done = cli("run", small_toml, "--out", closed / "out", "--quiet")
+    finally:
+        closed.chmod(0o700)
+    assert_user_error(done, "cannot write results to")

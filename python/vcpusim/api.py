@@ -77,6 +77,12 @@ def _duration_text(value: Any, name: str, where: str) -> str | None:
     raise TypeError(f"{where}: {name}: expected a duration such as \"2s\" or a number of ns, got {_type_name(value)}")
 
 
+MAX_SCENARIO_BYTES = 64 << 20
+"""The largest scenario file ``Scenario.from_toml`` reads: far above any real scenario (the
+loader's own bounds, such as 65,536 VMs, fit in a few MiB), and it stops a device or a wrong
+file from being read without end."""
+
+
 def check_writable(directory: str | os.PathLike, what: str = "results") -> Path:
     """Create ``directory`` if needed and prove a file can be written there, before any work is
     done; otherwise a :class:`VcpusimError` naming the directory and the reason."""
@@ -128,7 +134,12 @@ class Scenario:
             raise TypeError(f"from_toml: path: expected a file path (str or os.PathLike), got {_type_name(path)}")
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            with open(path, "rb") as f:
+                data = f.read(MAX_SCENARIO_BYTES + 1)
+            if len(data) > MAX_SCENARIO_BYTES:
+                raise ScenarioError(f"{path}: larger than {MAX_SCENARIO_BYTES >> 20} MiB; a scenario is a TOML text "
+                                    "file (is this the right file?)")
+            text = data.decode("utf-8")
         except FileNotFoundError:
             if "\n" in str(path):
                 raise ScenarioError("from_toml: path: got TOML text, not a file path: "

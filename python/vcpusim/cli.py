@@ -153,7 +153,7 @@ def run(
 ) -> None:
     """Run a scenario and write its results to DIR (Ctrl-C stops it and writes nothing)."""
     out = Path(out)
-    created = not out.exists()
+    created = _absent(out)
     with _errors_as_messages():
         scenario = _load(file, sets)
         check_writable(out)  # before simulating: a bad --out fails at once
@@ -180,6 +180,16 @@ def run(
     if not quiet:
         stdout.print(_vm_table(result, title=f"{file} (seed {seed if seed is not None else scenario.seed})"))
     print(f"wrote {', '.join(str(out / name) for name in result.files())}")
+
+
+def _absent(path: Path) -> bool:
+    """Whether ``path`` does not exist yet. A path that cannot even be looked at (a name too
+    long, a folder the user may not enter) counts as present, so nothing is removed on an
+    interrupt; the write check (``check_writable``) then says why it cannot be used."""
+    try:
+        return not path.exists()
+    except OSError:
+        return False
 
 
 def _remove_if_empty(directory: Path) -> None:
