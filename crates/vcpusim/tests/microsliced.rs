@@ -5,6 +5,8 @@
 
 use vcpusim::api::{load_scenario, run as run_api};
 use vcpusim::hypervisor::critical_detect::AccelReason;
+use vcpusim::hypervisor::host_view::PoolFacts;
+use vcpusim::ids::{PoolId, VcpuId};
 use vcpusim::output::RunOptions;
 use vcpusim::scenario::microsliced_sections::{MicroConfig, Mode};
 use vcpusim::sim::mechanisms::microsliced::Loan;
@@ -36,7 +38,7 @@ fn accelerated(sim: &Sim, vm: usize) -> u64 {
 fn static_micro_cores_accelerate_preempted_tlb_recipients_and_hold_the_invariants() {
     let sim = run(Some(MicroConfig { mode: Mode::Static, cores: 2, ..MicroConfig::default() }));
     let m = sim.mechanisms.microsliced.as_ref().expect("micro pool built");
-    assert_eq!(sim.pools[m.pool.idx()].view.pcpus.len(), 2, "two micro pCPUs");
+    assert_eq!(sim.placement.view(m.pool).pcpus.len(), 2, "two micro pCPUs");
     let tlb = sim.vms[0].stats.accelerated[AccelReason::TlbSync.idx()];
     assert!(tlb > 20, "dedup's preempted siblings were accelerated at its TLB waits ({tlb})");
     assert_eq!(accelerated(&sim, 1), 0, "the hog never yields in a critical function");
@@ -65,7 +67,7 @@ fn dynamic_mode_resizes_the_pool_by_algorithm_1() {
 fn without_microsliced_no_micro_pool_exists() {
     let sim = run(None);
     assert!(sim.mechanisms.microsliced.is_none());
-    assert_eq!(sim.pools.len(), 1);
+    assert_eq!(sim.placement.pools().len(), 1);
     assert_eq!(accelerated(&sim, 0), 0);
 }
 
@@ -182,16 +184,17 @@ fn the_pools_kept_facts_follow_every_loan_and_resize() {
     let lent = m.loans.iter().flatten().count() as u32;
     assert!(!sim.vminfo[0].node_affinity.auto, "dedup's node affinity is explicit");
     let explicit: usize = sim.vminfo.iter().filter(|vm| !vm.node_affinity.auto).map(|vm| vm.vcpus.len()).sum();
-    assert_eq!((sim.pool_node_explicit[m.parent.idx()] + sim.pool_node_explicit[m.pool.idx()]) as usize, explicit, "each counted once");
-    assert_eq!(sim.pool_node_explicit[m.pool.idx()], lent, "the micro pool counts its loans");
+    assert_eq!((sim.placement.node_explicit(m.parent) + sim.placement.node_explicit(m.pool)) as usize, explicit, "each counted once");
+    assert_eq!(sim.placement.node_explicit(m.pool), lent, "the micro pool counts its loans");
     // Xen 4.7 with a soft mask on the hog: the parent pool keeps pCPUs outside it.
     let soft = SCENARIO.replace("workload = \"cpu-bound\"", "workload = \"cpu-bound\"\ncpus_soft = \"0-3\"");
     let sim = run_text(&soft, MicroConfig { mode: Mode::Dynamic, cores: 3, epoch: 100 * MS, ..MicroConfig::default() });
     assert!(sim.mechanisms.microsliced.as_ref().unwrap().sizes.len() > 2 && accelerated(&sim, 0) > 0);
-    assert!(sim.pools[0].view.facts.soft_short, "a soft mask of 0-3 does not cover the parent pool");
+    assert!(sim.placement.view(PoolId(0)).facts.soft_short, "a soft mask of 0-3 does not cover the parent pool");
     // A stale fact is caught.
     let mut sim = sim;
-    sim.pools[0].view.facts.soft_short = false;
+    let facts = PoolFacts { soft_short: false, ..sim.placement.view(PoolId(0)).facts };
+    sim.placement.corrupt_facts(PoolId(0), facts);
     let e = sim.check_invariants().expect_err("a stale fact");
     assert!(e.contains("kept facts"), "{e}");
 }
@@ -200,11 +203,11 @@ fn the_pools_kept_facts_follow_every_loan_and_resize() {
 fn the_check_mode_invariant_catches_a_waiting_or_overstaying_vcpu() {
     let mut sim = run(Some(MicroConfig { mode: Mode::Static, cores: 2, ..MicroConfig::default() }));
     assert_eq!(sim.check_invariants(), Ok(()));
-    let micro_pcpu = sim.pools[sim.mechanisms.microsliced.as_ref().unwrap().pool.idx()].view.pcpus[0];
+    let micro_pcpu = sim.placement.view(sim.mechanisms.microsliced.as_ref().unwrap().pool).pcpus[0];
     // Fake a loan of a vCPU that is not running there: it would wait behind nothing it may run.
     let v = (0..sim.vinfo.len()).find(|&i| sim.vinfo[i].pcpu.is_none()).expect("a vCPU off its pCPU");
     let pool = sim.mechanisms.microsliced.as_ref().unwrap().pool;
-    sim.vcpu_pool[v] = pool;
+    sim.placement.corrupt_vcpu_pool(VcpuId(v as u32), pool);
     let now = sim.now;
     sim.mechanisms.microsliced.as_mut().unwrap().loans[v] =
         Some(Loan { pcpu: micro_pcpu, run_time_at_lend: 0, since: now, home: micro_pcpu });
@@ -212,10 +215,11 @@ fn the_check_mode_invariant_catches_a_waiting_or_overstaying_vcpu() {
     assert!(e.contains("waits in micro pCPU"), "{e}");
     // A running lent vCPU whose loan is older than one slice plus a context switch.
     sim.mechanisms.microsliced.as_mut().unwrap().loans[v] = None;
-    sim.vcpu_pool[v] = sim.mechanisms.microsliced.as_ref().unwrap().parent;
+    let parent = sim.mechanisms.microsliced.as_ref().unwrap().parent;
+    sim.placement.corrupt_vcpu_pool(VcpuId(v as u32), parent);
     let u = (0..sim.vinfo.len()).find(|&i| sim.vinfo[i].pcpu.is_some()).expect("a running vCPU");
     let q = sim.vinfo[u].pcpu.unwrap();
-    sim.vcpu_pool[u] = pool;
+    sim.placement.corrupt_vcpu_pool(VcpuId(u as u32), pool);
     sim.mechanisms.microsliced.as_mut().unwrap().loans[u] = Some(Loan { pcpu: q, run_time_at_lend: 0, since: now - 104 * US, home: q });
     let e = sim.check_invariants().expect_err("overstays");
     assert!(e.contains("still on micro pCPU") && e.contains("100000 ns slice plus a 3000 ns context switch"), "{e}");

@@ -22,7 +22,7 @@
 //!
 //! A policy instance sees its pool through [`HostView`](super::policy::HostView): `pcpu_ids()`
 //! lists the pool's pCPUs, `may_run(v, p)` and `prefers(v, p)` answer affinity questions. The
-//! engine (sim/pools.rs) keeps the tables here and moves pCPUs and vCPUs between pools.
+//! engine (sim/placement.rs, sim/pools.rs) keeps the tables here and moves pCPUs and vCPUs between pools.
 
 use crate::hardware::cpumask::{CpuMask, IndexMask};
 use crate::hardware::topology::Topology;
@@ -329,8 +329,8 @@ pub struct Scope<'a> {
 /// `csched_load_balance` skips its first balance step when no vCPU can take it (credit
 /// `balance.rs` `any_soft`), which asks one of them at every balance. The engine keeps them
 /// in the pool's view (`PoolView::facts`: the soft masks recomputed where a pool's pCPUs or a
-/// soft mask change, `Sim::refresh_pool_facts`; the node count moved where a vCPU changes pool,
-/// `Sim::set_vcpu_pool`), and check mode holds them to `PoolFacts::of`. In the view, a policy
+/// soft mask change, `Placement::refresh_facts`; the node count moved where a vCPU changes pool,
+/// `Placement::set_vcpu_pool`), and check mode holds them to `PoolFacts::of`. In the view, a policy
 /// call reads them at no cost beyond the read (a copy into each call's scope is 1.4% more
 /// instructions on the quickstart, which has one pool and never reads them).
 /// Read from every vCPU per balance, a host of 1,024 pCPUs with a second pool spent a third

@@ -95,8 +95,8 @@ fn vms_table(sim: &Sim, sc: &Scenario, seed: u64) -> String {
         let ipi = |k: IpiKind| s.ipis_sent.get(&k).copied().unwrap_or(0);
         let row = [
             csv_field(&info.name),
-            sim.pools[sim.vm_pool(info.id).idx()].policy.name().to_string(),
-            csv_field(&sim.pools[sim.vm_pool(info.id).idx()].view.name),
+            sim.placement.pool(sim.vm_pool(info.id)).policy.name().to_string(),
+            csv_field(&sim.placement.view(sim.vm_pool(info.id)).name),
             seed.to_string(),
             csv_field(&vm.workload),
             info.vcpus.len().to_string(),
@@ -238,7 +238,7 @@ fn metrics_table(sim: &Sim, sc: &Scenario) -> String {
 fn summary(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> serde_json::Value {
     let sim_time = sim.now.max(1);
     let npcpus = sim.pinfo.len() as f64;
-    let policy = sim.pools[0].policy.name();
+    let policy = sim.placement.pool(crate::ids::PoolId(0)).policy.name();
     let totals_cpu: u64 = sim.vms.iter().map(|v| v.stats.cpu_ns()).sum();
     let summary = serde_json::json!({
         "scenario": sc.source,

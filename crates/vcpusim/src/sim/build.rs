@@ -3,7 +3,7 @@
 use super::mechanisms::contention_model::ContentionModel;
 use super::mechanisms::sampling::Samples;
 use super::mechanisms::Mechanisms;
-use super::pools::Cpupool;
+use super::placement::{Cpupool, Placement};
 use super::speed_change::ConstantSpeed;
 use super::state::{Activity, GuestSlot, Pcpu, Sim, TimeKind, Vcpu, Vm};
 use crate::engine::event_queue::EventQueue;
@@ -66,21 +66,13 @@ impl Sim {
             costs: sc.host.costs.clone(),
             ple: sc.host.ple.clone(),
             ple_base_ns: sc.host.ple.ns(sc.host.ple.window_cycles),
-            pools,
-            pcpu_pool,
-            vcpu_pool: Vec::new(),
-            affinity: Vec::new(),
-            insert_on_wake: vec![false; nvcpus as usize],
-            trivial_placement: false,
-            pool_node_explicit: Vec::new(),
+            placement: Placement::new(pools, pool_channels, pcpu_pool),
             calls: Default::default(),
             vinfo: Vec::new(),
             pinfo: (0..npcpus as u32).map(|p| PcpuInfo { id: PcpuId(p), current: None }).collect(),
             vminfo: Vec::new(),
             vcpus: Vec::new(),
             pv: Vec::new(),
-            pool_channels,
-            micro_pool: PoolId(u32::MAX),
             pcpus: (0..npcpus).map(|_| Pcpu { online: false, last: None, slice_event: None, run_start: 0 }).collect(),
             vms: Vec::new(),
             threads: Vec::new(),
@@ -188,10 +180,9 @@ impl Sim {
             // The first home: vCPUs spread round-robin over where each may run (hard ∩ pool),
             // preferring its soft affinity there, by host-wide vCPU number (with one pool and no
             // affinity: vCPU v on pCPU v mod P).
-            let allowed = affinity.homes(&self.pools[pool.idx()].view.mask);
+            let allowed = affinity.homes(&self.placement.view(pool).mask);
             let home = allowed.nth(v.idx() % allowed.count()).expect("the loader checks hard ∩ pool is not empty");
-            self.vcpu_pool.push(pool);
-            self.affinity.push(affinity);
+            self.placement.add_vcpu(pool, affinity);
             self.vinfo.push(VcpuInfo::new(*v, vm, i as u32, home));
             self.vcpus.push(Vcpu {
                 slot: GuestSlot { vm: vm.0, index: i as u32 },

@@ -309,7 +309,7 @@ impl Sim {
             // The send exits on the sender's pool; a recipient in another pool is that pool's
             // business too (each policy acts only on the vCPUs it holds).
             self.with_vcpu_policy(from, |pol, ctx| pol.ipi_sent(ctx, from, to, kind));
-            if self.vcpu_pool[to.idx()] != self.vcpu_pool[from.idx()] {
+            if self.placement.vcpu_pool(to) != self.placement.vcpu_pool(from) {
                 self.with_vcpu_policy(to, |pol, ctx| pol.ipi_sent(ctx, from, to, kind));
             }
             match self.vinfo[to.idx()].state {

@@ -2,10 +2,8 @@
 //! yielding on pause-loop exits. Policies decide; this file is the only place that changes
 //! which vCPU runs where.
 
-use super::pools::Cpupool;
 use super::state::{Activity, Event, Sim, TimeKind, Vcpu};
 use crate::guest::kernel::GuestKernel;
-use crate::hypervisor::host_view::Scope;
 use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Request, TimerId, VcpuState, YieldReason};
 use crate::ids::{PcpuId, PoolId, VcpuId};
 use crate::time::Nanos;
@@ -30,13 +28,7 @@ impl KernelFnSource for GuestSymbols<'_> {
 impl Sim {
     /// The host as the policy of `pool` sees it.
     pub fn host_view(&self, pool: PoolId) -> HostView<'_> {
-        let scope = Scope {
-            pool: &self.pools[pool.idx()].view,
-            vcpu_pool: &self.vcpu_pool,
-            affinity: &self.affinity,
-            trivial: self.trivial_placement,
-        };
-        HostView::new(self.now, &self.vinfo, &self.pinfo, &self.vminfo, &self.topology).scoped(scope)
+        HostView::new(self.now, &self.vinfo, &self.pinfo, &self.vminfo, &self.topology).scoped(self.placement.scope(pool))
     }
 
     /// Call the policy of `pool` with a fresh context; its requests wait in `self.calls` (timers
@@ -45,12 +37,11 @@ impl Sim {
     #[inline(always)]
     pub(super) fn call_policy<R>(&mut self, pool: PoolId, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
         let symbols = GuestSymbols { vcpus: &self.vcpus, guests: &self.guests };
-        let Cpupool { view, policy } = &mut self.pools[pool.idx()];
-        let scope = Scope { pool: view, vcpu_pool: &self.vcpu_pool, affinity: &self.affinity, trivial: self.trivial_placement };
+        let (policy, scope, channels) = self.placement.call_parts(pool);
         let host = HostView::new(self.now, &self.vinfo, &self.pinfo, &self.vminfo, &self.topology).scoped(scope);
         let (requests, timers) = self.calls.outbox();
-        let mut ctx = PolicyCtx::for_owner(host, requests, timers, pool.0, &symbols, self.pool_channels[pool.idx()]);
-        f(policy.as_mut(), &mut ctx)
+        let mut ctx = PolicyCtx::for_owner(host, requests, timers, pool.0, &symbols, channels);
+        f(policy, &mut ctx)
     }
 
     /// Call the policy of `pool`, then carry out what it asked for.
@@ -62,7 +53,7 @@ impl Sim {
 
     /// Call the policy of the pool `v` belongs to, then carry out what it asked for.
     pub fn with_vcpu_policy<R>(&mut self, v: VcpuId, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
-        self.with_policy(self.vcpu_pool[v.idx()], f)
+        self.with_policy(self.placement.vcpu_pool(v), f)
     }
 
     /// Carry out pending policy requests, including any they cause, until none remain.
@@ -133,7 +124,7 @@ impl Sim {
         if !self.may_reschedule(p) {
             return;
         }
-        let pool = self.pcpu_pool[p.idx()];
+        let pool = self.placement.pcpu_pool(p);
         match self.kept_current(pool, p) {
             Some(c) if self.check => self.schedule_checked(pool, p, c),
             Some(_) => self.keep_current(p),
@@ -145,7 +136,7 @@ impl Sim {
     /// it is not asked whether it keeps the running vCPU (`kept_current`) as well.
     fn reschedule_requested(&mut self, p: PcpuId) {
         if self.may_reschedule(p) {
-            self.schedule(self.pcpu_pool[p.idx()], p);
+            self.schedule(self.placement.pcpu_pool(p), p);
         }
     }
 
@@ -196,8 +187,8 @@ impl Sim {
         let c = self.pinfo[p.idx()].current?;
         let eligible = self.vinfo[c.idx()].state == VcpuState::Running
             && self.decisions_unwatched(pool)
-            && (self.trivial_placement || self.validate_decision(p, Decision::run(c, None)).is_ok());
-        (eligible && self.pools[pool.idx()].policy.keeps_current(p)).then_some(c)
+            && (self.placement.trivial() || self.validate_decision(p, Decision::run(c, None)).is_ok());
+        (eligible && self.placement.pool(pool).policy.keeps_current(p)).then_some(c)
     }
 
     /// `carry_out` of `Decision::run(current, None)`: the pending slice end, if any, is
@@ -218,7 +209,7 @@ impl Sim {
         let decision = self.call_policy(pool, |pol, ctx| pol.do_schedule(ctx, p));
         let made = self.calls.pending_count() - asked;
         if decision != Decision::run(c, None) || made > 0 {
-            let name = self.pools[pool.idx()].policy.name();
+            let name = self.placement.pool(pool).policy.name();
             let message = format!(
                 "policy {name} said do_schedule would keep vCPU {c} on pCPU {p}, then decided {decision:?} and made {made} requests"
             );
@@ -239,10 +230,7 @@ impl Sim {
                 let here = self.pinfo[p.idx()].current == Some(n);
                 let state_ok = if here { info.state == VcpuState::Running } else { info.state == VcpuState::Runnable };
                 // With one pool and no mask short of the host, pool and affinity hold trivially.
-                state_ok
-                    && (self.trivial_placement
-                        || (self.vcpu_pool[n.idx()] == self.pcpu_pool[p.idx()]
-                            && (self.affinity[n.idx()].hard.contains(p) || self.pcpu_pool[p.idx()] == self.micro_pool)))
+                state_ok && self.placement.may_run(n, p)
             }),
         };
         if ok && d.slice != Some(0) {
@@ -256,7 +244,7 @@ impl Sim {
     #[cold]
     #[inline(never)]
     fn decision_error(&self, p: PcpuId, d: Decision) -> Result<(), String> {
-        let pool = &self.pools[self.pcpu_pool[p.idx()].idx()];
+        let pool = self.placement.pool(self.placement.pcpu_pool(p));
         // Only error messages name the policy (a virtual call kept off the hot path).
         let name = || pool.policy.name();
         if let Some(n) = d.next {
@@ -276,19 +264,19 @@ impl Sim {
             // Pools and hard affinity are the engine's to enforce: a vCPU runs only on a pCPU
             // of its own pool and of its hard affinity (Xen: cpupool_domain_master_cpumask and
             // cpu_hard_affinity), whatever the policy believes.
-            if self.vcpu_pool[n.idx()] != self.pcpu_pool[p.idx()] {
+            if self.placement.vcpu_pool(n) != self.placement.pcpu_pool(p) {
                 return Err(format!(
                     "policy {} of pool {:?} picked vCPU {n} of pool {:?} for pCPU {p}",
                     name(),
                     pool.view.name,
-                    self.pools[self.vcpu_pool[n.idx()].idx()].view.name
+                    self.placement.view(self.placement.vcpu_pool(n)).name
                 ));
             }
-            if !self.affinity[n.idx()].hard.contains(p) {
+            if !self.placement.affinity(n).hard.contains(p) {
                 return Err(format!(
                     "policy {} picked vCPU {n} for pCPU {p}, outside its hard affinity {}",
                     name(),
-                    self.affinity[n.idx()].hard.to_cpulist()
+                    self.placement.affinity(n).hard.to_cpulist()
                 ));
             }
         }
@@ -538,7 +526,7 @@ impl Sim {
         let vm = self.vinfo[v.idx()].vm.idx();
         self.vms[vm].stats.wakeups += 1;
         let waker_pcpu = waker.and_then(|w| self.vinfo[w.idx()].pcpu);
-        if std::mem::take(&mut self.insert_on_wake[v.idx()]) {
+        if self.placement.take_insert_on_wake(v) {
             // Moved to this pool while halted (`move_vcpu`): it enters the pool now.
             self.with_vcpu_policy(v, |pol, ctx| pol.insert_vcpu(ctx, v));
         } else {

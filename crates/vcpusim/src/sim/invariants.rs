@@ -130,32 +130,25 @@ impl Sim {
         // Pools and hard affinity: a running vCPU is on a pCPU of its pool and of its mask.
         for (i, vi) in self.vinfo.iter().enumerate() {
             if let Some(p) = vi.pcpu {
-                let pool = self.vcpu_pool[i];
-                if self.pcpu_pool[p.idx()] != pool {
+                let v = vi.id;
+                let pool = self.placement.vcpu_pool(v);
+                if self.placement.pcpu_pool(p) != pool {
                     return Err(format!(
                         "vCPU {i} of pool {:?} runs on pCPU {p} of pool {:?}",
-                        self.pools[pool.idx()].view.name,
-                        self.pools[self.pcpu_pool[p.idx()].idx()].view.name
+                        self.placement.view(pool).name,
+                        self.placement.view(self.placement.pcpu_pool(p)).name
                     ));
                 }
-                if !self.affinity[i].hard.contains(p) && self.pcpu_pool[p.idx()] != self.micro_pool {
-                    return Err(format!("vCPU {i} runs on pCPU {p}, outside its hard affinity {}", self.affinity[i].hard.to_cpulist()));
+                let hard = &self.placement.affinity(v).hard;
+                if !hard.contains(p) && self.placement.pcpu_pool(p) != self.placement.micro_pool() {
+                    return Err(format!("vCPU {i} runs on pCPU {p}, outside its hard affinity {}", hard.to_cpulist()));
                 }
             }
         }
-        for (p, pool) in self.pcpu_pool.iter().enumerate() {
-            if !self.pools[pool.idx()].view.mask.contains(crate::ids::PcpuId(p as u32)) {
-                return Err(format!("pCPU {p} is recorded in pool {:?} but not in its mask", self.pools[pool.idx()].view.name));
-            }
-        }
-        // The pools' kept facts are what every vCPU's masks and pool say now.
-        for pool in &self.pools {
-            let read = crate::hypervisor::host_view::PoolFacts::of(&pool.view, &self.vcpu_pool, &self.affinity, &self.vminfo);
-            if pool.view.facts != read {
-                return Err(format!("pool {:?}: kept facts {:?}, but the masks and pools say {read:?}", pool.view.name, pool.view.facts));
-            }
-        }
-        for (i, pool) in self.pools.iter().enumerate() {
+        // pCPUs in their pools' masks; the pools' kept facts are what every vCPU's masks and
+        // pool say now.
+        self.placement.check(&self.vminfo)?;
+        for (i, pool) in self.placement.pools().iter().enumerate() {
             pool.policy.check(&self.host_view(crate::ids::PoolId(i as u32)))?;
         }
         Ok(())

@@ -6,6 +6,7 @@ pub mod hypervisor_ops;
 pub mod invariants;
 pub mod line;
 pub mod mechanisms;
+pub mod placement;
 pub mod policy_calls;
 pub mod pools;
 pub mod speed_change;

@@ -10,29 +10,23 @@
 //!     deinit_pdata / free_pdata
 //! ```
 //!
-//! The engine does the parts every policy shares (taking the running vCPU off `p`, giving
-//! halted vCPUs homed on `p` a new home, breaking affinity that lost its last pCPU) and asks the
+//! The placement records themselves (pools, masks, facts) are sim/placement.rs's; these are the
+//! operations that also involve the policies and the vCPUs. The engine does the parts every
+//! policy shares (taking the running vCPU off `p`, giving halted vCPUs homed on `p` a new home,
+//! breaking affinity that lost its last pCPU) and asks the
 //! two policies for theirs: `Policy::remove_pcpu` (re-home what it queued on `p`) and
 //! `Policy::add_pcpu`.
 
 use super::state::Sim;
 use crate::hardware::cpumask::CpuMask;
-use crate::hypervisor::host_view::{PoolFacts, PoolView};
-use crate::hypervisor::policy::Policy;
 use crate::ids::{PcpuId, PoolId, VcpuId};
 use std::sync::Arc;
-
-/// One pool: its view and its scheduler instance (Xen `struct scheduler` inside `struct cpupool`).
-pub struct Cpupool {
-    pub view: PoolView,
-    pub policy: Box<dyn Policy>,
-}
 
 impl Sim {
     /// The trace track name of pCPU `p`: with more than one pool, its pool at the start.
     pub fn pcpu_track_name(&self, p: PcpuId) -> String {
-        if self.pools.len() > 1 {
-            format!("pCPU {p} ({})", self.pools[self.pcpu_pool[p.idx()].idx()].view.name)
+        if self.placement.pools().len() > 1 {
+            format!("pCPU {p} ({})", self.placement.view(self.placement.pcpu_pool(p)).name)
         } else {
             format!("pCPU {p}")
         }
@@ -40,7 +34,7 @@ impl Sim {
 
     /// `[[host.pool_change]]`: pCPU `p` leaves its pool for `to`.
     pub fn move_pcpu(&mut self, p: PcpuId, to: PoolId) {
-        let from = self.pcpu_pool[p.idx()];
+        let from = self.placement.pcpu_pool(p);
         if from == to || self.stop.is_some() {
             return;
         }
@@ -50,7 +44,7 @@ impl Sim {
         if let Some(ev) = self.pcpus[p.idx()].slice_event.take() {
             self.queue.cancel(ev);
         }
-        self.pools[from.idx()].view.remove(p);
+        self.placement.remove_pcpu(p);
         self.refresh_pool_facts();
         // cpu_disable_scheduler: "Breaking affinity" for a vCPU whose hard affinity has no pCPU
         // left in its pool: its hard affinity becomes every pCPU.
@@ -58,9 +52,11 @@ impl Sim {
         // The broken vCPUs share one full mask.
         let full = Arc::new(CpuMask::full(self.pinfo.len()));
         for v in 0..self.vinfo.len() {
-            if from != self.micro_pool && self.vcpu_pool[v] == from && !self.affinity[v].hard.intersects(&self.pools[from.idx()].view.mask)
+            let id = VcpuId(v as u32);
+            if from != self.placement.micro_pool()
+                && self.placement.vcpu_pool(id) == from
+                && self.placement.break_affinity_outside(id, from, || Arc::clone(&full))
             {
-                self.affinity[v].hard = Arc::clone(&full);
                 let vm = self.vinfo[v].vm.idx();
                 self.vms[vm].stats.affinity_broken += 1;
             }
@@ -73,21 +69,21 @@ impl Sim {
         // Halted or queued vCPUs whose home is p get a new one in the pool (a policy that
         // queued them re-homes them again in remove_pcpu as it sees fit).
         for v in 0..self.vinfo.len() {
-            if self.vcpu_pool[v] == from && self.vinfo[v].last_pcpu == p {
-                self.vinfo[v].last_pcpu = self.home_in_pool(VcpuId(v as u32), from);
+            let id = VcpuId(v as u32);
+            if self.placement.vcpu_pool(id) == from && self.vinfo[v].last_pcpu == p {
+                self.vinfo[v].last_pcpu = self.home_in_pool(id, from);
             }
         }
         self.update_trivial_placement();
         self.with_policy(from, |pol, ctx| pol.remove_pcpu(ctx, p));
-        self.pcpu_pool[p.idx()] = to;
-        self.pools[to.idx()].view.add(p);
+        self.placement.add_pcpu(p, to);
         self.refresh_pool_facts();
         // cpupool_unassign_cpu / cpupool_assign_cpu: domain_update_node_affinity for the domains.
         for vm in 0..self.vminfo.len() {
             self.update_node_affinity(crate::ids::VmId(vm as u32));
         }
         if let Some(tr) = self.trace.as_mut() {
-            let name = format!("pool change: {} -> {}", self.pools[from.idx()].view.name, self.pools[to.idx()].view.name);
+            let name = format!("pool change: {} -> {}", self.placement.view(from).name, self.placement.view(to).name);
             tr.instant(0, p.0, &name, self.now);
         }
         self.with_policy(to, |pol, ctx| pol.add_pcpu(ctx, p));
@@ -98,9 +94,7 @@ impl Sim {
     /// The first pCPU `v` may run on in `pool` (hard affinity ∩ pool, soft affinity there if it
     /// meets it), starting after its current home so that re-homed vCPUs spread.
     pub(super) fn home_in_pool(&self, v: VcpuId, pool: PoolId) -> PcpuId {
-        let mask = self.affinity[v.idx()].homes(&self.pools[pool.idx()].view.mask);
-        let from = self.vinfo[v.idx()].last_pcpu;
-        mask.cycle(from.idx()).expect("affinity was broken if it had no pCPU in the pool")
+        self.placement.home_in_pool(v, pool, self.vinfo[v.idx()].last_pcpu)
     }
 
     /// Move vCPU `v` into pool `to` now (Xen `sched_move_domain` for one unit; seed 002's
@@ -109,19 +103,19 @@ impl Sim {
     /// VM's settings (`adjust`) and inserts it, or, if it is halted, inserts it when it wakes.
     /// Both pools' policies must support pool changes (`PolicyKind::supports_pool_changes`).
     pub fn move_vcpu(&mut self, v: VcpuId, to: PoolId) -> Result<(), String> {
-        let from = self.vcpu_pool[v.idx()];
+        let from = self.placement.vcpu_pool(v);
         if from == to {
             return Ok(());
         }
         for pool in [from, to] {
-            let name = self.pools[pool.idx()].policy.name();
+            let name = self.placement.pool(pool).policy.name();
             let supported = crate::hypervisor::policies::find(name).is_ok_and(|k| k.supports_pool_changes());
             if !supported {
                 return Err(format!(
                     "vCPU {v} cannot move from pool {:?} to {:?}: pool {:?} runs {name}, which cannot gain or lose vCPUs during a run",
-                    self.pools[from.idx()].view.name,
-                    self.pools[to.idx()].view.name,
-                    self.pools[pool.idx()].view.name
+                    self.placement.view(from).name,
+                    self.placement.view(to).name,
+                    self.placement.view(pool).name
                 ));
             }
         }
@@ -132,8 +126,8 @@ impl Sim {
         self.with_policy(from, |pol, ctx| pol.remove_vcpu(ctx, v));
         self.set_vcpu_pool(v, to);
         self.update_trivial_placement();
-        if !self.affinity[v.idx()].hard.intersects(&self.pools[to.idx()].view.mask) {
-            self.affinity[v.idx()].hard = Arc::new(CpuMask::full(self.pinfo.len()));
+        let n = self.pinfo.len();
+        if self.placement.break_affinity_outside(v, to, || Arc::new(CpuMask::full(n))) {
             let vm = self.vinfo[v.idx()].vm.idx();
             self.vms[vm].stats.affinity_broken += 1;
         }
@@ -144,12 +138,12 @@ impl Sim {
         self.with_policy(to, |pol, ctx| pol.adjust(ctx, vm, &sched));
         // sched_move_domain: the new scheduler picks the unit's resource (`pick_resource`).
         if let Some(p) = self.with_policy(to, |pol, ctx| pol.pick_pcpu(ctx, v)) {
-            if self.pcpu_pool[p.idx()] == to && self.affinity[v.idx()].hard.contains(p) {
+            if self.placement.pcpu_pool(p) == to && self.placement.affinity(v).hard.contains(p) {
                 self.vinfo[v.idx()].last_pcpu = p;
             }
         }
         if self.vinfo[v.idx()].state == crate::hypervisor::policy::VcpuState::Halted {
-            self.insert_on_wake[v.idx()] = true;
+            self.placement.insert_when_woken(v);
         } else {
             self.with_policy(to, |pol, ctx| pol.insert_vcpu(ctx, v));
         }
@@ -164,8 +158,8 @@ impl Sim {
     /// sits or runs where it may no longer (`Policy::adjust_affinity`). The pool's policy must
     /// support pool changes (cfs, credit).
     pub fn set_affinity(&mut self, v: VcpuId, hard: CpuMask, soft: CpuMask) -> Result<(), String> {
-        let pool = self.vcpu_pool[v.idx()];
-        let view = &self.pools[pool.idx()].view;
+        let pool = self.placement.vcpu_pool(v);
+        let view = self.placement.view(pool);
         if !hard.intersects(&view.mask) {
             return Err(format!(
                 "vCPU {v}: hard affinity {:?} has no pCPU in its pool {:?} ({:?})",
@@ -174,11 +168,11 @@ impl Sim {
                 view.mask.to_cpulist()
             ));
         }
-        let name = self.pools[pool.idx()].policy.name();
+        let name = self.placement.pool(pool).policy.name();
         if !crate::hypervisor::policies::find(name).is_ok_and(|k| k.supports_pool_changes()) {
             return Err(format!("vCPU {v}: pool {:?} runs {name}, which cannot change affinity during a run", view.name));
         }
-        self.affinity[v.idx()] = crate::hypervisor::host_view::Affinity::new(hard, soft);
+        self.placement.set_affinity(v, crate::hypervisor::host_view::Affinity::new(hard, soft));
         self.update_trivial_placement();
         self.update_node_affinity(self.vinfo[v.idx()].vm);
         self.with_policy(pool, |pol, ctx| pol.adjust_affinity(ctx, v));
@@ -192,53 +186,31 @@ impl Sim {
         if !self.vminfo[vm.idx()].node_affinity.auto {
             return;
         }
-        let pool = &self.pools[self.vm_pool(vm).idx()].view.mask;
-        let hard = self.vminfo[vm.idx()].vcpus.iter().map(|v| &self.affinity[v.idx()].hard);
+        let pool = &self.placement.view(self.vm_pool(vm)).mask;
+        let hard = self.vminfo[vm.idx()].vcpus.iter().map(|v| &self.placement.affinity(*v).hard);
         let na = crate::hypervisor::node_affinity::NodeAffinity::automatic(&self.topology, hard, pool);
         self.vminfo[vm.idx()].node_affinity = na;
     }
 
-    /// Recompute `trivial_placement` and the pools' facts after pools or masks changed.
+    /// Recompute whether placement is trivial and the pools' facts after pools or masks changed.
     pub fn update_trivial_placement(&mut self) {
-        let n = self.pinfo.len();
-        self.trivial_placement = self.pools.len() == 1 && self.affinity.iter().all(|a| a.hard.count() == n && a.soft.count() == n);
-        self.refresh_pool_facts();
+        self.placement.update_trivial(self.pinfo.len(), &self.vminfo);
     }
 
-    /// Recompute every pool's `PoolFacts` from the masks and pools (O(pools x V x P/64)): after
-    /// a pool's pCPUs, a soft mask or a vCPU's pool changed, before any policy call.
+    /// Recompute every pool's `PoolFacts` (`Placement::refresh_facts`).
     pub(super) fn refresh_pool_facts(&mut self) {
-        self.pool_node_explicit = vec![0; self.pools.len()];
-        for vm in self.vminfo.iter().filter(|vm| !vm.node_affinity.auto) {
-            for v in &vm.vcpus {
-                self.pool_node_explicit[self.vcpu_pool[v.idx()].idx()] += 1;
-            }
-        }
-        for (i, pool) in self.pools.iter_mut().enumerate() {
-            pool.view.facts = PoolFacts {
-                soft_short: PoolFacts::soft_short_of(&pool.view, &self.affinity),
-                node_explicit: self.pool_node_explicit[i] > 0,
-            };
-        }
+        self.placement.refresh_facts(&self.vminfo);
     }
 
-    /// Put vCPU `v` in `pool`, keeping the pools' node counts and facts (O(1): the micro-sliced
-    /// pool lends vCPUs at every acceleration).
+    /// Put vCPU `v` in `pool`, keeping the pools' node counts and facts.
     pub(super) fn set_vcpu_pool(&mut self, v: VcpuId, pool: PoolId) {
-        let from = self.vcpu_pool[v.idx()];
-        self.vcpu_pool[v.idx()] = pool;
-        if !self.vminfo[self.vinfo[v.idx()].vm.idx()].node_affinity.auto {
-            self.pool_node_explicit[from.idx()] -= 1;
-            self.pool_node_explicit[pool.idx()] += 1;
-            for p in [from, pool] {
-                self.pools[p.idx()].view.facts.node_explicit = self.pool_node_explicit[p.idx()] > 0;
-            }
-        }
+        let explicit = !self.vminfo[self.vinfo[v.idx()].vm.idx()].node_affinity.auto;
+        self.placement.set_vcpu_pool(v, pool, explicit);
     }
 
     /// The pool a VM is in: its vCPUs' (all in one pool unless `move_vcpu` moved some; then
     /// vCPU 0's, which holds its settings' home for `adjust` and the report).
     pub fn vm_pool(&self, vm: crate::ids::VmId) -> PoolId {
-        self.vcpu_pool[self.vminfo[vm.idx()].vcpus[0].idx()]
+        self.placement.vcpu_pool(self.vminfo[vm.idx()].vcpus[0])
     }
 }

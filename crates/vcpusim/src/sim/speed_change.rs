@@ -99,7 +99,7 @@ impl Sim {
     /// The speed of `v` on `p`: the model's answer times its VM's fixed virtualization factor
     /// (`vm_speed`, from `[host.costs] virt_overhead`; seed 001 III-B).
     pub(crate) fn vcpu_speed(&self, v: VcpuId, p: PcpuId) -> (Speed, Factors) {
-        let (model, factors) = self.speed_model.speed_parts(&self.host_view(self.pcpu_pool[p.idx()]), v, p);
+        let (model, factors) = self.speed_model.speed_parts(&self.host_view(self.placement.pcpu_pool(p)), v, p);
         (model.times(self.vm_speed[self.vinfo[v.idx()].vm.idx()]), factors)
     }
 

@@ -1,6 +1,5 @@
 //! The state of one simulation run: every entity, indexed by id.
 
-use super::pools::Cpupool;
 use super::speed_change::SpeedModel;
 use crate::engine::event_queue::{EventId, EventQueue};
 use crate::guest::kernel::{GuestEnv, GuestKernel};
@@ -9,13 +8,12 @@ use crate::guest::thread::Thread;
 use crate::hardware::costs::{Costs, Ple};
 use crate::hardware::speed::Speed;
 use crate::hardware::topology::Topology;
-use crate::hypervisor::host_view::Affinity;
 use crate::hypervisor::policy::{PcpuInfo, TimerId, VcpuInfo, VmInfo, VmSched};
 use crate::ids::{PcpuId, PoolId, VcpuId};
 use crate::metrics::trace::TraceSink;
 use crate::metrics::vm_stats::VmStats;
 use crate::time::Nanos;
-use crate::vmexit::{Channels, PvArea};
+use crate::vmexit::PvArea;
 
 pub use crate::vmexit::{Ipi, TimeKind};
 
@@ -152,23 +150,9 @@ pub struct Sim {
     pub ple: Ple,
     /// `ple.ns(ple.window_cycles)`: the base PLE window, precomputed.
     pub ple_base_ns: Nanos,
-    /// Cpupools, each with its own policy instance (`hypervisor/cpupool.rs`); `pools[0]` is the
-    /// default pool.
-    pub pools: Vec<Cpupool>,
-    /// The pool each pCPU is in now.
-    pub pcpu_pool: Vec<PoolId>,
-    /// The pool each vCPU belongs to now.
-    pub vcpu_pool: Vec<PoolId>,
-    /// Each vCPU's hard and soft affinity.
-    pub affinity: Vec<Affinity>,
-    /// vCPUs moved to another pool while halted: inserted into it when they wake.
-    pub insert_on_wake: Vec<bool>,
-    /// One pool and no affinity short of the host (`Scope::trivial`; `update_trivial_placement`).
-    pub trivial_placement: bool,
-    /// Per pool: its vCPUs whose VM has an explicit node affinity (its view's
-    /// `facts.node_explicit` is this above zero), counted again in `refresh_pool_facts` and kept
-    /// as vCPUs change pool (`set_vcpu_pool`).
-    pub pool_node_explicit: Vec<u32>,
+    /// The cpupools with their policies, each pCPU's and vCPU's pool, affinities and the facts
+    /// kept from them (sim/placement.rs).
+    pub placement: super::placement::Placement,
     /// The policies' requests not carried out yet and their timers (sim/policy_calls.rs).
     pub calls: super::policy_calls::PolicyCalls,
     pub vinfo: Vec<VcpuInfo>,
@@ -179,12 +163,6 @@ pub struct Sim {
     /// and runstate, guest-written lock mark and TLB-flush request. (The kernel function is not
     /// in it: a policy's channel reads it in the guest, `GuestSymbols`.)
     pub pv: Vec<PvArea>,
-    /// The paravirtual channels each pool's policy declared (`PolicyKind::channels`).
-    pub pool_channels: Vec<Channels>,
-    /// The micro pool's id, or `PoolId(u32::MAX)` without one (a plain field for the hot path's
-    /// affinity test: a lent vCPU runs on a micro pCPU outside its hard affinity, as the released
-    /// `vcpu_migrate_to_cpu` ignores affinity).
-    pub micro_pool: crate::ids::PoolId,
     pub pcpus: Vec<Pcpu>,
     pub vms: Vec<Vm>,
     pub threads: Vec<Thread>,

@@ -157,12 +157,12 @@ impl Sim {
     /// host's pCPUs. Recomputed by a scan of the vCPUs: traced runs only.
     #[cold]
     fn trace_counters(&mut self, v: Option<VcpuId>) {
-        let npools = self.pools.len();
+        let npools = self.placement.pools().len();
         let mut waiting = vec![0u32; npools];
         let mut running = vec![0u32; self.vminfo.len()];
         for (i, info) in self.vinfo.iter().enumerate() {
             match info.state {
-                VcpuState::Runnable => waiting[self.vcpu_pool[i].idx()] += 1,
+                VcpuState::Runnable => waiting[self.placement.vcpu_pools()[i].idx()] += 1,
                 VcpuState::Running => running[info.vm.idx()] += 1,
                 VcpuState::Halted => {}
             }
@@ -172,7 +172,7 @@ impl Sim {
             Some(v) => vec![self.vinfo[v.idx()].vm.idx()],
             None => (0..self.vminfo.len()).collect(),
         };
-        let pool_names: Vec<String> = self.pools.iter().map(|p| p.view.name.clone()).collect();
+        let pool_names: Vec<String> = self.placement.pools().iter().map(|p| p.view.name.clone()).collect();
         let Some(tr) = self.trace.as_mut() else { return };
         for (pool, n) in waiting.iter().enumerate() {
             let name = if npools > 1 { format!("runnable vCPUs ({})", pool_names[pool]) } else { "runnable vCPUs".to_string() };

@@ -208,7 +208,7 @@ impl Sim {
     /// `decision` was carried out on `p` of `pool`.
     #[inline(always)]
     pub(in crate::sim) fn after_decision(&mut self, pool: PoolId, p: PcpuId) {
-        if pool == self.micro_pool {
+        if pool == self.placement.micro_pool() {
             self.micro_after_schedule(p);
         }
     }
@@ -217,7 +217,7 @@ impl Sim {
     /// `do_schedule`: not when a mechanism acts on every decision (the overlay, the micro pool).
     #[inline(always)]
     pub(in crate::sim) fn decisions_unwatched(&self, pool: PoolId) -> bool {
-        self.mechanisms.preemption_overlay.is_none() && pool != self.micro_pool
+        self.mechanisms.preemption_overlay.is_none() && pool != self.placement.micro_pool()
     }
 
     /// A yield exit of `v` begins (the overlay counts it apart from preemptions).

@@ -52,7 +52,7 @@ impl Sim {
         let Some(samples) = self.mechanisms.samples.as_mut() else { return };
         // No event runs between the last one and `until`, so the pool's size now is its size at
         // every instant recorded here.
-        let micro = self.mechanisms.microsliced.as_ref().map(|m| self.pools[m.pool.idx()].view.pcpus.len() as u32);
+        let micro = self.mechanisms.microsliced.as_ref().map(|m| self.placement.view(m.pool).pcpus.len() as u32);
         while samples.next_at() <= until {
             let at = samples.next_at();
             let mut per_vm = vec![0; self.vminfo.len()];

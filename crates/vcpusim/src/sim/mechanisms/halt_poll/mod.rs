@@ -58,7 +58,7 @@ impl Sim {
     /// Linux `single_task_running()` on `p`, from the KVM host scheduler of `p`'s pool (true
     /// from a policy that is not one: halt polling runs only under KVM host schedulers).
     fn single_task_running(&mut self, p: crate::ids::PcpuId) -> bool {
-        self.pools[self.pcpu_pool[p.idx()].idx()].policy.kvm_host().is_none_or(|k| k.single_task_running(p))
+        self.placement.policy_mut(self.placement.pcpu_pool(p)).kvm_host().is_none_or(|k| k.single_task_running(p))
     }
 
     pub(in crate::sim) fn stop_polling(&mut self, v: VcpuId) {

@@ -23,7 +23,6 @@
 
 pub mod algorithm;
 
-use super::super::pools::Cpupool;
 use super::super::state::{Event, Sim};
 use super::MechanismEvent;
 use crate::hypervisor::critical_detect::{AccelReason, UrgentEvent};
@@ -93,38 +92,33 @@ impl Sim {
     /// `kernel_fn` channel is declared if `symbols`.
     pub(in crate::sim) fn build_microsliced(&mut self, cfg: &MicroConfig) -> Result<(), String> {
         let parent = PoolId(0);
-        if self.pools[0].policy.microsliced().is_none() {
+        if self.placement.policy_mut(parent).microsliced().is_none() {
             return Err(format!(
                 "micro-sliced cores need a policy that carries them (credit); pool {:?} runs {}",
-                self.pools[0].view.name,
-                self.pools[0].policy.name()
+                self.placement.view(parent).name,
+                self.placement.pool(parent).policy.name()
             ));
         }
         if cfg.symbols {
-            self.pool_channels[0].kernel_fn = true;
+            self.placement.open_kernel_fn_channel(parent);
         }
-        let parent_pcpus = self.pools[0].view.pcpus.clone();
-        cfg.check_cores(&self.pools[0].view.name, parent_pcpus.len())?;
-        let id = PoolId(self.pools.len() as u32);
+        let parent_pcpus = self.placement.view(parent).pcpus.clone();
+        cfg.check_cores(&self.placement.view(parent).name, parent_pcpus.len())?;
         let initial: Vec<PcpuId> = match cfg.mode {
             Mode::Static => micro_candidates(&parent_pcpus).into_iter().take(cfg.cores as usize).collect(),
             Mode::Dynamic => Vec::new(),
         };
-        for p in &initial {
-            self.pools[0].view.remove(*p);
-            self.pcpu_pool[p.idx()] = id;
-        }
         let npcpus = self.pinfo.len();
-        let mut mask = crate::hardware::cpumask::CpuMask::empty();
+        let view = PoolView::new(PoolId(self.placement.pools().len() as u32), "micro".into(), crate::hardware::cpumask::CpuMask::empty());
+        let id = self.placement.add_pool(view, Box::new(MicroPool::new(cfg.slice, npcpus)), crate::vmexit::Channels::NONE);
         for p in &initial {
-            mask.insert(*p);
+            self.placement.remove_pcpu(*p);
+            self.placement.add_pcpu(*p, id);
         }
-        self.pools.push(Cpupool { view: PoolView::new(id, "micro".into(), mask), policy: Box::new(MicroPool::new(cfg.slice, npcpus)) });
-        self.pool_channels.push(crate::vmexit::Channels::NONE);
-        self.micro_pool = id;
+        self.placement.set_micro_pool(id);
         // vCPUs homed on a pCPU the micro pool took get a home in the parent.
         for v in 0..self.vinfo.len() {
-            if self.pcpu_pool[self.vinfo[v].last_pcpu.idx()] == id {
+            if self.placement.pcpu_pool(self.vinfo[v].last_pcpu) == id {
                 self.vinfo[v].last_pcpu = self.home_in_pool(VcpuId(v as u32), parent);
             }
         }
@@ -204,10 +198,10 @@ impl Sim {
     pub(in crate::sim) fn accelerate(&mut self, v: VcpuId, reason: AccelReason, func: KernelFn) {
         let Some(m) = self.mechanisms.microsliced.as_ref() else { return };
         let (pool, parent) = (m.pool, m.parent);
-        if self.vcpu_pool[v.idx()] != parent || self.vinfo[v.idx()].state != VcpuState::Runnable || m.loans[v.idx()].is_some() {
+        if self.placement.vcpu_pool(v) != parent || self.vinfo[v.idx()].state != VcpuState::Runnable || m.loans[v.idx()].is_some() {
             return;
         }
-        let free = self.pools[pool.idx()]
+        let free = self.placement.pools()[pool.idx()]
             .view
             .pcpus
             .iter()
@@ -254,13 +248,13 @@ impl Sim {
         let (pool, parent, target) = (m.pool, m.parent, m.target);
         self.with_policy(pool, |pol, ctx| pol.remove_vcpu(ctx, v));
         self.set_vcpu_pool(v, parent);
-        let parent_mask = &self.pools[parent.idx()].view.mask;
+        let parent_mask = &self.placement.view(parent).mask;
         self.vinfo[v.idx()].last_pcpu =
             if parent_mask.contains(loan.home) { loan.home } else { parent_mask.first().expect("the parent pool keeps a pCPU") };
         let ran = self.vinfo[v.idx()].run_time - loan.run_time_at_lend;
         self.with_policy(parent, |pol, ctx| pol.microsliced().expect("checked at build").return_vcpu(ctx, v, ran));
         // A pool Algorithm 1 shrank while this pCPU was busy gives it back now.
-        if self.pools[pool.idx()].view.pcpus.len() as u32 > target && self.pinfo[loan.pcpu.idx()].current.is_none() {
+        if self.placement.view(pool).pcpus.len() as u32 > target && self.pinfo[loan.pcpu.idx()].current.is_none() {
             self.move_pcpu(loan.pcpu, parent);
             self.note_micro_size();
         }
@@ -268,7 +262,7 @@ impl Sim {
 
     fn note_micro_size(&mut self) {
         let Some(m) = self.mechanisms.microsliced.as_mut() else { return };
-        let n = self.pools[m.pool.idx()].view.pcpus.len() as u32;
+        let n = self.placement.view(m.pool).pcpus.len() as u32;
         if m.sizes.last().map(|s| s.1) != Some(n) {
             m.sizes.push((self.now, n));
         }
@@ -286,10 +280,10 @@ impl Sim {
         let step = alg.step(counts);
         m.target = step.num_cores;
         let (pool, parent) = (m.pool, m.parent);
-        let mut have: Vec<PcpuId> = self.pools[pool.idx()].view.pcpus.clone();
+        let mut have: Vec<PcpuId> = self.placement.view(pool).pcpus.clone();
         while (have.len() as u32) < step.num_cores {
-            let Some(p) = micro_candidates(&self.pools[parent.idx()].view.pcpus).into_iter().next() else { break };
-            if self.pools[parent.idx()].view.pcpus.len() <= 1 {
+            let Some(p) = micro_candidates(&self.placement.view(parent).pcpus).into_iter().next() else { break };
+            if self.placement.view(parent).pcpus.len() <= 1 {
                 break;
             }
             self.move_pcpu(p, pool);
@@ -325,8 +319,9 @@ impl Sim {
             if let Some(other) = seen.insert(l.pcpu, i) {
                 return Err(format!("micro pCPU {} holds vCPU {other} and vCPU {i}", l.pcpu));
             }
-            if self.vcpu_pool[i] != m.pool {
-                return Err(format!("vCPU {i} is lent to the micro pool but belongs to pool {}", self.vcpu_pool[i]));
+            let pool = self.placement.vcpu_pools()[i];
+            if pool != m.pool {
+                return Err(format!("vCPU {i} is lent to the micro pool but belongs to pool {pool}"));
             }
             if self.vinfo[i].state != VcpuState::Running {
                 return Err(format!("vCPU {i} waits in micro pCPU {}'s run queue ({:?})", l.pcpu, self.vinfo[i].state));
@@ -345,7 +340,7 @@ impl Sim {
                 return Err(format!("micro pCPU {p}: lent_on says {lent:?}, the loans say {by_vcpu:?}"));
             }
         }
-        for (i, pool) in self.vcpu_pool.iter().enumerate() {
+        for (i, pool) in self.placement.vcpu_pools().iter().enumerate() {
             if *pool == m.pool && m.loans[i].is_none() {
                 return Err(format!("vCPU {i} is in the micro pool without a loan"));
             }

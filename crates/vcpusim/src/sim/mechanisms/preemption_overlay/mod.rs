@@ -124,7 +124,8 @@ impl Sim {
             return false;
         }
         // Leaving because its affinity or pool no longer allows p is not a preemption to hold.
-        if !self.trivial_placement && (self.vcpu_pool[prev.idx()] != self.pcpu_pool[p.idx()] || !self.affinity[prev.idx()].hard.contains(p))
+        if !self.placement.trivial()
+            && (self.placement.vcpu_pool(prev) != self.placement.pcpu_pool(p) || !self.placement.affinity(prev).hard.contains(p))
         {
             return false;
         }
@@ -156,7 +157,7 @@ impl Sim {
         if until <= self.now {
             return false;
         }
-        let pool = self.pcpu_pool[p.idx()];
+        let pool = self.placement.pcpu_pool(p);
         if !self.call_policy(pool, |pol, ctx| pol.hold_preemption().is_some_and(|h| h.keep_running(ctx, p, prev, next))) {
             return false;
         }
