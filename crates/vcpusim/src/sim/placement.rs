@@ -125,11 +125,6 @@ impl Placement {
         &self.vcpu_pool
     }
 
-    /// Every pCPU's pool, by pCPU.
-    pub fn pcpu_pools(&self) -> &[PoolId] {
-        &self.pcpu_pool
-    }
-
     #[inline(always)]
     pub fn affinity(&self, v: VcpuId) -> &Affinity {
         &self.affinity[v.idx()]
