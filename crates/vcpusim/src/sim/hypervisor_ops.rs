@@ -2,6 +2,7 @@
 //! yielding on pause-loop exits. Policies decide; this file is the only place that changes
 //! which vCPU runs where.
 
+use super::mechanisms::HostAction;
 use super::state::{Activity, Event, Sim, TimeKind, Vcpu};
 use crate::guest::kernel::GuestKernel;
 use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Request, TimerId, VcpuState, YieldReason};
@@ -492,6 +493,57 @@ impl Sim {
         // The guest's kernel function is already `Idle`: it set it when it executed HLT.
         self.with_vcpu_policy(v, |pol, ctx| pol.sleep(ctx, v));
         self.reschedule(p);
+    }
+
+    /// Carry out the actions a mechanism returned, in order (sim/mechanisms/ `HostAction`): a
+    /// stop of a vCPU no longer running by then is dropped.
+    pub(super) fn run_host_actions(&mut self, actions: &[HostAction]) {
+        for &action in actions {
+            match action {
+                HostAction::CoStop(v) => {
+                    let Some(p) = self.vinfo[v.idx()].pcpu else { continue };
+                    self.before_host_action(action);
+                    self.stop_vcpu(v, p, "co-stop");
+                }
+                HostAction::CoStart(v) => {
+                    self.before_host_action(action);
+                    self.restart_vcpu(v, "co-start");
+                }
+            }
+        }
+    }
+
+    /// Take running `v` off `p` and out of its policy's run queues (the host's state `Halted`
+    /// and the policy's `sleep`: Xen's `vcpu_pause` -> `vcpu_sleep_nosync`), while the guest
+    /// sees it descheduled while runnable (the PV area's preempted and runnable flags, its time
+    /// counted as steal). `label` names the instant on its trace track.
+    fn stop_vcpu(&mut self, v: VcpuId, p: PcpuId, label: &'static str) {
+        self.settle(v);
+        let vm = self.vinfo[v.idx()].vm.idx();
+        self.set_vcpu_state(v, VcpuState::Halted);
+        self.vinfo[v.idx()].preempted = true;
+        self.pv[v.idx()].preempted = true;
+        self.pv[v.idx()].runnable = true;
+        self.vcpus[v.idx()].runnable_since = self.now;
+        self.vcpus[v.idx()].woken = false;
+        self.vms[vm].stats.preemptions += 1;
+        self.count_lock_preemptions(v);
+        if let Some(tr) = self.trace.as_mut() {
+            tr.instant_with(1 + vm as u32, self.vinfo[v.idx()].index, label, self.now, &[]);
+        }
+        self.with_vcpu_policy(v, |pol, ctx| pol.sleep(ctx, v));
+        self.reschedule(p);
+    }
+
+    /// Make `v`, stopped by [`Sim::stop_vcpu`], runnable again through its policy's `wake`
+    /// (Xen's `vcpu_unpause` -> `vcpu_wake`, BOOST included under credit).
+    fn restart_vcpu(&mut self, v: VcpuId, label: &'static str) {
+        self.set_vcpu_state(v, VcpuState::Runnable);
+        if let Some(tr) = self.trace.as_mut() {
+            let vm = self.vinfo[v.idx()].vm.idx();
+            tr.instant_with(1 + vm as u32, self.vinfo[v.idx()].index, label, self.now, &[]);
+        }
+        self.with_vcpu_policy(v, |pol, ctx| pol.wake(ctx, v, None));
     }
 
     /// Set `v`'s state, and its bit of its VM's `VmInfo::runnable` with it: every change of

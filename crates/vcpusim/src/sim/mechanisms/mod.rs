@@ -15,6 +15,7 @@
 //!                         after_switch_in            relaxed co-scheduling (check)
 //!   HLT blocks v          on_halt                    relaxed co-scheduling (account, check)
 //!   v woken               may_wake / after_wake      relaxed co-scheduling (veto, account) / halt polling
+//!   a mechanism's action  before_host_action         relaxed co-scheduling (account, mark the stop)
 //!   do_schedule decided   holds_preemption           preemption overlay (hold the switch back)
 //!                         after_decision             micro-sliced cores (the micro pool's loans)
 //!   yield exit            yield_begins / yield_ends  preemption overlay (not a preemption)
@@ -70,6 +71,19 @@ pub struct Mechanisms {
     pub net_devices: Vec<net_device::NetDevice>,
     /// CPU-usage time series (`[run] sample_every`).
     pub samples: Option<sampling::Samples>,
+}
+
+/// What a mechanism asks the core to do to a vCPU, as a policy asks through its requests: the
+/// mechanism decides and returns its actions; the core carries them out in order
+/// (sim/hypervisor_ops.rs `run_host_actions`), telling the mechanisms first
+/// ([`Sim::before_host_action`]). Only the core switches a vCPU in or out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostAction {
+    /// Take running `v` off its pCPU and out of its policy's queues until it is started again,
+    /// the guest seeing it preempted (relaxed co-scheduling's co-stop).
+    CoStop(VcpuId),
+    /// Make stopped `v` runnable again through its policy (the co-start).
+    CoStart(VcpuId),
 }
 
 /// An event a mechanism owns (`Event::Mechanism`), dispatched to it by [`Sim::on_mechanism_event`].
@@ -181,6 +195,14 @@ impl Sim {
             self.rc_poke(v);
         }
         true
+    }
+
+    /// The core is about to carry out `action`, asked by a mechanism.
+    #[inline(always)]
+    pub(in crate::sim) fn before_host_action(&mut self, action: HostAction) {
+        if self.mechanisms.relaxed_co.is_some() {
+            self.rc_before_action(action);
+        }
     }
 
     /// `v` woke and its policy placed it.

@@ -4,26 +4,27 @@
 //! - **Accounting**: each VM's skews are brought up to date (`account`) just before any of its
 //!   vCPUs changes state (switched in or out, halted, woken, co-stopped, co-started), so every
 //!   interval is accounted with the states that held over it, exactly.
-//! - **Checks** (`check`) follow each change: a vCPU above the threshold co-stops the VM's
-//!   running vCPUs; no vCPU owing skew any more co-starts the stopped ones. Between changes a
+//! - **Checks** (`rc_check`) follow each change: a vCPU above the threshold co-stops the VM's
+//!   running vCPUs; no vCPU owing skew any more co-starts the stopped ones. The check decides
+//!   and returns its actions; the core carries them out, in order. Between changes a
 //!   lagging vCPU's skew grows at wall-clock rate while a sibling runs, so the check is also
 //!   scheduled for the instant the first laggard would cross the threshold
 //!   (`Event::RelaxedCoCheck`): a skew never exceeds the threshold by more than that event's
 //!   granularity (it is the check a real scheduler makes at its ticks; check mode allows one
 //!   tick, `TICK_SLACK`).
-//! - **Co-stop** (`co_stop`): the vCPU is taken off its pCPU and is not runnable for the policy
+//! - **Co-stop** (`HostAction::CoStop`, carried out by the core's `stop_vcpu`): the vCPU is taken off its pCPU and is not runnable for the policy
 //!   (the host's state `Halted` and the policy's `sleep`: Xen's `vcpu_pause` ->
 //!   `vcpu_sleep_nosync` path), while the guest sees it descheduled while runnable (the PV area's
 //!   preempted and runnable flags, its time counted as steal). An interrupt for it stays pending
 //!   in the guest until the co-start. A vCPU paying its halt exit is not co-stopped (it is
 //!   about to idle, which is progress).
-//! - **Co-start** (`co_start`): runnable again through the policy's `wake` (Xen's
+//! - **Co-start** (`HostAction::CoStart`, the core's `restart_vcpu`): runnable again through the policy's `wake` (Xen's
 //!   `vcpu_unpause` -> `vcpu_wake`, BOOST included under credit).
 
 pub mod rule;
 
 use super::super::state::{Activity, Event, Sim};
-use super::MechanismEvent;
+use super::{HostAction, MechanismEvent};
 use crate::engine::event_queue::EventId;
 use crate::hypervisor::policy::VcpuState;
 use crate::ids::VcpuId;
@@ -56,8 +57,8 @@ pub struct RelaxedCoState {
     /// and a free per event and a half at 1,024 pCPUs (docs/speed.md).
     states: Vec<Progress>,
     skews: Vec<Nanos>,
-    /// Scratch for the vCPUs one check co-stops (`rc_check`).
-    to_stop: Vec<VcpuId>,
+    /// Scratch for the co-stops or co-starts one check asks of the core (`rc_check`).
+    actions: Vec<HostAction>,
 }
 
 impl RelaxedCoState {
@@ -74,7 +75,7 @@ impl RelaxedCoState {
             busy: false,
             states: Vec::new(),
             skews: Vec::new(),
-            to_stop: Vec::new(),
+            actions: Vec::new(),
         }
     }
 }
@@ -182,9 +183,8 @@ impl Sim {
         }
         self.rc_account(v);
         self.mechanisms.relaxed_co.as_mut().expect("checked").busy = true;
-        // The VM's vCPUs are read by index where a co-stop or co-start changes the host (they
-        // change the vCPUs' states, never the list).
-        let n = self.vminfo[vm].vcpus.len();
+        let mut actions = std::mem::take(&mut self.mechanisms.relaxed_co.as_mut().expect("checked").actions);
+        actions.clear();
         let threshold = self.mechanisms.relaxed_co.as_ref().expect("checked").cfg.skew_threshold;
         let rc = self.mechanisms.relaxed_co.as_ref().expect("checked");
         let ids = &self.vminfo[vm].vcpus;
@@ -203,30 +203,28 @@ impl Sim {
             // would change state and poke the co-start (the VM would stop for good; docs/model.md,
             // relaxed co-scheduling).
             let laggard_past = ids.iter().any(|u| self.progress_of(*u) == Progress::Lagging && rc.skew[u.idx()] > threshold);
-            let mut stop = std::mem::take(&mut self.mechanisms.relaxed_co.as_mut().expect("checked").to_stop);
-            stop.clear();
-            let rc = self.mechanisms.relaxed_co.as_ref().expect("checked");
-            stop.extend(self.vminfo[vm].vcpus.iter().copied().filter(|u| {
-                let running = self.vinfo[u.idx()].state == VcpuState::Running;
-                let halting = matches!(self.vcpus[u.idx()].activity, Activity::Overhead { halting: true });
-                running && !halting && (laggard_past || rc.skew[u.idx()] <= threshold)
-            }));
-            for &u in &stop {
-                self.co_stop(u);
-            }
-            self.mechanisms.relaxed_co.as_mut().expect("checked").to_stop = stop;
+            actions.extend(
+                self.vminfo[vm]
+                    .vcpus
+                    .iter()
+                    .copied()
+                    .filter(|u| {
+                        let running = self.vinfo[u.idx()].state == VcpuState::Running;
+                        let halting = matches!(self.vcpus[u.idx()].activity, Activity::Overhead { halting: true });
+                        running && !halting && (laggard_past || rc.skew[u.idx()] <= threshold)
+                    })
+                    .map(HostAction::CoStop),
+            );
         } else {
             // Co-start when no vCPU that is not stopped owes skew any more (the laggards caught up).
+            // A co-start changes no other vCPU's stop (the check is busy), so the list is final.
             let caught_up = ids.iter().all(|u| rc.stopped[u.idx()] || rc.skew[u.idx()] == 0);
-            if caught_up && ids.iter().any(|u| rc.stopped[u.idx()]) {
-                for k in 0..n {
-                    let u = self.vminfo[vm].vcpus[k];
-                    if self.co_stopped(u) {
-                        self.co_start(u);
-                    }
-                }
+            if caught_up {
+                actions.extend(ids.iter().copied().filter(|u| rc.stopped[u.idx()]).map(HostAction::CoStart));
             }
         }
+        self.run_host_actions(&actions);
+        self.mechanisms.relaxed_co.as_mut().expect("checked").actions = actions;
         self.mechanisms.relaxed_co.as_mut().expect("checked").busy = false;
         self.rc_schedule_check(vm);
     }
@@ -287,43 +285,20 @@ impl Sim {
         self.rc_check(v);
     }
 
-    /// Co-stop running `v`: off its pCPU, not runnable for the policy, preempted for the guest.
-    fn co_stop(&mut self, v: VcpuId) {
-        let Some(p) = self.vinfo[v.idx()].pcpu else { return };
+    /// The core is about to carry out `action` (sim/hypervisor_ops.rs `run_host_actions`): bring
+    /// the skews up to date with the states that held until now, then mark the stop.
+    pub(in crate::sim) fn rc_before_action(&mut self, action: HostAction) {
+        let (HostAction::CoStop(v) | HostAction::CoStart(v)) = action;
         self.rc_account(v);
-        self.settle(v);
         let vm = self.vinfo[v.idx()].vm.idx();
-        if let Some(rc) = self.mechanisms.relaxed_co.as_mut() {
-            rc.stopped[v.idx()] = true;
-            rc.costops[vm] += 1;
+        let Some(rc) = self.mechanisms.relaxed_co.as_mut() else { return };
+        match action {
+            HostAction::CoStop(_) => {
+                rc.stopped[v.idx()] = true;
+                rc.costops[vm] += 1;
+            }
+            HostAction::CoStart(_) => rc.stopped[v.idx()] = false,
         }
-        self.set_vcpu_state(v, VcpuState::Halted);
-        self.vinfo[v.idx()].preempted = true;
-        self.pv[v.idx()].preempted = true;
-        self.pv[v.idx()].runnable = true;
-        self.vcpus[v.idx()].runnable_since = self.now;
-        self.vcpus[v.idx()].woken = false;
-        self.vms[vm].stats.preemptions += 1;
-        self.count_lock_preemptions(v);
-        if let Some(tr) = self.trace.as_mut() {
-            tr.instant_with(1 + vm as u32, self.vinfo[v.idx()].index, "co-stop", self.now, &[]);
-        }
-        self.with_vcpu_policy(v, |pol, ctx| pol.sleep(ctx, v));
-        self.reschedule(p);
-    }
-
-    /// Co-start stopped `v`: runnable again through the policy.
-    fn co_start(&mut self, v: VcpuId) {
-        self.rc_account(v);
-        if let Some(rc) = self.mechanisms.relaxed_co.as_mut() {
-            rc.stopped[v.idx()] = false;
-        }
-        self.set_vcpu_state(v, VcpuState::Runnable);
-        if let Some(tr) = self.trace.as_mut() {
-            let vm = self.vinfo[v.idx()].vm.idx();
-            tr.instant_with(1 + vm as u32, self.vinfo[v.idx()].index, "co-start", self.now, &[]);
-        }
-        self.with_vcpu_policy(v, |pol, ctx| pol.wake(ctx, v, None));
     }
 }
 
