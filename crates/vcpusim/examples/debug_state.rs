@@ -25,7 +25,7 @@ fn main() {
             gv.pending_ipis.len()
         );
     }
-    for t in &sim.threads {
+    for t in sim.guests.threads() {
         println!("thread {} vm {} {:?} vcpu {} front {:?}", t.id, t.vm, t.state, t.vcpu, t.steps.front());
     }
     for (i, s) in sim.guests.iter().flat_map(|g| g.shootdowns.iter()).enumerate() {

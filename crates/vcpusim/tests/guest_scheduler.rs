@@ -61,8 +61,8 @@ fn the_run_masks_give_the_choices_of_a_scan_over_every_sibling() {
     let (mut pulls, mut placed_away, mut balanced) = (0, 0, 0);
     for (vcpus, threads, seed) in [(70, 90, 1u64), (70, 40, 2), (130, 200, 3), (5, 9, 4)] {
         let mut s = built(vcpus, threads);
-        let Sim { guests, threads: th, pv, .. } = &mut s;
-        let g = &mut guests[0];
+        let Sim { guests, pv, .. } = &mut s;
+        let (g, th) = guests.drive(0);
         assert_masks(g, 0, "build");
         let mut blocked: Vec<ThreadId> = Vec::new();
         let mut rng = Pcg64Mcg::new(u128::from(seed) << 1 | 1);

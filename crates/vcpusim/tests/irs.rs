@@ -188,7 +188,7 @@ fn metrics_csv_gains_the_overlay_rows_only_in_overlay_runs() {
 fn the_handler_picks_the_least_waiting_sibling_and_rt_avg_ages_as_linux_3x() {
     let sc = load_scenario(&scenario(IRS, true, "parsec.streamcluster"), "<irs test>").unwrap();
     let mut sim = Sim::build(&sc, 1, false, true).unwrap();
-    let g = &mut sim.guests[0];
+    let (g, _) = sim.guests.drive(0);
     let ids: Vec<_> = g.vcpus.iter().map(|v| v.id).collect();
     let threads = g.threads.clone();
     for gv in g.vcpus.iter_mut() {
@@ -205,9 +205,9 @@ fn the_handler_picks_the_least_waiting_sibling_and_rt_avg_ages_as_linux_3x() {
         sim.pv[id.idx()].runnable = k == 2;
     }
     for (t, v) in [(0, 0), (1, 1), (2, 1)] {
-        sim.threads[threads[t].idx()].vcpu = ids[v];
+        sim.guests.drive(0).1[threads[t].idx()].vcpu = ids[v];
     }
-    let g = &mut sim.guests[0];
+    let (g, th) = sim.guests.drive(0);
     g.run_masks = vcpusim::guest::scheduler::RunMasks::of(&g.vcpus);
     g.vcpus[0].func = vcpusim::vmexit::KernelFn::User;
     g.preempt_notice(0);
@@ -215,17 +215,17 @@ fn the_handler_picks_the_least_waiting_sibling_and_rt_avg_ages_as_linux_3x() {
     // Take it as `run` would, then end the handler.
     g.irs.as_mut().unwrap().pending[0] = false;
     g.irs.as_mut().unwrap().active[0] = Some(vcpusim::vmexit::KernelFn::User);
-    let done = g.notice_done(&mut sim.threads, &sim.pv, 0, 0);
+    let done = g.notice_done(th, &sim.pv, 0, 0);
     assert_eq!(done.moved, Some((threads[0], ids[3])), "the idle vCPU that is not waiting for a pCPU");
     let g = &sim.guests[0];
     assert_eq!(g.vcpus[0].current, None);
     assert_eq!(g.vcpus[3].runqueue.front(), Some(&threads[0]));
-    assert_eq!(sim.threads[threads[0].idx()].vcpu, ids[3]);
+    assert_eq!(sim.guests.threads()[threads[0].idx()].vcpu, ids[3]);
 
     // rt_avg with steal (scale_rt_power, sched_avg_update): 250 ms of steal in 4 ms ticks is
     // 248 ms of rt_avg over a 500 ms period; 600 ms later it has halved once.
     sim.pv[ids[1].idx()].steal_time_ns = 250 * MS;
-    let g = &mut sim.guests[0];
+    let (g, _) = sim.guests.drive(0);
     let c0 = g.capacity(&sim.pv, 1, 0);
     assert!((c0 - (500.0 - 248.0) / 500.0).abs() < 1e-9, "{c0}");
     let c1 = g.capacity(&sim.pv, 1, 600 * MS);

@@ -38,7 +38,7 @@ fn a_contended_munmap_sleeps_and_the_releasing_writer_wakes_it_with_a_reschedule
                    [{loop = \"forever\", body = [{compute = \"20us\"}, {mmap = 1}, {progress = true}]}]]");
     let (vm, guest) = (&sim.vms[0], &sim.guests[0]);
     let wait_lock = guest.objects.mm_sem.wait_lock.expect("contention takes wait_lock");
-    assert_eq!(sim.locks[wait_lock.idx()].class, WAIT_LOCK_CLASS);
+    assert_eq!(sim.guests.locks()[wait_lock.idx()].class, WAIT_LOCK_CLASS);
     // No futex op in the program: every reschedule IPI is an up_write waking a sleeper.
     let resched = vm.stats.ipis_sent.get(&IpiKind::Resched).copied().unwrap_or(0);
     assert_eq!(guest.stats.futex_waits, 0);

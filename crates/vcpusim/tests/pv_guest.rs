@@ -153,18 +153,18 @@ fn vcpu_is_preempted_keeps_a_wakeup_off_a_preempted_idle_vcpu() {
         let sc = load_scenario(&text, "<t>").unwrap();
         let mut s = Sim::build(&sc, 1, false, false).unwrap();
         let t = s.guests[0].threads[0];
-        let prev = s.threads[t.idx()].vcpu;
+        let prev = s.guests.threads()[t.idx()].vcpu;
         assert_eq!(prev, VcpuId(0));
         // Put the thread to sleep by hand (as futex_wait does) and mark its vCPU preempted.
-        let g = &mut s.guests[0];
+        let (g, threads) = s.guests.drive(0);
         g.vcpus[0].current = None;
         g.vcpus[0].runqueue.retain(|u| *u != t);
-        s.threads[t.idx()].state = ThreadState::Blocked(FutexKey::Socket);
+        threads[t.idx()].state = ThreadState::Blocked(FutexKey::Socket);
         g.blocked_threads += 1;
         g.run_masks = vcpusim::guest::scheduler::RunMasks::of(&g.vcpus);
         s.pv[0].preempted = true;
-        g.wake_thread(&mut s.threads, &s.pv, 0, VcpuId(1), t);
-        assert_eq!(s.threads[t.idx()].vcpu, VcpuId(expected), "vcpu_is_preempted = {vip}");
+        g.wake_thread(threads, &s.pv, 0, VcpuId(1), t);
+        assert_eq!(s.guests.threads()[t.idx()].vcpu, VcpuId(expected), "vcpu_is_preempted = {vip}");
     }
 }
 

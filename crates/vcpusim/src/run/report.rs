@@ -123,7 +123,11 @@ fn vms_table(sim: &Sim, sc: &Scenario, seed: u64) -> String {
             f3(s.sched_latency.quantile(0.5) as f64 / 1e3),
             f3(s.sched_latency.quantile(0.99) as f64 / 1e3),
             s.lhp_count().to_string(),
-            s.lhp_by_class(|l| sim.locks[l].class.as_str()).get(crate::guest::futex::FUTEX_LOCK_CLASS).copied().unwrap_or(0).to_string(),
+            s.lhp_by_class(|l| sim.guests.locks()[l].class.as_str())
+                .get(crate::guest::futex::FUTEX_LOCK_CLASS)
+                .copied()
+                .unwrap_or(0)
+                .to_string(),
             s.lwp.to_string(),
             ipi(IpiKind::Resched).to_string(),
             ipi(IpiKind::TlbShootdown).to_string(),
@@ -205,7 +209,7 @@ fn metrics_table(sim: &Sim, sc: &Scenario) -> String {
         for v in &info.vcpus {
             put!(format_args!("steal_time_ms[v{}]", sim.vinfo[v.idx()].index), F3(to_ms(sim.pv[v.idx()].steal_time_ns)));
         }
-        for (class, n) in &s.lhp_by_class(|l| sim.locks[l].class.as_str()) {
+        for (class, n) in &s.lhp_by_class(|l| sim.guests.locks()[l].class.as_str()) {
             put!(format_args!("lhp_count[{class}]"), n);
         }
         for p in 0..sim.pinfo.len() as u32 {
@@ -216,7 +220,7 @@ fn metrics_table(sim: &Sim, sc: &Scenario) -> String {
         // Seed 002 Table 4: spinlock waits by kernel lock class (lockstat's waittime-avg of
         // contended acquisitions; every class of the program's `kernel_locks`, and the guest's
         // own classes once they were waited for), TLB synchronization min.
-        for (class, w) in &gs.spin_wait_by_class(&sim.locks, &guest.objects.kernel_locks) {
+        for (class, w) in &gs.spin_wait_by_class(sim.guests.locks(), &guest.objects.kernel_locks) {
             put!(format_args!("spin_wait_count[{class}]"), w.count);
             put!(format_args!("spin_wait_mean_us[{class}]"), F3(w.mean() / 1e3));
             put!(format_args!("spin_wait_max_us[{class}]"), F3(w.max as f64 / 1e3));

@@ -20,7 +20,7 @@ use crate::hypervisor::node_affinity::NodeAffinity;
 use crate::hypervisor::policies::{self, HostShape};
 use crate::hypervisor::policy::{PcpuInfo, VcpuInfo, VmInfo, VmSched};
 use crate::hypervisor::xl_numa;
-use crate::ids::{LockId, PcpuId, PoolId, ThreadId, VcpuId, VmId};
+use crate::ids::{PcpuId, PoolId, VcpuId, VmId};
 use crate::metrics::pcpu_usage::PcpuUsage;
 use crate::metrics::trace::{TraceSink, DEFAULT_MAX_EVENTS};
 use crate::metrics::vm_stats::VmStats;
@@ -75,9 +75,7 @@ impl Sim {
             pv: Vec::new(),
             pcpus: (0..npcpus).map(|_| Pcpu { online: false, last: None, slice_event: None, run_start: 0 }).collect(),
             vms: Vec::new(),
-            threads: Vec::new(),
-            locks: Vec::new(),
-            guests: Vec::new(),
+            guests: Default::default(),
             ipis_in_flight: 0,
             trace: trace.then(|| TraceSink::new(DEFAULT_MAX_EVENTS)),
             check,
@@ -145,7 +143,7 @@ impl Sim {
                         Some(Box::new(super::mechanisms::relaxed_co::RelaxedCoState::new(*rc, sim.vinfo.len(), sim.vminfo.len())));
                 }
                 if let crate::scenario::overlay_sections::OverlayConfig::Irs(irs) = cfg {
-                    for g in sim.guests.iter_mut().filter(|g| g.config.irs) {
+                    for g in sim.guests.kernels_mut().filter(|g| g.config.irs) {
                         g.irs = Some(Box::new(crate::guest::irs::IrsGuest::new(g.vcpus.len(), irs.migrator)));
                     }
                 }
@@ -249,8 +247,8 @@ impl Sim {
             ..SyncObjects::default()
         };
         for name in &program.kernel_locks {
-            objects.kernel_locks.push(LockId(self.locks.len() as u32));
-            self.locks.push(Spinlock::new(spec.guest.spinlock, name.clone()));
+            let l = self.guests.add_lock(Spinlock::new(spec.guest.spinlock, name.clone()));
+            objects.kernel_locks.push(l);
         }
         let mut guest_vcpus: Vec<GuestVcpu> = vcpu_ids.iter().map(|v| GuestVcpu::new(*v)).collect();
         let mut thread_ids = Vec::new();
@@ -262,14 +260,14 @@ impl Sim {
         });
         let mut load = vec![0u64; vcpu_ids.len()];
         for (i, ops) in program.threads.iter().enumerate() {
-            let t = ThreadId(self.threads.len() as u32);
+            let t = self.guests.next_thread();
             let slot = match &topology {
                 Some(topo) if i > 0 => topo.find_idlest_cpu(0, &load),
                 _ => i % vcpu_ids.len(),
             };
             load[slot] += 1;
             let v = vcpu_ids[slot];
-            self.threads.push(Thread {
+            self.guests.add_thread(Thread {
                 id: t,
                 vm,
                 index: i as u32,
@@ -300,7 +298,7 @@ impl Sim {
             self.mechanisms.net_devices.push(super::mechanisms::net_device::NetDevice::new(nic.clone(), v));
             Box::new(crate::guest::netrx::NetStack::new(d, nic))
         });
-        self.guests.push(GuestKernel {
+        self.guests.add_kernel(GuestKernel {
             vm,
             name: spec.name.clone(),
             config: spec.guest.clone(),
@@ -444,7 +442,7 @@ mod tests {
                     [vm.program]\nthreads = [[{loop = \"forever\", body = [{compute = \"2ms\"}, {progress = true}]}]]\n";
         let sc = crate::api::load_scenario(text, "<test>").expect("loads");
         let sim = Sim::build(&sc, 1, false, false).expect("builds");
-        let code: Vec<_> = sim.threads.iter().map(|t| t.code.clone()).collect();
+        let code: Vec<_> = sim.guests.threads().iter().map(|t| t.code.clone()).collect();
         assert_eq!(code.len(), 15);
         let distinct = |range: std::ops::Range<usize>| {
             let mut firsts: Vec<&std::sync::Arc<[crate::guest::thread::Code]>> = Vec::new();

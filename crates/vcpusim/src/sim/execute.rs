@@ -44,7 +44,8 @@ impl Sim {
             Activity::Thread => {
                 // The guest's step keeps what is left of its work (or of a user spin's budget).
                 let s = vc.slot;
-                self.guests[s.vm as usize].executed(&mut self.threads, s.index as usize, kind, elapsed, || speed.work_in(elapsed));
+                let (guest, threads) = self.guests.kernel_and_threads(s.vm as usize);
+                guest.executed(threads, s.index as usize, kind, elapsed, || speed.work_in(elapsed));
             }
             Activity::Off | Activity::Starting | Activity::HaltPoll => {}
         }
@@ -204,21 +205,23 @@ impl Sim {
             Activity::Irq if self.guests[vm].in_notice_handler(i) => return self.notice_handler_done(v),
             Activity::Irq => {
                 // The handler's EOI exits to the hypervisor; then the guest returns from it.
-                let ipi = self.guests[vm].handler_done(i);
+                let ipi = self.guests.kernel_mut(vm).handler_done(i);
                 self.on_exit(v, Exit::Eoi { kind: ipi.kind });
-                if let Some(u) = self.guests[vm].interrupt_return(&self.threads, i, ipi) {
+                let (guest, threads) = self.guests.kernel_and_threads(vm);
+                if let Some(u) = guest.interrupt_return(threads, i, ipi) {
                     self.poke(u);
                 }
                 // IRS's migrator: a woken thread preempts an IRS-migrated one here (guest/irs.rs).
-                if self.guests[vm].irs.is_some()
-                    && ipi.kind == crate::vmexit::IpiKind::Resched
-                    && self.guests[vm].irs_preempt_due(&self.threads, i)
-                {
-                    self.guests[vm].round_robin(i);
+                if self.guests[vm].irs.is_some() && ipi.kind == crate::vmexit::IpiKind::Resched && {
+                    let (guest, threads) = self.guests.kernel_and_threads(vm);
+                    guest.irs_preempt_due(threads, i)
+                } {
+                    self.guests.kernel_mut(vm).round_robin(i);
                 }
             }
             Activity::Thread => {
-                if let Some(exit) = self.guests[vm].step_done(&mut self.threads, i) {
+                let (guest, threads) = self.guests.kernel_and_threads(vm);
+                if let Some(exit) = guest.step_done(threads, i) {
                     self.on_exit(v, exit);
                     // The exit may have made the policy preempt the sender: only continue if not.
                     if !self.running(v) || self.vcpus[v.idx()].activity != Activity::Thread {

@@ -37,7 +37,7 @@ impl Sim {
     /// the caller's frame, and the calls (two per pause-loop exit) skip a prologue each.
     #[inline(always)]
     pub(super) fn call_policy<R>(&mut self, pool: PoolId, f: impl FnOnce(&mut dyn Policy, &mut PolicyCtx) -> R) -> R {
-        let symbols = GuestSymbols { vcpus: &self.vcpus, guests: &self.guests };
+        let symbols = GuestSymbols { vcpus: &self.vcpus, guests: self.guests.kernels() };
         let (policy, scope, channels) = self.placement.call_parts(pool);
         let host = HostView::new(self.now, &self.vinfo, &self.pinfo, &self.vminfo, &self.topology).scoped(scope);
         let (requests, timers) = self.calls.outbox();
@@ -382,13 +382,13 @@ impl Sim {
     /// for is the guest's to say (`GuestKernel::lock_state`); the counts are the host's.
     pub(super) fn count_lock_preemptions(&mut self, v: VcpuId) {
         let (g, i) = self.gslot(v);
-        let Some((held, ticket_waiter)) = self.guests[g].lock_state(&self.threads, &self.locks, i) else { return };
+        let Some((held, ticket_waiter)) = self.guests[g].lock_state(self.guests.threads(), self.guests.locks(), i) else { return };
         let vm = self.vinfo[v.idx()].vm.idx();
         let stats = &mut self.vms[vm].stats;
         for l in held {
             stats.count_lhp(l.idx());
             if let Some(tr) = self.trace.as_mut() {
-                let class = &self.locks[l.idx()].class;
+                let class = &self.guests.locks()[l.idx()].class;
                 let args = [("lock_class", class.as_str().into())];
                 tr.instant_with(1 + vm as u32, self.vinfo[v.idx()].index, "lock-holder preempted", self.now, &args);
             }

@@ -36,9 +36,9 @@ impl Sim {
         }
         // A thread is on at most one vCPU (current or queued), and Ready threads are somewhere;
         // a vCPU running a thread is preempted in its PV area exactly when it is not Running.
-        let mut seen = vec![0u8; self.threads.len()];
+        let mut seen = vec![0u8; self.guests.threads().len()];
         for g in &self.guests {
-            g.check(&self.threads, &self.pv, |v| self.vinfo[v.idx()].state == VcpuState::Running, &mut seen)?;
+            g.check(self.guests.threads(), &self.pv, |v| self.vinfo[v.idx()].state == VcpuState::Running, &mut seen)?;
         }
         // PV spinlocks: a vCPU blocked in SCHEDOP_poll is Halted, and none whose thread was handed
         // its lock sleeps without a kick on its way (no lost wake-up).
@@ -50,11 +50,11 @@ impl Sim {
             }
         }
         for g in &self.guests {
-            g.check_pv_wakeups(&self.threads, &self.locks, |v| {
+            g.check_pv_wakeups(self.guests.threads(), self.guests.locks(), |v| {
                 self.vinfo[v.idx()].state == VcpuState::Halted && self.vcpus[v.idx()].polling
             })?;
         }
-        for (i, th) in self.threads.iter().enumerate() {
+        for (i, th) in self.guests.threads().iter().enumerate() {
             let expected = u8::from(th.state == ThreadState::Ready);
             if seen[i] != expected {
                 return Err(format!("thread {i} ({:?}) is on {} vCPU queues", th.state, seen[i]));
@@ -63,7 +63,7 @@ impl Sim {
         // Spinlocks: the holder is not also waiting, no thread waits twice, and a thread that
         // believes it holds a lock does (mutual exclusion). A ticket lock handed to a waiter
         // that has not run yet has a holder whose `held` does not list it yet: that is allowed.
-        for (l, lock) in self.locks.iter().enumerate() {
+        for (l, lock) in self.guests.locks().iter().enumerate() {
             if let Some(h) = lock.holder {
                 if lock.waiters.contains(&h) {
                     return Err(format!("lock {l} holder {h} is also a waiter"));
@@ -77,20 +77,20 @@ impl Sim {
             }
             // Every waiter is marked with this lock (`Thread::queued_on`, which stands for a
             // search of the queue).
-            if let Some(w) = lock.waiters.iter().find(|w| self.threads[w.idx()].queued_on.map(|q| q.idx()) != Some(l)) {
-                return Err(format!("thread {w} waits on lock {l} but is marked {:?}", self.threads[w.idx()].queued_on));
+            if let Some(w) = lock.waiters.iter().find(|w| self.guests.threads()[w.idx()].queued_on.map(|q| q.idx()) != Some(l)) {
+                return Err(format!("thread {w} waits on lock {l} but is marked {:?}", self.guests.threads()[w.idx()].queued_on));
             }
         }
-        for th in &self.threads {
+        for th in self.guests.threads() {
             for l in &th.held {
-                if self.locks[l.idx()].holder != Some(th.id) {
-                    return Err(format!("thread {} thinks it holds lock {l}, held by {:?}", th.id, self.locks[l.idx()].holder));
+                if self.guests.locks()[l.idx()].holder != Some(th.id) {
+                    return Err(format!("thread {} thinks it holds lock {l}, held by {:?}", th.id, self.guests.locks()[l.idx()].holder));
                 }
             }
             // Its queue marker names a lock whose queue holds it (and, above, every waiter is
             // marked with its lock).
             if let Some(l) = th.queued_on {
-                if !self.locks[l.idx()].waiters.contains(&th.id) {
+                if !self.guests.locks()[l.idx()].waiters.contains(&th.id) {
                     return Err(format!("thread {} is marked queued on lock {l}, which has no such waiter", th.id));
                 }
             }

@@ -32,7 +32,7 @@ impl Sim {
                 self.deliver_ipis(v, kind, &targets, shootdown, pages);
                 // The list goes back to the sender's guest for its next send (no allocation per send).
                 let vm = self.vcpus[v.idx()].slot.vm as usize;
-                self.guests[vm].scratch.recycle_ipi_targets(targets);
+                self.guests.kernel_mut(vm).scratch.recycle_ipi_targets(targets);
             }
             Exit::PauseLoop => self.pause_loop_exit(v),
             Exit::Eoi { kind } => self.with_vcpu_policy(v, |pol, ctx| pol.ipi_handled(ctx, v, kind)),
@@ -46,7 +46,7 @@ impl Sim {
     /// `v`'s guest, given back when the send is delivered (above), so a send allocates nothing.
     pub(super) fn send_resched_ipi(&mut self, v: VcpuId, to: VcpuId) {
         let vm = self.vcpus[v.idx()].slot.vm as usize;
-        let mut targets = self.guests[vm].scratch.ipi_targets();
+        let mut targets = self.guests.kernel_mut(vm).scratch.ipi_targets();
         targets.push(to);
         self.on_exit(v, Exit::IpiSend { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0 });
     }
@@ -112,7 +112,7 @@ impl Sim {
     /// owner running on `v`) look again, and take the slow path (guest/mm_sem.rs).
     pub(super) fn preempted_flag_set(&mut self, v: VcpuId) {
         let (vm, _) = self.gslot(v);
-        for u in self.guests[vm].preempted_flag_readers(&self.threads, v) {
+        for u in self.guests[vm].preempted_flag_readers(self.guests.threads(), v) {
             self.poke(u);
         }
     }
@@ -139,7 +139,7 @@ impl Sim {
             Upcall::Resume => self.dispatch(v),
             Upcall::Interrupt(ipi) => {
                 let (vm, i) = self.gslot(v);
-                self.guests[vm].interrupt(i, ipi);
+                self.guests.kernel_mut(vm).interrupt(i, ipi);
                 let vc = &self.vcpus[v.idx()];
                 if self.vinfo[v.idx()].state == VcpuState::Running && vc.activity == Activity::Thread {
                     // Interrupt the thread: pause its step and run the handler first.
@@ -161,7 +161,7 @@ impl Sim {
     /// executing thread code (its step pauses for the handler), as `Upcall::Interrupt`.
     fn preempt_notice(&mut self, v: VcpuId) {
         let (vm, i) = self.gslot(v);
-        self.guests[vm].preempt_notice(i);
+        self.guests.kernel_mut(vm).preempt_notice(i);
         if self.vinfo[v.idx()].state == VcpuState::Running && self.vcpus[v.idx()].activity == Activity::Thread {
             self.settle(v);
             self.dispatch(v);
@@ -197,19 +197,20 @@ impl Sim {
     fn timer_tick(&mut self, v: VcpuId) {
         let (vm, i) = self.gslot(v);
         if self.vinfo[v.idx()].state != VcpuState::Running || self.vcpus[v.idx()].activity == Activity::HaltPoll {
-            self.guests[vm].tick_missed(i);
+            self.guests.kernel_mut(vm).tick_missed(i);
             return;
         }
-        let Some(tick) = self.guests[vm].timer_tick(&mut self.threads, i) else { return };
+        let (guest, threads) = self.guests.kernel_and_threads(vm);
+        let Some(tick) = guest.timer_tick(threads, i) else { return };
         if let Some(u) = tick.resched_ipi {
             self.send_resched_ipi(v, u);
         }
         if tick.round_robin && self.vcpus[v.idx()].activity == Activity::Thread {
             self.settle(v);
-            self.guests[vm].round_robin(i);
+            self.guests.kernel_mut(vm).round_robin(i);
             self.dispatch(v);
         }
-        if let Some(delay) = self.guests[vm].arm_tick(i) {
+        if let Some(delay) = self.guests.kernel_mut(vm).arm_tick(i) {
             self.queue.push(self.now + delay, Event::GuestTick(v));
         }
     }

@@ -2,6 +2,7 @@
 
 pub mod build;
 pub mod execute;
+pub mod guests;
 pub mod hypervisor_ops;
 pub mod invariants;
 pub mod line;

@@ -160,7 +160,7 @@ impl Sim {
         let left = match vc.activity {
             Activity::Overhead { .. } | Activity::Irq => vc.remaining,
             // The guest's step holds what is left of its work.
-            _ => self.guests[vc.slot.vm as usize].work_left(&self.threads, vc.slot.index as usize).unwrap_or(0),
+            _ => self.guests[vc.slot.vm as usize].work_left(self.guests.threads(), vc.slot.index as usize).unwrap_or(0),
         };
         let e = self.vcpus[v.idx()].epoch;
         self.queue.push(self.now + speed.time_for(left), Event::ActivityDone(v, e));
@@ -176,7 +176,7 @@ impl Sim {
             // the last one; a timed step in progress has its remaining work recorded.
             Activity::Thread => {
                 matches!(vc.time_kind, TimeKind::User | TimeKind::Kernel | TimeKind::Overhead)
-                    && self.guests[vc.slot.vm as usize].work_left(&self.threads, vc.slot.index as usize).is_some()
+                    && self.guests[vc.slot.vm as usize].work_left(self.guests.threads(), vc.slot.index as usize).is_some()
             }
             Activity::Off | Activity::Starting | Activity::HaltPoll => false,
         }

@@ -3,8 +3,6 @@
 use super::speed_change::SpeedModel;
 use crate::engine::event_queue::{EventId, EventQueue};
 use crate::guest::kernel::{GuestEnv, GuestKernel};
-use crate::guest::spinlock::Spinlock;
-use crate::guest::thread::Thread;
 use crate::hardware::costs::{Costs, Ple};
 use crate::hardware::speed::Speed;
 use crate::hardware::topology::Topology;
@@ -165,11 +163,9 @@ pub struct Sim {
     pub pv: Vec<PvArea>,
     pub pcpus: Vec<Pcpu>,
     pub vms: Vec<Vm>,
-    pub threads: Vec<Thread>,
-    pub locks: Vec<Spinlock>,
-    /// One guest kernel per VM (`guest/kernel.rs`): its per-vCPU state, sync objects, futexes,
-    /// shootdowns.
-    pub guests: Vec<GuestKernel>,
+    /// The guests (sim/guests.rs, an owned part): one kernel per VM (`guest/kernel.rs`: its
+    /// per-vCPU state, sync objects, futexes, shootdowns) and every thread and spinlock.
+    pub guests: super::guests::Guests,
     /// IPIs sent and not yet arrived (for deadlock detection).
     pub ipis_in_flight: u64,
     pub trace: Option<TraceSink>,
@@ -208,9 +204,6 @@ impl Sim {
     /// VM `vm`'s guest kernel and what its operations need from the host's tables.
     #[inline]
     pub fn guest_env(&mut self, vm: usize) -> (&mut GuestKernel, GuestEnv<'_>) {
-        (
-            &mut self.guests[vm],
-            GuestEnv { threads: &mut self.threads, locks: &mut self.locks, costs: &self.vm_costs[vm], pv: &mut self.pv, now: self.now },
-        )
+        self.guests.env(vm, &self.vm_costs[vm], &mut self.pv, self.now)
     }
 }

@@ -117,7 +117,7 @@ impl Sim {
 
     /// `vm/tN`: thread `t` by its index in its VM.
     fn thread_label(&self, t: ThreadId) -> String {
-        let th = &self.threads[t.idx()];
+        let th = &self.guests.threads()[t.idx()];
         format!("{}/t{}", self.vminfo[th.vm.idx()].name, th.index)
     }
 
@@ -126,7 +126,7 @@ impl Sim {
     /// its own vCPU's track.
     #[cold]
     pub(super) fn trace_handoffs(&mut self, vm: usize) {
-        let Some(log) = self.guests[vm].handoffs.as_mut() else { return };
+        let Some(log) = self.guests.kernel_mut(vm).handoffs.as_mut() else { return };
         if log.is_empty() {
             return;
         }

@@ -134,7 +134,7 @@ impl Sim {
     /// woken (policy `wake`), a runnable one takes it when it next runs (no policy call).
     pub(in crate::sim) fn device_irq(&mut self, v: VcpuId, virq: Virq) {
         let (vm, i) = self.gslot(v);
-        if !self.guests[vm].device_irq(i, virq) {
+        if !self.guests.kernel_mut(vm).device_irq(i, virq) {
             return;
         }
         self.mechanisms.net_devices[virq.device as usize].virqs += 1;

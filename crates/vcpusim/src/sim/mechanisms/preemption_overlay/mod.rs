@@ -132,7 +132,7 @@ impl Sim {
         if matches!(self.mechanisms.preemption_overlay.as_ref().map(|o| &o.cfg), Some(OverlayConfig::DelayPreempt(_))) {
             // The guest's lock mark, published lazily: copied just before the overlay is asked.
             let (g, i) = self.gslot(prev);
-            self.guests[g].publish_lock_mark(&self.threads, i, &mut self.pv);
+            self.guests[g].publish_lock_mark(self.guests.threads(), i, &mut self.pv);
         }
         let ov = self.mechanisms.preemption_overlay.as_mut().expect("called with an overlay");
         if ov.go == Some((p, prev)) {
@@ -244,7 +244,7 @@ impl Sim {
             // The thread the guest was notified about is on a sibling before `v` is descheduled.
             if let Some(t) = hold.thread {
                 let (g, i) = self.gslot(v);
-                if self.guests[g].vcpus[i].current == Some(t) || self.threads[t.idx()].vcpu == v {
+                if self.guests[g].vcpus[i].current == Some(t) || self.guests.threads()[t.idx()].vcpu == v {
                     self.stop.get_or_insert(crate::SimError::Invariant {
                         time_ns: self.now,
                         message: format!("IRS: vCPU {v} acknowledged moving thread {t}, which is still on it"),
