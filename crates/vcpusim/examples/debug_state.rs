@@ -7,11 +7,11 @@ fn main() {
     let mut sim = Sim::build(&sc, sc.run.seed, false, false).unwrap();
     sim.start();
     let r = sim.run_until(sc.run.duration, None);
-    println!("result {:?} now {}", r.is_ok(), sim.now);
-    for (i, vi) in sim.vinfo.iter().enumerate() {
-        let vc = &sim.vcpus[i];
+    println!("result {:?} now {}", r.is_ok(), sim.now());
+    for (i, vi) in sim.vinfo().iter().enumerate() {
+        let vc = &sim.vcpus()[i];
         let (g, k) = sim.gslot(vcpusim::ids::VcpuId(i as u32));
-        let gv = &sim.guests[g].vcpus[k];
+        let gv = &sim.guests()[g].vcpus[k];
         println!(
             "vcpu {i} vm {} {:?} pcpu {:?} preempted {} act {:?} kind {:?} cur {:?} rq {:?} pending {:?}",
             vi.vm,
@@ -25,10 +25,10 @@ fn main() {
             gv.pending_ipis.len()
         );
     }
-    for t in sim.guests.threads() {
+    for t in sim.guests().threads() {
         println!("thread {} vm {} {:?} vcpu {} front {:?}", t.id, t.vm, t.state, t.vcpu, t.steps.front());
     }
-    for (i, s) in sim.guests.iter().flat_map(|g| g.shootdowns.iter()).enumerate() {
+    for (i, s) in sim.guests().iter().flat_map(|g| g.shootdowns.iter()).enumerate() {
         println!("sd {i} pending {}", s.pending_acks);
     }
 }

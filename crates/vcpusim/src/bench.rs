@@ -315,15 +315,15 @@ fn timed_run_split(scenario: &Scenario) -> Result<(RunFacts, f64, f64), SimError
     sim.start();
     let setup = start.elapsed().as_secs_f64();
     sim.run_until(scenario.run.duration, scenario.run.max_events)?;
-    sim.take_samples(sim.now);
+    sim.take_samples(sim.now());
     sim.finish();
     let wall = start.elapsed().as_secs_f64().max(1e-9);
     let facts = RunFacts {
-        events: sim.events,
-        stale: sim.stale_events,
-        skipped: sim.queue.skipped(),
-        peak_queue_len: sim.queue.peak_len() as u64,
-        sim_time_ns: sim.now,
+        events: sim.events(),
+        stale: sim.stale_events(),
+        skipped: sim.queue().skipped(),
+        peak_queue_len: sim.queue().peak_len() as u64,
+        sim_time_ns: sim.now(),
     };
     drop(sim);
     Ok((facts, setup, wall))

@@ -28,14 +28,14 @@ fn build(text: &str) -> Sim {
 /// engine's `vinfo[v].pcpu` between events). Returns `[vcpu][pcpu]` run time in ns. Panics on
 /// any engine error (invariants are checked after every event).
 fn run_measured(sim: &mut Sim, until: u64) -> Vec<Vec<u64>> {
-    let npcpus = sim.pinfo.len();
-    let mut on = vec![vec![0u64; npcpus]; sim.vinfo.len()];
+    let npcpus = sim.pinfo().len();
+    let mut on = vec![vec![0u64; npcpus]; sim.vinfo().len()];
     sim.start();
     let mut last = 0;
     loop {
-        let next = sim.queue.peek_time().filter(|&t| t <= until);
+        let next = sim.next_event_at().filter(|&t| t <= until);
         let t = next.unwrap_or(until);
-        for (v, info) in sim.vinfo.iter().enumerate() {
+        for (v, info) in sim.vinfo().iter().enumerate() {
             if let Some(p) = info.pcpu {
                 on[v][p.idx()] += t - last;
             }
@@ -80,13 +80,13 @@ fn random_hard_masks_are_never_left_and_runs_pass_every_invariant() {
             workloads[((seed + 2) % 3) as usize],
         );
         let mut sim = build(&text);
-        let n = sim.pinfo.len() as u32;
+        let n = sim.pinfo().len() as u32;
         let mut rng = Rng::new(seed);
-        for v in 0..sim.vinfo.len() {
+        for v in 0..sim.vinfo().len() {
             let hard = random_mask(&mut rng, n);
             // A soft mask for some: random, possibly disjoint from the hard one.
             let soft = if rng.below(2) == 0 { random_mask(&mut rng, n) } else { CpuMask::full(n as usize) };
-            sim.placement.set_affinity(VcpuId(v as u32), Affinity::new(hard, soft));
+            sim.placement_mut().set_affinity(VcpuId(v as u32), Affinity::new(hard, soft));
         }
         let until = 1500 * MS;
         let on = run_measured(&mut sim, until);
@@ -94,9 +94,9 @@ fn random_hard_masks_are_never_left_and_runs_pass_every_invariant() {
         for (v, per_pcpu) in on.iter().enumerate() {
             for (p, &t) in per_pcpu.iter().enumerate() {
                 assert!(
-                    t == 0 || sim.placement.affinity(VcpuId(v as u32)).hard.contains(PcpuId(p as u32)),
+                    t == 0 || sim.placement().affinity(VcpuId(v as u32)).hard.contains(PcpuId(p as u32)),
                     "seed {seed}: vCPU {v} ran {t} ns on pCPU {p}, outside its hard affinity {:?}",
-                    sim.placement.affinity(VcpuId(v as u32)).hard
+                    sim.placement().affinity(VcpuId(v as u32)).hard
                 );
                 ran += t;
             }
@@ -118,8 +118,8 @@ fn soft_affinity_is_honoured_whenever_a_preferred_pcpu_is_free() {
                 [run]\nduration = \"2s\"\nseed = 5\n";
     let mut sim = build(text);
     let full = CpuMask::full(8);
-    sim.placement.set_affinity(VcpuId(0), Affinity::new(full.clone(), mask(&[2])));
-    sim.placement.set_affinity(VcpuId(1), Affinity::new(full.clone(), mask(&[3])));
+    sim.placement_mut().set_affinity(VcpuId(0), Affinity::new(full.clone(), mask(&[2])));
+    sim.placement_mut().set_affinity(VcpuId(1), Affinity::new(full.clone(), mask(&[3])));
     let on = run_measured(&mut sim, 2 * SEC);
     for (v, want) in [(0usize, 2usize), (1, 3)] {
         let total: u64 = on[v].iter().sum();
@@ -138,7 +138,7 @@ fn soft_affinity_yields_to_hard_when_the_preferred_pcpu_is_taken() {
                 [run]\nduration = \"1s\"\nseed = 2\n";
     let mut sim = build(text);
     for v in 0..2 {
-        sim.placement.set_affinity(VcpuId(v as u32), Affinity::new(CpuMask::full(4), mask(&[1])));
+        sim.placement_mut().set_affinity(VcpuId(v as u32), Affinity::new(CpuMask::full(4), mask(&[1])));
     }
     let on = run_measured(&mut sim, SEC);
     let total: Vec<u64> = on.iter().map(|r| r.iter().sum()).collect();
@@ -157,7 +157,7 @@ fn two_vcpus_pinned_to_one_pcpu_share_it_evenly_and_never_leave() {
                 [run]\nduration = \"3s\"\nseed = 9\n";
     let mut sim = build(text);
     for v in 0..2 {
-        sim.placement.set_affinity(VcpuId(v as u32), Affinity::new(mask(&[0]), CpuMask::full(4)));
+        sim.placement_mut().set_affinity(VcpuId(v as u32), Affinity::new(mask(&[0]), CpuMask::full(4)));
     }
     let until = 3 * SEC;
     let on = run_measured(&mut sim, until);

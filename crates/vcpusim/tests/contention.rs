@@ -31,7 +31,7 @@ fn speeds_at(text: &str, until: u64) -> Vec<Speed> {
     let mut sim = Sim::build(&sc, sc.run.seed, false, true).expect("builds");
     sim.start();
     sim.run_until(until, None).expect("runs");
-    sim.vcpus.iter().map(|v| v.speed).collect()
+    sim.vcpus().iter().map(|v| v.speed).collect()
 }
 
 #[test]

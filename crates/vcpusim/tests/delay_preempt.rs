@@ -39,7 +39,7 @@ fn scenario(host_extra: &str, workload: &str) -> String {
 #[test]
 fn marked_preemptions_are_deferred_never_beyond_the_bound_and_given_back_early() {
     let sim = run_sim_checked(&scenario("overlay = \"delay-preempt\"", "locked"), 400);
-    let s = sim.mechanisms.preemption_overlay.as_ref().expect("overlay built").stats;
+    let s = sim.mechanisms().preemption_overlay.as_ref().expect("overlay built").stats;
     eprintln!("{s:?}");
     assert!(s.held > 0, "preemptions of lock-holding vCPUs were deferred: {s:?}");
     assert_eq!(s.notices, 0, "delayed preemption sends no notice: {s:?}");
@@ -52,7 +52,7 @@ fn marked_preemptions_are_deferred_never_beyond_the_bound_and_given_back_early()
 fn a_tiny_bound_cuts_deferrals_at_the_bound() {
     let text = scenario("overlay = \"delay-preempt\"\n[host.delay_preempt]\nmax_delay = \"1us\"", "locked");
     let sim = run_sim_checked(&text, 400);
-    let s = sim.mechanisms.preemption_overlay.as_ref().expect("overlay built").stats;
+    let s = sim.mechanisms().preemption_overlay.as_ref().expect("overlay built").stats;
     eprintln!("{s:?}");
     assert!(s.held > 0, "{s:?}");
     assert!(s.delay_max_ns <= US, "never beyond max_delay: {s:?}");
@@ -61,7 +61,7 @@ fn a_tiny_bound_cuts_deferrals_at_the_bound() {
 #[test]
 fn a_vm_without_kernel_locks_is_never_deferred() {
     let sim = run_sim_checked(&scenario("overlay = \"delay-preempt\"", "cpu-bound"), 200);
-    let s = sim.mechanisms.preemption_overlay.as_ref().expect("overlay built").stats;
+    let s = sim.mechanisms().preemption_overlay.as_ref().expect("overlay built").stats;
     assert!(s.asked > 0, "{s:?}");
     assert_eq!(s.held, 0, "{s:?}");
 }
@@ -70,7 +70,7 @@ fn a_vm_without_kernel_locks_is_never_deferred() {
 fn deferral_reduces_lock_holder_preemptions_on_the_same_seed() {
     let lhp = |host: &str| {
         let sim = run_sim_checked(&scenario(host, "locked"), 400);
-        sim.vms[0].stats.lhp_count()
+        sim.vms()[0].stats.lhp_count()
     };
     let (vanilla, delayed) = (lhp(""), lhp("overlay = \"delay-preempt\""));
     eprintln!("lhp vanilla {vanilla} delayed {delayed}");

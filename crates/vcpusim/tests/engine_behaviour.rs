@@ -56,7 +56,7 @@ fn adding_a_vm_does_not_change_another_vms_random_draws() {
     let draws = |text: &str, thread: usize| {
         let sc = load_scenario(text, "<test>").unwrap();
         let mut sim = Sim::build(&sc, 7, false, false).unwrap();
-        (0..8).map(|_| sim.guests.drive(0).1[thread].rng.random::<u64>()).collect::<Vec<_>>()
+        (0..8).map(|_| sim.drive_guest(0).1[thread].rng.random::<u64>()).collect::<Vec<_>>()
     };
     // VM "a" is created first in one scenario and second (threads 2, 3) in the other.
     assert_eq!(draws(&one, 0), draws(&two, 2));

@@ -46,7 +46,7 @@ fn a_broadcast_wakes_one_waiter_and_requeues_the_others_onto_the_mutex() {
     while t < 40 * MS && !seen {
         t += MS / 50;
         sim.run_until(t, None).unwrap();
-        let guest = &sim.guests[0];
+        let guest = &sim.guests()[0];
         if guest.objects.conds[0] == 1 && guest.objects.mutexes[0] != vcpusim::guest::objects::MutexWord::Free {
             let on_mutex = guest.objects.futex_waiters.get(&FutexKey::Mutex(0)).map(|q| q.len()).unwrap_or(0);
             let on_cond = guest.objects.futex_waiters.get(&FutexKey::Cond(0)).map(|q| q.len()).unwrap_or(0);
@@ -66,7 +66,7 @@ fn requeued_waiters_wake_one_by_one_through_the_mutex() {
     // Per round: three waits on the condition, and one on the mutex by the waiter the broadcast
     // woke. Waking all three (no requeue) makes each find the mutex held and sleep on it: six.
     let sim = run(4, BROADCAST, 200);
-    let guest = &sim.guests[0];
+    let guest = &sim.guests()[0];
     let rounds = guest.stats.progress;
     assert!(rounds > 80, "{rounds} rounds");
     let per_round = guest.stats.futex_waits as f64 / rounds as f64;
@@ -86,8 +86,8 @@ fn parsec_barrier_phases_run_solo_at_the_pthread_barriers_pace_on_a_mutex_and_a_
     let pthread = run(8, &phases("pthread", "wait = \"block\""), 100);
     for wait in ["wait = \"block\"", "wait = \"spin-then-block\", spin = \"100us\""] {
         let sim = run(8, &phases("parsec", wait), 100);
-        let guest = &sim.guests[0];
-        let (p, q) = (guest.stats.progress as f64, pthread.guests[0].stats.progress as f64);
+        let guest = &sim.guests()[0];
+        let (p, q) = (guest.stats.progress as f64, pthread.guests()[0].stats.progress as f64);
         // Every thread counts a phase: 8 per barrier opening.
         assert!(p > 0.9 * q && p < 1.1 * q, "{wait}: {p} phases vs pthread's {q}");
         // No thread ever sleeps on the pthread barrier's word; they sleep on the condition.
@@ -111,7 +111,7 @@ fn futex_words_in_different_buckets_take_different_bucket_locks() {
         [{loop = \"forever\", body = [{lock = 1}, {compute = \"20us\"}, {unlock = 1}, {compute = \"5us\"}, {progress = true}]}], \
         [{loop = \"forever\", body = [{lock = 1}, {compute = \"20us\"}, {unlock = 1}, {compute = \"5us\"}, {progress = true}]}]]";
     let sim = run(4, program, 50);
-    let guest = &sim.guests[0];
+    let guest = &sim.guests()[0];
     assert!(guest.stats.futex_waits > 100, "{} futex waits", guest.stats.futex_waits);
     let objects = &guest.objects;
     assert_ne!(objects.futex_bucket(FutexKey::Mutex(0), 256), objects.futex_bucket(FutexKey::Mutex(1), 256));

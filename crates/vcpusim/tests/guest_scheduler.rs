@@ -61,8 +61,7 @@ fn the_run_masks_give_the_choices_of_a_scan_over_every_sibling() {
     let (mut pulls, mut placed_away, mut balanced) = (0, 0, 0);
     for (vcpus, threads, seed) in [(70, 90, 1u64), (70, 40, 2), (130, 200, 3), (5, 9, 4)] {
         let mut s = built(vcpus, threads);
-        let Sim { guests, pv, .. } = &mut s;
-        let (g, th) = guests.drive(0);
+        let (g, th, pv) = s.drive_guest(0);
         assert_masks(g, 0, "build");
         let mut blocked: Vec<ThreadId> = Vec::new();
         let mut rng = Pcg64Mcg::new(u128::from(seed) << 1 | 1);
@@ -128,7 +127,7 @@ fn the_run_masks_give_the_choices_of_a_scan_over_every_sibling() {
 #[test]
 fn the_run_masks_are_those_of_the_vcpus_as_built() {
     let s = built(70, 3);
-    let g = &s.guests[0];
+    let g = &s.guests()[0];
     let fresh = RunMasks::of(&g.vcpus);
     assert!(fresh.queued.iter().eq([0, 1, 2]), "three threads queued on the first three vCPUs");
     assert_eq!(fresh.idle.count(), 67);

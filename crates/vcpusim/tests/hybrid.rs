@@ -324,22 +324,22 @@ fn job_beside_hogs(class: &str, hogs: &[(u32, u32)], phases: u64, compute: &str)
     sim.start();
     // Capped mode: w(V) = 1 / (1 + the hogs' weights), busy or not; Lag grows at |P| w(V) / 4.
     let rate = 1.0 / (1 + hogs.iter().map(|h| h.1).sum::<u32>()) as f64;
-    let job = sim.vminfo[0].vcpus.clone();
+    let job = sim.vminfo()[0].vcpus.clone();
     let (mut lowest, mut highest) = (vec![0.0f64; 4], vec![0.0f64; 4]);
-    while sim.guests[0].finished_at.is_none() {
-        let t = sim.queue.peek_time().expect("the job finishes");
+    while sim.guests()[0].finished_at.is_none() {
+        let t = sim.next_event_at().expect("the job finishes");
         sim.run_until(t, None).unwrap_or_else(|e| panic!("{e}"));
         for (i, v) in job.iter().enumerate() {
-            let info = &sim.vinfo[v.idx()];
-            let current = if info.state == VcpuState::Running { sim.now - info.run_start } else { 0 };
-            let lag = sim.now as f64 / SLOT * rate - (info.run_time + current) as f64 / SLOT;
+            let info = &sim.vinfo()[v.idx()];
+            let current = if info.state == VcpuState::Running { sim.now() - info.run_start } else { 0 };
+            let lag = sim.now() as f64 / SLOT * rate - (info.run_time + current) as f64 / SLOT;
             lowest[i] = lowest[i].min(lag);
             highest[i] = highest[i].max(lag);
         }
     }
     let ranges: Vec<f64> = (0..4).map(|i| highest[i] - lowest[i]).collect();
     LagRun {
-        makespan: sim.guests[0].finished_at.unwrap() as f64 / SLOT,
+        makespan: sim.guests()[0].finished_at.unwrap() as f64 / SLOT,
         max_abs_lag: (0..4).map(|i| highest[i].max(-lowest[i])).fold(0.0, f64::max),
         widest_lag_range: ranges.iter().cloned().fold(0.0, f64::max),
         narrowest_lag_range: ranges.iter().cloned().fold(f64::INFINITY, f64::min),
@@ -431,7 +431,7 @@ fn quickstart_hit_windows() -> Vec<u64> {
     let mut last = 0;
     for end_s in [40u64, 80, 120, 160, 200] {
         sim.run_until(end_s * 1_000_000_000, None).expect("runs");
-        let progress = sim.guests[0].stats.progress;
+        let progress = sim.guests()[0].stats.progress;
         windows.push(progress - last);
         last = progress;
     }

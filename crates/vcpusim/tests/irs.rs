@@ -27,7 +27,7 @@ const IRS: &str = "overlay = \"irs\"";
 #[test]
 fn irs_notifies_moves_threads_and_switches_within_the_notify_delay() {
     let sim = run_sim_checked(&scenario(IRS, true, "parsec.streamcluster"), 400);
-    let ov = sim.mechanisms.preemption_overlay.as_ref().expect("overlay built");
+    let ov = sim.mechanisms().preemption_overlay.as_ref().expect("overlay built");
     let s = ov.stats;
     eprintln!("{s:?}");
     assert!(s.notices >= 3, "involuntary preemptions of par's vCPUs were notified: {s:?}");
@@ -47,22 +47,22 @@ fn halts_yields_and_pause_loop_exits_are_never_notified() {
     // Linux 3.2 ticket spinlocks under interference: pause-loop exits; dedup's TLB shootdowns
     // under Linux 4.4: SCHEDOP_yield; both block in futexes: halts.
     let ple = run_sim_checked(&scenario(IRS, true, "parsec.dedup"), 400);
-    let s = ple.mechanisms.preemption_overlay.as_ref().unwrap().stats;
-    eprintln!("3.2 dedup {s:?} ple_exits {}", ple.vms[0].stats.ple_exits);
-    assert!(ple.vms[0].stats.ple_exits > 0, "par took pause-loop exits");
+    let s = ple.mechanisms().preemption_overlay.as_ref().unwrap().stats;
+    eprintln!("3.2 dedup {s:?} ple_exits {}", ple.vms()[0].stats.ple_exits);
+    assert!(ple.vms()[0].stats.ple_exits > 0, "par took pause-loop exits");
     assert!(s.not_asked_ple > 0, "pause-loop exits that gave the pCPU away were not notified: {s:?}");
     assert!(s.not_asked_halt > 0, "halts that gave the pCPU away were not notified: {s:?}");
     let y = run_sim_checked(&scenario_44(IRS, "parsec.dedup"), 400);
-    let s = y.mechanisms.preemption_overlay.as_ref().unwrap().stats;
-    eprintln!("4.4 dedup {s:?} yields_ipi {}", y.vms[0].stats.yields_ipi);
-    assert!(y.vms[0].stats.yields_ipi > 0, "par yielded by SCHEDOP_yield");
+    let s = y.mechanisms().preemption_overlay.as_ref().unwrap().stats;
+    eprintln!("4.4 dedup {s:?} yields_ipi {}", y.vms()[0].stats.yields_ipi);
+    assert!(y.vms()[0].stats.yields_ipi > 0, "par yielded by SCHEDOP_yield");
     assert!(s.not_asked_yield > 0, "SCHEDOP_yields that gave the pCPU away were not notified: {s:?}");
     for sim in [&ple, &y] {
-        let s = sim.mechanisms.preemption_overlay.as_ref().unwrap().stats;
+        let s = sim.mechanisms().preemption_overlay.as_ref().unwrap().stats;
         // Every notice belongs to a hold the overlay granted for an involuntary preemption, and
         // every hold ended by an ack, its deadline, or the vCPU leaving by itself.
         assert_eq!(s.notices, s.held, "{s:?}");
-        let open = sim.mechanisms.preemption_overlay.as_ref().unwrap().holds.iter().flatten().count() as u64;
+        let open = sim.mechanisms().preemption_overlay.as_ref().unwrap().holds.iter().flatten().count() as u64;
         assert_eq!(s.held, s.acks + s.timeouts + s.dropped + open, "{s:?}");
     }
 }
@@ -71,15 +71,15 @@ fn halts_yields_and_pause_loop_exits_are_never_notified() {
 fn a_slow_handler_is_cut_at_the_notify_delay_and_an_unregistered_guest_is_never_notified() {
     let slow = scenario(IRS, true, "parsec.streamcluster").replace("irs = true", "irs = true\nirs_handler = \"50us\"");
     let sim = run_sim_checked(&slow, 400);
-    let s = sim.mechanisms.preemption_overlay.as_ref().unwrap().stats;
+    let s = sim.mechanisms().preemption_overlay.as_ref().unwrap().stats;
     assert!(s.timeouts > 0 && s.acks == 0, "every hold ended at its deadline: {s:?}");
     assert_eq!(s.delay_max_ns, 23 * US, "the switch came exactly at the notify delay: {s:?}");
     let custom = scenario("overlay = \"irs\"\n[host.irs]\nnotify_delay = \"5us\"", true, "parsec.streamcluster")
         .replace("irs = true", "irs = true\nirs_handler = \"50us\"");
-    let s = run_sim_checked(&custom, 200).mechanisms.preemption_overlay.as_ref().unwrap().stats;
+    let s = run_sim_checked(&custom, 200).mechanisms().preemption_overlay.as_ref().unwrap().stats;
     assert!(s.timeouts > 0 && s.delay_max_ns == 5 * US, "[host.irs] notify_delay is the bound: {s:?}");
     let sim = run_sim_checked(&scenario(IRS, false, "parsec.streamcluster"), 400);
-    let s = sim.mechanisms.preemption_overlay.as_ref().unwrap().stats;
+    let s = sim.mechanisms().preemption_overlay.as_ref().unwrap().stats;
     assert!(s.asked > 0, "preemptions happened: {s:?}");
     assert_eq!((s.notices, s.held), (0, 0), "a guest without the SA vIRQ is not notified: {s:?}");
 }
@@ -126,10 +126,10 @@ fn stacking(text: &str, ms: u64) -> (f64, u64) {
         n += 1;
     }
     sim.finish();
-    if let Some(ov) = sim.mechanisms.preemption_overlay.as_ref() {
+    if let Some(ov) = sim.mechanisms().preemption_overlay.as_ref() {
         eprintln!("{:?}", ov.stats);
     }
-    (sum as f64 / n as f64, sim.guests[0].stats.progress)
+    (sum as f64 / n as f64, sim.guests()[0].stats.progress)
 }
 
 #[test]
@@ -188,7 +188,7 @@ fn metrics_csv_gains_the_overlay_rows_only_in_overlay_runs() {
 fn the_handler_picks_the_least_waiting_sibling_and_rt_avg_ages_as_linux_3x() {
     let sc = load_scenario(&scenario(IRS, true, "parsec.streamcluster"), "<irs test>").unwrap();
     let mut sim = Sim::build(&sc, 1, false, true).unwrap();
-    let (g, _) = sim.guests.drive(0);
+    let (g, _, _) = sim.drive_guest(0);
     let ids: Vec<_> = g.vcpus.iter().map(|v| v.id).collect();
     let threads = g.threads.clone();
     for gv in g.vcpus.iter_mut() {
@@ -202,12 +202,12 @@ fn the_handler_picks_the_least_waiting_sibling_and_rt_avg_ages_as_linux_3x() {
     g.vcpus[1].runqueue.push_back(threads[2]);
     g.vcpus[2].runqueue.clear();
     for (k, id) in ids.iter().enumerate() {
-        sim.pv[id.idx()].runnable = k == 2;
+        sim.drive_guest(0).2[id.idx()].runnable = k == 2;
     }
     for (t, v) in [(0, 0), (1, 1), (2, 1)] {
-        sim.guests.drive(0).1[threads[t].idx()].vcpu = ids[v];
+        sim.drive_guest(0).1[threads[t].idx()].vcpu = ids[v];
     }
-    let (g, th) = sim.guests.drive(0);
+    let (g, th, pv) = sim.drive_guest(0);
     g.run_masks = vcpusim::guest::scheduler::RunMasks::of(&g.vcpus);
     g.vcpus[0].func = vcpusim::vmexit::KernelFn::User;
     g.preempt_notice(0);
@@ -215,20 +215,20 @@ fn the_handler_picks_the_least_waiting_sibling_and_rt_avg_ages_as_linux_3x() {
     // Take it as `run` would, then end the handler.
     g.irs.as_mut().unwrap().pending[0] = false;
     g.irs.as_mut().unwrap().active[0] = Some(vcpusim::vmexit::KernelFn::User);
-    let done = g.notice_done(th, &sim.pv, 0, 0);
+    let done = g.notice_done(th, pv, 0, 0);
     assert_eq!(done.moved, Some((threads[0], ids[3])), "the idle vCPU that is not waiting for a pCPU");
-    let g = &sim.guests[0];
+    let g = &sim.guests()[0];
     assert_eq!(g.vcpus[0].current, None);
     assert_eq!(g.vcpus[3].runqueue.front(), Some(&threads[0]));
-    assert_eq!(sim.guests.threads()[threads[0].idx()].vcpu, ids[3]);
+    assert_eq!(sim.guests().threads()[threads[0].idx()].vcpu, ids[3]);
 
     // rt_avg with steal (scale_rt_power, sched_avg_update): 250 ms of steal in 4 ms ticks is
     // 248 ms of rt_avg over a 500 ms period; 600 ms later it has halved once.
-    sim.pv[ids[1].idx()].steal_time_ns = 250 * MS;
-    let (g, _) = sim.guests.drive(0);
-    let c0 = g.capacity(&sim.pv, 1, 0);
+    let (g, _, pv) = sim.drive_guest(0);
+    pv[ids[1].idx()].steal_time_ns = 250 * MS;
+    let c0 = g.capacity(pv, 1, 0);
     assert!((c0 - (500.0 - 248.0) / 500.0).abs() < 1e-9, "{c0}");
-    let c1 = g.capacity(&sim.pv, 1, 600 * MS);
+    let c1 = g.capacity(pv, 1, 600 * MS);
     assert!((c1 - (600.0 - 124.0) / 600.0).abs() < 1e-9, "{c1}");
 }
 
@@ -246,8 +246,8 @@ fn the_migrators_wake_preemption_never_deschedules_a_lock_spinner() {
                 [[vm]]\nname = \"noise0\"\nvcpus = 1\ncpus = [\"0\"]\nworkload = \"cpu-bound\"\n\
                 [run]\nduration = \"2s\"\nseed = 1\n";
     let sim = run_sim_checked(text, 2000);
-    let ov = sim.mechanisms.preemption_overlay.as_ref().expect("overlay built");
-    let stats = &sim.vms[0].stats;
+    let ov = sim.mechanisms().preemption_overlay.as_ref().expect("overlay built");
+    let stats = &sim.vms()[0].stats;
     eprintln!("{:?}; par spun {} ms", ov.stats, stats.spin_ns / MS);
     assert!(ov.stats.notices > 0 && ov.stats.migrated > 0, "IRS acted: {:?}", ov.stats);
     // Vanilla Xen on the same seed spins ~2 ms in 2 s; a lost ticket holder makes it seconds.

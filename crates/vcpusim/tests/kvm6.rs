@@ -31,8 +31,8 @@ const POLL: &str = "[host.halt_poll]\n";
 fn halt_polling_cuts_wakeups_and_round_trip_time_of_a_ping_pong_and_costs_host_cpu() {
     let off = run_sim_checked(&ping_pong("", ""), 50);
     let on = run_sim_checked(&ping_pong(POLL, ""), 50);
-    let (so, sn) = (&off.vms[0].stats, &on.vms[0].stats);
-    let (po, pn) = (off.guests[0].stats.progress, on.guests[0].stats.progress);
+    let (so, sn) = (&off.vms()[0].stats, &on.vms()[0].stats);
+    let (po, pn) = (off.guests()[0].stats.progress, on.guests()[0].stats.progress);
     // Off: every hand-off blocks the receiver and wakes it through the host.
     assert_eq!(so.halt_polls + so.halt_poll_successes, 0);
     assert!(so.wakeups > 500, "{} wake-ups", so.wakeups);
@@ -62,7 +62,7 @@ fn halt_polling_stops_when_another_vcpu_waits_for_the_pcpu() {
     // kvm_vcpu_can_poll (single_task_running) fails and no poll catches a wake-up.
     let busy = "[[vm]]\nname = \"busy\"\nvcpus = 2\nworkload = \"cpu-bound\"\ncpus = [\"0\", \"1\"]\n";
     let on = run_sim_checked(&ping_pong(POLL, busy), 50);
-    let s = &on.vms[1].stats;
+    let s = &on.vms()[1].stats;
     assert!(s.halt_polls > 0, "no halt tried to poll");
     assert_eq!(s.halt_poll_successes, 0, "a vCPU polled with another waiting for its pCPU");
     assert!(s.halts >= s.halt_polls, "{} blocks for {} polls: every poll ended in a block", s.halts, s.halt_polls);
@@ -99,10 +99,10 @@ fn the_ple_window_reset_at_schedule_in_keeps_waiters_from_spinning_on_a_grown_wi
     // ple_window_max and waiters spin through whole preemptions of their holder.
     let reset = run_sim_checked(&lock_storm("shrink = 0"), 300);
     let kept = run_sim_checked(&lock_storm("shrink = 2"), 300);
-    let (r, k) = (&reset.vms[0].stats, &kept.vms[0].stats);
+    let (r, k) = (&reset.vms()[0].stats, &kept.vms()[0].stats);
     assert!(r.spin_ns * 3 < k.spin_ns, "spin: {} ns with the reset, {} ns with a halving shrink", r.spin_ns, k.spin_ns);
     assert!(r.ple_exits > 10 * k.ple_exits, "PLE exits: {} with the reset, {} without", r.ple_exits, k.ple_exits);
-    let (pr, pk) = (reset.guests[0].stats.progress, kept.guests[0].stats.progress);
+    let (pr, pk) = (reset.guests()[0].stats.progress, kept.guests()[0].stats.progress);
     assert!(pr > 3 * pk, "progress: {pr} with the reset, {pk} with a halving shrink");
 }
 
@@ -133,9 +133,9 @@ fn kvm_6_6_boosts_woken_shootdown_targets_and_cuts_the_senders_tlb_wait() {
     // (d73eb57b80b9 "KVM: Boost vCPUs that are delivering interrupts").
     let old = run_sim_checked(&shootdowns("3.16"), 500);
     let new = run_sim_checked(&shootdowns("6.6"), 500);
-    let (o, n) = (&old.vms[0].stats, &new.vms[0].stats);
+    let (o, n) = (&old.vms()[0].stats, &new.vms()[0].stats);
     assert!(n.tlb_wait_ns * 4 < o.tlb_wait_ns * 3, "TLB wait: {} ns under 6.6, {} ns under 3.16", n.tlb_wait_ns, o.tlb_wait_ns);
-    let (po, pn) = (old.guests[0].stats.progress, new.guests[0].stats.progress);
+    let (po, pn) = (old.guests()[0].stats.progress, new.guests()[0].stats.progress);
     assert!(pn * 10 > po * 11, "progress: {pn} under 6.6, {po} under 3.16");
 }
 
@@ -159,30 +159,30 @@ fn a_pv_kick_wakes_a_blocked_vcpu_and_ends_a_halt_poll_without_a_wakeup() {
     use vcpusim::ids::VcpuId;
     let (a, b) = (VcpuId(0), VcpuId(1));
     // Off: vCPU 1 blocked in HLT; the kick (KVM_HC_KICK_CPU) wakes it through the host.
-    let mut sim = run_until(&ping_pong("", ""), |s| s.vinfo[1].state == VcpuState::Halted && s.vinfo[0].state == VcpuState::Running);
-    let wakeups = sim.vms[0].stats.wakeups;
+    let mut sim = run_until(&ping_pong("", ""), |s| s.vinfo()[1].state == VcpuState::Halted && s.vinfo()[0].state == VcpuState::Running);
+    let wakeups = sim.vms()[0].stats.wakeups;
     sim.kvm_kick_cpu(a, b);
-    assert_eq!(sim.vms[0].stats.wakeups, wakeups + 1);
-    assert_ne!(sim.vinfo[1].state, VcpuState::Halted);
+    assert_eq!(sim.vms()[0].stats.wakeups, wakeups + 1);
+    assert_ne!(sim.vinfo()[1].state, VcpuState::Halted);
     // Its own pCPU was idle: it runs at once, out of vcpu_block, so pv_unhalted is spent.
-    assert_eq!(sim.vinfo[1].state, VcpuState::Running);
-    assert!(!sim.vinfo[1].pv_unhalted);
+    assert_eq!(sim.vinfo()[1].state, VcpuState::Running);
+    assert!(!sim.vinfo()[1].pv_unhalted);
     // On, once vCPU 1 polls: the kick ends the poll; no wake-up, it stays on its pCPU.
     let mut sim = run_until(&ping_pong(POLL, ""), |s| {
-        s.vms[0].stats.halt_poll_successes > 3 && s.mechanisms.pollers == [b] && s.vinfo[0].state == VcpuState::Running
+        s.vms()[0].stats.halt_poll_successes > 3 && s.mechanisms().pollers == [b] && s.vinfo()[0].state == VcpuState::Running
     });
-    let (wakeups, successes) = (sim.vms[0].stats.wakeups, sim.vms[0].stats.halt_poll_successes);
+    let (wakeups, successes) = (sim.vms()[0].stats.wakeups, sim.vms()[0].stats.halt_poll_successes);
     sim.kvm_kick_cpu(a, b);
-    assert!(sim.mechanisms.pollers.is_empty());
-    assert_eq!(sim.vms[0].stats.wakeups, wakeups);
-    assert_eq!(sim.vms[0].stats.halt_poll_successes, successes + 1);
-    assert_eq!(sim.vinfo[1].state, VcpuState::Running);
+    assert!(sim.mechanisms().pollers.is_empty());
+    assert_eq!(sim.vms()[0].stats.wakeups, wakeups);
+    assert_eq!(sim.vms()[0].stats.halt_poll_successes, successes + 1);
+    assert_eq!(sim.vinfo()[1].state, VcpuState::Running);
 }
 
 #[test]
 fn the_kvm6_example_runs_in_check_mode_and_halt_polls() {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/examples/kvm6.toml")).unwrap();
     let sim = run_sim_checked(&text, 200);
-    let polls: u64 = sim.vms.iter().map(|v| v.stats.halt_polls).sum();
+    let polls: u64 = sim.vms().iter().map(|v| v.stats.halt_polls).sum();
     assert!(polls > 0, "no vCPU halt-polled");
 }

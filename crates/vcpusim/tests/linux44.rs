@@ -26,7 +26,7 @@ fn holder_and_waiter(spinlock: &str) -> String {
 #[test]
 fn a_pv_waiter_blocks_after_its_spin_and_the_unlocker_kicks_it() {
     let pv = sim(&holder_and_waiter("pv-qspinlock"), true, 40);
-    let (stats, guest) = (&pv.vms[0].stats, &pv.guests[0]);
+    let (stats, guest) = (&pv.vms()[0].stats, &pv.guests()[0]);
     // Each of thread 1's waits (~2 ms) outlasts its 50 us spin: it polls, blocks, and the
     // holder's unlock kicks it (the head hashed the lock).
     assert!(guest.stats.pv_polls >= 5, "{} polls", guest.stats.pv_polls);
@@ -40,8 +40,8 @@ fn a_pv_waiter_blocks_after_its_spin_and_the_unlocker_kicks_it() {
     let (waits, polls) = (guest.stats.spin_wait.count, guest.stats.pv_polls);
     assert!(stats.spin_ns <= (waits + polls + 1) * 50 * US, "{} ns spun over {waits} waits and {polls} polls", stats.spin_ns);
     let ticket = sim(&holder_and_waiter("ticket"), true, 40);
-    assert!(ticket.vms[0].stats.spin_ns > 10 * stats.spin_ns, "ticket {} ns vs pv {} ns", ticket.vms[0].stats.spin_ns, stats.spin_ns);
-    assert_eq!(ticket.vms[0].stats.poll_blocks + ticket.vms[0].stats.kicks, 0);
+    assert!(ticket.vms()[0].stats.spin_ns > 10 * stats.spin_ns, "ticket {} ns vs pv {} ns", ticket.vms()[0].stats.spin_ns, stats.spin_ns);
+    assert_eq!(ticket.vms()[0].stats.poll_blocks + ticket.vms()[0].stats.kicks, 0);
     // Both threads keep making progress (no lost wake-up stalls the waiter).
     assert!(guest.stats.progress > 20, "{}", guest.stats.progress);
 }
@@ -112,17 +112,17 @@ fn no_pv_spinlock_wakeup_is_lost_in_random_overcommitted_runs() {
         let mut sim = Sim::build(&sc, case, false, true).unwrap();
         sim.start();
         sim.run_until(30 * MS, None).unwrap_or_else(|e| panic!("case {case}: {e}\n{text}"));
-        for (vm, g) in sim.guests.iter().enumerate() {
+        for (vm, g) in sim.guests().iter().enumerate() {
             // Every thread still runs its loop: progress keeps coming in the second half.
             assert!(g.stats.progress > 0, "case {case}: VM {vm} made no progress\n{text}");
-            blocks += sim.vms[vm].stats.poll_blocks;
-            kicks += sim.vms[vm].stats.kicks;
+            blocks += sim.vms()[vm].stats.poll_blocks;
+            kicks += sim.vms()[vm].stats.kicks;
         }
         // A waiter stuck for good would leave its VM's progress flat from then on; a VM may wait
         // a whole 30 ms credit slice for a lock holder's vCPU to run, so the window is longer.
-        let before: Vec<u64> = sim.guests.iter().map(|g| g.stats.progress).collect();
+        let before: Vec<u64> = sim.guests().iter().map(|g| g.stats.progress).collect();
         sim.run_until(130 * MS, None).unwrap_or_else(|e| panic!("case {case}: {e}\n{text}"));
-        for (vm, g) in sim.guests.iter().enumerate() {
+        for (vm, g) in sim.guests().iter().enumerate() {
             assert!(g.stats.progress > before[vm], "case {case}: VM {vm} stalled after 30 ms\n{text}");
         }
     }
@@ -139,15 +139,15 @@ fn shootdowns_overcommitted(extra_guest: &str, policy: &str) -> String {
 fn a_call_function_ipi_to_a_stolen_vcpu_yields_under_every_policy() {
     for policy in ["\"credit\"\nparams = { xen = \"4.7\" }", "\"cfs\"", "\"credit\"\nparams = { xen = \"3.3\" }"] {
         let on = sim(&shootdowns_overcommitted("call_function_yield = true", policy), true, 300);
-        let s = &on.vms[0].stats;
-        eprintln!("{policy}: {} shootdowns, {} IPI yields, {} yields", on.guests[0].stats.tlb_shootdowns, s.yields_ipi, s.yields);
+        let s = &on.vms()[0].stats;
+        eprintln!("{policy}: {} shootdowns, {} IPI yields, {} yields", on.guests()[0].stats.tlb_shootdowns, s.yields_ipi, s.yields);
         // Few shootdowns complete: each waits for preempted targets (credit's 30 ms slices).
-        assert!(on.guests[0].stats.tlb_shootdowns > 2, "{policy}: {} shootdowns", on.guests[0].stats.tlb_shootdowns);
+        assert!(on.guests()[0].stats.tlb_shootdowns > 2, "{policy}: {} shootdowns", on.guests()[0].stats.tlb_shootdowns);
         assert!(s.yields_ipi >= 1, "{policy}: {} IPI yields", s.yields_ipi);
-        assert!(s.yields_ipi <= on.guests[0].stats.tlb_shootdowns, "at most one yield per send");
+        assert!(s.yields_ipi <= on.guests()[0].stats.tlb_shootdowns, "at most one yield per send");
         assert_eq!(s.yields, s.yields_ipi + s.ple_exits);
         let off = sim(&shootdowns_overcommitted("call_function_yield = false", policy), true, 300);
-        assert_eq!(off.vms[0].stats.yields_ipi, 0, "{policy}: the 3.2 guest never yields after an IPI");
+        assert_eq!(off.vms()[0].stats.yields_ipi, 0, "{policy}: the 3.2 guest never yields after an IPI");
     }
 }
 

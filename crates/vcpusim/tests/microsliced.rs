@@ -31,15 +31,15 @@ fn run(micro: Option<MicroConfig>) -> Sim {
 }
 
 fn accelerated(sim: &Sim, vm: usize) -> u64 {
-    sim.vms[vm].stats.accelerated.iter().sum()
+    sim.vms()[vm].stats.accelerated.iter().sum()
 }
 
 #[test]
 fn static_micro_cores_accelerate_preempted_tlb_recipients_and_hold_the_invariants() {
     let sim = run(Some(MicroConfig { mode: Mode::Static, cores: 2, ..MicroConfig::default() }));
-    let m = sim.mechanisms.microsliced.as_ref().expect("micro pool built");
-    assert_eq!(sim.placement.view(m.pool).pcpus.len(), 2, "two micro pCPUs");
-    let tlb = sim.vms[0].stats.accelerated[AccelReason::TlbSync.idx()];
+    let m = sim.mechanisms().microsliced.as_ref().expect("micro pool built");
+    assert_eq!(sim.placement().view(m.pool).pcpus.len(), 2, "two micro pCPUs");
+    let tlb = sim.vms()[0].stats.accelerated[AccelReason::TlbSync.idx()];
     assert!(tlb > 20, "dedup's preempted siblings were accelerated at its TLB waits ({tlb})");
     assert_eq!(accelerated(&sim, 1), 0, "the hog never yields in a critical function");
 }
@@ -47,7 +47,7 @@ fn static_micro_cores_accelerate_preempted_tlb_recipients_and_hold_the_invariant
 #[test]
 fn with_the_symbol_channel_off_nothing_is_detected_or_accelerated() {
     let sim = run(Some(MicroConfig { mode: Mode::Static, cores: 2, symbols: false, ..MicroConfig::default() }));
-    let m = sim.mechanisms.microsliced.as_ref().expect("micro pool built");
+    let m = sim.mechanisms().microsliced.as_ref().expect("micro pool built");
     assert_eq!(accelerated(&sim, 0) + accelerated(&sim, 1), 0);
     assert_eq!((m.counts.ipis, m.counts.ples, m.counts.irqs, m.refused), (0, 0, 0, 0), "nothing detected");
     // The same run with the channel on does detect (the test above): it is the channel that matters.
@@ -56,7 +56,7 @@ fn with_the_symbol_channel_off_nothing_is_detected_or_accelerated() {
 #[test]
 fn dynamic_mode_resizes_the_pool_by_algorithm_1() {
     let sim = run(Some(MicroConfig { mode: Mode::Dynamic, cores: 3, epoch: 100 * MS, ..MicroConfig::default() }));
-    let m = sim.mechanisms.microsliced.as_ref().expect("micro pool built");
+    let m = sim.mechanisms().microsliced.as_ref().expect("micro pool built");
     let sizes: Vec<u32> = m.sizes.iter().map(|s| s.1).collect();
     assert_eq!(sizes[0], 0, "starts with no micro core");
     assert!(sizes.contains(&1), "profiling took a core: {sizes:?}");
@@ -66,8 +66,8 @@ fn dynamic_mode_resizes_the_pool_by_algorithm_1() {
 #[test]
 fn without_microsliced_no_micro_pool_exists() {
     let sim = run(None);
-    assert!(sim.mechanisms.microsliced.is_none());
-    assert_eq!(sim.placement.pools().len(), 1);
+    assert!(sim.mechanisms().microsliced.is_none());
+    assert_eq!(sim.placement().pools().len(), 1);
     assert_eq!(accelerated(&sim, 0), 0);
 }
 
@@ -178,23 +178,23 @@ fn the_pools_kept_facts_follow_every_loan_and_resize() {
         .replace("xen = \"4.7\"", "xen = \"4.4\"")
         .replace("threads = 8\n", "threads = 8\nnuma_placement = { nodes = [0] }\n");
     let sim = run_text(&numa, MicroConfig { mode: Mode::Dynamic, cores: 3, epoch: 100 * MS, ..MicroConfig::default() });
-    let m = sim.mechanisms.microsliced.as_ref().expect("micro pool built");
+    let m = sim.mechanisms().microsliced.as_ref().expect("micro pool built");
     assert!(accelerated(&sim, 0) > 20, "vCPUs were lent ({})", accelerated(&sim, 0));
     assert!(m.sizes.len() > 2, "Algorithm 1 moved pCPUs: {:?}", m.sizes);
     let lent = m.loans.iter().flatten().count() as u32;
-    assert!(!sim.vminfo[0].node_affinity.auto, "dedup's node affinity is explicit");
-    let explicit: usize = sim.vminfo.iter().filter(|vm| !vm.node_affinity.auto).map(|vm| vm.vcpus.len()).sum();
-    assert_eq!((sim.placement.node_explicit(m.parent) + sim.placement.node_explicit(m.pool)) as usize, explicit, "each counted once");
-    assert_eq!(sim.placement.node_explicit(m.pool), lent, "the micro pool counts its loans");
+    assert!(!sim.vminfo()[0].node_affinity.auto, "dedup's node affinity is explicit");
+    let explicit: usize = sim.vminfo().iter().filter(|vm| !vm.node_affinity.auto).map(|vm| vm.vcpus.len()).sum();
+    assert_eq!((sim.placement().node_explicit(m.parent) + sim.placement().node_explicit(m.pool)) as usize, explicit, "each counted once");
+    assert_eq!(sim.placement().node_explicit(m.pool), lent, "the micro pool counts its loans");
     // Xen 4.7 with a soft mask on the hog: the parent pool keeps pCPUs outside it.
     let soft = SCENARIO.replace("workload = \"cpu-bound\"", "workload = \"cpu-bound\"\ncpus_soft = \"0-3\"");
     let sim = run_text(&soft, MicroConfig { mode: Mode::Dynamic, cores: 3, epoch: 100 * MS, ..MicroConfig::default() });
-    assert!(sim.mechanisms.microsliced.as_ref().unwrap().sizes.len() > 2 && accelerated(&sim, 0) > 0);
-    assert!(sim.placement.view(PoolId(0)).facts.soft_short, "a soft mask of 0-3 does not cover the parent pool");
+    assert!(sim.mechanisms().microsliced.as_ref().unwrap().sizes.len() > 2 && accelerated(&sim, 0) > 0);
+    assert!(sim.placement().view(PoolId(0)).facts.soft_short, "a soft mask of 0-3 does not cover the parent pool");
     // A stale fact is caught.
     let mut sim = sim;
-    let facts = PoolFacts { soft_short: false, ..sim.placement.view(PoolId(0)).facts };
-    sim.placement.corrupt_facts(PoolId(0), facts);
+    let facts = PoolFacts { soft_short: false, ..sim.placement().view(PoolId(0)).facts };
+    sim.placement_mut().corrupt_facts(PoolId(0), facts);
     let e = sim.check_invariants().expect_err("a stale fact");
     assert!(e.contains("kept facts"), "{e}");
 }
@@ -203,24 +203,25 @@ fn the_pools_kept_facts_follow_every_loan_and_resize() {
 fn the_check_mode_invariant_catches_a_waiting_or_overstaying_vcpu() {
     let mut sim = run(Some(MicroConfig { mode: Mode::Static, cores: 2, ..MicroConfig::default() }));
     assert_eq!(sim.check_invariants(), Ok(()));
-    let micro_pcpu = sim.placement.view(sim.mechanisms.microsliced.as_ref().unwrap().pool).pcpus[0];
+    let micro_pcpu = sim.placement().view(sim.mechanisms().microsliced.as_ref().unwrap().pool).pcpus[0];
     // Fake a loan of a vCPU that is not running there: it would wait behind nothing it may run.
-    let v = (0..sim.vinfo.len()).find(|&i| sim.vinfo[i].pcpu.is_none()).expect("a vCPU off its pCPU");
-    let pool = sim.mechanisms.microsliced.as_ref().unwrap().pool;
-    sim.placement.corrupt_vcpu_pool(VcpuId(v as u32), pool);
-    let now = sim.now;
-    sim.mechanisms.microsliced.as_mut().unwrap().loans[v] =
+    let v = (0..sim.vinfo().len()).find(|&i| sim.vinfo()[i].pcpu.is_none()).expect("a vCPU off its pCPU");
+    let pool = sim.mechanisms().microsliced.as_ref().unwrap().pool;
+    sim.placement_mut().corrupt_vcpu_pool(VcpuId(v as u32), pool);
+    let now = sim.now();
+    sim.mechanisms_mut().microsliced.as_mut().unwrap().loans[v] =
         Some(Loan { pcpu: micro_pcpu, run_time_at_lend: 0, since: now, home: micro_pcpu });
     let e = sim.check_invariants().expect_err("a lent vCPU that does not run is waiting");
     assert!(e.contains("waits in micro pCPU"), "{e}");
     // A running lent vCPU whose loan is older than one slice plus a context switch.
-    sim.mechanisms.microsliced.as_mut().unwrap().loans[v] = None;
-    let parent = sim.mechanisms.microsliced.as_ref().unwrap().parent;
-    sim.placement.corrupt_vcpu_pool(VcpuId(v as u32), parent);
-    let u = (0..sim.vinfo.len()).find(|&i| sim.vinfo[i].pcpu.is_some()).expect("a running vCPU");
-    let q = sim.vinfo[u].pcpu.unwrap();
-    sim.placement.corrupt_vcpu_pool(VcpuId(u as u32), pool);
-    sim.mechanisms.microsliced.as_mut().unwrap().loans[u] = Some(Loan { pcpu: q, run_time_at_lend: 0, since: now - 104 * US, home: q });
+    sim.mechanisms_mut().microsliced.as_mut().unwrap().loans[v] = None;
+    let parent = sim.mechanisms().microsliced.as_ref().unwrap().parent;
+    sim.placement_mut().corrupt_vcpu_pool(VcpuId(v as u32), parent);
+    let u = (0..sim.vinfo().len()).find(|&i| sim.vinfo()[i].pcpu.is_some()).expect("a running vCPU");
+    let q = sim.vinfo()[u].pcpu.unwrap();
+    sim.placement_mut().corrupt_vcpu_pool(VcpuId(u as u32), pool);
+    sim.mechanisms_mut().microsliced.as_mut().unwrap().loans[u] =
+        Some(Loan { pcpu: q, run_time_at_lend: 0, since: now - 104 * US, home: q });
     let e = sim.check_invariants().expect_err("overstays");
     assert!(e.contains("still on micro pCPU") && e.contains("100000 ns slice plus a 3000 ns context switch"), "{e}");
 }
@@ -228,7 +229,7 @@ fn the_check_mode_invariant_catches_a_waiting_or_overstaying_vcpu() {
 #[test]
 fn the_counts_feed_algorithm_1_only_in_dynamic_mode() {
     let sim = run(Some(MicroConfig { mode: Mode::Static, cores: 1, ..MicroConfig::default() }));
-    let m = sim.mechanisms.microsliced.as_ref().unwrap();
+    let m = sim.mechanisms().microsliced.as_ref().unwrap();
     assert!(m.algorithm.is_none());
     // Static mode still counts (nothing consumes them): dedup's TLB waits are IPI yields.
     assert!(m.counts.ipis > 0, "{:?}", m.counts);

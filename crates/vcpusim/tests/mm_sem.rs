@@ -24,7 +24,7 @@ fn run(threads: &str) -> Sim {
 fn an_uncontended_mmap_munmap_never_touches_the_wait_lock() {
     let sim = run("[[{loop = \"forever\", body = [{compute = \"20us\"}, {mmap = 8}, {munmap = 8}, {progress = true}]}], \
                    [{loop = \"forever\", body = [{compute = \"1ms\"}, {progress = true}]}]]");
-    let (vm, guest) = (&sim.vms[0], &sim.guests[0]);
+    let (vm, guest) = (&sim.vms()[0], &sim.guests()[0]);
     assert!(guest.stats.progress > 1000, "{}", guest.stats.progress);
     assert_eq!(guest.objects.mm_sem.wait_lock, None, "the fast path took wait_lock");
     assert_eq!(vm.stats.ipis_sent.get(&IpiKind::Resched), None);
@@ -36,9 +36,9 @@ fn a_contended_munmap_sleeps_and_the_releasing_writer_wakes_it_with_a_reschedule
     // shootdown); thread 1's mmaps nearly always find it held, so they sleep.
     let sim = run("[[{loop = \"forever\", body = [{compute = \"10us\"}, {munmap = 1000}, {progress = true}]}], \
                    [{loop = \"forever\", body = [{compute = \"20us\"}, {mmap = 1}, {progress = true}]}]]");
-    let (vm, guest) = (&sim.vms[0], &sim.guests[0]);
+    let (vm, guest) = (&sim.vms()[0], &sim.guests()[0]);
     let wait_lock = guest.objects.mm_sem.wait_lock.expect("contention takes wait_lock");
-    assert_eq!(sim.guests.locks()[wait_lock.idx()].class, WAIT_LOCK_CLASS);
+    assert_eq!(sim.guests().locks()[wait_lock.idx()].class, WAIT_LOCK_CLASS);
     // No futex op in the program: every reschedule IPI is an up_write waking a sleeper.
     let resched = vm.stats.ipis_sent.get(&IpiKind::Resched).copied().unwrap_or(0);
     assert_eq!(guest.stats.futex_waits, 0);

@@ -67,9 +67,9 @@ fn assert_allocation_free(name: &str, scenario: &Scenario, warm: u64, span: u64)
     let mut sim = Sim::build(scenario, scenario.run.seed, false, false).expect("builds");
     sim.start();
     sim.run_until(warm * MS, None).expect("runs");
-    let (a0, e0) = (ALLOCATIONS.with(Cell::get), sim.events);
+    let (a0, e0) = (ALLOCATIONS.with(Cell::get), sim.events());
     sim.run_until((warm + span) * MS, None).expect("runs");
-    let (allocations, events) = (ALLOCATIONS.with(Cell::get) - a0, sim.events - e0);
+    let (allocations, events) = (ALLOCATIONS.with(Cell::get) - a0, sim.events() - e0);
     eprintln!("{name}: {allocations} allocations in {events} events");
     assert!(events >= 2_000, "{name}: only {events} events in the window; the check needs a busy run");
     assert!(

@@ -29,12 +29,12 @@ fn seed_case(threads: u32, vm_extra: &str) -> String {
 fn pcpu_busy(text: &str, from: u64, until: u64) -> Vec<f64> {
     let sc = load_scenario(text, "<test>").unwrap_or_else(|e| panic!("{e}\n{text}"));
     let mut sim = Sim::build(&sc, sc.run.seed, false, true).unwrap();
-    let mut busy = vec![0u64; sim.pinfo.len()];
+    let mut busy = vec![0u64; sim.pinfo().len()];
     sim.start();
     let mut last = 0;
     loop {
-        let t = sim.queue.peek_time().filter(|&t| t <= until).unwrap_or(until);
-        for (p, info) in sim.pinfo.iter().enumerate() {
+        let t = sim.next_event_at().filter(|&t| t <= until).unwrap_or(until);
+        for (p, info) in sim.pinfo().iter().enumerate() {
             if info.current.is_some() {
                 busy[p] += t.min(until).saturating_sub(last.max(from));
             }
@@ -205,7 +205,7 @@ fn pinning_after_creation_updates_only_an_automatic_node_affinity() {
         for v in 0..2 {
             sim.set_affinity(VcpuId(v), pin.clone(), CpuMask::full(32)).unwrap();
         }
-        assert_eq!(sim.vminfo[0].node_affinity.nodes, want, "{placement}");
+        assert_eq!(sim.vminfo()[0].node_affinity.nodes, want, "{placement}");
         sim.run_until(100 * MS, None).unwrap();
     }
 }

@@ -28,15 +28,15 @@ fn sibling_switches(text: &str) -> u64 {
     let sc = load_scenario(text, "<test>").unwrap_or_else(|e| panic!("{e}\n{text}"));
     let mut sim = Sim::build(&sc, sc.run.seed, false, true).unwrap();
     sim.start();
-    let mut before: Vec<Option<VcpuId>> = sim.pinfo.iter().map(|p| p.current).collect();
+    let mut before: Vec<Option<VcpuId>> = sim.pinfo().iter().map(|p| p.current).collect();
     let mut switches = 0;
-    while let Some(t) = sim.queue.peek_time().filter(|&t| t <= sc.run.duration) {
+    while let Some(t) = sim.next_event_at().filter(|&t| t <= sc.run.duration) {
         sim.run_until(t, None).unwrap_or_else(|e| panic!("{e}"));
-        for (p, info) in sim.pinfo.iter().enumerate() {
+        for (p, info) in sim.pinfo().iter().enumerate() {
             if let (Some(a), Some(b)) = (before[p], info.current) {
-                let out = &sim.vinfo[a.idx()];
+                let out = &sim.vinfo()[a.idx()];
                 let stacked = a != b
-                    && out.vm == sim.vinfo[b.idx()].vm
+                    && out.vm == sim.vinfo()[b.idx()].vm
                     && out.state == VcpuState::Runnable
                     && out.preempted
                     && out.last_pcpu.idx() == p;

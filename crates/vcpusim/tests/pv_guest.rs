@@ -34,8 +34,8 @@ fn holder_and_waiter(guest: &str) -> String {
 #[test]
 fn kvm_pv_qspinlock_waiters_halt_after_the_threshold_and_the_kick_wakes_them() {
     let pv = sim(&holder_and_waiter(""), 40);
-    assert!(pv.guests[0].config.kvm_pv_spinlock(), "linux-6.x on cfs takes KVM's wait and kick");
-    let (stats, guest) = (&pv.vms[0].stats, &pv.guests[0]);
+    assert!(pv.guests()[0].config.kvm_pv_spinlock(), "linux-6.x on cfs takes KVM's wait and kick");
+    let (stats, guest) = (&pv.vms()[0].stats, &pv.guests()[0]);
     // Each of thread 1's ~2 ms waits outlasts its 50 us spin: kvm_wait halts the vCPU (a
     // blocking wait, counted with the poll blocks), and the unlock's KVM_HC_KICK_CPU wakes it.
     assert!(guest.stats.pv_polls >= 5, "{} waits", guest.stats.pv_polls);
@@ -50,9 +50,9 @@ fn kvm_pv_qspinlock_waiters_halt_after_the_threshold_and_the_kick_wakes_them() {
     // Off: the 6.x guest without PV spinlocks takes virt_spin_lock's test-and-set lock and
     // spins through every hold; nothing halts in a lock wait and nobody kicks.
     let off = sim(&holder_and_waiter("pv_spinlock = false"), 40);
-    assert_eq!(off.guests[0].config.spinlock, SpinlockKind::TestAndSet);
-    assert_eq!(off.vms[0].stats.poll_blocks + off.vms[0].stats.kicks + off.guests[0].stats.pv_polls, 0);
-    assert!(off.vms[0].stats.spin_ns > 10 * stats.spin_ns, "virt_spin_lock {} ns vs pv {} ns", off.vms[0].stats.spin_ns, stats.spin_ns);
+    assert_eq!(off.guests()[0].config.spinlock, SpinlockKind::TestAndSet);
+    assert_eq!(off.vms()[0].stats.poll_blocks + off.vms()[0].stats.kicks + off.guests()[0].stats.pv_polls, 0);
+    assert!(off.vms()[0].stats.spin_ns > 10 * stats.spin_ns, "virt_spin_lock {} ns vs pv {} ns", off.vms()[0].stats.spin_ns, stats.spin_ns);
 }
 
 /// `common::shootdowns_overcommitted` under cfs (KVM) with the linux-6.x guest and `guest`'s
@@ -65,15 +65,15 @@ fn shootdowns_overcommitted(guest: &str, pcpus: u32) -> String {
 fn pv_tlb_flush_never_waits_for_a_preempted_vcpu() {
     let on = sim(&shootdowns_overcommitted("pv_sched_yield = false", 2), 300);
     let off = sim(&shootdowns_overcommitted("pv_sched_yield = false\npv_tlb_flush = false", 2), 300);
-    let (g_on, g_off) = (&on.guests[0].stats, &off.guests[0].stats);
+    let (g_on, g_off) = (&on.guests()[0].stats, &off.guests()[0].stats);
     eprintln!(
         "on: {} shootdowns, {} deferred, tlb wait {} us, max latency {} us; off: {} shootdowns, tlb wait {} us, max latency {} us",
         g_on.tlb_shootdowns,
         g_on.pv_tlb_deferred,
-        on.vms[0].stats.tlb_wait_ns / US,
+        on.vms()[0].stats.tlb_wait_ns / US,
         g_on.tlb_shootdown.max / US,
         g_off.tlb_shootdowns,
-        off.vms[0].stats.tlb_wait_ns / US,
+        off.vms()[0].stats.tlb_wait_ns / US,
         g_off.tlb_shootdown.max / US
     );
     assert!(g_on.pv_tlb_deferred > 0, "targets were preempted and left out");
@@ -83,14 +83,14 @@ fn pv_tlb_flush_never_waits_for_a_preempted_vcpu() {
     assert!(g_off.tlb_shootdown.max > MS, "off: the longest wait is {} us", g_off.tlb_shootdown.max / US);
     // (A shootdown's latency also counts the initiator's own preemptions, so its maximum is
     // no measure of this; the time spent spinning for acknowledgements is.)
-    let wait_per = |s: &Sim| s.vms[0].stats.tlb_wait_ns / s.guests[0].stats.tlb_shootdowns;
+    let wait_per = |s: &Sim| s.vms()[0].stats.tlb_wait_ns / s.guests()[0].stats.tlb_shootdowns;
     assert!(wait_per(&on) * 20 < wait_per(&off), "spinning per shootdown: on {} ns vs off {} ns", wait_per(&on), wait_per(&off));
-    assert!(on.vms[0].stats.tlb_wait_ns * 5 < off.vms[0].stats.tlb_wait_ns);
+    assert!(on.vms()[0].stats.tlb_wait_ns * 5 < off.vms()[0].stats.tlb_wait_ns);
     assert!(g_on.tlb_shootdowns > 2 * g_off.tlb_shootdowns, "no waiting: more munmaps done");
     // The host flushed every deferred vCPU at its VM entry: none that runs still has the flag.
-    for (v, info) in on.vinfo.iter().enumerate() {
+    for (v, info) in on.vinfo().iter().enumerate() {
         if info.state == vcpusim::hypervisor::policy::VcpuState::Running {
-            assert_eq!(on.pv[v].flush_tlb_pages, 0, "vCPU {v} runs with KVM_VCPU_FLUSH_TLB still set");
+            assert_eq!(on.pv()[v].flush_tlb_pages, 0, "vCPU {v} runs with KVM_VCPU_FLUSH_TLB still set");
         }
     }
 }
@@ -101,16 +101,16 @@ fn pv_sched_yield_shortens_ipi_waits_with_a_directed_yield() {
     // directed yield runs in the initiator's stead.
     let on = sim(&shootdowns_overcommitted("pv_tlb_flush = false", 3), 300);
     let off = sim(&shootdowns_overcommitted("pv_tlb_flush = false\npv_sched_yield = false", 3), 300);
-    let (g_on, g_off) = (&on.guests[0].stats, &off.guests[0].stats);
+    let (g_on, g_off) = (&on.guests()[0].stats, &off.guests()[0].stats);
     eprintln!(
         "on: {} shootdowns, {} PV yields, {} IPI yields, mean latency {} us, tlb wait {} us; off: {} shootdowns, mean latency {} us, tlb wait {} us",
-        g_on.tlb_shootdowns, g_on.pv_sched_yields, on.vms[0].stats.yields_ipi, g_on.tlb_shootdown.mean() / 1000.0, on.vms[0].stats.tlb_wait_ns / US,
-        g_off.tlb_shootdowns, g_off.tlb_shootdown.mean() / 1000.0, off.vms[0].stats.tlb_wait_ns / US
+        g_on.tlb_shootdowns, g_on.pv_sched_yields, on.vms()[0].stats.yields_ipi, g_on.tlb_shootdown.mean() / 1000.0, on.vms()[0].stats.tlb_wait_ns / US,
+        g_off.tlb_shootdowns, g_off.tlb_shootdown.mean() / 1000.0, off.vms()[0].stats.tlb_wait_ns / US
     );
     assert!(g_on.pv_sched_yields > 0, "shootdowns found preempted targets");
-    assert_eq!(on.vms[0].stats.yields_ipi, g_on.pv_sched_yields, "each KVM_HC_SCHED_YIELD is a yield the host took");
+    assert_eq!(on.vms()[0].stats.yields_ipi, g_on.pv_sched_yields, "each KVM_HC_SCHED_YIELD is a yield the host took");
     assert!(g_on.pv_sched_yields <= g_on.tlb_shootdowns, "at most one yield per send");
-    assert_eq!(off.vms[0].stats.yields_ipi + g_off.pv_sched_yields, 0, "off when the key is off");
+    assert_eq!(off.vms()[0].stats.yields_ipi + g_off.pv_sched_yields, 0, "off when the key is off");
     // The directed yield runs the target sooner: shorter shootdowns, less spinning for each,
     // more of them done.
     assert!(
@@ -119,7 +119,7 @@ fn pv_sched_yield_shortens_ipi_waits_with_a_directed_yield() {
         g_on.tlb_shootdown.mean(),
         g_off.tlb_shootdown.mean()
     );
-    let wait_per = |s: &Sim| s.vms[0].stats.tlb_wait_ns / s.guests[0].stats.tlb_shootdowns;
+    let wait_per = |s: &Sim| s.vms()[0].stats.tlb_wait_ns / s.guests()[0].stats.tlb_shootdowns;
     assert!(wait_per(&on) * 5 < wait_per(&off) * 4, "spinning per shootdown: on {} ns vs off {} ns", wait_per(&on), wait_per(&off));
     assert!(g_on.tlb_shootdowns > g_off.tlb_shootdowns);
 }
@@ -131,8 +131,8 @@ fn pv_ipi_sends_a_shootdown_with_one_exit() {
     let base = "pv_tlb_flush = false\npv_sched_yield = false";
     let on = sim(&shootdowns_overcommitted(base, 6), 300);
     let off = sim(&shootdowns_overcommitted(&format!("{base}\npv_ipi = false"), 6), 300);
-    let per = |s: &Sim| s.vms[0].stats.overhead_ns as f64 / s.guests[0].stats.tlb_shootdowns as f64;
-    let ipi_send = on.vm_costs[0].ipi_send as f64;
+    let per = |s: &Sim| s.vms()[0].stats.overhead_ns as f64 / s.guests()[0].stats.tlb_shootdowns as f64;
+    let ipi_send = on.vm_costs()[0].ipi_send as f64;
     eprintln!("overhead per shootdown: on {} ns, off {} ns, ipi_send {ipi_send}", per(&on), per(&off));
     // Two exits fewer per shootdown (of three targets): the rest of the overhead is the same.
     let saved = per(&off) - per(&on);
@@ -152,19 +152,19 @@ fn vcpu_is_preempted_keeps_a_wakeup_off_a_preempted_idle_vcpu() {
         );
         let sc = load_scenario(&text, "<t>").unwrap();
         let mut s = Sim::build(&sc, 1, false, false).unwrap();
-        let t = s.guests[0].threads[0];
-        let prev = s.guests.threads()[t.idx()].vcpu;
+        let t = s.guests()[0].threads[0];
+        let prev = s.guests().threads()[t.idx()].vcpu;
         assert_eq!(prev, VcpuId(0));
         // Put the thread to sleep by hand (as futex_wait does) and mark its vCPU preempted.
-        let (g, threads) = s.guests.drive(0);
+        let (g, threads, pv) = s.drive_guest(0);
         g.vcpus[0].current = None;
         g.vcpus[0].runqueue.retain(|u| *u != t);
         threads[t.idx()].state = ThreadState::Blocked(FutexKey::Socket);
         g.blocked_threads += 1;
         g.run_masks = vcpusim::guest::scheduler::RunMasks::of(&g.vcpus);
-        s.pv[0].preempted = true;
-        g.wake_thread(threads, &s.pv, 0, VcpuId(1), t);
-        assert_eq!(s.guests.threads()[t.idx()].vcpu, VcpuId(expected), "vcpu_is_preempted = {vip}");
+        pv[0].preempted = true;
+        g.wake_thread(threads, pv, 0, VcpuId(1), t);
+        assert_eq!(s.guests().threads()[t.idx()].vcpu, VcpuId(expected), "vcpu_is_preempted = {vip}");
     }
 }
 
@@ -195,8 +195,8 @@ fn the_linux_6_guest_on_xen_uses_the_xen_pv_spinlock() {
     let text = holder_and_waiter("").replace("policy = \"cfs\"", "policy = \"credit\"\nparams = { xen = \"4.7\" }");
     let s = sim(&text, 40);
     // SCHEDOP_poll blocks and EVTCHNOP_send kicks; no KVM flag is ever set.
-    assert!(s.vms[0].stats.poll_blocks >= 5 && s.vms[0].stats.kicks >= 5);
-    assert!(s.vinfo.iter().all(|v| !v.pv_unhalted));
+    assert!(s.vms()[0].stats.poll_blocks >= 5 && s.vms()[0].stats.kicks >= 5);
+    assert!(s.vinfo().iter().all(|v| !v.pv_unhalted));
 }
 
 #[test]
@@ -235,7 +235,7 @@ fn the_linux_6_guest_holds_the_invariants_under_every_policy() {
         for workload in ["mutex", "tlb", "barrier"] {
             let text = common::workload_beside_hog(policy, workload, "kernel = \"linux-6.x\"\npv_spin = \"20us\"");
             let s = sim(&text, 200);
-            assert!(s.guests[0].stats.progress > 0, "{policy}/{workload}: no progress");
+            assert!(s.guests()[0].stats.progress > 0, "{policy}/{workload}: no progress");
         }
     }
 }

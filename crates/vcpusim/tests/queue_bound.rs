@@ -30,14 +30,14 @@ fn storm(duration_s: u64) -> Sim {
 fn queue_stays_bounded_over_60_simulated_seconds_of_a_credit_ple_storm() {
     let sim = storm(60);
     let (pcpus, vcpus) = (2, 8);
-    let ple_exits: u64 = sim.vms.iter().map(|vm| vm.stats.ple_exits).sum();
+    let ple_exits: u64 = sim.vms().iter().map(|vm| vm.stats.ple_exits).sum();
     assert!(ple_exits > 60 * 2_000, "a storm: {ple_exits} PLE exits in 60 s");
-    eprintln!("peak queue length {} after {} events, {ple_exits} PLE exits", sim.queue.peak_len(), sim.events);
+    eprintln!("peak queue length {} after {} events, {ple_exits} PLE exits", sim.queue().peak_len(), sim.events());
     // Live: per pCPU one slice end, per vCPU its dispatch / activity end / PLE exit / guest
     // tick / IPIs in flight and the events their switches left stale, plus credit's timers;
     // the heap also holds cancelled keys, never more than the live ones plus
     // `EventQueue`'s COMPACT_SLACK (16).
     let bound = 4 * (pcpus + vcpus) + 8;
-    let peak = sim.queue.peak_len();
+    let peak = sim.queue().peak_len();
     assert!(peak <= bound, "peak queue length {peak} > {bound} ({ple_exits} PLE exits)");
 }

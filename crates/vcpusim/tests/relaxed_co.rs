@@ -31,8 +31,8 @@ fn no_skew_exceeds_the_threshold_by_more_than_a_tick_and_leaders_are_co_stopped(
     for (workload, threshold) in [("cpu-bound", 3 * MS), ("parsec.streamcluster", 3 * MS), ("cpu-bound", MS)] {
         let text = scenario(&format!("{RELAXED}\n[host.relaxed_co]\nskew_threshold = \"{}us\"", threshold / 1000), workload, 4, 4);
         let sim = run_sim_checked(&text, 400);
-        let rc = sim.mechanisms.relaxed_co.as_ref().expect("relaxed co-scheduling built");
-        let par = &sim.vminfo[0].vcpus;
+        let rc = sim.mechanisms().relaxed_co.as_ref().expect("relaxed co-scheduling built");
+        let par = &sim.vminfo()[0].vcpus;
         let max: Vec<u64> = par.iter().map(|v| rc.max_skew[v.idx()]).collect();
         eprintln!("{workload} threshold {threshold}: max skew {max:?} costops {} costop {} ms", rc.costops[0], rc.costop_ns[0] / MS);
         assert!(max.iter().all(|m| *m <= threshold + TICK), "{workload}: {max:?}");
@@ -54,11 +54,11 @@ fn an_idle_vcpu_accumulates_no_skew() {
     // vCPU 0 lags behind the hog.
     // Every pCPU starts at once: no vCPU waits for its first run while a sibling runs.
     let sim = run_sim_checked(&scenario(&format!("{RELAXED}\nstart_skew = \"0ms\""), "cpu-bound", 3, 2), 400);
-    let rc = sim.mechanisms.relaxed_co.as_ref().expect("relaxed co-scheduling built");
-    let par = &sim.vminfo[0].vcpus;
+    let rc = sim.mechanisms().relaxed_co.as_ref().expect("relaxed co-scheduling built");
+    let par = &sim.vminfo()[0].vcpus;
     let max: Vec<u64> = par.iter().map(|v| rc.max_skew[v.idx()]).collect();
-    eprintln!("max skew {max:?} halts {}", sim.vms[0].stats.halts);
-    assert!(sim.vinfo[par[2].idx()].run_time < MS, "vCPU 2 idles");
+    eprintln!("max skew {max:?} halts {}", sim.vms()[0].stats.halts);
+    assert!(sim.vinfo()[par[2].idx()].run_time < MS, "vCPU 2 idles");
     assert_eq!(max[2], 0, "{max:?}");
     assert!(max[0] > 0, "{max:?}");
 }
@@ -67,7 +67,7 @@ fn an_idle_vcpu_accumulates_no_skew() {
 fn without_a_sibling_to_lag_behind_nothing_is_co_stopped() {
     // One thread: only vCPU 0 runs, so nobody lags behind a running sibling.
     let sim = run_sim_checked(&scenario(&format!("{RELAXED}\nstart_skew = \"0ms\""), "cpu-bound", 4, 1), 200);
-    let rc = sim.mechanisms.relaxed_co.as_ref().expect("relaxed co-scheduling built");
+    let rc = sim.mechanisms().relaxed_co.as_ref().expect("relaxed co-scheduling built");
     assert_eq!(rc.costops[0], 0);
 }
 
@@ -116,16 +116,16 @@ fn hogs_on_every_pcpu_neither_storm_nor_stop_the_vm_for_good() {
     }
     text.push_str("[run]\nduration = \"1s\"\nseed = 1\n");
     let sim = run_sim_checked(&text, 1000);
-    let rc = sim.mechanisms.relaxed_co.as_ref().expect("relaxed co-scheduling built");
-    let par = &sim.vminfo[0].vcpus;
+    let rc = sim.mechanisms().relaxed_co.as_ref().expect("relaxed co-scheduling built");
+    let par = &sim.vminfo()[0].vcpus;
     let max: Vec<u64> = par.iter().map(|v| rc.max_skew[v.idx()]).collect();
     assert!(max.iter().all(|m| *m <= 3 * MS + TICK), "skews stay within a tick of the threshold: {max:?}");
     assert!(rc.costops[0] > 0, "leaders were co-stopped");
     // Thousands of events for 1 s of five always-busy VMs on 4 pCPUs, not millions.
-    assert!(sim.events < 200_000, "no event storm: {} events", sim.events);
+    assert!(sim.events() < 200_000, "no event storm: {} events", sim.events());
     // The VM keeps running: with four hogs on its four pCPUs it gets a real share (~45% of the
     // host here), not the 7 ms it got when a stopped vCPU past the threshold blocked co-start.
-    let par_ms = sim.vms[0].stats.cpu_ns() / MS;
+    let par_ms = sim.vms()[0].stats.cpu_ns() / MS;
     assert!(par_ms > 1_000, "par ran {par_ms} ms of 4,000");
 }
 
@@ -145,18 +145,18 @@ fn a_laggard_switched_in_by_a_co_stop_is_not_co_stopped_and_the_vm_keeps_running
     let mut sim = vcpusim::sim::state::Sim::build(&sc, sc.run.seed, false, true).expect("builds");
     sim.start();
     sim.run_until(400 * MS, None).expect("runs in check mode");
-    let at_400 = sim.guests[0].stats.progress;
+    let at_400 = sim.guests()[0].stats.progress;
     sim.run_until(500 * MS, None).expect("runs in check mode");
     sim.finish();
-    let rc = sim.mechanisms.relaxed_co.as_ref().expect("relaxed co-scheduling built");
-    let par = &sim.vminfo[0].vcpus;
+    let rc = sim.mechanisms().relaxed_co.as_ref().expect("relaxed co-scheduling built");
+    let par = &sim.vminfo()[0].vcpus;
     let max: Vec<u64> = par.iter().map(|v| rc.max_skew[v.idx()]).collect();
     assert!(max.iter().all(|m| *m <= 3 * MS + TICK), "skews stay within a tick of the threshold: {max:?}");
     assert!(max.iter().filter(|m| **m > 3 * MS).count() >= 2, "several laggards passed the threshold (the case): {max:?}");
     assert!(rc.costops[0] > 0, "vCPUs were co-stopped");
     // 301 phases on seed 1 (613 without the overlay), about 64 in every 100 ms: the VM pays for
     // its co-stops but is never stopped for good, and still completes phases at the end.
-    let (phases, cpu_ms) = (sim.guests[0].stats.progress, sim.vms[0].stats.cpu_ns() / MS);
+    let (phases, cpu_ms) = (sim.guests()[0].stats.progress, sim.vms()[0].stats.cpu_ns() / MS);
     assert!(phases > 150 && cpu_ms > 150, "the barrier VM completed {phases} phases on {cpu_ms} ms of CPU");
     assert!(phases - at_400 >= 30, "{} phases in the last 100 ms", phases - at_400);
 }

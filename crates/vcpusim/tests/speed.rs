@@ -68,7 +68,7 @@ fn start(initial_ppm: u32) -> Run {
     // The context switch is work too: at the initial speed it takes ceil(3 µs / s).
     let start = Speed::from_ppm(initial_ppm).time_for(CONTEXT_SWITCH);
     sim.run_until(start, None).expect("runs");
-    let vc = &sim.vcpus[0];
+    let vc = &sim.vcpus()[0];
     assert_eq!((vc.activity, vc.time_kind, vc.seg_start), (Activity::Thread, TimeKind::User, start), "compute starts at {start}");
     Run { sim, dial, start }
 }
@@ -77,7 +77,7 @@ impl Run {
     /// At `start + offset`, the speed becomes `ppm`.
     fn change_at(&mut self, offset: u64, ppm: u32) -> &mut Self {
         self.sim.run_until(self.start + offset, None).expect("runs");
-        assert_eq!(self.sim.now, self.start + offset);
+        assert_eq!(self.sim.now(), self.start + offset);
         assert_eq!(self.progress(), 0, "the op ended before the change at +{offset}");
         self.dial.set(ppm);
         self.sim.speed_changed(PcpuId(0));
@@ -85,7 +85,7 @@ impl Run {
     }
 
     fn progress(&self) -> u64 {
-        self.sim.guests[0].stats.progress
+        self.sim.guests()[0].stats.progress
     }
 
     /// The op ends exactly at `start + offset`.
@@ -139,11 +139,11 @@ fn the_speed_at_switch_in_scales_overhead_and_compute() {
 fn default_model_is_constant_and_nominal() {
     let sc = load_scenario(SCENARIO, "<speed test>").expect("the scenario loads");
     let mut sim = Sim::build(&sc, sc.run.seed, false, true).expect("builds");
-    assert!(sim.speed_constant);
+    assert!(sim.speed_constant());
     sim.start();
     sim.run_until(CONTEXT_SWITCH + WORK - 1, None).expect("runs");
-    assert_eq!(sim.guests[0].stats.progress, 0);
+    assert_eq!(sim.guests()[0].stats.progress, 0);
     sim.run_until(CONTEXT_SWITCH + WORK, None).expect("runs");
-    assert_eq!(sim.guests[0].stats.progress, 1);
-    assert_eq!(sim.vcpus[0].speed, Speed::ONE);
+    assert_eq!(sim.guests()[0].stats.progress, 1);
+    assert_eq!(sim.vcpus()[0].speed, Speed::ONE);
 }

@@ -19,23 +19,16 @@ pub fn run_watched(scenario: &Scenario, options: &RunOptions, mut watch: impl Fn
     let seed = options.seed.unwrap_or(scenario.run.seed);
     let trace = options.trace || options.trace_window.is_some() || options.trace_max_events.is_some();
     let mut sim = Sim::build(scenario, seed, trace, options.check || scenario.run.check)?;
-    if let Some(tr) = sim.trace.as_mut() {
-        if let Some((from, to)) = options.trace_window {
-            tr.set_window(from, to);
-        }
-        if let Some(max) = options.trace_max_events {
-            tr.set_max(max);
-        }
-    }
+    sim.limit_trace(options.trace_window, options.trace_max_events);
     sim.start();
     let duration_ns = scenario.run.duration;
     let finished =
         sim.run_watched(duration_ns, scenario.run.max_events, |now_ns, events| watch(&Progress { now_ns, duration_ns, events }))?;
-    sim.take_samples(sim.now);
+    sim.take_samples(sim.now());
     sim.finish();
-    if sim.check {
+    if sim.check_mode() {
         // Once more with the last segments charged: what the tables will say.
-        sim.check_invariants().map_err(|message| SimError::Invariant { time_ns: sim.now, message })?;
+        sim.check_invariants().map_err(|message| SimError::Invariant { time_ns: sim.now(), message })?;
     }
     Ok(report::build(&sim, scenario, seed, finished))
 }

@@ -52,51 +52,51 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
     let run_identity = [
         ("scenario", serde_json::json!(sc.source)),
         ("seed", serde_json::json!(seed)),
-        ("events", serde_json::json!(sim.events)),
-        ("sim_time_ns", serde_json::json!(sim.now)),
+        ("events", serde_json::json!(sim.events())),
+        ("sim_time_ns", serde_json::json!(sim.now())),
     ];
     RunOutput {
         vms_csv: vms_table(sim, sc, seed),
         metrics_csv: metrics_table(sim, sc),
         summary_json: serde_json::to_string_pretty(&summary(sim, sc, seed, finished)).expect("JSON values serialize") + "\n",
-        trace_json: sim.trace.as_ref().map(|t| t.to_json(&run_identity)),
-        warnings: sim.trace.as_ref().map(|t| trace_warnings(t, sim.now)).unwrap_or_default(),
+        trace_json: sim.trace().map(|t| t.to_json(&run_identity)),
+        warnings: sim.trace().map(|t| trace_warnings(t, sim.now())).unwrap_or_default(),
     }
 }
 
 /// vms.csv: one row per VM, [`VM_COLUMNS`], then the mechanisms' columns, then [`AB_COLUMNS`]
 /// when a VM runs a closed-loop server.
 fn vms_table(sim: &Sim, sc: &Scenario, seed: u64) -> String {
-    let sim_time = sim.now.max(1);
-    let npcpus = sim.pinfo.len() as f64;
+    let sim_time = sim.now().max(1);
+    let npcpus = sim.pinfo().len() as f64;
     // Entitlement is per pool: a VM's weight share of its pool's pCPUs (at the start), bounded
     // by its cap, as a share of the whole host.
     let pool_of_vm = |i: usize| sc.vms[i].pool;
     let pool_weight: Vec<u64> = (0..sc.host.pools.len())
-        .map(|k| (0..sim.vms.len()).filter(|&i| pool_of_vm(i) == k).map(|i| sim.vms[i].sched.weight as u64).sum())
+        .map(|k| (0..sim.vms().len()).filter(|&i| pool_of_vm(i) == k).map(|i| sim.vms()[i].sched.weight as u64).sum())
         .collect();
     let mut vms = VM_COLUMNS.join(",");
     for column in sim.mechanism_vm_columns() {
         vms.push(',');
         vms.push_str(column);
     }
-    let ab = sim.vms.iter().any(|vm| vm.clients.is_some());
+    let ab = sim.vms().iter().any(|vm| vm.clients.is_some());
     if ab {
         vms.push(',');
         vms.push_str(&AB_COLUMNS.join(","));
     }
     vms.push('\n');
-    for (i, vm) in sim.vms.iter().enumerate() {
-        let info = &sim.vminfo[i];
+    for (i, vm) in sim.vms().iter().enumerate() {
+        let info = &sim.vminfo()[i];
         let spec = &sc.vms[i];
         let s = &vm.stats;
-        let guest = &sim.guests[i];
+        let guest = &sim.guests()[i];
         let gs = &guest.stats;
         let ipi = |k: IpiKind| s.ipis_sent.get(&k).copied().unwrap_or(0);
         let row = [
             csv_field(&info.name),
-            sim.placement.pool(sim.vm_pool(info.id)).policy.name().to_string(),
-            csv_field(&sim.placement.view(sim.vm_pool(info.id)).name),
+            sim.placement().pool(sim.vm_pool(info.id)).policy.name().to_string(),
+            csv_field(&sim.placement().view(sim.vm_pool(info.id)).name),
             seed.to_string(),
             csv_field(&vm.workload),
             info.vcpus.len().to_string(),
@@ -123,7 +123,7 @@ fn vms_table(sim: &Sim, sc: &Scenario, seed: u64) -> String {
             f3(s.sched_latency.quantile(0.5) as f64 / 1e3),
             f3(s.sched_latency.quantile(0.99) as f64 / 1e3),
             s.lhp_count().to_string(),
-            s.lhp_by_class(|l| sim.guests.locks()[l].class.as_str())
+            s.lhp_by_class(|l| sim.guests().locks()[l].class.as_str())
                 .get(crate::guest::futex::FUTEX_LOCK_CLASS)
                 .copied()
                 .unwrap_or(0)
@@ -144,7 +144,7 @@ fn vms_table(sim: &Sim, sc: &Scenario, seed: u64) -> String {
             csv_field(vm.progress_unit),
             guest.iterations.map(|n| n.to_string()).unwrap_or_default(),
             guest.finished_at.map(|t| f3(to_ms(t))).unwrap_or_default(),
-            f3(sim.usage.competing[i].average()),
+            f3(sim.usage().competing[i].average()),
             format!("{:.4}", remote_memory_share(sim, i)),
             format!("{:.4}", s.contention.slowdown(Source::ModuleFrontend)),
             format!("{:.4}", s.contention.slowdown(Source::ModuleFpu)),
@@ -179,10 +179,10 @@ fn vms_table(sim: &Sim, sc: &Scenario, seed: u64) -> String {
 /// metrics.csv: `vm,metric,value` rows, each VM's in turn, the mechanisms' after the engine's.
 fn metrics_table(sim: &Sim, sc: &Scenario) -> String {
     let mut metrics = String::from("vm,metric,value\n");
-    for (i, vm) in sim.vms.iter().enumerate() {
-        let info = &sim.vminfo[i];
+    for (i, vm) in sim.vms().iter().enumerate() {
+        let info = &sim.vminfo()[i];
         let s = &vm.stats;
-        let guest = &sim.guests[i];
+        let guest = &sim.guests()[i];
         let gs = &guest.stats;
         let name = csv_field(&info.name);
         let mut rows = MetricRows::new(&mut metrics, &name);
@@ -207,20 +207,20 @@ fn metrics_table(sim: &Sim, sc: &Scenario) -> String {
             put!(format_args!("{label}_max_us"), F3(h.max as f64 / 1e3));
         }
         for v in &info.vcpus {
-            put!(format_args!("steal_time_ms[v{}]", sim.vinfo[v.idx()].index), F3(to_ms(sim.pv[v.idx()].steal_time_ns)));
+            put!(format_args!("steal_time_ms[v{}]", sim.vinfo()[v.idx()].index), F3(to_ms(sim.pv()[v.idx()].steal_time_ns)));
         }
-        for (class, n) in &s.lhp_by_class(|l| sim.guests.locks()[l].class.as_str()) {
+        for (class, n) in &s.lhp_by_class(|l| sim.guests().locks()[l].class.as_str()) {
             put!(format_args!("lhp_count[{class}]"), n);
         }
-        for p in 0..sim.pinfo.len() as u32 {
-            put!(format_args!("pcpu_busy_ms[{p}]"), F3(to_ms(sim.usage.busy(i, crate::ids::PcpuId(p)))));
+        for p in 0..sim.pinfo().len() as u32 {
+            put!(format_args!("pcpu_busy_ms[{p}]"), F3(to_ms(sim.usage().busy(i, crate::ids::PcpuId(p)))));
         }
         put!("wakeups", s.wakeups);
         put!("futex_wakes", gs.futex_wakes);
         // Seed 002 Table 4: spinlock waits by kernel lock class (lockstat's waittime-avg of
         // contended acquisitions; every class of the program's `kernel_locks`, and the guest's
         // own classes once they were waited for), TLB synchronization min.
-        for (class, w) in &gs.spin_wait_by_class(sim.guests.locks(), &guest.objects.kernel_locks) {
+        for (class, w) in &gs.spin_wait_by_class(sim.guests().locks(), &guest.objects.kernel_locks) {
             put!(format_args!("spin_wait_count[{class}]"), w.count);
             put!(format_args!("spin_wait_mean_us[{class}]"), F3(w.mean() / 1e3));
             put!(format_args!("spin_wait_max_us[{class}]"), F3(w.max as f64 / 1e3));
@@ -240,15 +240,15 @@ fn metrics_table(sim: &Sim, sc: &Scenario) -> String {
 
 /// summary.json: the run as a whole; a mechanism adds its section (micro-sliced cores).
 fn summary(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> serde_json::Value {
-    let sim_time = sim.now.max(1);
-    let npcpus = sim.pinfo.len() as f64;
-    let policy = sim.placement.pool(crate::ids::PoolId(0)).policy.name();
-    let totals_cpu: u64 = sim.vms.iter().map(|v| v.stats.cpu_ns()).sum();
+    let sim_time = sim.now().max(1);
+    let npcpus = sim.pinfo().len() as f64;
+    let policy = sim.placement().pool(crate::ids::PoolId(0)).policy.name();
+    let totals_cpu: u64 = sim.vms().iter().map(|v| v.stats.cpu_ns()).sum();
     let summary = serde_json::json!({
         "scenario": sc.source,
         "policy": policy,
         "seed": seed,
-        "pcpus": sim.pinfo.len(),
+        "pcpus": sim.pinfo().len(),
         "pools": sc.host.pools.iter().map(|p| serde_json::json!({
             "name": p.name,
             "policy": p.policy,
@@ -259,16 +259,16 @@ fn summary(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> serde_json::V
             "pcpu": c.pcpu.0,
             "to": sc.host.pools[c.to].name,
         })).collect::<Vec<_>>(),
-        "vms": sim.vminfo.len(),
+        "vms": sim.vminfo().len(),
         "duration_ns": sc.run.duration,
-        "sim_time_ns": sim.now,
-        "events": sim.events,
+        "sim_time_ns": sim.now(),
+        "events": sim.events(),
         "all_targets_reached": finished,
         // A JSON number rounded to 4 decimals (ryu prints the shortest form, the same everywhere).
         "host_busy_share": (totals_cpu as f64 / (sim_time as f64 * npcpus) * 1e4).round() / 1e4,
         // Seed 001's competing modules over every VM's busy time (metrics/pcpu_usage.rs).
-        "competing_modules": (sim.usage.host_competing.average() * 1e3).round() / 1e3,
-        "trace_dropped_events": sim.trace.as_ref().map(|t| t.dropped).unwrap_or(0),
+        "competing_modules": (sim.usage().host_competing.average() * 1e3).round() / 1e3,
+        "trace_dropped_events": sim.trace().map(|t| t.dropped).unwrap_or(0),
     });
     let mut summary = summary;
     sim.mechanism_summary(&mut summary);
@@ -278,13 +278,13 @@ fn summary(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> serde_json::V
 /// Share of VM `i`'s run time on pCPUs outside its memory nodes (`VmInfo::memory_nodes`); 0 for
 /// a VM that never ran.
 fn remote_memory_share(sim: &Sim, i: usize) -> f64 {
-    let memory = &sim.vminfo[i].memory_nodes;
+    let memory = &sim.vminfo()[i].memory_nodes;
     let (mut remote, mut total) = (0u64, 0u64);
-    for p in 0..sim.pinfo.len() as u32 {
+    for p in 0..sim.pinfo().len() as u32 {
         let p = crate::ids::PcpuId(p);
-        let busy = sim.usage.busy(i, p);
+        let busy = sim.usage().busy(i, p);
         total += busy;
-        if !memory.contains(&sim.topology.place(p).node) {
+        if !memory.contains(&sim.topology().place(p).node) {
             remote += busy;
         }
     }

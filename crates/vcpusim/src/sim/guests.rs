@@ -11,7 +11,7 @@
 //!
 //! Anyone may read them (the report, the tests); only the engine core changes them, and it does
 //! through a kernel's operations, lent the tables they need ([`Guests::env`],
-//! [`Guests::kernel_and_threads`]). The build adds kernels, threads and locks and nothing else
+//! [`Guests::kernel_and_threads`]; tests drive one by hand through `Sim::drive_guest`). The build adds kernels, threads and locks and nothing else
 //! does: the tables never shrink, so an id stays valid for the run.
 
 use crate::guest::kernel::{GuestEnv, GuestKernel};
@@ -132,13 +132,5 @@ impl Guests {
         let l = LockId(self.locks.len() as u32);
         self.locks.push(lock);
         l
-    }
-
-    /// For tests that drive one guest kernel's operations by hand on a built run (the
-    /// scheduler's wake placement, IRS's migrator): VM `vm`'s kernel and the thread table.
-    /// The engine's own code uses the narrower accessors above.
-    #[doc(hidden)]
-    pub fn drive(&mut self, vm: usize) -> (&mut GuestKernel, &mut [Thread]) {
-        (&mut self.kernels[vm], &mut self.threads)
     }
 }

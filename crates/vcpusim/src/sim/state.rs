@@ -136,61 +136,61 @@ pub enum Event {
 }
 
 pub struct Sim {
-    pub now: Nanos,
-    pub queue: EventQueue<Event>,
-    pub events: u64,
+    pub(in crate::sim) now: Nanos,
+    pub(in crate::sim) queue: EventQueue<Event>,
+    pub(in crate::sim) events: u64,
     /// Of `events`, those that found their vCPU's epoch moved on and did nothing (a `Dispatch`,
     /// `ActivityDone` or `PauseLoopExit` made stale by a switch or a re-timed activity). For
     /// `vcpusim bench` only (it reports live events); no output includes it.
-    pub stale_events: u64,
-    pub topology: Topology,
-    pub costs: Costs,
-    pub ple: Ple,
+    pub(in crate::sim) stale_events: u64,
+    pub(in crate::sim) topology: Topology,
+    pub(in crate::sim) costs: Costs,
+    pub(in crate::sim) ple: Ple,
     /// `ple.ns(ple.window_cycles)`: the base PLE window, precomputed.
-    pub ple_base_ns: Nanos,
+    pub(in crate::sim) ple_base_ns: Nanos,
     /// The cpupools with their policies, each pCPU's and vCPU's pool, affinities and the facts
     /// kept from them (sim/placement.rs).
-    pub placement: super::placement::Placement,
+    pub(in crate::sim) placement: super::placement::Placement,
     /// The policies' requests not carried out yet and their timers (sim/policy_calls.rs).
-    pub calls: super::policy_calls::PolicyCalls,
-    pub vinfo: Vec<VcpuInfo>,
-    pub pinfo: Vec<PcpuInfo>,
-    pub vminfo: Vec<VmInfo>,
-    pub vcpus: Vec<Vcpu>,
+    pub(in crate::sim) calls: super::policy_calls::PolicyCalls,
+    pub(in crate::sim) vinfo: Vec<VcpuInfo>,
+    pub(in crate::sim) pinfo: Vec<PcpuInfo>,
+    pub(in crate::sim) vminfo: Vec<VmInfo>,
+    pub(in crate::sim) vcpus: Vec<Vcpu>,
     /// Each vCPU's paravirtual area (`vmexit::PvArea`): host-written preempted flag, steal time
     /// and runstate, guest-written lock mark and TLB-flush request. (The kernel function is not
     /// in it: a policy's channel reads it in the guest, `GuestSymbols`.)
-    pub pv: Vec<PvArea>,
-    pub pcpus: Vec<Pcpu>,
-    pub vms: Vec<Vm>,
+    pub(in crate::sim) pv: Vec<PvArea>,
+    pub(in crate::sim) pcpus: Vec<Pcpu>,
+    pub(in crate::sim) vms: Vec<Vm>,
     /// The guests (sim/guests.rs, an owned part): one kernel per VM (`guest/kernel.rs`: its
     /// per-vCPU state, sync objects, futexes, shootdowns) and every thread and spinlock.
-    pub guests: super::guests::Guests,
+    pub(in crate::sim) guests: super::guests::Guests,
     /// IPIs sent and not yet arrived (for deadlock detection).
-    pub ipis_in_flight: u64,
-    pub trace: Option<TraceSink>,
-    pub check: bool,
-    pub stop: Option<crate::error::SimError>,
+    pub(in crate::sim) ipis_in_flight: u64,
+    pub(in crate::sim) trace: Option<TraceSink>,
+    pub(in crate::sim) check: bool,
+    pub(in crate::sim) stop: Option<crate::error::SimError>,
     /// VMs with an iteration target that have not reached it.
-    pub unfinished_targets: usize,
+    pub(in crate::sim) unfinished_targets: usize,
     /// When each pCPU comes online (see HostSpec::start_skew).
-    pub online_at: Vec<Nanos>,
+    pub(in crate::sim) online_at: Vec<Nanos>,
     /// How fast each pCPU advances the work of the vCPU it runs (`hardware/speed.rs`).
-    pub speed_model: Box<dyn SpeedModel>,
+    pub(in crate::sim) speed_model: Box<dyn SpeedModel>,
     /// `speed_model.is_constant()` and no VM slowed by `vm_speed`, cached: the default model
     /// must cost nothing.
-    pub speed_constant: bool,
+    pub(in crate::sim) speed_constant: bool,
     /// Each vCPU's current speed split into contention factors (`SpeedModel::speed_parts`), for
     /// the per-VM slowdown counts; sized by `set_speed_model` (empty under the constant model).
-    pub speed_factors: Vec<crate::hardware::contention::Factors>,
+    pub(in crate::sim) speed_factors: Vec<crate::hardware::contention::Factors>,
     /// Busy time of every pCPU by VM and the seed-001 competing-modules average (`pcpu_usage.rs`).
-    pub usage: crate::metrics::pcpu_usage::PcpuUsage,
+    pub(in crate::sim) usage: crate::metrics::pcpu_usage::PcpuUsage,
     /// Each VM's costs: the host's `[host.costs]`, or `Costs::native` for a bare-metal VM.
-    pub vm_costs: Vec<crate::hardware::costs::Costs>,
+    pub(in crate::sim) vm_costs: Vec<crate::hardware::costs::Costs>,
     /// Each VM's fixed speed factor (`[host.costs] virt_overhead`; 1.0 on bare metal), by VM.
-    pub vm_speed: Vec<Speed>,
+    pub(in crate::sim) vm_speed: Vec<Speed>,
     /// The host mechanisms the scenario turns on (sim/mechanisms/).
-    pub mechanisms: super::mechanisms::Mechanisms,
+    pub(in crate::sim) mechanisms: super::mechanisms::Mechanisms,
 }
 
 impl Sim {
@@ -205,5 +205,133 @@ impl Sim {
     #[inline]
     pub fn guest_env(&mut self, vm: usize) -> (&mut GuestKernel, GuestEnv<'_>) {
         self.guests.env(vm, &self.vm_costs[vm], &mut self.pv, self.now)
+    }
+}
+
+/// What a run's state shows outside the engine core (the result tables, the tests, the benches):
+/// read only; the core alone changes it, each owned part through its methods.
+impl Sim {
+    /// The simulated time now.
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+    /// Events handled so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+    /// Events popped and found cancelled or superseded.
+    pub fn stale_events(&self) -> u64 {
+        self.stale_events
+    }
+    /// The pending events.
+    pub fn queue(&self) -> &EventQueue<Event> {
+        &self.queue
+    }
+    /// When the earliest pending event is due (None: none is).
+    pub fn next_event_at(&mut self) -> Option<Nanos> {
+        self.queue.peek_time()
+    }
+    /// The host's topology.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+    /// The host's costs (before per-VM overrides: `vm_costs`).
+    pub fn costs(&self) -> &Costs {
+        &self.costs
+    }
+    /// Each VM's costs.
+    pub fn vm_costs(&self) -> &[Costs] {
+        &self.vm_costs
+    }
+    /// The pause-loop exit window's settings.
+    pub fn ple(&self) -> &Ple {
+        &self.ple
+    }
+    /// Whether every vCPU runs at constant speed (no contention model).
+    pub fn speed_constant(&self) -> bool {
+        self.speed_constant
+    }
+    /// The pools, their policies, affinities and channels.
+    pub fn placement(&self) -> &super::placement::Placement {
+        &self.placement
+    }
+    /// What the hypervisor knows of each vCPU, pCPU and VM (what a policy sees).
+    pub fn vinfo(&self) -> &[VcpuInfo] {
+        &self.vinfo
+    }
+    pub fn pinfo(&self) -> &[PcpuInfo] {
+        &self.pinfo
+    }
+    pub fn vminfo(&self) -> &[VmInfo] {
+        &self.vminfo
+    }
+    /// The host's own records of each vCPU, pCPU and VM.
+    pub fn vcpus(&self) -> &[Vcpu] {
+        &self.vcpus
+    }
+    pub fn pcpus(&self) -> &[Pcpu] {
+        &self.pcpus
+    }
+    pub fn vms(&self) -> &[Vm] {
+        &self.vms
+    }
+    /// Each vCPU's paravirtual area.
+    pub fn pv(&self) -> &[PvArea] {
+        &self.pv
+    }
+    /// The guests: kernels, threads and locks.
+    pub fn guests(&self) -> &super::guests::Guests {
+        &self.guests
+    }
+    /// For tests that drive one guest kernel's operations by hand on a built run (the guest
+    /// scheduler's wake placement, IRS's migrator): VM `vm`'s kernel, the thread table and the
+    /// PV areas. The engine's own code never calls it.
+    #[doc(hidden)]
+    pub fn drive_guest(&mut self, vm: usize) -> (&mut GuestKernel, &mut [crate::guest::thread::Thread], &mut [PvArea]) {
+        let (g, threads) = self.guests.kernel_and_threads(vm);
+        (g, threads, &mut self.pv)
+    }
+    /// For tests: the placement, to change before the start (`Placement::set_affinity`) or to
+    /// corrupt on purpose (the doc-hidden `corrupt_*` hooks, to see check mode catch it).
+    #[doc(hidden)]
+    pub fn placement_mut(&mut self) -> &mut super::placement::Placement {
+        &mut self.placement
+    }
+    /// For tests: the mechanisms' state, to corrupt on purpose (check mode must catch it).
+    #[doc(hidden)]
+    pub fn mechanisms_mut(&mut self) -> &mut super::mechanisms::Mechanisms {
+        &mut self.mechanisms
+    }
+    /// For tests: VM `vm`'s counters, to corrupt on purpose (check mode must catch it).
+    #[doc(hidden)]
+    pub fn corrupt_vm_stats(&mut self, vm: usize) -> &mut VmStats {
+        &mut self.vms[vm].stats
+    }
+    /// Whether the run checks its invariants after every event.
+    pub fn check_mode(&self) -> bool {
+        self.check
+    }
+    /// The trace being recorded, if the run records one.
+    pub fn trace(&self) -> Option<&TraceSink> {
+        self.trace.as_ref()
+    }
+    /// Limit the trace, if the run records one, to events in `window` and to `max` events.
+    pub fn limit_trace(&mut self, window: Option<(Nanos, Nanos)>, max: Option<usize>) {
+        if let Some(tr) = self.trace.as_mut() {
+            if let Some((from, to)) = window {
+                tr.set_window(from, to);
+            }
+            if let Some(max) = max {
+                tr.set_max(max);
+            }
+        }
+    }
+    /// Each VM's use of each pCPU, and the competing-modules averages.
+    pub fn usage(&self) -> &crate::metrics::pcpu_usage::PcpuUsage {
+        &self.usage
+    }
+    /// The host mechanisms a scenario turned on.
+    pub fn mechanisms(&self) -> &super::mechanisms::Mechanisms {
+        &self.mechanisms
     }
 }
