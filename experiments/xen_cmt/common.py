@@ -137,10 +137,14 @@ class Placement:
     cpus: str | list | None
     node_affinity: str = "xl"  # "xl" | "off"
     pm: bool = False
+    #: Tascell's ``-a``: worker n binds itself to the guest's CPU n (``affinity`` parameter).
+    thread_affinity: bool = False
 
     def vm(self, workload: str, threads: int, params: dict, iterations: int) -> dict:
         vm = {"name": "pm" if self.pm else "par", "workload": workload, "threads": threads,
               "iterations": iterations, "params": dict(params)}
+        if self.thread_affinity:
+            vm["params"]["affinity"] = True
         if self.pm:
             vm["bare_metal"] = True
             vm["cpus"] = self.cpus or f"0-{PCPUS - 1}"
@@ -169,6 +173,9 @@ NO_AFFINITY_NO_NODE = Placement("no vCPU or node affinity", None, "off")
 #: pCPUs were across all the nodes": modelled with the node affinity following the vCPU affinity
 #: (every node).
 OPTIMAL = Placement("optimal", OPTIMAL_CPUS, "off")
+#: III-C, Figure 3: "thread scheduler disabled": 0-16 with each Tascell worker bound to its own
+#: vCPU (Tascell's -a: worker n calls sched_setaffinity on CPU n).
+THREAD_PINNED = Placement("0-16 thread scheduler disabled", dist_cpus("0-16"), thread_affinity=True)
 #: III-C, Figure 3: "assigning pCPUs to vCPUs one by one": vCPU i on pCPU 16 + i (0-16).
 VCPU_PINNED = Placement("0-16 vCPU scheduler disabled", [str(16 + i) for i in range(VM_VCPUS)])
 #: The PM: Linux 3.13 on the whole host (no Xen), and with the optimal cgroup cpuset (IV-C).

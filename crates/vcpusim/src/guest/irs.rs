@@ -138,7 +138,7 @@ impl GuestKernel {
         if interrupted != KernelFn::User || !threads[t.idx()].held.is_empty() || self.vcpus.len() < 2 {
             return NoticeDone::default();
         }
-        let Some(to) = self.least_waiting_sibling(pv, i, now) else { return NoticeDone::default() };
+        let Some(to) = self.least_waiting_sibling(pv, i, now, threads[t.idx()].cpus.as_ref()) else { return NoticeDone::default() };
         self.vcpus[i].current = None;
         let to_id = self.vcpus[to].id;
         self.vcpus[to].runqueue.push_back(t);
@@ -153,13 +153,22 @@ impl GuestKernel {
     }
 
     /// The sibling of `i` with the least waiting time (module doc); ties go to the first after
-    /// `i` in index order.
-    fn least_waiting_sibling(&mut self, pv: &[PvArea], i: usize, now: Nanos) -> Option<usize> {
+    /// `i` in index order. Only siblings in the thread's CPU affinity `cpus` qualify.
+    fn least_waiting_sibling(
+        &mut self,
+        pv: &[PvArea],
+        i: usize,
+        now: Nanos,
+        cpus: Option<&crate::hardware::cpumask::IndexMask>,
+    ) -> Option<usize> {
         let n = self.vcpus.len();
         let migrator = self.irs.as_ref().is_some_and(|irs| irs.migrator);
         let mut best: Option<(f64, usize)> = None;
         for k in 1..n {
             let u = (i + k) % n;
+            if cpus.is_some_and(|m| !m.contains(u)) {
+                continue;
+            }
             let gv = &self.vcpus[u];
             let threads = gv.runqueue.len() + usize::from(gv.current.is_some());
             let waiting = threads + usize::from(pv[gv.id.idx()].runnable);

@@ -139,6 +139,9 @@ pub struct GuestKernel {
     /// Instantaneous steps run in a row without any of its vCPUs starting timed work or a spin
     /// (the runaway-program guard, `guest/run.rs`).
     pub zero_time_steps: u64,
+    /// Some thread of this VM has a CPU affinity (`Thread::cpus`): the scheduler's pulls and
+    /// tick balancing test each candidate thread's mask (none do otherwise, at no cost).
+    pub pinned: bool,
     /// vCPUs whose running worker thread polls a flag just set (a Tascell task request), in
     /// order; `run` hands them to the host one at a time (`Next::Poll`).
     pub polls: VecDeque<VcpuId>,

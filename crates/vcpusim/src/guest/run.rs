@@ -649,6 +649,9 @@ impl GuestKernel {
                 if threads[t.idx()].vcpu != v {
                     return Err(format!("thread {t} sits on vCPU {v} but records vCPU {}", threads[t.idx()].vcpu));
                 }
+                if !threads[t.idx()].may_run_on(self.index_of(v)) {
+                    return Err(format!("thread {t} sits on vCPU {v}, outside its CPU affinity {:?}", threads[t.idx()].cpus));
+                }
             }
             // A vCPU blocked in a PV spinlock's SCHEDOP_poll is neither running nor preempted.
             let poll_blocked = gv.pv_polled && !running(v) && !pv[v.idx()].preempted;

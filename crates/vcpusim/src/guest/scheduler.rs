@@ -84,13 +84,23 @@ impl GuestKernel {
                 // with more queued (nr_running > 1) gives one up; a CPU about to run its only
                 // queued task keeps it.
                 let native = self.topology.is_some();
+                // With threads pinned in the VM, only a queue holding a thread allowed on `i`
+                // can give one (load_balance retries without a CPU whose tasks are all pinned,
+                // LBF_ALL_PINNED; can_migrate_task tests tsk_cpus_allowed).
+                let pinned = self.pinned;
+                let movable = |u: usize| !pinned || vcpus[u].runqueue.iter().any(|t| threads[t.idx()].may_run_on(i));
                 let busiest = self
                     .run_masks
                     .queued
                     .iter()
-                    .filter(|&u| u != i && (!native || vcpus[u].current.is_some()))
+                    .filter(|&u| u != i && (!native || vcpus[u].current.is_some()) && movable(u))
                     .max_by_key(|&u| (vcpus[u].runqueue.len(), std::cmp::Reverse(vcpus[u].id.0)))?;
-                let t = self.vcpus[busiest].runqueue.pop_back()?;
+                let t = if pinned {
+                    let at = self.vcpus[busiest].runqueue.iter().rposition(|t| threads[t.idx()].may_run_on(i))?;
+                    self.vcpus[busiest].runqueue.remove(at)?
+                } else {
+                    self.vcpus[busiest].runqueue.pop_back()?
+                };
                 // Idle now if that was its only thread and none runs there (a vCPU not yet
                 // entered since it was handed the thread).
                 self.note_vcpu(busiest);
@@ -112,13 +122,24 @@ impl GuestKernel {
     /// (guest/bare_metal_placement.rs).
     /// With IRS's migrator (guest/irs.rs) an idle vCPU must also keep most of its capacity
     /// after steal (`wake_capacity_ok`).
-    fn wake_target(&mut self, pv: &[PvArea], now: Nanos, prev: VcpuId) -> usize {
+    /// A thread with a CPU affinity (`cpus`) goes only where it may run, as Linux's
+    /// `select_task_rq`: a thread allowed on one vCPU goes there (where `select_fallback_rq`
+    /// leaves it whatever the search chose); else the search skips the vCPUs it may not run on,
+    /// and a result outside the mask falls back to the first vCPU it may run on.
+    fn wake_target(&mut self, pv: &[PvArea], now: Nanos, prev: VcpuId, cpus: Option<&IndexMask>) -> usize {
         let prev = self.index_of(prev);
+        if let Some(mask) = cpus {
+            if mask.count() == 1 {
+                return mask.first().expect("a thread's affinity names a vCPU");
+            }
+        }
+        let allowed = |i: usize| cpus.is_none_or(|m| m.contains(i));
+        let fallback = |i: usize| if allowed(i) { i } else { cpus.and_then(|m| m.first()).expect("a thread's affinity names a vCPU") };
         if let Some(topo) = &self.topology {
             let vcpus = &self.vcpus;
-            return topo.select_idle_sibling(prev, |i| vcpus[i].idle());
+            return fallback(topo.select_idle_sibling(prev, |i| allowed(i) && vcpus[i].idle()));
         }
-        if self.available_idle(pv, prev) && (self.irs.is_none() || self.wake_capacity_ok(pv, prev, now)) {
+        if allowed(prev) && self.available_idle(pv, prev) && (self.irs.is_none() || self.wake_capacity_ok(pv, prev, now)) {
             return prev;
         }
         // The idle vCPUs from the cursor on, wrapping round once: the order of a walk over every
@@ -134,9 +155,9 @@ impl GuestKernel {
                     (from, wrapped) = (0, true);
                     continue;
                 }
-                _ => return prev,
+                _ => return fallback(prev),
             };
-            if self.available_idle(pv, u) && (self.irs.is_none() || self.wake_capacity_ok(pv, u, now)) {
+            if allowed(u) && self.available_idle(pv, u) && (self.irs.is_none() || self.wake_capacity_ok(pv, u, now)) {
                 self.wake_cursor = (u + 1) % n;
                 return u;
             }
@@ -163,7 +184,7 @@ impl GuestKernel {
                 return (id != waker).then_some(id);
             }
         }
-        let target = self.wake_target(pv, now, th.vcpu);
+        let target = self.wake_target(pv, now, th.vcpu, th.cpus.as_ref());
         let target_id = self.vcpus[target].id;
         th.vcpu = target_id;
         self.vcpus[target].runqueue.push_back(t);
@@ -245,8 +266,16 @@ impl GuestKernel {
     /// returns that sibling (it needs a reschedule IPI).
     pub fn tick_balance(&mut self, threads: &mut [Thread], i: usize) -> Option<VcpuId> {
         // The first idle vCPU is never `i` when `i` has a thread to hand over (it is not idle).
-        let u = self.run_masks.idle.first()?;
-        let t = self.vcpus[i].runqueue.pop_back()?;
+        // With threads pinned in the VM: the first idle vCPU one of `i`'s queued threads may
+        // run on, and the last such thread (can_migrate_task).
+        let (u, t) = if self.pinned {
+            let queue = &self.vcpus[i].runqueue;
+            let (u, at) =
+                self.run_masks.idle.iter().find_map(|u| queue.iter().rposition(|t| threads[t.idx()].may_run_on(u)).map(|at| (u, at)))?;
+            (u, self.vcpus[i].runqueue.remove(at)?)
+        } else {
+            (self.run_masks.idle.first()?, self.vcpus[i].runqueue.pop_back()?)
+        };
         let to = self.vcpus[u].id;
         self.vcpus[u].runqueue.push_back(t);
         threads[t.idx()].vcpu = to;

@@ -404,9 +404,20 @@ pub struct Thread {
     /// (`Spinlock::try_acquire`'s `queued`; `lock_state`).
     pub queued_on: Option<LockId>,
     pub rng: Stream,
+    /// The vCPUs (indices in its VM) it may run on, as `sched_setaffinity` set them
+    /// (`task_struct::cpus_allowed`); None: every vCPU. The guest scheduler's wake placement,
+    /// pulls, tick balancing and IRS's migrator honour it, as Linux's `select_task_rq`,
+    /// `can_migrate_task` and `select_fallback_rq` do.
+    pub cpus: Option<crate::hardware::cpumask::IndexMask>,
 }
 
 impl Thread {
+    /// Whether it may run on its VM's vCPU index `i` (`cpumask_test_cpu(i, tsk_cpus_allowed(p))`).
+    #[inline(always)]
+    pub fn may_run_on(&self, i: usize) -> bool {
+        self.cpus.as_ref().is_none_or(|m| m.contains(i))
+    }
+
     pub fn is_live(&self) -> bool {
         self.state != ThreadState::Exited
     }

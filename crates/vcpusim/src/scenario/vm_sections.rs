@@ -285,6 +285,19 @@ fn builtin_program(
             ));
         }
     }
+    // A thread's sched_setaffinity to CPUs the VM does not have fails (EINVAL: no online CPU
+    // in the mask), and Tascell's worker exits on it (worker.sc `worker-setaffinity`).
+    for (t, cpus) in program.thread_cpus.iter().enumerate() {
+        if let Some(bad) = cpus.as_deref().and_then(|c| c.iter().find(|&&i| i >= vcpus)) {
+            return Err(section.error_at(
+                "params",
+                format!("VM {vm_name:?}: thread {t}'s CPU affinity names vCPU {bad}, but the VM has vcpus = {vcpus}"),
+            ));
+        }
+        if cpus.as_deref().is_some_and(|c| c.is_empty()) {
+            return Err(section.error_at("params", format!("VM {vm_name:?}: thread {t}'s CPU affinity is empty")));
+        }
+    }
     Ok((program, threads, params))
 }
 

@@ -261,9 +261,16 @@ impl Sim {
         let mut load = vec![0u64; vcpu_ids.len()];
         for (i, ops) in program.threads.iter().enumerate() {
             let t = self.guests.next_thread();
+            // A thread with a CPU affinity sets it first thing (the loader checked it names the
+            // VM's vCPUs); it starts on the first of them when its usual place is outside.
+            let cpus = program.thread_cpus.get(i).cloned().flatten().map(|c| IndexMask::from_pcpus(c.iter().map(|&k| k as usize)));
             let slot = match &topology {
                 Some(topo) if i > 0 => topo.find_idlest_cpu(0, &load),
                 _ => i % vcpu_ids.len(),
+            };
+            let slot = match &cpus {
+                Some(m) if !m.contains(slot) => m.first().expect("the loader rejects an empty affinity"),
+                _ => slot,
             };
             load[slot] += 1;
             let v = vcpu_ids[slot];
@@ -286,6 +293,7 @@ impl Sim {
                 wait_started: None,
                 queued_on: None,
                 rng: stream(seed, &format!("vm/{}/thread/{i}", spec.name)),
+                cpus,
             });
             guest_vcpus[slot].runqueue.push_back(t);
             thread_ids.push(t);
@@ -316,6 +324,7 @@ impl Sim {
             finished_at: None,
             pokes: VecDeque::new(),
             zero_time_steps: 0,
+            pinned: program.thread_cpus.iter().any(|c| c.is_some()),
             polls: VecDeque::new(),
             topology,
             ws,

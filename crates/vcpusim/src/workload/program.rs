@@ -197,6 +197,10 @@ pub struct Program {
     /// Clients of a closed-loop server workload (`ab -c`, workload/builtin/ab.rs): the
     /// requests kept outstanding, for ab's "Time per request" in the reports.
     pub clients: Option<u32>,
+    /// Each thread's CPU affinity, set by the thread itself before its first op
+    /// (`sched_setaffinity(0, ...)` at its start): the VM's vCPU indices it may run on; a
+    /// thread past the list's end, or with None, may run on any.
+    pub thread_cpus: Vec<Option<Vec<u32>>>,
 }
 
 impl Program {
@@ -212,6 +216,7 @@ impl Program {
             work_stealing: None,
             nic: None,
             clients: None,
+            thread_cpus: Vec::new(),
         }
     }
 

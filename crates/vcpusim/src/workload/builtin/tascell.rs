@@ -24,6 +24,11 @@
 //! 10 s for 16-queens (~2.3 ns per check). Set `serial` to the 1-thread time read off the
 //! figure to calibrate (the model is linear in it).
 //!
+//! **Affinity** (`affinity = true`, Tascell's `-a`): worker n calls `sched_setaffinity` on CPU
+//! n before its loop (`worker.sc`, `worker-setaffinity` under `USE-AFFINITY=SCHED`, the Linux
+//! build of the Makefile), so the guest never moves it; more workers than vCPUs is the real
+//! program's error (the call fails and the worker exits), and the loader's.
+//!
 //! **Runtime costs** (assumed; the Tascell paper's message costs were not available to us):
 //! a request 1 µs of the requester's CPU (`recv-treq` scans the workers and takes each
 //! candidate's `thr->mut` in `try-treq`), an answer 2 µs of the victim's (backtracking through
@@ -145,6 +150,12 @@ impl Workload for Tascell {
             ParamSpec::duration("result", RESULT, "thief CPU to send a task's result; assumed"),
             ParamSpec::duration("delay", DELAY, "first wait after a none answer, doubled after each further none (worker.sc: 1000 ns)"),
             ParamSpec::duration("delay_max", DELAY_MAX, "longest wait after none (worker.sh DELAY-MAX: 100 ms)"),
+            ParamSpec::boolean(
+                "affinity",
+                false,
+                "worker n binds itself to CPU n as it starts (the -a option: worker.sc worker-setaffinity, \
+                 sched_setaffinity); seed 001's \"thread scheduler disabled\"",
+            ),
         ]
     }
     fn build(&self, threads: u32, params: &Params) -> Result<Program, String> {
@@ -163,6 +174,9 @@ impl Workload for Tascell {
         let tree = self.tree(n, serial)?;
         let mut program = Program::new(self.progress_unit());
         program.threads = vec![vec![Op::WorkSteal]; threads as usize];
+        if params.boolean("affinity") {
+            program.thread_cpus = (0..threads).map(|n| Some(vec![n])).collect();
+        }
         program.mutexes = threads as usize;
         program.conds = threads as usize;
         program.work_stealing = Some(WorkStealSpec {

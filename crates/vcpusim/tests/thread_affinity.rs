@@ -1,0 +1,68 @@
+//! Guest thread CPU affinity (`Thread::cpus`, `sched_setaffinity`): a pinned thread stays on the
+//! vCPUs its mask allows through every path that moves threads in the guest (wake placement,
+//! the newidle pull, tick balancing), as Linux's `select_task_rq`, `can_migrate_task` and
+//! `select_fallback_rq` keep it; Tascell's `affinity` (its `-a` option) pins worker n to CPU n.
+
+use vcpusim::api::load_scenario;
+use vcpusim::sim::state::Sim;
+use vcpusim::time::MS;
+
+/// tascell-fib's workers on a VM of 4 vCPUs sharing 2 pCPUs with a hog (so that vCPUs go idle,
+/// are preempted and threads wake where another vCPU is idle), with or without Tascell's `-a`.
+fn scenario(threads: u32, affinity: bool) -> String {
+    format!(
+        "[host]\npcpus = 2\npolicy = \"credit\"\n\
+         [[vm]]\nname = \"fib\"\nvcpus = 4\nthreads = {threads}\nworkload = \"tascell.fib\"\niterations = 1\n\
+         params = {{ serial = \"100ms\", affinity = {affinity} }}\n\
+         [[vm]]\nname = \"hog\"\nvcpus = 2\nworkload = \"cpu-bound\"\n\
+         [run]\nduration = \"1s\"\n"
+    )
+}
+
+/// The vCPU index each of VM 0's threads is on or queued on, after every event of a run in
+/// check mode (which also fails the run if a thread sits outside its mask); how many times a
+/// thread was found on another vCPU than its index.
+fn moves(threads: u32, affinity: bool) -> u64 {
+    let sc = load_scenario(&scenario(threads, affinity), "<t>").unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = Sim::build(&sc, 3, false, true).unwrap();
+    sim.start();
+    let mut away = 0;
+    while let Some(t) = sim.next_event_at().filter(|&t| t <= 1000 * MS) {
+        sim.run_until(t, None).unwrap_or_else(|e| panic!("{e}"));
+        let g = &sim.guests()[0];
+        for (k, th) in g.threads.iter().enumerate() {
+            away += u64::from(g.index_of(sim.guests().threads()[th.idx()].vcpu) != k);
+        }
+    }
+    assert!(sim.guests()[0].finished_at.is_some(), "fib did not finish in the run: now {} cpu {}", sim.now(), sim.vms()[0].stats.cpu_ns());
+    away
+}
+
+#[test]
+fn pinned_workers_never_leave_their_vcpu_and_unpinned_ones_do() {
+    assert_eq!(moves(4, true), 0, "a worker pinned to CPU n was found on another vCPU");
+    // The same run without the pin moves workers: the test can tell.
+    assert!(moves(4, false) > 0, "unpinned workers never moved: the scenario cannot show the pin");
+}
+
+#[test]
+fn pinned_workers_fewer_than_vcpus_leave_the_others_idle() {
+    // Two workers pinned to vCPUs 0 and 1: vCPUs 2 and 3 never run a thread.
+    let sc = load_scenario(&scenario(2, true), "<t>").unwrap();
+    let mut sim = Sim::build(&sc, 3, false, true).unwrap();
+    sim.start();
+    while let Some(t) = sim.next_event_at().filter(|&t| t <= 1000 * MS) {
+        sim.run_until(t, None).unwrap_or_else(|e| panic!("{e}"));
+        let g = &sim.guests()[0];
+        for i in 2..4 {
+            assert!(g.vcpus[i].current.is_none() && g.vcpus[i].runqueue.is_empty(), "vCPU {i} got a pinned worker");
+        }
+    }
+}
+
+#[test]
+fn more_pinned_workers_than_vcpus_is_the_loaders_error() {
+    let e = load_scenario(&scenario(5, true), "f.toml").expect_err("worker 4 cannot bind to CPU 4 of a 4-vCPU VM");
+    let m = e.to_string();
+    assert!(m.contains("f.toml") && m.contains("params") && m.contains("thread 4") && m.contains("vcpus = 4"), "{m}");
+}
