@@ -66,3 +66,52 @@ fn more_pinned_workers_than_vcpus_is_the_loaders_error() {
     let m = e.to_string();
     assert!(m.contains("f.toml") && m.contains("params") && m.contains("thread 4") && m.contains("vcpus = 4"), "{m}");
 }
+
+/// A program whose threads 0 and 1 are pinned to vCPU 0 of a 2-vCPU VM (`[vm.program] cpus`)
+/// and thread 2 may run anywhere: the tick balancing and the pulls that feed the idle vCPU 1 hand
+/// it only thread 2.
+#[test]
+fn a_programs_cpus_key_pins_threads_and_balancing_moves_only_the_free_one() {
+    let text = "[host]\npcpus = 2\npolicy = \"credit\"\n\
+                [[vm]]\nname = \"p\"\nvcpus = 2\nworkload = \"program\"\n\
+                [vm.program]\ncpus = [\"0\", \"0\", \"0-1\"]\n\
+                threads = [[{loop = \"forever\", body = [{compute = \"1ms\"}]}], \
+                [{loop = \"forever\", body = [{compute = \"1ms\"}]}], [{loop = \"forever\", body = [{compute = \"1ms\"}]}]]\n\
+                [run]\nduration = \"200ms\"\n";
+    let sc = load_scenario(text, "<t>").unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = Sim::build(&sc, 1, false, true).unwrap();
+    sim.start();
+    let mut free_on_1 = 0;
+    while let Some(t) = sim.next_event_at().filter(|&t| t <= 200 * MS) {
+        sim.run_until(t, None).unwrap_or_else(|e| panic!("{e}"));
+        let g = &sim.guests()[0];
+        let at = |k: usize| g.index_of(sim.guests().threads()[g.threads[k].idx()].vcpu);
+        assert_eq!((at(0), at(1)), (0, 0), "a thread pinned to vCPU 0 moved");
+        free_on_1 += u64::from(at(2) == 1);
+    }
+    assert!(free_on_1 > 0, "the free thread never reached the idle vCPU");
+}
+
+#[test]
+fn a_programs_cpus_key_names_the_bad_entry() {
+    let program = |cpus: &str| {
+        format!(
+            "[host]\npcpus = 2\n[[vm]]\nname = \"p\"\nvcpus = 2\nworkload = \"program\"\n\
+             [vm.program]\ncpus = {cpus}\nthreads = [[{{compute = \"1ms\"}}], [{{compute = \"1ms\"}}]]\n"
+        )
+    };
+    for (cpus, expect) in [
+        ("[\"0\", \"2\"]", "cpus[1]"),
+        ("[\"0\"]", "1 cpulists for 2 threads"),
+        ("[\"0\", 1]", "expected a cpulist of the VM's vCPUs"),
+        ("\"\"", "empty cpulist"),
+    ] {
+        let e = load_scenario(&program(cpus), "c.toml").expect_err(cpus).to_string();
+        assert!(e.contains("c.toml") && e.contains(expect), "{cpus}: {e}");
+    }
+    // One string pins every thread.
+    let sc = load_scenario(&program("\"1\""), "c.toml").unwrap();
+    let sim = Sim::build(&sc, 1, false, true).unwrap();
+    let g = &sim.guests()[0];
+    assert!(g.threads.iter().all(|t| g.index_of(sim.guests().threads()[t.idx()].vcpu) == 1));
+}

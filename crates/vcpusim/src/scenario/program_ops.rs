@@ -33,7 +33,7 @@ pub const DESCRIPTION: &str =
 pub const PROGRESS_UNIT: &str = "Progress ops executed";
 
 /// The keys of `[vm.program]`.
-pub const PROGRAM_KEYS: &[&str] = &["mutexes", "barriers", "conds", "queues", "kernel_locks", "threads"];
+pub const PROGRAM_KEYS: &[&str] = &["mutexes", "barriers", "conds", "queues", "kernel_locks", "threads", "cpus"];
 
 /// Every op, with the extra keys it takes (the op's own name is its first key).
 const OPS: &[(&str, &[&str])] = &[
@@ -133,7 +133,41 @@ pub fn parse_program(section: &Section, vm_threads: Option<u32>, default_threads
         threads = vec![only; nthreads as usize];
     }
     program.threads = threads;
+    program.thread_cpus = thread_cpus(section, nthreads, default_threads)?;
     Ok((program, nthreads))
+}
+
+/// `cpus`: each thread's CPU affinity over the VM's vCPUs (`sched_setaffinity` as the thread's
+/// first act, `taskset -c` for them all): one cpulist for every thread, or one per thread.
+fn thread_cpus(section: &Section, nthreads: u32, vcpus: u32) -> Result<Vec<Option<Vec<u32>>>, SimError> {
+    let key = section.key("cpus");
+    let mask = |path: &str, value: &Value| -> Result<Option<Vec<u32>>, SimError> {
+        match value {
+            Value::String(text) => crate::hardware::cpumask::parse_cpulist(text, vcpus as usize)
+                .map(|m| Some(m.iter().map(|p| p.0).collect()))
+                .map_err(|m| error(section.file, path, format!("{m}; here the VM's vCPU indices, 0 to {}", vcpus - 1))),
+            other => {
+                Err(error(section.file, path, format!("expected a cpulist of the VM's vCPUs such as \"0-3\", got {}", show_toml(other))))
+            }
+        }
+    };
+    match section.get("cpus") {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => {
+            if items.len() != nthreads as usize {
+                return Err(error(
+                    section.file,
+                    &key,
+                    format!("has {} cpulists for {nthreads} threads; give one per thread, or one string for all", items.len()),
+                ));
+            }
+            items.iter().enumerate().map(|(t, v)| mask(&format!("{key}[{t}]"), v)).collect()
+        }
+        Some(value) => {
+            let one = mask(&key, value)?;
+            Ok(vec![one; nthreads as usize])
+        }
+    }
 }
 
 /// Mutex discipline, checked on the program text: a thread unlocks only a mutex it holds, and
