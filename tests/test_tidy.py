@@ -84,9 +84,13 @@ def test_every_variant_together(results, labels_first, with_keys):
     labelled = [({"variant": name, "seed": i, "weight": 100 + i, "scale": 0.5 * i}, r)
                 for i, (name, r) in enumerate(results.items())]
     got = assert_same(labelled, keys_for(labelled) if with_keys else None, labels_first)
-    # What the comparison is about: columns that only some runs have, suffixed overlaps, Int64.
+    # What the comparison is about: columns that only some runs have, metrics that repeat a
+    # vms.csv column (one column each, no merge suffixes), Int64.
     assert got["iterations"].dtype == "Int64" and got["iterations"].notna().any()
-    assert "sched_latency_p50_us_x" in got.columns and "sched_latency_p50_us_y" in got.columns
+    assert "sched_latency_p50_us" in got.columns and "sched_latency_p99_us" in got.columns
+    assert not [c for c in got.columns if c.endswith(("_x", "_y"))], list(got.columns)
+    # The groupby a user writes works on the one column.
+    assert got.groupby("variant")["sched_latency_p99_us"].mean().notna().all()
     lhp = [c for c in got.columns if c.startswith("lhp_count[")]
     assert lhp and got[lhp].isna().any().any()
 

@@ -253,7 +253,11 @@ def _tidy_reference(labelled: Sequence[tuple[Mapping[str, Any], Result]], keys: 
         for k in labels:
             if k not in label_columns:
                 label_columns.append(k)
-        wide = result.metrics.pivot(index="vm", columns="metric", values="value")
+        metrics = result.metrics
+        # A metric that repeats a vms.csv column (the same quantity written in both files: the
+        # scheduling-latency quantiles) is that column: one column per quantity, no merge suffixes.
+        metrics = metrics[~metrics["metric"].isin(result.vms.columns)]
+        wide = metrics.pivot(index="vm", columns="metric", values="value")
         frame = result.vms.merge(wide, left_on="vm", right_index=True, how="left")
         frame[SIM_COLUMN] = result.summary["sim_time_ns"] / 1e9
         head = {k: _label(v) for k, v in labels.items()}
@@ -432,6 +436,11 @@ def _tidy_fast(labelled: Sequence[tuple[Mapping[str, Any], Result]], keys: Seque
         if not _is_text(pd, metrics[name].dtype) or metrics[name].isna().any():
             raise _NotCovered
         _check_text_per_run(metrics[name], m_run, runs)
+    # A metric that repeats a vms.csv column is that column (as in _tidy_reference).
+    repeated = metrics["metric"].isin(vm_columns).to_numpy()
+    if repeated.any():
+        metrics = metrics[~repeated].reset_index(drop=True)
+        m_run = m_run[~repeated]
     value = metrics["value"]
     if value.dtype not in (np.int64, np.float64) or value.isna().any():
         raise _NotCovered
@@ -473,24 +482,21 @@ def _tidy_fast(labelled: Sequence[tuple[Mapping[str, Any], Result]], keys: Seque
     wide[metric_codes[kept], target[kept]] = values[kept]
 
     # Each distinct set of metrics is one layout of columns (the runs' frames before concat):
-    # vms.csv's columns, then the metrics by name, names in both get merge's _x and _y, then the
-    # head columns (in place when the name exists). The table's columns come in order of first
+    # vms.csv's columns, then the metrics by name (none repeats a vms.csv column), then the head
+    # columns (in place when the name exists). The table's columns come in order of first
     # appearance across runs, as concat puts them.
     layouts, layout_of_run = np.unique(present, axis=0, return_inverse=True)
     layout_of_run = layout_of_run.reshape(-1)
-    in_header = set(vm_columns)
     source_of: dict[str, tuple] = {}  # column -> (kind, what): one source per column, else not covered
     layouts_of: dict[str, list[int]] = {}
     layout_columns = []
     for li, row in enumerate(layouts):
         mine = [metric_names[j] for j in np.flatnonzero(row)]
-        both = in_header.intersection(mine)
-        columns = {(f"{c}_x" if c in both else c): ("vms", c) for c in vm_columns}
+        columns = {c: ("vms", c) for c in vm_columns}
         for j in np.flatnonzero(row):
-            m = metric_names[j]
-            columns[f"{m}_y" if m in both else m] = ("metric", int(j))
+            columns[metric_names[j]] = ("metric", int(j))
         if len(columns) != len(vm_columns) + len(mine):
-            raise _NotCovered  # a suffixed name meets another column
+            raise _NotCovered  # a metric named like a column
         for k in head_names:
             columns[k] = ("head", k)
         for name, source in columns.items():
