@@ -294,3 +294,34 @@ def test_sweep_workers_do_not_run_the_calling_script_again(tmp_path):
 def test_run_many_argument_errors_name_the_argument(scenarios, call, error, message):
     with pytest.raises(error, match=message):
         call(scenarios[0])
+
+
+def test_run_json_says_what_computed_the_run_and_results_honour_the_umask(scenarios, tmp_path):
+    import os
+
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "sweep"
+        vcpusim.run_many(scenarios[:1], processes=1, progress=False, out_dir=out)
+        folder = out / vcpusim.runs.run_key(scenarios[0], False, False)
+        record = json.loads((folder / "run.json").read_text())
+        assert record["vcpusim"] == {
+            "version": vcpusim.__version__,
+            "profile": vcpusim._core.build_info()["profile"],
+            "pgo": bool(vcpusim._core.build_info()["pgo"]),
+            "engine_sha256": vcpusim.runs.engine_fingerprint(),
+        }
+        # Every file of the run folder is 0644 under umask 022, result files included.
+        modes = {p.name: p.stat().st_mode & 0o777 for p in folder.iterdir()}
+        assert set(modes.values()) == {0o644}, modes
+        # Under umask 077 a result is the user's alone.
+        os.umask(0o077)
+        private = vcpusim.run(scenarios[0]).write(tmp_path / "private")
+        assert {p.stat().st_mode & 0o777 for p in private.iterdir()} == {0o600}
+    finally:
+        os.umask(old)
+    # A saved run whose run.json names another build is not taken.
+    record["vcpusim"]["version"] = "0.0.0-other"
+    (folder / "run.json").write_text(json.dumps(record, indent=1, sort_keys=True))
+    with pytest.warns(RuntimeWarning, match="names other inputs"):
+        vcpusim.run_many(scenarios[:1], processes=1, progress=False, out_dir=out)

@@ -430,6 +430,9 @@ class Result:
             for name, content in self.files().items():
                 fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=directory)
                 temporary.append(Path(tmp))
+                # mkstemp makes the file 0600; a result file gets the mode any file the user
+                # writes gets (0666 less the umask), as run.json and sweep.csv beside it do.
+                os.fchmod(fd, 0o666 & ~_umask())
                 # Bytes, not text mode: no newline translation, the files are exactly Rust's.
                 _write_file(fd, content.encode("utf-8"))
             for tmp, name in zip(temporary, self.files()):
@@ -501,6 +504,21 @@ class Result:
     def __setstate__(self, state):
         state.setdefault("warnings", [])
         self.__dict__.update(state)
+
+
+def _umask() -> int:
+    """The process's umask: read from /proc on Linux (no change of process state), else set and
+    restored at once."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _write_file(fd: int, data: bytes) -> None:

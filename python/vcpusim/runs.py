@@ -104,6 +104,15 @@ def engine_fingerprint() -> str:
     return hashlib.sha256(Path(_core.__file__).read_bytes()).hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
+def provenance() -> dict:
+    """What computed a result: the vcpusim version, the build (its profile, and whether the
+    profile-guided optimization applied) and the engine's hash (:func:`engine_fingerprint`)."""
+    info = _core.build_info()
+    return {"version": _core.__version__, "profile": info["profile"], "pgo": bool(info["pgo"]),
+            "engine_sha256": engine_fingerprint()}
+
+
 def run_key(scenario: Scenario, trace: bool, check: bool) -> str:
     """The name of a run's result folder: a hash of everything its output depends on, the
     engine build included (:func:`engine_fingerprint`)."""
@@ -157,8 +166,9 @@ class _SweepDir:
         self.check = check
 
     def _identity(self, source: str) -> dict:
-        """What run.json records beside its files, for a run named ``source``."""
-        return {"source": source, "trace": self.trace, "check": self.check}
+        """What run.json records beside its files, for a run named ``source``: the inputs and what
+        computed it (the vcpusim version, its build and the engine's hash, :func:`provenance`)."""
+        return {"source": source, "trace": self.trace, "check": self.check, "vcpusim": provenance()}
 
     def folder(self, scenario: Scenario) -> Path:
         assert self.root is not None
