@@ -19,21 +19,32 @@ fn scenario(threads: u32, affinity: bool) -> String {
     )
 }
 
-/// The vCPU index each of VM 0's threads is on or queued on, after every event of a run in
-/// check mode (which also fails the run if a thread sits outside its mask); how many times a
-/// thread was found on another vCPU than its index.
-fn moves(threads: u32, affinity: bool) -> u64 {
-    let sc = load_scenario(&scenario(threads, affinity), "<t>").unwrap_or_else(|e| panic!("{e}"));
+/// Run `text` in check mode (which fails the run if a thread sits outside its mask), calling
+/// `each` after every event up to `until`; the run at its end.
+fn each_event(text: &str, until: u64, mut each: impl FnMut(&Sim)) -> Sim {
+    let sc = load_scenario(text, "<t>").unwrap_or_else(|e| panic!("{e}"));
     let mut sim = Sim::build(&sc, 3, false, true).unwrap();
     sim.start();
-    let mut away = 0;
-    while let Some(t) = sim.next_event_at().filter(|&t| t <= 1000 * MS) {
+    while let Some(t) = sim.next_event_at().filter(|&t| t <= until) {
         sim.run_until(t, None).unwrap_or_else(|e| panic!("{e}"));
-        let g = &sim.guests()[0];
-        for (k, th) in g.threads.iter().enumerate() {
-            away += u64::from(g.index_of(sim.guests().threads()[th.idx()].vcpu) != k);
-        }
+        each(&sim);
     }
+    sim
+}
+
+/// The vCPU index VM `vm`'s thread `k` is on or queued on.
+fn at(sim: &Sim, vm: usize, k: usize) -> usize {
+    let g = &sim.guests()[vm];
+    g.index_of(sim.guests().threads()[g.threads[k].idx()].vcpu)
+}
+
+/// How many times, over every event of the run, one of VM 0's threads was found on another vCPU
+/// than its index.
+fn moves(threads: u32, affinity: bool) -> u64 {
+    let mut away = 0;
+    let sim = each_event(&scenario(threads, affinity), 1000 * MS, |sim| {
+        away += (0..threads as usize).filter(|&k| at(sim, 0, k) != k).count() as u64;
+    });
     assert!(sim.guests()[0].finished_at.is_some(), "fib did not finish in the run: now {} cpu {}", sim.now(), sim.vms()[0].stats.cpu_ns());
     away
 }
@@ -48,16 +59,12 @@ fn pinned_workers_never_leave_their_vcpu_and_unpinned_ones_do() {
 #[test]
 fn pinned_workers_fewer_than_vcpus_leave_the_others_idle() {
     // Two workers pinned to vCPUs 0 and 1: vCPUs 2 and 3 never run a thread.
-    let sc = load_scenario(&scenario(2, true), "<t>").unwrap();
-    let mut sim = Sim::build(&sc, 3, false, true).unwrap();
-    sim.start();
-    while let Some(t) = sim.next_event_at().filter(|&t| t <= 1000 * MS) {
-        sim.run_until(t, None).unwrap_or_else(|e| panic!("{e}"));
+    each_event(&scenario(2, true), 1000 * MS, |sim| {
         let g = &sim.guests()[0];
         for i in 2..4 {
             assert!(g.vcpus[i].current.is_none() && g.vcpus[i].runqueue.is_empty(), "vCPU {i} got a pinned worker");
         }
-    }
+    });
 }
 
 #[test]
@@ -78,17 +85,11 @@ fn a_programs_cpus_key_pins_threads_and_balancing_moves_only_the_free_one() {
                 threads = [[{loop = \"forever\", body = [{compute = \"1ms\"}]}], \
                 [{loop = \"forever\", body = [{compute = \"1ms\"}]}], [{loop = \"forever\", body = [{compute = \"1ms\"}]}]]\n\
                 [run]\nduration = \"200ms\"\n";
-    let sc = load_scenario(text, "<t>").unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = Sim::build(&sc, 1, false, true).unwrap();
-    sim.start();
     let mut free_on_1 = 0;
-    while let Some(t) = sim.next_event_at().filter(|&t| t <= 200 * MS) {
-        sim.run_until(t, None).unwrap_or_else(|e| panic!("{e}"));
-        let g = &sim.guests()[0];
-        let at = |k: usize| g.index_of(sim.guests().threads()[g.threads[k].idx()].vcpu);
-        assert_eq!((at(0), at(1)), (0, 0), "a thread pinned to vCPU 0 moved");
-        free_on_1 += u64::from(at(2) == 1);
-    }
+    each_event(text, 200 * MS, |sim| {
+        assert_eq!((at(sim, 0, 0), at(sim, 0, 1)), (0, 0), "a thread pinned to vCPU 0 moved");
+        free_on_1 += u64::from(at(sim, 0, 2) == 1);
+    });
     assert!(free_on_1 > 0, "the free thread never reached the idle vCPU");
 }
 
