@@ -264,3 +264,52 @@ def test_bench_refuses_what_is_not_a_scenario():
         vcpusim.bench(memory=False, repeats=0)
     with pytest.raises(vcpusim.VcpusimError, match="repeats: got 2.5"):
         vcpusim.bench(memory=False, repeats=2.5)
+
+
+def test_api_mistakes_are_answered_at_the_call_naming_the_argument(small, tmp_path, monkeypatch):
+    import pandas as pd
+
+    data = tomllib.loads(SMALL_SCENARIO)
+    # Self-referential and absurdly deep data: a ScenarioError with the path, not a RecursionError.
+    looped = dict(data)
+    looped["host"] = dict(data["host"], loop=looped)
+    with pytest.raises(vcpusim.ScenarioError, match=r"host\.loop: contains itself"):
+        vcpusim.Scenario.from_dict(looped)
+    deep: dict = {}
+    cur = deep
+    for _ in range(5000):
+        cur["a"] = {}
+        cur = cur["a"]
+    with pytest.raises(vcpusim.ScenarioError, match=f"nested more than {vcpusim.api.MAX_NESTING}"):
+        vcpusim.Scenario.from_dict(dict(data, x=deep))
+    # The same table in two places is no loop.
+    shared = {"x": 1}
+    assert vcpusim.api._shape_problem({"a": [shared, shared], "b": shared}) is None
+    # A lone surrogate in the text: the source, the line and the character.
+    with pytest.raises(vcpusim.ScenarioError, match=r"s\.toml: text: line 2: '\\ud800' is a lone surrogate"):
+        vcpusim.Scenario("[host]\n# \ud800\npcpus = 2\n", "s.toml")
+    with pytest.raises(TypeError, match="Scenario: text: expected the TOML text as a str, got bytes"):
+        vcpusim.Scenario(b"[host]\npcpus = 2\n")
+    # Folder arguments of the wrong type or empty, named.
+    for call, param in [(lambda out: vcpusim.run_many([small], out_dir=out, progress=False), "out_dir"),
+                        (lambda out: vcpusim.sweep_cases([({}, small)], out=out, progress=False), "out"),
+                        (lambda out: vcpusim.run(small).write(out), "Result.write: directory")]:
+        with pytest.raises(TypeError, match=f"{param}: expected a folder path .* got int 5"):
+            call(5)
+        with pytest.raises(TypeError, match=f"{param}: expected a folder path"):
+            call(b"out")
+        monkeypatch.chdir(tmp_path)
+        with pytest.raises(ValueError, match=f"{param}: empty folder path"):
+            call("")
+        assert list(tmp_path.iterdir()) == [], "nothing was written into the current folder"
+    # The table helpers on wrong types.
+    with pytest.raises(TypeError, match="tidy: labelled: expected .* got int 5"):
+        vcpusim.tidy(5)
+    with pytest.raises(TypeError, match=r"tidy: labelled\[0\]: expected a \(labels dict, Result\) pair"):
+        vcpusim.tidy([small])
+    with pytest.raises(TypeError, match="aggregate: df: expected a pandas DataFrame"):
+        vcpusim.aggregate(5, ["a"], ["b"])
+    with pytest.raises(TypeError, match="aggregate: by: expected a list of column names, got str"):
+        vcpusim.aggregate(pd.DataFrame({"a": [1]}), "a", ["a"])
+    with pytest.raises(KeyError, match="aggregate: values: no column 'b'"):
+        vcpusim.aggregate(pd.DataFrame({"a": [1]}), ["a"], ["b"])

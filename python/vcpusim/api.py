@@ -83,10 +83,25 @@ loader's own bounds, such as 65,536 VMs, fit in a few MiB), and it stops a devic
 file from being read without end."""
 
 
-def check_writable(directory: str | os.PathLike, what: str = "results") -> Path:
+def check_folder(directory: Any, param: str) -> Path:
+    """``directory`` as a folder path: a ``str`` or ``os.PathLike`` that is not empty; otherwise a
+    TypeError or ValueError naming the parameter ``param`` (an empty path would mean the current
+    folder, which a caller never means by leaving a name blank)."""
+    if isinstance(directory, bytes) or not isinstance(directory, (str, os.PathLike)):
+        raise TypeError(f"{param}: expected a folder path (str or os.PathLike), got {_type_name(directory)}")
+    text = os.fspath(directory)
+    if isinstance(text, bytes):
+        raise TypeError(f"{param}: expected a folder path (str or os.PathLike), got a bytes path {text!r}")
+    if not text.strip():
+        raise ValueError(f"{param}: empty folder path; give a folder (\".\" for the current one)")
+    return Path(text)
+
+
+def check_writable(directory: str | os.PathLike, what: str = "results", param: str = "directory") -> Path:
     """Create ``directory`` if needed and prove a file can be written there, before any work is
-    done; otherwise a :class:`VcpusimError` naming the directory and the reason."""
-    directory = Path(directory)
+    done; otherwise a :class:`VcpusimError` naming the directory and the reason (a TypeError or
+    ValueError naming ``param`` when it is not a folder path at all)."""
+    directory = check_folder(directory, param)
     try:
         directory.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".vcpusim-probe-", dir=directory)
@@ -97,20 +112,32 @@ def check_writable(directory: str | os.PathLike, what: str = "results") -> Path:
     return directory
 
 
-def _none_path(data: Any, path: str = "") -> str | None:
-    """The dotted path of the first None in nested tables (TOML has no null), or None."""
-    if data is None:
-        return path or "(the scenario)"
-    if isinstance(data, Mapping):
-        for key, value in data.items():
-            found = _none_path(value, f"{path}.{key}" if path else str(key))
-            if found:
-                return found
-    elif isinstance(data, (list, tuple)):
-        for i, value in enumerate(data):
-            found = _none_path(value, f"{path}[{i}]")
-            if found:
-                return found
+#: How deep scenario data may nest (tables in arrays in tables ...): far more than any scenario
+#: needs (a program's nested loops add two levels each), and short of Python's recursion limit.
+MAX_NESTING = 128
+
+
+def _shape_problem(data: Any) -> str | None:
+    """What makes nested scenario data unwritable as TOML, as "path: problem", or None: a None
+    (TOML has no null), a table or array that contains itself, or nesting past MAX_NESTING.
+    Walked with an explicit stack, so no depth of input reaches Python's recursion limit."""
+    stack: list[tuple[Any, str, int, tuple[int, ...]]] = [(data, "", 0, ())]
+    while stack:
+        value, path, depth, open_ids = stack.pop()
+        where = path or "(the scenario)"
+        if value is None:
+            return f"{where}: None cannot be written as TOML (TOML has no null): leave the key out for its default"
+        if isinstance(value, (Mapping, list, tuple)):
+            if id(value) in open_ids:
+                return f"{where}: contains itself (a table or array that holds itself cannot be written as TOML)"
+            if depth >= MAX_NESTING:
+                return f"{where}: nested more than {MAX_NESTING} tables or arrays deep; a scenario nests a few levels"
+            inner = (*open_ids, id(value))
+            items = (value.items() if isinstance(value, Mapping) else enumerate(value))
+            children = [(v, (f"{path}.{k}" if path else str(k)) if isinstance(value, Mapping) else f"{path}[{k}]")
+                        for k, v in items]
+            for v, p in reversed(children):
+                stack.append((v, p, depth + 1, inner))
     return None
 
 
@@ -122,6 +149,18 @@ class Scenario:
     """
 
     def __init__(self, text: str, source: str = "<python>"):
+        if not isinstance(text, str):
+            raise TypeError(f"Scenario: text: expected the TOML text as a str, got {_type_name(text)}")
+        if not isinstance(source, str):
+            raise TypeError(f"Scenario: source: expected a name (str), got {_type_name(source)}")
+        for name, value in (("text", text), ("source", source)):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as e:
+                line = value.count("\n", 0, e.start) + 1
+                raise ScenarioError(f"{source.encode('utf-8', 'backslashreplace').decode()}: {name}: line {line}: "
+                                    f"{value[e.start]!r} is a lone surrogate, which no UTF-8 text (so no TOML "
+                                    "file) can hold") from None
         self._text = text
         self._source = source
         # Validates; raises ScenarioError naming source, key, bad value and what was expected.
@@ -154,12 +193,9 @@ class Scenario:
         """A scenario from the same structure as the TOML file (``{"host": {...}, "vm": [...]}``)."""
         if not isinstance(data, Mapping):
             raise TypeError(f"from_dict: data: expected a dict of scenario tables, got {_type_name(data)}")
-        missing = _none_path(data)
-        if missing:
-            raise ScenarioError(
-                f"{source}: {missing}: None cannot be written as TOML (TOML has no null): "
-                "leave the key out for its default"
-            )
+        problem = _shape_problem(data)
+        if problem:
+            raise ScenarioError(f"{source}: {problem}")
         try:
             text = tomli_w.dumps(dict(data))
         except (TypeError, ValueError) as e:
@@ -423,7 +459,7 @@ class Result:
         only then renamed over the old one, so a failure (a full disk) leaves the directory as it
         was and names it in the error. A ``trace.json`` of an earlier run is removed when this
         result has no trace, so a folder never mixes two runs."""
-        directory = Path(directory)
+        directory = check_folder(directory, "Result.write: directory")
         temporary: list[Path] = []
         try:
             directory.mkdir(parents=True, exist_ok=True)

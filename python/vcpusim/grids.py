@@ -209,7 +209,7 @@ def sweep_cases(
     for name, value in (("progress", progress), ("trace", trace), ("check", check)):
         check_flag(value, name, where)
     workers = _check_processes(processes, where)
-    root = check_writable(out, "sweep results") if out is not None else None
+    root = check_writable(out, "sweep results", "out") if out is not None else None
     saved = Path(runs_dir) if runs_dir is not None else (root / RUNS_DIR if root is not None else None)
     if ray is not None:
         results = run_many_ray(scenarios, progress=progress, out_dir=saved, trace=trace, check=check, address=ray)
@@ -229,7 +229,13 @@ def tidy(labelled: Sequence[tuple[Mapping[str, Any], Result]], keys: Sequence[st
     did not report is empty in its rows), and ``sim_s``. A label named like a vms.csv column
     (``seed``, ``weight``) replaces that column's values. ``labels_first=False`` puts each run's labels after its
     other columns instead, the layout of the experiment scripts' ``runs.csv``."""
+    if isinstance(labelled, (str, bytes, Mapping)) or not isinstance(labelled, Iterable):
+        raise TypeError(f"tidy: labelled: expected (labels, Result) pairs, got {_type_name(labelled)}")
     labelled = list(labelled)
+    for i, pair in enumerate(labelled):
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and isinstance(pair[0], Mapping)
+                and isinstance(pair[1], Result)):
+            raise TypeError(f"tidy: labelled[{i}]: expected a (labels dict, Result) pair, got {_type_name(pair)}")
     if labelled:
         try:
             return _tidy_fast(labelled, keys, labels_first)
@@ -586,6 +592,16 @@ def _replace(path: Path, write) -> None:
 def aggregate(df, by: Sequence[str], values: Sequence[str]):
     """Mean, standard deviation, min and max of each of ``values`` per group ``by`` (over seeds,
     say). Columns: ``by``, then ``<value>_mean``, ``_std``, ``_min``, ``_max``, and ``n`` (rows)."""
+    import pandas as pd
+
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"aggregate: df: expected a pandas DataFrame (a sweep's table), got {_type_name(df)}")
+    for name, columns in (("by", by), ("values", values)):
+        if isinstance(columns, str) or not isinstance(columns, Iterable):
+            raise TypeError(f"aggregate: {name}: expected a list of column names, got {_type_name(columns)}")
+        missing = [c for c in columns if c not in df.columns]
+        if missing:
+            raise KeyError(f"aggregate: {name}: no column {missing[0]!r} in the table")
     g = df.groupby(list(by), sort=False)
     out = g[list(values)].agg(["mean", "std", "min", "max"])
     out.columns = [f"{v}_{stat}" for v, stat in out.columns]

@@ -161,7 +161,7 @@ class _SweepDir:
     """The on-disk record of a sweep: ``<out_dir>/<key>/`` per finished run."""
 
     def __init__(self, out_dir: str | os.PathLike | None, trace: bool, check: bool):
-        self.root = check_writable(out_dir, "sweep results") if out_dir is not None else None
+        self.root = check_writable(out_dir, "sweep results", "out_dir") if out_dir is not None else None
         self.trace = trace
         self.check = check
 
