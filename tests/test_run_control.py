@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import re
 import signal
 import subprocess
@@ -306,3 +307,74 @@ def test_a_full_disk_in_the_cli_is_a_user_error_and_writes_nothing(small_toml, t
     assert _run_cli_here(monkeypatch, "run", small_toml, "--out", out, "--quiet") == 2
     assert f"error: cannot write results to {out}: No space left on device" in capsys.readouterr().err
     assert list(out.iterdir()) == []
+
+
+SWEEP_SCRIPT = """
+import os, sys, time, vcpusim
+from vcpusim import runs
+if __name__ == "__main__":
+    scenario = vcpusim.Scenario({endless!r})
+    pids = sys.argv[1]
+    import threading
+    def record():
+        # The two workers' pids, once both started (read from the kept pool).
+        while True:
+            procs = [p for _, pool in list(runs._POOLS.values()) for p in (getattr(pool, "_processes", None) or {{}}).values()]
+            if len(procs) == 2:
+                open(pids, "w").write(" ".join(str(p.pid) for p in procs))
+                return
+            time.sleep(0.05)
+    threading.Thread(target=record, daemon=True).start()
+    try:
+        vcpusim.run_many([scenario.with_seed(1), scenario.with_seed(2)], processes=2, progress=False)
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt", flush=True)
+        sys.exit(0)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (dead, not yet reaped by its parent) counts as dead.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _start_sweep(tmp_path):
+    script = tmp_path / "sweep.py"
+    script.write_text(SWEEP_SCRIPT.format(endless=ENDLESS))
+    pids = tmp_path / "pids"
+    proc = subprocess.Popen([sys.executable, str(script), str(pids)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert _wait_for(lambda: pids.exists() and pids.read_text().strip()), "the workers did not start"
+    time.sleep(1.0)  # both workers are inside their endless runs
+    return proc, [int(p) for p in pids.read_text().split()]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers die with their parent through Linux's prctl")
+def test_ctrl_c_in_run_many_stops_its_workers_at_once(tmp_path):
+    proc, workers = _start_sweep(tmp_path)
+    try:
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        proc.kill()
+    assert "KeyboardInterrupt" in stdout, (stdout, stderr)
+    assert took < INTERRUPT_BOUND_S, f"the interpreter waited {took:.1f} s for workers computing abandoned runs"
+    assert _wait_for(lambda: not any(_alive(p) for p in workers), timeout=10), "a worker outlived the sweep"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers die with their parent through Linux's prctl")
+def test_workers_of_a_killed_sweep_do_not_outlive_it(tmp_path):
+    proc, workers = _start_sweep(tmp_path)
+    proc.kill()  # SIGKILL: the sweep gets no chance to stop anything
+    proc.wait(timeout=60)
+    assert _wait_for(lambda: not any(_alive(p) for p in workers), timeout=10), "orphaned workers live on"

@@ -477,9 +477,38 @@ def _pool(workers: int) -> ProcessPoolExecutor:
         _discard_pool(workers)
     # "spawn": fresh workers that share nothing with this process (no inherited threads or locks,
     # such as the progress bar's refresh thread).
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"),
+                               initializer=_die_with_parent, initargs=(os.getpid(),))
     _POOLS[workers] = (state, pool)
     return pool
+
+
+def _die_with_parent(parent: int) -> None:
+    """A worker's first act: end when the process that started it ends, however it ends (a
+    SIGKILL gives it no chance to stop its workers). Linux's PR_SET_PDEATHSIG delivers SIGKILL to
+    the worker when its parent dies; a parent already gone by now is caught by the pid check.
+    Elsewhere nothing is set (the workers then end when they next find the pool's pipe closed)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            PR_SET_PDEATHSIG = 1
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool's workers now (an interrupted sweep): their runs are abandoned, not waited for.
+    Every finished run was saved when it finished."""
+    processes = getattr(pool, "_processes", None) or {}
+    for process in list(processes.values()):
+        with contextlib.suppress(Exception):
+            process.terminate()
 
 
 @contextlib.contextmanager
@@ -559,8 +588,12 @@ def _pool_round(
                 finish(index, outcome)
                 advance()
     except BaseException:
+        # Interrupted (Ctrl-C, an error saving a result): the runs in flight are abandoned, so
+        # their workers are stopped at once rather than waited for.
+        # (Before shutdown, which forgets the pool's processes.)
+        _stop_workers(pool)
         pool.shutdown(wait=False, cancel_futures=True)
-        _discard_pool(workers)  # waits for the runs already started, as leaving a with block did
+        _discard_pool(workers)
         raise
     if lost:
         _discard_pool(workers)
