@@ -10,7 +10,8 @@
 
 Mistakes in a scenario or on the command line print `error: <message>` to stderr and exit with
 status 2, without a traceback; a bug in vcpusim itself exits with status 3; Ctrl-C stops a run
-within a fraction of a second, writes nothing and exits with status 130 (128 + SIGINT).
+within a fraction of a second, writes nothing and exits with status 130 (128 + SIGINT); SIGTERM
+does the same and exits with status 143.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ USER_ERROR_EXIT = 2
 INTERNAL_ERROR_EXIT = 3
 #: What shells report for a process stopped by Ctrl-C: 128 + SIGINT (2).
 INTERRUPTED_EXIT = 130
+#: And for one stopped by SIGTERM, which the command handles as Ctrl-C: 128 + SIGTERM (15).
+TERMINATED_EXIT = 143
 
 class _Command(TyperCommand):
     """Usage lines in the usual form (`vcpusim run [OPTIONS] FILE`): typer writes a required
@@ -169,7 +172,7 @@ def run(
                 _remove_if_empty(out)
             print(f"interrupted: stopped at t = {bar.now_ns / 1e9:.3f} s of {scenario.duration_ns / 1e9:g} s simulated; "
                   f"nothing written to {out}", file=sys.stderr)
-            raise typer.Exit(INTERRUPTED_EXIT)
+            raise typer.Exit(_interrupted_exit())
         result = Result._from_core(output)
         stale = not result.trace_json and (out / "trace.json").exists()
         result.write(out)
@@ -294,7 +297,7 @@ def sweep(
             except KeyboardInterrupt:
                 print(f"interrupted: the runs that finished are saved under {out / RUNS_DIR}; "
                       "run the same command again to finish the sweep", file=sys.stderr)
-                raise typer.Exit(INTERRUPTED_EXIT)
+                raise typer.Exit(_interrupted_exit())
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
     written = [out / TABLE_CSV] + ([out / TABLE_PARQUET] if (out / TABLE_PARQUET).exists() else [])
@@ -509,9 +512,30 @@ def bench(
         stdout.print(scale)
 
 
+#: Set when SIGTERM stopped the command: it then exits 143 (128 + SIGTERM) instead of 130.
+_terminated = False
+
+
+def _on_sigterm(signum, frame) -> None:
+    """SIGTERM (a job scheduler, `kill`): stop as Ctrl-C does, cleaning up the same way."""
+    global _terminated
+    _terminated = True
+    raise KeyboardInterrupt
+
+
+def _interrupted_exit() -> int:
+    return TERMINATED_EXIT if _terminated else INTERRUPTED_EXIT
+
+
 def main(argv: Optional[list[str]] = None) -> None:
     """Entry point of the `vcpusim` console script."""
-    app(args=argv, prog_name="vcpusim")
+    import signal
+
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        app(args=argv, prog_name="vcpusim")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":
