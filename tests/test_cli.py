@@ -460,3 +460,20 @@ def test_an_out_under_a_folder_the_user_may_not_enter_is_a_user_error(cli, small
     finally:
         closed.chmod(0o700)
     assert_user_error(done, "cannot write results to")
+
+
+def test_list_narrows_to_a_section_a_table_or_names_containing_text(cli):
+    everything = cli("list").stdout
+    policies = cli("list", "policies")
+    assert policies.returncode == 0 and "credit" in policies.stdout and "Workloads" not in policies.stdout
+    table = cli("list", "host.ple")
+    assert "[host.ple]" in table.stdout and "window_cycles" in table.stdout and "Policies" not in table.stdout
+    assert "[host.ple]" in cli("list", "[host.ple]").stdout
+    parsec = cli("list", "parsec").stdout
+    assert "parsec.streamcluster" in parsec and "tascell.fib" not in parsec and "Policies" not in parsec
+    assert len(parsec) < len(everything) / 3
+    # A key name matches too (cpu_ghz is a [host.ple] key).
+    assert "[host.ple]" in cli("list", "cpu_ghz").stdout
+    missing = cli("list", "zzz")
+    assert missing.returncode == 2 and "no policy, workload or key name contains 'zzz'" in missing.stderr
+    assert "host.ple" in missing.stderr and "Traceback" not in missing.stderr

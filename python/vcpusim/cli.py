@@ -4,7 +4,7 @@
     vcpusim sweep FILE --out DIR [--set KEY=VALUE ...] [--grid KEY=VALUES ...] [--processes N] [--ray ADDRESS]
     vcpusim validate FILE [--set KEY=VALUE ...]
     vcpusim advise FILE [--vm NAME ...] [--processes N] [--set KEY=VALUE ...] [--csv PATH]
-    vcpusim list [--json]
+    vcpusim list [WHAT] [--json]
     vcpusim bench [--json]
     vcpusim --version
 
@@ -364,19 +364,51 @@ def advise(
                 raise _core.VcpusimError(f"cannot write the --csv file {csv_path}: {e.strerror or e}") from None
 
 
-@app.command("list")
-def list_(json_output: bool = typer.Option(False, "--json", help="Print the catalog as JSON.")) -> None:
-    """List policies and workloads with their parameters and defaults."""
+#: The settings tables `vcpusim list` prints, by catalog section: their scenario table.
+SETTINGS_TABLES = (("host", "[host]"), ("vm", "[[vm]]"), ("host_ple", "[host.ple]"), ("host_costs", "[host.costs]"),
+                   ("host_halt_poll", "[host.halt_poll]"), ("host_uvf", "[host.uvf]"), ("vm_uvf", "[vm.uvf]"),
+                   ("host_contention", "[host.contention]"), ("vm_contention", "[vm.contention]"),
+                   ("host_microsliced", "[host.microsliced]"), ("host_irs", "[host.irs]"),
+                   ("host_relaxed_co", "[host.relaxed_co]"), ("host_delay_preempt", "[host.delay_preempt]"),
+                   ("guest", "[guest] / [vm.guest]"), ("run", "[run]"))
+
+
+@app.command("list", cls=_Command)
+def list_(
+    what: Optional[str] = typer.Argument(None, metavar="WHAT", show_default=False,
+                                         help="Only this: 'policies', 'workloads', a table such as 'host.ple', or text a "
+                                              "policy, workload or key name contains (e.g. 'parsec')."),
+    json_output: bool = typer.Option(False, "--json", help="Print the catalog as JSON."),
+) -> None:
+    """List policies and workloads with their parameters and defaults, and every scenario key."""
     with _errors_as_messages():
         if json_output:
             print(_core.catalog())
             return
         entries = catalog()
-    for section, title, what in (("policies", "Policies", "[host] policy"), ("workloads", "Workloads", "[[vm]] workload")):
-        stdout.print(_catalog_table(entries.get(section, []), f"{title}  ({what} = NAME, parameters under {_params_table(section)})"))
-    for section, title in (("host", "[host]"), ("vm", "[[vm]]"), ("host_ple", "[host.ple]"), ("host_costs", "[host.costs]"), ("host_halt_poll", "[host.halt_poll]"), ("host_uvf", "[host.uvf]"), ("vm_uvf", "[vm.uvf]"), ("host_contention", "[host.contention]"), ("vm_contention", "[vm.contention]"), ("host_microsliced", "[host.microsliced]"), ("host_irs", "[host.irs]"), ("host_relaxed_co", "[host.relaxed_co]"), ("host_delay_preempt", "[host.delay_preempt]"), ("guest", "[guest] / [vm.guest]"), ("run", "[run]")):
-        if entries.get(section):
-            stdout.print(_settings_table(entries[section], title))
+        catalogs = [(section, title, what_) for section, title, what_ in
+                    (("policies", "Policies", "[host] policy"), ("workloads", "Workloads", "[[vm]] workload"))]
+        settings = [(section, title) for section, title in SETTINGS_TABLES if entries.get(section)]
+        if what is not None:
+            wanted = what.strip().lower().strip("[]")
+            tables = {title.split(" ")[0].strip("[]"): section for section, title in settings}
+            if wanted in ("policies", "workloads"):
+                catalogs = [c for c in catalogs if c[0] == wanted]
+                settings = []
+            elif wanted in tables:
+                catalogs, settings = [], [s for s in settings if s[0] == tables[wanted]]
+            else:
+                entries = {section: [e for e in items if wanted in e.get("name", "").lower()]
+                           for section, items in entries.items()}
+                catalogs = [c for c in catalogs if entries.get(c[0])]
+                settings = [s for s in settings if entries.get(s[0])]
+                if not catalogs and not settings:
+                    raise _core.VcpusimError(f"list: no policy, workload or key name contains {what!r}; "
+                                       f"or give 'policies', 'workloads' or a table: {', '.join(tables)}")
+    for section, title, what_ in catalogs:
+        stdout.print(_catalog_table(entries.get(section, []), f"{title}  ({what_} = NAME, parameters under {_params_table(section)})"))
+    for section, title in settings:
+        stdout.print(_settings_table(entries[section], title))
 
 
 def _params_table(section: str) -> str:
