@@ -8,7 +8,7 @@ import os
 from importlib.metadata import entry_points
 
 import pytest
-from conftest import SMALL_SCENARIO, VM_COLUMNS, write_scenario
+from conftest import SMALL_SCENARIO, VM_COLUMNS, run_cli, write_scenario
 
 from vcpusim import _core
 
@@ -477,3 +477,18 @@ def test_list_narrows_to_a_section_a_table_or_names_containing_text(cli):
     missing = cli("list", "zzz")
     assert missing.returncode == 2 and "no policy, workload or key name contains 'zzz'" in missing.stderr
     assert "host.ple" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_run_without_out_prints_the_table_and_writes_nothing(tmp_path):
+    path = write_scenario(tmp_path, SMALL_SCENARIO)
+    before = set(tmp_path.iterdir())
+    done = run_cli("run", path, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "cpu_time_ms" in done.stdout and "wrote" not in done.stdout
+    assert set(tmp_path.iterdir()) == before, "nothing written"
+    # Even with --quiet the table is all a run without --out gives, so it is printed.
+    assert "cpu_time_ms" in run_cli("run", path, "--quiet", cwd=tmp_path).stdout
+    # A trace has nowhere to go without --out.
+    traced = run_cli("run", path, "--trace", cwd=tmp_path)
+    assert traced.returncode == 2 and "give --out DIR with --trace" in traced.stderr
+    assert set(tmp_path.iterdir()) == before

@@ -1,6 +1,6 @@
 """The `vcpusim` command.
 
-    vcpusim run FILE --out DIR [--seed N] [--set KEY=VALUE ...] [--trace] [--trace-from T] [--trace-to T]
+    vcpusim run FILE [--out DIR] [--seed N] [--set KEY=VALUE ...] [--trace] [--trace-from T] [--trace-to T]
     vcpusim sweep FILE --out DIR [--set KEY=VALUE ...] [--grid KEY=VALUES ...] [--processes N] [--ray ADDRESS]
     vcpusim validate FILE [--set KEY=VALUE ...]
     vcpusim advise FILE [--vm NAME ...] [--processes N] [--set KEY=VALUE ...] [--csv PATH]
@@ -133,10 +133,10 @@ def _toml_value(text: str):
         return text
 
 
-def _out_directory(value: str) -> str:
+def _out_directory(value: Optional[str]) -> Optional[str]:
     """--out as typed: an empty one (an unset shell variable) would become "." once a Path, and
-    the results would land in the current folder."""
-    if not value.strip():
+    the results would land in the current folder. None (no --out): nothing is written."""
+    if value is not None and not value.strip():
         raise typer.BadParameter("expected a directory, got an empty string (is a shell variable unset?)")
     return value
 
@@ -144,7 +144,7 @@ def _out_directory(value: str) -> str:
 @app.command(cls=_Command)
 def run(
     file: Path = typer.Argument(..., metavar="FILE", help="Scenario TOML file."),
-    out: str = typer.Option(..., "--out", "-o", metavar="DIR", callback=_out_directory, help="Directory for vms.csv, metrics.csv, summary.json (and trace.json)."),
+    out: Optional[str] = typer.Option(None, "--out", "-o", metavar="DIR", callback=_out_directory, help="Directory for vms.csv, metrics.csv, summary.json (and trace.json); without it the run only prints its table."),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, max=MAX_SEED, metavar="N", help="Override the scenario's [run] seed (0 to 2^64-1)."),
     sets: List[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
     trace: bool = typer.Option(False, "--trace", help="Also write trace.json (Chrome trace events; open in Perfetto)."),
@@ -154,12 +154,18 @@ def run(
     check: bool = typer.Option(False, "--check", help="Check engine invariants after every event (slow)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the per-VM table or the progress bar."),
 ) -> None:
-    """Run a scenario and write its results to DIR (Ctrl-C stops it and writes nothing)."""
-    out = Path(out)
-    created = _absent(out)
+    """Run a scenario, print its per-VM table and write its results to DIR (Ctrl-C stops it and
+    writes nothing)."""
+    traced = trace or trace_from is not None or trace_to is not None or trace_max_events is not None
+    if out is None and traced:
+        print("error: a trace is written to the --out folder; give --out DIR with --trace", file=sys.stderr)
+        raise typer.Exit(USER_ERROR_EXIT)
+    out = Path(out) if out is not None else None
+    created = out is not None and _absent(out)
     with _errors_as_messages():
         scenario = _load(file, sets)
-        check_writable(out)  # before simulating: a bad --out fails at once
+        if out is not None:
+            check_writable(out)  # before simulating: a bad --out fails at once
         with RunProgress(f"running {file}", scenario.duration_ns, enabled=not quiet and stderr.is_terminal, console=stderr) as bar:
             try:
                 output = _core.run(scenario.text, scenario.source, seed=seed, trace=trace, check=check,
@@ -171,18 +177,20 @@ def run(
             if created:
                 _remove_if_empty(out)
             print(f"interrupted: stopped at t = {bar.now_ns / 1e9:.3f} s of {scenario.duration_ns / 1e9:g} s simulated; "
-                  f"nothing written to {out}", file=sys.stderr)
+                  f"nothing written{f' to {out}' if out is not None else ''}", file=sys.stderr)
             raise typer.Exit(_interrupted_exit())
         result = Result._from_core(output)
-        stale = not result.trace_json and (out / "trace.json").exists()
-        result.write(out)
+        stale = out is not None and not result.trace_json and (out / "trace.json").exists()
+        if out is not None:
+            result.write(out)
     for message in result.warnings:
         print(f"warning: {message}", file=sys.stderr)
     if stale:
         print(f"removed {out / 'trace.json'}, left by an earlier traced run", file=sys.stderr)
-    if not quiet:
+    if not quiet or out is None:
         stdout.print(_vm_table(result, title=f"{file} (seed {seed if seed is not None else scenario.seed})"))
-    print(f"wrote {', '.join(str(out / name) for name in result.files())}")
+    if out is not None:
+        print(f"wrote {', '.join(str(out / name) for name in result.files())}")
 
 
 def _absent(path: Path) -> bool:
