@@ -325,3 +325,16 @@ def test_run_json_says_what_computed_the_run_and_results_honour_the_umask(scenar
     (folder / "run.json").write_text(json.dumps(record, indent=1, sort_keys=True))
     with pytest.warns(RuntimeWarning, match="names other inputs"):
         vcpusim.run_many(scenarios[:1], processes=1, progress=False, out_dir=out)
+
+
+def test_the_progress_bar_says_runs_and_labels_its_times():
+    from rich.console import Console
+
+    bar = vcpusim.runs._progress_bar(True)
+    bar.add_task("runs", total=4, completed=1)
+    console = Console(record=True, width=120)
+    console.print(bar.make_tasks_table(bar.tasks))
+    line = console.export_text()
+    assert line.lstrip().startswith("runs") and "1/4" in line, line
+    assert "elapsed" in line and "left" in line, line
+    assert "sweep" not in line, "run_many draws this bar too"

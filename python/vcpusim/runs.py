@@ -299,11 +299,14 @@ def _progress_bar(enabled: bool):
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    # "runs", not "sweep": run_many draws it too; each time says what it is.
     return Progress(
-        TextColumn("[bold]sweep"),
+        TextColumn("[bold]runs"),
         BarColumn(),
         MofNCompleteColumn(),
+        TextColumn("elapsed"),
         TimeElapsedColumn(),
+        TextColumn("left"),
         TimeRemainingColumn(),
         console=Console(stderr=True),
         disable=not enabled,
