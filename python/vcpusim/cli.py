@@ -394,8 +394,7 @@ def list_(
             print(_core.catalog())
             return
         entries = catalog()
-        catalogs = [(section, title, what_) for section, title, what_ in
-                    (("policies", "Policies", "[host] policy"), ("workloads", "Workloads", "[[vm]] workload"))]
+        catalogs = [("policies", "Policies", "[host] policy"), ("workloads", "Workloads", "[[vm]] workload")]
         settings = [(section, title) for section, title in SETTINGS_TABLES if entries.get(section)]
         if what is not None:
             wanted = what.strip().lower().strip("[]")

@@ -88,7 +88,7 @@ impl GuestKernel {
                 // can give one (load_balance retries without a CPU whose tasks are all pinned,
                 // LBF_ALL_PINNED; can_migrate_task tests tsk_cpus_allowed).
                 let pinned = self.pinned;
-                let movable = |u: usize| !pinned || vcpus[u].runqueue.iter().any(|t| threads[t.idx()].may_run_on(i));
+                let movable = |u: usize| !pinned || last_allowed(&vcpus[u].runqueue, threads, i).is_some();
                 let busiest = self
                     .run_masks
                     .queued
@@ -96,7 +96,7 @@ impl GuestKernel {
                     .filter(|&u| u != i && (!native || vcpus[u].current.is_some()) && movable(u))
                     .max_by_key(|&u| (vcpus[u].runqueue.len(), std::cmp::Reverse(vcpus[u].id.0)))?;
                 let t = if pinned {
-                    let at = self.vcpus[busiest].runqueue.iter().rposition(|t| threads[t.idx()].may_run_on(i))?;
+                    let at = last_allowed(&self.vcpus[busiest].runqueue, threads, i)?;
                     self.vcpus[busiest].runqueue.remove(at)?
                 } else {
                     self.vcpus[busiest].runqueue.pop_back()?
@@ -270,8 +270,7 @@ impl GuestKernel {
         // run on, and the last such thread (can_migrate_task).
         let (u, t) = if self.pinned {
             let queue = &self.vcpus[i].runqueue;
-            let (u, at) =
-                self.run_masks.idle.iter().find_map(|u| queue.iter().rposition(|t| threads[t.idx()].may_run_on(u)).map(|at| (u, at)))?;
+            let (u, at) = self.run_masks.idle.iter().find_map(|u| last_allowed(queue, threads, u).map(|at| (u, at)))?;
             (u, self.vcpus[i].runqueue.remove(at)?)
         } else {
             (self.run_masks.idle.first()?, self.vcpus[i].runqueue.pop_back()?)
@@ -324,6 +323,12 @@ impl GuestKernel {
     pub fn tick_missed(&mut self, i: usize) {
         self.vcpus[i].tick_armed = false;
     }
+}
+
+/// Where in `queue` the last thread that may run on vCPU index `to` is (what a pull or a tick's
+/// hand-over takes from a queue when threads are pinned: `can_migrate_task`).
+fn last_allowed(queue: &std::collections::VecDeque<ThreadId>, threads: &[Thread], to: usize) -> Option<usize> {
+    queue.iter().rposition(|t| threads[t.idx()].may_run_on(to))
 }
 
 /// `GuestKernel::arm_tick` on a guest vCPU already at hand (`tick`: the guest's tick period).
