@@ -490,7 +490,7 @@ def _die_with_parent(parent: int) -> None:
     """A worker's first act: end when the process that started it ends, however it ends (a
     SIGKILL gives it no chance to stop its workers). Linux's PR_SET_PDEATHSIG delivers SIGKILL to
     the worker when its parent dies; a parent already gone by now is caught by the pid check.
-    Elsewhere nothing is set (the workers then end when they next find the pool's pipe closed)."""
+    Elsewhere nothing is set: a killed sweep's workers may outlive it there."""
     if sys.platform.startswith("linux"):
         try:
             import ctypes
