@@ -116,3 +116,70 @@ fn a_programs_cpus_key_names_the_bad_entry() {
     let g = &sim.guests()[0];
     assert!(g.threads.iter().all(|t| g.index_of(sim.guests().threads()[t.idx()].vcpu) == 1));
 }
+
+/// One thread on a 2-vCPU VM (vCPU 1 halts once it has run and found nothing, ~12 ms in):
+/// `{compute = "30ms"}`, then `setaffinity = mask`, then progress in 1 ms steps forever.
+fn setaffinity_program(mask: &str) -> String {
+    format!(
+        "[host]\npcpus = 2\npolicy = \"credit\"\n\
+         [[vm]]\nname = \"p\"\nvcpus = 2\nthreads = 1\nworkload = \"program\"\n\
+         [vm.program]\nthreads = [[{{compute = \"30ms\"}}, {{setaffinity = \"{mask}\"}}, \
+         {{loop = \"forever\", body = [{{compute = \"1ms\"}}, {{progress = true}}]}}]]\n\
+         [run]\nduration = \"100ms\"\n"
+    )
+}
+
+/// `sched_setaffinity` to a mask without the thread's vCPU moves it at once to the mask's first
+/// vCPU, which is woken from its halt by the reschedule IPI and runs it from then on; the vCPU
+/// it left goes idle.
+#[test]
+fn a_setaffinity_op_moves_the_thread_to_the_first_vcpu_of_its_new_mask() {
+    let (mut before, mut after, mut halted_before) = (0u64, 0u64, false);
+    let sim = each_event(&setaffinity_program("1"), 100 * MS, |sim| {
+        let g = &sim.guests()[0];
+        if sim.now() < 30 * MS {
+            assert_eq!(at(sim, 0, 0), 0, "the thread left vCPU 0 before its setaffinity");
+            before += 1;
+        } else if g.stats.progress > 0 {
+            assert_eq!(at(sim, 0, 0), 1, "the thread came back to vCPU 0 after its setaffinity to vCPU 1");
+            assert!(g.vcpus[0].idle(), "vCPU 0 kept work after its only thread left: {:?} {:?} at {}", g.vcpus[0].current, g.vcpus[0].runqueue, sim.now());
+            after += 1;
+        }
+        if sim.now() < 30 * MS {
+            halted_before |= sim.vinfo()[1].state == vcpusim::hypervisor::policy::VcpuState::Halted;
+        }
+    });
+    assert!(halted_before, "vCPU 1 never halted before the op: the test cannot show the IPI");
+    assert!(before > 0 && after > 0, "the run never saw both sides of the op");
+    // Woken by the IPI, vCPU 1 ran the thread: ~69 of the 70 ms after the op were progress.
+    let progress = sim.guests()[0].stats.progress;
+    assert!(progress >= 65, "only {progress} progress ops: vCPU 1 did not run the moved thread");
+    assert!(sim.guests()[0].vcpus[1].current.is_some(), "vCPU 1 does not run the thread at the end");
+}
+
+/// A mask that keeps the thread's vCPU moves nothing (`set_cpus_allowed_ptr`: "Can the task run
+/// on the task's current CPU? If so, we're done"), and "all" is accepted.
+#[test]
+fn a_setaffinity_op_keeping_the_current_vcpu_moves_nothing() {
+    for mask in ["0-1", "0", "all"] {
+        let sim = each_event(&setaffinity_program(mask), 100 * MS, |sim| {
+            assert_eq!(at(sim, 0, 0), 0, "setaffinity {mask:?} moved the thread off vCPU 0");
+        });
+        let th = &sim.guests().threads()[sim.guests()[0].threads[0].idx()];
+        assert_eq!(th.cpus.as_ref().map(|m| m.count()), if mask == "0" { Some(1) } else if mask == "all" { None } else { Some(2) }, "{mask}");
+    }
+}
+
+#[test]
+fn a_setaffinity_op_with_a_bad_mask_names_the_op() {
+    for (mask, expect) in [
+        ("\"2\"", "threads[0][1].setaffinity"),
+        ("\"2\"", "VM's vCPU indices, 0 to 1"),
+        ("1", "expected a cpulist of the VM's vCPUs"),
+        ("\"\"", "empty cpulist"),
+    ] {
+        let text = setaffinity_program("X").replace("\"X\"", mask);
+        let e = load_scenario(&text, "s.toml").expect_err(mask).to_string();
+        assert!(e.contains("s.toml") && e.contains(expect), "{mask}: {e}");
+    }
+}

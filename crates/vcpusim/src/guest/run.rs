@@ -477,6 +477,16 @@ impl GuestKernel {
             Action::MmSem(op) => self.mm_sem_action(env, i, t, op),
             Action::Ws(action) => self.ws_action(env, t, action),
             Action::SockRecv { len } => return self.sock_recv(env, i, t, len),
+            Action::SetAffinity(ref mask) => {
+                // Moved off this vCPU: the destination gets its reschedule IPI from here (the
+                // stopper's `__migrate_task` -> `check_preempt_curr` on the destination's rq),
+                // sent as the tick's balancing IPI is, without an IPI-send step of its own.
+                if let Some(to) = self.set_affinity(env.threads, i, t, mask.clone()) {
+                    let mut targets = self.scratch.ipi_targets();
+                    targets.push(to);
+                    return Some(Next::Exit(Exit::IpiSend { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0 }));
+                }
+            }
             Action::Progress => {
                 self.stats.progress += 1;
                 if self.finished_at.is_none() && self.iterations.is_some_and(|n| self.stats.progress >= n) {

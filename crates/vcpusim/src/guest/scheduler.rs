@@ -255,6 +255,37 @@ impl GuestKernel {
         }
     }
 
+    /// Thread `t`, running on vCPU `i`, sets its CPU affinity to `mask` (`None`: every vCPU):
+    /// Linux's `sched_setaffinity` -> `set_cpus_allowed_ptr` (kernel/sched.c, 3.2; the same in
+    /// kernel/sched/core.c, 4.4). The mask is stored (`do_set_cpus_allowed`); if `i` is in it the
+    /// thread stays; else it moves at once to the first vCPU of the mask (`dest_cpu =
+    /// cpumask_any_and(cpu_active_mask, new_mask)`, moved by `stop_one_cpu(migration_cpu_stop)`),
+    /// queued behind what that vCPU runs, and that vCPU is returned: it needs a reschedule IPI.
+    /// Linux 5.x+ picks the destination by `cpumask_any_and_distribute` (round robin over the
+    /// mask): the model takes the first for every kernel (docs/model.md 8.1).
+    pub fn set_affinity(&mut self, threads: &mut [Thread], i: usize, t: ThreadId, mask: Option<IndexMask>) -> Option<VcpuId> {
+        debug_assert_eq!(self.vcpus[i].current, Some(t), "only the running thread sets its own affinity");
+        if mask.is_some() {
+            // From now on the pulls and tick balancing test each candidate's mask.
+            self.pinned = true;
+        }
+        let th = &mut threads[t.idx()];
+        th.cpus = mask;
+        if th.may_run_on(i) {
+            return None;
+        }
+        let to = th.cpus.as_ref().and_then(|m| m.first()).expect("a mask without vCPU i names another");
+        let to_id = self.vcpus[to].id;
+        th.vcpu = to_id;
+        self.vcpus[i].current = None;
+        self.vcpus[to].runqueue.push_back(t);
+        // No longer a thread IRS moved away from its vCPU.
+        self.irs_forget(t);
+        self.note_vcpu(i);
+        self.note_vcpu(to);
+        Some(to_id)
+    }
+
     /// Arm the tick of vCPU `i` when it has threads waiting behind the current one; returns the
     /// delay to the tick when it was armed now (the host times it).
     #[inline]

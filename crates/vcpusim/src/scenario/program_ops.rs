@@ -28,7 +28,7 @@ pub const DESCRIPTION: &str =
      {syscall = D, lock = k}, {lock = m}, {unlock = m}, {barrier = b, wait = \"block\" | \"spin\" | \
      \"spin-then-block\", spin = \"50us\", impl = \"pthread\" | \"parsec\"}, {cond_wait = c, mutex = m}, {signal = c}, {broadcast = c}, \
      {put = q}, {get = q}, {mmap = pages}, {munmap = pages}, {progress = true}, \
-     {loop = N | \"forever\", body = [ops]}; a duration D is \"1ms\", {exp = \"1ms\"}, \
+     {setaffinity = \"0-1\" | \"all\"}, {loop = N | \"forever\", body = [ops]}; a duration D is \"1ms\", {exp = \"1ms\"}, \
      {uniform = [\"1ms\", \"2ms\"]} or {normal = [mean, sd]}";
 pub const PROGRESS_UNIT: &str = "Progress ops executed";
 
@@ -50,6 +50,7 @@ const OPS: &[(&str, &[&str])] = &[
     ("mmap", &[]),
     ("munmap", &[]),
     ("progress", &[]),
+    ("setaffinity", &[]),
     ("loop", &["body"]),
 ];
 
@@ -107,7 +108,7 @@ pub fn parse_program(section: &Section, vm_threads: Option<u32>, default_threads
     if lists.is_empty() {
         return Err(error(file, &threads_key, "expected at least one op list, got []"));
     }
-    let reader = OpReader { file, program: &program };
+    let reader = OpReader { file, program: &program, vcpus: default_threads };
     let mut threads = Vec::with_capacity(lists.len());
     for (t, list) in lists.iter().enumerate() {
         let path = format!("{threads_key}[{t}]");
@@ -253,6 +254,8 @@ fn sizes(section: &Section, key: &str, meaning: &str) -> Result<Vec<usize>, SimE
 struct OpReader<'a> {
     file: &'a str,
     program: &'a Program,
+    /// The VM's vCPUs, which a `setaffinity` cpulist indexes.
+    vcpus: u32,
 }
 
 impl OpReader<'_> {
@@ -331,6 +334,19 @@ impl OpReader<'_> {
                 Value::Boolean(true) => Op::Progress,
                 other => {
                     return Err(error(self.file, &key, format!("expected true (count one unit of progress), got {}", show_toml(other))))
+                }
+            },
+            "setaffinity" => match value {
+                Value::String(text) if text.trim() == "all" => Op::SetAffinity(None),
+                Value::String(text) => crate::hardware::cpumask::parse_cpulist(text, self.vcpus as usize)
+                    .map(|m| Op::SetAffinity(Some(m.iter().map(|p| p.0).collect())))
+                    .map_err(|m| error(self.file, &key, format!("{m}; here the VM's vCPU indices, 0 to {}", self.vcpus - 1)))?,
+                other => {
+                    return Err(error(
+                        self.file,
+                        &key,
+                        format!("expected a cpulist of the VM's vCPUs such as \"0-3\", or \"all\", got {}", show_toml(other)),
+                    ))
                 }
             },
             "loop" => self.repeat(&s, &key, value)?,

@@ -152,6 +152,11 @@ pub enum Op {
     SockRecv {
         len: u32,
     },
+    /// `sched_setaffinity(0, mask)`: the thread sets its own CPU affinity to these vCPU indices
+    /// of its VM (`None`: all of them), as Linux's `set_cpus_allowed_ptr` does (a system call;
+    /// a thread on a vCPU outside the new mask moves at once to the first vCPU of it,
+    /// `cpumask_any_and`, which gets a reschedule IPI: guest/scheduler.rs `set_affinity`).
+    SetAffinity(Option<Vec<u32>>),
     /// Be worker `i` (the thread's index) of the program's work-stealing computation
     /// (`Program::work_stealing`) until it is over: Tascell's worker loop (guest/worksteal.rs).
     /// Mutex and condition variable `i` are the worker's `thr->mut` and `thr->cond`.
