@@ -74,11 +74,19 @@ fn the_run_masks_give_the_choices_of_a_scan_over_every_sibling() {
                     let expected = own.or_else(|| scan_busiest(g, i).and_then(|u| g.vcpus[u].runqueue.back().copied()));
                     pulls += usize::from(own.is_none() && expected.is_some());
                     assert_eq!(g.pick_next(th, i), expected, "step {step}: pick_next on vCPU index {i}");
+                    if expected.is_none() {
+                        // Nothing to run: `run` goes to the idle loop and halts.
+                        g.vcpus[i].idle_loop = true;
+                    }
                     "pick_next"
                 }
                 // The running thread sleeps.
                 2 if g.vcpus[i].current.is_some() => {
                     blocked.push(g.block_current(th, i, FutexKey::Socket));
+                    // Whether it reached its idle loop before the next operation (`run` goes
+                    // there at once unless it finds a thread; a vCPU descheduled meanwhile
+                    // has not): an input both the masks and the scan read.
+                    g.vcpus[i].idle_loop = rng.random_bool(0.5);
                     "block_current"
                 }
                 // A sleeper wakes, woken from vCPU `i`.
@@ -95,13 +103,13 @@ fn the_run_masks_give_the_choices_of_a_scan_over_every_sibling() {
                     "wake_thread"
                 }
                 // The tick of a vCPU with threads queued behind its current one (the first from
-                // `i` round): hand one to the first idle sibling, and rotate.
+                // `i` round): hand one to the first idle sibling in its idle loop, and rotate.
                 4 if g.vcpus.iter().any(|v| v.current.is_some() && !v.runqueue.is_empty()) => {
                     let i = (0..vcpus)
                         .map(|k| (i + k) % vcpus)
                         .find(|&u| g.vcpus[u].current.is_some() && !g.vcpus[u].runqueue.is_empty())
                         .unwrap();
-                    let to = (0..vcpus).find(|&u| u != i && g.vcpus[u].idle()).map(|u| g.vcpus[u].id);
+                    let to = (0..vcpus).find(|&u| u != i && g.vcpus[u].idle() && g.vcpus[u].idle_loop).map(|u| g.vcpus[u].id);
                     let tick = g.timer_tick(th, i);
                     assert_eq!(tick.and_then(|t| t.resched_ipi), to, "step {step}: tick balance of vCPU index {i}");
                     balanced += usize::from(to.is_some());

@@ -253,3 +253,52 @@ fn the_migrators_wake_preemption_never_deschedules_a_lock_spinner() {
     // Vanilla Xen on the same seed spins ~2 ms in 2 s; a lost ticket holder makes it seconds.
     assert!(stats.spin_ns < 100 * MS, "par spun {} ms in 2 s", stats.spin_ns / MS);
 }
+
+/// The tick's hand-over stands for Linux's nohz idle balancing, which pulls only for CPUs that
+/// stopped their tick in the idle loop (`select_nohz_load_balancer(1)`): a vCPU whose thread the
+/// notice handler moved away while the host deschedules it is idle to the guest scheduler but
+/// not in its idle loop, so a sibling's tick does not hand a queued thread back to it; a vCPU
+/// that halted in its idle loop gets one.
+#[test]
+fn the_tick_hands_threads_only_to_vcpus_in_their_idle_loop() {
+    let text = scenario(IRS, true, "parsec.streamcluster").replace("vcpus = 4\n", "vcpus = 4\nthreads = 5\n");
+    let sc = load_scenario(&text, "<irs test>").unwrap();
+    let mut sim = Sim::build(&sc, 1, false, true).unwrap();
+    let (g, _, _) = sim.drive_guest(0);
+    let ids: Vec<_> = g.vcpus.iter().map(|v| v.id).collect();
+    let threads = g.threads.clone();
+    for gv in g.vcpus.iter_mut() {
+        gv.runqueue.clear();
+        gv.current = None;
+    }
+    // vCPU k runs thread k (every sibling is busy when the notice comes); thread 4 is queued
+    // behind thread 1 on vCPU 1.
+    for (k, gv) in g.vcpus.iter_mut().enumerate() {
+        gv.current = Some(threads[k]);
+        gv.idle_loop = false;
+    }
+    g.vcpus[1].runqueue.push_back(threads[4]);
+    let (g, th, pv) = sim.drive_guest(0);
+    for (k, id) in ids.iter().enumerate() {
+        th[threads[k].idx()].vcpu = *id;
+        pv[id.idx()].runnable = false;
+    }
+    th[threads[4].idx()].vcpu = ids[1];
+    g.run_masks = vcpusim::guest::scheduler::RunMasks::of(&g.vcpus);
+    g.vcpus[0].func = vcpusim::vmexit::KernelFn::User;
+    g.preempt_notice(0);
+    g.irs.as_mut().unwrap().pending[0] = false;
+    g.irs.as_mut().unwrap().active[0] = Some(vcpusim::vmexit::KernelFn::User);
+    let done = g.notice_done(th, pv, 0, 0);
+    assert!(done.moved.is_some(), "the handler moved thread 0 away");
+    assert!(g.vcpus[0].idle() && !g.vcpus[0].idle_loop, "vCPU 0 is idle to the scheduler, not in its idle loop");
+    // vCPU 1's tick finds no vCPU in its idle loop: its queued thread stays.
+    let tick = g.timer_tick(th, 1).expect("vCPU 1 has a thread queued");
+    assert_eq!(tick.resched_ipi, None, "the tick handed a thread to vCPU 0, which never went idle in its loop");
+    assert_eq!(g.vcpus[1].runqueue.len(), 1);
+    // Once vCPU 0 has halted in its idle loop, the tick hands it the thread.
+    g.vcpus[0].idle_loop = true;
+    let tick = g.timer_tick(th, 1).expect("vCPU 1 has a thread queued");
+    assert_eq!(tick.resched_ipi, Some(ids[0]));
+    assert!(g.vcpus[1].runqueue.is_empty() && g.vcpus[0].runqueue.len() == 1);
+}

@@ -81,6 +81,13 @@ pub struct GuestVcpu {
     /// while the host keeps it blocked, the vCPU runs a thread without executing it and without
     /// being preempted (`check`).
     pub pv_polled: bool,
+    /// It is in the idle loop: it went idle there (HLT) and has not picked a thread since, or
+    /// never ran one. Linux enters a CPU in `nohz.idle_cpus_mask` when it stops its tick in the
+    /// idle loop (3.2 kernel/time/tick-sched.c `tick_nohz_stop_sched_tick` ->
+    /// `select_nohz_load_balancer(1)`), and the idle balancer pulls only for those CPUs. A vCPU
+    /// whose thread was taken away while it was descheduled (IRS's notice) is idle in the
+    /// scheduler's view but not here until it runs again.
+    pub idle_loop: bool,
 }
 
 impl GuestVcpu {
@@ -97,6 +104,7 @@ impl GuestVcpu {
             virq_pending: false,
             dev_irq: None,
             pv_polled: false,
+            idle_loop: true,
         }
     }
 

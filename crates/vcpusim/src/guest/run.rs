@@ -88,6 +88,7 @@ impl GuestKernel {
                 let Some(t) = self.pick_next(env.threads, i) else {
                     // The idle loop: HLT exits to the hypervisor, which blocks the vCPU.
                     self.vcpus[i].func = KernelFn::Idle;
+                    self.vcpus[i].idle_loop = true;
                     return Next::Exit(Exit::Hlt);
                 };
                 if let Some(tick) = self.arm_tick(i) {

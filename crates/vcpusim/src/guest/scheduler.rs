@@ -110,6 +110,7 @@ impl GuestKernel {
         let gv = &mut self.vcpus[i];
         gv.current = Some(t);
         gv.mm_loaded = true;
+        gv.idle_loop = false;
         threads[t.idx()].vcpu = gv.id;
         self.note_vcpu(i);
         Some(t)
@@ -293,19 +294,28 @@ impl GuestKernel {
         arm_tick_of(&mut self.vcpus[i], self.config.tick)
     }
 
-    /// Periodic balancing at vCPU `i`'s tick: hand one queued thread to an idle sibling;
-    /// returns that sibling (it needs a reschedule IPI).
+    /// Periodic balancing at vCPU `i`'s tick: hand one queued thread to an idle sibling in the
+    /// idle loop; returns that sibling (it needs a reschedule IPI). This stands for Linux's nohz
+    /// idle balancing (3.2 kernel/sched_fair.c `nohz_balancer_kick` -> `nohz_idle_balance` ->
+    /// `rebalance_domains(balance_cpu, CPU_IDLE)`: the busy CPU's tick kicks the idle load
+    /// balancer, which pulls for each CPU in `nohz.idle_cpus_mask` and reschedules it), so only a
+    /// vCPU that went idle in its idle loop is a target (`GuestVcpu::idle_loop`): one whose
+    /// thread was moved away while it was descheduled has not stopped its tick there.
     pub fn tick_balance(&mut self, threads: &mut [Thread], i: usize) -> Option<VcpuId> {
         // The first idle vCPU is never `i` when `i` has a thread to hand over (it is not idle).
         // With threads pinned in the VM: the first idle vCPU one of `i`'s queued threads may
         // run on, and the last such thread (can_migrate_task).
-        let (u, t) = if self.pinned {
-            let queue = &self.vcpus[i].runqueue;
-            let (u, at) = self.run_masks.idle.iter().find_map(|u| last_allowed(queue, threads, u).map(|at| (u, at)))?;
-            (u, self.vcpus[i].runqueue.remove(at)?)
-        } else {
-            (self.run_masks.idle.first()?, self.vcpus[i].runqueue.pop_back()?)
+        let (u, at) = {
+            let vcpus = &self.vcpus;
+            let mut targets = self.run_masks.idle.iter().filter(|&u| vcpus[u].idle_loop);
+            if self.pinned {
+                let queue = &vcpus[i].runqueue;
+                targets.find_map(|u| last_allowed(queue, threads, u).map(|at| (u, at)))?
+            } else {
+                (targets.next()?, vcpus[i].runqueue.len().checked_sub(1)?)
+            }
         };
+        let t = self.vcpus[i].runqueue.remove(at)?;
         let to = self.vcpus[u].id;
         self.vcpus[u].runqueue.push_back(t);
         threads[t.idx()].vcpu = to;
