@@ -89,6 +89,8 @@ impl GuestKernel {
                 }
             }
             Op::MutexLock(m) => steps.push_back(Step::Do(Action::MutexLock(m))),
+            Op::SpinLock(k) => steps.push_back(Step::UserLock { lock: self.objects.user_spinlocks[k] }),
+            Op::SpinUnlock(k) => steps.push_back(Step::UserUnlock { lock: self.objects.user_spinlocks[k] }),
             Op::MutexUnlock(m) => steps.push_back(Step::Do(Action::MutexUnlock(m))),
             Op::Barrier { barrier, wait } => steps.push_back(Step::Do(Action::BarrierArrive { barrier, wait })),
             Op::ParsecBarrier { barrier, wait } => steps.push_back(Step::Do(Action::ParsecBarrier { barrier, wait })),

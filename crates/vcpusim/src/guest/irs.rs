@@ -259,7 +259,7 @@ fn user_mode(front: Option<&Step>) -> bool {
     match front {
         None => true,
         Some(Step::Run { func, .. } | Step::RunDist { func, .. }) => *func == KernelFn::User,
-        Some(Step::UserSpin { .. }) => true,
+        Some(Step::UserSpin { .. } | Step::UserLock { .. }) => true,
         Some(_) => false,
     }
 }

@@ -92,6 +92,8 @@ pub struct SyncObjects {
     pub bucket_lock: FutexMap<LockId>,
     /// Kernel locks named by Syscall ops.
     pub kernel_locks: Vec<LockId>,
+    /// The program's user-space spinlocks (`Op::SpinLock`), in the same lock table.
+    pub user_spinlocks: Vec<LockId>,
     /// The address space's mmap_sem, taken by mmap and munmap (guest/mm_sem.rs).
     pub mm_sem: MmSem,
 }

@@ -219,6 +219,35 @@ impl GuestKernel {
                     Some(Next::Spin { kind: TimeKind::Spin, budget: None })
                 }
             },
+            &mut Step::UserLock { lock } => match env.locks[lock.idx()].try_acquire(t, *queued_on == Some(lock)) {
+                Acquire::Got => {
+                    *queued_on = None;
+                    steps.pop_front();
+                    if let Some(started) = wait_started.take() {
+                        // By lock only (its class `user-spinlock-k`): the kernel's `spin_wait`
+                        // histogram is of kernel locks.
+                        self.stats.record_spin_wait(lock, now - started);
+                    }
+                    None
+                }
+                Acquire::Spin => {
+                    // The PAUSE loop on the lock word, in user mode: user-spin time, which an
+                    // Intel host's PLE never sees (`[host.ple] cpl`).
+                    wait_started.get_or_insert(now);
+                    *queued_on = Some(lock);
+                    self.vcpus[i].func = KernelFn::User;
+                    Some(Next::Spin { kind: TimeKind::UserSpin, budget: None })
+                }
+            },
+            &mut Step::UserUnlock { lock } => {
+                if env.locks[lock.idx()].holder != Some(t) {
+                    let index = *index;
+                    return Some(program_error(now, format!("thread {index} unlocks user spinlock {lock}, which it does not hold")));
+                }
+                steps.pop_front();
+                self.release(env, t, lock);
+                None
+            }
             &mut Step::Unlock { lock } => {
                 steps.pop_front();
                 held.retain(|l| *l != lock);

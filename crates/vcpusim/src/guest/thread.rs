@@ -245,6 +245,14 @@ pub enum Step {
     Unlock {
         lock: LockId,
     },
+    /// Take a user-space spinlock (`Op::SpinLock`), spinning in user mode while it is held.
+    UserLock {
+        lock: LockId,
+    },
+    /// Release a user-space spinlock.
+    UserUnlock {
+        lock: LockId,
+    },
     /// Send IPIs: one VMEXIT on the sender, then delivery to each target.
     /// For a TLB shootdown, `shootdown` names it and `pages` is what each target flushes.
     SendIpis {

@@ -106,11 +106,16 @@ pub struct Ple {
     /// 0 resets the window to `window_cycles`; otherwise it is divided by it, or, if it is at
     /// least `window_cycles`, decreased by it, never below `window_cycles` (`__shrink_ple_window`).
     pub shrink: u64,
+    /// The exit counts PAUSE loops at any privilege level, user mode included (AMD's pause
+    /// filter: AMD64 APM vol. 2 15.14.4, "Pause Intercept Filtering", tests no CPL; Xen 4.4
+    /// enables it in xen/arch/x86/hvm/svm/vmcb.c `construct_vmcb`), not only at CPL 0 (Intel's
+    /// PAUSE-loop exiting, SDM vol. 3C 25.1.3: "a series of executions of PAUSE at CPL 0").
+    pub any_cpl: bool,
 }
 
 impl Default for Ple {
     fn default() -> Self {
-        Ple { enabled: true, window_cycles: 4096, cpu_ghz: 2.67, grow: 2, window_max_cycles: u32::MAX as u64, shrink: 0 }
+        Ple { enabled: true, window_cycles: 4096, cpu_ghz: 2.67, grow: 2, window_max_cycles: u32::MAX as u64, shrink: 0, any_cpl: false }
     }
 }
 

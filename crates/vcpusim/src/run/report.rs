@@ -219,8 +219,10 @@ fn metrics_table(sim: &Sim, sc: &Scenario) -> String {
         put!("futex_wakes", gs.futex_wakes);
         // Seed 002 Table 4: spinlock waits by kernel lock class (lockstat's waittime-avg of
         // contended acquisitions; every class of the program's `kernel_locks`, and the guest's
-        // own classes once they were waited for), TLB synchronization min.
-        for (class, w) in &gs.spin_wait_by_class(sim.guests().locks(), &guest.objects.kernel_locks) {
+        // own classes once they were waited for; the program's user spinlocks, `user-spinlock-k`,
+        // always), TLB synchronization min.
+        let always: Vec<_> = guest.objects.kernel_locks.iter().chain(&guest.objects.user_spinlocks).copied().collect();
+        for (class, w) in &gs.spin_wait_by_class(sim.guests().locks(), &always) {
             put!(format_args!("spin_wait_count[{class}]"), w.count);
             put!(format_args!("spin_wait_mean_us[{class}]"), F3(w.mean() / 1e3));
             put!(format_args!("spin_wait_max_us[{class}]"), F3(w.max as f64 / 1e3));

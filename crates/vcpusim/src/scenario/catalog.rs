@@ -284,7 +284,7 @@ mod tests {
                 "irs_handler"
             ]
         );
-        assert_eq!(names(&json["host_ple"]), ["enabled", "window_cycles", "cpu_ghz", "grow", "window_max_cycles", "shrink"]);
+        assert_eq!(names(&json["host_ple"]), ["enabled", "window_cycles", "cpu_ghz", "grow", "window_max_cycles", "shrink", "cpl"]);
         assert_eq!(
             names(&json["host_costs"]),
             [

@@ -10,7 +10,7 @@ use super::section::{duration_value, error, int_expectation, int_value, Section}
 use super::suggest::{did_you_mean, unknown_key_message};
 use crate::error::SimError;
 use crate::params::show_toml;
-use crate::workload::program::{BarrierWait, Dist, Op, Program};
+use crate::workload::program::{BarrierWait, Dist, Op, Program, SpinlockKind};
 use std::collections::BTreeSet;
 use toml::Value;
 
@@ -27,13 +27,14 @@ pub const DESCRIPTION: &str =
      [ops of thread 1], ...] (a single list is run by every thread). Ops: {compute = D}, \
      {syscall = D, lock = k}, {lock = m}, {unlock = m}, {barrier = b, wait = \"block\" | \"spin\" | \
      \"spin-then-block\", spin = \"50us\", impl = \"pthread\" | \"parsec\"}, {cond_wait = c, mutex = m}, {signal = c}, {broadcast = c}, \
+     {spin_lock = s}, {spin_unlock = s} (user-space spinlocks: spinlocks = [\"ticket\" | \"tas\", ...]), \
      {put = q}, {get = q}, {mmap = pages}, {munmap = pages}, {progress = true}, \
      {setaffinity = \"0-1\" | \"all\"}, {loop = N | \"forever\", body = [ops]}; a duration D is \"1ms\", {exp = \"1ms\"}, \
      {uniform = [\"1ms\", \"2ms\"]} or {normal = [mean, sd]}";
 pub const PROGRESS_UNIT: &str = "Progress ops executed";
 
 /// The keys of `[vm.program]`.
-pub const PROGRAM_KEYS: &[&str] = &["mutexes", "barriers", "conds", "queues", "kernel_locks", "threads", "cpus"];
+pub const PROGRAM_KEYS: &[&str] = &["mutexes", "barriers", "conds", "queues", "kernel_locks", "spinlocks", "threads", "cpus"];
 
 /// Every op, with the extra keys it takes (the op's own name is its first key).
 const OPS: &[(&str, &[&str])] = &[
@@ -41,6 +42,8 @@ const OPS: &[(&str, &[&str])] = &[
     ("syscall", &["lock"]),
     ("lock", &[]),
     ("unlock", &[]),
+    ("spin_lock", &[]),
+    ("spin_unlock", &[]),
     ("barrier", &["wait", "spin", "impl"]),
     ("cond_wait", &["mutex"]),
     ("signal", &[]),
@@ -98,6 +101,25 @@ pub fn parse_program(section: &Section, vm_threads: Option<u32>, default_threads
         }
     }
 
+    if let Some(kinds) = section.array("spinlocks")? {
+        for (i, kind) in kinds.iter().enumerate() {
+            let key = format!("{}[{i}]", section.key("spinlocks"));
+            program.spinlocks.push(match kind {
+                Value::String(s) if s == "ticket" => SpinlockKind::Ticket,
+                Value::String(s) if s == "tas" => SpinlockKind::TestAndSet,
+                other => {
+                    return Err(error(
+                        file,
+                        &key,
+                        format!("expected the kind of a user-space spinlock, \"ticket\" or \"tas\" (test-and-set), got {}", show_toml(other)),
+                    ))
+                }
+            });
+        }
+        if program.spinlocks.len() > MAX_OBJECTS {
+            return Err(section.error_at("spinlocks", format!("expected at most {MAX_OBJECTS} spinlocks, got {}", program.spinlocks.len())));
+        }
+    }
     let threads_key = section.key("threads");
     let lists = section.array("threads")?.ok_or_else(|| {
         section.error_at(
@@ -178,16 +200,16 @@ fn thread_cpus(section: &Section, nthreads: u32, vcpus: u32) -> Result<Vec<Optio
 /// run in order and loops have no conditions, so this is exact: after a loop body's first pass
 /// each mutex is in the state its last op in the body left it, the same after every later pass,
 /// so two passes see every state a body starts from. `held` is what the thread holds before `ops`.
-fn check_mutex_use(file: &str, path: &str, ops: &[Op], held: &mut BTreeSet<usize>) -> Result<(), SimError> {
+fn check_mutex_use(file: &str, path: &str, ops: &[Op], held: &mut BTreeSet<Held>) -> Result<(), SimError> {
     for (i, op) in ops.iter().enumerate() {
         let at = format!("{path}[{i}]");
         match op {
             Op::MutexLock(m) => {
                 // Locking a mutex it holds is a self-deadlock; the run reports it naming the mutex.
-                held.insert(*m);
+                held.insert(Held::Mutex(*m));
             }
             // The guard releases the mutex when the thread holds it.
-            Op::MutexUnlock(m) if !held.remove(m) => {
+            Op::MutexUnlock(m) if !held.remove(&Held::Mutex(*m)) => {
                 return Err(error(
                     file,
                     &format!("{at}.unlock"),
@@ -197,7 +219,22 @@ fn check_mutex_use(file: &str, path: &str, ops: &[Op], held: &mut BTreeSet<usize
                     ),
                 ));
             }
-            Op::CondWait { cond, mutex } if !held.contains(mutex) => {
+            // A thread spinning for a lock it holds spins for ever (no run can report it).
+            Op::SpinLock(k) if !held.insert(Held::Spin(*k)) => {
+                return Err(error(
+                    file,
+                    &format!("{at}.spin_lock"),
+                    format!("takes user spinlock {k}, which this thread already holds here: it would spin for ever"),
+                ));
+            }
+            Op::SpinUnlock(k) if !held.remove(&Held::Spin(*k)) => {
+                return Err(error(
+                    file,
+                    &format!("{at}.spin_unlock"),
+                    format!("releases user spinlock {k}, which this thread does not hold here; a thread releases only a spinlock it took"),
+                ));
+            }
+            Op::CondWait { cond, mutex } if !held.contains(&Held::Mutex(*mutex)) => {
                 return Err(error(
                     file,
                     &format!("{at}.mutex"),
@@ -222,6 +259,13 @@ fn check_mutex_use(file: &str, path: &str, ops: &[Op], held: &mut BTreeSet<usize
         }
     }
     Ok(())
+}
+
+/// A lock a thread holds at a point of its program (`check_mutex_use`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Held {
+    Mutex(usize),
+    Spin(usize),
 }
 
 /// A count of objects: a non-negative integer up to [`MAX_OBJECTS`], 0 when absent.
@@ -308,6 +352,8 @@ impl OpReader<'_> {
                 Op::Syscall { work: dist(self.file, &key, value)?, lock }
             }
             "lock" => Op::MutexLock(self.index(&key, value, "mutex", self.program.mutexes, "mutexes")?),
+            "spin_lock" => Op::SpinLock(self.index(&key, value, "user spinlock", self.program.spinlocks.len(), "spinlocks")?),
+            "spin_unlock" => Op::SpinUnlock(self.index(&key, value, "user spinlock", self.program.spinlocks.len(), "spinlocks")?),
             "unlock" => Op::MutexUnlock(self.index(&key, value, "mutex", self.program.mutexes, "mutexes")?),
             "barrier" => self.barrier(&s, &key, value)?,
             "cond_wait" => {

@@ -239,6 +239,15 @@ pub fn ple_keys(grow_default: u64) -> Vec<SectionKey> {
              ple_window_shrink = 0, vmx_vcpu_load -> shrink_ple_window); N divides it by N, or \
              subtracts N if N >= window_cycles, never below window_cycles",
         )),
+        SectionKey::defaulted(ParamSpec::choice(
+            "cpl",
+            &["0", "any"],
+            "0",
+            "Which PAUSE loops the exit counts: \"0\" those at CPL 0 only (Intel's PAUSE-loop exiting, SDM \
+             vol. 3C 25.1.3), so user-space spins never exit; \"any\" those at any privilege level (AMD's \
+             pause filter, APM vol. 2 15.14.4), so user-space spins exit too. The window stays in cycles: \
+             for AMD, the filter's PAUSE count times the cycles of one spin-loop iteration",
+        )),
     ]
 }
 
@@ -412,6 +421,7 @@ pub fn ple(section: Option<&Section>, grow_default: u64) -> Result<Ple, SimError
             ("grow", Some(ParamValue::Int(n))) => ple.grow = n,
             ("window_max_cycles", Some(ParamValue::Int(n))) => ple.window_max_cycles = n,
             ("shrink", Some(ParamValue::Int(n))) => ple.shrink = n,
+            ("cpl", Some(ParamValue::Choice(c))) => ple.any_cpl = c == "any",
             _ => {}
         }
     }

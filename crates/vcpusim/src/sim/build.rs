@@ -250,6 +250,10 @@ impl Sim {
             let l = self.guests.add_lock(Spinlock::new(spec.guest.spinlock, name.clone()));
             objects.kernel_locks.push(l);
         }
+        for (k, kind) in program.spinlocks.iter().enumerate() {
+            let l = self.guests.add_lock(Spinlock::new(*kind, format!("user-spinlock-{k}")));
+            objects.user_spinlocks.push(l);
+        }
         let mut guest_vcpus: Vec<GuestVcpu> = vcpu_ids.iter().map(|v| GuestVcpu::new(*v)).collect();
         let mut thread_ids = Vec::new();
         // A bare-metal VM's kernel sees the real topology (its vCPU i is pCPU cpus[i]) and places

@@ -157,6 +157,14 @@ pub enum Op {
     /// a thread on a vCPU outside the new mask moves at once to the first vCPU of it,
     /// `cpumask_any_and`, which gets a reschedule IPI: guest/scheduler.rs `set_affinity`).
     SetAffinity(Option<Vec<u32>>),
+    /// Take user-space spinlock `Program::spinlocks[k]`: a lock word in the program's memory,
+    /// taken with an atomic and waited for in a PAUSE loop in user mode (the ticket and
+    /// test-and-set locks OpenMP runtimes, spin barriers and servers build), so its waiters spin
+    /// as user time and its holder may be preempted, by the guest or the host, anywhere.
+    SpinLock(ObjIndex),
+    /// Release user-space spinlock `k` (the holder's store; a ticket lock passes to the next
+    /// ticket).
+    SpinUnlock(ObjIndex),
     /// Be worker `i` (the thread's index) of the program's work-stealing computation
     /// (`Program::work_stealing`) until it is over: Tascell's worker loop (guest/worksteal.rs).
     /// Mutex and condition variable `i` are the worker's `thr->mut` and `thr->cond`.
@@ -192,6 +200,8 @@ pub struct Program {
     pub queues: Vec<usize>,
     /// Names of extra kernel spinlocks used by `Syscall` (lock class names in the LHP report).
     pub kernel_locks: Vec<String>,
+    /// The kind of each user-space spinlock `Op::SpinLock` takes (`Ticket` or `TestAndSet`).
+    pub spinlocks: Vec<SpinlockKind>,
     /// What one unit of progress means, for the reports.
     pub progress_unit: &'static str,
     /// The computation `Op::WorkSteal` threads share.
@@ -217,6 +227,7 @@ impl Program {
             conds: 0,
             queues: Vec::new(),
             kernel_locks: Vec::new(),
+            spinlocks: Vec::new(),
             progress_unit,
             work_stealing: None,
             nic: None,
@@ -240,6 +251,7 @@ impl Program {
                 match op {
                     Op::Syscall { lock: Some(l), .. } => check("kernel lock", *l, p.kernel_locks.len())?,
                     Op::MutexLock(m) | Op::MutexUnlock(m) => check("mutex", *m, p.mutexes)?,
+                    Op::SpinLock(k) | Op::SpinUnlock(k) => check("user spinlock", *k, p.spinlocks.len())?,
                     Op::Barrier { barrier, .. } | Op::ParsecBarrier { barrier, .. } => {
                         check("barrier", *barrier, p.barriers.len())?;
                         users[*barrier] += 1;
@@ -270,6 +282,9 @@ impl Program {
                 }
             }
             Ok(())
+        }
+        if let Some(k) = self.spinlocks.iter().position(|s| *s == SpinlockKind::PvQueued) {
+            return Err(format!("user spinlock {k} is a PV queued spinlock, which only a kernel has; use a ticket or test-and-set lock"));
         }
         for (b, parties) in self.barriers.iter().enumerate() {
             if *parties == 0 {
