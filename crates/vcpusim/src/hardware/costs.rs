@@ -140,9 +140,10 @@ impl Ple {
         val.max(base)
     }
 
-    /// A window of `cycles` in nanoseconds (at least 1).
+    /// A window of `cycles` in nanoseconds (at least 1, at most `MAX_DURATION`: the loader
+    /// refuses a clock that would make a longer one, and a Rust caller's is cut there).
     pub fn ns(&self, cycles: u64) -> Nanos {
-        ((cycles as f64 / self.cpu_ghz).ceil() as Nanos).max(1)
+        ((cycles as f64 / self.cpu_ghz).ceil() as Nanos).clamp(1, crate::time::MAX_DURATION)
     }
 }
 

@@ -26,8 +26,21 @@ impl<'a> MetricRows<'a> {
         MetricRows { out, vm }
     }
 
-    /// One row: `vm,metric,value`.
+    /// One row: `vm,metric,value`. A metric name that holds a comma, a quote or a line break (a
+    /// lock class or a device named so in the scenario: `spin_wait_count[x,y]`) is quoted as RFC
+    /// 4180 says, so the row keeps its three fields.
     pub fn put(&mut self, metric: impl Display, value: impl Display) {
-        writeln!(self.out, "{},{},{}", self.vm, metric, value).expect("writing to a String cannot fail");
+        let metric = metric.to_string();
+        writeln!(self.out, "{},{},{}", self.vm, csv_field(&metric), value).expect("writing to a String cannot fail");
+    }
+}
+
+/// `s` as one CSV field: quoted, with its quotes doubled, when it holds a comma, a quote or a
+/// line break (RFC 4180 section 2); as it is otherwise.
+pub fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\"")).into()
+    } else {
+        s.into()
     }
 }

@@ -34,12 +34,9 @@ pub const VM_COLUMNS: &[&str] = &[
 /// run's length; empty for the other VMs. Only then, so that other runs keep their bytes.
 pub const AB_COLUMNS: &[&str] = &["requests_per_sec", "time_per_request_ms"];
 
+/// `s` as one CSV cell of a row built as a list of cells (`metrics::table::csv_field`).
 fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+    crate::metrics::table::csv_field(s).into_owned()
 }
 
 fn f3(x: f64) -> String {

@@ -431,6 +431,22 @@ pub fn ple(section: Option<&Section>, grow_default: u64) -> Result<Ple, SimError
             format!("expected at least window_cycles = {}, got {}", ple.window_cycles, ple.window_max_cycles),
         ));
     }
+    // The largest window a vCPU can reach, in ns, must be a time vcpusim represents (a tiny clock
+    // would otherwise make windows of centuries, saturated into nonsense CPU times).
+    let (largest, key) = if ple.grow > 1 { (ple.window_max_cycles, "window_max_cycles") } else { (ple.window_cycles, "window_cycles") };
+    let ns = largest as f64 / ple.cpu_ghz;
+    if ns > crate::time::MAX_DURATION as f64 {
+        return Err(section.error_at(
+            "cpu_ghz",
+            format!(
+                "{} GHz makes the largest pause-loop window ({key} = {largest} cycles) {ns:.3e} ns, longer than the \
+                 longest time vcpusim represents ({} ns, about 292 years); expected a clock of at least {:.3e} GHz",
+                ple.cpu_ghz,
+                crate::time::MAX_DURATION,
+                largest as f64 / crate::time::MAX_DURATION as f64,
+            ),
+        ));
+    }
     Ok(ple)
 }
 

@@ -57,9 +57,9 @@ impl Workload for MutexWorkload {
                 1,
                 "number of mutexes; thread t uses mutex t % mutexes. Default 1: every thread \
                  contends on one lock and so on one futex queue, the case of seed 000 section \
-                 3.1.1.",
+                 3.1.1. At most 1048576, as [vm.program] mutexes: each is allocated before the run.",
             )
-            .at_least(1.0),
+            .range(1.0, crate::scenario::program_ops::MAX_OBJECTS as f64),
         ]
     }
     fn build(&self, threads: u32, params: &Params) -> Result<Program, String> {
