@@ -27,9 +27,8 @@ fn a_clock_that_makes_a_pause_loop_window_of_centuries_is_refused() {
 
 #[test]
 fn the_mutex_workloads_mutex_count_is_bounded_before_anything_is_allocated() {
-    let text = |n: &str| {
-        format!("[host]\npcpus = 2\n[[vm]]\nname = \"m\"\nvcpus = 2\nworkload = \"mutex\"\nparams = {{ mutexes = {n} }}\n")
-    };
+    let text =
+        |n: &str| format!("[host]\npcpus = 2\n[[vm]]\nname = \"m\"\nvcpus = 2\nworkload = \"mutex\"\nparams = {{ mutexes = {n} }}\n");
     for n in ["1000000000", "100000000000"] {
         let e = load_scenario(&text(n), "m.toml").expect_err(n).to_string();
         assert!(e.contains("m.toml") && e.contains("mutexes") && e.contains("1048576") && e.contains(n), "{n}: {e}");

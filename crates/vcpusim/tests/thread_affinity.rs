@@ -142,7 +142,13 @@ fn a_setaffinity_op_moves_the_thread_to_the_first_vcpu_of_its_new_mask() {
             before += 1;
         } else if g.stats.progress > 0 {
             assert_eq!(at(sim, 0, 0), 1, "the thread came back to vCPU 0 after its setaffinity to vCPU 1");
-            assert!(g.vcpus[0].idle(), "vCPU 0 kept work after its only thread left: {:?} {:?} at {}", g.vcpus[0].current, g.vcpus[0].runqueue, sim.now());
+            assert!(
+                g.vcpus[0].idle(),
+                "vCPU 0 kept work after its only thread left: {:?} {:?} at {}",
+                g.vcpus[0].current,
+                g.vcpus[0].runqueue,
+                sim.now()
+            );
             after += 1;
         }
         if sim.now() < 30 * MS {
@@ -166,7 +172,17 @@ fn a_setaffinity_op_keeping_the_current_vcpu_moves_nothing() {
             assert_eq!(at(sim, 0, 0), 0, "setaffinity {mask:?} moved the thread off vCPU 0");
         });
         let th = &sim.guests().threads()[sim.guests()[0].threads[0].idx()];
-        assert_eq!(th.cpus.as_ref().map(|m| m.count()), if mask == "0" { Some(1) } else if mask == "all" { None } else { Some(2) }, "{mask}");
+        assert_eq!(
+            th.cpus.as_ref().map(|m| m.count()),
+            if mask == "0" {
+                Some(1)
+            } else if mask == "all" {
+                None
+            } else {
+                Some(2)
+            },
+            "{mask}"
+        );
     }
 }
 

@@ -73,7 +73,11 @@ fn bad_user_spinlock_programs_name_the_key() {
         ("[\"mcs\"]", "{spin_lock = 0}, {spin_unlock = 0}", "spinlocks[0]: expected the kind of a user-space spinlock"),
         ("[\"ticket\"]", "{spin_lock = 1}, {spin_unlock = 1}", "spin_lock: expected a user spinlock index from 0 to 0"),
         ("[\"ticket\"]", "{spin_unlock = 0}", "threads[0][0].spin_unlock: releases user spinlock 0"),
-        ("[\"tas\"]", "{spin_lock = 0}, {spin_lock = 0}", "threads[0][1].spin_lock: takes user spinlock 0, which this thread already holds"),
+        (
+            "[\"tas\"]",
+            "{spin_lock = 0}, {spin_lock = 0}",
+            "threads[0][1].spin_lock: takes user spinlock 0, which this thread already holds",
+        ),
         ("[]", "{spin_lock = 0}", "declares no user spinlock"),
     ] {
         let e = load_scenario(&program(spinlocks, ops), "u.toml").expect_err(ops).to_string();

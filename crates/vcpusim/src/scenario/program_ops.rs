@@ -111,7 +111,10 @@ pub fn parse_program(section: &Section, vm_threads: Option<u32>, default_threads
                     return Err(error(
                         file,
                         &key,
-                        format!("expected the kind of a user-space spinlock, \"ticket\" or \"tas\" (test-and-set), got {}", show_toml(other)),
+                        format!(
+                            "expected the kind of a user-space spinlock, \"ticket\" or \"tas\" (test-and-set), got {}",
+                            show_toml(other)
+                        ),
                     ))
                 }
             });

@@ -300,7 +300,9 @@ fn builtin_program(
     }
     for (t, ops) in program.threads.iter().enumerate() {
         if let Some(bad) = bad_setaffinity(ops, vcpus) {
-            return Err(section.error_at("params", format!("VM {vm_name:?}: thread {t}'s setaffinity op {bad}, but the VM has vcpus = {vcpus}")));
+            return Err(
+                section.error_at("params", format!("VM {vm_name:?}: thread {t}'s setaffinity op {bad}, but the VM has vcpus = {vcpus}"))
+            );
         }
     }
     Ok((program, threads, params))

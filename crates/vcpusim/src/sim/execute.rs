@@ -113,7 +113,10 @@ impl Sim {
         // series of executions of PAUSE at CPL 0"); KVM's handle_pause (arch/x86/kvm/vmx.c) takes
         // the exit. AMD's pause filter counts them at any CPL (`Ple::any_cpl`). Bare metal has no
         // hypervisor to exit to.
-        if self.ple.enabled && (kind != TimeKind::UserSpin || self.ple.any_cpl) && !self.vms[self.vcpus[v.idx()].slot.vm as usize].bare_metal {
+        if self.ple.enabled
+            && (kind != TimeKind::UserSpin || self.ple.any_cpl)
+            && !self.vms[self.vcpus[v.idx()].slot.vm as usize].bare_metal
+        {
             let window = self.vcpus[v.idx()].ple_ns;
             self.queue.push(self.now + window, Event::PauseLoopExit(v, e));
         }
