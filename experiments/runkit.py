@@ -168,19 +168,16 @@ def run_cases(fig: str, cases: Sequence[Case], seeds: Sequence[int], duration: s
 
 def aggregate(df: pd.DataFrame, by: Sequence[str], values: Sequence[str]) -> pd.DataFrame:
     """Per group ``by`` (the seeds of one point): ``vcpusim.aggregate``'s ``<value>_mean``,
-    ``_std``, ``_min``, ``_max`` and ``n`` (rows), plus the protocol's 95% Student-t interval
-    ``<value>_lo``, ``_hi`` and ``<value>_n``, the finite values it is taken over
-    (``Estimate.of_row`` reads them back)."""
+    ``_std``, ``_min``, ``_max`` and ``n`` (rows), then its 95% Student-t interval ``<value>_lo``,
+    ``_hi`` (the protocol's: both are ``vcpusim.stats.Estimate``) and ``<value>_n``, the finite
+    values it is taken over (``Estimate.of_row`` reads them back), in that column order."""
     out = vcpusim.aggregate(df, by, values)
     g = df.groupby(list(by), sort=False)
     for v in values:
-        count = g[v].count().to_numpy()
-        mean, std = out[f"{v}_mean"].to_numpy(dtype=float), out[f"{v}_std"].to_numpy(dtype=float)
-        ests = [Estimate.from_stats(m, s, c) for m, s, c in zip(mean, std, count)]
-        out[f"{v}_lo"] = [e.lo for e in ests]
-        out[f"{v}_hi"] = [e.hi for e in ests]
-        out[f"{v}_n"] = count
-    return out
+        out[f"{v}_n"] = g[v].count().to_numpy()
+    order = [*by, *(f"{v}_{s}" for v in values for s in ("mean", "std", "min", "max")), "n",
+             *(f"{v}_{s}" for v in values for s in ("lo", "hi", "n"))]
+    return out[order]
 
 
 def seed_values(df: pd.DataFrame, value: str, **labels) -> list[float]:

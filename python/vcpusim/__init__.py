@@ -18,7 +18,7 @@ from ._core import DeadlockError, InternalError, LimitError, ScenarioError, Vcpu
 from ._core import __version__
 from .api import Result, Scenario, TraceCutWarning, TraceEmptyWarning, TraceWarning, bench, catalog, interval_shares, load, run
 from .runs import run_many, run_many_ray
-from .grids import aggregate, sweep, sweep_cases, tidy
+from .grids import aggregate, compare, sweep, sweep_cases, tidy
 from .advise import advise
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "sweep_cases",
     "tidy",
     "aggregate",
+    "compare",
     "advise",
     "catalog",
     "bench",

@@ -381,6 +381,93 @@ SETTINGS_TABLES = (("host", "[host]"), ("vm", "[[vm]]"), ("host_ple", "[host.ple
                    ("guest", "[guest] / [vm.guest]"), ("run", "[run]"))
 
 
+def _compare_side(path: Path, wheres: List[str], option: str):
+    """A folder or CSV file for `vcpusim compare`: a sweep's folder (its sweep.csv), a run's
+    folder (its vms.csv), or a CSV of either, with the --where filters applied."""
+    import pandas as pd
+
+    from .grids import TABLE_CSV
+
+    if path.is_dir():
+        for name in (TABLE_CSV, "vms.csv"):
+            if (path / name).is_file():
+                path = path / name
+                break
+        else:
+            raise _core.VcpusimError(f"{path}: neither a sweep's folder ({TABLE_CSV}) nor a run's (vms.csv)")
+    try:
+        table = pd.read_csv(path)
+    except (OSError, ValueError) as e:
+        raise _core.VcpusimError(f"{path}: cannot read the table: {e}") from None
+    for item in wheres:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise _core.VcpusimError(f"{option} {item!r}: expected COLUMN=VALUE, such as host.policy=credit")
+        key = key.strip()
+        if key not in table.columns:
+            raise _core.VcpusimError(f"{option} {item!r}: {path} has no column {key!r}")
+        table = table[table[key].astype(str) == value.strip()]
+        if table.empty:
+            raise _core.VcpusimError(f"{option} {item!r}: no run of {path} has {key} = {value.strip()}")
+    return table
+
+
+@app.command(cls=_Command)
+def compare(
+    a: Path = typer.Argument(..., metavar="A", help="The baseline: a sweep's or a run's output folder, or its CSV."),
+    b: Path = typer.Argument(..., metavar="B", help="The other side, the same way (may be A itself with --where-b)."),
+    metric: List[str] = typer.Option([], "--metric", metavar="COLUMN", help="Compare only this column (repeatable; default: every measured column)."),
+    where: List[str] = typer.Option([], "--where", metavar="COLUMN=VALUE", help="Keep only the runs of both sides with this value (repeatable)."),
+    where_a: List[str] = typer.Option([], "--where-a", metavar="COLUMN=VALUE", help="As --where, for A only."),
+    where_b: List[str] = typer.Option([], "--where-b", metavar="COLUMN=VALUE", help="As --where, for B only."),
+    show_all: bool = typer.Option(False, "--all", help="Show every metric, not only those that differ beyond noise."),
+    csv_path: Optional[Path] = typer.Option(None, "--csv", metavar="PATH", help="Also write the whole comparison as CSV."),
+) -> None:
+    """Say, per VM and metric, whether B differs from A beyond noise: the 95% interval of the
+    difference over seeds (paired on the seed when both ran the same seeds, else Welch's), the
+    test the experiment ledgers use."""
+    from .grids import compare as compare_tables
+
+    with _errors_as_messages():
+        ta = _compare_side(a, [*where, *where_a], "--where-a" if where_a else "--where")
+        tb = _compare_side(b, [*where, *where_b], "--where-b" if where_b else "--where")
+        try:
+            out = compare_tables(ta, tb, metrics=metric or None)
+        except (KeyError, ValueError) as e:
+            raise _core.VcpusimError(str(e).strip("'\"")) from None
+        if csv_path is not None:
+            try:
+                out.to_csv(csv_path, index=False)
+            except OSError as e:
+                raise _core.VcpusimError(f"--csv {csv_path}: cannot write it: {e.strerror or e}") from None
+    shown = out if show_all else out[out["differs"]]
+    tests = sorted(set(out["test"]))
+    from rich import box
+
+    table = Table(title=Text(f"B ({b}) against A ({a}): B - A and its 95% interval ({', '.join(tests)})"),
+                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("vm", "metric", "A", "B", "B - A", "95% interval", "change", "n"):
+        table.add_column(column, justify="left" if column in ("vm", "metric") else "right", no_wrap=True)
+
+    def num(x: float) -> str:
+        return "-" if x != x else f"{x:.4g}"
+
+    for row in shown.itertuples():
+        interval = f"[{num(row.diff_lo)}, {num(row.diff_hi)}]" if row.diff_lo == row.diff_lo else "-"
+        change = "-" if row.change != row.change else f"{row.change * 100:+.1f}%"
+        # Text, not markup: metric names hold brackets (pcpu_busy_ms[0]).
+        table.add_row(*(Text(c) for c in (str(row.vm), str(row.metric), num(row.a_mean), num(row.b_mean),
+                                           num(row.diff), interval, change, f"{row.n_a}/{row.n_b}")))
+    console = Console()
+    if not console.is_terminal:
+        # Into a file or a pipe: as wide as the table, not cut at 80 columns.
+        console = Console(width=200)
+    console.print(table)
+    differ = int(out["differs"].sum())
+    note = " (no intervals: one run a side; run more seeds)" if set(out["test"]) == {"none"} else ""
+    print(f"{differ} of {len(out)} VM metrics differ beyond noise{note}")
+
+
 @app.command("list", cls=_Command)
 def list_(
     what: Optional[str] = typer.Argument(None, metavar="WHAT", show_default=False,

@@ -588,9 +588,13 @@ def _replace(path: Path, write) -> None:
 
 
 def aggregate(df, by: Sequence[str], values: Sequence[str]):
-    """Mean, standard deviation, min and max of each of ``values`` per group ``by`` (over seeds,
-    say). Columns: ``by``, then ``<value>_mean``, ``_std``, ``_min``, ``_max``, and ``n`` (rows)."""
+    """Mean, standard deviation, min, max and the 95% Student-t interval of the mean of each of
+    ``values`` per group ``by`` (over seeds, say). Columns: ``by``, then ``<value>_mean``,
+    ``_std``, ``_min``, ``_max``, ``_lo``, ``_hi`` (the interval: NaN for a group of one row),
+    and ``n`` (rows). The interval is :class:`vcpusim.stats.Estimate`'s, the experiment sets'."""
     import pandas as pd
+
+    from .stats import Estimate
 
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"aggregate: df: expected a pandas DataFrame (a sweep's table), got {_type_name(df)}")
@@ -601,7 +605,110 @@ def aggregate(df, by: Sequence[str], values: Sequence[str]):
         if missing:
             raise KeyError(f"aggregate: {name}: no column {missing[0]!r} in the table")
     g = df.groupby(list(by), sort=False)
-    out = g[list(values)].agg(["mean", "std", "min", "max"])
-    out.columns = [f"{v}_{stat}" for v, stat in out.columns]
-    out["n"] = g.size()
-    return out.reset_index()
+    out = g[list(values)].agg(["mean", "std", "min", "max", "count"])
+    columns = {}
+    for v in values:
+        for stat in ("mean", "std", "min", "max"):
+            columns[f"{v}_{stat}"] = out[(v, stat)]
+        ests = [Estimate.from_stats(m, sd, n) for m, sd, n in zip(out[(v, "mean")], out[(v, "std")], out[(v, "count")])]
+        columns[f"{v}_lo"] = pd.Series([e.lo for e in ests], index=out.index, dtype=float)
+        columns[f"{v}_hi"] = pd.Series([e.hi for e in ests], index=out.index, dtype=float)
+    result = pd.DataFrame(columns, index=out.index)
+    result["n"] = g.size()
+    return result.reset_index()
+
+
+#: Columns of a run's table that name or count the run, not measure it: never compared.
+_NOT_MEASURES = ("seed", "run", "vcpus", "weight", "cap", "threads", "iterations")
+
+
+def _compare_side(side, name: str):
+    """One side of :func:`compare` as a table of vms.csv rows: a table (a sweep's, or
+    ``Result.vms``), a :class:`Result`, or a list of Results."""
+    import pandas as pd
+
+    if isinstance(side, pd.DataFrame):
+        table = side
+    elif isinstance(side, Result):
+        table = side.vms
+    elif isinstance(side, (list, tuple)) and side and all(isinstance(r, Result) for r in side):
+        table = pd.concat([r.vms for r in side], ignore_index=True)
+    else:
+        raise TypeError(f"compare: {name}: expected a table of runs (a sweep's, or Result.vms), a Result, "
+                        f"or a list of Results, got {_type_name(side)}")
+    for column in ("vm", "seed"):
+        if column not in table.columns:
+            raise KeyError(f"compare: {name}: no {column!r} column: give a sweep's table or Results")
+    twice = table.duplicated(["vm", "seed"])
+    if twice.any():
+        row = table[twice].iloc[0]
+        raise ValueError(
+            f"compare: {name}: VM {row['vm']!r} has more than one run with seed {row['seed']}: the table "
+            "holds several points of a sweep; select one first, e.g. table[table['host.policy'] == 'credit']")
+    return table
+
+
+def compare(a, b, metrics: Sequence[str] | None = None):
+    """Whether ``b`` differs from ``a`` beyond noise, per VM and metric: each side a table of
+    runs (a sweep's table, one point of it, or ``Result.vms``), a :class:`Result`, or a list of
+    Results, over seeds.
+
+    Rows: ``vm``, ``metric``, ``a_mean``, ``b_mean``, ``diff`` (b - a) with its 95% interval
+    ``diff_lo`` / ``diff_hi``, ``change`` (diff / a_mean) with ``change_lo`` / ``change_hi``,
+    ``n_a``, ``n_b``, ``test`` and ``differs``. When both sides ran the same seeds the interval
+    is the per-seed paired differences' (``test = "paired"``), otherwise Welch's (``"welch"``);
+    with one run a side there is no interval (``"none"``) and nothing differs. ``differs`` is
+    the interval excluding zero: the test of the experiment sets' ledgers (experiments/protocol.py
+    uses :mod:`vcpusim.stats` too). ``metrics`` defaults to every numeric column both sides have,
+    apart from the run's own settings (seed, vcpus, weight, cap, threads, iterations) and a
+    sweep's labels (dotted scenario keys such as ``host.policy``)."""
+    import math
+
+    import pandas as pd
+
+    from .stats import Estimate, NO_ESTIMATE, welch
+
+    ta, tb = _compare_side(a, "a"), _compare_side(b, "b")
+    if metrics is None:
+        # A sweep's labels are dotted scenario keys (host.policy, vm.b.weight): settings, not
+        # measures (a metric's own name has no dot before its [index]).
+        metrics = [c for c in ta.columns if c in tb.columns and c not in _NOT_MEASURES and "." not in c.split("[")[0]
+                   and pd.api.types.is_numeric_dtype(ta[c]) and pd.api.types.is_numeric_dtype(tb[c])
+                   and not pd.api.types.is_bool_dtype(ta[c])]
+    elif isinstance(metrics, str) or not isinstance(metrics, Iterable):
+        raise TypeError(f"compare: metrics: expected a list of column names, got {_type_name(metrics)}")
+    else:
+        metrics = list(metrics)
+        for m in metrics:
+            for name, t in (("a", ta), ("b", tb)):
+                if m not in t.columns:
+                    raise KeyError(f"compare: metrics: no column {m!r} in {name}")
+    rows = []
+    vms = list(dict.fromkeys([*ta["vm"], *tb["vm"]]))
+    for vm in vms:
+        va = ta[ta["vm"] == vm].set_index("seed").sort_index()
+        vb = tb[tb["vm"] == vm].set_index("seed").sort_index()
+        same_seeds = len(va) >= 2 and list(va.index) == list(vb.index)
+        for m in metrics:
+            xa = [float(x) for x in va[m]] if m in va else []
+            xb = [float(x) for x in vb[m]] if m in vb else []
+            ea, eb = Estimate.of(xa), Estimate.of(xb)
+            if not xa or not xb:
+                diff, test = NO_ESTIMATE, "none"
+            elif same_seeds:
+                diff, test = Estimate.of([y - x for x, y in zip(xa, xb)]), "paired"
+            elif len(xa) >= 2 and len(xb) >= 2:
+                diff, test = welch(xb, xa), "welch"
+            else:
+                diff, test = Estimate(eb.mean - ea.mean, math.nan, math.nan, min(len(xa), len(xb))), "none"
+            base = ea.mean
+            scale = (lambda x: x / base) if base and math.isfinite(base) and base > 0 else (lambda x: math.nan)
+            rows.append({
+                "vm": vm, "metric": m, "a_mean": ea.mean, "b_mean": eb.mean,
+                "diff": diff.mean, "diff_lo": diff.lo, "diff_hi": diff.hi,
+                "change": scale(diff.mean), "change_lo": scale(diff.lo), "change_hi": scale(diff.hi),
+                "n_a": len(xa), "n_b": len(xb), "test": test, "differs": bool(diff.excludes(0.0)),
+            })
+    columns = ["vm", "metric", "a_mean", "b_mean", "diff", "diff_lo", "diff_hi", "change", "change_lo",
+               "change_hi", "n_a", "n_b", "test", "differs"]
+    return pd.DataFrame(rows, columns=columns)
