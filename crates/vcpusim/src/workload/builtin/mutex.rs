@@ -143,6 +143,6 @@ mod tests {
         let params = params_with(&MutexWorkload, &[("work", "0ns".into()), ("critical", "0ns".into())]);
         assert!(MutexWorkload.build(4, &params).unwrap_err().contains("both 0"));
         let spec = MutexWorkload.params().into_iter().find(|s| s.name == "mutexes").unwrap();
-        assert!(spec.parse(&0.into()).unwrap_err().contains("at least 1"));
+        assert!(spec.parse(&0.into()).unwrap_err().contains("between 1 and 1048576"));
     }
 }
