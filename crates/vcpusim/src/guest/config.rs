@@ -145,6 +145,22 @@ pub enum KernelPreset {
     /// The seeds' Linux 3.2 guest: ticket spinlocks, futex wake IPI under the bucket lock, no
     /// yield after call-function IPIs, every mm_cpumask vCPU interrupted. The default.
     Linux32,
+    /// Linux 2.6.18 (seed 004's Fedora Core 6 guests on Xen 3.3): unfair spinlocks (x86_64's
+    /// `__raw_spin_lock` is a `lock; decl` test-and-test-and-set loop with `rep;nop`, "We make no
+    /// fairness assumptions", include/asm-x86_64/spinlock.h; ticket locks came in 2.6.25), the
+    /// futex wake IPI under the bucket lock, no yield after call-function IPIs (not in 2.6.18
+    /// or its Xen tree), every mm_cpumask vCPU interrupted by a shootdown (the HVM and native
+    /// `flush_tlb_others`; a PV guest's `MMUEXT_TLB_FLUSH_MULTI` hypercall is not modelled).
+    Linux2618,
+    /// Linux 3.13 (seed 001's guests as Xen 4.4 HVM guests, and its PMs): ticket spinlocks with
+    /// Xen's PV slow path (`xen_lock_spinning`: `SPIN_THRESHOLD` spins, then SCHEDOP_poll until
+    /// the unlocker's `xen_unlock_kick`; 3.13 sets it up for HVM guests with the vector
+    /// callback, arch/x86/xen/smp.c `xen_hvm_smp_init`), modelled by the PV qspinlock path (the
+    /// same FIFO order, threshold, poll and kick); the futex wake IPI under the bucket lock (no
+    /// wake_q before 4.2); SCHEDOP_yield after call-function IPIs to a stolen vCPU
+    /// (`xen_smp_send_call_function_ipi`, since 2.6.24); every mm_cpumask vCPU interrupted; no
+    /// optimistic rwsem spinning (3.16). On bare metal the spinlocks are native tickets.
+    Linux313,
     /// Linux 4.4 as a Xen HVM guest with PV extensions (seed 002's guest): PV qspinlocks,
     /// wake_q futex wake-ups, SCHEDOP_yield after call-function IPIs to a stolen vCPU; TLB
     /// shootdowns still interrupt lazy-TLB vCPUs (4.4's native_flush_tlb_others sends to the
@@ -159,11 +175,13 @@ pub enum KernelPreset {
 }
 
 impl KernelPreset {
-    pub const NAMES: &'static [&'static str] = &["linux-3.2", "linux-4.4", "linux-6.x"];
+    pub const NAMES: &'static [&'static str] = &["linux-2.6.18", "linux-3.2", "linux-3.13", "linux-4.4", "linux-6.x"];
 
     pub fn name(self) -> &'static str {
         match self {
+            KernelPreset::Linux2618 => "linux-2.6.18",
             KernelPreset::Linux32 => "linux-3.2",
+            KernelPreset::Linux313 => "linux-3.13",
             KernelPreset::Linux44 => "linux-4.4",
             KernelPreset::Linux6 => "linux-6.x",
         }
@@ -171,7 +189,9 @@ impl KernelPreset {
 
     pub fn from_name(name: &str) -> Option<KernelPreset> {
         match name {
+            "linux-2.6.18" => Some(KernelPreset::Linux2618),
             "linux-3.2" => Some(KernelPreset::Linux32),
+            "linux-3.13" => Some(KernelPreset::Linux313),
             "linux-4.4" => Some(KernelPreset::Linux44),
             "linux-6.x" => Some(KernelPreset::Linux6),
             _ => None,
@@ -190,6 +210,23 @@ impl KernelPreset {
                 c.call_function_yield = d.call_function_yield;
                 c.rwsem_spin = d.rwsem_spin;
                 c.pv = d.pv;
+            }
+            KernelPreset::Linux2618 => {
+                let d = GuestConfig::default();
+                c.futex_wake_ipi = FutexWakeIpi::UnderLock;
+                c.tlb_targets = TlbTargets::AllInMask;
+                c.spinlock = SpinlockKind::TestAndSet;
+                c.call_function_yield = false;
+                c.rwsem_spin = false;
+                c.pv = d.pv;
+            }
+            KernelPreset::Linux313 => {
+                c.futex_wake_ipi = FutexWakeIpi::UnderLock;
+                c.tlb_targets = TlbTargets::AllInMask;
+                c.spinlock = SpinlockKind::PvQueued;
+                c.call_function_yield = true;
+                c.rwsem_spin = false;
+                c.pv = PvFeatures::default();
             }
             KernelPreset::Linux44 => {
                 c.futex_wake_ipi = FutexWakeIpi::AfterUnlock;

@@ -67,7 +67,10 @@ pub fn guest_keys() -> Vec<SectionKey> {
             KernelPreset::NAMES,
             KernelPreset::Linux32.name(),
             "Guest kernel preset, applied before the section's other keys (which override it): \
-             linux-3.2 (the seeds' guest: ticket spinlocks, futex wake IPI under the bucket lock) or \
+             linux-2.6.18 (seed 004's guest: unfair test-and-set spinlocks, futex wake IPI under the bucket \
+             lock), linux-3.2 (the seeds' guest: ticket spinlocks, futex wake IPI under the bucket lock), \
+             linux-3.13 on Xen (seed 001's guest: ticket spinlocks with Xen's PV slow path, modelled as \
+             spinlock = pv-qspinlock; futex wake IPI under the bucket lock; call_function_yield = true) or \
              linux-4.4 on Xen (seed 002: spinlock = pv-qspinlock, futex_wake_ipi = after-unlock, \
              call_function_yield = true, tlb_targets = all-in-mask as 4.4's flush_tlb_others still \
              interrupts lazy-TLB vCPUs) or linux-6.x (Linux 6.6 on KVM: spinlock = pv-qspinlock, \
@@ -592,6 +595,27 @@ mod tests {
         assert_eq!((r.duration, r.seed, r.max_events, r.check), (10 * SEC, 1, None, false));
     }
 
+    /// Linux 2.6.18: unfair spinlocks, otherwise 3.2's paths; Linux 3.13 on Xen: the PV slow
+    /// path of its ticket locks (as pv-qspinlock), the call-function yield, the futex wake IPI
+    /// still under the bucket lock (wake_q is 4.2's). Both keep the base's tick and buckets.
+    #[test]
+    fn the_2_6_18_and_3_13_presets_set_what_those_kernels_do() {
+        use crate::guest::config::KernelPreset;
+        let base = GuestConfig { tick: 7 * MS, futex_buckets: 64, ..GuestConfig::default() };
+        let read = |kernel: &str| {
+            let t: toml::Table = toml::from_str(&format!("kernel = \"{kernel}\"")).unwrap();
+            guest_config(&Section::new("f", "guest", &t), &base).unwrap()
+        };
+        let old = read("linux-2.6.18");
+        assert_eq!(old, KernelPreset::Linux2618.apply(&base));
+        assert_eq!(old, GuestConfig { spinlock: SpinlockKind::TestAndSet, ..base.clone() }, "3.2's paths but unfair locks");
+        let g = read("linux-3.13");
+        assert_eq!(g, KernelPreset::Linux313.apply(&base));
+        assert_eq!((g.spinlock, g.futex_wake_ipi, g.tlb_targets), (SpinlockKind::PvQueued, FutexWakeIpi::UnderLock, TlbTargets::AllInMask));
+        assert!(g.call_function_yield && !g.rwsem_spin && !g.pv.any());
+        assert_eq!((g.tick, g.futex_buckets, g.pv_spin), (7 * MS, 64, crate::guest::config::PV_SPIN_DEFAULT));
+    }
+
     #[test]
     fn the_linux_4_4_preset_sets_its_keys_and_the_others_override_it() {
         use crate::guest::config::KernelPreset;
@@ -615,7 +639,10 @@ mod tests {
         assert_eq!(g, GuestConfig { tick: 7 * MS, ..GuestConfig::default() });
         let t: toml::Table = toml::from_str("kernel = \"linux-5.4\"").unwrap();
         let e = guest_config(&Section::new("f", "guest", &t), &GuestConfig::default()).unwrap_err();
-        assert_eq!(e.to_string(), "f: guest.kernel: expected one of linux-3.2, linux-4.4, linux-6.x, got \"linux-5.4\"");
+        assert_eq!(
+            e.to_string(),
+            "f: guest.kernel: expected one of linux-2.6.18, linux-3.2, linux-3.13, linux-4.4, linux-6.x, got \"linux-5.4\""
+        );
         let t: toml::Table = toml::from_str("call_function_yield = 1").unwrap();
         let e = guest_config(&Section::new("f", "guest", &t), &GuestConfig::default()).unwrap_err();
         assert!(e.to_string().starts_with("f: guest.call_function_yield: expected true or false"), "{e}");
