@@ -127,3 +127,53 @@ def test_cli_prints_the_pick_as_xl_and_libvirt(tmp_path):
     assert bad.returncode == 2
     assert "error: advise: vms: no [[vm]] named 'nope'" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_each_candidate_runs_on_several_seeds_and_ties_are_reported_as_ties():
+    # A cpu-bound VM alone on a host with a pCPU for each of its vCPUs and more: every candidate
+    # gives it the same throughput, so no pick beats another beyond noise.
+    sc = vcpusim.Scenario(ONE_SOCKET_8_MODULES + """
+[[vm]]
+name = "solo"
+vcpus = 4
+workload = "cpu-bound"
+[run]
+duration = "50ms"
+""")
+    table = vcpusim.advise(sc, processes=1, seeds=3)
+    assert (table["seeds"] == 3).all()
+    assert ((table["throughput_lo"] <= table["throughput"]) & (table["throughput"] <= table["throughput_hi"])).all()
+    assert table["tie"].all(), table[["candidate", "throughput", "throughput_lo", "throughput_hi", "tie"]]
+    why = table[table["best"]].iloc[0]["why"]
+    assert "no significant difference from" in why and "over 3 seeds" in why, why
+    one = vcpusim.advise(sc, processes=1, seeds=1)
+    assert one["throughput_lo"].isna().all() and one["tie"].all()
+    assert "with one seed (no interval)" in one[one["best"]].iloc[0]["why"]
+    with pytest.raises(ValueError, match="advise: seeds: expected a number of seeds from 1 to 1000, got 0"):
+        vcpusim.advise(sc, processes=1, seeds=0)
+
+
+def test_a_pick_that_beats_the_rest_beyond_noise_has_no_ties():
+    # The barrier VM configured onto the hog's two pCPUs: its as-configured candidate loses
+    # beyond noise on every seed, and is the one candidate not tied with the best.
+    sc = vcpusim.Scenario(ONE_SOCKET_8_MODULES + """
+[[vm]]
+name = "par"
+vcpus = 4
+cpus = "0-1"
+workload = "barrier"
+
+[[vm]]
+name = "noise"
+vcpus = 2
+cpus = "0-1"
+workload = "cpu-bound"
+
+[run]
+duration = "100ms"
+""")
+    table = vcpusim.advise(sc, vms=["par"], processes=1, seeds=3)
+    shown = table[["candidate", "cpus", "throughput", "throughput_lo", "throughput_hi", "tie"]]
+    beaten = table[~table["tie"]]
+    assert list(beaten["candidate"]) == ["as-configured"], shown
+    assert beaten["throughput_hi"].iloc[0] < table[table["best"]]["throughput_lo"].iloc[0], shown

@@ -26,9 +26,14 @@ IV-A: node affinity then follows the vCPU affinity), so the advice does not fall
 conflict of section III-G.
 
 Throughput is the VM's progress per simulated second: ``iterations / completion_time`` when it
-finished, else ``progress / duration`` (summed over a ``count = N`` group). The best candidate is
-the one with the highest throughput (ties: the earlier candidate), so it is never worse than any
-printed candidate. Its affinity is printed as an ``xl`` line and as libvirt XML.
+finished, else ``progress / duration`` (summed over a ``count = N`` group). Each candidate runs
+on ``seeds`` seeds (the scenario's seed and the next ones; 5 by default): its throughput is the
+mean, with the 95% Student-t interval. The best candidate is the one with the highest mean (ties:
+the earlier candidate). A candidate whose per-seed difference from the best is not beyond noise
+(the interval of the paired differences holds zero: :mod:`vcpusim.stats`, the experiment
+ledgers' test) is marked ``tie``, and the "why" line says so: no significant difference is
+reported as one, not as a confident pick. The best's affinity is printed as an ``xl`` line and
+as libvirt XML.
 """
 
 from __future__ import annotations
@@ -220,23 +225,35 @@ def explain(name: str, pcpus: Sequence[int], topology: Sequence[Mapping[str, int
     return ": ".join([parts[0], ", ".join(parts[1:])]) if len(parts) > 1 else parts[0]
 
 
+#: Seeds per candidate by default: the experiment protocol's least (docs/validation.md).
+DEFAULT_SEEDS = 5
+
+
 def advise(scenario: "Scenario | Mapping[str, Any] | str | os.PathLike", vms: Sequence[str] | None = None,
-           processes: int | None = None, progress: bool = False, out_dir: str | os.PathLike | None = None):
+           processes: int | None = None, progress: bool = False, out_dir: str | os.PathLike | None = None,
+           seeds: int = DEFAULT_SEEDS):
     """Simulate every candidate affinity of each VM (all ``[[vm]]`` entries, or those named in
     ``vms``) and return a pandas DataFrame, one row per (VM, candidate): ``vm``, ``candidate``,
     ``cpus`` (a cpulist), ``pcpus`` (how many), ``throughput`` (progress per simulated second),
     ``progress_unit``, ``competing_modules`` and ``remote_memory_share`` (when the run reports
-    them), ``best`` (one True row per VM), ``xl`` and ``libvirt`` (the affinity as configuration)
-    and ``why`` (one line, on the best row). Runs go through :func:`vcpusim.run_many`
+    them; means over the seeds), ``throughput_lo`` / ``_hi`` (the mean's 95% interval over
+    ``seeds`` seeds), ``seeds``, ``best`` (one True row per VM), ``tie`` (the best, and every
+    candidate not worse than it beyond noise), ``xl`` and ``libvirt`` (the affinity as
+    configuration) and ``why`` (one line, on the best row). Runs go through :func:`vcpusim.run_many`
     (``processes``, ``out_dir`` as there), so a script calling this with ``processes > 1`` needs
     the ``if __name__ == "__main__":`` guard."""
     import pandas as pd
 
     from .runs import run_many
 
+    from .stats import Estimate
+
     where = "advise"
     base = as_scenario(scenario)
     check_flag(progress, "progress", where)
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= 1000:
+        raise ValueError(f"{where}: seeds: expected a number of seeds from 1 to 1000, got {seeds!r}")
+    first_seed = int(base.info["seed"])
     if vms is not None and (isinstance(vms, str) or not all(isinstance(v, str) for v in vms)):
         raise TypeError(f"{where}: vms: expected a list of [[vm]] names, got {_type_name(vms)}")
     data = base.to_dict()
@@ -264,25 +281,41 @@ def advise(scenario: "Scenario | Mapping[str, Any] | str | os.PathLike", vms: Se
                 values[f"vm.{name}.numa_placement"] = "off"
             plans.append((name, cand, pcpus, base.override(values, what=f"advise candidate {cand}")))
 
-    results = run_many([p[3] for p in plans], processes=processes, progress=progress, out_dir=out_dir)
+    seed_list = [first_seed + k for k in range(seeds)]
+    runs = [p[3].replace(seed=sd) for p in plans for sd in seed_list]
+    results = run_many(runs, processes=processes, progress=progress, out_dir=out_dir)
     counts = {str(vm.get("name")): vm.get("count") for vm in entries}
     vcpus_of = {str(vm.get("name")): int(vm.get("vcpus", 1)) for vm in entries}
     rows = []
-    for (name, cand, pcpus, _), result in zip(plans, results):
-        vm_rows = _rows_of(result.vms, name, counts.get(name))
+    per_seed: list[list[float]] = []
+    for i, (name, cand, pcpus, _) in enumerate(plans):
+        mine = [_rows_of(r.vms, name, counts.get(name)) for r in results[i * seeds:(i + 1) * seeds]]
+        values = [_throughput(vm_rows, duration_s) for vm_rows in mine]
+        per_seed.append(values)
+        est = Estimate.of(values)
+
+        def mean_of(column: str):
+            xs = [v for v in (_mean_col(vm_rows, column) for vm_rows in mine) if v is not None]
+            return sum(xs) / len(xs) if xs else None
+
         rows.append({
             "vm": name,
             "candidate": cand,
             "cpus": cpulist(pcpus),
             "pcpus": len(pcpus),
-            "throughput": _throughput(vm_rows, duration_s),
-            "progress_unit": str(vm_rows["progress_unit"].iloc[0]) if not vm_rows.empty else "",
-            "competing_modules": _mean_col(vm_rows, "competing_modules"),
-            "remote_memory_share": _mean_col(vm_rows, "remote_memory_share"),
+            "throughput": est.mean,
+            "throughput_lo": est.lo,
+            "throughput_hi": est.hi,
+            "seeds": seeds,
+            "progress_unit": str(mine[0]["progress_unit"].iloc[0]) if not mine[0].empty else "",
+            "competing_modules": mean_of("competing_modules"),
+            "remote_memory_share": mean_of("remote_memory_share"),
         })
-    table = pd.DataFrame(rows, columns=["vm", "candidate", "cpus", "pcpus", "throughput", "progress_unit",
-                                        "competing_modules", "remote_memory_share"])
+    table = pd.DataFrame(rows, columns=["vm", "candidate", "cpus", "pcpus", "throughput", "throughput_lo",
+                                        "throughput_hi", "seeds", "progress_unit", "competing_modules",
+                                        "remote_memory_share"])
     table["best"] = False
+    table["tie"] = False
     table["xl"] = [xl_line(parse_cpulist(c)) for c in table["cpus"]]
     table["libvirt"] = [libvirt_xml(parse_cpulist(c), vcpus_of[v]) for v, c in zip(table["vm"], table["cpus"])]
     table["why"] = ""
@@ -291,7 +324,20 @@ def advise(scenario: "Scenario | Mapping[str, Any] | str | os.PathLike", vms: Se
         # idxmax keeps the first of equal maxima: the earlier candidate wins a tie.
         best = mine["throughput"].idxmax()
         table.loc[best, "best"] = True
+        # Ties: candidates whose per-seed throughput (the same seeds: paired) is not below the
+        # best's beyond noise. With one seed there is no interval: nothing is told apart.
+        tied = []
+        for i in mine.index:
+            diff = Estimate.of([b - x for b, x in zip(per_seed[best], per_seed[i])])
+            if i == best or not diff.excludes(0.0):
+                table.loc[i, "tie"] = True
+                if i != best:
+                    tied.append(table.loc[i, "candidate"])
         row = table.loc[best]
-        table.loc[best, "why"] = explain(row["candidate"], parse_cpulist(row["cpus"]), topology,
-                                         row["competing_modules"], row["remote_memory_share"])
+        why = explain(row["candidate"], parse_cpulist(row["cpus"]), topology,
+                      row["competing_modules"], row["remote_memory_share"])
+        if tied:
+            noise = f"over {seeds} seeds" if seeds > 1 else "with one seed (no interval)"
+            why += f"; no significant difference from {', '.join(tied)} ({noise})"
+        table.loc[best, "why"] = why
     return table

@@ -335,9 +335,11 @@ def advise(
     processes: Optional[int] = typer.Option(None, "--processes", min=1, help="Parallel runs (default: one per CPU)."),
     sets: List[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
     csv_path: Optional[Path] = typer.Option(None, "--csv", metavar="PATH", help="Also write the candidate table as CSV."),
+    seeds: int = typer.Option(5, "--seeds", min=1, max=1000, help="Seeds each candidate runs on (the scenario's and the next ones); the throughput is their mean with its 95% interval."),
 ) -> None:
     """Simulate candidate vCPU affinities for each VM (packed, spread, one core per module,
-    node-local, as configured, none) and print the best as xl and libvirt configuration."""
+    node-local, as configured, none) on several seeds and print the best as xl and libvirt
+    configuration, saying which candidates it does not beat beyond noise."""
     from .advise import advise as run_advise
 
     with _errors_as_messages():
@@ -346,19 +348,23 @@ def advise(
             if csv_path.is_dir():
                 raise _core.VcpusimError(f"--csv {csv_path}: is a directory; expected a file to write, such as {csv_path / 'advise.csv'}")
             check_writable(csv_path.parent if str(csv_path.parent) else Path("."), "the --csv file")
-        table = run_advise(scenario, vms=vm or None, processes=processes, progress=False)
+        table = run_advise(scenario, vms=vm or None, processes=processes, progress=False, seeds=seeds)
     for name in dict.fromkeys(table["vm"]):
         mine = table[table["vm"] == name]
         unit = mine["progress_unit"].iloc[0]
-        shown = Table(title=f"VM {name}: candidate affinities (throughput = {unit} per simulated second)")
-        for column in ("candidate", "cpus", "pcpus", "throughput", "competing_modules", "remote_memory_share", "best"):
+        shown = Table(title=f"VM {name}: candidate affinities (throughput = {unit} per simulated second, "
+                            f"mean and 95% interval over {seeds} seed{'s' if seeds != 1 else ''})")
+        for column in ("candidate", "cpus", "pcpus", "throughput", "95% interval", "competing_modules",
+                       "remote_memory_share", "best"):
             shown.add_column(column, justify="left" if column in ("candidate", "cpus") else "right")
         for _, row in mine.iterrows():
             def num(x, fmt):
                 return "" if x is None or x != x else format(x, fmt)
-            shown.add_row(row["candidate"], row["cpus"], str(row["pcpus"]), num(row["throughput"], ".3f"),
-                          num(row["competing_modules"], ".2f"), num(row["remote_memory_share"], ".3f"),
-                          "*" if row["best"] else "")
+            interval = (f"[{num(row['throughput_lo'], '.3f')}, {num(row['throughput_hi'], '.3f')}]"
+                        if row["throughput_lo"] == row["throughput_lo"] else "")
+            mark = "*" if row["best"] else ("tie" if row["tie"] else "")
+            shown.add_row(row["candidate"], row["cpus"], str(row["pcpus"]), num(row["throughput"], ".3f"), interval,
+                          num(row["competing_modules"], ".2f"), num(row["remote_memory_share"], ".3f"), mark)
         stdout.print(shown)
         best = mine[mine["best"]].iloc[0]
         print(f"best for {name}: {best['why']}")
