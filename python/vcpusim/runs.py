@@ -157,6 +157,30 @@ def relabel_summary(summary_json: str, old: str, new: str) -> str | None:
     return out
 
 
+def _remove(path: Path) -> None:
+    """Remove ``path``: a link itself (never what it points to), or a folder and its contents."""
+    if path.is_symlink():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def implausible(result: Result, scenario: Scenario) -> str | None:
+    """What a saved result says that its run cannot have produced, or None: a VM's CPU time
+    negative or beyond what the host's pCPUs had in the run (an edited table whose hashes were
+    recomputed: the cache is no protection against a user who means it, but such values are not
+    served)."""
+    capacity_ms = scenario.info["pcpus"] * scenario.duration_ns / 1e6
+    try:
+        times = [float(x) for x in result.vms["cpu_time_ms"]]
+    except (KeyError, ValueError, TypeError):
+        return "vms.csv has no readable cpu_time_ms"
+    for vm, t in zip(result.vms["vm"], times):
+        if not (0.0 <= t <= capacity_ms * 1.000001 + 0.001):
+            return f"VM {vm}'s cpu_time_ms {t} is outside what {scenario.info['pcpus']} pCPUs had ({capacity_ms:.3f} ms)"
+    return None
+
+
 class _SweepDir:
     """The on-disk record of a sweep: ``<out_dir>/<key>/`` per finished run."""
 
@@ -179,14 +203,17 @@ class _SweepDir:
         if self.root is None:
             return None
         folder = self.folder(scenario)
-        if not folder.is_dir():
+        if not (folder.is_dir() or folder.is_symlink()):
             return None
         problem = self._damage(folder, scenario.text, scenario.source)
         if problem is None:
-            self._remember(scenario, folder)
-            return Result.read(folder)
+            result = Result.read(folder)
+            problem = implausible(result, scenario)
+            if problem is None:
+                self._remember(scenario, folder)
+                return result
         warnings.warn(f"{folder}: {problem}; running {scenario.source} again", RuntimeWarning, stacklevel=3)
-        shutil.rmtree(folder, ignore_errors=True)
+        _remove(folder)
         return None
 
     def _remember(self, scenario: Scenario, folder: Path) -> None:
@@ -208,6 +235,8 @@ class _SweepDir:
             if not isinstance(source, str) or self._damage(other, scenario.text, source) is not None:
                 return None
             found = Result.read(other)
+            if implausible(found, scenario) is not None:
+                return None
         except (OSError, ValueError, KeyError, TypeError, _core.VcpusimError):
             return None
         summary = relabel_summary(found.summary_json, source, scenario.source)
@@ -220,6 +249,10 @@ class _SweepDir:
     def _damage(self, folder: Path, text: str, source: str) -> str | None:
         """What is wrong with a saved folder of the run of ``text`` named ``source`` (missing,
         truncated or changed files), or None."""
+        # A link is never a saved run: a folder or file swapped for a link to another (a forged
+        # run, or another user's in a shared sweep folder) would be served as this run's.
+        if folder.is_symlink():
+            return "it is a symbolic link, not a folder this sweep wrote"
         try:
             record = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
             files = record["files"]
@@ -231,6 +264,8 @@ class _SweepDir:
         if set(files) != expected:
             return f"{RUN_FILE} lists {sorted(files)}, expected {sorted(expected)}"
         for name, want in files.items():
+            if (folder / name).is_symlink() or (folder / RUN_FILE).is_symlink():
+                return f"{name} is a symbolic link, not a file this sweep wrote"
             try:
                 data = (folder / name).read_bytes()
             except OSError:
@@ -246,7 +281,13 @@ class _SweepDir:
             return
         folder = self.folder(scenario)
         partial = folder.with_name(f".{folder.name}.partial")
-        shutil.rmtree(partial, ignore_errors=True)
+        try:
+            # Made here, new: never a folder (or a link planted in its place) that exists already,
+            # so the files cannot be redirected elsewhere.
+            _remove(partial)
+            os.mkdir(partial)
+        except OSError as e:
+            raise _core.VcpusimError(f"cannot write sweep results to {partial}: {e.strerror or e}") from None
         result.write(partial)
         try:
             (partial / SCENARIO_FILE).write_bytes(scenario.text.encode("utf-8"))
@@ -254,11 +295,11 @@ class _SweepDir:
             record = {**self._identity(scenario.source),
                       "files": {n: {"bytes": len(d), "sha256": hashlib.sha256(d).hexdigest()} for n, d in files.items()}}
             (partial / RUN_FILE).write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
-            shutil.rmtree(folder, ignore_errors=True)  # a damaged earlier copy
+            _remove(folder)  # a damaged earlier copy (or a link in its place)
             os.replace(partial, folder)  # atomic: a folder named <key> is always complete
             self._remember(scenario, folder)
         except OSError as e:
-            shutil.rmtree(partial, ignore_errors=True)
+            _remove(partial)
             raise _core.VcpusimError(f"cannot write sweep results to {self.root}: {e.strerror or e}") from None
 
     def write_index(self, scenarios: Sequence[Scenario], results: Sequence[Result | None]) -> None:
