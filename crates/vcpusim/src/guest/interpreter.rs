@@ -5,7 +5,6 @@ use super::kernel_fn::KernelFn;
 use super::mm_sem::MmSemOp;
 use super::thread::{Action, Code, Step, StepQueue};
 use crate::hardware::costs::Costs;
-use crate::hardware::cpumask::IndexMask;
 use crate::ids::ThreadId;
 use crate::time::Nanos;
 use crate::workload::program::Op;
@@ -121,12 +120,9 @@ impl GuestKernel {
             ]),
             Op::Progress => steps.push_back(Step::Do(Action::Progress)),
             Op::SockRecv { len } => steps.push_back(Step::Do(Action::SockRecv { len })),
-            // The system call's entry, then the affinity change (a vCPU index past the VM's is
-            // not in the mask: the loader rejects such a mask, `scenario/vm_sections.rs`).
-            Op::SetAffinity(ref cpus) => {
-                let n = self.vcpus.len();
-                let mask = cpus.as_ref().map(|c| IndexMask::from_fn(n, |i| c.contains(&(i as u32))));
-                steps.extend([Step::Run { ns: costs.syscall, func: KernelFn::Syscall }, Step::Do(Action::SetAffinity(mask))]);
+            // The system call's entry, then the affinity change.
+            Op::SetAffinity(k) => {
+                steps.extend([Step::Run { ns: costs.syscall, func: KernelFn::Syscall }, Step::Do(Action::SetAffinity(k))])
             }
             Op::Loop { .. } => unreachable!("loops are compiled away"),
             Op::WorkSteal => unreachable!("fetch_op runs the worker"),

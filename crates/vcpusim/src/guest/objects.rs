@@ -94,6 +94,8 @@ pub struct SyncObjects {
     pub kernel_locks: Vec<LockId>,
     /// The program's user-space spinlocks (`Op::SpinLock`), in the same lock table.
     pub user_spinlocks: Vec<LockId>,
+    /// The CPU masks `Op::SetAffinity` sets, over the VM's vCPU indices (`None`: every vCPU).
+    pub cpu_masks: Vec<Option<crate::hardware::cpumask::IndexMask>>,
     /// The address space's mmap_sem, taken by mmap and munmap (guest/mm_sem.rs).
     pub mm_sem: MmSem,
 }

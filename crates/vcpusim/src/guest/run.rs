@@ -507,16 +507,7 @@ impl GuestKernel {
             Action::MmSem(op) => self.mm_sem_action(env, i, t, op),
             Action::Ws(action) => self.ws_action(env, t, action),
             Action::SockRecv { len } => return self.sock_recv(env, i, t, len),
-            Action::SetAffinity(ref mask) => {
-                // Moved off this vCPU: the destination gets its reschedule IPI from here (the
-                // stopper's `__migrate_task` -> `check_preempt_curr` on the destination's rq),
-                // sent as the tick's balancing IPI is, without an IPI-send step of its own.
-                if let Some(to) = self.set_affinity(env.threads, i, t, mask.clone()) {
-                    let mut targets = self.scratch.ipi_targets();
-                    targets.push(to);
-                    return Some(Next::Exit(Exit::IpiSend { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0 }));
-                }
-            }
+            Action::SetAffinity(k) => return self.set_affinity_action(env, i, t, k),
             Action::Progress => {
                 self.stats.progress += 1;
                 if self.finished_at.is_none() && self.iterations.is_some_and(|n| self.stats.progress >= n) {
@@ -526,6 +517,21 @@ impl GuestKernel {
             }
         }
         None
+    }
+
+    /// `Action::SetAffinity(k)` of thread `t` on vCPU `i`. Moved off this vCPU, the thread's
+    /// destination gets its reschedule IPI from here (the stopper's `__migrate_task` ->
+    /// `check_preempt_curr` on the destination's rq), sent as the tick's balancing IPI is,
+    /// without an IPI-send step of its own. Out of `do_action`'s body: rare, and kept from the
+    /// interpreter's hot loop (docs/speed.md).
+    #[cold]
+    #[inline(never)]
+    fn set_affinity_action(&mut self, env: &mut GuestEnv, i: usize, t: ThreadId, k: usize) -> Option<Next> {
+        let mask = self.objects.cpu_masks[k].clone();
+        let to = self.set_affinity(env.threads, i, t, mask)?;
+        let mut targets = self.scratch.ipi_targets();
+        targets.push(to);
+        Some(Next::Exit(Exit::IpiSend { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0 }))
     }
 
     /// After a thread slept or exited: every live thread of an unfinished VM sleeping is a

@@ -168,8 +168,8 @@ pub enum Action {
     QueuePut(ObjIndex),
     QueueGet(ObjIndex),
     /// `sched_setaffinity(0, mask)` after its system call entry (`GuestKernel::set_affinity`):
-    /// the new mask over the VM's vCPU indices (`None`: all).
-    SetAffinity(Option<crate::hardware::cpumask::IndexMask>),
+    /// the new mask is `SyncObjects::cpu_masks[k]`.
+    SetAffinity(ObjIndex),
     /// Under the bucket lock: queue the thread if the futex word still equals `expect`.
     FutexQueue {
         key: FutexKey,

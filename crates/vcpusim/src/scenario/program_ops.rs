@@ -77,10 +77,12 @@ pub fn parse_program(section: &Section, vm_threads: Option<u32>, default_threads
     program.barriers = sizes(section, "barriers", "the number of threads that meet at each barrier")?;
     program.queues = sizes(section, "queues", "the capacity of each queue")?;
     if let Some(names) = section.array("kernel_locks")? {
+        // Each name's first index: the duplicate check is a lookup, not a scan of the names so far.
+        let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::with_capacity(names.len());
         for (i, name) in names.iter().enumerate() {
             match name {
                 Value::String(s) if !s.trim().is_empty() => {
-                    if let Some(j) = program.kernel_locks.iter().position(|n| n == s) {
+                    if let Some(&j) = seen.get(s.as_str()) {
                         let key = format!("{}[{i}]", section.key("kernel_locks"));
                         return Err(error(
                             file,
@@ -91,6 +93,7 @@ pub fn parse_program(section: &Section, vm_threads: Option<u32>, default_threads
                             ),
                         ));
                     }
+                    seen.insert(s.as_str(), i);
                     program.kernel_locks.push(s.clone())
                 }
                 other => {
@@ -133,7 +136,7 @@ pub fn parse_program(section: &Section, vm_threads: Option<u32>, default_threads
     if lists.is_empty() {
         return Err(error(file, &threads_key, "expected at least one op list, got []"));
     }
-    let reader = OpReader { file, program: &program, vcpus: default_threads };
+    let reader = OpReader { file, program: &program, vcpus: default_threads, masks: Default::default() };
     let mut threads = Vec::with_capacity(lists.len());
     for (t, list) in lists.iter().enumerate() {
         let path = format!("{threads_key}[{t}]");
@@ -141,6 +144,8 @@ pub fn parse_program(section: &Section, vm_threads: Option<u32>, default_threads
         check_mutex_use(file, &path, &ops, &mut BTreeSet::new())?;
         threads.push(ops);
     }
+    let masks = reader.masks.into_inner();
+    program.cpu_masks = masks;
     let nthreads = match (threads.len(), vm_threads) {
         (1, n) => n.unwrap_or(default_threads),
         (k, Some(n)) if n as usize != k => {
@@ -303,6 +308,19 @@ struct OpReader<'a> {
     program: &'a Program,
     /// The VM's vCPUs, which a `setaffinity` cpulist indexes.
     vcpus: u32,
+    /// The masks the `setaffinity` ops read so far (`Program::cpu_masks`), each once.
+    masks: std::cell::RefCell<Vec<Option<Vec<u32>>>>,
+}
+
+impl OpReader<'_> {
+    /// The index of `mask` in the program's CPU mask table, added if new.
+    fn mask_index(&self, mask: Option<Vec<u32>>) -> usize {
+        let mut masks = self.masks.borrow_mut();
+        masks.iter().position(|m| *m == mask).unwrap_or_else(|| {
+            masks.push(mask);
+            masks.len() - 1
+        })
+    }
 }
 
 impl OpReader<'_> {
@@ -386,9 +404,9 @@ impl OpReader<'_> {
                 }
             },
             "setaffinity" => match value {
-                Value::String(text) if text.trim() == "all" => Op::SetAffinity(None),
+                Value::String(text) if text.trim() == "all" => Op::SetAffinity(self.mask_index(None)),
                 Value::String(text) => crate::hardware::cpumask::parse_cpulist(text, self.vcpus as usize)
-                    .map(|m| Op::SetAffinity(Some(m.iter().map(|p| p.0).collect())))
+                    .map(|m| Op::SetAffinity(self.mask_index(Some(m.iter().map(|p| p.0).collect()))))
                     .map_err(|m| error(self.file, &key, format!("{m}; here the VM's vCPU indices, 0 to {}", self.vcpus - 1)))?,
                 other => {
                     return Err(error(

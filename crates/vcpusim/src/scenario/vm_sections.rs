@@ -298,25 +298,18 @@ fn builtin_program(
             return Err(section.error_at("params", format!("VM {vm_name:?}: thread {t}'s CPU affinity is empty")));
         }
     }
-    for (t, ops) in program.threads.iter().enumerate() {
-        if let Some(bad) = bad_setaffinity(ops, vcpus) {
+    // The same for the masks the setaffinity ops set.
+    for cpus in &program.cpu_masks {
+        if let Some(bad) = cpus.as_deref().and_then(|c| c.iter().find(|&&i| i >= vcpus)) {
             return Err(
-                section.error_at("params", format!("VM {vm_name:?}: thread {t}'s setaffinity op {bad}, but the VM has vcpus = {vcpus}"))
+                section.error_at("params", format!("VM {vm_name:?}: a setaffinity op names vCPU {bad}, but the VM has vcpus = {vcpus}"))
             );
+        }
+        if cpus.as_deref().is_some_and(|c| c.is_empty()) {
+            return Err(section.error_at("params", format!("VM {vm_name:?}: a setaffinity op's CPU mask is empty")));
         }
     }
     Ok((program, threads, params))
-}
-
-/// What is wrong with the first `SetAffinity` op of `ops` (loop bodies included) whose mask is
-/// empty or names a vCPU index from `vcpus` on (sched_setaffinity fails with EINVAL there).
-fn bad_setaffinity(ops: &[Op], vcpus: u32) -> Option<String> {
-    ops.iter().find_map(|op| match op {
-        Op::SetAffinity(Some(c)) if c.is_empty() => Some("has an empty mask".to_string()),
-        Op::SetAffinity(Some(c)) => c.iter().find(|&&i| i >= vcpus).map(|bad| format!("names vCPU {bad}")),
-        Op::Loop { body, .. } => bad_setaffinity(body, vcpus),
-        _ => None,
-    })
 }
 
 /// Whether an op list (loop bodies included) has a `Progress` op.

@@ -250,6 +250,11 @@ impl Sim {
             let l = self.guests.add_lock(Spinlock::new(spec.guest.spinlock, name.clone()));
             objects.kernel_locks.push(l);
         }
+        objects.cpu_masks = program
+            .cpu_masks
+            .iter()
+            .map(|m| m.as_ref().map(|c| crate::hardware::cpumask::IndexMask::from_fn(vcpu_ids.len(), |i| c.contains(&(i as u32)))))
+            .collect();
         for (k, kind) in program.spinlocks.iter().enumerate() {
             let l = self.guests.add_lock(Spinlock::new(*kind, format!("user-spinlock-{k}")));
             objects.user_spinlocks.push(l);

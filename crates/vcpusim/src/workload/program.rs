@@ -152,11 +152,13 @@ pub enum Op {
     SockRecv {
         len: u32,
     },
-    /// `sched_setaffinity(0, mask)`: the thread sets its own CPU affinity to these vCPU indices
-    /// of its VM (`None`: all of them), as Linux's `set_cpus_allowed_ptr` does (a system call;
-    /// a thread on a vCPU outside the new mask moves at once to the first vCPU of it,
-    /// `cpumask_any_and`, which gets a reschedule IPI: guest/scheduler.rs `set_affinity`).
-    SetAffinity(Option<Vec<u32>>),
+    /// `sched_setaffinity(0, mask)`: the thread sets its own CPU affinity to
+    /// `Program::cpu_masks[k]` (vCPU indices of its VM; `None`: all of them), as Linux's
+    /// `set_cpus_allowed_ptr` does (a system call; a thread on a vCPU outside the new mask moves
+    /// at once to the first vCPU of it, `cpumask_any_and`, which gets a reschedule IPI:
+    /// guest/scheduler.rs `set_affinity`). The mask is a program table entry, not carried by the
+    /// op, so that the interpreter's steps stay plain data (no drop glue on the hot path).
+    SetAffinity(ObjIndex),
     /// Take user-space spinlock `Program::spinlocks[k]`: a lock word in the program's memory,
     /// taken with an atomic and waited for in a PAUSE loop in user mode (the ticket and
     /// test-and-set locks OpenMP runtimes, spin barriers and servers build), so its waiters spin
@@ -202,6 +204,8 @@ pub struct Program {
     pub kernel_locks: Vec<String>,
     /// The kind of each user-space spinlock `Op::SpinLock` takes (`Ticket` or `TestAndSet`).
     pub spinlocks: Vec<SpinlockKind>,
+    /// The CPU masks `Op::SetAffinity` sets (vCPU indices of the VM; `None`: every vCPU).
+    pub cpu_masks: Vec<Option<Vec<u32>>>,
     /// What one unit of progress means, for the reports.
     pub progress_unit: &'static str,
     /// The computation `Op::WorkSteal` threads share.
@@ -228,6 +232,7 @@ impl Program {
             queues: Vec::new(),
             kernel_locks: Vec::new(),
             spinlocks: Vec::new(),
+            cpu_masks: Vec::new(),
             progress_unit,
             work_stealing: None,
             nic: None,
@@ -252,6 +257,7 @@ impl Program {
                     Op::Syscall { lock: Some(l), .. } => check("kernel lock", *l, p.kernel_locks.len())?,
                     Op::MutexLock(m) | Op::MutexUnlock(m) => check("mutex", *m, p.mutexes)?,
                     Op::SpinLock(k) | Op::SpinUnlock(k) => check("user spinlock", *k, p.spinlocks.len())?,
+                    Op::SetAffinity(k) => check("CPU mask", *k, p.cpu_masks.len())?,
                     Op::Barrier { barrier, .. } | Op::ParsecBarrier { barrier, .. } => {
                         check("barrier", *barrier, p.barriers.len())?;
                         users[*barrier] += 1;
