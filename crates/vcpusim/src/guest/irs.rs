@@ -18,7 +18,10 @@
 //!   sibling's capacity after steal time (`capacity`): Linux 3.x `scale_rt_power`.
 //! - **Migrator.** (1) Load from `rt_avg` including steal: Linux 3.x `update_rq_clock_task`
 //!   (kernel/sched/core.c) adds steal time to `rq->rt_avg` (`sched_rt_avg_update`, with
-//!   CONFIG_PARAVIRT_TIME_ACCOUNTING and NONTASK_POWER), `sched_avg_update` halves it every half
+//!   CONFIG_PARAVIRT_TIME_ACCOUNTING and NONTASK_POWER) where `paravirt_steal_rq_enabled` is set,
+//!   which in 3.x only KVM's guest does (Xen's from Linux 4.8): for a 3.x Xen guest the steal in
+//!   `rt_avg` is the IRS patch's own (slide 8: "rt_avg which considers steal time"; our reading;
+//!   docs/model.md § seed 003). `sched_avg_update` halves it every half
 //!   `sysctl_sched_time_avg` (1000 ms), and `scale_rt_power` (kernel/sched/fair.c) scales a CPU's
 //!   power by `(total - rt_avg) / total`, `total = sched_avg_period() + (clock - age_stamp)`.
 //!   Wake placement then prefers an idle sibling whose capacity is not eaten by steal
