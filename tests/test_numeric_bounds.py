@@ -113,3 +113,38 @@ def test_every_numeric_key_at_its_edges_is_refused_cleanly_or_runs_sanely():
             failures.append(f"{where}: {problem}")
     assert not failures, "\n".join(failures[:30])
     assert refused > 50 and ran > 50, (refused, ran)
+
+
+def test_every_numeric_workload_parameter_at_its_edges_is_refused_cleanly_or_runs_sanely():
+    failures, refused, ran = [], 0, 0
+    for workload in vcpusim.catalog()["workloads"]:
+        for param in workload["params"]:
+            for value in values(param["expected"]):
+                data = base({})
+                data["vm"][0]["workload"] = workload["name"]
+                data["vm"][0]["params"] = {param["name"]: value}
+                where = f"{workload['name']} params.{param['name']} = {value!r}"
+                try:
+                    sc = vcpusim.Scenario.from_dict(data, "edges.toml")
+                except vcpusim.ScenarioError as e:
+                    if "edges.toml" not in str(e):
+                        failures.append(f"{where}: the error names no file: {e}")
+                    refused += 1
+                    continue
+                except Exception as e:
+                    failures.append(f"{where}: {type(e).__name__} from the loader: {e}")
+                    continue
+                try:
+                    result = vcpusim.run(sc)
+                except (vcpusim.LimitError, vcpusim.DeadlockError):
+                    ran += 1
+                    continue
+                except Exception as e:
+                    failures.append(f"{where}: {type(e).__name__} from the run: {e}")
+                    continue
+                ran += 1
+                problem = sane(result, sc)
+                if problem:
+                    failures.append(f"{where}: {problem}")
+    assert not failures, "\n".join(failures[:30])
+    assert refused > 100 and ran > 100, (refused, ran)
