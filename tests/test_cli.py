@@ -492,3 +492,12 @@ def test_run_without_out_prints_the_table_and_writes_nothing(tmp_path):
     traced = run_cli("run", path, "--trace", cwd=tmp_path)
     assert traced.returncode == 2 and "give --out DIR with --trace" in traced.stderr
     assert set(tmp_path.iterdir()) == before
+
+
+def test_a_quiet_sweep_prints_nothing_but_writes_its_table(cli, small_toml, tmp_path):
+    done = cli("sweep", small_toml, "--out", tmp_path / "s", "--grid", "seed=[1,2]", "-q", "-j", "1")
+    assert done.returncode == 0, done.stderr
+    assert (done.stdout, done.stderr) == ("", ""), (done.stdout, done.stderr)
+    assert (tmp_path / "s" / "sweep.csv").is_file()
+    loud = cli("sweep", small_toml, "--out", tmp_path / "s", "--grid", "seed=[1,2]", "-j", "1")
+    assert "2 saved earlier" in loud.stderr and "wrote" in loud.stdout

@@ -265,7 +265,7 @@ def sweep(
     ray_address: Optional[str] = typer.Option(None, "--ray", metavar="ADDRESS", help="Run on this Ray cluster (auto, ray://host:10001) instead of local processes; needs vcpusim[ray]."),
     trace: bool = typer.Option(False, "--trace", help="Also write each run's trace.json (under DIR/runs/)."),
     check: bool = typer.Option(False, "--check", help="Check engine invariants after every event (slow)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no summary lines (warnings and errors still print)."),
 ) -> None:
     """Run every combination of the [sweep] table's values (or --grid's) and write one table, a row
     per run and VM. Runs are saved as they finish: run it again after a crash or Ctrl-C and only
@@ -295,8 +295,9 @@ def sweep(
         check_writable(out, "sweep results")
         record = _SweepDir(out / RUNS_DIR, trace, check)
         saved = sum(record.folder(s).is_dir() for _, s in cases)
-        print(f"sweep {file}: {len(cases)} runs over {', '.join(f'{k} ({len(v)})' for k, v in axes.items())}; "
-              f"{saved} saved earlier", file=sys.stderr)
+        if not quiet:
+            print(f"sweep {file}: {len(cases)} runs over {', '.join(f'{k} ({len(v)})' for k, v in axes.items())}; "
+                  f"{saved} saved earlier", file=sys.stderr)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
@@ -309,7 +310,8 @@ def sweep(
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
     written = [out / TABLE_CSV] + ([out / TABLE_PARQUET] if (out / TABLE_PARQUET).exists() else [])
-    print(f"wrote {', '.join(map(str, written))} ({len(table)} rows)")
+    if not quiet:
+        print(f"wrote {', '.join(map(str, written))} ({len(table)} rows)")
 
 
 @app.command(cls=_Command)
