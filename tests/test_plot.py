@@ -71,3 +71,23 @@ def test_notebooks_show_results_and_scenarios_as_html(traced):
     scenario = vcpusim.Scenario(SMALL_SCENARIO, "small<1>.toml")
     html = scenario._repr_html_()
     assert "vcpusim scenario" in html and "small&lt;1&gt;.toml" in html and "[[vm]]" in html
+
+
+def test_a_trace_cut_at_its_cap_keeps_the_open_slices_and_marks_the_cut():
+    import warnings as w
+
+    with w.catch_warnings():
+        w.simplefilter("ignore", vcpusim.TraceCutWarning)
+        cut = vcpusim.run(vcpusim.Scenario(SMALL_SCENARIO, "small.toml"), trace_max_events=2000)
+    doc = json.loads(cut.trace_json)
+    at = doc["otherData"]["complete_until_ns"]
+    assert at is not None and doc["otherData"]["dropped_events"] > 0
+    marks = [e for e in doc["traceEvents"] if e.get("name") == "trace cut"]
+    assert len(marks) == 1 and marks[0]["s"] == "g" and marks[0]["ts"] == pytest.approx(at / 1e3)
+    # Every pCPU busy at the cut keeps a slice up to it: the pCPU track of the host (pid 0)
+    # is not empty past the last slice that closed before the cut.
+    ends = [e["ts"] + e["dur"] for e in doc["traceEvents"] if e.get("ph") == "X" and e["pid"] == 0]
+    assert max(ends) == pytest.approx(at / 1e3), (max(ends), at / 1e3)
+    assert all(e <= at / 1e3 + 1e-9 for e in ends)
+    ax = cut.plot.timeline()
+    assert any("trace cut" in t.get_text() for t in ax.get_legend().get_texts())

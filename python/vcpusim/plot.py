@@ -129,7 +129,9 @@ class ResultPlots:
         if tracks not in ("pcpus", "vcpus"):
             raise ValueError(f"plot.timeline: tracks: expected \"pcpus\" or \"vcpus\", got {tracks!r}")
         lo, hi = _seconds(start, "start"), _seconds(end, "end")
-        events = json.loads(trace)["traceEvents"]
+        doc = json.loads(trace)
+        events = doc["traceEvents"]
+        cut_ns = (doc.get("otherData") or {}).get("complete_until_ns")
         processes = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
         threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("name") == "thread_name"}
         rows: dict[tuple[int, int], list] = {}
@@ -172,10 +174,16 @@ class ResultPlots:
             ax.set_xlim(left=lo, right=hi)
         ax.set_xlabel("simulated time (s)")
         ax.set_title("pCPUs (colour: VM)" if tracks == "pcpus" else "vCPUs (colour: state)")
+        from matplotlib.lines import Line2D
         from matplotlib.patches import Patch
 
-        ax.legend(handles=[Patch(color=c, label=k) for k, c in used.items()], fontsize="small",
-                  loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        handles = [Patch(color=c, label=k) for k, c in used.items()]
+        if cut_ns is not None:
+            # The trace hit its event cap here: the slices open then end at the line, and
+            # nothing after it was recorded (not idle: unknown).
+            ax.axvline(cut_ns / 1e9, color="black", linestyle="--", linewidth=1)
+            handles.append(Line2D([], [], color="black", linestyle="--", label="trace cut: nothing recorded after"))
+        ax.legend(handles=handles, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
         return ax
 
 

@@ -31,7 +31,8 @@
 //!
 //! Timestamps are microseconds with ns precision. A trace keeps at most `max` records (slices,
 //! instants, counter values; [`DEFAULT_MAX_EVENTS`]): past that it counts what it drops and
-//! remembers until when it is complete, so the caller can warn. A window (`--trace-from/--trace-to`)
+//! remembers until when it is complete (the cut), so the caller can warn; the slices open at the
+//! cut are kept, ended there, and a global `trace cut` instant marks it. A window (`--trace-from/--trace-to`)
 //! keeps only what overlaps `[from, to)`, slices clipped to it (a counter's first value inside the
 //! window is its first change there), so a late stretch of a long run fits under the cap. The
 //! first line of the JSON carries `otherData` (dropped count, complete-until time, window, and the
@@ -239,14 +240,32 @@ impl TraceSink {
         self.span_with(pid, tid, name, start, end, &[]);
     }
 
-    /// A slice with args (key, JSON value).
+    /// A slice with args (key, JSON value). Past the cap, a slice that was open at the cut
+    /// (`complete_until`: it started before it) is still recorded, ended at the cut, so that
+    /// what ran at the cut does not vanish from its track (a busy pCPU would look idle); its
+    /// part after the cut counts as dropped. A track has one open slice at a time (two for a
+    /// vCPU: its activity and its off state), so these records beyond the cap are bounded by
+    /// the tracks.
     pub fn span_with(&mut self, pid: u32, tid: u32, name: &str, start: Nanos, end: Nanos, args: &[(&str, serde_json::Value)]) {
         let (start, end) = match self.window {
             Some((from, to)) => (start.max(from), end.min(to)),
             None => (start, end),
         };
-        if end > start && self.room(end) {
+        if end <= start {
+            return;
+        }
+        if self.room(end) {
             self.recs.push(Rec::Span { pid, tid, name: name.to_string(), start, dur: end - start, args: args_text(args), flow: None });
+        } else if let Some(cut) = self.complete_until.filter(|&cut| start < cut) {
+            self.recs.push(Rec::Span {
+                pid,
+                tid,
+                name: name.to_string(),
+                start,
+                dur: cut.min(end) - start,
+                args: args_text(args),
+                flow: None,
+            });
         }
     }
 
@@ -444,6 +463,13 @@ impl TraceSink {
             .expect("writing to a String cannot fail");
         }
         let with_args = |args: &str| if args.is_empty() { String::new() } else { format!(",\"args\":{args}") };
+        if let Some(cut) = self.complete_until {
+            // The cut, on every track (a global instant): nothing after it was recorded.
+            sep(&mut out);
+            let args = format!("{{\"dropped_events\":{}}}", self.dropped);
+            write!(out, "{{\"ph\":\"i\",\"s\":\"g\",\"name\":\"trace cut\",\"pid\":0,\"tid\":0,\"ts\":{}{}}}", us(cut), with_args(&args))
+                .expect("writing to a String cannot fail");
+        }
         for r in &self.recs {
             if let Rec::FlowV1 { id, end: false, .. } = r {
                 if !self.finished_handoffs.contains(id) {
@@ -522,9 +548,11 @@ mod tests {
         let json = t.to_json(&[("seed", 7.into())]);
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         let evs = v["traceEvents"].as_array().unwrap();
-        assert_eq!(evs.len(), 4);
-        assert_eq!(evs[2]["ts"].as_f64().unwrap(), 1.5);
-        assert_eq!(evs[2]["dur"].as_f64().unwrap(), 2.5);
+        // Two names, the cut's marker (the cap was reached), the slice, the first instant.
+        assert_eq!(evs.len(), 5);
+        assert_eq!((evs[2]["name"].as_str(), evs[2]["ts"].as_f64()), (Some("trace cut"), Some(2.0)));
+        assert_eq!(evs[3]["ts"].as_f64().unwrap(), 1.5);
+        assert_eq!(evs[3]["dur"].as_f64().unwrap(), 2.5);
         assert_eq!(v["otherData"]["dropped_events"], 1);
         assert_eq!(v["otherData"]["complete_until_ns"], 2000);
         assert_eq!(v["otherData"]["seed"], 7);
@@ -566,6 +594,44 @@ mod tests {
     fn events(t: &TraceSink) -> Vec<serde_json::Value> {
         let v: serde_json::Value = serde_json::from_str(&t.to_json(&[])).unwrap();
         v["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] != "M").cloned().collect()
+    }
+
+    /// At the cap: the slices open at the cut are kept, ended at the cut (a busy track does not
+    /// look idle after it), later ones are dropped and counted, and a global instant marks it.
+    #[test]
+    fn a_cut_trace_ends_the_slices_open_at_the_cut_and_marks_it() {
+        let mut t = TraceSink::new(2);
+        t.span(0, 0, "a", 0, 10_000);
+        t.span(0, 1, "b", 5_000, 20_000);
+        t.span(0, 2, "c", 8_000, 30_000); // the first past the cap: the cut is its end, 30 us
+        t.span(0, 0, "d", 25_000, 40_000); // open at the cut: kept, ended at 30 us
+        t.span(0, 1, "e", 35_000, 50_000); // after the cut: dropped
+        t.counter(0, "x", 45_000, 1.0); // after the cut: dropped
+        let got: Vec<(String, String, f64, f64)> = events(&t)
+            .iter()
+            .map(|e| {
+                (
+                    e["ph"].as_str().unwrap().into(),
+                    e["name"].as_str().unwrap().into(),
+                    e["ts"].as_f64().unwrap(),
+                    e["dur"].as_f64().unwrap_or(0.0),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("i".into(), "trace cut".into(), 30.0, 0.0),
+                ("X".into(), "a".into(), 0.0, 10.0),
+                ("X".into(), "b".into(), 5.0, 15.0),
+                ("X".into(), "c".into(), 8.0, 22.0),
+                ("X".into(), "d".into(), 25.0, 5.0),
+            ]
+        );
+        let v: serde_json::Value = serde_json::from_str(&t.to_json(&[])).unwrap();
+        assert_eq!((v["otherData"]["complete_until_ns"].as_u64(), v["otherData"]["dropped_events"].as_u64()), (Some(30_000), Some(4)));
+        let cut = &v["traceEvents"].as_array().unwrap().iter().find(|e| e["name"] == "trace cut").unwrap().clone();
+        assert_eq!((cut["s"].as_str(), cut["args"]["dropped_events"].as_u64()), (Some("g"), Some(4)));
     }
 
     #[test]
