@@ -227,6 +227,11 @@ pub struct Hybrid {
     con_head: Vec<bool>,
     /// A run queue's copy for `plan_slot` pass 3, kept between slots.
     queue_copy: Vec<VcpuId>,
+    /// Algorithm 1's loads of the vCPUs with an index below `.0` (what [`Self::loads`] gives for
+    /// them), kept while the vCPUs are inserted in index order, so that placing each costs the
+    /// vCPUs since the last one rather than all before it (setup linear in vCPUs, not
+    /// quadratic); dropped when a home or a weight changes (`forget_loads`).
+    insert_loads: Option<(usize, Vec<u128>)>,
 }
 
 impl Hybrid {
@@ -247,6 +252,7 @@ impl Hybrid {
             alloc_scratch: allocation::Scratch::default(),
             con_head: Vec::new(),
             queue_copy: Vec::new(),
+            insert_loads: None,
         }
     }
 
@@ -300,6 +306,7 @@ impl Hybrid {
         if self.vcpus[v.idx()].home == p {
             return;
         }
+        self.forget_loads();
         if self.vcpus[v.idx()].awake {
             self.migrate(v, p);
         } else {
@@ -392,11 +399,12 @@ impl Hybrid {
     /// The pCPUs homing a sibling placed earlier are marked in one pass over the VM's vCPUs, not
     /// looked up in the VM for each pCPU (that is O(P x V) a vCPU: inserting a concurrent VM as
     /// wide as its 1,024-pCPU host that way takes 0.7 s, 8x per doubling).
-    fn initial_home(&self, host: &HostView, v: VcpuId) -> Option<PcpuId> {
+    fn initial_home(&mut self, host: &HostView, v: VcpuId) -> Option<PcpuId> {
         let vm = host.vcpu(v).vm;
         let concurrent = self.is_concurrent(host, vm);
         let placed = |w: &VcpuId| w.idx() < v.idx();
-        let loads = self.loads(host, placed);
+        let loads = self.loads_below(host, v.idx());
+        debug_assert_eq!(loads, self.loads(host, placed), "the kept insertion loads are loads() of the vCPUs before {v}");
         let mut homed = vec![false; if concurrent { loads.len() } else { 0 }];
         if concurrent {
             for s in host.vm(vm).vcpus.iter().filter(|s| **s != v && placed(s)) {
@@ -419,6 +427,27 @@ impl Hybrid {
         loads
     }
 
+    /// [`Self::loads`] of the vCPUs with an index below `upto`, from `insert_loads` advanced over
+    /// the vCPUs since its last use (rebuilt from nothing when `upto` went back).
+    fn loads_below(&mut self, host: &HostView, upto: usize) -> Vec<u128> {
+        let n = self.pcpus.len().max(host.pcpus.len());
+        let (from, mut loads) = match self.insert_loads.take() {
+            Some((from, loads)) if from <= upto && loads.len() == n => (from, loads),
+            _ => (0, vec![0u128; n]),
+        };
+        for info in host.vcpus[from.min(host.vcpus.len())..upto.min(host.vcpus.len())].iter().filter(|info| host.owns_vcpu(info.id)) {
+            let weight = self.vms[info.vm.idx()].weight;
+            loads[self.vcpus[info.id.idx()].home.idx()] += ((weight as u128) << 32) / host.vm(info.vm).vcpus.len() as u128;
+        }
+        self.insert_loads = Some((upto, loads.clone()));
+        loads
+    }
+
+    /// A home or a weight changed: the kept insertion loads are stale.
+    fn forget_loads(&mut self) {
+        self.insert_loads = None;
+    }
+
     /// Insert `v` into its home run queue after every vCPU of at least its PE.
     fn enqueue(&mut self, v: VcpuId) {
         let p = self.vcpus[v.idx()].home.idx();
@@ -439,6 +468,7 @@ impl Hybrid {
 
     /// Move a (not running) vCPU to `p`'s run queue (Algorithm 4 line 12).
     fn migrate(&mut self, v: VcpuId, p: PcpuId) {
+        self.forget_loads();
         self.dequeue(v);
         self.vcpus[v.idx()].home = p;
         self.enqueue(v);
@@ -649,6 +679,7 @@ impl Hybrid {
         }
         let d = &mut self.vms[vm.idx()];
         (d.weight, d.vm_type, d.u_factor) = (sched.weight, sched.vm_type, sched.u_factor);
+        self.insert_loads = None;
         if !std::mem::replace(&mut d.adjusted, true) {
             return;
         }
