@@ -53,7 +53,8 @@ def test_timeline_draws_the_traced_window_per_pcpu_and_per_vcpu(traced):
     assert bars == len(slices) > 10, "one bar per slice on the pCPUs"
     ax = traced.plot.timeline(start="105ms", end=0.11, tracks="vcpus")
     assert len(ax.get_yticklabels()) == 6  # 4 + 1 + 1 vCPUs
-    assert ax.get_xlim() == pytest.approx((0.105, 0.11))
+    # A 5 ms window reads in milliseconds.
+    assert ax.get_xlim() == pytest.approx((105.0, 110.0)) and ax.get_xlabel() == "simulated time (ms)"
     states = {t.get_text() for t in ax.get_legend().get_texts()}
     assert states & {"runnable: preempted", "halted"} and states & {"user", "kernel", "spin"}
     with pytest.raises(ValueError, match="needs a traced run"):
@@ -91,3 +92,35 @@ def test_a_trace_cut_at_its_cap_keeps_the_open_slices_and_marks_the_cut():
     assert all(e <= at / 1e3 + 1e-9 for e in ends)
     ax = cut.plot.timeline()
     assert any("trace cut" in t.get_text() for t in ax.get_legend().get_texts())
+
+
+def test_saved_plots_keep_their_legends_and_share_colours(traced, tmp_path):
+    from matplotlib.colors import to_hex
+
+    from vcpusim.plot import ACTIVITY_COLOURS, VCPU_STATE_COLOURS
+
+    for name, ax in (("breakdown", traced.plot.breakdown()), ("timeline", traced.plot.timeline(tracks="vcpus")),
+                     ("shares", traced.plot.shares())):
+        fig = ax.figure
+        path = tmp_path / f"{name}.png"
+        fig.savefig(path)
+        renderer = fig.canvas.get_renderer()
+        box = ax.get_legend().get_window_extent(renderer)
+        figure = fig.bbox
+        assert box.x0 >= figure.x0 - 1 and box.x1 <= figure.x1 + 1 and box.y0 >= figure.y0 - 1, f"{name}'s legend is cut off"
+    # The breakdown's user bars are the timeline's user colour.
+    ax = traced.plot.breakdown()
+    user = [p for p in ax.patches if p.get_label() == "user" or p.get_label() == "_nolegend_"][0]
+    assert to_hex(user.get_facecolor()) == to_hex(ACTIVITY_COLOURS["user"])
+    # Not running is never an activity's colour, and halted shows on white.
+    idle = {VCPU_STATE_COLOURS[k] for k in VCPU_STATE_COLOURS if k not in ACTIVITY_COLOURS}
+    assert not idle & set(ACTIVITY_COLOURS.values())
+    assert to_hex(VCPU_STATE_COLOURS["halted"]) not in ("#ffffff", "#f5f5f5")
+    # A VM has one colour in the timeline and in the shares plot.
+    timeline = traced.plot.timeline()
+    shares = traced.plot.shares()
+    by_vm = {t.get_text(): h.get_facecolor() for t, h in zip(timeline.get_legend().get_texts(), timeline.get_legend().legend_handles)}
+    for line in shares.get_lines():
+        if line.get_label() in by_vm:
+            assert to_hex(line.get_color()) == to_hex(by_vm[line.get_label()])
+    plt.close("all")

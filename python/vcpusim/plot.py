@@ -14,19 +14,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from .api import Result, Scenario
 
-#: vms.csv's time columns that split each VM's CPU time (they sum to ``cpu_time_ms``), in the
-#: order the breakdown stacks them, with their legend labels.
-BREAKDOWN_COLUMNS = (
-    ("user_time_ms", "user"),
-    ("kernel_time_ms", "kernel"),
-    ("spin_time_ms", "spin (kernel spinlocks)"),
-    ("user_spin_ms", "spin (user)"),
-    ("tlb_wait_ms", "TLB-shootdown wait"),
-    ("irq_time_ms", "interrupts"),
-    ("overhead_ms", "hypervisor overhead"),
-)
-#: What the vCPU rows of a timeline show for each state slice of the trace (metrics/trace.rs).
-VCPU_STATE_COLOURS = {
+#: One colour per activity, the same in every plot (the breakdown's bars, the timeline's vCPU
+#: rows).
+ACTIVITY_COLOURS = {
     "user": "tab:green",
     "kernel": "tab:blue",
     "spin": "tab:red",
@@ -34,11 +24,28 @@ VCPU_STATE_COLOURS = {
     "tlb-wait": "tab:orange",
     "irq": "tab:purple",
     "overhead": "tab:gray",
-    "runnable: preempted": "gold",
-    "runnable: yielded": "khaki",
-    "runnable: woken": "wheat",
-    "runnable: starting": "wheat",
-    "halted": "whitesmoke",
+}
+#: vms.csv's time columns that split each VM's CPU time (they sum to ``cpu_time_ms``), in the
+#: order the breakdown stacks them, with their legend labels and activities.
+BREAKDOWN_COLUMNS = (
+    ("user_time_ms", "user", "user"),
+    ("kernel_time_ms", "kernel", "kernel"),
+    ("spin_time_ms", "spin (kernel spinlocks)", "spin"),
+    ("user_spin_ms", "spin (user)", "user-spin"),
+    ("tlb_wait_ms", "TLB-shootdown wait", "tlb-wait"),
+    ("irq_time_ms", "interrupts", "irq"),
+    ("overhead_ms", "hypervisor overhead", "overhead"),
+)
+#: What the vCPU rows of a timeline show for each state slice of the trace (metrics/trace.rs):
+#: the activities' colours while it runs; while it does not, colours apart from them and from
+#: each other (runnable ones warm, halted a mid grey that shows on white).
+VCPU_STATE_COLOURS = {
+    **ACTIVITY_COLOURS,
+    "runnable: preempted": "#8c2d04",
+    "runnable: yielded": "#e6ab02",
+    "runnable: woken": "#66c2a5",
+    "runnable: starting": "#66c2a5",
+    "halted": "#9e9e9e",
 }
 #: vms.csv columns a notebook shows for a result.
 HTML_COLUMNS = ("vm", "policy", "vcpus", "cpu_time_ms", "spin_time_ms", "tlb_wait_ms", "lhp_count", "progress",
@@ -56,8 +63,25 @@ def _pyplot():
 def _axes(ax, size):
     if ax is not None:
         return ax
-    _, ax = _pyplot().subplots(figsize=size)
+    # Constrained layout keeps a legend placed beside the axes inside the figure when saved.
+    _, ax = _pyplot().subplots(figsize=size, layout="constrained")
     return ax
+
+
+def _vm_colours(result: "Result") -> dict:
+    """A colour per VM, by its place in the run's VM list: the same VM has the same colour in
+    every plot of the result."""
+    palette = _pyplot().get_cmap("tab10")
+    return {vm: palette(i % 10) for i, vm in enumerate(dict.fromkeys(result.vms["vm"]))}
+
+
+def _time_unit(span_s: float) -> tuple[str, float]:
+    """The unit a time axis spanning ``span_s`` seconds reads best in, and its scale from s."""
+    if span_s < 2e-3:
+        return "us", 1e6
+    if span_s < 2.0:
+        return "ms", 1e3
+    return "s", 1.0
 
 
 def _seconds(value: Any, name: str) -> float | None:
@@ -89,15 +113,15 @@ class ResultPlots:
         vms = self._result.vms
         ax = _axes(ax, (max(5, 0.8 * len(vms) + 2), 4))
         bottom = [0.0] * len(vms)
-        for column, label in BREAKDOWN_COLUMNS:
+        for column, label, activity in BREAKDOWN_COLUMNS:
             if column not in vms:
                 continue
             values = vms[column].astype(float).tolist()
-            ax.bar(vms["vm"], values, bottom=bottom, label=label)
+            ax.bar(vms["vm"], values, bottom=bottom, label=label, color=ACTIVITY_COLOURS[activity])
             bottom = [b + v for b, v in zip(bottom, values)]
         ax.set_ylabel("CPU time (ms)")
         ax.set_title(f"CPU time by activity ({self._result.summary['policy']})")
-        ax.legend(fontsize="small")
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
         return ax
 
     def shares(self, ax=None):
@@ -108,20 +132,26 @@ class ResultPlots:
             raise ValueError("plot.shares needs a CPU-usage time series: set [run] sample_every (say \"100ms\") "
                              "in the scenario, or scenario.replace(sample_every=\"100ms\")")
         ax = _axes(ax, (7, 4))
-        for vm, rows in samples.groupby("vm", sort=False):
-            ax.step(rows["t_s"], rows["share"], where="pre", label=vm)  # each value covers the interval before it
+        colours = _vm_colours(self._result)
+        # Identical VMs draw identical lines: a line style of its own for each keeps them apart.
+        styles = ["-", "--", "-.", ":"]
+        for i, (vm, rows) in enumerate(samples.groupby("vm", sort=False)):
+            ax.step(rows["t_s"], rows["share"], where="pre", label=vm, color=colours.get(vm),
+                    linestyle=styles[i % len(styles)])  # each value covers the interval before it
         ax.set_xlabel("simulated time (s)")
         ax.set_ylabel("share of the host")
         ax.set_ylim(bottom=0)
         ax.set_title("CPU share over time")
-        ax.legend(fontsize="small")
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
         return ax
 
     def timeline(self, start: Any = None, end: Any = None, tracks: str = "pcpus", ax=None):
         """A Gantt chart from the run's trace (run with ``trace=True`` or ``trace_from`` /
         ``trace_to``): ``tracks="pcpus"`` draws one row per pCPU coloured by the VM on it;
         ``"vcpus"`` one row per vCPU coloured by its state (running user/kernel/spin ...,
-        runnable, halted). ``start`` / ``end`` bound the window (seconds, or "1.5s")."""
+        runnable, halted). ``start`` / ``end`` bound the window (seconds, or "1.5s"). The time axis
+        is in the unit of the window drawn: microseconds under 2 ms, milliseconds under 2 s, else
+        seconds (the axis label says which)."""
         trace = self._result.trace_json
         if trace is None:
             raise ValueError("plot.timeline needs a traced run: vcpusim.run(..., trace=True), or trace_from/trace_to "
@@ -151,17 +181,21 @@ class ResultPlots:
         order = sorted(threads) if tracks == "vcpus" else sorted(k for k in threads if k[0] == 0)
         order = [k for k in order if (k[0] == 0) == (tracks == "pcpus")]
         ax = _axes(ax, (10, max(2.5, 0.35 * len(order) + 1)))
-        palette = _pyplot().get_cmap("tab10")
-        vm_colours: dict[str, Any] = {}
+        vm_colours = _vm_colours(self._result)
         used: dict[str, Any] = {}
+        # The time axis in the unit of the window drawn (us, ms or s).
+        drawn = [(t0, t0 + w) for spans in rows.values() for t0, w, _ in spans]
+        first = lo if lo is not None else min((a for a, _ in drawn), default=0.0)
+        last = hi if hi is not None else max((b for _, b in drawn), default=first + 1.0)
+        unit, scale = _time_unit(max(last - first, 0.0))
         for y, key in enumerate(order):
             # One collection per row and colour: a busy window holds many thousands of slices.
             bars: dict[str, list] = {}
             for t0, width, colour_key in rows.get(key, []):
-                bars.setdefault(colour_key, []).append((t0, width))
+                bars.setdefault(colour_key, []).append((t0 * scale, width * scale))
             for colour_key, spans in bars.items():
                 if tracks == "pcpus":
-                    colour = vm_colours.setdefault(colour_key, palette(len(vm_colours) % 10))
+                    colour = vm_colours.get(colour_key, "black")
                 else:
                     colour = VCPU_STATE_COLOURS[colour_key]
                 used.setdefault(colour_key, colour)
@@ -171,8 +205,8 @@ class ResultPlots:
         ax.set_yticklabels(labels)
         ax.invert_yaxis()
         if lo is not None or hi is not None:
-            ax.set_xlim(left=lo, right=hi)
-        ax.set_xlabel("simulated time (s)")
+            ax.set_xlim(left=None if lo is None else lo * scale, right=None if hi is None else hi * scale)
+        ax.set_xlabel(f"simulated time ({unit})")
         ax.set_title("pCPUs (colour: VM)" if tracks == "pcpus" else "vCPUs (colour: state)")
         from matplotlib.lines import Line2D
         from matplotlib.patches import Patch
@@ -181,7 +215,7 @@ class ResultPlots:
         if cut_ns is not None:
             # The trace hit its event cap here: the slices open then end at the line, and
             # nothing after it was recorded (not idle: unknown).
-            ax.axvline(cut_ns / 1e9, color="black", linestyle="--", linewidth=1)
+            ax.axvline(cut_ns / 1e9 * scale, color="black", linestyle="--", linewidth=1)
             handles.append(Line2D([], [], color="black", linestyle="--", label="trace cut: nothing recorded after"))
         ax.legend(handles=handles, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
         return ax
