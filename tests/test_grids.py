@@ -111,7 +111,7 @@ def _cli(*args, **kwargs):
 
 def test_cli_sweep_writes_the_table_and_reports_errors(tmp_path):
     path = _sweep_file(tmp_path)
-    done = _cli("sweep", str(path), "--out", str(tmp_path / "o"), "--grid", "seed=5", "-j", "2", "-q")
+    done = _cli("sweep", str(path), "--out", str(tmp_path / "o"), "--grid", "seed=5", "-j", "2")
     assert done.returncode == 0, done.stderr
     assert "4 runs over host.policy (2), seed (1), vm.parallel.threads (2); 0 saved earlier" in done.stderr
     table = pd.read_csv(tmp_path / "o" / "sweep.csv")
@@ -151,7 +151,7 @@ def test_a_sweep_killed_with_sigkill_resumes_with_only_the_unfinished_runs(tmp_p
     assert 2 <= len(finished) < 8, f"the kill landed mid-sweep ({len(finished)} of 8 saved)"
     assert not (out / "sweep.csv").exists()
 
-    again = _cli("sweep", str(path), "--out", str(out), "-j", "2", "-q")
+    again = _cli("sweep", str(path), "--out", str(out), "-j", "2")
     assert again.returncode == 0, again.stderr
     assert f"8 runs over host.policy (2), seed (2), vm.parallel.threads (2); {len(finished)} saved earlier" in again.stderr
     # The saved runs were reused as they were (not written again); the rest were computed.
