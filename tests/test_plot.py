@@ -124,3 +124,26 @@ def test_saved_plots_keep_their_legends_and_share_colours(traced, tmp_path):
         if line.get_label() in by_vm:
             assert to_hex(line.get_color()) == to_hex(by_vm[line.get_label()])
     plt.close("all")
+
+
+def test_a_sweep_plot_draws_means_with_their_intervals():
+    from vcpusim import plot
+
+    sc = vcpusim.Scenario(SMALL_SCENARIO, "small.toml").replace(duration="50ms")
+    table = vcpusim.sweep(sc, grid={"host.policy": ["cfs", "credit"], "vm.parallel.threads": [2, 4], "seed": [1, 2, 3]},
+                          processes=1)
+    par = table[table["vm"] == "parallel"]
+    ax = plot.sweep(par, x="vm.parallel.threads", y="cpu_time_ms", hue="host.policy")
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["cfs, parallel", "credit, parallel"]
+    agg = vcpusim.aggregate(par, ["host.policy", "vm.parallel.threads"], ["cpu_time_ms"])
+    for container, policy in zip(ax.containers, ["cfs", "credit"]):
+        line, _, (bars,) = container.lines
+        rows = agg[agg["host.policy"] == policy].sort_values("vm.parallel.threads")
+        assert list(line.get_xdata()) == [2, 4]
+        assert list(line.get_ydata()) == pytest.approx(rows["cpu_time_ms_mean"].tolist())
+        spans = [seg[:, 1] for seg in bars.get_segments()]
+        assert [s.min() for s in spans] == pytest.approx(rows["cpu_time_ms_lo"].tolist())
+        assert [s.max() for s in spans] == pytest.approx(rows["cpu_time_ms_hi"].tolist())
+    with pytest.raises(KeyError, match="plot.sweep: y: no column 'nope'"):
+        plot.sweep(par, x="vm.parallel.threads", y="nope")
+    plt.close("all")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from .api import Result, Scenario
@@ -219,6 +219,40 @@ class ResultPlots:
             handles.append(Line2D([], [], color="black", linestyle="--", label="trace cut: nothing recorded after"))
         ax.legend(handles=handles, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
         return ax
+
+
+def sweep(table, x: str, y: str, hue: str | None = None, by: Sequence[str] = ("vm",), ax=None):
+    """A sweep's ``y`` against ``x``: one line per ``hue`` value (and per VM, ``by``), each point
+    the mean over the rows that share it (the seeds) with its 95% Student-t interval as an error
+    bar (:func:`vcpusim.aggregate`, the experiment ledgers' interval). ``table`` is a sweep's
+    table (``vcpusim.sweep`` or ``sweep.csv`` read with pandas); ``x``, ``y`` and ``hue`` are its
+    columns (a grid key such as ``"host.policy"`` or a result column such as ``"cpu_time_ms"``).
+    Returns the matplotlib ``Axes``."""
+    import pandas as pd
+
+    from .grids import aggregate
+
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"plot.sweep: table: expected a sweep's table (a pandas DataFrame), got {type(table).__name__}")
+    groups = [c for c in (hue, *by) if c is not None and c in table.columns and c != x]
+    for name, column in (("x", x), ("y", y), ("hue", hue)):
+        if column is not None and column not in table.columns:
+            raise KeyError(f"plot.sweep: {name}: no column {column!r} in the table")
+    agg = aggregate(table, [*groups, x], [y])
+    ax = _axes(ax, (7, 4))
+    styles = ["-", "--", "-.", ":"]
+    for i, (key, rows) in enumerate(agg.groupby(groups, sort=False) if groups else [((), agg)]):
+        rows = rows.sort_values(x)
+        lo, hi = rows[f"{y}_lo"], rows[f"{y}_hi"]
+        err = [(rows[f"{y}_mean"] - lo).fillna(0).clip(lower=0), (hi - rows[f"{y}_mean"]).fillna(0).clip(lower=0)]
+        label = ", ".join(str(k) for k in (key if isinstance(key, tuple) else (key,)))
+        ax.errorbar(rows[x], rows[f"{y}_mean"], yerr=err, label=label or y, capsize=3,
+                    linestyle=styles[i % len(styles)], marker="o", markersize=3)
+    ax.set_xlabel(x)
+    ax.set_ylabel(f"{y} (mean, 95% interval)")
+    if groups:
+        ax.legend(fontsize="small", title=", ".join(groups), loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return ax
 
 
 def result_html(result: "Result") -> str:
