@@ -29,7 +29,6 @@ from vcpusim.stats import (  # noqa: F401  (re-exported: the protocol's vocabula
     CONFIDENCE,
     NO_ESTIMATE,
     Estimate,
-    _moments,
     beyond_noise,
     change,
     relative,

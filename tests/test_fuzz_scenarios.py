@@ -7,6 +7,8 @@ from types import SimpleNamespace
 
 import pandas as pd
 
+from vcpusim.runs import implausible
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
 import fuzz_scenarios  # noqa: E402
 
@@ -20,12 +22,19 @@ def test_the_first_300_mutants_are_refused_cleanly_or_run_sanely():
     assert kinds == {"refused", "sane"}, kinds
 
 
-def test_a_mutant_is_its_seed_and_impossible_results_are_told():
+def test_a_mutant_is_its_seed():
     docs = fuzz_scenarios.load_sources()
     assert fuzz_scenarios.mutant(7, docs) == fuzz_scenarios.mutant(7, docs)
     assert fuzz_scenarios.mutant(7, docs) != fuzz_scenarios.mutant(8, docs)
+
+
+def test_impossible_results_are_told():
     scenario = SimpleNamespace(info={"pcpus": 2}, duration_ns=10_000_000)
-    ok = SimpleNamespace(vms=pd.DataFrame({"vm": ["a"], "cpu_time_ms": [20.0], "cpu_share": [1.0]}))
-    too_much = SimpleNamespace(vms=pd.DataFrame({"vm": ["a"], "cpu_time_ms": [20.5], "cpu_share": [1.0]}))
-    assert fuzz_scenarios.sane(ok, scenario) is None
-    assert "cpu_time_ms 20.5" in fuzz_scenarios.sane(too_much, scenario)
+
+    def result(cpu_time_ms, cpu_share):
+        return SimpleNamespace(vms=pd.DataFrame({"vm": ["a"], "cpu_time_ms": [cpu_time_ms], "cpu_share": [cpu_share]}))
+
+    assert implausible(result(20.0, 1.0), scenario) is None
+    assert "cpu_time_ms 20.5" in implausible(result(20.5, 1.0), scenario)
+    assert "cpu_time_ms nan" in implausible(result(float("nan"), 1.0), scenario)
+    assert "cpu_share 1.5" in implausible(result(10.0, 1.5), scenario)

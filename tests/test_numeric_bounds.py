@@ -1,15 +1,19 @@
 """Every numeric scenario key at its edges and beyond (0, 1, the largest integers, 1e300, 1e-300,
 NaN, infinity, negative): the loader refuses the value with a clean error, or the run ends with a
-clean error (its event cap) or with results that are possible (finite times, no VM given more
-CPU time than the host had). Nothing panics and nothing saturates silently.
+clean error (its event cap) or with results that are possible. Nothing panics and nothing
+saturates silently. Each case goes through the scenario fuzzer's classifier
+(benches/fuzz_scenarios.py `classify_doc`), the same test as its mutants.
 
 The keys come from vcpusim.catalog(), so a numeric key added later is walked too."""
 
 import math
-
-import pytest
+import sys
+from pathlib import Path
 
 import vcpusim
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
+import fuzz_scenarios  # noqa: E402
 
 #: Each section the walk covers: where its table goes, and what the scenario needs for the
 #: section to be read (an overlay, a policy).
@@ -67,84 +71,49 @@ def cases():
                 yield section, key["name"], value
 
 
-def sane(result, scenario) -> str | None:
-    capacity_ms = scenario.info["pcpus"] * scenario.duration_ns / 1e6
-    for row in result.vms.itertuples():
-        if not (math.isfinite(row.cpu_time_ms) and 0 <= row.cpu_time_ms <= capacity_ms * 1.000001 + 0.001):
-            return f"VM {row.vm}: cpu_time_ms {row.cpu_time_ms} with {capacity_ms} ms of pCPU time"
-        if not (math.isfinite(row.cpu_share) and 0 <= row.cpu_share <= 1.000001):
-            return f"VM {row.vm}: cpu_share {row.cpu_share}"
-    return None
+def walk(cases) -> tuple[list[str], int, int]:
+    """Each (label, scenario dict) through the fuzzer's classifier: the failures, and how many
+    were refused and how many ran."""
+    failures, counts = [], {"refused": 0, "sane": 0}
+    for where, data in cases:
+        kind, what = fuzz_scenarios.classify_doc(data, "edges.toml")
+        if kind == "failure":
+            failures.append(f"{where}: {what}")
+        else:
+            counts[kind] += 1
+    return failures, counts["refused"], counts["sane"]
+
+
+def with_key(section: str, name: str, value) -> dict:
+    """The base scenario of ``section`` with its key ``name`` set to ``value``."""
+    path, needs = SECTIONS[section]
+    data = base(needs)
+    table = data["vm"][0] if path[0] == "vm0" else data
+    for part in path[1:] if path[0] == "vm0" else path:
+        table = table.setdefault(part, {})
+    table[name] = value
+    return data
 
 
 def test_every_numeric_key_at_its_edges_is_refused_cleanly_or_runs_sanely():
-    failures, refused, ran = [], 0, 0
-    for section, name, value in cases():
-        path, needs = SECTIONS[section]
-        data = base(needs)
-        table = data["vm"][0] if path[0] == "vm0" else data
-        for part in path[1:] if path[0] == "vm0" else path:
-            table = table.setdefault(part, {})
-        if section == "run" and name == "max_events":
-            continue  # the walk's own guard against runs without end
-        table[name] = value
-        where = f"{section}.{name} = {value!r}"
-        try:
-            sc = vcpusim.Scenario.from_dict(data, "edges.toml")
-        except vcpusim.ScenarioError as e:
-            if "edges.toml" not in str(e):
-                failures.append(f"{where}: the error names no file: {e}")
-            refused += 1
-            continue
-        except Exception as e:  # anything else escaped the loader
-            failures.append(f"{where}: {type(e).__name__} from the loader: {e}")
-            continue
-        try:
-            result = vcpusim.run(sc)
-        except (vcpusim.LimitError, vcpusim.DeadlockError):
-            ran += 1  # a clean stop: the event cap, or a program that cannot go on
-            continue
-        except Exception as e:
-            failures.append(f"{where}: {type(e).__name__} from the run: {e}")
-            continue
-        ran += 1
-        problem = sane(result, sc)
-        if problem:
-            failures.append(f"{where}: {problem}")
+    # [run] max_events is the walk's own guard against runs without end.
+    failures, refused, ran = walk((f"{section}.{name} = {value!r}", with_key(section, name, value))
+                                  for section, name, value in cases() if (section, name) != ("run", "max_events"))
     assert not failures, "\n".join(failures[:30])
     assert refused > 50 and ran > 50, (refused, ran)
 
 
-def test_every_numeric_workload_parameter_at_its_edges_is_refused_cleanly_or_runs_sanely():
-    failures, refused, ran = [], 0, 0
+def workload_cases():
     for workload in vcpusim.catalog()["workloads"]:
         for param in workload["params"]:
             for value in values(param["expected"]):
                 data = base({})
                 data["vm"][0]["workload"] = workload["name"]
                 data["vm"][0]["params"] = {param["name"]: value}
-                where = f"{workload['name']} params.{param['name']} = {value!r}"
-                try:
-                    sc = vcpusim.Scenario.from_dict(data, "edges.toml")
-                except vcpusim.ScenarioError as e:
-                    if "edges.toml" not in str(e):
-                        failures.append(f"{where}: the error names no file: {e}")
-                    refused += 1
-                    continue
-                except Exception as e:
-                    failures.append(f"{where}: {type(e).__name__} from the loader: {e}")
-                    continue
-                try:
-                    result = vcpusim.run(sc)
-                except (vcpusim.LimitError, vcpusim.DeadlockError):
-                    ran += 1
-                    continue
-                except Exception as e:
-                    failures.append(f"{where}: {type(e).__name__} from the run: {e}")
-                    continue
-                ran += 1
-                problem = sane(result, sc)
-                if problem:
-                    failures.append(f"{where}: {problem}")
+                yield f"{workload['name']} params.{param['name']} = {value!r}", data
+
+
+def test_every_numeric_workload_parameter_at_its_edges_is_refused_cleanly_or_runs_sanely():
+    failures, refused, ran = walk(workload_cases())
     assert not failures, "\n".join(failures[:30])
     assert refused > 100 and ran > 100, (refused, ran)

@@ -166,18 +166,23 @@ def _remove(path: Path) -> None:
 
 
 def implausible(result: Result, scenario: Scenario) -> str | None:
-    """What a saved result says that its run cannot have produced, or None: a VM's CPU time
-    negative or beyond what the host's pCPUs had in the run (an edited table whose hashes were
+    """What a result says that its run cannot have produced, or None: a VM's CPU time negative,
+    not a number, or beyond what the host's pCPUs had in the run, or its CPU share outside
+    [0, 1]. The sweep cache refuses such a saved result (an edited table whose hashes were
     recomputed: the cache is no protection against a user who means it, but such values are not
-    served)."""
+    served), and the fuzzers hold every run to it (benches/fuzz_scenarios.py)."""
     capacity_ms = scenario.info["pcpus"] * scenario.duration_ns / 1e6
     try:
-        times = [float(x) for x in result.vms["cpu_time_ms"]]
+        rows = list(zip(result.vms["vm"], (float(x) for x in result.vms["cpu_time_ms"]),
+                        (float(x) for x in result.vms["cpu_share"])))
     except (KeyError, ValueError, TypeError):
-        return "vms.csv has no readable cpu_time_ms"
-    for vm, t in zip(result.vms["vm"], times):
+        return "vms.csv has no readable cpu_time_ms or cpu_share"
+    for vm, t, share in rows:
+        # Written so that NaN fails each test.
         if not (0.0 <= t <= capacity_ms * 1.000001 + 0.001):
             return f"VM {vm}'s cpu_time_ms {t} is outside what {scenario.info['pcpus']} pCPUs had ({capacity_ms:.3f} ms)"
+        if not (0.0 <= share <= 1.000001):
+            return f"VM {vm}'s cpu_share {share} is outside [0, 1]"
     return None
 
 
