@@ -184,17 +184,25 @@ fn metrics_csv_gains_the_overlay_rows_only_in_overlay_runs() {
     assert!(!plain.metrics_csv.contains("preempt_notices"), "no overlay, no overlay rows");
 }
 
-#[test]
-fn the_handler_picks_the_least_waiting_sibling_and_rt_avg_ages_as_linux_3x() {
-    let sc = load_scenario(&scenario(IRS, true, "parsec.streamcluster"), "<irs test>").unwrap();
+/// `text` built (not run) with VM 0's guest emptied, every vCPU with no thread running or
+/// queued, for a test to lay out by hand; with VM 0's vCPU ids and thread ids.
+fn emptied_guest(text: &str) -> (Sim, Vec<vcpusim::ids::VcpuId>, Vec<vcpusim::ids::ThreadId>) {
+    let sc = load_scenario(text, "<irs test>").unwrap();
     let mut sim = Sim::build(&sc, 1, false, true).unwrap();
     let (g, _, _) = sim.drive_guest(0);
-    let ids: Vec<_> = g.vcpus.iter().map(|v| v.id).collect();
+    let ids = g.vcpus.iter().map(|v| v.id).collect();
     let threads = g.threads.clone();
     for gv in g.vcpus.iter_mut() {
         gv.runqueue.clear();
         gv.current = None;
     }
+    (sim, ids, threads)
+}
+
+#[test]
+fn the_handler_picks_the_least_waiting_sibling_and_rt_avg_ages_as_linux_3x() {
+    let (mut sim, ids, threads) = emptied_guest(&scenario(IRS, true, "parsec.streamcluster"));
+    let (g, _, _) = sim.drive_guest(0);
     // vCPU 0 runs thread 0 in user mode and is notified; vCPU 1 runs a thread with one queued;
     // vCPU 2 is idle but runnable in Xen's runstate (preempted); vCPU 3 is idle and not.
     g.vcpus[0].current = Some(threads[0]);
@@ -261,16 +269,9 @@ fn the_migrators_wake_preemption_never_deschedules_a_lock_spinner() {
 /// that halted in its idle loop gets one.
 #[test]
 fn the_tick_hands_threads_only_to_vcpus_in_their_idle_loop() {
-    let text = scenario(IRS, true, "parsec.streamcluster").replace("vcpus = 4\n", "vcpus = 4\nthreads = 5\n");
-    let sc = load_scenario(&text, "<irs test>").unwrap();
-    let mut sim = Sim::build(&sc, 1, false, true).unwrap();
+    let (mut sim, ids, threads) =
+        emptied_guest(&scenario(IRS, true, "parsec.streamcluster").replace("vcpus = 4\n", "vcpus = 4\nthreads = 5\n"));
     let (g, _, _) = sim.drive_guest(0);
-    let ids: Vec<_> = g.vcpus.iter().map(|v| v.id).collect();
-    let threads = g.threads.clone();
-    for gv in g.vcpus.iter_mut() {
-        gv.runqueue.clear();
-        gv.current = None;
-    }
     // vCPU k runs thread k (every sibling is busy when the notice comes); thread 4 is queued
     // behind thread 1 on vCPU 1.
     for (k, gv) in g.vcpus.iter_mut().enumerate() {

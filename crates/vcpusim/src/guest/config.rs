@@ -198,59 +198,67 @@ impl KernelPreset {
         }
     }
 
-    /// The preset's behaviour keys on top of `base` (which keeps its tick and bucket count).
-    pub fn apply(self, base: &GuestConfig) -> GuestConfig {
-        let mut c = base.clone();
+    /// The keys the preset sets, each kernel written as what it changes from the one before it
+    /// (docs/model.md 8 tabulates them with their sources).
+    fn keys(self) -> PresetKeys {
         match self {
             KernelPreset::Linux32 => {
                 let d = GuestConfig::default();
-                c.futex_wake_ipi = d.futex_wake_ipi;
-                c.tlb_targets = d.tlb_targets;
-                c.spinlock = d.spinlock;
-                c.call_function_yield = d.call_function_yield;
-                c.rwsem_spin = d.rwsem_spin;
-                c.pv = d.pv;
+                PresetKeys {
+                    futex_wake_ipi: d.futex_wake_ipi,
+                    tlb_targets: d.tlb_targets,
+                    spinlock: d.spinlock,
+                    call_function_yield: d.call_function_yield,
+                    rwsem_spin: d.rwsem_spin,
+                    pv: d.pv,
+                }
             }
-            KernelPreset::Linux2618 => {
-                let d = GuestConfig::default();
-                c.futex_wake_ipi = FutexWakeIpi::UnderLock;
-                c.tlb_targets = TlbTargets::AllInMask;
-                c.spinlock = SpinlockKind::TestAndSet;
-                c.call_function_yield = false;
-                c.rwsem_spin = false;
-                c.pv = d.pv;
-            }
+            // 3.2's paths with the unfair lock.
+            KernelPreset::Linux2618 => PresetKeys { spinlock: SpinlockKind::TestAndSet, ..KernelPreset::Linux32.keys() },
+            // 3.2's paths with Xen's PV ticket-lock slow path and the call-function yield.
             KernelPreset::Linux313 => {
-                c.futex_wake_ipi = FutexWakeIpi::UnderLock;
-                c.tlb_targets = TlbTargets::AllInMask;
-                c.spinlock = SpinlockKind::PvQueued;
-                c.call_function_yield = true;
-                c.rwsem_spin = false;
-                c.pv = PvFeatures::default();
+                PresetKeys { spinlock: SpinlockKind::PvQueued, call_function_yield: true, ..KernelPreset::Linux32.keys() }
             }
-            KernelPreset::Linux44 => {
-                c.futex_wake_ipi = FutexWakeIpi::AfterUnlock;
-                c.tlb_targets = TlbTargets::AllInMask;
-                c.spinlock = SpinlockKind::PvQueued;
-                c.call_function_yield = true;
-                // 4.4 spins optimistically too; left off here so seed 002's calibrated runs
-                // (E7) keep their mmap_sem (docs/model.md § Linux 6.x guest: rwsem spinning).
-                c.rwsem_spin = false;
-                c.pv = PvFeatures::default();
-            }
-            KernelPreset::Linux6 => {
-                c.futex_wake_ipi = FutexWakeIpi::AfterUnlock;
-                c.tlb_targets = TlbTargets::SkipLazy;
-                c.spinlock = SpinlockKind::PvQueued;
-                c.call_function_yield = false;
-                c.rwsem_spin = true;
-                c.pv = PvFeatures::ALL;
-            }
+            // 3.13's, with wake_q. 4.4 spins optimistically on rwsems too; left off here so seed
+            // 002's calibrated runs (E7) keep their mmap_sem (docs/model.md § Linux 6.x guest:
+            // rwsem spinning).
+            KernelPreset::Linux44 => PresetKeys { futex_wake_ipi: FutexWakeIpi::AfterUnlock, ..KernelPreset::Linux313.keys() },
+            KernelPreset::Linux6 => PresetKeys {
+                futex_wake_ipi: FutexWakeIpi::AfterUnlock,
+                tlb_targets: TlbTargets::SkipLazy,
+                spinlock: SpinlockKind::PvQueued,
+                call_function_yield: false,
+                rwsem_spin: true,
+                pv: PvFeatures::ALL,
+            },
         }
-        // A preset's features are the preset's, not keys the scenario wrote.
-        c.pv_given = PvFeatures::default();
-        c
     }
+
+    /// The preset's behaviour keys on top of `base` (which keeps its tick and bucket count).
+    pub fn apply(self, base: &GuestConfig) -> GuestConfig {
+        let k = self.keys();
+        GuestConfig {
+            futex_wake_ipi: k.futex_wake_ipi,
+            tlb_targets: k.tlb_targets,
+            spinlock: k.spinlock,
+            call_function_yield: k.call_function_yield,
+            rwsem_spin: k.rwsem_spin,
+            pv: k.pv,
+            // A preset's features are the preset's, not keys the scenario wrote.
+            pv_given: PvFeatures::default(),
+            ..base.clone()
+        }
+    }
+}
+
+/// What a kernel preset sets (`KernelPreset::keys`).
+struct PresetKeys {
+    futex_wake_ipi: FutexWakeIpi,
+    tlb_targets: TlbTargets,
+    spinlock: SpinlockKind,
+    call_function_yield: bool,
+    rwsem_spin: bool,
+    pv: PvFeatures,
 }
 
 /// `GuestConfig::irs_handler`'s default (see there).

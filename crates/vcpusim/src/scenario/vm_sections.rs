@@ -286,27 +286,20 @@ fn builtin_program(
         }
     }
     // A thread's sched_setaffinity to CPUs the VM does not have fails (EINVAL: no online CPU
-    // in the mask), and Tascell's worker exits on it (worker.sc `worker-setaffinity`).
-    for (t, cpus) in program.thread_cpus.iter().enumerate() {
+    // in the mask), and Tascell's worker exits on it (worker.sc `worker-setaffinity`): the masks
+    // threads set at their start, and those their setaffinity ops set.
+    // `Some(t)`: thread t's starting mask; `None`: a setaffinity op's.
+    let starting = program.thread_cpus.iter().enumerate().map(|(t, c)| (Some(t), c));
+    for (thread, cpus) in starting.chain(program.cpu_masks.iter().map(|c| (None, c))) {
+        let what = || match thread {
+            Some(t) => format!("thread {t}'s CPU affinity"),
+            None => "a setaffinity op's CPU mask".to_string(),
+        };
         if let Some(bad) = cpus.as_deref().and_then(|c| c.iter().find(|&&i| i >= vcpus)) {
-            return Err(section.error_at(
-                "params",
-                format!("VM {vm_name:?}: thread {t}'s CPU affinity names vCPU {bad}, but the VM has vcpus = {vcpus}"),
-            ));
+            return Err(section.error_at("params", format!("VM {vm_name:?}: {} names vCPU {bad}, but the VM has vcpus = {vcpus}", what())));
         }
         if cpus.as_deref().is_some_and(|c| c.is_empty()) {
-            return Err(section.error_at("params", format!("VM {vm_name:?}: thread {t}'s CPU affinity is empty")));
-        }
-    }
-    // The same for the masks the setaffinity ops set.
-    for cpus in &program.cpu_masks {
-        if let Some(bad) = cpus.as_deref().and_then(|c| c.iter().find(|&&i| i >= vcpus)) {
-            return Err(
-                section.error_at("params", format!("VM {vm_name:?}: a setaffinity op names vCPU {bad}, but the VM has vcpus = {vcpus}"))
-            );
-        }
-        if cpus.as_deref().is_some_and(|c| c.is_empty()) {
-            return Err(section.error_at("params", format!("VM {vm_name:?}: a setaffinity op's CPU mask is empty")));
+            return Err(section.error_at("params", format!("VM {vm_name:?}: {} is empty", what())));
         }
     }
     Ok((program, threads, params))
