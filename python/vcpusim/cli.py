@@ -389,7 +389,7 @@ SETTINGS_TABLES = (("host", "[host]"), ("vm", "[[vm]]"), ("host_ple", "[host.ple
                    ("guest", "[guest] / [vm.guest]"), ("run", "[run]"))
 
 
-def _compare_side(path: Path, wheres: List[str], option: str):
+def _table_to_compare(path: Path, wheres: List[str], option: str):
     """A folder or CSV file for `vcpusim compare`: a sweep's folder (its sweep.csv), a run's
     folder (its vms.csv), or a CSV of either, with the --where filters applied."""
     import pandas as pd
@@ -437,8 +437,8 @@ def compare(
     from .grids import compare as compare_tables
 
     with _errors_as_messages():
-        ta = _compare_side(a, [*where, *where_a], "--where-a" if where_a else "--where")
-        tb = _compare_side(b, [*where, *where_b], "--where-b" if where_b else "--where")
+        ta = _table_to_compare(a, [*where, *where_a], "--where-a" if where_a else "--where")
+        tb = _table_to_compare(b, [*where, *where_b], "--where-b" if where_b else "--where")
         try:
             out = compare_tables(ta, tb, metrics=metric or None)
         except (KeyError, ValueError) as e:

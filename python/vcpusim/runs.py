@@ -178,7 +178,7 @@ def implausible(result: Result, scenario: Scenario) -> str | None:
     except (KeyError, ValueError, TypeError):
         return "vms.csv has no readable cpu_time_ms or cpu_share"
     for vm, t, share in rows:
-        # Written so that NaN fails each test.
+        # Written so that NaN fails each test; the slack covers the tables' three decimals.
         if not (0.0 <= t <= capacity_ms * 1.000001 + 0.001):
             return f"VM {vm}'s cpu_time_ms {t} is outside what {scenario.info['pcpus']} pCPUs had ({capacity_ms:.3f} ms)"
         if not (0.0 <= share <= 1.000001):
