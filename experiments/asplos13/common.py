@@ -37,6 +37,11 @@ OUT.set_root(HERE / "out")
 # --- The paper's setup (seed 000 section 4) ------------------------------------------------------
 
 PCPUS = 8  # two quad-core Xeon X5550, hyperthreading disabled
+#: Section 4: "two quad-core Intel Xeon X5550" (section 4.3: two quad-core E5607): two sockets, each
+#: its own NUMA node (Nehalem/Westmere-EP integrate the memory controller), so CFS 3.2 builds MC per
+#: socket under NODE (hypervisor/policies/cfs/domains.rs).
+SOCKETS = 2
+NUMA_NODES = 2
 PAR_VCPUS = 8  # "an 8-vCPU VM ... to host a parallel application" (4.1.1), PARSEC -n 8 (3.1)
 UP_VMS = 4  # "four 1-vCPU VMs (called UP VMs)" running single-threaded x264 (4.1.2)
 # Equal shares per VM (CFS group shares, section 4): every VM keeps the default weight.
@@ -122,8 +127,9 @@ def up_vms(name: str = "up", count: int = UP_VMS) -> dict:
 
 
 def host(*, placement: str = "default", uvf: dict | None = None, ple: dict = PLE_OFF) -> dict:
-    """The 8-pCPU CFS host; ``uvf`` is the ``[host.uvf]`` table (None: the overlay is off)."""
-    h = {"pcpus": PCPUS, "policy": "cfs", "placement": placement, "ple": dict(ple)}
+    """The 8-pCPU CFS host of two quad-core sockets; ``uvf`` is the ``[host.uvf]`` table (None: the overlay is off)."""
+    h = {"pcpus": PCPUS, "sockets": SOCKETS, "numa_nodes": NUMA_NODES, "policy": "cfs",
+         "placement": placement, "ple": dict(ple)}
     if uvf is not None:
         h["uvf"] = dict(uvf)
     return h

@@ -46,6 +46,9 @@ OUT.set_root(HERE / "out")
 # --- The paper's setup (seed 004 section 6.1, 6.2, Table 1) --------------------------------------
 
 PCPUS = 8  # Dell Precision T5400, dual quad-core Xeon X5410 (section 6.1)
+#: "dual quad-core Xeon X5410": two sockets; one NUMA node (Harpertown reaches memory over a shared
+#: front-side bus), so Credit's `_csched_cpu_pick` sees two sockets of four cores and no siblings.
+SOCKETS = 2
 DOM0_VCPUS = 8  # V0, the manager VM: 8 vCPUs, weight 256, no workload (section 6.2)
 VM_VCPUS = 4  # V1..V6: 4 vCPUs (section 6.2, Table 1)
 DEFAULT_WEIGHT = 256  # Table 1; also Xen's CSCHED_DEFAULT_WEIGHT
@@ -135,13 +138,14 @@ HYBRID_PHASE = Scheduler("Hybrid(Phase-CON+HIT)", "hybrid", ("con", PHASE_U_FACT
 
 
 def host(scheduler: Scheduler, work_conserving: bool) -> dict:
-    """The 8-pCPU host under ``scheduler``; ``work_conserving = False`` caps every VM at its
+    """The 8-pCPU host of two quad-core sockets under ``scheduler``; ``work_conserving = False`` caps every VM at its
     weight's share of the host (section 6.2: V1's share at weight 128 is 128/(128+256) although
     V0 is idle), the same key for Credit and Hybrid. Credit runs the Xen the seed ran (``XEN``)."""
     params: dict = {"work_conserving": work_conserving}
     if scheduler.policy == "credit":
         params["xen"] = XEN
-    return {"pcpus": PCPUS, "policy": scheduler.policy, "params": params, "ple": dict(PLE)}
+    return {"pcpus": PCPUS, "sockets": SOCKETS, "policy": scheduler.policy, "params": params,
+            "ple": dict(PLE)}
 
 
 def dom0() -> dict:
