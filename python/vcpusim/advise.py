@@ -270,7 +270,7 @@ def advise(scenario: "Scenario | Mapping[str, Any] | str | os.PathLike", vms: Se
     plans: list[tuple[str, str, list[int], Scenario]] = []
     for vm in entries:
         name = str(vm.get("name"))
-        if name not in wanted or vm.get("bare_metal"):
+        if name not in wanted or vm.get("bare_metal") or vm.get("native"):
             continue
         vcpus = int(vm.get("vcpus", 1))
         configured = _cpus_of(vm) or None

@@ -150,6 +150,7 @@ const VM_KEY_DOCS: &[(&str, &str, &str, &str)] = &[
     ("memory", "size", "1GB", "the VM's memory (xl memory=): what xl's automatic NUMA placement must find free"),
     ("numa_placement", "\"auto\", \"off\" or { nodes = [...] }", "", "who sets the domain's NUMA node affinity (credit as Xen 4.4): xl's automatic placement, none (derived from cpus), or these nodes; default auto under Xen 4.4 without cpus, else off"),
     ("bare_metal", "bool", "false", "run this guest directly on pCPUs (its cpus, default every pCPU no other VM names), no hypervisor: seed 001's PM"),
+    ("native", "bool", "false", "a process of the KVM host, not a VM: one host task per thread (threads, default one per CPU of its pool and cpus), scheduled by the host policy beside the vCPUs with its weight, native costs and non-preemptible kernel spinlock sections"),
 ];
 
 fn described_keys(docs: &[(&'static str, &'static str, &'static str, &'static str)]) -> Vec<KeyEntry> {

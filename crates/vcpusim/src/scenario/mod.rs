@@ -8,6 +8,7 @@ pub mod contention_sections;
 pub mod host_sections;
 pub mod load;
 pub mod microsliced_sections;
+mod native_sections;
 pub mod numa_sections;
 pub mod overlay_sections;
 mod pool_sections;

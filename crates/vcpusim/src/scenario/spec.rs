@@ -175,6 +175,10 @@ pub struct VmSpec {
     /// pCPU, in the `bare-metal` pool (hypervisor/policies/native.rs): no hypervisor, no exit
     /// costs, PLE or virtualization overhead, and its guest scheduler sees the host topology.
     pub bare_metal: bool,
+    /// `native = true`: a process of the host (scenario/native_sections.rs): one vCPU per
+    /// thread, each thread pinned to its own, scheduled by the host policy beside the VMs with
+    /// native costs and non-preemptible kernel sections (sim/mechanisms/native_tasks.rs).
+    pub native: bool,
 }
 
 /// One `[[vm.sched_pe]]` entry: at `at` the VM's class becomes (`vm_type`, `u_factor`).

@@ -7,6 +7,7 @@
 use super::affinity_sections::placement_keys;
 use super::bare_metal::{bare_metal_cpus, unpinned};
 use super::bounds::{size, Totals, U32_MAX};
+use super::native_sections;
 use super::program_ops::{self, parse_program};
 use super::section::{error, valid_name, Section};
 use super::spec::{HostSpec, VmSpec};
@@ -29,7 +30,7 @@ use toml::Value;
 /// Keys of one `[[vm]]` entry.
 pub(super) const VM_KEYS: &[&str] = &[
     "name", "count", "vcpus", "weight", "type", "u_factor", "sched_pe", "workload", "threads", "iterations", "params", "program", "guest",
-    "uvf", "pool", "cpus", "cpus_soft", "cap", "memory_nodes", "contention", "memory", "numa_placement", "bare_metal",
+    "uvf", "pool", "cpus", "cpus_soft", "cap", "memory_nodes", "contention", "memory", "numa_placement", "bare_metal", "native",
 ];
 
 /// Xen's CSCHED_DEFAULT_WEIGHT (xen/common/sched/credit.c); equal weights give equal shares.
@@ -101,22 +102,33 @@ fn pv_guest(
 /// One `[[vm]]` entry, expanded into `count` VMs.
 fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask, totals: &mut Totals) -> Result<Vec<VmSpec>, SimError> {
     section.allow_only(VM_KEYS)?;
+    let native = native_sections::is_native(section)?;
     let bare = bare_metal_cpus(section, host, free)?;
     let name = section.required_string("name", "a VM name such as \"web\"")?;
     if !valid_name(name) {
         return Err(section.error_at("name", format!("expected a name of letters, digits, '-', '_' and '.', got {name:?}")));
     }
     let count = size(section, "count", false)?.unwrap_or(1);
+    let threads = size(section, "threads", false)?;
+    let workload_name = section.required_string("workload", "a workload name (see `vcpusim list`)")?;
+    // A native process's program comes first: its threads are its schedulable entities.
+    let mut native_program = None;
     let vcpus = match &bare {
         Some(cpus) => cpus.len() as u32,
+        None if native => {
+            let nproc = native_sections::nproc(section, host)?;
+            let (mut program, threads, params) = program_of(section, workload_name, threads, nproc, name)?;
+            native_sections::pin_threads(section, name, &mut program)?;
+            let n = program.threads.len() as u32;
+            native_program = Some((program, threads, params));
+            n
+        }
         None => size(section, "vcpus", true)?.expect("a required key is present"),
     };
     // Before any mask is made: a scenario past the bound would allocate them first.
     totals.check_vcpus(section, count, vcpus)?;
     let weight = section.int("weight", 1, U32_MAX)?.unwrap_or(DEFAULT_WEIGHT as i64) as u32;
-    let threads = size(section, "threads", false)?;
     let iterations = section.int("iterations", 1, i64::MAX)?.map(|n| n as u64);
-    let workload_name = section.required_string("workload", "a workload name (see `vcpusim list`)")?;
     let guest = match section.table("guest")? {
         Some(g) => sections::guest_config(&g, guest)?,
         None => guest.clone(),
@@ -133,8 +145,11 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask, t
         }
         None => placement_keys(section, host, name, vcpus)?,
     };
+    if native {
+        native_sections::check_host(section, host, pool)?;
+    }
     let cap = cap(section)?;
-    let guest = pv_guest(section, name, guest, host, pool, bare.is_some())?;
+    let guest = pv_guest(section, name, guest, host, pool, bare.is_some() || native)?;
     let memory_nodes = contention_sections::memory_nodes(section, host.topology.numa_nodes)?;
     let contention = match section.table("contention")? {
         // Sensitivities without the host's contention model would silently do nothing.
@@ -165,10 +180,9 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask, t
         }
     }
 
-    let (program, threads, params) = if workload_name == program_ops::WORKLOAD_NAME {
-        custom_program(section, threads, vcpus)?
-    } else {
-        builtin_program(section, workload_name, threads, vcpus, name)?
+    let (program, threads, params) = match native_program {
+        Some(built) => built,
+        None => program_of(section, workload_name, threads, vcpus, name)?,
     };
     let problem_key = if workload_name == program_ops::WORKLOAD_NAME { section.key("program") } else { section.path.clone() };
     program.validate().map_err(|m| error(section.file, &problem_key, format!("VM {name:?}: {m}")))?;
@@ -210,6 +224,7 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask, t
         memory_mib,
         numa_placement,
         bare_metal: bare.is_some(),
+        native,
     };
     totals.add(section, count, &spec)?;
     if count == 1 {
@@ -235,6 +250,21 @@ fn cap(section: &Section) -> Result<u32, SimError> {
 fn cap_honourers() -> String {
     let names: Vec<String> = policies::registry().iter().filter(|k| k.honours_cap()).map(|k| format!("{:?}", k.name())).collect();
     names.join(" or ")
+}
+
+/// The VM's program: its `[vm.program]` or its workload's, for `vcpus` CPUs.
+fn program_of(
+    section: &Section,
+    workload_name: &str,
+    threads: Option<u32>,
+    vcpus: u32,
+    name: &str,
+) -> Result<(Program, u32, Params), SimError> {
+    if workload_name == program_ops::WORKLOAD_NAME {
+        custom_program(section, threads, vcpus)
+    } else {
+        builtin_program(section, workload_name, threads, vcpus, name)
+    }
 }
 
 fn custom_program(section: &Section, threads: Option<u32>, vcpus: u32) -> Result<(Program, u32, Params), SimError> {

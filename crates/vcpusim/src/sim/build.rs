@@ -89,6 +89,7 @@ impl Sim {
             mechanisms: Mechanisms {
                 halt_poll: sc.host.halt_poll,
                 samples: sc.run.sample_every.map(Samples::new),
+                native_tasks: super::mechanisms::native_tasks::NativeTasks::new(sc.vms.iter().map(|v| v.native).collect()),
                 ..Mechanisms::default()
             },
             vm_costs: Vec::new(),
@@ -345,9 +346,13 @@ impl Sim {
         // Every vCPU starts Runnable.
         let runnable = IndexMask::full(vcpu_ids.len());
         self.vminfo.push(VmInfo { id: vm, name: spec.name.clone(), vcpus: vcpu_ids, node_affinity, memory_nodes, runnable });
-        if spec.bare_metal {
+        if spec.bare_metal || spec.native {
             self.vm_speed.push(Speed::ONE);
-            self.vm_costs.push(self.costs.native());
+            // A host process's threads still pay the host's task switch (`context_switch`: the
+            // share of it that is the VMCS load has no sourced split); a bare-metal CPU never
+            // switches.
+            let switch = if spec.native { self.costs.context_switch } else { 0 };
+            self.vm_costs.push(crate::hardware::costs::Costs { context_switch: switch, ..self.costs.native() });
         } else {
             self.vm_speed.push(Speed::slowed_by(self.costs.virt_overhead));
             self.vm_costs.push(self.costs.clone());
@@ -359,6 +364,7 @@ impl Sim {
             clients: program.clients,
             stats: VmStats::default(),
             bare_metal: spec.bare_metal,
+            native: spec.native,
         });
     }
 }

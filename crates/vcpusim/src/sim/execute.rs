@@ -111,11 +111,11 @@ impl Sim {
         }
         // Intel's PLE fires only for PAUSE loops at CPL 0 (SDM vol. 3C, "PAUSE-loop exiting": "a
         // series of executions of PAUSE at CPL 0"); KVM's handle_pause (arch/x86/kvm/vmx.c) takes
-        // the exit. AMD's pause filter counts them at any CPL (`Ple::any_cpl`). Bare metal has no
-        // hypervisor to exit to.
+        // the exit. AMD's pause filter counts them at any CPL (`Ple::any_cpl`). Bare metal and host
+        // processes have no hypervisor to exit to.
         if self.ple.enabled
             && (kind != TimeKind::UserSpin || self.ple.any_cpl)
-            && !self.vms[self.vcpus[v.idx()].slot.vm as usize].bare_metal
+            && self.vms[self.vcpus[v.idx()].slot.vm as usize].virtualized()
         {
             let window = self.vcpus[v.idx()].ple_ns;
             self.queue.push(self.now + window, Event::PauseLoopExit(v, e));

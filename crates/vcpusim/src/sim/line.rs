@@ -75,7 +75,11 @@ impl Sim {
             // EVTCHNOP_send on the target's spinlock-kicker port (its cost was the guest's step):
             // `evtchn_set_pending` marks it pending; a vCPU blocked polling it is woken
             // (`vcpu_unblock`), one still paying its poll exit sees the event and does not block.
-            Hypercall::PreemptAck { moved } => self.preempt_ack(v, moved),
+            Hypercall::PreemptAck { moved } => {
+                if !self.native_resched(v) {
+                    self.preempt_ack(v, moved)
+                }
+            }
             Hypercall::Kick(u) => {
                 let vm = self.vcpus[v.idx()].slot.vm as usize;
                 self.vms[vm].stats.kicks += 1;

@@ -107,6 +107,17 @@ pub struct Vm {
     pub stats: VmStats,
     /// `bare_metal`: runs on its own pCPUs with no hypervisor (no PLE, native costs).
     pub bare_metal: bool,
+    /// `native`: a host process (no PLE, native costs, non-preemptible kernel sections).
+    pub native: bool,
+}
+
+impl Vm {
+    /// Whether the VM runs under a hypervisor (neither bare metal nor a host process): only
+    /// then do pause loops exit.
+    #[inline]
+    pub fn virtualized(&self) -> bool {
+        !(self.bare_metal || self.native)
+    }
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -16,6 +16,7 @@
 //!   HLT blocks v          on_halt                    relaxed co-scheduling (account, check)
 //!   v woken               may_wake / after_wake      relaxed co-scheduling (veto, account) / halt polling
 //!   a mechanism's action  before_host_action         relaxed co-scheduling (account, mark the stop)
+//!   reschedule p          mechanisms_let_reschedule  halt polling (a poll ends), native tasks (defer)
 //!   do_schedule decided   holds_preemption           preemption overlay (hold the switch back)
 //!                         after_decision             micro-sliced cores (the micro pool's loans)
 //!   yield exit            yield_begins / yield_ends  preemption overlay (not a preemption)
@@ -40,10 +41,12 @@
 //! | `net_device` | `[vm.net]` | hardware/nic.rs, guest/netrx.rs |
 //! | `sampling` | `[run] sample_every` | metrics/pcpu_usage.rs |
 //! | `contention_model` | `[host.contention]` | hardware/contention.rs (a `SpeedModel`) |
+//! | `native_tasks` | `[[vm]] native = true` (native_sections.rs) | guest/run.rs's give-back after the outermost unlock |
 
 pub mod contention_model;
 pub mod halt_poll;
 pub mod microsliced;
+pub mod native_tasks;
 pub mod net_device;
 pub mod preemption_overlay;
 pub mod relaxed_co;
@@ -71,6 +74,8 @@ pub struct Mechanisms {
     pub net_devices: Vec<net_device::NetDevice>,
     /// CPU-usage time series (`[run] sample_every`).
     pub samples: Option<sampling::Samples>,
+    /// Native host processes' non-preemptible kernel sections (`[[vm]] native = true`).
+    pub native_tasks: Option<Box<native_tasks::NativeTasks>>,
 }
 
 /// What a mechanism asks the core to do to a vCPU, as a policy asks through its requests: the
@@ -139,6 +144,7 @@ impl Sim {
         if self.mechanisms.preemption_overlay.is_some() {
             self.overlay_switch_out(v, p);
         }
+        self.native_switched_out(v);
     }
 
     /// `v` is off its pCPU.
@@ -218,6 +224,7 @@ impl Sim {
     #[inline(always)]
     pub(in crate::sim) fn mechanisms_let_reschedule(&mut self, p: PcpuId) -> bool {
         !(self.mechanisms.halt_poll.is_some() && self.halt_poll_resched(p))
+            && !(self.mechanisms.native_tasks.is_some() && self.native_defers(p))
     }
 
     /// `decision` of `do_schedule(p)` is valid: whether a mechanism holds the switch back (the
@@ -287,6 +294,7 @@ impl Sim {
         self.overlay_metrics(i, rows);
         self.relaxed_co_metrics(i, rows);
         self.sample_metrics(i, rows);
+        self.native_metrics(i, rows);
     }
 
     /// The summary.json sections of the mechanisms on.
