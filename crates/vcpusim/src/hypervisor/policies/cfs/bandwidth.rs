@@ -142,7 +142,7 @@ impl Cfs {
             let p = if ctx.host.may_run(v, PcpuId(on as u32)) { on } else { self.fallback_pcpu(ctx, v, on) };
             // Back as a waking entity: its lag relative to the run queue it left.
             let old_min = self.groups[self.gi(vm.idx(), on)].rq.min_vruntime;
-            self.se[v.idx()].vruntime = self.se[v.idx()].vruntime.saturating_sub(old_min);
+            self.se[v.idx()].vruntime = super::relative_vruntime(self.se[v.idx()].vruntime, old_min);
             self.enqueue_task(ctx.now(), v, vm.idx(), p, Enqueue::Wakeup);
             if self.rqs[p].root.curr.is_none() {
                 self.resched(ctx, p);

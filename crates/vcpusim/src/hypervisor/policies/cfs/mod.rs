@@ -58,6 +58,8 @@ mod select;
 mod shares;
 mod timeline;
 mod urgent;
+#[cfg(test)]
+mod wake_tests;
 mod yield_to;
 
 use crate::hypervisor::kvm::{KvmSpin, KvmVersion};
@@ -504,7 +506,7 @@ impl Cfs {
     fn enqueue_task(&mut self, now: Nanos, v: VcpuId, vm: usize, p: usize, how: Enqueue) {
         let gi = self.gi(vm, p);
         // "Update the normalized vruntime before updating min_vruntime through update_curr()".
-        self.se[v.idx()].vruntime += self.groups[gi].rq.min_vruntime;
+        self.se[v.idx()].vruntime = absolute_vruntime(self.se[v.idx()].vruntime, self.groups[gi].rq.min_vruntime);
         self.update_curr_at(now, p);
         self.update_cfs_load(now, vm, p, false);
         {
@@ -577,7 +579,7 @@ impl Cfs {
         if !sleep {
             let min = self.groups[gi].rq.min_vruntime;
             let e = &mut self.se[v.idx()];
-            e.vruntime = e.vruntime.saturating_sub(min);
+            e.vruntime = relative_vruntime(e.vruntime, min);
         }
         // update_min_vruntime still sees a sleeping `curr` (put_prev_entity clears it later).
         self.update_group_min_vruntime(vm, p);
@@ -1005,6 +1007,27 @@ impl Cfs {
     }
 }
 
+/// `se->vruntime -= cfs_rq->min_vruntime` (`task_waking_fair`, `dequeue_entity` without
+/// `DEQUEUE_SLEEP`) on u64s as Linux does it: an entity behind the run queue's `min_vruntime` (a
+/// sleeper, whose run queue moved on while it slept) keeps its lead as a negative relative
+/// vruntime in two's complement, which `place_entity` then bounds to half a latency.
+pub(super) fn relative_vruntime(vruntime: u64, min_vruntime: u64) -> u64 {
+    vruntime.wrapping_sub(min_vruntime)
+}
+
+/// `se->vruntime += cfs_rq->min_vruntime` (`enqueue_entity`) of a relative vruntime. Linux's
+/// `min_vruntime` starts at -2^20 ns and all its comparisons are signed differences; the model's
+/// starts at 0 and orders vruntimes as plain u64s, so a sum that would fall before 0 (a lead
+/// longer than the run queue's whole virtual time, in a run's first milliseconds) is 0.
+pub(super) fn absolute_vruntime(relative: u64, min_vruntime: u64) -> u64 {
+    let v = relative.wrapping_add(min_vruntime);
+    if (relative as i64) < 0 && v > min_vruntime {
+        0
+    } else {
+        v
+    }
+}
+
 /// `update_min_vruntime`: the run queue's `min_vruntime` follows the smaller of the running
 /// entity's and the leftmost's vruntime, never going back.
 fn update_min_vruntime(rq: &mut CfsRq, curr_vr: Option<u64>, first_vr: Option<u64>) {
@@ -1067,7 +1090,7 @@ impl Policy for Cfs {
         let last = ctx.host.vcpu(v).last_pcpu.idx();
         // task_waking_fair: the sleeper's vruntime relative to the run queue it slept on.
         let old_min = self.groups[self.gi(vm, last)].rq.min_vruntime;
-        self.se[v.idx()].vruntime = self.se[v.idx()].vruntime.saturating_sub(old_min);
+        self.se[v.idx()].vruntime = relative_vruntime(self.se[v.idx()].vruntime, old_min);
         let p = self.select_pcpu(ctx, v, waker);
         self.enqueue_task(ctx.now(), v, vm, p, Enqueue::Wakeup);
         if self.exhausted(VmId(vm as u32)) {
