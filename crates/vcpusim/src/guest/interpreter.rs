@@ -51,6 +51,20 @@ impl GuestKernel {
                         th.pc = start + 1;
                     }
                 }
+                &Code::TicketStart { dispenser, end } => {
+                    // getTicket(): l->Lock(); rv = value; value += inc; l->Unlock(). The take
+                    // jumps past the loop (to end + 1) when none is left; the unlock still runs.
+                    th.pc += 1;
+                    let m = self.objects.dispensers[dispenser].mutex;
+                    let exit = u32::try_from(end + 1).expect("a thread's code is shorter than 2^32 ops");
+                    th.steps.extend([
+                        Step::Do(Action::MutexLock(m)),
+                        Step::Do(Action::TakeTicket { dispenser, exit }),
+                        Step::Do(Action::MutexUnlock(m)),
+                    ]);
+                    return true;
+                }
+                &Code::TicketEnd { start } => th.pc = start,
                 Code::Op(Op::WorkSteal) => {
                     // The worker stays on this op until the computation is over.
                     match self.ws_next(env, t) {
@@ -124,7 +138,15 @@ impl GuestKernel {
             Op::SetAffinity(k) => {
                 steps.extend([Step::Run { ns: costs.syscall, func: KernelFn::Syscall }, Step::Do(Action::SetAffinity(k))])
             }
-            Op::Loop { .. } => unreachable!("loops are compiled away"),
+            Op::ResetTickets { dispenser, count } => {
+                let m = self.objects.dispensers[dispenser].mutex;
+                steps.extend([
+                    Step::Do(Action::MutexLock(m)),
+                    Step::Do(Action::ResetTickets { dispenser, count }),
+                    Step::Do(Action::MutexUnlock(m)),
+                ])
+            }
+            Op::Loop { .. } | Op::Tickets { .. } => unreachable!("loops are compiled away"),
             Op::WorkSteal => unreachable!("fetch_op runs the worker"),
         }
     }

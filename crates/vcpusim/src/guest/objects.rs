@@ -52,6 +52,17 @@ pub struct Queue {
     pub not_full: usize,
 }
 
+/// A ticket dispenser (`Op::Tickets`): PARSEC bodytrack's `TicketDispenser`, a counter under
+/// a pthread mutex.
+#[derive(Clone, Debug)]
+pub struct Dispenser {
+    /// Tickets taken since the last reset.
+    pub next: u64,
+    /// Tickets to hand out.
+    pub total: u64,
+    pub mutex: usize,
+}
+
 /// An in-flight TLB shootdown.
 #[derive(Clone, Debug)]
 pub struct Shootdown {
@@ -86,6 +97,7 @@ pub struct SyncObjects {
     /// first use; a list is emptied, not dropped, when the mutex is released).
     pub mutex_spinners: Vec<Vec<ThreadId>>,
     pub queues: Vec<Queue>,
+    pub dispensers: Vec<Dispenser>,
     /// futex wait queues, by futex.
     pub futex_waiters: FutexMap<VecDeque<ThreadId>>,
     /// The hash-bucket spinlock of each futex.

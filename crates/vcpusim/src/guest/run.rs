@@ -471,6 +471,19 @@ impl GuestKernel {
             Action::ParsecDepart(barrier) => self.parsec_depart(env, t, barrier),
             Action::QueuePut(q) => self.queue_put(env, t, q),
             Action::QueueGet(q) => self.queue_get(env, t, q),
+            Action::TakeTicket { dispenser, exit } => {
+                let d = &mut self.objects.dispensers[dispenser];
+                if d.next < d.total {
+                    d.next += 1;
+                } else {
+                    env.threads[t.idx()].pc = exit as usize;
+                }
+            }
+            Action::ResetTickets { dispenser, count } => {
+                let d = &mut self.objects.dispensers[dispenser];
+                d.next = 0;
+                d.total = count;
+            }
             Action::FutexQueue { key, expect } => self.futex_queue(env, t, key, expect),
             Action::FutexSleep => {
                 if let Some(key) = self.futex_sleep_key(env, t) {

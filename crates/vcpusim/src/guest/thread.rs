@@ -21,6 +21,16 @@ pub enum Code {
     LoopEnd {
         start: usize,
     },
+    /// Take a ticket of `dispenser` (its mutex, the counter, the unlock); when none is left,
+    /// go on at `end + 1` past the body.
+    TicketStart {
+        dispenser: ObjIndex,
+        end: usize,
+    },
+    /// Back to the `TicketStart` at `start` for the next ticket.
+    TicketEnd {
+        start: usize,
+    },
 }
 
 pub fn compile(ops: &[Op]) -> Vec<Code> {
@@ -34,6 +44,14 @@ pub fn compile(ops: &[Op]) -> Vec<Code> {
                     let end = out.len();
                     out.push(Code::LoopEnd { start });
                     out[start] = Code::LoopStart { count: *count, end };
+                }
+                Op::Tickets { dispenser, body } => {
+                    let start = out.len();
+                    out.push(Code::TicketStart { dispenser: *dispenser, end: 0 });
+                    emit(body, out);
+                    let end = out.len();
+                    out.push(Code::TicketEnd { start });
+                    out[start] = Code::TicketStart { dispenser: *dispenser, end };
                 }
                 other => out.push(Code::Op(other.clone())),
             }
@@ -167,6 +185,17 @@ pub enum Action {
     },
     QueuePut(ObjIndex),
     QueueGet(ObjIndex),
+    /// Holding dispenser `dispenser`'s mutex: take its next ticket, or, when none is left, move
+    /// the thread's program counter to `exit` (past its ticket loop).
+    TakeTicket {
+        dispenser: ObjIndex,
+        exit: u32,
+    },
+    /// Holding dispenser `dispenser`'s mutex: back to ticket 0 of `count`.
+    ResetTickets {
+        dispenser: ObjIndex,
+        count: u64,
+    },
     /// `sched_setaffinity(0, mask)` after its system call entry (`GuestKernel::set_affinity`):
     /// the new mask is `SyncObjects::cpu_masks[k]`.
     SetAffinity(ObjIndex),

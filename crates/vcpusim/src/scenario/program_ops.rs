@@ -29,12 +29,13 @@ pub const DESCRIPTION: &str =
      \"spin-then-block\", spin = \"50us\", impl = \"pthread\" | \"parsec\"}, {cond_wait = c, mutex = m}, {signal = c}, {broadcast = c}, \
      {spin_lock = s}, {spin_unlock = s} (user-space spinlocks: spinlocks = [\"ticket\" | \"tas\", ...]), \
      {put = q}, {get = q}, {mmap = pages}, {munmap = pages}, {progress = true}, \
-     {setaffinity = \"0-1\" | \"all\"}, {loop = N | \"forever\", body = [ops]}; a duration D is \"1ms\", {exp = \"1ms\"}, \
+     {setaffinity = \"0-1\" | \"all\"}, {loop = N | \"forever\", body = [ops]}, \
+     {reset_tickets = d, count = T}, {tickets = d, body = [ops]} (ticket dispensers: dispensers = N); a duration D is \"1ms\", {exp = \"1ms\"}, \
      {uniform = [\"1ms\", \"2ms\"]} or {normal = [mean, sd]}";
 pub const PROGRESS_UNIT: &str = "Progress ops executed";
 
 /// The keys of `[vm.program]`.
-pub const PROGRAM_KEYS: &[&str] = &["mutexes", "barriers", "conds", "queues", "kernel_locks", "spinlocks", "threads", "cpus"];
+pub const PROGRAM_KEYS: &[&str] = &["mutexes", "barriers", "conds", "queues", "dispensers", "kernel_locks", "spinlocks", "threads", "cpus"];
 
 /// Every op, with the extra keys it takes (the op's own name is its first key).
 const OPS: &[(&str, &[&str])] = &[
@@ -55,6 +56,8 @@ const OPS: &[(&str, &[&str])] = &[
     ("progress", &[]),
     ("setaffinity", &[]),
     ("loop", &["body"]),
+    ("tickets", &["body"]),
+    ("reset_tickets", &["count"]),
 ];
 
 const BARRIER_WAITS: &[&str] = &["block", "spin", "spin-then-block"];
@@ -76,6 +79,7 @@ pub fn parse_program(section: &Section, vm_threads: Option<u32>, default_threads
     program.conds = count(section, "conds")?;
     program.barriers = sizes(section, "barriers", "the number of threads that meet at each barrier")?;
     program.queues = sizes(section, "queues", "the capacity of each queue")?;
+    program.dispensers = count(section, "dispensers")?;
     if let Some(names) = section.array("kernel_locks")? {
         // Each name's first index: the duplicate check is a lookup, not a scan of the names so far.
         let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::with_capacity(names.len());
@@ -263,6 +267,22 @@ fn check_mutex_use(file: &str, path: &str, ops: &[Op], held: &mut BTreeSet<Held>
                     })?;
                 }
             }
+            Op::Tickets { body, .. } => {
+                // It runs any number of times, none included: the locks after it must not depend
+                // on how many.
+                let before = held.clone();
+                for _ in 0..2 {
+                    check_mutex_use(file, &format!("{at}.body"), body, held)?;
+                }
+                if *held != before {
+                    return Err(error(
+                        file,
+                        &format!("{at}.body"),
+                        "a ticket loop's body runs once per ticket it gets, maybe never, so it must release every \
+                         lock it takes and take none it releases",
+                    ));
+                }
+            }
             _ => {}
         }
     }
@@ -417,6 +437,21 @@ impl OpReader<'_> {
                 }
             },
             "loop" => self.repeat(&s, &key, value)?,
+            "tickets" => {
+                let dispenser = self.index(&key, value, "ticket dispenser", self.program.dispensers, "dispensers")?;
+                let body_value = s.require("body", "the ops run with each ticket, such as body = [{compute = \"50us\"}]")?;
+                let body = self.ops(&s.key("body"), body_value)?;
+                if body.is_empty() {
+                    return Err(s.error_at("body", "expected at least one op to run with each ticket, got []"));
+                }
+                Op::Tickets { dispenser, body }
+            }
+            "reset_tickets" => {
+                let dispenser = self.index(&key, value, "ticket dispenser", self.program.dispensers, "dispensers")?;
+                let count_value = s.require("count", "the number of tickets to hand out, such as count = 60")?;
+                let count = int_value(self.file, &s.key("count"), count_value, 0, i64::MAX)? as u64;
+                Op::ResetTickets { dispenser, count }
+            }
             _ => unreachable!("every name in OPS is handled"),
         };
         Ok(op)
@@ -521,6 +556,7 @@ fn takes_time(op: &Op) -> bool {
         Op::Compute(d) | Op::Syscall { work: d, .. } => positive(d),
         Op::Mmap { .. } | Op::Munmap { .. } | Op::MadviseDontneed { .. } => true,
         Op::Loop { body, .. } => body.iter().any(takes_time),
+        // Its body may run no time at all (no tickets left).
         _ => false,
     }
 }

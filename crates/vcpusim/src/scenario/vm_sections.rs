@@ -340,7 +340,7 @@ fn counts_progress(ops: &[Op]) -> bool {
     ops.iter().any(|op| match op {
         // A work-stealing worker counts the computation's end.
         Op::Progress | Op::WorkSteal => true,
-        Op::Loop { body, .. } => counts_progress(body),
+        Op::Loop { body, .. } | Op::Tickets { body, .. } => counts_progress(body),
         _ => false,
     })
 }

@@ -9,7 +9,7 @@ use super::state::{Activity, GuestSlot, Pcpu, Sim, TimeKind, Vcpu, Vm};
 use crate::engine::event_queue::EventQueue;
 use crate::engine::rng::stream;
 use crate::guest::kernel::{GuestKernel, GuestVcpu};
-use crate::guest::objects::{Barrier, MutexWord, ParsecBarrier, Queue, SyncObjects};
+use crate::guest::objects::{Barrier, Dispenser, MutexWord, ParsecBarrier, Queue, SyncObjects};
 use crate::guest::spinlock::Spinlock;
 use crate::guest::stats::GuestStats;
 use crate::guest::thread::{CodeCache, Thread, ThreadState};
@@ -214,10 +214,13 @@ impl Sim {
         // Queues bring their own mutex and two condition variables after the program's own;
         // each barrier's PARSEC form (`Op::ParsecBarrier`) a mutex and a condition variable
         // after those.
+        // Ticket dispensers' mutexes come last.
         let (queue_mutexes, queue_conds) = (program.mutexes + program.queues.len(), program.conds + 2 * program.queues.len());
+        let dispenser_mutexes = queue_mutexes + program.barriers.len();
         let mut objects = SyncObjects {
-            mutexes: vec![MutexWord::Free; queue_mutexes + program.barriers.len()],
-            mutex_owner: vec![None; queue_mutexes + program.barriers.len()],
+            mutexes: vec![MutexWord::Free; dispenser_mutexes + program.dispensers],
+            mutex_owner: vec![None; dispenser_mutexes + program.dispensers],
+            dispensers: (0..program.dispensers).map(|d| Dispenser { next: 0, total: 0, mutex: dispenser_mutexes + d }).collect(),
             barriers: program.barriers.iter().map(|p| Barrier { parties: *p, arrived: 0, generation: 0, spinners: Vec::new() }).collect(),
             conds: vec![0; queue_conds + program.barriers.len()],
             parsec: program

@@ -146,6 +146,21 @@ pub enum Op {
         count: Option<u64>,
         body: Vec<Op>,
     },
+    /// A ticket loop on dispenser `Program::dispensers[dispenser]`: take a ticket (the
+    /// dispenser's pthread mutex, read and advance its counter, unlock), run `body` with it, and
+    /// again until the tickets run out (PARSEC bodytrack's `TicketDispenser::getTicket` loops in
+    /// each command's `Exec`: threads/TicketDispenser.h). Threads share a dispenser's tickets, so
+    /// one that runs slowly (or is descheduled) takes fewer and the others more.
+    Tickets {
+        dispenser: ObjIndex,
+        body: Vec<Op>,
+    },
+    /// Set dispenser `dispenser`'s counter back to 0 with `count` tickets, under its mutex
+    /// (`TicketDispenser::resetDispenser`, which one thread runs before each command).
+    ResetTickets {
+        dispenser: ObjIndex,
+        count: u64,
+    },
     /// recv() on the socket of the program's network device (`Program::nic`): up to `len`
     /// bytes of a TCP stream, or one UDP datagram; sleeps until data is there (`sk_wait_data`,
     /// guest/netrx.rs).
@@ -200,6 +215,8 @@ pub struct Program {
     pub conds: usize,
     /// Capacity of each queue.
     pub queues: Vec<usize>,
+    /// Number of ticket dispensers (`Op::Tickets`), each with a mutex of its own.
+    pub dispensers: usize,
     /// Names of extra kernel spinlocks used by `Syscall` (lock class names in the LHP report).
     pub kernel_locks: Vec<String>,
     /// The kind of each user-space spinlock `Op::SpinLock` takes (`Ticket` or `TestAndSet`).
@@ -230,6 +247,7 @@ impl Program {
             barriers: Vec::new(),
             conds: 0,
             queues: Vec::new(),
+            dispensers: 0,
             kernel_locks: Vec::new(),
             spinlocks: Vec::new(),
             cpu_masks: Vec::new(),
@@ -269,6 +287,11 @@ impl Program {
                     Op::CondSignal { cond, .. } => check("condition variable", *cond, p.conds)?,
                     Op::QueuePut(q) | Op::QueueGet(q) => check("queue", *q, p.queues.len())?,
                     Op::Loop { body, .. } => walk(body, p, t, users)?,
+                    Op::Tickets { dispenser, body } => {
+                        check("ticket dispenser", *dispenser, p.dispensers)?;
+                        walk(body, p, t, users)?
+                    }
+                    Op::ResetTickets { dispenser, .. } => check("ticket dispenser", *dispenser, p.dispensers)?,
                     Op::SockRecv { len } => {
                         if p.nic.is_none() {
                             return Err(format!("thread {t}: a socket recv op needs the program's network device"));
