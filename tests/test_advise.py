@@ -6,7 +6,7 @@ import sys
 import pytest
 
 import vcpusim
-from vcpusim.advise import candidates, cpulist, libvirt_xml, parse_cpulist, xl_line
+from vcpusim.advise import candidates, cpulist, libvirt_xml, memory_nodes_for, parse_cpulist, xl_line
 
 SEED_HOST = """
 [host]
@@ -89,6 +89,26 @@ def test_cpulists_and_configuration_text():
     assert xl_line([0, 2, 4]) == 'cpus = "0,2,4"'
     xml = libvirt_xml([0, 2], 2)
     assert xml == "<cputune>\n  <vcpupin vcpu='0' cpuset='0,2'/>\n  <vcpupin vcpu='1' cpuset='0,2'/>\n</cputune>"
+    bound = libvirt_xml([0, 2], 2, [0, 1])
+    assert bound == xml + "\n<numatune>\n  <memory mode='strict' nodeset='0-1'/>\n</numatune>"
+
+
+def test_memory_goes_with_each_candidates_pcpus():
+    topo = scenario(SEED_HOST, 4).info["topology"]
+    # Seed 001's host: pCPUs 0-7 on node 0, 8-15 on node 1, ...
+    assert memory_nodes_for([0, 1, 8], topo) == [0, 1]
+    assert memory_nodes_for([16, 31], topo) == [2, 3]
+    # One node: nothing to advise.
+    assert memory_nodes_for([0, 1], scenario(ONE_SOCKET_8_MODULES, 4).info["topology"]) is None
+    table = vcpusim.advise(scenario(INTEL_SMT_HOST, 4), vms=["par"], processes=1, seeds=1)
+    for _, row in table.iterrows():
+        nodes = memory_nodes_for(parse_cpulist(row["cpus"]), scenario(INTEL_SMT_HOST, 4).info["topology"])
+        want = "" if row["candidate"] == "none" else cpulist(nodes)
+        assert row["memory_nodes"] == want, row["candidate"]
+        # The candidate ran with its memory there: none of its run time is off those nodes.
+        if want:
+            assert row["remote_memory_share"] == 0.0, row["candidate"]
+        assert ("<numatune>" in row["libvirt"]) == bool(want)
 
 
 @pytest.mark.parametrize("host,vcpus", [(SEED_HOST, 8), (INTEL_SMT_HOST, 4), (ONE_SOCKET_8_MODULES, 6)])
@@ -122,7 +142,7 @@ def test_cli_prints_the_pick_as_xl_and_libvirt(tmp_path):
     assert "best for par:" in out.stdout
     assert "xl:      cpus = \"" in out.stdout
     assert "<vcpupin vcpu='3' cpuset=" in out.stdout
-    assert (tmp_path / "c.csv").read_text().startswith("vm,candidate,cpus,pcpus,throughput")
+    assert (tmp_path / "c.csv").read_text().startswith("vm,candidate,cpus,pcpus,memory_nodes,throughput")
     bad = subprocess.run([sys.executable, "-m", "vcpusim", "advise", str(path), "--vm", "nope"], capture_output=True, text=True)
     assert bad.returncode == 2
     assert "error: advise: vms: no [[vm]] named 'nope'" in bad.stderr

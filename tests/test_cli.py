@@ -22,7 +22,7 @@ def test_run_writes_the_result_files_with_the_contract_columns(cli, small_toml, 
     out = tmp_path / "out"
     done = cli("run", small_toml, "--out", out, "--seed", "3")
     assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["metrics.csv", "summary.json", "vms.csv"]
+    assert sorted(p.name for p in out.iterdir()) == ["metrics.csv", "provenance.json", "summary.json", "vms.csv"]
 
     rows = read_csv(out / "vms.csv")
     header = list(rows[0].keys())

@@ -318,6 +318,9 @@ def test_run_json_says_what_computed_the_run_and_results_honour_the_umask(scenar
         os.umask(0o077)
         private = vcpusim.run(scenarios[0]).write(tmp_path / "private")
         assert {p.stat().st_mode & 0o777 for p in private.iterdir()} == {0o600}
+        # A written result says what computed it in a file of its own, as run.json does.
+        assert json.loads((private / "provenance.json").read_text()) == {"vcpusim": record["vcpusim"]}
+        assert "vcpusim" not in json.loads((private / "summary.json").read_text())
     finally:
         os.umask(old)
     # A saved run whose run.json names another build is not taken.

@@ -155,11 +155,25 @@ def xl_line(pcpus: Sequence[int]) -> str:
     return f'cpus = "{cpulist(pcpus)}"'
 
 
-def libvirt_xml(pcpus: Sequence[int], vcpus: int) -> str:
-    """The libvirt ``<cputune>`` element pinning each of ``vcpus`` vCPUs to the listed pCPUs."""
+def libvirt_xml(pcpus: Sequence[int], vcpus: int, memory_nodes: Sequence[int] | None = None) -> str:
+    """The libvirt ``<cputune>`` element pinning each of ``vcpus`` vCPUs to the listed pCPUs, and
+    with ``memory_nodes`` the ``<numatune>`` element that binds the guest's memory to them
+    (``mode='strict'``: allocate only there)."""
     cpuset = cpulist(pcpus)
     pins = "\n".join(f"  <vcpupin vcpu='{v}' cpuset='{cpuset}'/>" for v in range(vcpus))
-    return f"<cputune>\n{pins}\n</cputune>"
+    xml = f"<cputune>\n{pins}\n</cputune>"
+    if memory_nodes:
+        xml += f"\n<numatune>\n  <memory mode='strict' nodeset='{cpulist(memory_nodes)}'/>\n</numatune>"
+    return xml
+
+
+def memory_nodes_for(pcpus: Sequence[int], topology: Sequence[Mapping[str, int]]) -> list[int] | None:
+    """The NUMA nodes of ``pcpus``, where the VM's memory goes with them; None on a host of one
+    node (nothing to choose)."""
+    node_of = {pl["pcpu"]: pl["node"] for pl in topology}
+    if len(set(node_of.values())) < 2:
+        return None
+    return sorted({node_of[p] for p in pcpus})
 
 
 def _vm_entries(data: Mapping[str, Any]) -> list[dict]:
@@ -267,7 +281,7 @@ def advise(scenario: "Scenario | Mapping[str, Any] | str | os.PathLike", vms: Se
     duration_s = base.duration_ns / 1e9
     has_numa_key = any("numa_placement" in vm for vm in entries)
 
-    plans: list[tuple[str, str, list[int], Scenario]] = []
+    plans: list[tuple[str, str, list[int], list[int] | None, Scenario]] = []
     for vm in entries:
         name = str(vm.get("name"))
         if name not in wanted or vm.get("bare_metal") or vm.get("native"):
@@ -279,16 +293,21 @@ def advise(scenario: "Scenario | Mapping[str, Any] | str | os.PathLike", vms: Se
             values: dict[str, Any] = {f"vm.{name}.cpus": cpulist(pcpus)}
             if has_numa_key or vm.get("numa_placement") is not None:
                 values[f"vm.{name}.numa_placement"] = "off"
-            plans.append((name, cand, pcpus, base.override(values, what=f"advise candidate {cand}")))
+            # Memory follows the pCPUs (libvirt <numatune>), unless the VM places it itself or
+            # runs anywhere.
+            nodes = None if cand == "none" or "memory_nodes" in vm else memory_nodes_for(pcpus, topology)
+            if nodes is not None:
+                values[f"vm.{name}.memory_nodes"] = nodes
+            plans.append((name, cand, pcpus, nodes, base.override(values, what=f"advise candidate {cand}")))
 
     seed_list = [first_seed + k for k in range(seeds)]
-    runs = [p[3].replace(seed=sd) for p in plans for sd in seed_list]
+    runs = [p[4].replace(seed=sd) for p in plans for sd in seed_list]
     results = run_many(runs, processes=processes, progress=progress, out_dir=out_dir)
     counts = {str(vm.get("name")): vm.get("count") for vm in entries}
     vcpus_of = {str(vm.get("name")): int(vm.get("vcpus", 1)) for vm in entries}
     rows = []
     per_seed: list[list[float]] = []
-    for i, (name, cand, pcpus, _) in enumerate(plans):
+    for i, (name, cand, pcpus, nodes, _) in enumerate(plans):
         mine = [_rows_of(r.vms, name, counts.get(name)) for r in results[i * seeds:(i + 1) * seeds]]
         values = [_throughput(vm_rows, duration_s) for vm_rows in mine]
         per_seed.append(values)
@@ -303,6 +322,7 @@ def advise(scenario: "Scenario | Mapping[str, Any] | str | os.PathLike", vms: Se
             "candidate": cand,
             "cpus": cpulist(pcpus),
             "pcpus": len(pcpus),
+            "memory_nodes": cpulist(nodes) if nodes else "",
             "throughput": est.mean,
             "throughput_lo": est.lo,
             "throughput_hi": est.hi,
@@ -311,13 +331,14 @@ def advise(scenario: "Scenario | Mapping[str, Any] | str | os.PathLike", vms: Se
             "competing_modules": mean_of("competing_modules"),
             "remote_memory_share": mean_of("remote_memory_share"),
         })
-    table = pd.DataFrame(rows, columns=["vm", "candidate", "cpus", "pcpus", "throughput", "throughput_lo",
+    table = pd.DataFrame(rows, columns=["vm", "candidate", "cpus", "pcpus", "memory_nodes", "throughput", "throughput_lo",
                                         "throughput_hi", "seeds", "progress_unit", "competing_modules",
                                         "remote_memory_share"])
     table["best"] = False
     table["tie"] = False
     table["xl"] = [xl_line(parse_cpulist(c)) for c in table["cpus"]]
-    table["libvirt"] = [libvirt_xml(parse_cpulist(c), vcpus_of[v]) for v, c in zip(table["vm"], table["cpus"])]
+    table["libvirt"] = [libvirt_xml(parse_cpulist(c), vcpus_of[v], parse_cpulist(m) if m else None)
+                        for v, c, m in zip(table["vm"], table["cpus"], table["memory_nodes"])]
     table["why"] = ""
     for name in dict.fromkeys(table["vm"]):
         mine = table[table["vm"] == name]

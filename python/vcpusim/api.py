@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import io
 import json
 import os
@@ -25,9 +26,28 @@ from ._core import ScenarioError, VcpusimError
 #: The files one run writes, in the order the CLI lists them.
 RESULT_FILES = ("vms.csv", "metrics.csv", "summary.json")
 TRACE_FILE = "trace.json"
+#: What computed a written result (:func:`provenance`), kept apart from the result files so that
+#: those stay the same bytes for the same scenario and seed whatever build ran them.
+PROVENANCE_FILE = "provenance.json"
 #: Seeds are unsigned 64-bit integers (the Rust engine's u64).
 MAX_SEED = 2**64 - 1
 
+
+
+@functools.lru_cache(maxsize=1)
+def engine_fingerprint() -> str:
+    """SHA-256 of the compiled engine (the ``_core`` extension file): results saved by another
+    build of vcpusim (another model) are not this build's results, so they are not reused."""
+    return hashlib.sha256(Path(_core.__file__).read_bytes()).hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def provenance() -> dict:
+    """What computed a result: the vcpusim version, the build (its profile, and whether the
+    profile-guided optimization applied) and the engine's hash (:func:`engine_fingerprint`)."""
+    info = _core.build_info()
+    return {"version": _core.__version__, "profile": info["profile"], "pgo": bool(info["pgo"]),
+            "engine_sha256": engine_fingerprint()}
 
 class TraceWarning(UserWarning):
     """Something to know about a run's trace; the run itself and its tables are whole."""
@@ -453,7 +473,10 @@ class Result:
         return files
 
     def write(self, directory: str | os.PathLike) -> Path:
-        """Write vms.csv, metrics.csv, summary.json (and trace.json when traced) into directory.
+        """Write vms.csv, metrics.csv, summary.json (and trace.json when traced) into directory,
+        with provenance.json beside them: the vcpusim version, build and engine hash that
+        computed them (:func:`provenance`; a file of its own, so the result files are the same
+        bytes for the same scenario and seed on any build).
 
         All or nothing: every file is first written beside its place under a temporary name and
         only then renamed over the old one, so a failure (a full disk) leaves the directory as it
@@ -463,7 +486,8 @@ class Result:
         temporary: list[Path] = []
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            for name, content in self.files().items():
+            written = {**self.files(), PROVENANCE_FILE: json.dumps({"vcpusim": provenance()}, indent=2) + "\n"}
+            for name, content in written.items():
                 fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=directory)
                 temporary.append(Path(tmp))
                 # mkstemp makes the file 0600; a result file gets the mode any file the user
@@ -471,7 +495,7 @@ class Result:
                 os.fchmod(fd, 0o666 & ~_umask())
                 # Bytes, not text mode: no newline translation, the files are exactly Rust's.
                 _write_file(fd, content.encode("utf-8"))
-            for tmp, name in zip(temporary, self.files()):
+            for tmp, name in zip(temporary, written):
                 os.replace(tmp, directory / name)
             temporary.clear()
             if self.trace_json is None:

@@ -356,16 +356,17 @@ def advise(
         unit = mine["progress_unit"].iloc[0]
         shown = Table(title=f"VM {name}: candidate affinities (throughput = {unit} per simulated second, "
                             f"mean and 95% interval over {seeds} seed{'s' if seeds != 1 else ''})")
-        for column in ("candidate", "cpus", "pcpus", "throughput", "95% interval", "competing_modules",
-                       "remote_memory_share", "best"):
-            shown.add_column(column, justify="left" if column in ("candidate", "cpus") else "right")
+        for column in ("candidate", "cpus", "pcpus", "memory_nodes", "throughput", "95% interval",
+                       "competing_modules", "remote_memory_share", "best"):
+            shown.add_column(column, justify="left" if column in ("candidate", "cpus", "memory_nodes") else "right")
         for _, row in mine.iterrows():
             def num(x, fmt):
                 return "" if x is None or x != x else format(x, fmt)
             interval = (f"[{num(row['throughput_lo'], '.3f')}, {num(row['throughput_hi'], '.3f')}]"
                         if row["throughput_lo"] == row["throughput_lo"] else "")
             mark = "*" if row["best"] else ("tie" if row["tie"] else "")
-            shown.add_row(row["candidate"], row["cpus"], str(row["pcpus"]), num(row["throughput"], ".3f"), interval,
+            shown.add_row(row["candidate"], row["cpus"], str(row["pcpus"]), row["memory_nodes"] or "-",
+                          num(row["throughput"], ".3f"), interval,
                           num(row["competing_modules"], ".2f"), num(row["remote_memory_share"], ".3f"), mark)
         stdout.print(shown)
         best = mine[mine["best"]].iloc[0]

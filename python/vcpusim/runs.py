@@ -33,7 +33,6 @@ from __future__ import annotations
 import ast
 import atexit
 import contextlib
-import functools
 import hashlib
 import json
 import os
@@ -48,7 +47,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import _core
-from .api import RESULT_FILES, TRACE_FILE, Result, Scenario, _type_name, as_scenario, check_flag, check_writable
+from .api import (RESULT_FILES, TRACE_FILE, Result, Scenario, _type_name, as_scenario, check_flag, check_writable,
+                  engine_fingerprint, provenance)
 
 #: Written beside the results: what produced them and the size and hash of every file.
 RUN_FILE = "run.json"
@@ -95,22 +95,6 @@ def _check_processes(processes: Any, where: str) -> int:
     if processes < 1:
         raise ValueError(f"{where}: processes: expected a positive integer or None (one per CPU), got {processes}")
     return processes
-
-
-@functools.lru_cache(maxsize=1)
-def engine_fingerprint() -> str:
-    """SHA-256 of the compiled engine (the ``_core`` extension file): results saved by another
-    build of vcpusim (another model) are not this build's results, so they are not reused."""
-    return hashlib.sha256(Path(_core.__file__).read_bytes()).hexdigest()
-
-
-@functools.lru_cache(maxsize=1)
-def provenance() -> dict:
-    """What computed a result: the vcpusim version, the build (its profile, and whether the
-    profile-guided optimization applied) and the engine's hash (:func:`engine_fingerprint`)."""
-    info = _core.build_info()
-    return {"version": _core.__version__, "profile": info["profile"], "pgo": bool(info["pgo"]),
-            "engine_sha256": engine_fingerprint()}
 
 
 def run_key(scenario: Scenario, trace: bool, check: bool) -> str:
