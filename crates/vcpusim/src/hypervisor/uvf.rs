@@ -60,6 +60,11 @@ pub struct Uvf {
     protected_until: Vec<Nanos>,
     /// Per-pCPU: a preemption was held back by the protection.
     deferred: Vec<bool>,
+    /// Per-pCPU: the running vCPU was picked while urgent, on an urgent tslice lent from its
+    /// future CPU time (seed 000 section 3.1.3: it may "preemptively run during an urgent
+    /// tslice, which is borrowed from its future CPU time"); the pCPU is scheduled afresh when
+    /// that tslice ends.
+    loaned: Vec<bool>,
     /// Per-pCPU UVF timers, each with the expiry it is armed for. The overlay's expiries (a
     /// protected tslice's end, a time-based request's end) are independent: every one fires and
     /// the handler re-checks protection and urgency then, as it always has. Re-arming one timer
@@ -79,6 +84,7 @@ impl Uvf {
             entries: vec![0; nvcpus],
             protected_until: vec![0; npcpus],
             deferred: vec![false; npcpus],
+            loaned: vec![false; npcpus],
             expiries: vec![Vec::new(); npcpus],
         }
     }
@@ -210,6 +216,16 @@ impl Uvf {
     /// Whether `current`, running on `p`, may not be preempted now.
     pub fn protects(&self, p: PcpuId, current: VcpuId, now: Nanos) -> bool {
         self.protecting(p, now) && self.is_urgent(current, now)
+    }
+
+    /// `p`'s runner was picked while urgent: its tslice is a loan.
+    pub fn lend(&mut self, p: PcpuId) {
+        self.loaned[p.idx()] = true;
+    }
+
+    /// End `p`'s loan, if any: whether there was one.
+    pub fn repay(&mut self, p: PcpuId) -> bool {
+        std::mem::take(&mut self.loaned[p.idx()])
     }
 
     /// Note a preemption held back on `p`.

@@ -78,9 +78,13 @@ pub trait UrgentBase {
         match next {
             Some(n) if u.is_urgent(n, ctx.now()) => {
                 let end = u.protect(pc, ctx.now());
+                u.lend(pc);
                 self.arm_uvf_expiry(ctx, p, end);
             }
-            _ => u.unprotect(pc),
+            _ => {
+                u.unprotect(pc);
+                u.repay(pc);
+            }
         }
     }
 
@@ -223,7 +227,10 @@ pub trait UrgentBase {
     }
 
     /// The UVF timer of `p`: a protected tslice or a time-based request ended. A still-urgent
-    /// runner goes to the tail of the urgent queue (round robin); held-back preemptions happen.
+    /// runner goes to the tail of the urgent queue (round robin); held-back preemptions happen;
+    /// and a tslice lent to a vCPU picked while urgent ends with a fresh pick, the urgent queue
+    /// first, then the base policy's (seed 000 section 3.1.3: it runs "during an urgent
+    /// tslice, which is borrowed from its future CPU time").
     fn uvf_timer(&mut self, ctx: &mut PolicyCtx, p: usize) {
         let now = ctx.now();
         let pc = PcpuId(p as u32);
@@ -232,19 +239,22 @@ pub trait UrgentBase {
         u.expiry_fired(pc, now);
         let Some(c) = current else {
             u.take_deferred(pc);
+            u.repay(pc);
             return;
         };
         if u.protects(pc, c, now) {
             return; // a stale timer: the tslice was renewed
         }
         let deferred = u.take_deferred(pc);
+        // A time-based request may end before the tslice: the loan runs to the tslice's end.
+        let repaid = !u.protecting(pc, now) && u.repay(pc);
         if u.is_urgent(c, now) {
             u.unprotect(pc);
             u.enqueue(pc, c);
-            if deferred || u.others_waiting(pc, c) {
+            if deferred || repaid || u.others_waiting(pc, c) {
                 self.resched(ctx, p);
             }
-        } else if deferred {
+        } else if deferred || repaid {
             self.resched(ctx, p);
         }
     }

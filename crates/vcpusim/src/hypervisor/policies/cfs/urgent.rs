@@ -145,6 +145,23 @@ mod tests {
     }
 
     #[test]
+    fn an_urgent_pick_borrows_one_tslice_and_the_pcpu_is_picked_afresh_after_it() {
+        let mut h = host(18 * MS, UvfVm { tlb_co: true, ..UvfVm::default() });
+        tlb_ipi(&mut h);
+        let at = h.now;
+        assert_eq!(running(&h), Some(RECIPIENT), "it preempts RIVAL on a borrowed tslice");
+        // The shootdown is acknowledged at once: no longer urgent, but the tslice is lent.
+        h.call(|pol, ctx| pol.ipi_handled(ctx, RECIPIENT, IpiKind::TlbShootdown));
+        h.check();
+        h.advance_to(at + 499 * US);
+        assert_eq!(running(&h), Some(RECIPIENT), "it keeps the pCPU for the tslice it borrowed");
+        // At the tslice's end CFS picks again: RIVAL, whose vruntime is lower, runs (before, the
+        // borrower kept the pCPU until the next tick).
+        h.advance_to(at + 500 * US);
+        assert_eq!(running(&h), Some(RIVAL), "the loan ends with the tslice");
+    }
+
+    #[test]
     fn a_resched_dp_sender_is_not_preempted_inside_the_delay_and_is_after_it() {
         for dp in [None, Some(500 * US)] {
             let mut h = host(18 * MS, UvfVm { resched_dp: dp, ..UvfVm::default() });
