@@ -99,6 +99,27 @@ pub enum Shape {
     /// thread's frame), so the lags between neighbours add up to one frame: a chain whose
     /// queues hold rows_per_frame / threads rows (rounded up) stands for it.
     Wavefront { row_work: Nanos, rows_per_frame: usize },
+    /// PARSEC bodytrack's worker group (TrackingBenchmark/threads/WorkerGroup.cpp): thread 0 is
+    /// the main thread, which only dispatches; threads 1..=N the workers; thread N + 1 the
+    /// asynchronous I/O thread that loads the next frame. For each command of a frame:
+    /// - main: `SendCmd` (lock `workDispatch`, set the command, `NotifyAll`, unlock), then wait
+    ///   at `poolReadyBarrier` (N + 1) for the command to end, and count it;
+    /// - worker: `RecvCmd` (lock, wait while idle, unlock); worker 0 resets the ticket dispenser
+    ///   (`resetDispenser`); `workInit` barrier (N); the ticket loop (`getTicket`, then the
+    ///   ticket's work); `workDoneBarrier` (N); its master sets the command idle under
+    ///   `workDispatch`; `poolReadyBarrier` (N + 1).
+    ///
+    /// The broadcast and `RecvCmd`'s predicate wait are a PARSEC barrier of N + 1 parties (a
+    /// mutex and a condition variable whose last arriver, normally main, broadcasts and whose
+    /// sleepers re-take the mutex one by one: the same futex traffic); the three barriers are
+    /// glibc's. Between frames the I/O thread's next frame is taken from a queue of one.
+    WorkerGroup {
+        /// Each command of a frame, in order: its tickets and the mean computation per ticket.
+        commands: &'static [(u64, Nanos)],
+        /// The I/O thread's computation per frame, and the buffers it maps and frees.
+        io_work: Nanos,
+        io_buffers: (Event, u32),
+    },
 }
 
 /// A PARSEC application model: its structure and its numbers.
@@ -188,6 +209,8 @@ impl Workload for Parsec {
         match self.0.shape {
             // PARSEC's `-n N` gives every parallel stage N threads; serial stages have one.
             Shape::Pipeline { stages, .. } => stages.iter().map(|s| if s.parallel { vcpus } else { 1 }).sum(),
+            // `-n N`: N workers, the main thread and the I/O thread.
+            Shape::WorkerGroup { .. } => vcpus + 2,
             _ => vcpus,
         }
     }
@@ -228,6 +251,12 @@ impl Workload for Parsec {
                     }
                 }
             }
+            Shape::WorkerGroup { commands, io_work, io_buffers } => {
+                if threads < 3 {
+                    return Err(format!("{} needs at least 3 threads (main, a worker, the I/O thread), got {threads}", p.name));
+                }
+                worker_group(&mut program, p, threads as usize - 2, commands, io_work, io_buffers);
+            }
             Shape::Wavefront { row_work, rows_per_frame } => {
                 let n = threads as usize;
                 program.queues = vec![rows_per_frame.div_ceil(n).max(1); n - 1];
@@ -246,6 +275,50 @@ impl Workload for Parsec {
         }
         Ok(program)
     }
+}
+
+/// The threads of a `Shape::WorkerGroup` with `n` workers (see there). Objects: mutex 0 is
+/// `workDispatch`; barriers 0 (the dispatch, N + 1, PARSEC form), 1 (`workInit`, N), 2
+/// (`workDoneBarrier`, N), 3 (`poolReadyBarrier`, N + 1); dispenser 0; queue 0 (the loaded
+/// frame).
+fn worker_group(program: &mut Program, p: &Profile, n: usize, commands: &[(u64, Nanos)], io_work: Nanos, io_buffers: (Event, u32)) {
+    let block = BarrierWait::Block;
+    program.mutexes = 1;
+    program.barriers = vec![n + 1, n, n, n + 1];
+    program.dispensers = 1;
+    program.queues = vec![1];
+    let dispatch = Op::ParsecBarrier { barrier: 0, wait: block };
+    let pool_ready = Op::Barrier { barrier: 3, wait: block };
+    // Main: take the next frame's images, then dispatch each command and wait for it.
+    let mut main = vec![Op::QueueGet(0)];
+    for _ in commands {
+        main.extend([dispatch.clone(), pool_ready.clone(), Op::Progress]);
+    }
+    program.threads.push(vec![Op::Loop { count: None, body: main }]);
+    for w in 0..n {
+        let mut frame = Vec::new();
+        for &(tickets, ticket_work) in commands {
+            frame.push(dispatch.clone());
+            if w == 0 {
+                frame.push(Op::ResetTickets { dispenser: 0, count: tickets });
+            }
+            frame.extend([
+                Op::Barrier { barrier: 1, wait: block },
+                Op::Tickets { dispenser: 0, body: vec![Op::Compute(Dist::Exp { mean: ticket_work })] },
+                Op::Barrier { barrier: 2, wait: block },
+            ]);
+            if w == 0 {
+                frame.extend([Op::MutexLock(0), Op::MutexUnlock(0)]);
+            }
+            frame.push(pool_ready.clone());
+        }
+        program.threads.push(vec![Op::Loop { count: None, body: frame }]);
+    }
+    // The I/O thread: load a frame (its buffers, its decoding), hand it over, and the next.
+    let (event, count) = io_buffers;
+    let mut io = spread_events(p, n + 1, io_work, Spread::Exp, &[(event, count)]);
+    io.push(Op::QueuePut(0));
+    program.threads.push(vec![Op::Loop { count: None, body: io }]);
 }
 
 /// The barrier wait the scenario chose; profiles with a barrier always declare `wait` and
@@ -505,6 +578,12 @@ pub(crate) mod model_tests {
             assert!(w.name().starts_with("parsec."), "{}", w.name());
             build_default(w);
             for threads in [1, 2, 3, 5, 13] {
+                if matches!(w.0.shape, Shape::WorkerGroup { .. }) && threads < 3 {
+                    // Main, a worker and the I/O thread at least.
+                    let err = w.build(threads, &Params::defaults(&w.params())).unwrap_err();
+                    assert!(err.contains("at least 3 threads"), "{err}");
+                    continue;
+                }
                 build_valid(w, threads, &Params::defaults(&w.params()));
             }
             assert!(w.build(0, &Params::defaults(&w.params())).unwrap_err().contains("at least 1 thread"));
