@@ -1,16 +1,23 @@
 //! `parsec.facesim`: simulates the motion of a human face for animation (PhysBAM).
 //!
-//! **The application** (PARSEC): data-parallel; PhysBAM's thread pool takes tasks from a queue
-//! protected by a mutex and condition variables, and the main thread waits for each batch of
-//! tasks (a step of the conjugate-gradient solver) to finish; working set large.
+//! **The application** (PARSEC): data-parallel; working set large. Its pthreads build compiles
+//! the Alamere TaskQ (Makefile.common `USE_ALAMERE_TASKQ=yes`: THREAD_POOL_ALAMERE.cpp,
+//! TaskQ/lib/taskQDistCommon.c), not THREAD_POOL.cpp's single mutex-and-condition queue: one
+//! queue per thread with its own mutex (idle threads steal), and one mutex, two condition
+//! variables and a counter that start and end each batch of tasks (`taskAvail`, `tasksDone`);
+//! the main thread is one of the N and runs tasks too; each conjugate-gradient iteration is 3
+//! batches (short, long, short). No pthread barrier (read in PARSEC 3.0's tree; EXPERIMENTS.md
+//! E4 has the details).
 //!
 //! **Seed 000 numbers**: Table 1 (corun): lock spinning 4.33% of CPU (75.57% of kernel time),
 //! TLB 0.02%; Figure 3: futex-queue lock; section 4.1.1: a futex-intensive application (Figure
 //! 7a), and a corunner whose "repeated sleep and wake-up of its worker threads" impedes urgent
 //! scheduling (Figure 7c); Table 2: 97.7% fewer pause-loop exits under UVF.
 //!
-//! **Model**: solver steps of 4 ms per thread (assumed) with sixteen 1 us task-queue critical
-//! sections on one mutex (assumed), then a blocking barrier for the batch's end.
+//! **Model** (not yet the TaskQ structure above: its batch start needs a predicate wait on a
+//! condition variable, which the program ops lack): solver steps of 4 ms per thread (assumed)
+//! with sixteen 1 us task-queue critical sections on one mutex (assumed), then a blocking
+//! barrier for the batch's end.
 //!
 //! **Progress**: solver steps (barrier phases).
 
