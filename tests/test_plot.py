@@ -147,3 +147,29 @@ def test_a_sweep_plot_draws_means_with_their_intervals():
     with pytest.raises(KeyError, match="plot.sweep: y: no column 'nope'"):
         plot.sweep(par, x="vm.parallel.threads", y="nope")
     plt.close("all")
+
+
+def test_trace_spans_are_parsed_once_and_windowed(monkeypatch):
+    scenario = vcpusim.Scenario(SMALL_SCENARIO, "small.toml")
+    result = vcpusim.run(scenario, trace_from="100ms", trace_to="120ms")
+    doc = json.loads(result.trace)
+    slices = [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("dur", 0) > 0]
+    spans = result.trace_spans()
+    assert list(spans.columns) == ["pid", "tid", "name", "vm", "start_s", "end_s"]
+    assert len(spans) == len(slices)
+    # A window keeps exactly the slices that overlap it.
+    window = result.trace_spans(0.105, 0.110)
+    overlapping = [e for e in slices if e["ts"] / 1e6 + e["dur"] / 1e6 > 0.105 and e["ts"] / 1e6 < 0.110]
+    assert 0 < len(window) == len(overlapping) < len(spans)
+    assert ((window["end_s"] > 0.105) & (window["start_s"] < 0.110)).all()
+    assert result.trace_tracks()[(0, 0)] == "pCPU 0"
+    # Drawing more windows does not parse the trace again.
+    calls = []
+    real = json.loads
+    monkeypatch.setattr(vcpusim.api.json, "loads", lambda *a, **k: calls.append(1) or real(*a, **k))
+    result.plot.timeline("101ms", "103ms")
+    result.plot.timeline("110ms", "115ms", tracks="vcpus")
+    plt.close("all")
+    assert calls == []
+    with pytest.raises(ValueError, match="no trace"):
+        vcpusim.run(scenario.replace(duration="10ms")).trace_spans()

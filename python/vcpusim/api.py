@@ -465,6 +465,57 @@ class Result:
         """Chrome trace-event JSON (open in Perfetto), or None when the run was not traced."""
         return self.trace_json
 
+    @functools.cached_property
+    def _trace_table(self):
+        """The trace's complete slices and track names, parsed once (the JSON is large: a second
+        of a busy host is tens of MB) and kept as compact columns, the parsed JSON dropped."""
+        import pandas as pd
+
+        if self.trace_json is None:
+            raise ValueError("this run has no trace: run with trace=True, or trace_from/trace_to for a window")
+        doc = json.loads(self.trace_json)
+        events = doc["traceEvents"]
+        tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+        processes = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
+        slices = [e for e in events if e.get("ph") == "X" and e.get("dur", 0) > 0]
+        table = pd.DataFrame({
+            "pid": pd.array([e["pid"] for e in slices], dtype="int32"),
+            "tid": pd.array([e["tid"] for e in slices], dtype="int32"),
+            "name": pd.Categorical([e["name"] for e in slices]),
+            "vm": pd.Categorical([(e.get("args") or {}).get("vm") for e in slices]),
+            "start_s": [e["ts"] / 1e6 for e in slices],
+            "end_s": [(e["ts"] + e["dur"]) / 1e6 for e in slices],
+        })
+        cut_ns = (doc.get("otherData") or {}).get("complete_until_ns")
+        return table, tracks, processes, cut_ns
+
+    def trace_spans(self, start: float | None = None, end: float | None = None):
+        """The trace's slices as a table, one row per slice: ``pid`` (0: the host's pCPU tracks,
+        1 + VM index: that VM's vCPU tracks), ``tid`` (the pCPU or vCPU), ``name`` (the VM on a
+        pCPU track, the activity on a vCPU track), ``vm`` (on pCPU tracks), ``start_s``, ``end_s``.
+        ``start`` / ``end`` (seconds) keep the slices that overlap that window. The trace is parsed
+        once per result and kept as these columns, so windows of one run are cheap to take."""
+        table = self._trace_table[0]
+        keep = None
+        if start is not None:
+            keep = table["end_s"] > start
+        if end is not None:
+            before_end = table["start_s"] < end
+            keep = before_end if keep is None else keep & before_end
+        return table if keep is None else table[keep].reset_index(drop=True)
+
+    def trace_tracks(self) -> dict[tuple[int, int], str]:
+        """Track names of the trace by (pid, tid): ``pCPU 3``, ``vCPU 0``..."""
+        return dict(self._trace_table[1])
+
+    def trace_processes(self) -> dict[int, str]:
+        """Process names of the trace by pid: the host, ``VM par``..."""
+        return dict(self._trace_table[2])
+
+    def trace_complete_until_ns(self) -> int | None:
+        """Where a trace cut at its event cap ends (None when it was not cut)."""
+        return self._trace_table[3]
+
     def files(self) -> dict[str, str]:
         """File name -> exact content, as the CLI writes them."""
         files = dict(zip(RESULT_FILES, (self.vms_csv, self.metrics_csv, self.summary_json)))

@@ -8,7 +8,6 @@ first use; each returns the matplotlib ``Axes`` it drew on (pass ``ax=`` to draw
 from __future__ import annotations
 
 import html
-import json
 from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -152,32 +151,23 @@ class ResultPlots:
         runnable, halted). ``start`` / ``end`` bound the window (seconds, or "1.5s"). The time axis
         is in the unit of the window drawn: microseconds under 2 ms, milliseconds under 2 s, else
         seconds (the axis label says which)."""
-        trace = self._result.trace_json
-        if trace is None:
+        if self._result.trace_json is None:
             raise ValueError("plot.timeline needs a traced run: vcpusim.run(..., trace=True), or trace_from/trace_to "
                              "for a window")
         if tracks not in ("pcpus", "vcpus"):
             raise ValueError(f"plot.timeline: tracks: expected \"pcpus\" or \"vcpus\", got {tracks!r}")
         lo, hi = _seconds(start, "start"), _seconds(end, "end")
-        doc = json.loads(trace)
-        events = doc["traceEvents"]
-        cut_ns = (doc.get("otherData") or {}).get("complete_until_ns")
-        processes = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
-        threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+        # Parsed once per result (Result.trace_spans): drawing several windows does not re-read it.
+        spans = self._result.trace_spans(lo, hi)
+        cut_ns = self._result.trace_complete_until_ns()
+        threads = self._result.trace_tracks()
+        processes = self._result.trace_processes()
+        host = spans["pid"] == 0
+        spans = spans[host] if tracks == "pcpus" else spans[~host & spans["name"].isin(list(VCPU_STATE_COLOURS))]
+        keys = spans["vm"] if tracks == "pcpus" else spans["name"]
         rows: dict[tuple[int, int], list] = {}
-        for e in events:
-            if e["ph"] != "X" or e.get("dur", 0) <= 0:
-                continue
-            on_host = e["pid"] == 0
-            if (tracks == "pcpus") != on_host:
-                continue
-            if not on_host and e["name"] not in VCPU_STATE_COLOURS:
-                continue
-            t0, t1 = e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6
-            if (lo is not None and t1 <= lo) or (hi is not None and t0 >= hi):
-                continue
-            colour_key = e["args"]["vm"] if on_host else e["name"]
-            rows.setdefault((e["pid"], e["tid"]), []).append((t0, t1 - t0, colour_key))
+        for pid, tid, t0, t1, colour_key in zip(spans["pid"], spans["tid"], spans["start_s"], spans["end_s"], keys):
+            rows.setdefault((int(pid), int(tid)), []).append((t0, t1 - t0, str(colour_key)))
         order = sorted(threads) if tracks == "vcpus" else sorted(k for k in threads if k[0] == 0)
         order = [k for k in order if (k[0] == 0) == (tracks == "pcpus")]
         ax = _axes(ax, (10, max(2.5, 0.35 * len(order) + 1)))
