@@ -494,7 +494,8 @@ class Result:
         1 + VM index: that VM's vCPU tracks), ``tid`` (the pCPU or vCPU), ``name`` (the VM on a
         pCPU track, the activity on a vCPU track), ``vm`` (on pCPU tracks), ``start_s``, ``end_s``.
         ``start`` / ``end`` (seconds) keep the slices that overlap that window. The trace is parsed
-        once per result and kept as these columns, so windows of one run are cheap to take."""
+        once per result and kept as these columns, so windows of one run are cheap to take; each
+        call returns a table of its own."""
         table = self._trace_table[0]
         keep = None
         if start is not None:
@@ -502,7 +503,7 @@ class Result:
         if end is not None:
             before_end = table["start_s"] < end
             keep = before_end if keep is None else keep & before_end
-        return table if keep is None else table[keep].reset_index(drop=True)
+        return table.copy() if keep is None else table[keep].reset_index(drop=True)
 
     def trace_tracks(self) -> dict[tuple[int, int], str]:
         """Track names of the trace by (pid, tid): ``pCPU 3``, ``vCPU 0``..."""

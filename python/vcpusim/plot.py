@@ -67,6 +67,15 @@ def _axes(ax, size):
     return ax
 
 
+#: Line styles that tell apart lines drawn in the same place (identical VMs, sweep groups).
+LINE_STYLES = ("-", "--", "-.", ":")
+
+
+def _legend_beside(ax, **kwargs):
+    """The legend to the right of the axes (constrained layout keeps it in a saved figure)."""
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0), **kwargs)
+
+
 def _vm_colours(result: "Result") -> dict:
     """A colour per VM, by its place in the run's VM list: the same VM has the same colour in
     every plot of the result."""
@@ -120,7 +129,7 @@ class ResultPlots:
             bottom = [b + v for b, v in zip(bottom, values)]
         ax.set_ylabel("CPU time (ms)")
         ax.set_title(f"CPU time by activity ({self._result.summary['policy']})")
-        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        _legend_beside(ax)
         return ax
 
     def shares(self, ax=None):
@@ -133,15 +142,14 @@ class ResultPlots:
         ax = _axes(ax, (7, 4))
         colours = _vm_colours(self._result)
         # Identical VMs draw identical lines: a line style of its own for each keeps them apart.
-        styles = ["-", "--", "-.", ":"]
         for i, (vm, rows) in enumerate(samples.groupby("vm", sort=False)):
             ax.step(rows["t_s"], rows["share"], where="pre", label=vm, color=colours.get(vm),
-                    linestyle=styles[i % len(styles)])  # each value covers the interval before it
+                    linestyle=LINE_STYLES[i % len(LINE_STYLES)])  # each value covers the interval before it
         ax.set_xlabel("simulated time (s)")
         ax.set_ylabel("share of the host")
         ax.set_ylim(bottom=0)
         ax.set_title("CPU share over time")
-        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        _legend_beside(ax)
         return ax
 
     def timeline(self, start: Any = None, end: Any = None, tracks: str = "pcpus", ax=None):
@@ -207,7 +215,7 @@ class ResultPlots:
             # nothing after it was recorded (not idle: unknown).
             ax.axvline(cut_ns / 1e9 * scale, color="black", linestyle="--", linewidth=1)
             handles.append(Line2D([], [], color="black", linestyle="--", label="trace cut: nothing recorded after"))
-        ax.legend(handles=handles, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        _legend_beside(ax, handles=handles)
         return ax
 
 
@@ -230,18 +238,17 @@ def sweep(table, x: str, y: str, hue: str | None = None, by: Sequence[str] = ("v
             raise KeyError(f"plot.sweep: {name}: no column {column!r} in the table")
     agg = aggregate(table, [*groups, x], [y])
     ax = _axes(ax, (7, 4))
-    styles = ["-", "--", "-.", ":"]
     for i, (key, rows) in enumerate(agg.groupby(groups, sort=False) if groups else [((), agg)]):
         rows = rows.sort_values(x)
         lo, hi = rows[f"{y}_lo"], rows[f"{y}_hi"]
         err = [(rows[f"{y}_mean"] - lo).fillna(0).clip(lower=0), (hi - rows[f"{y}_mean"]).fillna(0).clip(lower=0)]
         label = ", ".join(str(k) for k in (key if isinstance(key, tuple) else (key,)))
         ax.errorbar(rows[x], rows[f"{y}_mean"], yerr=err, label=label or y, capsize=3,
-                    linestyle=styles[i % len(styles)], marker="o", markersize=3)
+                    linestyle=LINE_STYLES[i % len(LINE_STYLES)], marker="o", markersize=3)
     ax.set_xlabel(x)
     ax.set_ylabel(f"{y} (mean, 95% interval)")
     if groups:
-        ax.legend(fontsize="small", title=", ".join(groups), loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        _legend_beside(ax, title=", ".join(groups))
     return ax
 
 

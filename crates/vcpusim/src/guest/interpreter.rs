@@ -55,13 +55,8 @@ impl GuestKernel {
                     // getTicket(): l->Lock(); rv = value; value += inc; l->Unlock(). The take
                     // jumps past the loop (to end + 1) when none is left; the unlock still runs.
                     th.pc += 1;
-                    let m = self.objects.dispensers[dispenser].mutex;
                     let exit = u32::try_from(end + 1).expect("a thread's code is shorter than 2^32 ops");
-                    th.steps.extend([
-                        Step::Do(Action::MutexLock(m)),
-                        Step::Do(Action::TakeTicket { dispenser, exit }),
-                        Step::Do(Action::MutexUnlock(m)),
-                    ]);
+                    th.steps.extend(self.under_dispenser(dispenser, Action::TakeTicket { dispenser, exit }));
                     return true;
                 }
                 &Code::TicketEnd { start } => th.pc = start,
@@ -84,6 +79,12 @@ impl GuestKernel {
                 }
             }
         }
+    }
+
+    /// `action` under ticket dispenser `d`'s mutex (`TicketDispenser`'s `l->Lock()` ... `l->Unlock()`).
+    fn under_dispenser(&self, d: usize, action: Action) -> [Step; 3] {
+        let m = self.objects.dispensers[d].mutex;
+        [Step::Do(Action::MutexLock(m)), Step::Do(action), Step::Do(Action::MutexUnlock(m))]
     }
 
     /// Append the steps of `op` to `steps`.
@@ -139,12 +140,7 @@ impl GuestKernel {
                 steps.extend([Step::Run { ns: costs.syscall, func: KernelFn::Syscall }, Step::Do(Action::SetAffinity(k))])
             }
             Op::ResetTickets { dispenser, count } => {
-                let m = self.objects.dispensers[dispenser].mutex;
-                steps.extend([
-                    Step::Do(Action::MutexLock(m)),
-                    Step::Do(Action::ResetTickets { dispenser, count }),
-                    Step::Do(Action::MutexUnlock(m)),
-                ])
+                steps.extend(self.under_dispenser(dispenser, Action::ResetTickets { dispenser, count }))
             }
             Op::Loop { .. } | Op::Tickets { .. } => unreachable!("loops are compiled away"),
             Op::WorkSteal => unreachable!("fetch_op runs the worker"),

@@ -34,24 +34,22 @@ pub enum Code {
 }
 
 pub fn compile(ops: &[Op]) -> Vec<Code> {
+    /// A loop's code: its opening (given the index of its closing), its body, its closing
+    /// (given the index of its opening).
+    fn block(body: &[Op], out: &mut Vec<Code>, open: impl Fn(usize) -> Code, close: impl Fn(usize) -> Code) {
+        let start = out.len();
+        out.push(open(0));
+        emit(body, out);
+        let end = out.len();
+        out.push(close(start));
+        out[start] = open(end);
+    }
     fn emit(ops: &[Op], out: &mut Vec<Code>) {
         for op in ops {
             match op {
-                Op::Loop { count, body } => {
-                    let start = out.len();
-                    out.push(Code::LoopStart { count: *count, end: 0 });
-                    emit(body, out);
-                    let end = out.len();
-                    out.push(Code::LoopEnd { start });
-                    out[start] = Code::LoopStart { count: *count, end };
-                }
-                Op::Tickets { dispenser, body } => {
-                    let start = out.len();
-                    out.push(Code::TicketStart { dispenser: *dispenser, end: 0 });
-                    emit(body, out);
-                    let end = out.len();
-                    out.push(Code::TicketEnd { start });
-                    out[start] = Code::TicketStart { dispenser: *dispenser, end };
+                &Op::Loop { count, ref body } => block(body, out, |end| Code::LoopStart { count, end }, |start| Code::LoopEnd { start }),
+                &Op::Tickets { dispenser, ref body } => {
+                    block(body, out, |end| Code::TicketStart { dispenser, end }, |start| Code::TicketEnd { start })
                 }
                 other => out.push(Code::Op(other.clone())),
             }

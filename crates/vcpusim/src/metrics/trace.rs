@@ -254,19 +254,15 @@ impl TraceSink {
         if end <= start {
             return;
         }
-        if self.room(end) {
-            self.recs.push(Rec::Span { pid, tid, name: name.to_string(), start, dur: end - start, args: args_text(args), flow: None });
-        } else if let Some(cut) = self.complete_until.filter(|&cut| start < cut) {
-            self.recs.push(Rec::Span {
-                pid,
-                tid,
-                name: name.to_string(),
-                start,
-                dur: cut.min(end) - start,
-                args: args_text(args),
-                flow: None,
-            });
-        }
+        let end = if self.room(end) {
+            end
+        } else {
+            match self.complete_until.filter(|&cut| start < cut) {
+                Some(cut) => cut.min(end),
+                None => return,
+            }
+        };
+        self.recs.push(Rec::Span { pid, tid, name: name.to_string(), start, dur: end - start, args: args_text(args), flow: None });
     }
 
     pub fn instant(&mut self, pid: u32, tid: u32, name: &str, at: Nanos) {

@@ -55,23 +55,12 @@ const NOT_BARE_METAL: &[(&str, &str)] = &[
 /// `bare_metal = true`: its pCPUs (`cpus`, default: every pCPU no other VM names in its `cpus`)
 /// and its vCPUs, one per pCPU (vCPU i on the i-th); `None` for a VM.
 pub(super) fn bare_metal_cpus(section: &Section, host: &HostSpec, free: &CpuMask) -> Result<Option<Vec<CpuMask>>, SimError> {
-    match section.get("bare_metal") {
-        None | Some(Value::Boolean(false)) => return Ok(None),
-        Some(Value::Boolean(true)) => {}
-        Some(other) => return Err(section.error_at("bare_metal", format!("expected true or false, got {}", show_toml(other)))),
+    if !section.flag("bare_metal")? {
+        return Ok(None);
     }
-    for (key, what) in NOT_BARE_METAL {
-        if let Some(value) = section.get(key) {
-            return Err(section.error_at(
-                key,
-                format!(
-                    "got {}, but a bare-metal VM (bare_metal = true) runs its kernel directly on its pCPUs, with no \
-                     hypervisor to give it {what}; drop {key}",
-                    show_toml(value)
-                ),
-            ));
-        }
-    }
+    section.refuse(NOT_BARE_METAL, |what| {
+        format!("a bare-metal VM (bare_metal = true) runs its kernel directly on its pCPUs, with no hypervisor to give it {what}")
+    })?;
     let npcpus = host.topology.npcpus();
     let mask = match section.get("cpus") {
         None => {

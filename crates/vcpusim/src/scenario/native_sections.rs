@@ -42,22 +42,10 @@ const NOT_NATIVE: &[(&str, &str)] = &[
 
 /// Whether `[[vm]] native = true`, its forbidden keys refused.
 pub(super) fn is_native(section: &Section) -> Result<bool, SimError> {
-    match section.get("native") {
-        None | Some(Value::Boolean(false)) => return Ok(false),
-        Some(Value::Boolean(true)) => {}
-        Some(other) => return Err(section.error_at("native", format!("expected true or false, got {}", show_toml(other)))),
+    if !section.flag("native")? {
+        return Ok(false);
     }
-    for (key, what) in NOT_NATIVE {
-        if let Some(value) = section.get(key) {
-            return Err(section.error_at(
-                key,
-                format!(
-                    "got {}, but a native host process (native = true) is a program of host threads with no {what}; drop {key}",
-                    show_toml(value)
-                ),
-            ));
-        }
-    }
+    section.refuse(NOT_NATIVE, |what| format!("a native host process (native = true) is a program of host threads with no {what}"))?;
     if let Some(value @ Value::Array(_)) = section.get("cpus") {
         return Err(section.error_at(
             "cpus",

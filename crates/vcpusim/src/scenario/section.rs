@@ -156,6 +156,24 @@ impl<'a> Section<'a> {
         int_value(self.file, &self.key(key), value, min, max)
     }
 
+    /// A `true` / `false` key; absent is false.
+    pub fn flag(&self, key: &str) -> Result<bool, SimError> {
+        match self.get(key) {
+            None => Ok(false),
+            Some(Value::Boolean(b)) => Ok(*b),
+            Some(other) => Err(self.error_at(key, format!("expected true or false, got {}", show_toml(other)))),
+        }
+    }
+
+    /// Refuse the first of `keys` present, each given as (key, what it would set): the message
+    /// is "got <value>, but <why(what)>; drop <key>".
+    pub fn refuse(&self, keys: &[(&str, &str)], why: impl Fn(&str) -> String) -> Result<(), SimError> {
+        match keys.iter().find_map(|(key, what)| self.get(key).map(|v| (key, what, v))) {
+            Some((key, what, value)) => Err(self.error_at(key, format!("got {}, but {}; drop {key}", show_toml(value), why(what)))),
+            None => Ok(()),
+        }
+    }
+
     pub fn string(&self, key: &str) -> Result<Option<&'a str>, SimError> {
         match self.get(key) {
             None => Ok(None),

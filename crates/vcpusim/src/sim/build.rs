@@ -89,7 +89,7 @@ impl Sim {
             mechanisms: Mechanisms {
                 halt_poll: sc.host.halt_poll,
                 samples: sc.run.sample_every.map(Samples::new),
-                native_tasks: super::mechanisms::native_tasks::NativeTasks::new(sc.vms.iter().map(|v| v.native).collect()),
+                native_tasks: super::mechanisms::native_tasks::NativeTasks::new(sc.vms.len(), sc.vms.iter().any(|v| v.native)),
                 ..Mechanisms::default()
             },
             vm_costs: Vec::new(),

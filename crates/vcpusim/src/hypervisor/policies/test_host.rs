@@ -256,6 +256,18 @@ impl FakeHost {
         self.now = until;
     }
 
+    /// Advance 1 ms at a time, for at most 200 ms, until `v` runs on `p`.
+    pub fn advance_until_running(&mut self, p: PcpuId, v: VcpuId) {
+        let start = self.now;
+        for t in 1..200 {
+            if self.pcpus[p.idx()].current == Some(v) {
+                return;
+            }
+            self.advance_to(start + t * crate::time::MS);
+        }
+        assert_eq!(self.pcpus[p.idx()].current, Some(v), "vCPU {v} never ran on pCPU {p}");
+    }
+
     /// Run time of every vCPU of `vm` up to now, including the current run.
     pub fn vm_run_time(&self, vm: usize) -> Nanos {
         self.vms[vm]

@@ -144,7 +144,9 @@ impl Sim {
         if self.mechanisms.preemption_overlay.is_some() {
             self.overlay_switch_out(v, p);
         }
-        self.native_switched_out(v);
+        if self.mechanisms.native_tasks.is_some() {
+            self.native_switched_out(v);
+        }
     }
 
     /// `v` is off its pCPU.

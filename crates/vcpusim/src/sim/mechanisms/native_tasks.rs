@@ -27,18 +27,16 @@ use crate::hypervisor::policy::VcpuState;
 use crate::ids::{PcpuId, VcpuId};
 use crate::metrics::table::MetricRows;
 
-/// Which VMs are native processes, and what the rule did.
+/// What the rule did (which VMs are native is `Vm::native`).
 pub struct NativeTasks {
-    /// By VM index.
-    native: Vec<bool>,
     /// Preemptions deferred, by VM index.
     deferred: Vec<u64>,
 }
 
 impl NativeTasks {
-    /// `None` when no VM is native (the rule costs one test per reschedule then).
-    pub fn new(native: Vec<bool>) -> Option<Box<NativeTasks>> {
-        native.iter().any(|&n| n).then(|| Box::new(NativeTasks { deferred: vec![0; native.len()], native }))
+    /// For `vms` VMs, `None` when none is native (the rule costs one test per reschedule then).
+    pub fn new(vms: usize, any_native: bool) -> Option<Box<NativeTasks>> {
+        any_native.then(|| Box::new(NativeTasks { deferred: vec![0; vms] }))
     }
 }
 
@@ -48,8 +46,7 @@ impl Sim {
     pub(in crate::sim) fn native_defers(&mut self, p: PcpuId) -> bool {
         let Some(c) = self.pinfo[p.idx()].current else { return false };
         let vm = self.vinfo[c.idx()].vm.idx();
-        let Some(nt) = self.mechanisms.native_tasks.as_ref() else { return false };
-        if !nt.native[vm] || self.vinfo[c.idx()].state != VcpuState::Running || self.vcpus[c.idx()].yielding {
+        if !self.vms[vm].native || self.vinfo[c.idx()].state != VcpuState::Running || self.vcpus[c.idx()].yielding {
             return false;
         }
         let (g, i) = self.gslot(c);
@@ -69,8 +66,7 @@ impl Sim {
     /// The native task on `v` left its last spinlock with a preemption pending
     /// (`preempt_enable` -> `preempt_schedule`): reschedule its pCPU now. Whether `v` is one.
     pub(in crate::sim) fn native_resched(&mut self, v: VcpuId) -> bool {
-        let Some(nt) = self.mechanisms.native_tasks.as_ref() else { return false };
-        if !nt.native[self.vinfo[v.idx()].vm.idx()] {
+        if self.mechanisms.native_tasks.is_none() || !self.vms[self.vinfo[v.idx()].vm.idx()].native {
             return false;
         }
         if std::mem::take(&mut self.pv[v.idx()].preempt_pending) {
@@ -83,7 +79,7 @@ impl Sim {
 
     /// A native task leaves its pCPU (it blocked, or a decision moved it): nothing is pending.
     pub(in crate::sim) fn native_switched_out(&mut self, v: VcpuId) {
-        if self.mechanisms.native_tasks.as_ref().is_some_and(|nt| nt.native[self.vinfo[v.idx()].vm.idx()]) {
+        if self.vms[self.vinfo[v.idx()].vm.idx()].native {
             self.pv[v.idx()].preempt_pending = false;
         }
     }
@@ -92,7 +88,7 @@ impl Sim {
     /// outermost unlock.
     pub(in crate::sim) fn native_metrics(&self, i: usize, rows: &mut MetricRows) {
         let Some(nt) = self.mechanisms.native_tasks.as_ref() else { return };
-        if nt.native[i] {
+        if self.vms[i].native {
             rows.put("native_deferred_preemptions", nt.deferred[i]);
         }
     }

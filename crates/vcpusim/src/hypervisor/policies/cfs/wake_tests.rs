@@ -21,19 +21,13 @@ fn after_sleeping(asleep: Nanos, gran: Nanos) -> VcpuId {
     params.set("latency", ParamValue::Duration(24 * MS));
     params.set("wakeup_granularity", ParamValue::Duration(gran));
     let mut h = FakeHost::new(1, &[(2, 256)], None, |shape| CfsKind.build(&params, shape));
-    for t in 1..200 {
-        if h.pcpus[0].current == Some(SLEEPER) {
-            break;
-        }
-        h.advance_to(t * MS);
-    }
-    assert_eq!(h.pcpus[0].current, Some(SLEEPER), "SLEEPER never ran");
+    h.advance_until_running(PcpuId(0), SLEEPER);
     h.halt(SLEEPER);
     let t0 = h.now;
     h.advance_to(t0 + asleep);
     assert_eq!(h.pcpus[0].current, Some(RUNNER));
     h.wake(SLEEPER);
-    h.pcpus[PcpuId(0).idx()].current.expect("someone runs")
+    h.pcpus[0].current.expect("someone runs")
 }
 
 #[test]

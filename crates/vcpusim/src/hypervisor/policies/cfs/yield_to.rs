@@ -60,13 +60,7 @@ mod tests {
         params.set("wakeup_granularity", ParamValue::Duration(1000 * MS));
         let mut h = FakeHost::new(1, &[(2, 256)], None, |shape| CfsKind.build(&params, shape));
         // Let the two share the pCPU until TARGET is the one running, then halt it.
-        for t in 1..200 {
-            if h.pcpus[0].current == Some(TARGET) {
-                break;
-            }
-            h.advance_to(t * MS);
-        }
-        assert_eq!(h.pcpus[0].current, Some(TARGET), "TARGET never ran");
+        h.advance_until_running(P0, TARGET);
         h.halt(TARGET);
         assert_eq!(h.pcpus[0].current, Some(SPINNER));
         // SPINNER sends TARGET a TLB-shootdown IPI, which wakes it.

@@ -679,6 +679,7 @@ impl Hybrid {
         }
         let d = &mut self.vms[vm.idx()];
         (d.weight, d.vm_type, d.u_factor) = (sched.weight, sched.vm_type, sched.u_factor);
+        // `forget_loads`, as a field write: `d` still borrows the VM table.
         self.insert_loads = None;
         if !std::mem::replace(&mut d.adjusted, true) {
             return;
