@@ -23,7 +23,8 @@ the build), the runs spread over ``--jobs`` processes (default: every core; the 
 depend on it). The window is the same stretch of simulated time at every size; a short one can
 leave the small hosts few events (100 -> 200 ms gives gang's 8-pCPU row 403), whose mix then
 differs from the large hosts', so the default is 100 -> 500 ms. ``--policies`` also takes the
-seeds' mechanisms (``credit+microsliced``, ``cfs+uvf`` and the others ``vcpusim bench`` lists).
+seeds' mechanisms (``credit+microsliced``, ``cfs+uvf`` and the others ``vcpusim bench`` lists) and
+``bare-metal``: one Linux 3.13 machine on every pCPU (its load balancer at the host's size).
 """
 
 from __future__ import annotations

@@ -567,7 +567,7 @@ def bench(
     repeats: int = typer.Option(5, "--repeats", min=1, help="Times the timed run is repeated (each followed by a bare-heap timing)."),
     scaling: bool = typer.Option(False, "--scaling", help="Add the scaling table: the quickstart's mix per 8 pCPUs, every policy."),
     scaling_pcpus: str = typer.Option("quick", "--scaling-pcpus", help='pCPU counts: "quick" (8,32,128), "full" (8..1024) or a list like 8,64.'),
-    scaling_policies: str = typer.Option("cfs,credit,gang,hybrid,eevdf", "--scaling-policies", help="Policies of the scaling table; a seed's mechanism over one: credit+microsliced, credit+irs, credit+relaxed-co, credit+delay-preempt, cfs+uvf, credit+uvf."),
+    scaling_policies: str = typer.Option("cfs,credit,gang,hybrid,eevdf", "--scaling-policies", help="Policies of the scaling table; a seed's mechanism over one: credit+microsliced, credit+irs, credit+relaxed-co, credit+delay-preempt, cfs+uvf, credit+uvf; or bare-metal (one Linux 3.13 machine on every pCPU)."),
     scaling_sim_time: str = typer.Option("2s", "--scaling-sim-time", help="Simulated time at 8 pCPUs (P pCPUs run 8/P of it)."),
     scaling_repeats: int = typer.Option(1, "--scaling-repeats", min=1, help="Runs per row of the scaling table (the fastest is reported)."),
     scenario: Optional[Path] = typer.Option(None, "--scenario", help="Time this scenario file in place of the quickstart (e.g. a PLE storm)."),

@@ -21,7 +21,7 @@ const USAGE: &str = "usage: cargo bench -p vcpusim --bench bench -- [--json] [--
   --scaling-pcpus L    host sizes: quick, full or a comma list
   --scaling-policies L policies of the scaling table, a comma list; a seed's mechanism over one:
                        credit+microsliced, credit+irs, credit+relaxed-co, credit+delay-preempt,
-                       cfs+uvf, credit+uvf
+                       cfs+uvf, credit+uvf; or bare-metal (one Linux 3.13 machine on every pCPU)
   --scaling-sim-time D simulated time at 8 pCPUs (scaled down with the host)
   --scaling-repeats N  runs per scaling row (the fastest is reported)
   --scenario FILE      time this scenario in place of the quickstart (e.g. a PLE storm)

@@ -53,6 +53,8 @@ pub const SCALING_POLICIES: [&str; 5] = ["cfs", "credit", "gang", "hybrid", "eev
 /// 1,024 pCPUs as at 8).
 pub const SCALING_MECHANISMS: [&str; 6] =
     ["credit+microsliced", "credit+irs", "credit+relaxed-co", "credit+delay-preempt", "cfs+uvf", "credit+uvf"];
+/// The scaling scenario's bare-metal machine (`scaling_scenario`).
+pub const SCALING_BARE_METAL: &str = "bare-metal";
 /// pCPU counts of the quick scaling table (the default of `--scaling`).
 pub const SCALING_PCPUS_QUICK: [u32; 3] = [8, 32, 128];
 /// pCPU counts of the full scaling table (`--scaling-pcpus full`): 8 to 1024.
@@ -376,7 +378,11 @@ fn memory_flatness(scenario: &Scenario, short: Nanos, long: Nanos) -> Result<Mem
 
 /// The scaling scenario: the quickstart's mix once per 8 pCPUs (one 8-vCPU barrier VM, four
 /// 1-vCPU CPU-bound VMs), with no iteration target, for `duration`. `policy` is a policy name or
-/// one of `SCALING_MECHANISMS` (`policy+mechanism`), which adds the mechanism's sections.
+/// one of `SCALING_MECHANISMS` (`policy+mechanism`), which adds the mechanism's sections, or
+/// `SCALING_BARE_METAL`: one bare-metal machine on every pCPU (a node per 8, two per socket,
+/// two-core modules) running the mix's 12 threads per 8 pCPUs, six to a mutex (`mutex`), so
+/// Linux 3.13's load balancer and wake placement (guest/bare_metal_balance.rs) work at the
+/// host's size with the same contention at every size.
 pub fn scaling_scenario(policy: &str, pcpus: u32, duration: Nanos) -> Result<Scenario, SimError> {
     let bad = |key: &str, message: String| SimError::Scenario { file: "vcpusim bench".into(), key: key.into(), message };
     if pcpus == 0 || !pcpus.is_multiple_of(8) {
@@ -386,6 +392,17 @@ pub fn scaling_scenario(policy: &str, pcpus: u32, duration: Nanos) -> Result<Sce
         ));
     }
     let groups = pcpus / 8;
+    if policy == SCALING_BARE_METAL {
+        let sockets = if groups.is_multiple_of(2) { groups / 2 } else { 1 };
+        let text = format!(
+            "[host]\npcpus = {pcpus}\nsockets = {sockets}\nnuma_nodes = {groups}\ncores_per_module = 2\nllc = \"node\"\n\
+             policy = \"credit\"\n\n[[vm]]\nname = \"machine\"\nbare_metal = true\nworkload = \"mutex\"\nthreads = {threads}\n\
+             params = {{ mutexes = {mutexes} }}\n\n[run]\nduration = \"{duration}ns\"\nseed = 1\n",
+            threads = 12 * groups,
+            mutexes = 2 * groups,
+        );
+        return api::load_scenario(&text, &format!("bench scaling: {policy}, {pcpus} pCPUs"));
+    }
     let (base, host_extra, guest_extra) = match policy.split_once('+') {
         None => (policy, String::new(), ""),
         Some((base, mechanism)) if SCALING_MECHANISMS.contains(&policy) => match mechanism {
@@ -720,6 +737,16 @@ mod tests {
         assert_eq!(s.host.topology.npcpus(), 32);
         assert_eq!(s.vms.iter().map(|v| v.vcpus).sum::<u32>(), 4 * 12);
         assert!(matches!(scaling_scenario("cfs", 12, SEC), Err(SimError::Scenario { .. })));
+    }
+
+    #[test]
+    fn the_bare_metal_scaling_row_is_one_machine_on_every_pcpu() {
+        let s = scaling_scenario(SCALING_BARE_METAL, 32, SEC / 100).unwrap();
+        assert_eq!(s.vms.len(), 1);
+        let m = &s.vms[0];
+        assert!(m.bare_metal && m.vcpus == 32, "one CPU per pCPU");
+        assert_eq!(s.host.topology.place(crate::ids::PcpuId(31)).node, 3, "a node per 8 pCPUs");
+        assert_eq!(s.host.topology.place(crate::ids::PcpuId(31)).socket, 1, "two nodes per socket");
     }
 
     #[test]

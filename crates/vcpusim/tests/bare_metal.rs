@@ -65,6 +65,28 @@ fn bare_metal_threads_take_idle_modules_first() {
     assert_eq!(used.iter().filter(|&&p| p < 8).count(), 4, "{used:?}");
 }
 
+/// Linux 3.13's load balancer (guest/bare_metal_balance.rs): 9 busy threads on two nodes of four
+/// modules leave one node above its capacity of 4 cores. Fork placement puts the ninth beside a
+/// busy core, and from then on the balancer keeps moving running threads (MC-level active
+/// balances pass the doubled module round the node, the NUMA level pushes one across, which
+/// overloads the other node): busy threads run on more pCPUs than there are threads. With 8
+/// threads (one per module) nothing moves.
+#[test]
+fn the_balancer_moves_running_threads_of_an_overloaded_node() {
+    let used = |threads: u32| {
+        let text = format!(
+            "{HOST}\n[[vm]]\nname = \"pm\"\nbare_metal = true\ncpus = \"0-15\"\nworkload = \"cpu-bound\"\nthreads = {threads}\n\
+             [run]\nduration = \"2s\"\n"
+        );
+        let (_, spans) = run_spans(&text, true);
+        spans.iter().filter(|s| s.vm == "pm" && s.end_ns > s.start_ns).map(|s| s.pcpu).collect::<BTreeSet<u32>>()
+    };
+    assert_eq!(used(8).len(), 8);
+    let nine = used(9);
+    assert!(nine.len() > 9, "pCPUs used: {nine:?}");
+    assert!(nine.iter().any(|&p| p < 8) && nine.iter().any(|&p| p >= 8), "{nine:?}");
+}
+
 fn load_err(text: &str) -> String {
     vcpusim::api::load_scenario(text, "t.toml").expect_err("refused").to_string()
 }

@@ -73,7 +73,7 @@ fn the_run_masks_give_the_choices_of_a_scan_over_every_sibling() {
                     let own = g.vcpus[i].runqueue.front().copied();
                     let expected = own.or_else(|| scan_busiest(g, i).and_then(|u| g.vcpus[u].runqueue.back().copied()));
                     pulls += usize::from(own.is_none() && expected.is_some());
-                    assert_eq!(g.pick_next(th, i), expected, "step {step}: pick_next on vCPU index {i}");
+                    assert_eq!(g.pick_next(th, i, 0), expected, "step {step}: pick_next on vCPU index {i}");
                     if expected.is_none() {
                         // Nothing to run: `run` goes to the idle loop and halts.
                         g.vcpus[i].idle_loop = true;

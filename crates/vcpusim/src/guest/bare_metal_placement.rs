@@ -11,10 +11,9 @@
 //!   domain and then its SMT domain (`for_each_lower_domain(sd_llc)`), the first group, going
 //!   round each domain's ring of groups (in order of lowest CPU, `build_sched_groups`) from
 //!   target's, all of whose CPUs are idle and none is target, taken at its first CPU: a fully
-//!   idle module first, then an idle sibling of target, else target. `select_task_rq_fair`'s
-//!   `wake_affine` choice between the waker's CPU and the previous one is simplified to the
-//!   previous one (target = `task_cpu(p)`), so the "previous CPU is cache affine and idle" test
-//!   is the first test.
+//!   idle module first, then an idle sibling of target, else target. Target is the thread's
+//!   previous CPU, or the waker's when `select_task_rq_fair`'s `wake_affine` takes it
+//!   (guest/bare_metal_balance.rs).
 //! - **fork**: `select_task_rq_fair(SD_BALANCE_FORK)` → `find_idlest_group` / `find_idlest_cpu`
 //!   from the top domain down: at each level the group of least average load is taken when
 //!   `100 * this_load >= imbalance * min_load` with `imbalance = 100 + (imbalance_pct - 100) / 2`
@@ -23,9 +22,8 @@
 //!   thread order as if thread 0 forked the others from its CPU (the VM's first), each new thread
 //!   adding one unit of load.
 //!
-//! Not modelled: the periodic and idle load balancer's moves between sibling groups
-//! (`load_balance` with `SD_SHARE_CPUPOWER` group capacity, active balancing of a running
-//! task); idle balancing pulls a queued thread as the guest's scheduler always does.
+//! The load balancer (periodic, nohz idle, newly idle, active) and `wake_affine` are in
+//! guest/bare_metal_balance.rs.
 
 use crate::hardware::topology::Topology;
 use crate::ids::PcpuId;
@@ -88,6 +86,11 @@ impl GuestTopology {
 
     fn cpus(&self) -> usize {
         self.keys.len()
+    }
+
+    /// Per CPU: [socket, node, LLC, module].
+    pub(super) fn keys(&self) -> &[[u32; 4]] {
+        &self.keys
     }
 
     /// The CPUs sharing levels `0..=level` with `cpu` (the span of its domain at `level`; the
@@ -196,7 +199,7 @@ fn llc_groups(keys: &[[u32; 4]]) -> (Vec<(u32, u32)>, Vec<LlcGroups>) {
 
 /// `items` grouped by `key`, the groups numbered in the order they are first met (for items in
 /// index order: by lowest member): each item's group, and each group's items in their order.
-fn group_by<T: Copy, K: Ord>(items: impl Iterator<Item = T>, key: impl Fn(T) -> K) -> (Vec<u32>, Vec<Vec<T>>) {
+pub(super) fn group_by<T: Copy, K: Ord>(items: impl Iterator<Item = T>, key: impl Fn(T) -> K) -> (Vec<u32>, Vec<Vec<T>>) {
     let mut numbers = std::collections::BTreeMap::new();
     let mut groups: Vec<Vec<T>> = Vec::new();
     let ids = items

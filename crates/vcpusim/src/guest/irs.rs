@@ -258,7 +258,7 @@ impl GuestKernel {
 /// (`Step::Lock`, possibly holding a ticket), waiting for TLB acknowledgements or in any kernel
 /// function is in kernel mode, where Linux 3.x (CONFIG_PREEMPT_VOLUNTARY) does not reschedule on
 /// interrupt return.
-fn user_mode(front: Option<&Step>) -> bool {
+pub(super) fn user_mode(front: Option<&Step>) -> bool {
     match front {
         None => true,
         Some(Step::Run { func, .. } | Step::RunDist { func, .. }) => *func == KernelFn::User,

@@ -155,9 +155,11 @@ pub struct GuestKernel {
     pub polls: VecDeque<VcpuId>,
     /// A bare-metal VM's view of the host topology (guest/bare_metal_placement.rs): wake-up placement by
     /// Linux 3.13's `select_idle_sibling`. `Some` exactly on bare metal, where an IPI send does
-    /// not exit and idle balancing leaves a CPU its only queued thread; `None` in a VM (flat
-    /// vCPUs).
+    /// not exit and Linux 3.13's balancer runs (`balance`); `None` in a VM (flat vCPUs).
     pub topology: Option<super::bare_metal_placement::GuestTopology>,
+    /// A bare-metal VM's load balancer (guest/bare_metal_balance.rs): `Some` exactly with
+    /// `topology`.
+    pub balance: Option<Box<super::bare_metal_balance::Balancer>>,
     /// The Tascell runtime of a program with `Op::WorkSteal` (guest/worksteal.rs).
     pub ws: Option<Box<super::worksteal::WorkStealing>>,
     /// Lock hand-offs for the trace's flow arrows (guest/handoff.rs): `Some` only in a traced
@@ -183,6 +185,8 @@ const KEPT_IPI_TARGET_LISTS: usize = 8;
 pub struct Scratch {
     pub woken: Vec<ThreadId>,
     pub moved: Vec<ThreadId>,
+    /// CPUs a bare-metal balance pass touched (guest/bare_metal_balance.rs).
+    pub cpus: Vec<usize>,
     ipi_targets: Vec<Vec<VcpuId>>,
 }
 

@@ -8,6 +8,7 @@
 //! end of work the host ran come back as `GuestKernel` methods. Nothing here imports `sim` or
 //! the hypervisor.
 
+pub mod bare_metal_balance;
 pub mod bare_metal_placement;
 pub mod config;
 pub mod futex;

@@ -80,12 +80,12 @@ impl GuestKernel {
             // a thread is current).
             let gv = &mut self.vcpus[i];
             let t = if let Some(t) = gv.current {
-                if let Some(tick) = super::scheduler::arm_tick_of(gv, self.config.tick) {
+                if let Some(tick) = super::scheduler::arm_tick_of(gv, self.config.tick, self.balance.is_some()) {
                     return Next::SetTimer(tick);
                 }
                 t
             } else {
-                let Some(t) = self.pick_next(env.threads, i) else {
+                let Some(t) = self.pick_next(env.threads, i, env.now) else {
                     // The idle loop: HLT exits to the hypervisor, which blocks the vCPU.
                     self.vcpus[i].func = KernelFn::Idle;
                     self.vcpus[i].idle_loop = true;

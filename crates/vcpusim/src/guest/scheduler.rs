@@ -73,17 +73,23 @@ impl GuestKernel {
         i
     }
 
-    /// Pick the next thread for idle vCPU `i`: its own queue first, else pull one queued thread
-    /// from the sibling with the longest queue (newidle balancing). The thread becomes current.
-    pub fn pick_next(&mut self, threads: &mut [Thread], i: usize) -> Option<ThreadId> {
+    /// Pick the next thread for idle vCPU `i` at `now`: its own queue first, else pull one
+    /// queued thread from the sibling with the longest queue (newidle balancing; on bare metal
+    /// Linux 3.13's `idle_balance`, guest/bare_metal_balance.rs). The thread becomes current.
+    pub fn pick_next(&mut self, threads: &mut [Thread], i: usize, now: Nanos) -> Option<ThreadId> {
         let t = match self.vcpus[i].runqueue.pop_front() {
             Some(t) => t,
+            None if self.balance.is_some() => {
+                let bal = self.balance.as_mut().expect("checked");
+                let allowed = |t: ThreadId, c: usize| threads[t.idx()].may_run_on(c);
+                if !bal.idle_balance(&mut self.vcpus, &allowed, i, now) {
+                    return None;
+                }
+                self.apply_moves(threads);
+                self.vcpus[i].runqueue.pop_front().expect("idle_balance queued a thread here")
+            }
             None => {
                 let vcpus = &self.vcpus;
-                // On bare metal (Linux 3.13 idle_balance / load_balance) only a CPU running a task
-                // with more queued (nr_running > 1) gives one up; a CPU about to run its only
-                // queued task keeps it.
-                let native = self.topology.is_some();
                 // With threads pinned in the VM, only a queue holding a thread allowed on `i`
                 // can give one (load_balance retries without a CPU whose tasks are all pinned,
                 // LBF_ALL_PINNED; can_migrate_task tests tsk_cpus_allowed).
@@ -93,7 +99,7 @@ impl GuestKernel {
                     .run_masks
                     .queued
                     .iter()
-                    .filter(|&u| u != i && (!native || vcpus[u].current.is_some()) && movable(u))
+                    .filter(|&u| u != i && movable(u))
                     .max_by_key(|&u| (vcpus[u].runqueue.len(), std::cmp::Reverse(vcpus[u].id.0)))?;
                 let t = if pinned {
                     let at = last_allowed(&self.vcpus[busiest].runqueue, threads, i)?;
@@ -185,9 +191,21 @@ impl GuestKernel {
                 return (id != waker).then_some(id);
             }
         }
-        let target = self.wake_target(pv, now, th.vcpu, th.cpus.as_ref());
+        // On bare metal, `wake_affine` may start the search from the waker's CPU.
+        let start = if self.balance.is_some() {
+            let prev = self.index_of(threads[t.idx()].vcpu);
+            let cpus = threads[t.idx()].cpus.as_ref();
+            let start = self.native_wake_start(threads, now, waker, t, prev, |i| cpus.is_none_or(|m| m.contains(i)));
+            self.vcpus[start].id
+        } else {
+            threads[t.idx()].vcpu
+        };
+        let target = self.wake_target(pv, now, start, threads[t.idx()].cpus.as_ref());
+        if let Some(bal) = self.balance.as_mut() {
+            bal.note_wakeup(target, now);
+        }
         let target_id = self.vcpus[target].id;
-        th.vcpu = target_id;
+        threads[t.idx()].vcpu = target_id;
         self.vcpus[target].runqueue.push_back(t);
         self.note_vcpu(target);
         (target_id != waker).then_some(target_id)
@@ -291,7 +309,7 @@ impl GuestKernel {
     /// delay to the tick when it was armed now (the host times it).
     #[inline]
     pub fn arm_tick(&mut self, i: usize) -> Option<Nanos> {
-        arm_tick_of(&mut self.vcpus[i], self.config.tick)
+        arm_tick_of(&mut self.vcpus[i], self.config.tick, self.balance.is_some())
     }
 
     /// Periodic balancing at vCPU `i`'s tick: hand one queued thread to an idle sibling in the
@@ -373,9 +391,12 @@ fn last_allowed(queue: &std::collections::VecDeque<ThreadId>, threads: &[Thread]
 }
 
 /// `GuestKernel::arm_tick` on a guest vCPU already at hand (`tick`: the guest's tick period).
+/// A VM's vCPU ticks while threads wait behind its current one (time slicing and the tick's
+/// hand-over); a bare-metal CPU (`busy_ticks`) while it runs a thread at all, for its periodic
+/// load balancer (guest/bare_metal_balance.rs).
 #[inline(always)]
-pub(super) fn arm_tick_of(gv: &mut super::kernel::GuestVcpu, tick: Nanos) -> Option<Nanos> {
-    if !gv.tick_armed && !gv.runqueue.is_empty() {
+pub(super) fn arm_tick_of(gv: &mut super::kernel::GuestVcpu, tick: Nanos, busy_ticks: bool) -> Option<Nanos> {
+    if !gv.tick_armed && (!gv.runqueue.is_empty() || (busy_ticks && gv.current.is_some())) {
         gv.tick_armed = true;
         Some(tick)
     } else {

@@ -339,6 +339,9 @@ impl Sim {
             zero_time_steps: 0,
             pinned: program.thread_cpus.iter().any(|c| c.is_some()),
             polls: VecDeque::new(),
+            balance: topology
+                .as_ref()
+                .map(|t| Box::new(crate::guest::bare_metal_balance::Balancer::new(t, spec.guest.tick, program.threads.len()))),
             topology,
             ws,
             handoffs: self.trace.is_some().then(Box::default),

@@ -215,6 +215,14 @@ impl Sim {
                 if let Some(u) = guest.interrupt_return(threads, i, ipi) {
                     self.poke(u);
                 }
+                // Bare metal: the stopper an active balance woke pushes the running thread away
+                // (guest/bare_metal_balance.rs).
+                if ipi.kind == crate::vmexit::IpiKind::Resched && self.guests[vm].balance.is_some() {
+                    let (guest, threads) = self.guests.kernel_and_threads(vm);
+                    if let Some(to) = guest.native_active_stop(threads, i) {
+                        self.send_resched_ipi(v, to);
+                    }
+                }
                 // IRS's migrator: a woken thread preempts an IRS-migrated one here (guest/irs.rs).
                 if self.guests[vm].irs.is_some() && ipi.kind == crate::vmexit::IpiKind::Resched && {
                     let (guest, threads) = self.guests.kernel_and_threads(vm);

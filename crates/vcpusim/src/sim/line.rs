@@ -204,6 +204,9 @@ impl Sim {
             self.guests.kernel_mut(vm).tick_missed(i);
             return;
         }
+        if self.guests[vm].balance.is_some() {
+            return self.native_tick(v);
+        }
         let (guest, threads) = self.guests.kernel_and_threads(vm);
         let Some(tick) = guest.timer_tick(threads, i) else { return };
         if let Some(u) = tick.resched_ipi {
@@ -212,6 +215,40 @@ impl Sim {
         if tick.round_robin && self.vcpus[v.idx()].activity == Activity::Thread {
             self.settle(v);
             self.guests.kernel_mut(vm).round_robin(i);
+            self.dispatch(v);
+        }
+        if let Some(delay) = self.guests.kernel_mut(vm).arm_tick(i) {
+            self.queue.push(self.now + delay, Event::GuestTick(v));
+        }
+    }
+
+    /// The tick of a running bare-metal CPU `v` (Linux 3.13's `scheduler_tick` ->
+    /// `trigger_load_balance`, guest/bare_metal_balance.rs): the balancer's reschedule IPIs go
+    /// out from interrupt context; at the tick's return, if it interrupted thread code, the
+    /// CPU's own stopper pushes its thread away (an active balance it was asked for) or the
+    /// guest round-robins; then the tick re-arms while a thread runs.
+    fn native_tick(&mut self, v: VcpuId) {
+        let (vm, i) = self.gslot(v);
+        let now = self.now;
+        let (guest, threads) = self.guests.kernel_and_threads(vm);
+        let tick = guest.native_tick(threads, i, now);
+        if tick.resched.is_empty() {
+            self.guests.kernel_mut(vm).scratch.recycle_ipi_targets(tick.resched);
+        } else {
+            self.on_exit(v, Exit::IpiSend { kind: IpiKind::Resched, targets: tick.resched, shootdown: 0, pages: 0 });
+        }
+        if self.vinfo[v.idx()].state == VcpuState::Running
+            && self.vcpus[v.idx()].activity == Activity::Thread
+            && (tick.stop_here || tick.round_robin)
+        {
+            self.settle(v);
+            let (guest, threads) = self.guests.kernel_and_threads(vm);
+            let pushed = if tick.stop_here { guest.native_active_stop(threads, i) } else { None };
+            if let Some(to) = pushed {
+                self.send_resched_ipi(v, to);
+            } else if tick.round_robin && self.guests[vm].tick_preemptible(self.guests.threads(), i, true) {
+                self.guests.kernel_mut(vm).round_robin(i);
+            }
             self.dispatch(v);
         }
         if let Some(delay) = self.guests.kernel_mut(vm).arm_tick(i) {
