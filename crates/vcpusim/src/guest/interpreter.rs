@@ -142,6 +142,30 @@ impl GuestKernel {
             Op::ResetTickets { dispenser, count } => {
                 steps.extend(self.under_dispenser(dispenser, Action::ResetTickets { dispenser, count }))
             }
+            // TaskQ/lib/taskQDistCommon.c `waitForTasks`, `signalTasks`, `waitForEnd`.
+            Op::TaskqWaitForTasks(k) => {
+                let s = &self.objects.task_syncs[k];
+                steps.extend([
+                    Step::Do(Action::MutexLock(s.mutex)),
+                    Step::Do(Action::TaskqArrive(k)),
+                    Step::Do(Action::CondWait { cond: s.task_avail, mutex: s.mutex }),
+                    Step::Do(Action::MutexUnlock(s.mutex)),
+                ])
+            }
+            Op::TaskqSignal(k) => {
+                let s = &self.objects.task_syncs[k];
+                steps.extend([
+                    Step::Do(Action::MutexLock(s.mutex)),
+                    Step::Do(Action::TaskqReset(k)),
+                    Step::Do(Action::CondSignal { cond: s.task_avail, all: true }),
+                    Step::Do(Action::CondSignal { cond: s.tasks_done, all: true }),
+                    Step::Do(Action::MutexUnlock(s.mutex)),
+                ])
+            }
+            Op::TaskqWaitForEnd(k) => {
+                let m = self.objects.task_syncs[k].mutex;
+                steps.extend([Step::Do(Action::MutexLock(m)), Step::Do(Action::TaskqEndCheck(k)), Step::Do(Action::MutexUnlock(m))])
+            }
             Op::Loop { .. } | Op::Tickets { .. } => unreachable!("loops are compiled away"),
             Op::WorkSteal => unreachable!("fetch_op runs the worker"),
         }

@@ -63,6 +63,20 @@ pub struct Dispenser {
     pub mutex: usize,
 }
 
+/// PARSEC facesim's TaskQ batch-sync object (`Op::TaskqWaitForTasks`): `Sync` in
+/// TaskQ/lib/taskQDistCommon.c.
+#[derive(Clone, Debug)]
+pub struct TaskSync {
+    /// `threadCount`: threads arrived since the last signal.
+    pub count: usize,
+    /// `numThreads`.
+    pub parties: usize,
+    pub mutex: usize,
+    /// `taskAvail`, `tasksDone`: condition variables.
+    pub task_avail: usize,
+    pub tasks_done: usize,
+}
+
 /// An in-flight TLB shootdown.
 #[derive(Clone, Debug)]
 pub struct Shootdown {
@@ -98,6 +112,7 @@ pub struct SyncObjects {
     pub mutex_spinners: Vec<Vec<ThreadId>>,
     pub queues: Vec<Queue>,
     pub dispensers: Vec<Dispenser>,
+    pub task_syncs: Vec<TaskSync>,
     /// futex wait queues, by futex.
     pub futex_waiters: FutexMap<VecDeque<ThreadId>>,
     /// The hash-bucket spinlock of each futex.
@@ -249,6 +264,8 @@ const COND_SIZE: u64 = 48;
 const COND_FUTEX_OFFSET: u64 = 4;
 const BARRIER_SIZE: u64 = 32;
 const PARSEC_BARRIER_SIZE: u64 = 104;
+/// TaskQ's `Sync` (taskQDistCommon.c): a mutex, two condition variables and a long, 144 bytes.
+const TASK_SYNC_SIZE: u64 = 144;
 /// PAGE_SIZE on x86.
 const PAGE_SIZE: u64 = 4096;
 
@@ -257,14 +274,24 @@ impl SyncObjects {
     /// index. A PARSEC barrier's mutex and condition variable sit inside its `parsec_barrier_t`.
     pub fn futex_address(&self, key: FutexKey) -> u64 {
         let parsec = |pick: fn(&ParsecBarrier) -> usize, i: usize| self.parsec.iter().position(|p| pick(p) == i);
+        let sync = |k: usize| DATA_BASE + 4 * ARRAY_STRIDE + k as u64 * TASK_SYNC_SIZE;
         match key {
             FutexKey::Mutex(i) => match parsec(|p| p.mutex, i) {
                 Some(b) => DATA_BASE + 3 * ARRAY_STRIDE + b as u64 * PARSEC_BARRIER_SIZE,
-                None => DATA_BASE + i as u64 * MUTEX_SIZE,
+                None => match self.task_syncs.iter().position(|s| s.mutex == i) {
+                    Some(k) => sync(k),
+                    None => DATA_BASE + i as u64 * MUTEX_SIZE,
+                },
             },
             FutexKey::Cond(i) => match parsec(|p| p.cond, i) {
                 Some(b) => DATA_BASE + 3 * ARRAY_STRIDE + b as u64 * PARSEC_BARRIER_SIZE + MUTEX_SIZE + COND_FUTEX_OFFSET,
-                None => DATA_BASE + ARRAY_STRIDE + i as u64 * COND_SIZE + COND_FUTEX_OFFSET,
+                None => match self.task_syncs.iter().position(|s| s.task_avail == i || s.tasks_done == i) {
+                    Some(k) => {
+                        let second = u64::from(self.task_syncs[k].tasks_done == i);
+                        sync(k) + MUTEX_SIZE + second * COND_SIZE + COND_FUTEX_OFFSET
+                    }
+                    None => DATA_BASE + ARRAY_STRIDE + i as u64 * COND_SIZE + COND_FUTEX_OFFSET,
+                },
             },
             FutexKey::Barrier(i) => DATA_BASE + 2 * ARRAY_STRIDE + i as u64 * BARRIER_SIZE,
             // Not a futex (its wait list has its own spinlock); never hashed.

@@ -484,6 +484,23 @@ impl GuestKernel {
                 d.next = 0;
                 d.total = count;
             }
+            Action::TaskqArrive(k) => {
+                let s = &mut self.objects.task_syncs[k];
+                s.count += 1;
+                if s.count == s.parties {
+                    let done = s.tasks_done;
+                    self.cond_signal(env, t, done, true);
+                }
+            }
+            Action::TaskqReset(k) => self.objects.task_syncs[k].count = 0,
+            Action::TaskqEndCheck(k) => {
+                let s = &mut self.objects.task_syncs[k];
+                s.count += 1;
+                if s.count != s.parties {
+                    let (cond, mutex) = (s.tasks_done, s.mutex);
+                    env.push_front(t, Step::Do(Action::CondWait { cond, mutex }));
+                }
+            }
             Action::FutexQueue { key, expect } => self.futex_queue(env, t, key, expect),
             Action::FutexSleep => {
                 if let Some(key) = self.futex_sleep_key(env, t) {

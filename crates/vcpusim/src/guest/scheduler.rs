@@ -256,10 +256,12 @@ impl GuestKernel {
     /// index the program never declared.
     pub fn object_name(&self, key: FutexKey) -> String {
         let queues = &self.objects.queues;
+        let syncs = &self.objects.task_syncs;
         match key {
-            FutexKey::Mutex(m) => match queues.iter().position(|q| q.mutex == m) {
-                Some(q) => format!("the mutex of queue {q}"),
-                None => format!("mutex {m}"),
+            FutexKey::Mutex(m) => match (queues.iter().position(|q| q.mutex == m), syncs.iter().position(|s| s.mutex == m)) {
+                (Some(q), _) => format!("the mutex of queue {q}"),
+                (None, Some(k)) => format!("the mutex of TaskQ sync {k}"),
+                (None, None) => format!("mutex {m}"),
             },
             FutexKey::Barrier(b) => {
                 format!("barrier {b} ({} of {} arrived)", self.objects.barriers[b].arrived, self.objects.barriers[b].parties)
@@ -267,7 +269,13 @@ impl GuestKernel {
             FutexKey::Cond(c) => match queues.iter().enumerate().find(|(_, q)| q.not_empty == c || q.not_full == c) {
                 Some((i, q)) if q.not_empty == c => format!("queue {i} (empty: waiting for an item, {} of {})", q.items, q.capacity),
                 Some((i, q)) => format!("queue {i} (full: waiting for room, {} of {})", q.items, q.capacity),
-                None => format!("condition variable {c}"),
+                None => match syncs.iter().enumerate().find(|(_, s)| s.task_avail == c || s.tasks_done == c) {
+                    Some((k, s)) if s.task_avail == c => {
+                        format!("TaskQ sync {k}'s taskAvail (the next batch, {} of {} arrived)", s.count, s.parties)
+                    }
+                    Some((k, s)) => format!("TaskQ sync {k}'s tasksDone ({} of {} arrived)", s.count, s.parties),
+                    None => format!("condition variable {c}"),
+                },
             },
             FutexKey::MmSem => "the mm's mmap_sem (down_write)".to_string(),
             FutexKey::Socket => "the network socket (sk_wait_data)".to_string(),

@@ -194,6 +194,14 @@ pub enum Action {
         dispenser: ObjIndex,
         count: u64,
     },
+    /// Holding TaskQ sync `k`'s mutex: one more thread arrived; the last broadcasts `tasksDone`
+    /// (`waitForTasks`).
+    TaskqArrive(ObjIndex),
+    /// Holding TaskQ sync `k`'s mutex: the count back to 0 (`signalTasks`).
+    TaskqReset(ObjIndex),
+    /// Holding TaskQ sync `k`'s mutex: main arrived; it waits on `tasksDone` unless every thread
+    /// has (`waitForEnd`).
+    TaskqEndCheck(ObjIndex),
     /// `sched_setaffinity(0, mask)` after its system call entry (`GuestKernel::set_affinity`):
     /// the new mask is `SyncObjects::cpu_masks[k]`.
     SetAffinity(ObjIndex),

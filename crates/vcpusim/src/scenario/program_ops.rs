@@ -30,12 +30,15 @@ pub const DESCRIPTION: &str =
      {spin_lock = s}, {spin_unlock = s} (user-space spinlocks: spinlocks = [\"ticket\" | \"tas\", ...]), \
      {put = q}, {get = q}, {mmap = pages}, {munmap = pages}, {progress = true}, \
      {setaffinity = \"0-1\" | \"all\"}, {loop = N | \"forever\", body = [ops]}, \
-     {reset_tickets = d, count = T}, {tickets = d, body = [ops]} (ticket dispensers: dispensers = N); a duration D is \"1ms\", {exp = \"1ms\"}, \
+     {reset_tickets = d, count = T}, {tickets = d, body = [ops]} (ticket dispensers: dispensers = N), \
+     {taskq_wait_for_tasks = k}, {taskq_signal = k}, {taskq_wait_for_end = k} (PARSEC facesim's TaskQ batch sync: \
+     task_syncs = [threads taking part in each]); a duration D is \"1ms\", {exp = \"1ms\"}, \
      {uniform = [\"1ms\", \"2ms\"]} or {normal = [mean, sd]}";
 pub const PROGRESS_UNIT: &str = "Progress ops executed";
 
 /// The keys of `[vm.program]`.
-pub const PROGRAM_KEYS: &[&str] = &["mutexes", "barriers", "conds", "queues", "dispensers", "kernel_locks", "spinlocks", "threads", "cpus"];
+pub const PROGRAM_KEYS: &[&str] =
+    &["mutexes", "barriers", "conds", "queues", "dispensers", "task_syncs", "kernel_locks", "spinlocks", "threads", "cpus"];
 
 /// Every op, with the extra keys it takes (the op's own name is its first key).
 const OPS: &[(&str, &[&str])] = &[
@@ -58,6 +61,9 @@ const OPS: &[(&str, &[&str])] = &[
     ("loop", &["body"]),
     ("tickets", &["body"]),
     ("reset_tickets", &["count"]),
+    ("taskq_wait_for_tasks", &[]),
+    ("taskq_signal", &[]),
+    ("taskq_wait_for_end", &[]),
 ];
 
 const BARRIER_WAITS: &[&str] = &["block", "spin", "spin-then-block"];
@@ -80,6 +86,7 @@ pub fn parse_program(section: &Section, vm_threads: Option<u32>, default_threads
     program.barriers = sizes(section, "barriers", "the number of threads that meet at each barrier")?;
     program.queues = sizes(section, "queues", "the capacity of each queue")?;
     program.dispensers = count(section, "dispensers")?;
+    program.task_syncs = sizes(section, "task_syncs", "the number of threads that take part in each TaskQ batch sync")?;
     if let Some(names) = section.array("kernel_locks")? {
         // Each name's first index: the duplicate check is a lookup, not a scan of the names so far.
         let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::with_capacity(names.len());
@@ -452,6 +459,9 @@ impl OpReader<'_> {
                 let count = int_value(self.file, &s.key("count"), count_value, 0, i64::MAX)? as u64;
                 Op::ResetTickets { dispenser, count }
             }
+            "taskq_wait_for_tasks" => Op::TaskqWaitForTasks(self.taskq(&key, value)?),
+            "taskq_signal" => Op::TaskqSignal(self.taskq(&key, value)?),
+            "taskq_wait_for_end" => Op::TaskqWaitForEnd(self.taskq(&key, value)?),
             _ => unreachable!("every name in OPS is handled"),
         };
         Ok(op)
@@ -474,6 +484,10 @@ impl OpReader<'_> {
     }
 
     /// An object index that must name one of the `count` objects declared by `count_key`.
+    fn taskq(&self, key: &str, value: &Value) -> Result<usize, SimError> {
+        self.index(key, value, "TaskQ batch sync", self.program.task_syncs.len(), "task_syncs")
+    }
+
     fn index(&self, key: &str, value: &Value, what: &str, count: usize, count_key: &str) -> Result<usize, SimError> {
         if count == 0 {
             return Err(error(self.file, key, format!("the program declares no {what}; add {count_key} to [vm.program]")));

@@ -9,7 +9,7 @@ use super::state::{Activity, GuestSlot, Pcpu, Sim, TimeKind, Vcpu, Vm};
 use crate::engine::event_queue::EventQueue;
 use crate::engine::rng::stream;
 use crate::guest::kernel::{GuestKernel, GuestVcpu};
-use crate::guest::objects::{Barrier, Dispenser, MutexWord, ParsecBarrier, Queue, SyncObjects};
+use crate::guest::objects::{Barrier, Dispenser, MutexWord, ParsecBarrier, Queue, SyncObjects, TaskSync};
 use crate::guest::spinlock::Spinlock;
 use crate::guest::stats::GuestStats;
 use crate::guest::thread::{CodeCache, Thread, ThreadState};
@@ -214,15 +214,30 @@ impl Sim {
         // Queues bring their own mutex and two condition variables after the program's own;
         // each barrier's PARSEC form (`Op::ParsecBarrier`) a mutex and a condition variable
         // after those.
-        // Ticket dispensers' mutexes come last.
+        // Ticket dispensers' mutexes, then each TaskQ sync's mutex and two condition variables,
+        // come last.
         let (queue_mutexes, queue_conds) = (program.mutexes + program.queues.len(), program.conds + 2 * program.queues.len());
         let dispenser_mutexes = queue_mutexes + program.barriers.len();
+        let (sync_mutexes, sync_conds) = (dispenser_mutexes + program.dispensers, queue_conds + program.barriers.len());
+        let mutexes = sync_mutexes + program.task_syncs.len();
         let mut objects = SyncObjects {
-            mutexes: vec![MutexWord::Free; dispenser_mutexes + program.dispensers],
-            mutex_owner: vec![None; dispenser_mutexes + program.dispensers],
+            mutexes: vec![MutexWord::Free; mutexes],
+            mutex_owner: vec![None; mutexes],
             dispensers: (0..program.dispensers).map(|d| Dispenser { next: 0, total: 0, mutex: dispenser_mutexes + d }).collect(),
+            task_syncs: program
+                .task_syncs
+                .iter()
+                .enumerate()
+                .map(|(k, &parties)| TaskSync {
+                    count: 0,
+                    parties,
+                    mutex: sync_mutexes + k,
+                    task_avail: sync_conds + 2 * k,
+                    tasks_done: sync_conds + 2 * k + 1,
+                })
+                .collect(),
             barriers: program.barriers.iter().map(|p| Barrier { parties: *p, arrived: 0, generation: 0, spinners: Vec::new() }).collect(),
-            conds: vec![0; queue_conds + program.barriers.len()],
+            conds: vec![0; sync_conds + 2 * program.task_syncs.len()],
             parsec: program
                 .barriers
                 .iter()

@@ -161,6 +161,20 @@ pub enum Op {
         dispenser: ObjIndex,
         count: u64,
     },
+    /// PARSEC facesim's Alamere TaskQ (TaskQ/lib/taskQDistCommon.c), on its batch-sync object
+    /// `Program::task_syncs[k]` (a mutex, condition variables `taskAvail` and `tasksDone`, a
+    /// counter): a worker's `waitForTasks`: lock; count one more arrived; the last of the
+    /// program's threads broadcasts `tasksDone`; then `pthread_cond_wait(taskAvail)` (once, no
+    /// predicate loop) until the next batch's signal; unlock.
+    TaskqWaitForTasks(ObjIndex),
+    /// The main thread's `signalTasks`: lock; the counter back to 0; broadcast `taskAvail` and
+    /// `tasksDone`; unlock (its unlocked early return when no worker has arrived is left out:
+    /// `taskQInit` waits for them all first).
+    TaskqSignal(ObjIndex),
+    /// The main thread's `waitForEnd`: lock; count itself arrived; unless every thread has,
+    /// `pthread_cond_wait(tasksDone)`; unlock (`taskQWait`'s loop ends at once: only the last
+    /// arrival broadcasts `tasksDone` while main waits).
+    TaskqWaitForEnd(ObjIndex),
     /// recv() on the socket of the program's network device (`Program::nic`): up to `len`
     /// bytes of a TCP stream, or one UDP datagram; sleeps until data is there (`sk_wait_data`,
     /// guest/netrx.rs).
@@ -217,6 +231,9 @@ pub struct Program {
     pub queues: Vec<usize>,
     /// Number of ticket dispensers (`Op::Tickets`), each with a mutex of its own.
     pub dispensers: usize,
+    /// Parties of each TaskQ batch-sync object (`Op::TaskqWaitForTasks` and the others): the
+    /// threads that take part, main included. Each brings a mutex and two condition variables.
+    pub task_syncs: Vec<usize>,
     /// Names of extra kernel spinlocks used by `Syscall` (lock class names in the LHP report).
     pub kernel_locks: Vec<String>,
     /// The kind of each user-space spinlock `Op::SpinLock` takes (`Ticket` or `TestAndSet`).
@@ -248,6 +265,7 @@ impl Program {
             conds: 0,
             queues: Vec::new(),
             dispensers: 0,
+            task_syncs: Vec::new(),
             kernel_locks: Vec::new(),
             spinlocks: Vec::new(),
             cpu_masks: Vec::new(),
@@ -292,6 +310,7 @@ impl Program {
                         walk(body, p, t, users)?
                     }
                     Op::ResetTickets { dispenser, .. } => check("ticket dispenser", *dispenser, p.dispensers)?,
+                    Op::TaskqWaitForTasks(k) | Op::TaskqSignal(k) | Op::TaskqWaitForEnd(k) => check("TaskQ sync", *k, p.task_syncs.len())?,
                     Op::SockRecv { len } => {
                         if p.nic.is_none() {
                             return Err(format!("thread {t}: a socket recv op needs the program's network device"));

@@ -14,30 +14,30 @@
 //! 7a), and a corunner whose "repeated sleep and wake-up of its worker threads" impedes urgent
 //! scheduling (Figure 7c); Table 2: 97.7% fewer pause-loop exits under UVF.
 //!
-//! **Model** (not yet the TaskQ structure above: its batch start needs a predicate wait on a
-//! condition variable, which the program ops lack): solver steps of 4 ms per thread (assumed)
-//! with sixteen 1 us task-queue critical sections on one mutex (assumed), then a blocking
-//! barrier for the batch's end.
+//! **Model** (`Shape::TaskQueue`): the TaskQ above with one queue per thread, main thread
+//! included, and PhysBAM's conjugate-gradient loop (Deformable_Objects/DEFORMABLE_OBJECT.cpp
+//! `One_Newton_Step_Toward_Steady_State`): each iteration adds one task per partition and waits
+//! three times, for `..._CG_Helper_I` (the force differential over the partition's tetrahedra),
+//! `_II` (zeroing enslaved nodes and the partial dot product) and `_III` (the solution and
+//! residual updates and their norms). One progress unit is one iteration. The 4 ms of work per
+//! thread and iteration is the earlier model's assumption; its split, 3.2 ms for the force
+//! differential and 0.4 ms for each vector pass, is assumed (the force differential is the
+//! mesh-wide product, the others are per-node vector operations); the tasks of a batch are
+//! exponential around their mean. No task is stolen (see `task_queue`).
 //!
-//! **Progress**: solver steps (barrier phases).
+//! **Progress**: conjugate-gradient iterations (three TaskQ batches each).
 
-use super::{BarrierImpl, Event, Profile, Shape, Spread};
-use crate::time::{MS, US};
-use crate::workload::program::BarrierWait;
+use super::{BarrierImpl, Profile, Shape};
+use crate::time::US;
 
 pub static PROFILE: Profile = Profile {
     name: "parsec.facesim",
-    describe: "PARSEC facesim: 4 ms solver steps taking tasks from a mutex-protected queue, \
-               blocking barrier per step (seed 000 Table 1, Figure 3: futex-queue lock)",
-    progress_unit: "solver steps (barrier phases)",
-    shape: Shape::Workers {
-        work: 4 * MS,
-        spread: Spread::Exp,
-        events: &[(Event::Critical { hold: US }, 16)],
-        rare: None,
-        barrier: Some(BarrierWait::Block),
-    },
-    mutexes: 1,
+    describe: "PARSEC facesim: conjugate-gradient iterations of three TaskQ batches (a task per \
+               thread's queue, a mutex and two condition variables to start and end each batch; \
+               seed 000 Table 1, Figure 3: futex-queue lock)",
+    progress_unit: "conjugate-gradient iterations (three TaskQ batches each)",
+    shape: Shape::TaskQueue { batches: &[3200 * US, 400 * US, 400 * US] },
+    mutexes: 0,
     single_threaded: false,
     barrier_impl: BarrierImpl::Pthread,
 };
@@ -49,9 +49,20 @@ mod tests {
     use crate::workload::program::Op;
 
     #[test]
-    fn sixteen_task_queue_sections_per_step() {
+    fn each_iteration_is_three_taskq_batches() {
         let program = build_default(&FACESIM);
-        assert_eq!(count(&program.threads[7], |op| matches!(op, Op::MutexLock(0))), 16);
-        assert_eq!(count(&program.threads[7], |op| matches!(op, Op::Barrier { .. })), 1);
+        let n = program.threads.len();
+        assert_eq!((program.mutexes, program.task_syncs.clone()), (n, vec![n]), "a queue lock per thread, one batch sync");
+        let main = &program.threads[0];
+        assert_eq!(count(main, |op| matches!(op, Op::TaskqSignal(0))), 3);
+        // taskQInit's wait, then one per batch.
+        assert_eq!(count(main, |op| matches!(op, Op::TaskqWaitForEnd(0))), 4);
+        // Main enqueues into every queue, pops its own task and finds its queue empty twice.
+        assert_eq!(count(main, |op| matches!(op, Op::MutexLock(q) if *q == 1)), 3);
+        assert_eq!(count(main, |op| matches!(op, Op::MutexLock(0))), 3 * 4);
+        let worker = &program.threads[n - 1];
+        assert_eq!(count(worker, |op| matches!(op, Op::TaskqWaitForTasks(0))), 3);
+        assert_eq!(count(worker, |op| matches!(op, Op::MutexLock(q) if *q == n - 1)), 3 * 2);
+        assert_eq!(count(worker, |op| matches!(op, Op::Compute(_))), 3);
     }
 }

@@ -120,6 +120,16 @@ pub enum Shape {
         io_work: Nanos,
         io_buffers: (Event, u32),
     },
+    /// PARSEC facesim's Alamere TaskQ (TaskQ/lib/taskQDistCommon.c, taskQDistFixed.c; PhysBAM's
+    /// THREAD_POOL_ALAMERE.cpp): N threads, thread 0 the main thread, one task queue per thread
+    /// with its own mutex, and one batch sync (a mutex, `taskAvail`, `tasksDone`, a counter).
+    /// Each batch: main enqueues one task per queue (`Add_Task` -> `pickQueue` round robin, the
+    /// queue's mutex around `putEntryHead`), then `taskQWait`: `signalTasks`, its own task
+    /// (`doOwnTasks`: the queue's mutex around each pop, the last pop finding it empty), a second
+    /// `doOwnTasks` after `stealTasks`, `waitForEnd`. A worker: `waitForTasks`, then its own
+    /// task the same way. The batches of one progress unit run in turn, one task of mean
+    /// `batches[b]` each (exponential).
+    TaskQueue { batches: &'static [Nanos] },
 }
 
 /// A PARSEC application model: its structure and its numbers.
@@ -257,6 +267,7 @@ impl Workload for Parsec {
                 }
                 worker_group(&mut program, p, threads as usize - 2, commands, io_work, io_buffers);
             }
+            Shape::TaskQueue { batches } => task_queue(&mut program, threads as usize, batches),
             Shape::Wavefront { row_work, rows_per_frame } => {
                 let n = threads as usize;
                 program.queues = vec![rows_per_frame.div_ceil(n).max(1); n - 1];
@@ -319,6 +330,45 @@ fn worker_group(program: &mut Program, p: &Profile, n: usize, commands: &[(u64, 
     let mut io = spread_events(p, n + 1, io_work, Spread::Exp, &[(event, count)]);
     io.push(Op::QueuePut(0));
     program.threads.push(vec![Op::Loop { count: None, body: io }]);
+}
+
+/// The threads of a `Shape::TaskQueue` of `n` threads (see there). Objects: mutex q is task
+/// queue q's lock; TaskQ sync 0 of all `n` threads. `stealTasks` takes no lock when every other
+/// queue is empty (its unprotected count check), which the model assumes: each thread's own task
+/// is there when it looks, so no task is stolen (docs/model.md, PARSEC facesim).
+fn task_queue(program: &mut Program, n: usize, batches: &[Nanos]) {
+    program.mutexes = n;
+    program.task_syncs = vec![n];
+    let pop = |q: usize| [Op::MutexLock(q), Op::MutexUnlock(q)];
+    let own_task = |q: usize, work: Nanos| {
+        let mut ops = pop(q).to_vec();
+        ops.push(Op::Compute(Dist::Exp { mean: work }));
+        ops.extend(pop(q));
+        ops
+    };
+    // Main: taskQInit's waitForEnd (every worker arrived), then the batches.
+    let mut iteration = Vec::new();
+    for &work in batches {
+        for q in 0..n {
+            iteration.extend(pop(q));
+        }
+        iteration.push(Op::TaskqSignal(0));
+        iteration.extend(own_task(0, work));
+        iteration.extend(pop(0));
+        iteration.push(Op::TaskqWaitForEnd(0));
+    }
+    iteration.push(Op::Progress);
+    program.threads.push(vec![Op::TaskqWaitForEnd(0), Op::Loop { count: None, body: iteration }]);
+    // A worker: wait for the batch's signal (its first wait also counts it in for taskQInit),
+    // run its task; the batches in main's order.
+    for q in 1..n {
+        let mut body = Vec::new();
+        for &work in batches {
+            body.push(Op::TaskqWaitForTasks(0));
+            body.extend(own_task(q, work));
+        }
+        program.threads.push(vec![Op::Loop { count: None, body }]);
+    }
 }
 
 /// The barrier wait the scenario chose; profiles with a barrier always declare `wait` and

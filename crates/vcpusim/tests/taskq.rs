@@ -1,0 +1,59 @@
+//! PARSEC facesim's Alamere TaskQ batch sync (`[vm.program] task_syncs`, ops
+//! `taskq_wait_for_tasks`, `taskq_signal`, `taskq_wait_for_end`; guest/interpreter.rs, guest/run.rs
+//! `TaskqArrive` / `TaskqEndCheck`): TaskQ/lib/taskQDistCommon.c's `waitForTasks`, `signalTasks`
+//! and `waitForEnd` on one mutex, two condition variables and a counter.
+
+mod common;
+use common::*;
+
+/// Main (thread 0) and three workers on four pCPUs. Main waits for the workers to arrive
+/// (`taskQInit`'s `waitForEnd`), then per batch signals, computes `main_work`, waits for the
+/// end and counts the batch; each worker waits for tasks, then computes `worker_work`.
+fn batches(batches: u32, main_work: &str, worker_work: &str, wait_for_end: bool) -> String {
+    let end = if wait_for_end { "{taskq_wait_for_end = 0}, " } else { "" };
+    let worker = format!("[{{loop = \"forever\", body = [{{taskq_wait_for_tasks = 0}}, {{compute = \"{worker_work}\"}}]}}]");
+    format!(
+        "[host]\npcpus = 4\npolicy = \"cfs\"\nstart_skew = \"0ms\"\n[host.ple]\nenabled = false\n\
+         [[vm]]\nname = \"a\"\nvcpus = 4\ncpus = [\"0\", \"1\", \"2\", \"3\"]\nworkload = \"program\"\niterations = {batches}\n\
+         [vm.program]\ntask_syncs = [4]\ncpus = [\"0\", \"1\", \"2\", \"3\"]\n\
+         threads = [[{{taskq_wait_for_end = 0}}, {{loop = \"forever\", body = [{{taskq_signal = 0}}, \
+         {{compute = \"{main_work}\"}}, {end}{{progress = true}}]}}],\n{worker},\n{worker},\n{worker}]\n\
+         [run]\nduration = \"1s\"\nseed = 1\n"
+    )
+}
+
+#[test]
+fn main_waits_for_the_slowest_worker_of_each_batch() {
+    let out = run_toml(&batches(20, "100us", "1ms", true), true);
+    let t = vm_table(&out);
+    assert_eq!(num(&t, "a", "progress"), 20.0);
+    // Each batch lasts as long as a worker's 1 ms task, not main's 100 us.
+    let done = num(&t, "a", "completion_time_ms");
+    assert!((20.0..26.0).contains(&done), "20 batches of 1 ms took {done} ms");
+    // The workers sleep between batches (pthread_cond_wait on taskAvail), and main sleeps on
+    // tasksDone until the last of them arrives.
+    assert!(num(&t, "a", "futex_waits") >= 4.0 * 20.0, "futex waits {}", num(&t, "a", "futex_waits"));
+}
+
+#[test]
+fn without_the_end_wait_main_runs_ahead() {
+    // Main signalling again without waitForEnd: its batches take its own 100 us, and the
+    // workers, still computing, miss the broadcasts.
+    let out = run_toml(&batches(20, "100us", "1ms", false), true);
+    let done = num(&vm_table(&out), "a", "completion_time_ms");
+    assert!(done < 5.0, "20 batches took {done} ms");
+}
+
+#[test]
+fn taskq_ops_name_what_is_wrong() {
+    let err = |program: &str| {
+        let text = format!("[host]\npcpus = 1\n[[vm]]\nname = \"a\"\nvcpus = 1\nworkload = \"program\"\n[vm.program]\n{program}\n");
+        vcpusim::api::load_scenario(&text, "f.toml").expect_err("refused").to_string()
+    };
+    let e = err("threads = [[{taskq_signal = 0}]]");
+    assert!(e.contains("no TaskQ batch sync") && e.contains("task_syncs"), "{e}");
+    let e = err("task_syncs = [2]\nthreads = [[{taskq_wait_for_end = 1}]]");
+    assert!(e.contains("TaskQ batch sync index from 0 to 0"), "{e}");
+    let e = err("task_syncs = [0]\nthreads = [[{taskq_wait_for_end = 0}]]");
+    assert!(e.contains("task_syncs[0]") && e.contains("TaskQ"), "{e}");
+}
