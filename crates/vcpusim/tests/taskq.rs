@@ -57,3 +57,20 @@ fn taskq_ops_name_what_is_wrong() {
     let e = err("task_syncs = [0]\nthreads = [[{taskq_wait_for_end = 0}]]");
     assert!(e.contains("task_syncs[0]") && e.contains("TaskQ"), "{e}");
 }
+
+#[test]
+fn a_batch_sync_counting_more_threads_than_take_part_deadlocks_naming_it() {
+    // task_syncs = [3] with two threads: main waits on tasksDone for a third arrival that never
+    // comes, the worker on taskAvail for a signal main never sends.
+    let text = "[host]\npcpus = 2\n[[vm]]\nname = \"a\"\nvcpus = 2\nworkload = \"program\"\n[vm.program]\ntask_syncs = [3]\n\
+                threads = [[{taskq_wait_for_end = 0}, {taskq_signal = 0}], [{taskq_wait_for_tasks = 0}]]\n[run]\nduration = \"1s\"\n";
+    let sc = vcpusim::api::load_scenario(text, "t.toml").unwrap();
+    match vcpusim::api::run(&sc, &vcpusim::api::RunOptions::default()) {
+        Err(vcpusim::SimError::Deadlock { waits, .. }) => {
+            assert_eq!(waits.len(), 2, "{waits:?}");
+            assert!(waits.iter().any(|w| w.contains("TaskQ sync 0's tasksDone (2 of 3 arrived)")), "{waits:?}");
+            assert!(waits.iter().any(|w| w.contains("TaskQ sync 0's taskAvail")), "{waits:?}");
+        }
+        other => panic!("expected a deadlock, got {other:?}"),
+    }
+}
