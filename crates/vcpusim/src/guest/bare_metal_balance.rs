@@ -123,8 +123,8 @@ pub struct Balancer {
     levels: Vec<Level>,
     /// `[cpu][level]`.
     state: Vec<Vec<DomainState>>,
-    /// Per CPU: `power_of(cpu)`.
-    power: Vec<u64>,
+    /// `power_of(cpu)`, the same for every CPU (no RT time or frequency scaling is modelled).
+    power: u64,
     /// Per CPU: `rq->next_balance` (jiffies).
     next_balance: Vec<u64>,
     /// `nohz.next_balance` (jiffies).
@@ -185,30 +185,22 @@ impl Balancer {
                 0 => {
                     smt_weight = sd_weight;
                     // SD_SIBLING_INIT
-                    Level::with(110, 64, 1, 2, 0, true, false)
+                    Level::with(k, 110, 64, 1, 2, 0, true, false)
                 }
                 // SD_MC_INIT
-                1 => Level::with(125, 64, 1, 4, 1, false, false),
+                1 => Level::with(k, 125, 64, 1, 4, 1, false, false),
                 // SD_CPU_INIT
-                2 => Level::with(125, 64, 1, 4, 1, false, true),
+                2 => Level::with(k, 125, 64, 1, 4, 1, false, true),
                 // sd_numa_init: intervals sd_weight and 2 * sd_weight ms, busy_factor 32.
-                _ => Level::with(125, 32, sd_weight, 2 * sd_weight, 2, false, false),
+                _ => Level::with(k, 125, 32, sd_weight, 2 * sd_weight, 2, false, false),
             };
-            levels.push(Level {
-                kind: k,
-                domain_of,
-                domain_groups,
-                group_of: child_domain_of.clone(),
-                group_cpus: child_groups.clone(),
-                ..level
-            });
+            levels.push(Level { domain_of, domain_groups, group_of: child_domain_of.clone(), group_cpus: child_groups.clone(), ..level });
             child_domain_of = levels.last().expect("pushed").domain_of.clone();
             child_groups = spans;
         }
-        let cpu_power = if smt_weight > 1 { SMT_GAIN / smt_weight } else { SCALE };
-        let power = vec![cpu_power; n];
+        let power = if smt_weight > 1 { SMT_GAIN / smt_weight } else { SCALE };
         for l in &mut levels {
-            l.group_power = l.group_cpus.iter().map(|g| g.len() as u64 * cpu_power).collect();
+            l.group_power = l.group_cpus.iter().map(|g| g.len() as u64 * power).collect();
         }
         let state = (0..n)
             .map(|_| {
@@ -217,16 +209,7 @@ impl Balancer {
             .collect();
         // sd_llc: the highest level sharing the package (SMT or MC); sd_busy: its parent.
         let llc = levels.iter().rposition(|l| l.kind <= 1);
-        let llc_size = (0..n)
-            .map(|c| {
-                llc.map_or(1, |l| {
-                    levels[l].domain_groups[levels[l].domain_of[c] as usize]
-                        .iter()
-                        .map(|&g| levels[l].group_cpus[g as usize].len() as u32)
-                        .sum()
-                })
-            })
-            .collect();
+        let llc_size = (0..n).map(|c| llc.map_or(1, |l| levels[l].span_weight(c) as u32)).collect();
         let busy_level = llc.map(|l| l + 1).filter(|&l| l < levels.len());
         let hz = (1_000_000_000 / tick.max(1)).max(1);
         Balancer {
@@ -310,9 +293,7 @@ impl Balancer {
     /// `sd->max_newidle_lb_cost` of `cpu`'s domain at level `l`, priced
     /// (`NEWIDLE_COST_PER_CPU` per CPU of its span).
     fn newidle_cost(&self, cpu: usize, l: usize) -> Nanos {
-        let level = &self.levels[l];
-        let span: usize = level.domain_groups[level.domain_of[cpu] as usize].iter().map(|&g| level.group_cpus[g as usize].len()).sum();
-        span as Nanos * NEWIDLE_COST_PER_CPU
+        self.levels[l].span_weight(cpu) as Nanos * NEWIDLE_COST_PER_CPU
     }
 
     /// `ttwu_do_wakeup`'s idle accounting: a thread woken onto `cpu`, idle since it last found
@@ -585,7 +566,7 @@ impl Balancer {
             if excluded.contains(&c) {
                 continue;
             }
-            let power = self.power[c];
+            let power = self.power;
             let capacity = match (power + SCALE / 2) / SCALE {
                 0 => u64::from(level.share_cpupower),
                 k => k,
@@ -725,8 +706,8 @@ impl Balancer {
         let load = nr_running(&rqs[prev]) * SCALE;
         let this_load = nr_running(&rqs[this]) * SCALE;
         let balanced = this_load == 0 || {
-            let this_eff = 100 * self.power[prev] * (this_load + SCALE);
-            let prev_eff = (100 + (self.levels[l].imbalance_pct - 100) / 2) * self.power[this] * load;
+            let this_eff = 100 * self.power * (this_load + SCALE);
+            let prev_eff = (100 + (self.levels[l].imbalance_pct - 100) / 2) * self.power * load;
             this_eff <= prev_eff
         };
         let tl_per_task = this_load.checked_div(nr_running(&rqs[this])).unwrap_or(0);
@@ -740,7 +721,14 @@ impl Balancer {
 }
 
 impl Level {
+    /// How many CPUs `cpu`'s domain at this level spans (`sd->span_weight`).
+    fn span_weight(&self, cpu: usize) -> usize {
+        self.domain_groups[self.domain_of[cpu] as usize].iter().map(|&g| self.group_cpus[g as usize].len()).sum()
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn with(
+        kind: usize,
         imbalance_pct: u64,
         busy_factor: u64,
         min_interval: u64,
@@ -750,7 +738,7 @@ impl Level {
         prefer_sibling: bool,
     ) -> Self {
         Level {
-            kind: 0,
+            kind,
             imbalance_pct,
             busy_factor,
             min_interval,
@@ -938,6 +926,7 @@ pub struct NativeTick {
     pub resched: Vec<VcpuId>,
     /// This CPU's stopper is to push its running thread at the tick's return.
     pub stop_here: bool,
+    /// The current thread is at a preemptible point with another queued behind it.
     pub round_robin: bool,
 }
 
@@ -973,7 +962,7 @@ mod tests {
         let kinds: Vec<usize> = b.levels.iter().map(|l| l.kind).collect();
         assert_eq!(kinds, [0, 1, 3, 4]);
         assert!(b.levels[1].prefer_sibling && !b.levels[0].prefer_sibling && !b.levels[2].prefer_sibling);
-        assert_eq!(b.power[0], 589, "smt_gain 1178 over two siblings");
+        assert_eq!(b.power, 589, "smt_gain 1178 over two siblings");
         let rq = rqs(32, &[]);
         let cap = |l: usize, g: usize| b.group_stats(&rq, l, g, &[]).capacity;
         // A CPU (fix_small_capacity), a module, a node (4 cores, not round(4712 / 1024) = 5), a socket.

@@ -246,7 +246,7 @@ impl Sim {
             let pushed = if tick.stop_here { guest.native_active_stop(threads, i) } else { None };
             if let Some(to) = pushed {
                 self.send_resched_ipi(v, to);
-            } else if tick.round_robin && self.guests[vm].tick_preemptible(self.guests.threads(), i, true) {
+            } else if tick.round_robin {
                 self.guests.kernel_mut(vm).round_robin(i);
             }
             self.dispatch(v);

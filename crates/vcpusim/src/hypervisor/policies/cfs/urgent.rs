@@ -155,8 +155,8 @@ mod tests {
         h.check();
         h.advance_to(at + 499 * US);
         assert_eq!(running(&h), Some(RECIPIENT), "it keeps the pCPU for the tslice it borrowed");
-        // At the tslice's end CFS picks again: RIVAL, whose vruntime is lower, runs (before, the
-        // borrower kept the pCPU until the next tick).
+        // At the tslice's end CFS picks again, not at the next tick: RIVAL, whose vruntime is
+        // lower, runs.
         h.advance_to(at + 500 * US);
         assert_eq!(running(&h), Some(RIVAL), "the loan ends with the tslice");
     }
