@@ -164,9 +164,17 @@ def run_points(workloads, configs, settings: Settings, seeds=None) -> pd.DataFra
     return add_rates(df)
 
 
-#: Figure 7's three sources of yields (vms.csv): pause-loop exits, SCHEDOP_yield after
-#: call-function IPIs to a stolen vCPU, HLT and SCHEDOP_poll blocks.
+#: Yields by the mechanism that took them (vms.csv): pause-loop exits, SCHEDOP_yield after
+#: call-function IPIs to a stolen vCPU, HLT and SCHEDOP_poll blocks. Their sum is a run's yields.
 YIELD_SOURCES = ("yields_ple", "yields_ipi", "yields_halt")
+
+#: Figure 7's three sources as the seed classifies them, by the guest kernel function at the
+#: yielding vCPU's instruction pointer (section 4.1; vms.csv ``yields_in_*``): a yield while
+#: spinning for a lock ("PLE"), while waiting for IPI acknowledgements in
+#: ``smp_call_function_many`` or the call-function send's SCHEDOP_yield ("IPI"), and the blocks
+#: ("halt"). ``yields_in_other`` (a yield in any other function) is kept beside them; with these
+#: guests it is zero. The four sum to ``yields_total``.
+FN_SOURCES = ("yields_in_lock_spin", "yields_in_ipi_wait", "yields_halt")
 
 
 def add_rates(df: pd.DataFrame) -> pd.DataFrame:
@@ -176,12 +184,12 @@ def add_rates(df: pd.DataFrame) -> pd.DataFrame:
     coarse = (df["vm"] == "app") & (df["workload"].isin(WORK_RATE) | df["workload"].str.startswith("spec2006."))
     df["rate"] = np.where(coarse, work, progress) / df["sim_s"]
     df["work"] = df["rate"] * df["sim_s"]  # units of progress (or useful CPU seconds) done in the run
-    for c in YIELD_SOURCES:
+    for c in YIELD_SOURCES + FN_SOURCES + ("yields_in_other",):
         df[c] = pd.to_numeric(df[c], errors="coerce")
     df["yields_total"] = sum(df[c] for c in YIELD_SOURCES)
     # The seed's whole-run totals (module doc): per unit of work, or per second for FIXED_TIME.
     per = np.where(df["workload"].isin(FIXED_TIME), df["sim_s"], df["work"].where(df["work"] > 0))
-    for c in YIELD_SOURCES + ("yields_total",):
+    for c in dict.fromkeys(YIELD_SOURCES + FN_SOURCES + ("yields_in_other", "yields_total")):
         df[f"{c}_per_s"] = df[c] / df["sim_s"]
         df[f"{c}_run"] = df[c] / per
     return df

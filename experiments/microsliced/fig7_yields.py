@@ -7,10 +7,12 @@ dedup also generates many halts in the baseline (its CPU use drops while TLB sho
 the schemes reduce the IPI-induced yields, and with them dedup's halts; for gmake, memclone and
 exim pause-loop exits account for most of the yields and the schemes reduce them.
 
-Sources are vms.csv ``yields_ple`` (PLE exits), ``yields_ipi`` (SCHEDOP_yield after IPIs to a
-preempted target), ``yields_halt`` (HLT and SCHEDOP_poll blocks): our sources are the mechanisms
-that yield, where the seed classified each yield by the guest kernel function at its instruction
-pointer. The seed's counts are whole-run numbers of yield events, so a change between schemes is
+Sources are classified as the seed classifies them, by the guest kernel function at the yielding
+vCPU's instruction pointer (section 4.1): vms.csv ``yields_in_lock_spin`` ("PLE": yields while
+spinning for a lock), ``yields_in_ipi_wait`` ("IPI": yields while waiting for IPI
+acknowledgements, pause-loop exits in ``smp_call_function_many``'s wait included) and
+``yields_halt`` (HLT and SCHEDOP_poll blocks); the mechanism counts (``yields_ple``,
+``yields_ipi``) are written beside them. The seed's counts are whole-run numbers of yield events, so a change between schemes is
 of whole-run totals (common.py: per unit of work for a fixed-work benchmark, per second for exim),
 the ratio of the means over seeds with its interval paired on the seed (``protocol.change``). A
 source's dominance compares the sources of the same runs (per-seed differences); "most" is more
@@ -26,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from common import (
-    DIRECTION, MEASURED, MECHANISM, NO_ESTIMATE, SHORT, TARGETS, YIELD_SOURCES, Claim, Estimate, Settings,
+    DIRECTION, FN_SOURCES, MEASURED, MECHANISM, NO_ESTIMATE, SHORT, TARGETS, YIELD_SOURCES, Claim, Estimate, Settings,
     count_change, figure_main, items_text, judge_direction, min_n, out_dir, parse_args, quick_configs,
     run_points, static_best, values, welch, worst, write_csv,
 )
@@ -54,7 +56,7 @@ def write_outputs(df: pd.DataFrame) -> pd.DataFrame:
             if cfg is None or not values(df, "rate", w, cfg):
                 continue
             row = {"bench": SHORT[w], "scheme": label, "config": cfg}
-            for s in YIELD_SOURCES + ("yields_total",):
+            for s in dict.fromkeys(FN_SOURCES + ("yields_in_other",) + YIELD_SOURCES + ("yields_total",)):
                 e = Estimate.of(values(df, f"{s}_run", w, cfg))
                 row.update({f"{s}_run": e.mean, f"{s}_run_lo": e.lo, f"{s}_run_hi": e.hi,
                             f"{s}_of_base": e.mean / base_total if base_total > 0 else np.nan,
@@ -66,7 +68,7 @@ def write_outputs(df: pd.DataFrame) -> pd.DataFrame:
     fig, ax = plt.subplots(figsize=(10, 4))
     labels = [f"{r.bench}\n{r.scheme}" for r in t.itertuples()]
     bottom = np.zeros(len(t))
-    for s, name in zip(YIELD_SOURCES, ("PLE", "IPI", "halt")):
+    for s, name in zip(FN_SOURCES, ("PLE (lock spin)", "IPI (wait for acks)", "halt")):
         ax.bar(range(len(t)), t[f"{s}_of_base"], bottom=bottom, label=name)
         bottom += t[f"{s}_of_base"].fillna(0).to_numpy()
     ax.set_xticks(range(len(t)))
@@ -98,14 +100,15 @@ def claims(df: pd.DataFrame) -> list[Claim]:
         """Per seed, the source's share of the run's yields (0 in a run without any: psearchy)."""
         return [x / t if t > 0 else 0.0 for x, t in zip(src(w, s), src(w, "yields_total"))]
 
-    dom = {f"{short(w)} IPI-{o}": diff(w, "yields_ipi", f"yields_{o}") for w in MULTI for o in ("ple", "halt")}
+    others = {"ple": "yields_in_lock_spin", "halt": "yields_halt"}
+    dom = {f"{short(w)} IPI-{o}": diff(w, "yields_in_ipi_wait", c) for w in MULTI for o, c in others.items()}
     out.append(Claim(
         id="ipi-dominant", figure="Fig 7", claim="dedup and vips (multi-threaded): IPIs the dominant source of yields, baseline",
         paper="the inter-processor interrupts are the dominant source of yields", source=SRC, type=DIRECTION,
         ours=items_text(dom, 0, pct=False) + " (yields per run)",
         verdict=worst(judge_direction(e, +1) for e in dom.values()), n=min_n(dom.values()), cause=MEASURED,
-        note="IPI yields minus each other source's, per seed in the same runs; our sources are mechanisms, "
-             "the seed's kernel functions (a pause-loop exit in smp_call_function_many's wait would be its IPI)"))
+        note="IPI-wait yields minus each other source's, per seed in the same runs; sources by the yielder's "
+             "kernel function as the seed's (a pause-loop exit in smp_call_function_many's wait is an IPI yield)"))
 
     dedup_h = share("parsec.dedup", "yields_halt")
     halts = {short(w): welch(dedup_h, share(w, "yields_halt")) for w in TARGETS if w != "parsec.dedup"}
@@ -124,7 +127,7 @@ def claims(df: pd.DataFrame) -> list[Claim]:
                     found[f"{short(w)} {label}"] = count_change(df, w, source, cfg) if cfg else NO_ESTIMATE
         return found
 
-    ipi = cuts(MULTI, "yields_ipi")
+    ipi = cuts(MULTI, "yields_in_ipi_wait")
     out.append(Claim(
         id="ipi-yields-cut", figure="Fig 7", claim="dedup and vips: S and D reduce the IPI-induced yields",
         paper="our proposed scheme is able to reduce the number of IPI-induced yields", source=SRC, type=DIRECTION,
@@ -137,13 +140,13 @@ def claims(df: pd.DataFrame) -> list[Claim]:
         ours=items_text(halt), verdict=worst(judge_direction(e, -1) for e in halt.values()), n=min_n(halt.values()),
         cause=MECHANISM, note="change of whole-run halt yields from the baseline, paired on the seed"))
 
-    most = {short(w): Estimate.of(share(w, "yields_ple")) for w in PLE_APPS}
+    most = {short(w): Estimate.of(share(w, "yields_in_lock_spin")) for w in PLE_APPS}
     out.append(Claim(
         id="ple-most", figure="Fig 7", claim="gmake, memclone and exim: pause-loop exits are most (more than half) of the yields, baseline",
         paper="the numbers of PLEs, which account for most of the yields", source=SRC, type=DIRECTION,
         ours=items_text(most, 1), verdict=worst(judge_direction(e, +1, ref=0.5) for e in most.values()),
-        n=min_n(most.values()), cause=MECHANISM, note="PLE share of each run's yields, above one half beyond noise"))
-    ple = cuts(PLE_APPS, "yields_ple")
+        n=min_n(most.values()), cause=MECHANISM, note="lock-spin share of each run's yields, above one half beyond noise"))
+    ple = cuts(PLE_APPS, "yields_in_lock_spin")
     out.append(Claim(
         id="ple-cut", figure="Fig 7", claim="gmake, memclone and exim: S and D reduce the pause-loop exits",
         paper="are effectively reduced by our schemes", source=SRC, type=DIRECTION,

@@ -410,6 +410,32 @@ pub enum KernelFn {
     /// semaphore's owner runs (`[guest] rwsem_spin`); the released seed-002 code's
     /// `is_lock_spinning` lists it.
     RwsemSpinOnOwner,
+    // ---- Kernel paths outside Table 3 that the workload models' lock sections run in (Linux
+    // 4.4's functions; a section names the function whose body takes the lock). ----
+    /// pagevec_lru_move_fn (mm/swap.c): `__pagevec_lru_add` drains a pagevec onto the LRU lists
+    /// under `zone->lru_lock`.
+    PagevecLruMoveFn,
+    /// free_pcppages_bulk (mm/page_alloc.c): a per-CPU page list returns a batch to the buddy
+    /// lists under `zone->lock`.
+    FreePcppagesBulk,
+    /// d_alloc (fs/dcache.c): a new name under its parent directory's `d_lock`.
+    DAlloc,
+    /// d_delete (fs/dcache.c): an unlinked name under the dentry's `d_lock`.
+    DDelete,
+    /// wake_up_new_task (kernel/sched/core.c): a forked child enqueued under its run queue's lock.
+    WakeUpNewTask,
+    /// __pte_alloc (mm/memory.c): a new page table installed under `pmd_lock`.
+    PteAlloc,
+    /// __alloc_fd (fs/file.c): a file descriptor allocated under `files->file_lock`.
+    AllocFd,
+    /// __close_fd (fs/file.c): a file descriptor released under `files->file_lock`.
+    CloseFd,
+    /// jbd2_journal_dirty_metadata (fs/jbd2/transaction.c): a buffer filed under
+    /// `journal->j_list_lock`.
+    Jbd2JournalDirtyMetadata,
+    /// skb_queue_tail (net/core/skbuff.c): a message queued on the receiving socket under its
+    /// `sk_receive_queue.lock`.
+    SkbQueueTail,
 }
 
 impl KernelFn {
@@ -442,6 +468,103 @@ impl KernelFn {
             KernelFn::RawSpinLock => "_raw_spin_lock",
             KernelFn::PvQueuedSpinLockSlowpath => "__pv_queued_spin_lock_slowpath",
             KernelFn::RwsemSpinOnOwner => "rwsem_spin_on_owner",
+            KernelFn::PagevecLruMoveFn => "pagevec_lru_move_fn",
+            KernelFn::FreePcppagesBulk => "free_pcppages_bulk",
+            KernelFn::DAlloc => "d_alloc",
+            KernelFn::DDelete => "d_delete",
+            KernelFn::WakeUpNewTask => "wake_up_new_task",
+            KernelFn::PteAlloc => "__pte_alloc",
+            KernelFn::AllocFd => "__alloc_fd",
+            KernelFn::CloseFd => "__close_fd",
+            KernelFn::Jbd2JournalDirtyMetadata => "jbd2_journal_dirty_metadata",
+            KernelFn::SkbQueueTail => "skb_queue_tail",
         }
+    }
+
+    /// Every function, in declaration order.
+    pub const ALL: [KernelFn; 37] = [
+        KernelFn::User,
+        KernelFn::Idle,
+        KernelFn::Syscall,
+        KernelFn::FutexWait,
+        KernelFn::FutexWake,
+        KernelFn::FlushTlbOthers,
+        KernelFn::IpiHandler,
+        KernelFn::IrqEnter,
+        KernelFn::IrqExit,
+        KernelFn::HandlePercpuIrq,
+        KernelFn::SmpCallFunctionSingle,
+        KernelFn::SmpCallFunctionMany,
+        KernelFn::FlushTlbMmRange,
+        KernelFn::FlushTlbFunc,
+        KernelFn::LeaveMm,
+        KernelFn::GetPageFromFreelist,
+        KernelFn::FreeOnePage,
+        KernelFn::ReleasePages,
+        KernelFn::SchedulerIpi,
+        KernelFn::ReschedCurr,
+        KernelFn::KickProcess,
+        KernelFn::TtwuDoActivate,
+        KernelFn::RawSpinUnlock,
+        KernelFn::RwsemWake,
+        KernelFn::RawSpinLock,
+        KernelFn::PvQueuedSpinLockSlowpath,
+        KernelFn::RwsemSpinOnOwner,
+        KernelFn::PagevecLruMoveFn,
+        KernelFn::FreePcppagesBulk,
+        KernelFn::DAlloc,
+        KernelFn::DDelete,
+        KernelFn::WakeUpNewTask,
+        KernelFn::PteAlloc,
+        KernelFn::AllocFd,
+        KernelFn::CloseFd,
+        KernelFn::Jbd2JournalDirtyMetadata,
+        KernelFn::SkbQueueTail,
+    ];
+
+    /// The function named `name` (its [`KernelFn::name`]).
+    pub fn from_name(name: &str) -> Option<KernelFn> {
+        KernelFn::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// The functions a program's kernel work may name (`{syscall = .., function = ..}`): every
+    /// kernel function but the states and wait loops the guest kernel itself enters (user mode,
+    /// idle, spinning for a lock, waiting for acknowledgements, the IPI and IRQ handlers).
+    pub fn nameable_in_syscall(self) -> bool {
+        !matches!(
+            self,
+            KernelFn::User
+                | KernelFn::Idle
+                | KernelFn::IpiHandler
+                | KernelFn::IrqEnter
+                | KernelFn::IrqExit
+                | KernelFn::HandlePercpuIrq
+                | KernelFn::FlushTlbFunc
+                | KernelFn::SchedulerIpi
+                | KernelFn::RawSpinLock
+                | KernelFn::PvQueuedSpinLockSlowpath
+                | KernelFn::RwsemSpinOnOwner
+                | KernelFn::SmpCallFunctionMany
+                | KernelFn::SmpCallFunctionSingle
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KernelFn;
+
+    #[test]
+    fn every_kernel_function_is_listed_once_and_found_by_its_name() {
+        for (i, f) in KernelFn::ALL.iter().enumerate() {
+            // In declaration order, each once: the i-th entry is the i-th variant.
+            assert_eq!(*f as usize, i, "{f:?} out of declaration order");
+            assert_eq!(KernelFn::from_name(f.name()), Some(*f));
+        }
+        assert_eq!(KernelFn::from_name("release_page"), None);
+        // Program work may name Table 3's and the models' functions, not the states and waits
+        // the kernel enters by itself.
+        assert!(KernelFn::GetPageFromFreelist.nameable_in_syscall() && KernelFn::Syscall.nameable_in_syscall());
+        assert!(!KernelFn::User.nameable_in_syscall() && !KernelFn::RawSpinLock.nameable_in_syscall());
     }
 }

@@ -4,7 +4,8 @@ use crate::time::{Nanos, MS};
 use crate::vmexit::Hypervisor;
 use crate::workload::program::SpinlockKind;
 
-/// When `futex_wake` sends the reschedule IPI relative to releasing the hash-bucket lock.
+/// When `futex_wake` wakes its waiters (`try_to_wake_up`) and sends their reschedule IPI,
+/// relative to releasing the hash-bucket lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FutexWakeIpi {
     /// Inside the bucket-lock critical section, as the seed's Linux 3.2 guests do

@@ -192,16 +192,21 @@ impl GuestKernel {
             self.scratch.recycle_ipi_targets(targets);
             None
         } else {
-            Some(Step::SendIpis { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0, func: KernelFn::FutexWake })
+            // `try_to_wake_up` -> `ttwu_do_activate` -> `check_preempt_curr` -> `resched_curr` ->
+            // `smp_send_reschedule` (kernel/sched/core.c).
+            Some(Step::SendIpis { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0, func: KernelFn::ReschedCurr })
         };
-        // The front steps now are the bucket Unlocks.
-        match (ipis, self.config.futex_wake_ipi) {
-            (Some(s), FutexWakeIpi::UnderLock) => th.steps.push_front(s),
-            (Some(s), FutexWakeIpi::AfterUnlock) => th.steps.insert(unlocks, s),
-            (None, _) => {}
-        }
-        if !woken.is_empty() {
-            th.steps.push_front(Step::Run { ns: WAKE_ONE_NS * woken.len() as u64, func: KernelFn::FutexWake });
+        // Each woken thread's `try_to_wake_up` (enqueue in `ttwu_do_activate`), then its IPI.
+        let wake = (!woken.is_empty()).then(|| Step::Run { ns: WAKE_ONE_NS * woken.len() as u64, func: KernelFn::TtwuDoActivate });
+        // The front steps now are the bucket Unlocks: 3.2 wakes under the bucket lock
+        // (`wake_futex` -> `wake_up_state`), 4.2+ after it (`mark_wake_futex` queues on a wake_q
+        // under the lock, `wake_up_q` runs after `spin_unlock(&hb->lock)`).
+        let at = match self.config.futex_wake_ipi {
+            FutexWakeIpi::UnderLock => 0,
+            FutexWakeIpi::AfterUnlock => unlocks,
+        };
+        for s in [ipis, wake].into_iter().flatten() {
+            th.steps.insert(at, s);
         }
     }
 }

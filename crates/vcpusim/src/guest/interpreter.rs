@@ -91,15 +91,16 @@ impl GuestKernel {
     fn expand(&self, costs: &Costs, op: &Op, steps: &mut StepQueue) {
         match *op {
             Op::Compute(ref dist) => steps.push_back(Step::RunDist { dist: dist.clone(), func: KernelFn::User }),
-            Op::Syscall { ref work, lock } => {
+            // The entry path, then the work in the function the op names (its lock taken there).
+            Op::Syscall { ref work, lock, func } => {
                 steps.push_back(Step::Run { ns: costs.syscall, func: KernelFn::Syscall });
                 match lock.map(|l| self.objects.kernel_locks[l]) {
                     Some(lock) => {
-                        steps.push_back(Step::Lock { lock, func: KernelFn::Syscall });
-                        steps.push_back(Step::RunDist { dist: work.clone(), func: KernelFn::Syscall });
+                        steps.push_back(Step::Lock { lock, func });
+                        steps.push_back(Step::RunDist { dist: work.clone(), func });
                         steps.push_back(Step::Unlock { lock });
                     }
-                    None => steps.push_back(Step::RunDist { dist: work.clone(), func: KernelFn::Syscall }),
+                    None => steps.push_back(Step::RunDist { dist: work.clone(), func }),
                 }
             }
             Op::MutexLock(m) => steps.push_back(Step::Do(Action::MutexLock(m))),

@@ -188,7 +188,8 @@ impl GuestKernel {
             return;
         }
         let lock = self.mm_sem_wait_lock(env.locks, WAIT_LOCK_CLASS);
-        let steps = [Step::Lock { lock, func: KernelFn::Syscall }, Step::Do(Action::MmSem(MmSemOp::HandOff)), Step::Unlock { lock }];
+        // `up_write` -> `rwsem_wake` (kernel/locking/rwsem-xadd.c): `wait_lock`, `__rwsem_do_wake`.
+        let steps = [Step::Lock { lock, func: KernelFn::RwsemWake }, Step::Do(Action::MmSem(MmSemOp::HandOff)), Step::Unlock { lock }];
         env.push_front_steps(t, steps);
     }
 
@@ -206,13 +207,14 @@ impl GuestKernel {
         if let Some(log) = self.handoffs.as_mut() {
             log.release(env.now, HandOffKind::MmSem, MM_SEM_NAME.to_string(), t, v, next);
         }
-        let func = KernelFn::Syscall;
+        // `__rwsem_do_wake` -> `wake_up_process` under `wait_lock` (Linux 4.4), its IPI sent from
+        // `resched_curr`.
         let ipi = self.wake_thread(env.threads, env.pv, env.now, v, next).map(|target| {
             let mut targets = self.scratch.ipi_targets();
             targets.push(target);
-            Step::SendIpis { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0, func }
+            Step::SendIpis { kind: IpiKind::Resched, targets, shootdown: 0, pages: 0, func: KernelFn::ReschedCurr }
         });
-        env.push_front_steps(t, [Some(Step::Run { ns: HAND_OFF_NS, func }), ipi].into_iter().flatten());
+        env.push_front_steps(t, [Some(Step::Run { ns: HAND_OFF_NS, func: KernelFn::RwsemWake }), ipi].into_iter().flatten());
     }
 }
 

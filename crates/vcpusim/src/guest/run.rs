@@ -288,6 +288,9 @@ impl GuestKernel {
                 if left == 0 {
                     return Some(Next::Complete);
                 }
+                // The unlock's slow path (`__pv_queued_spin_unlock` -> `pv_kick`), which a symbol
+                // lookup reads as `__raw_spin_unlock` (seed 002 Table 3).
+                self.vcpus[i].func = KernelFn::RawSpinUnlock;
                 Some(Next::Run { kind: TimeKind::Overhead, work: left })
             }
             &mut Step::WaitAcks { shootdown } => {

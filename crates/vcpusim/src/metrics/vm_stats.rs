@@ -7,6 +7,14 @@ use crate::time::Nanos;
 use crate::vmexit::{IpiKind, TimeKind};
 use std::collections::BTreeMap;
 
+/// Where a yield's vCPU was, for [`VmStats::yields_by_fn`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum YieldFnClass {
+    IpiWait = 0,
+    LockSpin = 1,
+    Other = 2,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct VmStats {
     pub user_ns: Nanos,
@@ -29,6 +37,12 @@ pub struct VmStats {
     /// SCHEDOP_yield hypercalls taken (Linux 4.4's `xen_smp_send_call_function_ipi`: seed 002's
     /// IPI yields).
     pub yields_ipi: u64,
+    /// The same yields (`yields`) by the guest kernel function the yielding vCPU was in, as seed
+    /// 002 section 4.1 reads its instruction pointer (`hypervisor::critical_detect::yield_class`):
+    /// waiting for IPI acknowledgements (`smp_call_function_*`, `flush_tlb_others`), spinning for
+    /// a lock (a spinlock slow path, `rwsem_spin_on_owner`), anything else. Indexed by
+    /// [`YieldFnClass`].
+    pub yields_by_fn: [u64; 3],
     /// Blocks in SCHEDOP_poll (a PV spinlock waiter's `xen_qlock_wait`); HLT blocks are `halts`.
     pub poll_blocks: u64,
     /// Kicks (EVTCHNOP_send to a spinlock waiter, `xen_qlock_kick`) the host carried out.

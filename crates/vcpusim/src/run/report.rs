@@ -4,6 +4,7 @@
 
 use crate::hardware::contention::Source;
 use crate::metrics::table::{MetricRows, F3};
+use crate::metrics::vm_stats::YieldFnClass;
 use crate::output::RunOutput;
 use crate::scenario::spec::Scenario;
 use crate::sim::state::Sim;
@@ -25,6 +26,7 @@ pub const VM_COLUMNS: &[&str] = &[
     "competing_modules", "remote_memory_share",
     "slowdown_module_frontend", "slowdown_module_fpu", "slowdown_llc", "slowdown_numa_remote",
     "yields_ple", "yields_ipi", "yields_halt", "pv_poll_blocks", "pv_kicks",
+    "yields_in_ipi_wait", "yields_in_lock_spin", "yields_in_other",
 ];
 
 /// Columns vms.csv gains when a VM runs a closed-loop server workload (`ab`, `Program::clients`),
@@ -153,6 +155,10 @@ fn vms_table(sim: &Sim, sc: &Scenario, seed: u64) -> String {
             (s.halts + s.poll_blocks).to_string(),
             s.poll_blocks.to_string(),
             s.kicks.to_string(),
+            // The same yields by the kernel function the yielding vCPU was in.
+            s.yields_by_fn[YieldFnClass::IpiWait as usize].to_string(),
+            s.yields_by_fn[YieldFnClass::LockSpin as usize].to_string(),
+            s.yields_by_fn[YieldFnClass::Other as usize].to_string(),
         ];
         debug_assert_eq!(row.len(), VM_COLUMNS.len());
         vms.push_str(&row.join(","));

@@ -10,6 +10,7 @@ use super::section::{duration_value, error, int_expectation, int_value, Section}
 use super::suggest::{did_you_mean, unknown_key_message};
 use crate::error::SimError;
 use crate::params::show_toml;
+use crate::vmexit::KernelFn;
 use crate::workload::program::{BarrierWait, Dist, Op, Program, SpinlockKind};
 use std::collections::BTreeSet;
 use toml::Value;
@@ -25,7 +26,7 @@ pub const DESCRIPTION: &str =
     "A custom program written in the scenario: [vm.program] declares mutexes (count), barriers (parties of each), \
      conds (count), queues (capacity of each) and kernel_locks (names), and threads = [[ops of thread 0], \
      [ops of thread 1], ...] (a single list is run by every thread). Ops: {compute = D}, \
-     {syscall = D, lock = k}, {lock = m}, {unlock = m}, {barrier = b, wait = \"block\" | \"spin\" | \
+     {syscall = D, lock = k, function = \"release_pages\"}, {lock = m}, {unlock = m}, {barrier = b, wait = \"block\" | \"spin\" | \
      \"spin-then-block\", spin = \"50us\", impl = \"pthread\" | \"parsec\"}, {cond_wait = c, mutex = m}, {signal = c}, {broadcast = c}, \
      {spin_lock = s}, {spin_unlock = s} (user-space spinlocks: spinlocks = [\"ticket\" | \"tas\", ...]), \
      {put = q}, {get = q}, {mmap = pages}, {munmap = pages}, {progress = true}, \
@@ -43,7 +44,7 @@ pub const PROGRAM_KEYS: &[&str] =
 /// Every op, with the extra keys it takes (the op's own name is its first key).
 const OPS: &[(&str, &[&str])] = &[
     ("compute", &[]),
-    ("syscall", &["lock"]),
+    ("syscall", &["lock", "function"]),
     ("lock", &[]),
     ("unlock", &[]),
     ("spin_lock", &[]),
@@ -397,7 +398,11 @@ impl OpReader<'_> {
                     Some(v) => Some(self.index(&s.key("lock"), v, "kernel lock", self.program.kernel_locks.len(), "kernel_locks")?),
                     None => None,
                 };
-                Op::Syscall { work: dist(self.file, &key, value)?, lock }
+                let func = match s.get("function") {
+                    Some(v) => kernel_function(self.file, &s.key("function"), v)?,
+                    None => KernelFn::Syscall,
+                };
+                Op::Syscall { work: dist(self.file, &key, value)?, lock, func }
             }
             "lock" => Op::MutexLock(self.index(&key, value, "mutex", self.program.mutexes, "mutexes")?),
             "spin_lock" => Op::SpinLock(self.index(&key, value, "user spinlock", self.program.spinlocks.len(), "spinlocks")?),
@@ -575,6 +580,30 @@ fn takes_time(op: &Op) -> bool {
     }
 }
 
+/// The kernel function a `syscall` op's work runs in (`function = "get_page_from_freelist"`):
+/// a name of `KernelFn::name` that program work may name (`KernelFn::nameable_in_syscall`).
+fn kernel_function(file: &str, key: &str, value: &Value) -> Result<KernelFn, SimError> {
+    let names: Vec<&str> = KernelFn::ALL.iter().filter(|f| f.nameable_in_syscall()).map(|f| f.name()).collect();
+    let Value::String(name) = value else {
+        return Err(error(file, key, format!("expected a kernel function's name such as \"release_pages\", got {}", show_toml(value))));
+    };
+    match KernelFn::from_name(name) {
+        Some(f) if f.nameable_in_syscall() => Ok(f),
+        Some(_) => Err(error(
+            file,
+            key,
+            format!(
+                "{name:?} is a state or wait loop the guest kernel enters by itself, not work a program names; one of: {}",
+                names.join(", ")
+            ),
+        )),
+        None => {
+            let hint = did_you_mean(name, &names).map(|n| format!(" (did you mean {n:?}?)")).unwrap_or_default();
+            Err(error(file, key, format!("unknown kernel function {name:?}{hint}; one of: {}", names.join(", "))))
+        }
+    }
+}
+
 /// A duration distribution: `"1ms"`, `{exp = "1ms"}`, `{uniform = ["1ms", "2ms"]}` or
 /// `{normal = ["1ms", "100us"]}` (mean, standard deviation).
 pub fn dist(file: &str, key: &str, value: &Value) -> Result<Dist, SimError> {
@@ -676,8 +705,8 @@ mod tests {
             Op::Compute(Dist::Exp { mean: 2 * MS }),
             Op::Compute(Dist::Uniform { lo: MS, hi: 3 * MS }),
             Op::Compute(Dist::Normal { mean: MS, sd: 100 * US }),
-            Op::Syscall { work: Dist::Const(5 * US), lock: Some(0) },
-            Op::Syscall { work: Dist::Const(7 * US), lock: None },
+            Op::kernel_section(0, Dist::Const(5 * US), KernelFn::Syscall),
+            Op::kernel(Dist::Const(7 * US)),
             Op::MutexLock(0),
             Op::MutexUnlock(0),
             Op::Barrier { barrier: 0, wait: BarrierWait::Block },

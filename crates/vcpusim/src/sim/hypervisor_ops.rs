@@ -5,8 +5,10 @@
 use super::mechanisms::HostAction;
 use super::state::{Activity, Event, Sim, TimeKind, Vcpu};
 use crate::guest::kernel::GuestKernel;
+use crate::hypervisor::critical_detect::YieldClass;
 use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Request, TimerId, VcpuState, YieldReason};
 use crate::ids::{PcpuId, PoolId, VcpuId};
+use crate::metrics::vm_stats::YieldFnClass;
 use crate::time::Nanos;
 use crate::vmexit::{KernelFn, KernelFnSource};
 use crate::SimError;
@@ -593,6 +595,19 @@ impl Sim {
         self.yield_exit(v, YieldReason::PauseLoop);
     }
 
+    /// The class of the guest kernel function `v` yields in (seed 002 section 4.1's lookup of the
+    /// yielding vCPU's instruction pointer), for the per-VM counts; the policies read the
+    /// function only through their declared channel.
+    fn yield_fn_class(&self, v: VcpuId) -> YieldFnClass {
+        let info = &self.vinfo[v.idx()];
+        let func = self.guests[info.vm.idx()].vcpus[info.index as usize].func;
+        match crate::hypervisor::critical_detect::yield_class(func) {
+            YieldClass::IpiMany | YieldClass::IpiSingle => YieldFnClass::IpiWait,
+            YieldClass::LockSpin => YieldFnClass::LockSpin,
+            YieldClass::Other => YieldFnClass::Other,
+        }
+    }
+
     /// A yield the host takes from running `v` (a pause-loop exit, or the guest's SCHEDOP_yield:
     /// both reach Xen's `vcpu_yield`, seed 002 section 5): counted by `reason`, handed to the
     /// policy's `yield_vcpu`, then `v`'s pCPU reschedules; if `v` stays, it pays the exit's
@@ -602,6 +617,8 @@ impl Sim {
         self.settle(v);
         let vm = self.vinfo[v.idx()].vm.idx();
         self.vms[vm].stats.yields += 1;
+        let class = self.yield_fn_class(v);
+        self.vms[vm].stats.yields_by_fn[class as usize] += 1;
         match reason {
             YieldReason::PauseLoop => {
                 self.vms[vm].stats.ple_exits += 1;

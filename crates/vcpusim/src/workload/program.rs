@@ -5,6 +5,7 @@
 //! operations, spinlocks, IPIs), so the pathologies of seed 000 section 2 emerge from the ops.
 
 use crate::time::Nanos;
+use crate::vmexit::KernelFn;
 use rand::Rng;
 use rand_distr::{Distribution, Exp, Normal};
 
@@ -84,10 +85,13 @@ pub enum Op {
     /// User-mode computation.
     Compute(Dist),
     /// A system call doing `work` of kernel computation, under kernel lock `lock` (an index into
-    /// `Program::kernel_locks`) when given.
+    /// `Program::kernel_locks`) when given, in kernel function `func` (what the vCPU's
+    /// instruction pointer shows while the work runs: `KernelFn::Syscall` for kernel work not
+    /// told apart; the entry path before it is always `Syscall`).
     Syscall {
         work: Dist,
         lock: Option<ObjIndex>,
+        func: KernelFn,
     },
     /// pthread_mutex_lock on a futex-based mutex (glibc's three-state mutex).
     MutexLock(ObjIndex),
@@ -200,6 +204,20 @@ pub enum Op {
     /// (`Program::work_stealing`) until it is over: Tascell's worker loop (guest/worksteal.rs).
     /// Mutex and condition variable `i` are the worker's `thr->mut` and `thr->cond`.
     WorkSteal,
+}
+
+impl Op {
+    /// Kernel work `work` after the system-call entry, in no kernel function the model tells
+    /// apart (`KernelFn::Syscall`) and under no lock.
+    pub fn kernel(work: Dist) -> Op {
+        Op::Syscall { work, lock: None, func: KernelFn::Syscall }
+    }
+
+    /// A critical section of `hold` under kernel lock `lock`, in kernel function `func` (the
+    /// function whose body takes the lock).
+    pub fn kernel_section(lock: ObjIndex, hold: Dist, func: KernelFn) -> Op {
+        Op::Syscall { work: hold, lock: Some(lock), func }
+    }
 }
 
 /// Kind of a guest-kernel spinlock.

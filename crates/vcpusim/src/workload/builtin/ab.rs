@@ -99,7 +99,7 @@ impl Workload for Ab {
         let mut program = Program::new(PROGRESS_UNIT);
         program.queues = vec![concurrency as usize, workers];
         program.clients = Some(concurrency as u32);
-        let syscall = |ns: Nanos| Op::Syscall { work: Dist::Const(ns), lock: None };
+        let syscall = |ns: Nanos| Op::kernel(Dist::Const(ns));
         let mut listener = vec![Op::Loop { count: Some(concurrency), body: vec![Op::QueuePut(CONNECTIONS)] }];
         listener.push(Op::Loop {
             count: None,

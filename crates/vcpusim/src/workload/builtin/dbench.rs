@@ -34,6 +34,7 @@
 
 use crate::params::{ParamSpec, Params};
 use crate::time::Nanos;
+use crate::vmexit::KernelFn;
 use crate::workload::program::{Dist, Op, Program};
 use crate::workload::Workload;
 
@@ -133,9 +134,9 @@ impl Workload for Dbench {
         for i in cycle_order() {
             let o = LOADFILE[i];
             body.push(Op::Compute(Dist::Const(PARSE)));
-            body.push(Op::Syscall { work: Dist::Const((o.work as f64 * scale).round() as Nanos), lock: None });
+            body.push(Op::kernel(Dist::Const((o.work as f64 * scale).round() as Nanos)));
             if o.journal {
-                body.push(Op::Syscall { work: Dist::Const(JOURNAL_HOLD), lock: Some(0) });
+                body.push(Op::kernel_section(0, Dist::Const(JOURNAL_HOLD), KernelFn::Jbd2JournalDirtyMetadata));
             }
             body.push(Op::Progress);
         }

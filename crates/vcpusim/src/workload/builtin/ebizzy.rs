@@ -122,7 +122,7 @@ impl Workload for Ebizzy {
         let pages = trimmed_pages(chunk);
         let mut body = Vec::new();
         if pages > 0 {
-            body.push(Op::Syscall { work: Dist::Const(pages * params.duration("fault")), lock: None });
+            body.push(Op::kernel(Dist::Const(pages * params.duration("fault"))));
         }
         body.push(Op::Compute(Dist::Const(copy_time(chunk, params.float("copy_gbps")))));
         if pages > 0 {
@@ -148,12 +148,7 @@ mod tests {
         // 512 KiB - 128 KiB of top pad = 384 KiB = 96 pages, faulted at 1.2 us each.
         assert_eq!(
             loop_body(&program.threads[3]),
-            [
-                Op::Syscall { work: Dist::Const(96 * 1_200), lock: None },
-                Op::Compute(Dist::Const(52_429)),
-                Op::MadviseDontneed { pages: 96 },
-                Op::Progress,
-            ]
+            [Op::kernel(Dist::Const(96 * 1_200)), Op::Compute(Dist::Const(52_429)), Op::MadviseDontneed { pages: 96 }, Op::Progress,]
         );
     }
 

@@ -43,6 +43,7 @@
 
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, US};
+use crate::vmexit::KernelFn;
 use crate::workload::program::{Dist, Op, Program};
 use crate::workload::Workload;
 
@@ -137,7 +138,7 @@ impl Workload for Hackbench {
             first = receivers.end;
             // `group` creates the receivers first, then the senders.
             for r in receivers.clone() {
-                let body = vec![Op::QueueGet(r), Op::Syscall { work: Dist::Const(RECV + copy), lock: None }, Op::Progress];
+                let body = vec![Op::QueueGet(r), Op::kernel(Dist::Const(RECV + copy)), Op::Progress];
                 program.threads.push(vec![Op::Loop { count: None, body }]);
             }
             for _ in 0..senders {
@@ -145,8 +146,8 @@ impl Workload for Hackbench {
                     .clone()
                     .flat_map(|r| {
                         [
-                            Op::Syscall { work: Dist::Const(SEND + copy - QUEUE_HOLD), lock: None },
-                            Op::Syscall { work: Dist::Const(QUEUE_HOLD), lock: Some(r) },
+                            Op::kernel(Dist::Const(SEND + copy - QUEUE_HOLD)),
+                            Op::kernel_section(r, Dist::Const(QUEUE_HOLD), KernelFn::SkbQueueTail),
                             Op::QueuePut(r),
                         ]
                     })
@@ -172,13 +173,13 @@ mod tests {
         // Group 1 is threads 4-7: receivers 2 and 3 (threads 4 and 5), then its senders.
         let send = |r| {
             [
-                Op::Syscall { work: Dist::Const(SEND - QUEUE_HOLD), lock: None },
-                Op::Syscall { work: Dist::Const(QUEUE_HOLD), lock: Some(r) },
+                Op::kernel(Dist::Const(SEND - QUEUE_HOLD)),
+                Op::kernel_section(r, Dist::Const(QUEUE_HOLD), KernelFn::SkbQueueTail),
                 Op::QueuePut(r),
             ]
         };
         assert_eq!(loop_body(&program.threads[7]), [send(2), send(3)].concat());
-        assert_eq!(loop_body(&program.threads[5]), [Op::QueueGet(3), Op::Syscall { work: Dist::Const(RECV), lock: None }, Op::Progress]);
+        assert_eq!(loop_body(&program.threads[5]), [Op::QueueGet(3), Op::kernel(Dist::Const(RECV)), Op::Progress]);
         assert_eq!(Hackbench.default_threads(3), 400);
     }
 

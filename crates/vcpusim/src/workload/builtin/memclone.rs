@@ -37,6 +37,7 @@
 use super::mosbench::{fault_batch, free_pages, section, KernelLocks, BATCH_PAGES};
 use crate::params::{ParamSpec, Params};
 use crate::time::Nanos;
+use crate::vmexit::KernelFn;
 use crate::workload::program::{BarrierWait, Op, Program};
 use crate::workload::Workload;
 
@@ -83,7 +84,7 @@ impl Workload for Memclone {
         let touch = Op::Loop {
             count: Some(PTE_PAGES),
             body: vec![
-                section(ptl, PTL_HOLD),
+                section(ptl, PTL_HOLD, KernelFn::PteAlloc),
                 Op::Loop { count: Some(BATCHES_PER_PTE_PAGE), body: fault_batch(&locks, 0, BATCH_PAGES * fault, true) },
             ],
         };

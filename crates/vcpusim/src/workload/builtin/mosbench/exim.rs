@@ -36,6 +36,7 @@ use super::{fault_in, fault_kernel, free_kernel, free_pages, kernel, section, Ke
 use crate::hardware::costs::Costs;
 use crate::params::{ParamSpec, Params};
 use crate::time::{format_duration, Nanos, US};
+use crate::vmexit::KernelFn;
 use crate::workload::program::{Dist, ObjIndex, Op, Program};
 use crate::workload::Workload;
 
@@ -103,35 +104,36 @@ pub fn fault_work(message: Nanos, kernel_share: f64) -> Result<Nanos, String> {
 fn message_ops(locks: &KernelLocks, spool_dentries: &[ObjIndex], t: usize, k: usize, fault_work: Nanos, user_scale: f64) -> Vec<Op> {
     let spool = (t * 13 + k * 7) % SPOOL_DIRS;
     let user = |ns: Nanos| Op::Compute(Dist::Exp { mean: (ns as f64 * user_scale).round() as Nanos });
-    let in_dir =
-        |m: ObjIndex, work: Nanos| vec![Op::MutexLock(m), section(spool_dentries[m], DENTRY_HOLD), kernel(work), Op::MutexUnlock(m)];
+    let in_dir = |m: ObjIndex, func: KernelFn, work: Nanos| {
+        vec![Op::MutexLock(m), section(spool_dentries[m], DENTRY_HOLD, func), kernel(work), Op::MutexUnlock(m)]
+    };
     let mut ops = Vec::new();
     // Receive over SMTP.
     ops.push(user(RECEIVE_USER / 2));
     ops.push(Op::Loop { count: Some(SMTP_ROUND_TRIPS), body: vec![kernel(SOCKET_WORK)] });
     ops.push(user(RECEIVE_USER / 2));
     // Spool the -D and -H files.
-    ops.extend(in_dir(spool, SPOOL_FILE_WORK));
-    ops.extend(in_dir(spool, SPOOL_FILE_WORK));
+    ops.extend(in_dir(spool, KernelFn::DAlloc, SPOOL_FILE_WORK));
+    ops.extend(in_dir(spool, KernelFn::DAlloc, SPOOL_FILE_WORK));
     // Fork the delivery process.
     ops.push(kernel(FORK_WORK));
-    ops.push(section(locks.rq(t, 2 * k), RQ_HOLD));
+    ops.push(section(locks.rq(t, 2 * k), RQ_HOLD, KernelFn::WakeUpNewTask));
     let batches = DELIVERY_PAGES / BATCH_PAGES;
     ops.push(fault_in(locks, batches, 0, fault_work));
     ops.push(user(DELIVER_USER));
     // Mailbox: lock file, append, unlock file; then the main log.
-    ops.push(section(locks.dentry, DENTRY_HOLD));
+    ops.push(section(locks.dentry, DENTRY_HOLD, KernelFn::DAlloc));
     ops.push(kernel(MAILBOX_WORK));
-    ops.push(section(locks.dentry, DENTRY_HOLD));
+    ops.push(section(locks.dentry, DENTRY_HOLD, KernelFn::DDelete));
     ops.push(Op::MutexLock(LOG_MUTEX));
     ops.push(kernel(LOG_WORK));
     ops.push(Op::MutexUnlock(LOG_MUTEX));
     // Remove the spool files, exit, wake the session process.
-    ops.extend(in_dir(spool, UNLINK_WORK));
-    ops.extend(in_dir(spool, UNLINK_WORK));
+    ops.extend(in_dir(spool, KernelFn::DDelete, UNLINK_WORK));
+    ops.extend(in_dir(spool, KernelFn::DDelete, UNLINK_WORK));
     ops.push(free_pages(locks, batches, FREE_WORK));
     ops.push(kernel(EXIT_WORK));
-    ops.push(section(locks.rq(t, 2 * k + 1), RQ_HOLD));
+    ops.push(section(locks.rq(t, 2 * k + 1), RQ_HOLD, KernelFn::TtwuDoActivate));
     ops.push(Op::Progress);
     ops
 }
@@ -190,7 +192,7 @@ impl Workload for Exim {
         let syscall = Costs::default().syscall;
         program.threads = (0..threads as usize)
             .map(|t| {
-                let mut body = vec![kernel(FORK_WORK), section(locks.rq(t, 0), RQ_HOLD)];
+                let mut body = vec![kernel(FORK_WORK), section(locks.rq(t, 0), RQ_HOLD, KernelFn::WakeUpNewTask)];
                 for k in 0..MESSAGES_PER_CONNECTION as usize {
                     body.extend(message_ops(&locks, &spool_dentries, t, k, fault_work, user_scale));
                 }

@@ -40,6 +40,7 @@ use super::{
 use crate::hardware::costs::Costs;
 use crate::params::{ParamSpec, Params};
 use crate::time::{format_duration, Nanos, MS, US};
+use crate::vmexit::KernelFn;
 use crate::workload::program::{Op, Program};
 use crate::workload::Workload;
 
@@ -109,24 +110,24 @@ fn job_ops(locks: &KernelLocks, t: usize, l: &ProcessLengths) -> Vec<Op> {
     for p in 0..PROCESSES as usize {
         // fork + wake_up_new_task, exec.
         ops.push(kernel(FORK_WORK));
-        ops.push(section(locks.rq(t, 2 * p), RQ_HOLD));
+        ops.push(section(locks.rq(t, 2 * p), RQ_HOLD, KernelFn::WakeUpNewTask));
         ops.push(kernel(EXEC_WORK));
         // Run: fault in its memory while computing; create and remove its files halfway.
         ops.push(fault_in(locks, l.batches / 2, l.user_per_batch, l.fault_work));
         for w in 0..PIPE_WAKEUPS as usize {
-            ops.push(section(locks.rq(t, 2 * PROCESSES as usize + w), RQ_HOLD));
+            ops.push(section(locks.rq(t, 2 * PROCESSES as usize + w), RQ_HOLD, KernelFn::TtwuDoActivate));
         }
         // Past the per-CPU list: every batch refills it under zone->lock; one directory-entry
         // operation per batch spreads them through the run.
         // It goes right after the batch's user work, before the fault path: behind the zone and
         // LRU sections it would be paced by them and never meet another thread.
         let mut rest = fault_batch(locks, l.user_per_batch, l.fault_work, true);
-        rest.insert(1, section(locks.dentry, DENTRY_HOLD));
+        rest.insert(1, section(locks.dentry, DENTRY_HOLD, KernelFn::DAlloc));
         ops.push(Op::Loop { count: Some(DENTRY_OPS), body: rest });
         // exit: free the pages, wake the parent.
         ops.push(free_pages(locks, l.batches, FREE_WORK));
         ops.push(kernel(EXIT_WORK));
-        ops.push(section(locks.rq(t, 2 * p + 1), RQ_HOLD));
+        ops.push(section(locks.rq(t, 2 * p + 1), RQ_HOLD, KernelFn::TtwuDoActivate));
     }
     ops.push(Op::Progress);
     ops

@@ -18,6 +18,12 @@
 //!   [`PAGE_RECLAIM`] (`zone->lru_lock`), [`DENTRY`] (a shared directory's `dentry->d_lock`),
 //!   [`RUNQUEUE`] (`rq->lock`, one per vCPU); each section pays the model's system-call entry
 //!   cost (300 ns, hardware/costs.rs), which the budgets below subtract from the unlocked work;
+//! - each section runs in the Linux 4.4 function whose body takes its lock (what seed 002's
+//!   detector reads, Table 3): a refill in `get_page_from_freelist` (`buffered_rmqueue` is
+//!   `static inline` there), a return in `free_pcppages_bulk`, LRU additions in
+//!   `pagevec_lru_move_fn`, LRU removals in `release_pages`, a fork's enqueue in
+//!   `wake_up_new_task`, a wake-up in `ttwu_do_activate`, directory entries in `d_alloc` /
+//!   `d_delete` (mm/page_alloc.c, mm/swap.c, kernel/sched/core.c, fs/dcache.c);
 //! - a short-lived process is a stretch of the thread that stands for it (a make job slot, an
 //!   Exim connection), not a new thread: process creation and exit are their kernel work and lock
 //!   sections. Separate processes have separate address spaces, so no model here uses `Munmap`
@@ -57,6 +63,7 @@ pub mod gmake;
 pub mod psearchy;
 
 use crate::time::Nanos;
+use crate::vmexit::KernelFn;
 use crate::workload::program::{Dist, ObjIndex, Op, Program};
 
 /// `zone->lock`: the buddy allocator's lock (mm/page_alloc.c `rmqueue_bulk`,
@@ -121,12 +128,13 @@ impl KernelLocks {
 
 /// A kernel path with no spinlock: `work` of kernel time after the entry cost.
 pub fn kernel(work: Nanos) -> Op {
-    Op::Syscall { work: Dist::Const(work), lock: None }
+    Op::kernel(Dist::Const(work))
 }
 
-/// A critical section of `hold` under kernel lock `lock`.
-pub fn section(lock: ObjIndex, hold: Nanos) -> Op {
-    Op::Syscall { work: Dist::Const(hold), lock: Some(lock) }
+/// A critical section of `hold` under kernel lock `lock`, in kernel function `func` (Linux 4.4's
+/// function that takes the lock; seed 002's detector reads it, hypervisor/critical_detect.rs).
+pub fn section(lock: ObjIndex, hold: Nanos, func: KernelFn) -> Op {
+    Op::kernel_section(lock, Dist::Const(hold), func)
 }
 
 /// Batches a CPU's per-CPU page list absorbs before `zone->lock` is needed: `pcp->high` = 6 x
@@ -153,10 +161,10 @@ pub fn fault_batch(locks: &KernelLocks, user_per_batch: Nanos, fault_work: Nanos
     }
     body.push(kernel(fault_work));
     if zone {
-        body.push(section(locks.page_alloc, ZONE_HOLD));
+        body.push(section(locks.page_alloc, ZONE_HOLD, KernelFn::GetPageFromFreelist));
     }
-    body.push(section(locks.page_reclaim, LRU_HOLD));
-    body.push(section(locks.page_reclaim, LRU_HOLD));
+    body.push(section(locks.page_reclaim, LRU_HOLD, KernelFn::PagevecLruMoveFn));
+    body.push(section(locks.page_reclaim, LRU_HOLD, KernelFn::PagevecLruMoveFn));
     body
 }
 
@@ -165,9 +173,13 @@ pub fn fault_batch(locks: &KernelLocks, user_per_batch: Nanos, fault_work: Nanos
 /// batch to the buddy lists under `zone->lock`.
 pub fn free_pages(locks: &KernelLocks, batches: u64, work: Nanos) -> Op {
     let batch = |zone: bool| {
-        let mut body = vec![kernel(work), section(locks.page_reclaim, LRU_HOLD), section(locks.page_reclaim, LRU_HOLD)];
+        let mut body = vec![
+            kernel(work),
+            section(locks.page_reclaim, LRU_HOLD, KernelFn::ReleasePages),
+            section(locks.page_reclaim, LRU_HOLD, KernelFn::ReleasePages),
+        ];
         if zone {
-            body.push(section(locks.page_alloc, ZONE_HOLD));
+            body.push(section(locks.page_alloc, ZONE_HOLD, KernelFn::FreePcppagesBulk));
         }
         body
     };

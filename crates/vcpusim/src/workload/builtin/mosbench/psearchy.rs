@@ -35,6 +35,7 @@
 use super::{fault_in, kernel, section, KernelLocks, BATCH_PAGES};
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, MS, US};
+use crate::vmexit::KernelFn;
 use crate::workload::program::{Dist, Op, Program};
 use crate::workload::Workload;
 
@@ -82,11 +83,11 @@ impl Workload for Psearchy {
         let file_lock = program.kernel_locks.len() - 1;
         let one_file = vec![
             kernel(OPEN_WORK),
-            section(file_lock, FILE_LOCK_HOLD),
+            section(file_lock, FILE_LOCK_HOLD, KernelFn::AllocFd),
             kernel(READ_WORK),
             Op::Compute(Dist::Exp { mean: parse }),
             kernel(CLOSE_WORK),
-            section(file_lock, FILE_LOCK_HOLD),
+            section(file_lock, FILE_LOCK_HOLD, KernelFn::CloseFd),
             Op::Progress,
         ];
         let batches = FLUSH_PAGES / BATCH_PAGES;

@@ -347,7 +347,7 @@ impl Builder {
                     let piece = work / (mine as f64 + 1.0);
                     for _ in 0..mine {
                         ops.push(self.compute(piece));
-                        ops.push(Op::Syscall { work: Dist::Const(write_work), lock: None });
+                        ops.push(Op::kernel(Dist::Const(write_work)));
                     }
                     ops.push(self.compute(piece));
                     ops.push(self.team());
