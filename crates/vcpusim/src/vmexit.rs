@@ -201,6 +201,8 @@ pub enum TimeKind {
     TlbWait,
     /// Spinning in user space (spin barriers).
     UserSpin,
+    /// Polling in the idle loop before HLT (`poll_idle`, the haltpoll cpuidle driver's state 0).
+    IdlePoll,
     Irq,
     /// Hypervisor overheads: context switches, IPI-send exits, HLT exits, PLE exits.
     Overhead,

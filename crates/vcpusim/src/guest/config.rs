@@ -1,5 +1,6 @@
 //! Guest-kernel options: which Linux behaviour the guest kernel follows.
 
+use super::haltpoll::Haltpoll;
 use crate::time::{Nanos, MS};
 use crate::vmexit::Hypervisor;
 use crate::workload::program::SpinlockKind;
@@ -306,6 +307,10 @@ pub struct GuestConfig {
     /// The hypervisor whose interfaces the features use: the VM's pool policy's
     /// (`PolicyKind::hypervisor`), set by the loader; Xen by default.
     pub hypervisor: Hypervisor,
+    /// Idle polling before HLT (`cpuidle-haltpoll` with the haltpoll governor,
+    /// guest/haltpoll.rs): off by default and in every preset (Linux 6.6 loads it only with
+    /// KVM_HINTS_REALTIME or `force`).
+    pub haltpoll: Option<Haltpoll>,
 }
 
 impl GuestConfig {
@@ -332,6 +337,7 @@ impl Default for GuestConfig {
             pv: PvFeatures::default(),
             pv_given: PvFeatures::default(),
             hypervisor: Hypervisor::Xen,
+            haltpoll: None,
         }
     }
 }

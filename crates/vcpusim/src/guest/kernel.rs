@@ -8,6 +8,7 @@
 //! (`VcpuInfo::index`; the host keeps the (VM, index) of each vCPU in `Vcpu::slot`).
 
 use super::config::GuestConfig;
+use super::haltpoll::HaltpollDevice;
 use super::objects::{Shootdown, SyncObjects};
 use super::spinlock::Spinlock;
 use super::stats::GuestStats;
@@ -88,6 +89,8 @@ pub struct GuestVcpu {
     /// whose thread was taken away while it was descheduled (IRS's notice) is idle in the
     /// scheduler's view but not here until it runs again.
     pub idle_loop: bool,
+    /// Its haltpoll governor's state and the idle poll or halt in progress (`[guest] haltpoll`).
+    pub haltpoll: HaltpollDevice,
 }
 
 impl GuestVcpu {
@@ -105,6 +108,7 @@ impl GuestVcpu {
             dev_irq: None,
             pv_polled: false,
             idle_loop: true,
+            haltpoll: HaltpollDevice::default(),
         }
     }
 

@@ -12,6 +12,7 @@ pub mod bare_metal_balance;
 pub mod bare_metal_placement;
 pub mod config;
 pub mod futex;
+pub mod haltpoll;
 pub mod handoff;
 pub mod interpreter;
 pub mod irs;

@@ -15,6 +15,7 @@
 //! loop). The host enters `run` again after every request it carried out, so a pass resumes
 //! from the top, as one loop over these steps would.
 
+use super::haltpoll::IdleState;
 use super::handoff::HandOffKind;
 use super::kernel::{GuestEnv, GuestKernel};
 use super::kernel_fn::KernelFn;
@@ -36,6 +37,11 @@ impl GuestKernel {
     pub fn run(&mut self, env: &mut GuestEnv, i: usize, entry: Entry) -> Next {
         // Entered again: back from any SCHEDOP_poll.
         self.vcpus[i].pv_polled = false;
+        if let Some(since) = self.vcpus[i].haltpoll.halted_since {
+            // Back from a haltpoll HLT: the governor reflects on its residency.
+            let params = self.config.haltpoll.expect("only a haltpoll guest records halts");
+            self.vcpus[i].haltpoll.halt_ended(&params, env.now - since);
+        }
         if let Some(u) = self.pokes.pop_front() {
             return Next::Poke(u);
         }
@@ -86,11 +92,20 @@ impl GuestKernel {
                 t
             } else {
                 let Some(t) = self.pick_next(env.threads, i, env.now) else {
-                    // The idle loop: HLT exits to the hypervisor, which blocks the vCPU.
+                    // The idle loop: HLT exits to the hypervisor, which blocks the vCPU; with
+                    // haltpoll the governor may poll first.
                     self.vcpus[i].func = KernelFn::Idle;
                     self.vcpus[i].idle_loop = true;
+                    if self.config.haltpoll.is_some() {
+                        return self.haltpoll_idle(i, env.now);
+                    }
                     return Next::Exit(Exit::Hlt);
                 };
+                if self.vcpus[i].haltpoll.polling_since.is_some() {
+                    // A wake-up ended the poll in time: no HLT.
+                    self.vcpus[i].haltpoll.poll_ended(false);
+                    self.stats.idle_poll_wakeups += 1;
+                }
                 if let Some(tick) = self.arm_tick(i) {
                     return Next::SetTimer(tick);
                 }
@@ -123,6 +138,33 @@ impl GuestKernel {
             }
             if let Some(u) = self.polls.pop_front() {
                 return Next::Poll(u);
+            }
+        }
+    }
+
+    /// Idle vCPU `i` of a haltpoll guest at `now` (guest/haltpoll.rs): go on with the poll in
+    /// progress (re-entered after a deschedule, a PLE exit or a handler: `poll_idle` measures its
+    /// limit on the clock, so time descheduled counts), or ask the governor, which polls or halts.
+    #[cold]
+    #[inline(never)]
+    fn haltpoll_idle(&mut self, i: usize, now: Nanos) -> Next {
+        let dev = &mut self.vcpus[i].haltpoll;
+        if let Some(since) = dev.polling_since {
+            let left = dev.poll_limit_ns.saturating_sub(now - since);
+            if left > 0 {
+                return Next::Spin { kind: TimeKind::IdlePoll, budget: Some(left) };
+            }
+            dev.poll_ended(true);
+        }
+        match dev.select() {
+            IdleState::Poll(limit) => {
+                dev.polling_since = Some(now);
+                self.stats.idle_polls += 1;
+                Next::Spin { kind: TimeKind::IdlePoll, budget: Some(limit) }
+            }
+            IdleState::Halt => {
+                dev.halted_since = Some(now);
+                Next::Exit(Exit::Hlt)
             }
         }
     }
@@ -620,7 +662,11 @@ impl GuestKernel {
     /// than take it off: a Tascell worker polls for task requests at every `Run` step
     /// (`ws_poll`), and the visit that would exceed `MAX_ZERO_TIME_STEPS` stops the run.
     pub fn step_done(&mut self, threads: &mut [Thread], i: usize) -> Option<Exit> {
-        let t = self.vcpus[i].current.expect("a thread activity has a thread");
+        let Some(t) = self.vcpus[i].current else {
+            // An idle poll's limit ran out (haltpoll): the next entry halts.
+            debug_assert!(self.vcpus[i].haltpoll.polling_since.is_some(), "a thread activity without a thread is an idle poll");
+            return None;
+        };
         let th = &mut threads[t.idx()];
         if let Some(Step::Run { .. }) = th.steps.front() {
             if th.step_remaining == Some(0) && self.ws.is_none() && self.zero_time_steps < MAX_ZERO_TIME_STEPS {

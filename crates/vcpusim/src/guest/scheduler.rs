@@ -208,6 +208,13 @@ impl GuestKernel {
         threads[t.idx()].vcpu = target_id;
         self.vcpus[target].runqueue.push_back(t);
         self.note_vcpu(target);
+        if self.vcpus[target].haltpoll.polling_since.is_some() && target_id != waker {
+            // Polling in the idle loop with TIF_POLLING_NRFLAG set: `set_nr_and_not_polling`
+            // sets need_resched without an IPI (kernel/sched/core.c `resched_curr`), and the
+            // poll loop sees it when it next runs.
+            self.pokes.push_back(target_id);
+            return None;
+        }
         (target_id != waker).then_some(target_id)
     }
 

@@ -52,6 +52,10 @@ pub struct GuestStats {
     pub progress: u64,
     /// Times a thread went to sleep in futex_wait.
     pub futex_waits: u64,
+    /// Idle polls the haltpoll governor started (`[guest] haltpoll`).
+    pub idle_polls: u64,
+    /// Of those, polls a wake-up ended in time (no HLT followed).
+    pub idle_poll_wakeups: u64,
     /// futex_wake calls, whether or not anyone was woken.
     pub futex_wakes: u64,
     /// TLB shootdowns with at least one target.

@@ -22,6 +22,8 @@ pub struct VmStats {
     pub spin_ns: Nanos,
     pub tlb_wait_ns: Nanos,
     pub user_spin_ns: Nanos,
+    /// Idle polling before HLT (`[guest] haltpoll`).
+    pub idle_poll_ns: Nanos,
     pub irq_ns: Nanos,
     pub overhead_ns: Nanos,
     /// Lock-holder preemptions: a vCPU descheduled (not halted) while its thread holds a
@@ -109,6 +111,7 @@ impl VmStats {
             TimeKind::Spin => &mut self.spin_ns,
             TimeKind::TlbWait => &mut self.tlb_wait_ns,
             TimeKind::UserSpin => &mut self.user_spin_ns,
+            TimeKind::IdlePoll => &mut self.idle_poll_ns,
             TimeKind::Irq => &mut self.irq_ns,
             TimeKind::Overhead => &mut self.overhead_ns,
         };
@@ -118,7 +121,7 @@ impl VmStats {
     /// The sum of the time columns (cpu_time_ms), saturating: check mode compares it with their
     /// checked sum, so an overflow is an invariant error, never a wrapped number.
     pub fn cpu_ns(&self) -> Nanos {
-        [self.user_ns, self.kernel_ns, self.spin_ns, self.tlb_wait_ns, self.user_spin_ns, self.irq_ns, self.overhead_ns]
+        [self.user_ns, self.kernel_ns, self.spin_ns, self.tlb_wait_ns, self.user_spin_ns, self.idle_poll_ns, self.irq_ns, self.overhead_ns]
             .iter()
             .fold(0, |a: Nanos, &c| a.saturating_add(c))
     }

@@ -36,6 +36,11 @@ pub const VM_COLUMNS: &[&str] = &[
 /// run's length; empty for the other VMs. Only then, so that other runs keep their bytes.
 pub const AB_COLUMNS: &[&str] = &["requests_per_sec", "time_per_request_ms"];
 
+/// Columns vms.csv gains, after all others, when a VM's guest polls before it halts (`[guest]
+/// haltpoll`): CPU time in the idle poll (part of `cpu_time_ms`), polls started, and polls a
+/// wake-up ended in time. Only then, so that other runs keep their bytes.
+pub const HALTPOLL_COLUMNS: &[&str] = &["idle_poll_ms", "idle_polls", "idle_poll_wakeups"];
+
 /// `s` as one CSV cell of a row built as a list of cells (`metrics::table::csv_field`).
 fn csv_field(s: &str) -> String {
     crate::metrics::table::csv_field(s).into_owned()
@@ -64,7 +69,7 @@ pub fn build(sim: &Sim, sc: &Scenario, seed: u64, finished: bool) -> RunOutput {
 }
 
 /// vms.csv: one row per VM, [`VM_COLUMNS`], then the mechanisms' columns, then [`AB_COLUMNS`]
-/// when a VM runs a closed-loop server.
+/// when a VM runs a closed-loop server and [`HALTPOLL_COLUMNS`] when a guest polls when idle.
 fn vms_table(sim: &Sim, sc: &Scenario, seed: u64) -> String {
     let sim_time = sim.now().max(1);
     let npcpus = sim.pinfo().len() as f64;
@@ -83,6 +88,11 @@ fn vms_table(sim: &Sim, sc: &Scenario, seed: u64) -> String {
     if ab {
         vms.push(',');
         vms.push_str(&AB_COLUMNS.join(","));
+    }
+    let haltpoll = sim.guests().iter().any(|g| g.config.haltpoll.is_some());
+    if haltpoll {
+        vms.push(',');
+        vms.push_str(&HALTPOLL_COLUMNS.join(","));
     }
     vms.push('\n');
     for (i, vm) in sim.vms().iter().enumerate() {
@@ -173,6 +183,10 @@ fn vms_table(sim: &Sim, sc: &Scenario, seed: u64) -> String {
                 None => (String::new(), String::new()),
             };
             write!(vms, ",{rps},{tpr}").expect("writing to a String cannot fail");
+        }
+        if haltpoll {
+            write!(vms, ",{},{},{}", f3(to_ms(s.idle_poll_ns)), gs.idle_polls, gs.idle_poll_wakeups)
+                .expect("writing to a String cannot fail");
         }
         vms.push('\n');
     }

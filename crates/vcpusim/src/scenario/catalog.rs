@@ -282,7 +282,8 @@ mod tests {
             [
                 "kernel", "futex_wake_ipi", "tlb_targets", "spinlock", "pv_spin", "call_function_yield", "rwsem_spin", "pv_spinlock",
                 "vcpu_is_preempted", "pv_tlb_flush", "pv_sched_yield", "pv_ipi", "steal_time", "tick", "futex_buckets", "irs",
-                "irs_handler"
+                "irs_handler", "haltpoll", "guest_halt_poll_ns", "guest_halt_poll_grow", "guest_halt_poll_grow_start",
+                "guest_halt_poll_shrink", "guest_halt_poll_allow_shrink"
             ]
         );
         assert_eq!(names(&json["host_ple"]), ["enabled", "window_cycles", "cpu_ghz", "grow", "window_max_cycles", "shrink", "cpl"]);

@@ -5,6 +5,7 @@
 use super::section::Section;
 use crate::error::SimError;
 use crate::guest::config::{FutexWakeIpi, GuestConfig, KernelPreset, PvFeatures, TlbTargets};
+use crate::guest::haltpoll::Haltpoll;
 use crate::hardware::costs::{Costs, Ple};
 use crate::params::{ParamSpec, ParamValue};
 use crate::scenario::spec::RunSpec;
@@ -61,6 +62,7 @@ fn spinlock_name(v: SpinlockKind) -> &'static str {
 /// `[guest]` and `[vm.guest]`: which Linux behaviour the guest kernel follows (guest/config.rs).
 pub fn guest_keys() -> Vec<SectionKey> {
     let d = GuestConfig::default();
+    let hp = Haltpoll::default();
     vec![
         SectionKey::defaulted(ParamSpec::choice(
             "kernel",
@@ -192,8 +194,41 @@ pub fn guest_keys() -> Vec<SectionKey> {
             )
             .at_least(1.0),
         ),
+        SectionKey::defaulted(ParamSpec::boolean(
+            "haltpoll",
+            false,
+            "Poll in the idle loop before HLT (Linux 6.6 cpuidle-haltpoll with the haltpoll governor): a wake-up \
+             within the poll needs no IPI and no HLT exit; the poll is CPU time (vms.csv idle_poll_ms) and \
+             pause-loop exits can cut it. Off in every preset: 6.6 loads the driver only with the host's \
+             KVM_HINTS_REALTIME or the module's force=1",
+        )),
+        SectionKey::defaulted(
+            ParamSpec::duration("guest_halt_poll_ns", hp.poll_ns, "haltpoll: the longest idle poll (the governor's guest_halt_poll_ns)")
+                .at_least(1.0),
+        ),
+        SectionKey::defaulted(
+            ParamSpec::int("guest_halt_poll_grow", hp.grow, "haltpoll: the factor a poll limit grows by after a short halt").at_least(1.0),
+        ),
+        SectionKey::defaulted(
+            ParamSpec::duration("guest_halt_poll_grow_start", hp.grow_start, "haltpoll: the least a grown poll limit becomes")
+                .at_least(1.0),
+        ),
+        SectionKey::defaulted(ParamSpec::int(
+            "guest_halt_poll_shrink",
+            hp.shrink,
+            "haltpoll: the divisor a poll limit shrinks by after a halt longer than guest_halt_poll_ns (0: to 0)",
+        )),
+        SectionKey::defaulted(ParamSpec::boolean(
+            "guest_halt_poll_allow_shrink",
+            hp.allow_shrink,
+            "haltpoll: whether halts longer than guest_halt_poll_ns shrink the poll limit",
+        )),
     ]
 }
+
+/// The `[guest]` keys that tune the haltpoll governor (meaningful only with `haltpoll = true`).
+const HALTPOLL_KEYS: &[&str] =
+    &["guest_halt_poll_ns", "guest_halt_poll_grow", "guest_halt_poll_grow_start", "guest_halt_poll_shrink", "guest_halt_poll_allow_shrink"];
 
 /// `[host.ple]`: pause-loop exiting (hardware/costs.rs `Ple`). `grow_default` is the policy's
 /// `PolicyKind::ple_grow()` (KVM doubles the window, Xen keeps it fixed).
@@ -358,6 +393,9 @@ pub fn guest_config(section: &Section, base: &GuestConfig) -> Result<GuestConfig
         _ => None,
     });
     let wrote_spinlock = values.iter().any(|(name, v)| *name == "spinlock" && v.is_some());
+    let tuned: Vec<&str> = HALTPOLL_KEYS.iter().copied().filter(|k| values.iter().any(|(name, v)| name == k && v.is_some())).collect();
+    let haltpoll_values: Vec<(&str, ParamValue)> =
+        values.iter().filter(|(name, _)| HALTPOLL_KEYS.contains(name)).filter_map(|(name, v)| Some((*name, v.clone()?))).collect();
     for (name, value) in values {
         match (name, value) {
             ("futex_wake_ipi", Some(ParamValue::Choice(c))) => {
@@ -387,8 +425,23 @@ pub fn guest_config(section: &Section, base: &GuestConfig) -> Result<GuestConfig
                 config.futex_buckets =
                     usize::try_from(n).map_err(|_| section.error_at(name, format!("{n} buckets is more than this machine can index")))?;
             }
+            ("haltpoll", Some(ParamValue::Bool(b))) => config.haltpoll = b.then(|| config.haltpoll.unwrap_or_default()),
             _ => {}
         }
+    }
+    if let Some(hp) = config.haltpoll.as_mut() {
+        for (name, value) in haltpoll_values {
+            match (name, value) {
+                ("guest_halt_poll_ns", ParamValue::Duration(ns)) => hp.poll_ns = ns,
+                ("guest_halt_poll_grow", ParamValue::Int(n)) => hp.grow = n,
+                ("guest_halt_poll_grow_start", ParamValue::Duration(ns)) => hp.grow_start = ns,
+                ("guest_halt_poll_shrink", ParamValue::Int(n)) => hp.shrink = n,
+                ("guest_halt_poll_allow_shrink", ParamValue::Bool(b)) => hp.allow_shrink = b,
+                _ => {}
+            }
+        }
+    } else if let Some(first) = tuned.first() {
+        return Err(section.error_at(first, format!("{first} tunes the guest's idle polling, which is off; set haltpoll = true")));
     }
     if preset == Some(KernelPreset::Linux6) && !config.pv.pv_spinlock && !wrote_spinlock {
         // Linux 6.6 kvm_spinlock_init without KVM_FEATURE_PV_UNHALT: virt_spin_lock_key stays

@@ -66,6 +66,7 @@ impl Sim {
                 TimeKind::Spin => "spin",
                 TimeKind::TlbWait => "tlb-wait",
                 TimeKind::UserSpin => "user-spin",
+                TimeKind::IdlePoll => "idle-poll",
                 TimeKind::Irq => "irq",
                 TimeKind::Overhead => "overhead",
             };
@@ -129,7 +130,8 @@ impl Sim {
         if !self.running(v) || self.vcpus[v.idx()].activity != Activity::Thread {
             return;
         }
-        let spinning = matches!(self.vcpus[v.idx()].time_kind, TimeKind::Spin | TimeKind::TlbWait | TimeKind::UserSpin);
+        let spinning =
+            matches!(self.vcpus[v.idx()].time_kind, TimeKind::Spin | TimeKind::TlbWait | TimeKind::UserSpin | TimeKind::IdlePoll);
         if spinning {
             self.restart(v);
         }

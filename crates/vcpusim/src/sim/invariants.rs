@@ -102,7 +102,7 @@ impl Sim {
         let mut on_pcpu_total: u64 = 0;
         for (vm, state) in self.vms.iter().enumerate() {
             let s = &state.stats;
-            let columns = [s.user_ns, s.kernel_ns, s.spin_ns, s.tlb_wait_ns, s.user_spin_ns, s.irq_ns, s.overhead_ns];
+            let columns = [s.user_ns, s.kernel_ns, s.spin_ns, s.tlb_wait_ns, s.user_spin_ns, s.idle_poll_ns, s.irq_ns, s.overhead_ns];
             let sum = columns.iter().try_fold(0u64, |a, &c| a.checked_add(c));
             if sum != Some(s.cpu_ns()) {
                 return Err(format!("VM {vm}: time columns {columns:?} do not sum to cpu_time {} ns", s.cpu_ns()));

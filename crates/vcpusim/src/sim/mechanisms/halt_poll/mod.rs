@@ -26,6 +26,12 @@ impl Sim {
     /// (a zero poll, or another vCPU already waiting for this pCPU).
     pub(in crate::sim) fn kvm_vcpu_halt(&mut self, v: VcpuId) {
         let hp = self.mechanisms.halt_poll.expect("called with halt polling on");
+        if self.guests[self.vinfo[v.idx()].vm.idx()].config.haltpoll.is_some() {
+            // The guest's haltpoll driver turned host polling off (`arch_haltpoll_enable` writes
+            // MSR_KVM_POLL_CONTROL = 0; x86 `kvm_arch_no_poll` then stops `kvm_vcpu_halt`
+            // polling, and its halt_poll_ns is not updated).
+            return self.halt(v);
+        }
         let p = self.vinfo[v.idx()].pcpu.expect("a halting vCPU is running");
         let vc = &mut self.vcpus[v.idx()];
         vc.halt_poll_ns = hp.capped(vc.halt_poll_ns);
