@@ -74,3 +74,71 @@ fn a_batch_sync_counting_more_threads_than_take_part_deadlocks_naming_it() {
         other => panic!("expected a deadlock, got {other:?}"),
     }
 }
+
+/// Main and three workers, each with a task queue of its own (`task_queues`, queue q under
+/// mutex q), on four pinned pCPUs: each batch main puts `tasks` tasks of 1 ms into queue 0 only,
+/// signals, runs its own, steals once, runs again and waits for the end; a worker runs its own
+/// tasks, then steals (`repeat`) until a round finds nothing.
+fn unbalanced(tasks: usize, steal: bool) -> String {
+    let puts = "{taskq_put = 0}, ".repeat(tasks);
+    let (main_steal, worker_steal) = if steal {
+        ("{taskq_steal = 0, work = \"1ms\", repeat = false}, {taskq_own = 0, work = \"1ms\"}, ", ", {taskq_steal = Q, work = \"1ms\"}")
+    } else {
+        ("", "")
+    };
+    let worker = |q: usize| {
+        format!(
+            "[{{loop = \"forever\", body = [{{taskq_wait_for_tasks = 0}}, {{taskq_own = {q}, work = \"1ms\"}}{}]}}]",
+            worker_steal.replace('Q', &q.to_string())
+        )
+    };
+    format!(
+        "[host]\npcpus = 4\npolicy = \"cfs\"\nstart_skew = \"0ms\"\n[host.ple]\nenabled = false\n\
+         [[vm]]\nname = \"a\"\nvcpus = 4\ncpus = [\"0\", \"1\", \"2\", \"3\"]\nworkload = \"program\"\niterations = 10\n\
+         [vm.program]\nmutexes = 4\ntask_syncs = [4]\ntask_queues = [0, 1, 2, 3]\ncpus = [\"0\", \"1\", \"2\", \"3\"]\n\
+         threads = [[{{taskq_wait_for_end = 0}}, {{loop = \"forever\", body = [{puts}{{taskq_signal = 0}}, \
+         {{taskq_own = 0, work = \"1ms\"}}, {main_steal}{{taskq_wait_for_end = 0}}, {{progress = true}}]}}],\n{},\n{},\n{}]\n\
+         [run]\nduration = \"1s\"\nseed = 1\n",
+        worker(1),
+        worker(2),
+        worker(3)
+    )
+}
+
+#[test]
+fn idle_threads_steal_from_a_loaded_queue() {
+    // Eight 1 ms tasks a batch, all in main's queue: alone, main runs them in ~8 ms a batch;
+    // with stealing the four threads share them (half of what a queue holds per steal).
+    let alone = run_sim_checked(&unbalanced(8, false), 1000);
+    let shared = run_sim_checked(&unbalanced(8, true), 1000);
+    let (ta, ts) = (alone.guests()[0].finished_at.unwrap(), shared.guests()[0].finished_at.unwrap());
+    assert!(ta > 70 * vcpusim::time::MS, "alone: {ta} ns for 10 batches");
+    assert!(ts * 2 < ta, "stealing: {ts} ns vs {ta} ns");
+    // Moves, not tasks: a task stolen into a worker's queue may be stolen on from there.
+    let stolen = shared.guests()[0].stats.taskq_stolen;
+    assert!(stolen >= 30, "{stolen} tasks moved");
+    assert_eq!(alone.guests()[0].stats.taskq_stolen, 0);
+    // Every task runs once either way: 80 exponential tasks of mean 1 ms of user time.
+    for sim in [&alone, &shared] {
+        let user_ms = sim.vms()[0].stats.user_ns as f64 / 1e6;
+        assert!((50.0..110.0).contains(&user_ms), "{user_ms} ms of tasks");
+    }
+}
+
+#[test]
+fn task_queue_ops_name_what_is_wrong() {
+    let err = |program: &str| {
+        let text = format!("[host]\npcpus = 1\n[[vm]]\nname = \"a\"\nvcpus = 1\nworkload = \"program\"\n[vm.program]\n{program}\n");
+        vcpusim::api::load_scenario(&text, "f.toml").expect_err("refused").to_string()
+    };
+    let e = err("threads = [[{taskq_put = 0}]]");
+    assert!(e.contains("no TaskQ task queue") && e.contains("task_queues"), "{e}");
+    let e = err("task_queues = [0]\nthreads = [[{taskq_put = 0}]]");
+    assert!(e.contains("task_queues") && e.contains("mutexes"), "{e}");
+    let e = err("mutexes = 1\ntask_queues = [1]\nthreads = [[{taskq_put = 0}]]");
+    assert!(e.contains("task_queues[0]"), "{e}");
+    let e = err("mutexes = 1\ntask_queues = [0]\nthreads = [[{taskq_own = 0}]]");
+    assert!(e.contains("work"), "{e}");
+    let e = err("mutexes = 1\ntask_queues = [0]\nthreads = [[{taskq_steal = 0, work = \"1ms\", repeat = 1}]]");
+    assert!(e.contains("repeat") && e.contains("true or false"), "{e}");
+}

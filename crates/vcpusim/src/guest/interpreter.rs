@@ -167,6 +167,20 @@ impl GuestKernel {
                 let m = self.objects.task_syncs[k].mutex;
                 steps.extend([Step::Do(Action::MutexLock(m)), Step::Do(Action::TaskqEndCheck(k)), Step::Do(Action::MutexUnlock(m))])
             }
+            // taskQDistFixed.c / taskQDistCommon.c: `Add_Task`'s `putEntryHead`, `doOwnTasks`,
+            // `stealTasks`.
+            Op::TaskqPut(k) => {
+                let m = self.objects.task_queues[k].mutex;
+                steps.extend([Step::Do(Action::MutexLock(m)), Step::Do(Action::TaskqPut(k)), Step::Do(Action::MutexUnlock(m))])
+            }
+            Op::TaskqOwn { queue, work } => {
+                let m = self.objects.task_queues[queue].mutex;
+                steps.extend([Step::Do(Action::MutexLock(m)), Step::Do(Action::TaskqPop { queue, work })])
+            }
+            Op::TaskqSteal { queue, work, repeat } => {
+                let from = (queue + 1) % self.objects.task_queues.len();
+                steps.push_back(Step::Do(Action::TaskqScan { queue, from, work, repeat }))
+            }
             Op::Loop { .. } | Op::Tickets { .. } => unreachable!("loops are compiled away"),
             Op::WorkSteal => unreachable!("fetch_op runs the worker"),
         }

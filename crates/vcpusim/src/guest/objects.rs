@@ -77,6 +77,15 @@ pub struct TaskSync {
     pub tasks_done: usize,
 }
 
+/// A TaskQ task queue (`TaskQ` in taskQDistFixed.c, `Op::TaskqPut`): its tasks, under a program
+/// mutex.
+#[derive(Clone, Debug)]
+pub struct TaskQueue {
+    /// `q.shared.count`: tasks in it.
+    pub count: u64,
+    pub mutex: usize,
+}
+
 /// An in-flight TLB shootdown.
 #[derive(Clone, Debug)]
 pub struct Shootdown {
@@ -113,6 +122,7 @@ pub struct SyncObjects {
     pub queues: Vec<Queue>,
     pub dispensers: Vec<Dispenser>,
     pub task_syncs: Vec<TaskSync>,
+    pub task_queues: Vec<TaskQueue>,
     /// futex wait queues, by futex.
     pub futex_waiters: FutexMap<VecDeque<ThreadId>>,
     /// The hash-bucket spinlock of each futex.

@@ -25,7 +25,7 @@ use super::thread::{Action, SpinCond, Step, Thread};
 use crate::ids::{LockId, ThreadId, VcpuId};
 use crate::time::Nanos;
 use crate::vmexit::{Entry, Exit, Hypercall, Ipi, IpiKind, Next, PvArea, TimeKind};
-use crate::workload::program::SpinlockKind;
+use crate::workload::program::{Dist, SpinlockKind};
 use crate::SimError;
 
 /// Instantaneous steps a guest may run in a row, with none of its vCPUs starting timed work or
@@ -140,6 +140,82 @@ impl GuestKernel {
                 return Next::Poll(u);
             }
         }
+    }
+
+    /// `getATaskFromHead` of task queue `queue` by thread `t`, holding its mutex: a task is
+    /// taken, run (`work`, exponential) and the queue looked at again; an empty queue is
+    /// unlocked and `doOwnTasks` ends.
+    fn taskq_pop(&mut self, env: &mut GuestEnv, t: ThreadId, queue: usize, work: Nanos) {
+        let q = &mut self.objects.task_queues[queue];
+        let m = q.mutex;
+        if q.count == 0 {
+            env.push_front(t, Step::Do(Action::MutexUnlock(m)));
+            return;
+        }
+        q.count -= 1;
+        env.push_front_steps(
+            t,
+            [
+                Step::Do(Action::MutexUnlock(m)),
+                Step::RunDist { dist: Dist::Exp { mean: work }, func: KernelFn::User },
+                Step::Do(Action::MutexLock(m)),
+                Step::Do(Action::TaskqPop { queue, work }),
+            ],
+        );
+    }
+
+    /// `stealTasks`' walk over the other queues of thread `t`'s queue `queue`, from `from`: the
+    /// first queue with tasks by `stealTasksSpecialized`'s unlocked count check is locked with
+    /// `queue`, the lower-numbered first (its total order by address).
+    fn taskq_scan(&mut self, env: &mut GuestEnv, t: ThreadId, queue: usize, from: usize, work: Nanos, repeat: bool) {
+        let queues = &self.objects.task_queues;
+        let n = queues.len();
+        let mut i = from % n;
+        while i != queue {
+            if queues[i].count > 0 {
+                let (lo, hi) = (queue.min(i), queue.max(i));
+                let (m_lo, m_hi) = (queues[lo].mutex, queues[hi].mutex);
+                env.push_front_steps(
+                    t,
+                    [
+                        Step::Do(Action::MutexLock(m_lo)),
+                        Step::Do(Action::MutexLock(m_hi)),
+                        Step::Do(Action::TaskqTake { queue, src: i, work, repeat }),
+                    ],
+                );
+                return;
+            }
+            i = (i + 1) % n;
+        }
+    }
+
+    /// Under both queues' mutexes: move `calculateNumSteal(found)` tasks (half, at least 1, at
+    /// most `MAX_STEAL` = 8) from `src` to `queue`, unlock `queue`'s then `src`'s mutex. Then a
+    /// worker runs them (`doOwnTasks`) and steals again from `queue + 1`; the main thread stops;
+    /// a queue emptied meanwhile sends the walk on from `src + 1`.
+    fn taskq_take(&mut self, env: &mut GuestEnv, t: ThreadId, queue: usize, src: usize, work: Nanos, repeat: bool) {
+        const MAX_STEAL: u64 = 8;
+        let found = self.objects.task_queues[src].count;
+        let stolen = if found == 1 { 1 } else { (found / 2).min(MAX_STEAL) };
+        self.objects.task_queues[src].count -= stolen;
+        self.objects.task_queues[queue].count += stolen;
+        self.stats.taskq_stolen += stolen;
+        let (m_own, m_src) = (self.objects.task_queues[queue].mutex, self.objects.task_queues[src].mutex);
+        let n = self.objects.task_queues.len();
+        // Pushed in front, so in reverse: what follows the unlocks first.
+        if stolen > 0 && repeat {
+            env.push_front_steps(
+                t,
+                [
+                    Step::Do(Action::MutexLock(m_own)),
+                    Step::Do(Action::TaskqPop { queue, work }),
+                    Step::Do(Action::TaskqScan { queue, from: (queue + 1) % n, work, repeat }),
+                ],
+            );
+        } else if stolen == 0 {
+            env.push_front(t, Step::Do(Action::TaskqScan { queue, from: (src + 1) % n, work, repeat }));
+        }
+        env.push_front_steps(t, [Step::Do(Action::MutexUnlock(m_own)), Step::Do(Action::MutexUnlock(m_src))]);
     }
 
     /// Idle vCPU `i` of a haltpoll guest at `now` (guest/haltpoll.rs): go on with the poll in
@@ -538,6 +614,10 @@ impl GuestKernel {
                 }
             }
             Action::TaskqReset(k) => self.objects.task_syncs[k].count = 0,
+            Action::TaskqPut(k) => self.objects.task_queues[k].count += 1,
+            Action::TaskqPop { queue, work } => self.taskq_pop(env, t, queue, work),
+            Action::TaskqScan { queue, from, work, repeat } => self.taskq_scan(env, t, queue, from, work, repeat),
+            Action::TaskqTake { queue, src, work, repeat } => self.taskq_take(env, t, queue, src, work, repeat),
             Action::TaskqEndCheck(k) => {
                 let s = &mut self.objects.task_syncs[k];
                 s.count += 1;

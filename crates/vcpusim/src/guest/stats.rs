@@ -52,6 +52,8 @@ pub struct GuestStats {
     pub progress: u64,
     /// Times a thread went to sleep in futex_wait.
     pub futex_waits: u64,
+    /// TaskQ tasks moved between queues by `stealTasks` (`Op::TaskqSteal`).
+    pub taskq_stolen: u64,
     /// Idle polls the haltpoll governor started (`[guest] haltpoll`).
     pub idle_polls: u64,
     /// Of those, polls a wake-up ended in time (no HLT followed).

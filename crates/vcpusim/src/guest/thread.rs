@@ -202,6 +202,32 @@ pub enum Action {
     /// Holding TaskQ sync `k`'s mutex: main arrived; it waits on `tasksDone` unless every thread
     /// has (`waitForEnd`).
     TaskqEndCheck(ObjIndex),
+    /// Holding task queue `k`'s mutex: one more task in it (`Add_Task`).
+    TaskqPut(ObjIndex),
+    /// Holding task queue `queue`'s mutex (`getATaskFromHead`): take a task and run it (`work`,
+    /// exponential), then look again; or, finding none, unlock and go on.
+    TaskqPop {
+        queue: ObjIndex,
+        work: Nanos,
+    },
+    /// `stealTasks` of queue `queue`, looking at queue `from` next (wrapping; back at `queue`,
+    /// nothing was found): the first queue holding tasks by the unlocked look is locked with
+    /// `queue`, in queue order, for a `TaskqTake`.
+    TaskqScan {
+        queue: ObjIndex,
+        from: ObjIndex,
+        work: Nanos,
+        repeat: bool,
+    },
+    /// Holding the mutexes of task queues `queue` and `src`: move `calculateNumSteal` of `src`'s
+    /// tasks to `queue`, unlock both; then run them and scan again (`repeat`), or stop (the
+    /// main thread's single steal); on nothing found, scan on from `src + 1`.
+    TaskqTake {
+        queue: ObjIndex,
+        src: ObjIndex,
+        work: Nanos,
+        repeat: bool,
+    },
     /// `sched_setaffinity(0, mask)` after its system call entry (`GuestKernel::set_affinity`):
     /// the new mask is `SyncObjects::cpu_masks[k]`.
     SetAffinity(ObjIndex),

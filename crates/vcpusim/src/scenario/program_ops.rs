@@ -33,13 +33,14 @@ pub const DESCRIPTION: &str =
      {setaffinity = \"0-1\" | \"all\"}, {loop = N | \"forever\", body = [ops]}, \
      {reset_tickets = d, count = T}, {tickets = d, body = [ops]} (ticket dispensers: dispensers = N), \
      {taskq_wait_for_tasks = k}, {taskq_signal = k}, {taskq_wait_for_end = k} (PARSEC facesim's TaskQ batch sync: \
-     task_syncs = [threads taking part in each]); a duration D is \"1ms\", {exp = \"1ms\"}, \
+     task_syncs = [threads taking part in each]), {taskq_put = q}, {taskq_own = q, work = \"400us\"}, \
+     {taskq_steal = q, work = \"400us\", repeat = true} (work: a task's mean, exponential) (its task queues: task_queues = [mutex of each]); a duration D is \"1ms\", {exp = \"1ms\"}, \
      {uniform = [\"1ms\", \"2ms\"]} or {normal = [mean, sd]}";
 pub const PROGRESS_UNIT: &str = "Progress ops executed";
 
 /// The keys of `[vm.program]`.
 pub const PROGRAM_KEYS: &[&str] =
-    &["mutexes", "barriers", "conds", "queues", "dispensers", "task_syncs", "kernel_locks", "spinlocks", "threads", "cpus"];
+    &["mutexes", "barriers", "conds", "queues", "dispensers", "task_syncs", "task_queues", "kernel_locks", "spinlocks", "threads", "cpus"];
 
 /// Every op, with the extra keys it takes (the op's own name is its first key).
 const OPS: &[(&str, &[&str])] = &[
@@ -65,6 +66,9 @@ const OPS: &[(&str, &[&str])] = &[
     ("taskq_wait_for_tasks", &[]),
     ("taskq_signal", &[]),
     ("taskq_wait_for_end", &[]),
+    ("taskq_put", &[]),
+    ("taskq_own", &["work"]),
+    ("taskq_steal", &["work", "repeat"]),
 ];
 
 const BARRIER_WAITS: &[&str] = &["block", "spin", "spin-then-block"];
@@ -88,6 +92,20 @@ pub fn parse_program(section: &Section, vm_threads: Option<u32>, default_threads
     program.queues = sizes(section, "queues", "the capacity of each queue")?;
     program.dispensers = count(section, "dispensers")?;
     program.task_syncs = sizes(section, "task_syncs", "the number of threads that take part in each TaskQ batch sync")?;
+    if let Some(items) = section.array("task_queues")? {
+        if !items.is_empty() && program.mutexes == 0 {
+            return Err(
+                section.error_at("task_queues", "each TaskQ task queue names its mutex, but the program declares none; add mutexes")
+            );
+        }
+        program.task_queues = items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                int_value(file, &format!("{}[{i}]", section.key("task_queues")), v, 0, program.mutexes as i64 - 1).map(|m| m as usize)
+            })
+            .collect::<Result<_, _>>()?;
+    }
     if let Some(names) = section.array("kernel_locks")? {
         // Each name's first index: the duplicate check is a lookup, not a scan of the names so far.
         let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::with_capacity(names.len());
@@ -467,6 +485,22 @@ impl OpReader<'_> {
             "taskq_wait_for_tasks" => Op::TaskqWaitForTasks(self.taskq(&key, value)?),
             "taskq_signal" => Op::TaskqSignal(self.taskq(&key, value)?),
             "taskq_wait_for_end" => Op::TaskqWaitForEnd(self.taskq(&key, value)?),
+            "taskq_put" => Op::TaskqPut(self.task_queue(&key, value)?),
+            "taskq_own" | "taskq_steal" => {
+                let queue = self.task_queue(&key, value)?;
+                let work_value = s.require("work", "the mean work of one task, such as work = \"400us\" (exponential)")?;
+                let work = duration_value(self.file, &s.key("work"), work_value, false)?;
+                if head == "taskq_own" {
+                    Op::TaskqOwn { queue, work }
+                } else {
+                    let repeat = match s.get("repeat") {
+                        None => true,
+                        Some(Value::Boolean(b)) => *b,
+                        Some(other) => return Err(s.error_at("repeat", format!("expected true or false, got {}", show_toml(other)))),
+                    };
+                    Op::TaskqSteal { queue, work, repeat }
+                }
+            }
             _ => unreachable!("every name in OPS is handled"),
         };
         Ok(op)
@@ -491,6 +525,10 @@ impl OpReader<'_> {
     /// An object index that must name one of the `count` objects declared by `count_key`.
     fn taskq(&self, key: &str, value: &Value) -> Result<usize, SimError> {
         self.index(key, value, "TaskQ batch sync", self.program.task_syncs.len(), "task_syncs")
+    }
+
+    fn task_queue(&self, key: &str, value: &Value) -> Result<usize, SimError> {
+        self.index(key, value, "TaskQ task queue", self.program.task_queues.len(), "task_queues")
     }
 
     fn index(&self, key: &str, value: &Value, what: &str, count: usize, count_key: &str) -> Result<usize, SimError> {
@@ -575,6 +613,9 @@ fn takes_time(op: &Op) -> bool {
         Op::Compute(d) | Op::Syscall { work: d, .. } => positive(d),
         Op::Mmap { .. } | Op::Munmap { .. } | Op::MadviseDontneed { .. } => true,
         Op::Loop { body, .. } => body.iter().any(takes_time),
+        // Runs the tasks its queue holds: taken as time, as the tasks a loop puts there are
+        // (a loop that puts none is caught at run time, `MAX_ZERO_TIME_STEPS`).
+        Op::TaskqOwn { work, .. } => *work > 0,
         // Its body may run no time at all (no tickets left).
         _ => false,
     }

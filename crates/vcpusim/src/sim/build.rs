@@ -9,7 +9,7 @@ use super::state::{Activity, GuestSlot, Pcpu, Sim, TimeKind, Vcpu, Vm};
 use crate::engine::event_queue::EventQueue;
 use crate::engine::rng::stream;
 use crate::guest::kernel::{GuestKernel, GuestVcpu};
-use crate::guest::objects::{Barrier, Dispenser, MutexWord, ParsecBarrier, Queue, SyncObjects, TaskSync};
+use crate::guest::objects::{Barrier, Dispenser, MutexWord, ParsecBarrier, Queue, SyncObjects, TaskQueue, TaskSync};
 use crate::guest::spinlock::Spinlock;
 use crate::guest::stats::GuestStats;
 use crate::guest::thread::{CodeCache, Thread, ThreadState};
@@ -236,6 +236,7 @@ impl Sim {
                     tasks_done: sync_conds + 2 * k + 1,
                 })
                 .collect(),
+            task_queues: program.task_queues.iter().map(|&mutex| TaskQueue { count: 0, mutex }).collect(),
             barriers: program.barriers.iter().map(|p| Barrier { parties: *p, arrived: 0, generation: 0, spinners: Vec::new() }).collect(),
             conds: vec![0; sync_conds + 2 * program.task_syncs.len()],
             parsec: program

@@ -179,6 +179,27 @@ pub enum Op {
     /// `pthread_cond_wait(tasksDone)`; unlock (`taskQWait`'s loop ends at once: only the last
     /// arrival broadcasts `tasksDone` while main waits).
     TaskqWaitForEnd(ObjIndex),
+    /// TaskQ's `Add_Task` into queue `k` (`Program::task_queues[k]`, taskQDistFixed.c): under the
+    /// queue's mutex, one more task in it.
+    TaskqPut(ObjIndex),
+    /// `doOwnTasks` on queue `queue`: under the queue's mutex take a task from its head
+    /// (`getATaskFromHead`) and run it (`work`, exponential), until a look finds it empty.
+    TaskqOwn {
+        queue: ObjIndex,
+        work: Nanos,
+    },
+    /// `stealTasks` from queue `queue`: the other queues in turn from `queue + 1`, each looked at
+    /// without a lock (`stealTasksSpecialized`'s quick check); at the first that holds tasks, take
+    /// both queues' mutexes in queue order, move `calculateNumSteal` of its tasks (half, at least 1,
+    /// at most 8) from its tail to this queue, and unlock. A worker (`repeat`, `taskQIdleLoop`)
+    /// then runs them (`doOwnTasks`, `work` each) and steals again from `queue + 1` until a
+    /// round finds nothing; the main thread (`taskQWait`) steals once and runs what it took by a
+    /// `TaskqOwn` that follows.
+    TaskqSteal {
+        queue: ObjIndex,
+        work: Nanos,
+        repeat: bool,
+    },
     /// recv() on the socket of the program's network device (`Program::nic`): up to `len`
     /// bytes of a TCP stream, or one UDP datagram; sleeps until data is there (`sk_wait_data`,
     /// guest/netrx.rs).
@@ -252,6 +273,8 @@ pub struct Program {
     /// Parties of each TaskQ batch-sync object (`Op::TaskqWaitForTasks` and the others): the
     /// threads that take part, main included. Each brings a mutex and two condition variables.
     pub task_syncs: Vec<usize>,
+    /// TaskQ task queues (`Op::TaskqPut` and the others): the mutex of each.
+    pub task_queues: Vec<ObjIndex>,
     /// Names of extra kernel spinlocks used by `Syscall` (lock class names in the LHP report).
     pub kernel_locks: Vec<String>,
     /// The kind of each user-space spinlock `Op::SpinLock` takes (`Ticket` or `TestAndSet`).
@@ -284,6 +307,7 @@ impl Program {
             queues: Vec::new(),
             dispensers: 0,
             task_syncs: Vec::new(),
+            task_queues: Vec::new(),
             kernel_locks: Vec::new(),
             spinlocks: Vec::new(),
             cpu_masks: Vec::new(),
@@ -329,6 +353,9 @@ impl Program {
                     }
                     Op::ResetTickets { dispenser, .. } => check("ticket dispenser", *dispenser, p.dispensers)?,
                     Op::TaskqWaitForTasks(k) | Op::TaskqSignal(k) | Op::TaskqWaitForEnd(k) => check("TaskQ sync", *k, p.task_syncs.len())?,
+                    Op::TaskqPut(k) | Op::TaskqOwn { queue: k, .. } | Op::TaskqSteal { queue: k, .. } => {
+                        check("TaskQ task queue", *k, p.task_queues.len())?
+                    }
                     Op::SockRecv { len } => {
                         if p.nic.is_none() {
                             return Err(format!("thread {t}: a socket recv op needs the program's network device"));
@@ -361,6 +388,9 @@ impl Program {
             if *cap == 0 {
                 return Err(format!("queue {q} has capacity 0"));
             }
+        }
+        if let Some((k, m)) = self.task_queues.iter().enumerate().find(|(_, m)| **m >= self.mutexes) {
+            return Err(format!("TaskQ task queue {k} names mutex {m}, but the program has {}", self.mutexes));
         }
         let mut threads_using = vec![0usize; self.barriers.len()];
         for (t, ops) in self.threads.iter().enumerate() {

@@ -332,40 +332,37 @@ fn worker_group(program: &mut Program, p: &Profile, n: usize, commands: &[(u64, 
     program.threads.push(vec![Op::Loop { count: None, body: io }]);
 }
 
-/// The threads of a `Shape::TaskQueue` of `n` threads (see there). Objects: mutex q is task
-/// queue q's lock; TaskQ sync 0 of all `n` threads. `stealTasks` takes no lock when every other
-/// queue is empty (its unprotected count check), which the model assumes: each thread's own task
-/// is there when it looks, so no task is stolen (docs/model.md, PARSEC facesim).
+/// The threads of a `Shape::TaskQueue` of `n` threads (see there). Objects: task queue q under
+/// mutex q, TaskQ sync 0 of all `n` threads. A thread that finds its own queue empty steals
+/// (`stealTasks`): a task still in another thread's queue (its thread not yet running, say its
+/// vCPU preempted) is taken by the first thread that looks.
 fn task_queue(program: &mut Program, n: usize, batches: &[Nanos]) {
     program.mutexes = n;
     program.task_syncs = vec![n];
-    let pop = |q: usize| [Op::MutexLock(q), Op::MutexUnlock(q)];
-    let own_task = |q: usize, work: Nanos| {
-        let mut ops = pop(q).to_vec();
-        ops.push(Op::Compute(Dist::Exp { mean: work }));
-        ops.extend(pop(q));
-        ops
-    };
-    // Main: taskQInit's waitForEnd (every worker arrived), then the batches.
+    program.task_queues = (0..n).collect();
+    // Main: taskQInit's waitForEnd (every worker arrived), then the batches: a task per queue
+    // (`Add_Task` -> `pickQueue`, round robin), then `taskQWait`: signalTasks, doOwnTasks,
+    // stealTasks, doOwnTasks, waitForEnd.
     let mut iteration = Vec::new();
     for &work in batches {
-        for q in 0..n {
-            iteration.extend(pop(q));
-        }
+        iteration.extend((0..n).map(Op::TaskqPut));
         iteration.push(Op::TaskqSignal(0));
-        iteration.extend(own_task(0, work));
-        iteration.extend(pop(0));
+        iteration.push(Op::TaskqOwn { queue: 0, work });
+        iteration.push(Op::TaskqSteal { queue: 0, work, repeat: false });
+        iteration.push(Op::TaskqOwn { queue: 0, work });
         iteration.push(Op::TaskqWaitForEnd(0));
     }
     iteration.push(Op::Progress);
     program.threads.push(vec![Op::TaskqWaitForEnd(0), Op::Loop { count: None, body: iteration }]);
-    // A worker: wait for the batch's signal (its first wait also counts it in for taskQInit),
-    // run its task; the batches in main's order.
+    // A worker (`taskQIdleLoop`): wait for the batch's signal (its first wait also counts it in
+    // for taskQInit), its own tasks, then steal and run until a round finds nothing; the batches
+    // in main's order.
     for q in 1..n {
         let mut body = Vec::new();
         for &work in batches {
             body.push(Op::TaskqWaitForTasks(0));
-            body.extend(own_task(q, work));
+            body.push(Op::TaskqOwn { queue: q, work });
+            body.push(Op::TaskqSteal { queue: q, work, repeat: true });
         }
         program.threads.push(vec![Op::Loop { count: None, body }]);
     }
