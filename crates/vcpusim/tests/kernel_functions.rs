@@ -54,24 +54,26 @@ fn waker_functions(kernel: &str) -> Vec<(KernelFn, bool)> {
     seen
 }
 
-#[test]
-fn a_futex_wake_wakes_in_ttwu_and_sends_its_ipi_from_resched_curr_under_the_bucket_lock_in_3_2() {
-    let seen = waker_functions("linux-3.2");
+/// The waker's `futex_wake` -> `ttwu_do_activate` -> `resched_curr` under `kernel`, in that
+/// order; whether the wake-up and the IPI ran holding a spinlock (the bucket lock).
+fn wake_sequence(kernel: &str) -> (bool, bool) {
+    let seen = waker_functions(kernel);
     let at = |f: KernelFn| seen.iter().position(|(g, _)| *g == f).unwrap_or_else(|| panic!("{f:?} never published: {seen:?}"));
     let (wake, ttwu, ipi) = (at(KernelFn::FutexWake), at(KernelFn::TtwuDoActivate), at(KernelFn::ReschedCurr));
     assert!(wake < ttwu && ttwu < ipi, "{seen:?}");
+    (seen[ttwu].1, seen[ipi].1)
+}
+
+#[test]
+fn a_futex_wake_wakes_in_ttwu_and_sends_its_ipi_from_resched_curr_under_the_bucket_lock_in_3_2() {
     // 3.2's wake_futex -> wake_up_state runs inside the bucket lock, the IPI too.
-    assert!(seen[ttwu].1 && seen[ipi].1, "3.2 wakes and sends under hb->lock: {seen:?}");
+    assert_eq!(wake_sequence("linux-3.2"), (true, true));
 }
 
 #[test]
 fn a_futex_wake_wakes_after_the_bucket_lock_from_4_2() {
-    let seen = waker_functions("linux-4.4");
-    let at = |f: KernelFn| seen.iter().position(|(g, _)| *g == f).unwrap_or_else(|| panic!("{f:?} never published: {seen:?}"));
-    let (wake, ttwu, ipi) = (at(KernelFn::FutexWake), at(KernelFn::TtwuDoActivate), at(KernelFn::ReschedCurr));
-    assert!(wake < ttwu && ttwu < ipi, "{seen:?}");
     // mark_wake_futex under the lock; wake_up_q after spin_unlock(&hb->lock).
-    assert!(!seen[ttwu].1 && !seen[ipi].1, "4.4 wakes after the bucket lock: {seen:?}");
+    assert_eq!(wake_sequence("linux-4.4"), (false, false));
 }
 
 /// One VM of two vCPUs on two pCPUs beside a 2-vCPU hog, Xen 4.7 credit with micro-sliced cores

@@ -46,10 +46,7 @@ fn without_the_end_wait_main_runs_ahead() {
 
 #[test]
 fn taskq_ops_name_what_is_wrong() {
-    let err = |program: &str| {
-        let text = format!("[host]\npcpus = 1\n[[vm]]\nname = \"a\"\nvcpus = 1\nworkload = \"program\"\n[vm.program]\n{program}\n");
-        vcpusim::api::load_scenario(&text, "f.toml").expect_err("refused").to_string()
-    };
+    let err = refused_program;
     let e = err("threads = [[{taskq_signal = 0}]]");
     assert!(e.contains("no TaskQ batch sync") && e.contains("task_syncs"), "{e}");
     let e = err("task_syncs = [2]\nthreads = [[{taskq_wait_for_end = 1}]]");
@@ -127,10 +124,7 @@ fn idle_threads_steal_from_a_loaded_queue() {
 
 #[test]
 fn task_queue_ops_name_what_is_wrong() {
-    let err = |program: &str| {
-        let text = format!("[host]\npcpus = 1\n[[vm]]\nname = \"a\"\nvcpus = 1\nworkload = \"program\"\n[vm.program]\n{program}\n");
-        vcpusim::api::load_scenario(&text, "f.toml").expect_err("refused").to_string()
-    };
+    let err = refused_program;
     let e = err("threads = [[{taskq_put = 0}]]");
     assert!(e.contains("no TaskQ task queue") && e.contains("task_queues"), "{e}");
     let e = err("task_queues = [0]\nthreads = [[{taskq_put = 0}]]");

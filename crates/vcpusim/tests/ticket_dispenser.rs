@@ -50,10 +50,7 @@ fn threads_that_run_slower_take_fewer_tickets() {
 
 #[test]
 fn ticket_ops_name_what_is_wrong() {
-    let err = |program: &str| {
-        let text = format!("[host]\npcpus = 1\n[[vm]]\nname = \"a\"\nvcpus = 1\nworkload = \"program\"\n[vm.program]\n{program}\n");
-        vcpusim::api::load_scenario(&text, "f.toml").expect_err("refused").to_string()
-    };
+    let err = refused_program;
     let e = err("threads = [[{tickets = 0, body = [{compute = \"1ms\"}]}]]");
     assert!(e.contains("no ticket dispenser") && e.contains("dispensers"), "{e}");
     let e = err("dispensers = 1\nthreads = [[{tickets = 1, body = [{compute = \"1ms\"}]}]]");

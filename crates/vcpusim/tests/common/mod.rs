@@ -164,3 +164,10 @@ impl Rng {
         picked.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",")
     }
 }
+
+/// The error loading a one-VM, one-vCPU scenario whose `[vm.program]` body is `program` (file
+/// name `f.toml`): for tests of the program language's messages.
+pub fn refused_program(program: &str) -> String {
+    let text = format!("[host]\npcpus = 1\n[[vm]]\nname = \"a\"\nvcpus = 1\nworkload = \"program\"\n[vm.program]\n{program}\n");
+    load_scenario(&text, "f.toml").expect_err("refused").to_string()
+}
