@@ -143,18 +143,24 @@ fn contention_all_off_changes_no_byte() {
 }
 
 #[test]
-fn per_pcpu_busy_time_is_in_metrics_csv() {
+fn per_pcpu_busy_time_is_in_metrics_csv_for_the_pcpus_a_vm_ran_on() {
     let text = "[host]\npcpus = 4\npolicy = \"credit\"\nstart_skew = \"0ns\"\n\
                 [[vm]]\nname = \"a\"\nvcpus = 1\nworkload = \"cpu-bound\"\ncpus = \"2\"\n[run]\nduration = \"1s\"\n";
     let out = run_toml(text, false);
-    let busy: Vec<f64> = (0..4)
-        .map(|p| {
-            let key = format!("a,pcpu_busy_ms[{p}],");
-            let line = out.metrics_csv.lines().find(|l| l.starts_with(&key)).unwrap_or_else(|| panic!("no {key}"));
-            line[key.len()..].parse().unwrap()
+    let busy: Vec<(String, f64)> = out
+        .metrics_csv
+        .lines()
+        .filter_map(|l| l.strip_prefix("a,pcpu_busy_ms["))
+        .map(|rest| {
+            let (p, ms) = rest.split_once("],").expect("a metric row");
+            (p.to_string(), ms.parse().unwrap())
         })
         .collect();
-    assert_eq!(busy, [0.0, 0.0, 1000.0, 0.0]);
+    // Pinned to pCPU 2: its row alone (the others, where it never ran, are absent: 0).
+    assert_eq!(busy, [("2".to_string(), 1000.0)]);
+    // A host 256 times the size adds no rows for a VM that runs on one pCPU.
+    let big = run_toml(&text.replace("pcpus = 4", "pcpus = 1024"), false);
+    assert_eq!(big.metrics_csv.lines().filter(|l| l.starts_with("a,pcpu_busy_ms[")).count(), 1);
 }
 
 #[test]

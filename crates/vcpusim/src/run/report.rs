@@ -229,8 +229,13 @@ fn metrics_table(sim: &Sim, sc: &Scenario) -> String {
         for (class, n) in &s.lhp_by_class(|l| sim.guests().locks()[l].class.as_str()) {
             put!(format_args!("lhp_count[{class}]"), n);
         }
+        // Only the pCPUs the VM ran on (absent means 0): the rows grow with where it ran, not
+        // with the host's size.
         for p in 0..sim.pinfo().len() as u32 {
-            put!(format_args!("pcpu_busy_ms[{p}]"), F3(to_ms(sim.usage().busy(i, crate::ids::PcpuId(p)))));
+            let busy = sim.usage().busy(i, crate::ids::PcpuId(p));
+            if busy > 0 {
+                put!(format_args!("pcpu_busy_ms[{p}]"), F3(to_ms(busy)));
+            }
         }
         put!("wakeups", s.wakeups);
         put!("futex_wakes", gs.futex_wakes);
