@@ -393,7 +393,7 @@ pub fn guest_config(section: &Section, base: &GuestConfig) -> Result<GuestConfig
         _ => None,
     });
     let wrote_spinlock = values.iter().any(|(name, v)| *name == "spinlock" && v.is_some());
-    let tuned: Vec<&str> = HALTPOLL_KEYS.iter().copied().filter(|k| values.iter().any(|(name, v)| name == k && v.is_some())).collect();
+    // The governor's knobs the section wrote, applied once `haltpoll` is known.
     let haltpoll_values: Vec<(&str, ParamValue)> =
         values.iter().filter(|(name, _)| HALTPOLL_KEYS.contains(name)).filter_map(|(name, v)| Some((*name, v.clone()?))).collect();
     for (name, value) in values {
@@ -440,7 +440,7 @@ pub fn guest_config(section: &Section, base: &GuestConfig) -> Result<GuestConfig
                 _ => {}
             }
         }
-    } else if let Some(first) = tuned.first() {
+    } else if let Some((first, _)) = haltpoll_values.first() {
         return Err(section.error_at(first, format!("{first} tunes the guest's idle polling, which is off; set haltpoll = true")));
     }
     if preset == Some(KernelPreset::Linux6) && !config.pv.pv_spinlock && !wrote_spinlock {

@@ -193,7 +193,7 @@ pub enum Op {
     /// both queues' mutexes in queue order, move `calculateNumSteal` of its tasks (half, at least 1,
     /// at most 8) from its tail to this queue, and unlock. A worker (`repeat`, `taskQIdleLoop`)
     /// then runs them (`doOwnTasks`, `work` each) and steals again from `queue + 1` until a
-    /// round finds nothing; the main thread (`taskQWait`) steals once and runs what it took by a
+    /// pass over the other queues finds nothing; the main thread (`taskQWait`) steals once and runs what it took by a
     /// `TaskqOwn` that follows.
     TaskqSteal {
         queue: ObjIndex,

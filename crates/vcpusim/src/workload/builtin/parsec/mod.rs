@@ -123,7 +123,7 @@ pub enum Shape {
     /// PARSEC facesim's Alamere TaskQ (TaskQ/lib/taskQDistCommon.c, taskQDistFixed.c; PhysBAM's
     /// THREAD_POOL_ALAMERE.cpp): N threads, thread 0 the main thread, one task queue per thread
     /// with its own mutex, and one batch sync (a mutex, `taskAvail`, `tasksDone`, a counter).
-    /// Each batch: main enqueues one task per queue (`Add_Task` -> `pickQueue` round robin, the
+    /// Each batch: main enqueues one task per queue (`Add_Task` -> `pickQueue`, each queue in turn, the
     /// queue's mutex around `putEntryHead`), then `taskQWait`: `signalTasks`, its own task
     /// (`doOwnTasks`: the queue's mutex around each pop, the last pop finding it empty), a second
     /// `doOwnTasks` after `stealTasks`, `waitForEnd`. A worker: `waitForTasks`, then its own
@@ -341,7 +341,7 @@ fn task_queue(program: &mut Program, n: usize, batches: &[Nanos]) {
     program.task_syncs = vec![n];
     program.task_queues = (0..n).collect();
     // Main: taskQInit's waitForEnd (every worker arrived), then the batches: a task per queue
-    // (`Add_Task` -> `pickQueue`, round robin), then `taskQWait`: signalTasks, doOwnTasks,
+    // (`Add_Task` -> `pickQueue`: each queue in turn), then `taskQWait`: signalTasks, doOwnTasks,
     // stealTasks, doOwnTasks, waitForEnd.
     let mut iteration = Vec::new();
     for &work in batches {
@@ -355,7 +355,7 @@ fn task_queue(program: &mut Program, n: usize, batches: &[Nanos]) {
     iteration.push(Op::Progress);
     program.threads.push(vec![Op::TaskqWaitForEnd(0), Op::Loop { count: None, body: iteration }]);
     // A worker (`taskQIdleLoop`): wait for the batch's signal (its first wait also counts it in
-    // for taskQInit), its own tasks, then steal and run until a round finds nothing; the batches
+    // for taskQInit), its own tasks, then steal and run until a pass over the other queues finds nothing; the batches
     // in main's order.
     for q in 1..n {
         let mut body = Vec::new();
