@@ -15,6 +15,10 @@ pub enum SimError {
     Limit { message: String },
     /// An engine invariant broke (a bug in vcpusim or a policy, found in check mode).
     Invariant { time_ns: u64, message: String },
+    /// A policy broke the interface's contract (a decision the engine refuses: a vCPU running
+    /// elsewhere, halted, or outside its pool or hard affinity) or stopped the run itself
+    /// (`PolicyCtx::fail`: a policy written in Python raised an exception).
+    Policy { time_ns: u64, policy: String, message: String },
     /// Writing results failed.
     Io { path: String, message: String },
     /// A program misused a synchronization object at run time (unlocking a mutex it does not
@@ -42,6 +46,9 @@ impl fmt::Display for SimError {
             SimError::Invariant { time_ns, message } => {
                 write!(f, "invariant violated at t={time_ns} ns: {message}")
             }
+            SimError::Policy { time_ns, policy, message } => {
+                write!(f, "policy {policy} failed at t={:.3} ms: {message}", *time_ns as f64 / 1e6)
+            }
             SimError::Io { path, message } => write!(f, "cannot write {path}: {message}"),
             SimError::Program { time_ns, message } => {
                 write!(f, "program error at t={:.3} ms: {message}", *time_ns as f64 / 1e6)
@@ -64,6 +71,7 @@ impl SimError {
             SimError::Deadlock { .. } => "deadlock",
             SimError::Limit { .. } => "limit",
             SimError::Invariant { .. } => "invariant",
+            SimError::Policy { .. } => "policy",
             SimError::Io { .. } => "io",
             SimError::Interrupted { .. } => "interrupted",
         }

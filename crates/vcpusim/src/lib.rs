@@ -6,7 +6,8 @@
 //! one guest kernel per VM (`guest`: threads, scheduler, spinlocks, futex, IPIs, TLB shootdown;
 //! `workload`: programs) meet at the VM-exit line (`vmexit`): exits and the guest's answers to
 //! "what does this vCPU do next" (`Next`) up, upcalls and a PV area down. `metrics` collects what happened; `run` runs a scenario and serializes its results
-//! (`output`); `scenario` reads TOML; `api` is what the Python bindings call.
+//! (`output`); `scenario` reads TOML; `api` is what the Python bindings call; `policy` is the
+//! public interface a scheduling policy written outside this crate implements.
 
 pub mod api;
 pub mod bench;
@@ -20,6 +21,7 @@ pub mod ids;
 pub mod metrics;
 pub mod output;
 pub mod params;
+pub mod policy;
 pub mod run;
 pub mod scenario;
 pub mod sim;

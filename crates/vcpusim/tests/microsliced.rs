@@ -195,7 +195,7 @@ fn the_pools_kept_facts_follow_every_loan_and_resize() {
     let mut sim = sim;
     let facts = PoolFacts { soft_short: false, ..sim.placement().view(PoolId(0)).facts };
     sim.placement_mut().corrupt_facts(PoolId(0), facts);
-    let e = sim.check_invariants().expect_err("a stale fact");
+    let e = sim.check_invariants().expect_err("a stale fact").to_string();
     assert!(e.contains("kept facts"), "{e}");
 }
 
@@ -211,7 +211,7 @@ fn the_check_mode_invariant_catches_a_waiting_or_overstaying_vcpu() {
     let now = sim.now();
     sim.mechanisms_mut().microsliced.as_mut().unwrap().loans[v] =
         Some(Loan { pcpu: micro_pcpu, run_time_at_lend: 0, since: now, home: micro_pcpu });
-    let e = sim.check_invariants().expect_err("a lent vCPU that does not run is waiting");
+    let e = sim.check_invariants().expect_err("a lent vCPU that does not run is waiting").to_string();
     assert!(e.contains("waits in micro pCPU"), "{e}");
     // A running lent vCPU whose loan is older than one slice plus a context switch.
     sim.mechanisms_mut().microsliced.as_mut().unwrap().loans[v] = None;
@@ -222,7 +222,7 @@ fn the_check_mode_invariant_catches_a_waiting_or_overstaying_vcpu() {
     sim.placement_mut().corrupt_vcpu_pool(VcpuId(u as u32), pool);
     sim.mechanisms_mut().microsliced.as_mut().unwrap().loans[u] =
         Some(Loan { pcpu: q, run_time_at_lend: 0, since: now - 104 * US, home: q });
-    let e = sim.check_invariants().expect_err("overstays");
+    let e = sim.check_invariants().expect_err("overstays").to_string();
     assert!(e.contains("still on micro pCPU") && e.contains("100000 ns slice plus a 3000 ns context switch"), "{e}");
 }
 

@@ -20,7 +20,7 @@
 //! unit->cpu_hard_affinity, cpupool_domain_master_cpumask(d))`), and soft affinity counts only
 //! where it narrows that set (`has_soft_affinity` in private.h).
 //!
-//! A policy instance sees its pool through [`HostView`](super::policy::HostView): `pcpu_ids()`
+//! A policy instance sees its pool through [`HostView`]: `pcpu_ids()`
 //! lists the pool's pCPUs, `may_run(v, p)` and `prefers(v, p)` answer affinity questions. The
 //! engine (sim/placement.rs, sim/pools.rs) keeps the tables here and moves pCPUs and vCPUs between pools.
 

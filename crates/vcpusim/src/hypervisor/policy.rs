@@ -128,6 +128,9 @@ pub enum Request {
     /// Seed 002: the yield of this vCPU does not happen (the released code's `do_yield = 0`);
     /// with `true`, only if an `Accelerate` of the same call succeeded.
     SkipYield(VcpuId, bool),
+    /// The policy of this pool (its index) cannot go on: the run stops after the current event
+    /// with the reason its [`Policy::failure`] gives ([`PolicyCtx::fail`]).
+    Fail(u32),
 }
 
 /// The context of one policy call: the host view plus a request list.
@@ -200,6 +203,13 @@ impl<'a> PolicyCtx<'a> {
     /// acceleration succeeded).
     pub fn skip_yield(&mut self, v: VcpuId, if_accelerated: bool) {
         self.requests.push(Request::SkipYield(v, if_accelerated));
+    }
+    /// Stop the run: this policy cannot go on (a policy written in Python raised an exception).
+    /// The engine finishes the current event, asks [`Policy::failure`] why, and returns that
+    /// as [`SimError::Policy`](crate::SimError::Policy); the policy should answer every later
+    /// call of that event as simply as it can (an idle pCPU, no requests).
+    pub fn fail(&mut self) {
+        self.requests.push(Request::Fail(self.owner));
     }
     /// Xen `init_timer`: a new timer of this policy, unarmed; `on_timer(key)` when it fires.
     pub fn init_timer(&mut self, key: u64) -> Timer {
@@ -359,6 +369,12 @@ pub trait Policy {
     /// default: a host without `single_task_running` answers it true (a halting vCPU polls its
     /// whole `halt_poll_ns`) and has no `KVM_HC_KICK_CPU` yield.
     fn kvm_host(&mut self) -> Option<&mut dyn KvmHost> {
+        None
+    }
+
+    /// Why this policy asked to stop the run ([`PolicyCtx::fail`]); asked once, after the call
+    /// that failed.
+    fn failure(&mut self) -> Option<String> {
         None
     }
 

@@ -6,7 +6,7 @@
 
 use crate::time::Nanos;
 
-/// A VM's scheduling settings, handed to [`Policy::adjust`] (Xen: the `xen_domctl_scheduler_op`
+/// A VM's scheduling settings, handed to [`Policy::adjust`](crate::hypervisor::policy::Policy::adjust) (Xen: the `xen_domctl_scheduler_op`
 /// parameters `csched_dom_cntl` reads, plus the seeds' per-VM knobs). Every policy reads
 /// `weight`; the rest only the policies that implement them.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -26,7 +26,7 @@ pub(super) const U32_MAX: i64 = u32::MAX as i64;
 pub const MAX_SAMPLES: u64 = 1_000_000;
 
 /// Check the cross-section bounds of a loaded scenario, and cut a defaulted `start_skew` that
-/// is not shorter than the run to half of it (see [`start_skew`]).
+/// is not shorter than the run to half of it (see `start_skew`).
 pub fn check(top: &Section, host: &mut HostSpec, vms: &[VmSpec], run: &RunSpec) -> Result<(), SimError> {
     let file = top.file;
     start_skew(top, host, run)?;

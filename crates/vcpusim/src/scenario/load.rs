@@ -24,7 +24,7 @@ use toml::Value;
 /// loader only checks its shape ([`sweep_table`]).
 const TOP_KEYS: &[&str] = &["host", "guest", "vm", "run", "sweep"];
 
-/// Parse and validate a scenario; `source` names it in messages (a path, or "<python>").
+/// Parse and validate a scenario; `source` names it in messages (a path, or `"<python>"`).
 pub fn from_toml_str(text: &str, source: &str) -> Result<Scenario, SimError> {
     let root = parse_tables(text, source)?;
     let top = Section::new(source, "", &root);

@@ -166,7 +166,7 @@ impl<'a> Section<'a> {
     }
 
     /// Refuse the first of `keys` present, each given as (key, what it would set): the message
-    /// is "got <value>, but <why(what)>; drop <key>".
+    /// is "got `<value>`, but `<why(what)>`; drop `<key>`".
     pub fn refuse(&self, keys: &[(&str, &str)], why: impl Fn(&str) -> String) -> Result<(), SimError> {
         match keys.iter().find_map(|(key, what)| self.get(key).map(|v| (key, what, v))) {
             Some((key, what, value)) => Err(self.error_at(key, format!("got {}, but {}; drop {key}", show_toml(value), why(what)))),

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 #[derive(Clone, Debug)]
 pub struct Scenario {
-    /// Where it came from (a file path, or "<python>"), for messages.
+    /// Where it came from (a file path, or `"<python>"`), for messages.
     pub source: String,
     pub host: HostSpec,
     pub vms: Vec<VmSpec>,

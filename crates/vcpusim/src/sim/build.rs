@@ -48,6 +48,7 @@ impl Sim {
             let shape = HostShape {
                 uvf: sc.host.uvf.filter(|_| kind.carries_uvf()),
                 microsliced: sc.host.microsliced.as_ref().filter(|_| i == 0).map(|m| m.detect),
+                seed: rand::Rng::random(&mut stream(seed, &format!("host/pool/{}/policy", spec.name))),
                 ..HostShape::new(npcpus as u32, nvcpus, sc.vms.len() as u32)
             };
             let policy = kind.build(&spec.params, shape);

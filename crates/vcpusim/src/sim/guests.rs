@@ -10,8 +10,8 @@
 //! ```
 //!
 //! Anyone may read them (the report, the tests); only the engine core changes them, and it does
-//! through a kernel's operations, lent the tables they need ([`Guests::env`],
-//! [`Guests::kernel_and_threads`]; tests drive one by hand through `Sim::drive_guest`). The build adds kernels, threads and locks and nothing else
+//! through a kernel's operations, lent the tables they need (`Guests::env`,
+//! `Guests::kernel_and_threads`; tests drive one by hand through `Sim::drive_guest`). The build adds kernels, threads and locks and nothing else
 //! does: the tables never shrink, so an id stays valid for the run.
 
 use crate::guest::kernel::{GuestEnv, GuestKernel};

@@ -103,6 +103,7 @@ impl Sim {
                     Request::Accelerate(v, reason, func) => self.accelerate(v, reason, func),
                     Request::CountUrgent(event) => self.micro_count(event),
                     Request::SkipYield(v, if_accelerated) => self.micro_skip_yield(v, if_accelerated),
+                    Request::Fail(owner) => self.policy_failed(PoolId(owner)),
                     Request::UrgentEntered(v) => {
                         let vm = self.vinfo[v.idx()].vm.idx();
                         self.vms[vm].stats.urgent_entered += 1;
@@ -111,6 +112,20 @@ impl Sim {
             }
             self.calls.give_back(batch);
         }
+    }
+
+    /// `Request::Fail`: the run stops after this event with the policy's reason (the first
+    /// failure wins).
+    #[cold]
+    #[inline(never)]
+    fn policy_failed(&mut self, pool: PoolId) {
+        if self.stop.is_some() {
+            return;
+        }
+        let policy = self.placement.policy_mut(pool);
+        let name = policy.name().to_string();
+        let message = policy.failure().unwrap_or_else(|| "it gave no reason".to_string());
+        self.stop = Some(SimError::Policy { time_ns: self.now, policy: name, message });
     }
 
     /// `Request::SetTimer`, Xen's `set_timer`: a pending expiry is cancelled, the new one pushed
@@ -165,7 +180,8 @@ impl Sim {
     #[inline(always)]
     fn carry_out(&mut self, pool: PoolId, p: PcpuId, decision: Decision) {
         if let Err(message) = self.validate_decision(p, decision) {
-            self.stop = Some(SimError::Invariant { time_ns: self.now, message });
+            let policy = self.placement.pool(pool).policy.name().to_string();
+            self.stop.get_or_insert(SimError::Policy { time_ns: self.now, policy, message });
             return;
         }
         // An involuntary preemption may be held back (the preemption overlay).
@@ -243,48 +259,45 @@ impl Sim {
         }
     }
 
-    /// Why `validate_decision` refused `d` (the same tests, in order, each with its message).
+    /// Why `validate_decision` refused `d` (the same tests, in order, each with its message: the
+    /// callback and the decision, for `SimError::Policy`, which names the policy).
     #[cold]
     #[inline(never)]
     fn decision_error(&self, p: PcpuId, d: Decision) -> Result<(), String> {
         let pool = self.placement.pool(self.placement.pcpu_pool(p));
-        // Only error messages name the policy (a virtual call kept off the hot path).
-        let name = || pool.policy.name();
+        let call = format!("do_schedule(pCPU {p})");
         if let Some(n) = d.next {
-            let info = self.vinfo.get(n.idx()).ok_or_else(|| format!("policy {} returned unknown vCPU {n}", name()))?;
+            let info = self
+                .vinfo
+                .get(n.idx())
+                .ok_or_else(|| format!("{call} picked vCPU {n}, which does not exist (the host has {})", self.vinfo.len()))?;
             let here = self.pinfo[p.idx()].current == Some(n);
             if !here && info.state != VcpuState::Runnable {
                 return Err(format!(
-                    "policy {} picked vCPU {n} for pCPU {p}, but it is {:?}{}",
-                    name(),
+                    "{call} picked vCPU {n}, but it is {:?}{}",
                     info.state,
                     info.pcpu.map(|q| format!(" on pCPU {q}")).unwrap_or_default()
                 ));
             }
             if here && info.state != VcpuState::Running {
-                return Err(format!("policy {} kept halted vCPU {n} on pCPU {p}", name()));
+                return Err(format!("{call} kept vCPU {n}, but it halted"));
             }
             // Pools and hard affinity are the engine's to enforce: a vCPU runs only on a pCPU
             // of its own pool and of its hard affinity (Xen: cpupool_domain_master_cpumask and
             // cpu_hard_affinity), whatever the policy believes.
             if self.placement.vcpu_pool(n) != self.placement.pcpu_pool(p) {
                 return Err(format!(
-                    "policy {} of pool {:?} picked vCPU {n} of pool {:?} for pCPU {p}",
-                    name(),
+                    "{call} of pool {:?} picked vCPU {n} of pool {:?}",
                     pool.view.name,
                     self.placement.view(self.placement.vcpu_pool(n)).name
                 ));
             }
             if !self.placement.affinity(n).hard.contains(p) {
-                return Err(format!(
-                    "policy {} picked vCPU {n} for pCPU {p}, outside its hard affinity {}",
-                    name(),
-                    self.placement.affinity(n).hard.to_cpulist()
-                ));
+                return Err(format!("{call} picked vCPU {n}, outside its hard affinity {}", self.placement.affinity(n).hard.to_cpulist()));
             }
         }
         if d.slice == Some(0) {
-            return Err(format!("policy {} returned a zero-length slice", name()));
+            return Err(format!("{call} returned a zero-length slice"));
         }
         Ok(())
     }

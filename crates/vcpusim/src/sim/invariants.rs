@@ -6,7 +6,21 @@ use crate::hypervisor::policy::VcpuState;
 use crate::ids::ThreadId;
 
 impl Sim {
-    pub fn check_invariants(&self) -> Result<(), String> {
+    /// Check mode: the engine's invariants (`SimError::Invariant`), then each policy's own
+    /// (`Policy::check`; `SimError::Policy`, naming the policy).
+    pub fn check_invariants(&self) -> Result<(), crate::SimError> {
+        self.check_engine().map_err(|message| crate::SimError::Invariant { time_ns: self.now, message })?;
+        for (i, pool) in self.placement.pools().iter().enumerate() {
+            pool.policy.check(&self.host_view(crate::ids::PoolId(i as u32))).map_err(|message| crate::SimError::Policy {
+                time_ns: self.now,
+                policy: pool.policy.name().to_string(),
+                message: format!("its check failed: {message}"),
+            })?;
+        }
+        Ok(())
+    }
+
+    fn check_engine(&self) -> Result<(), String> {
         self.check_mechanisms()?;
         // A pCPU runs at most one vCPU and a vCPU runs on at most one pCPU, both sides agreeing.
         for (p, info) in self.pinfo.iter().enumerate() {
@@ -147,10 +161,6 @@ impl Sim {
         }
         // pCPUs in their pools' masks; the pools' kept facts are what every vCPU's masks and
         // pool say now.
-        self.placement.check(&self.vminfo)?;
-        for (i, pool) in self.placement.pools().iter().enumerate() {
-            pool.policy.check(&self.host_view(crate::ids::PoolId(i as u32)))?;
-        }
-        Ok(())
+        self.placement.check(&self.vminfo)
     }
 }

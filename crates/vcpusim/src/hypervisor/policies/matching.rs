@@ -3,7 +3,7 @@
 //!
 //! Co-scheduling a VM needs one pCPU per vCPU, all distinct, each inside that vCPU's hard
 //! affinity (and the pool). The co-scheduling policies (`gang`, `hybrid`) first place vCPUs by
-//! their own stable preferences and only call [`augment`] for those left unplaced; an augmenting
+//! their own stable preferences and only call `augment` for those left unplaced; an augmenting
 //! path may move an already placed vCPU to another of its allowed pCPUs to make room. Everything
 //! is visited in a fixed order (left vertices by index, pCPUs in the given increasing order), so
 //! the result is deterministic.

@@ -29,12 +29,16 @@ pub struct HostShape {
     /// `[host.microsliced]`: the critical services seed 002's micro-sliced cores detect, when the
     /// policy carries them (the default pool's; `Policy::microsliced`).
     pub microsliced: Option<crate::hypervisor::critical_detect::Detect>,
+    /// A seed of this policy instance's own random stream, drawn from the run's seed and the
+    /// pool's name (a policy that draws random numbers: the same run, the same draws). The
+    /// built-in policies draw none.
+    pub seed: u64,
 }
 
 impl HostShape {
     /// A host of these sizes, with no overlay.
     pub fn new(npcpus: u32, nvcpus: u32, nvms: u32) -> Self {
-        HostShape { npcpus, nvcpus, nvms, uvf: None, microsliced: None }
+        HostShape { npcpus, nvcpus, nvms, uvf: None, microsliced: None, seed: 0 }
     }
 }
 
@@ -152,9 +156,83 @@ pub fn default_lacks(name: &str, feature: HostFeature) -> Option<String> {
     }
 }
 
-/// All policies, in the order `vcpusim list` shows them.
-pub fn registry() -> &'static [&'static dyn PolicyKind] {
-    &[&cfs::CfsKind, &credit::CreditKind, &eevdf::EevdfKind, &gang::GangKind, &hybrid::HybridKind]
+/// The built-in policies, in the order `vcpusim list` shows them.
+const BUILT_IN: &[&dyn PolicyKind] =
+    &[&cfs::CfsKind, &credit::CreditKind, &eevdf::EevdfKind, &gang::GangKind, &hybrid::HybridKind];
+
+/// A family of policies named by a prefix (`python:module:Class`), resolved by name when a
+/// scenario first names one: see [`register_resolver`].
+#[derive(Clone, Copy)]
+pub struct Resolver {
+    /// The prefix its names start with, such as `"python:"`.
+    pub prefix: &'static str,
+    /// How its names are written, for error messages (`"python:<module>:<Class>"`).
+    pub form: &'static str,
+    /// The kind a name of this family stands for, or why there is none.
+    pub resolve: fn(&str) -> Result<&'static dyn PolicyKind, String>,
+}
+
+/// Policies registered at run time ([`register`]) and the name families resolved on demand
+/// ([`register_resolver`]), after the built-in ones.
+struct Registered {
+    kinds: Vec<&'static dyn PolicyKind>,
+    resolvers: Vec<Resolver>,
+}
+
+static REGISTERED: std::sync::RwLock<Registered> = std::sync::RwLock::new(Registered { kinds: Vec::new(), resolvers: Vec::new() });
+
+fn registered() -> std::sync::RwLockReadGuard<'static, Registered> {
+    // A panic while the lock was held cannot leave the lists half-changed (each change is one
+    // push), so a poisoned lock is read as it stands.
+    REGISTERED.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Add a policy to the registry of this process, so scenarios can name it (`policy = "mine"`)
+/// and `vcpusim list` shows it: how a policy written in another crate runs on this engine
+/// without a fork (examples/custom-policy-rs/). The kind lives as long as the process (a
+/// `static`, or `Box::leak`). Registering the same kind again does nothing; a name already
+/// taken by another policy, an empty name, a name with a character other than a letter, a digit,
+/// `-`, `_` or `+`, and the name of the internal `native` policy are refused.
+pub fn register(kind: &'static dyn PolicyKind) -> Result<(), String> {
+    let name = kind.name();
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_+".contains(c)) {
+        return Err(format!("policy name {name:?}: use letters, digits, '-', '_' or '+'"));
+    }
+    let mut reg = REGISTERED.write().unwrap_or_else(|e| e.into_inner());
+    if let Some(taken) = BUILT_IN.iter().chain(reg.kinds.iter()).copied().find(|k| k.name() == name) {
+        // The same kind: address and vtable both (kinds are often zero-sized, and zero-sized
+        // statics may share an address).
+        #[allow(ambiguous_wide_pointer_comparisons)]
+        if std::ptr::eq(taken, kind) {
+            return Ok(());
+        }
+        return Err(format!("a policy named {name:?} is registered already"));
+    }
+    if name == native::NativeKind.name() {
+        return Err(format!("policy name {name:?} is the internal policy of bare-metal VMs"));
+    }
+    reg.kinds.push(kind);
+    Ok(())
+}
+
+/// Let a family of policy names be resolved when a scenario names one (the Python bindings
+/// resolve `python:module:Class` by importing the class). A second resolver for the same prefix
+/// replaces the first.
+pub fn register_resolver(resolver: Resolver) {
+    let mut reg = REGISTERED.write().unwrap_or_else(|e| e.into_inner());
+    reg.resolvers.retain(|r| r.prefix != resolver.prefix);
+    reg.resolvers.push(resolver);
+}
+
+/// All policies a scenario can name, in the order `vcpusim list` shows them: the built-in ones,
+/// then those registered in this process.
+pub fn registry() -> Vec<&'static dyn PolicyKind> {
+    BUILT_IN.iter().copied().chain(registered().kinds.iter().copied()).collect()
+}
+
+/// The names of [`registry`], in its order.
+pub fn registry_names() -> Vec<String> {
+    registry().iter().map(|k| k.name().to_string()).collect()
 }
 
 /// Look a policy up by name, including the internal `native` (the pool of a bare-metal VM),
@@ -166,12 +244,24 @@ pub fn find_any(name: &str) -> Result<&'static dyn PolicyKind, String> {
     find(name)
 }
 
-/// Look a policy up by name, or list the valid names.
+/// Look a policy up by name (a built-in or registered one, or a name a resolver knows), or
+/// list the valid names.
 pub fn find(name: &str) -> Result<&'static dyn PolicyKind, String> {
-    registry().iter().copied().find(|p| p.name() == name).ok_or_else(|| {
-        let names: Vec<_> = registry().iter().map(|p| p.name()).collect();
-        format!("unknown policy {name:?}; expected one of: {}", names.join(", "))
-    })
+    if let Some(kind) = BUILT_IN.iter().copied().find(|p| p.name() == name) {
+        return Ok(kind);
+    }
+    let reg = registered();
+    if let Some(kind) = reg.kinds.iter().copied().find(|p| p.name() == name) {
+        return Ok(kind);
+    }
+    if let Some(resolver) = reg.resolvers.iter().copied().find(|r| name.starts_with(r.prefix)) {
+        // Resolved without the lock: a resolver may register what it builds.
+        drop(reg);
+        return (resolver.resolve)(name).map_err(|e| format!("policy {name:?}: {e}"));
+    }
+    let mut names: Vec<String> = BUILT_IN.iter().chain(reg.kinds.iter()).map(|p| p.name().to_string()).collect();
+    names.extend(reg.resolvers.iter().map(|r| r.form.to_string()));
+    Err(format!("unknown policy {name:?}; expected one of: {}", names.join(", ")))
 }
 
 #[cfg(test)]

@@ -81,7 +81,7 @@ pub struct Mechanisms {
 /// What a mechanism asks the core to do to a vCPU, as a policy asks through its requests: the
 /// mechanism decides and returns its actions; the core carries them out in order
 /// (sim/hypervisor_ops.rs `run_host_actions`), telling the mechanisms first
-/// ([`Sim::before_host_action`]). Only the core switches a vCPU in or out.
+/// (`Sim::before_host_action`). Only the core switches a vCPU in or out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HostAction {
     /// Take running `v` off its pCPU and out of its policy's queues until it is started again,
@@ -91,7 +91,7 @@ pub enum HostAction {
     CoStart(VcpuId),
 }
 
-/// An event a mechanism owns (`Event::Mechanism`), dispatched to it by [`Sim::on_mechanism_event`].
+/// An event a mechanism owns (`Event::Mechanism`), dispatched to it by `Sim::on_mechanism_event`.
 #[derive(Clone, Copy, Debug)]
 pub enum MechanismEvent {
     /// Relaxed co-scheduling: check this VM's skews.

@@ -195,6 +195,7 @@ impl FakeHost {
                 Request::Accelerate(..) | Request::CountUrgent(_) | Request::SkipYield(..) => {
                     panic!("the credit test host has no micro-sliced pool")
                 }
+                Request::Fail(_) => panic!("a built-in policy asked to stop the run"),
             }
         }
         r

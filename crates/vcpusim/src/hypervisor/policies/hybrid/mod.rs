@@ -5,7 +5,7 @@
 //! (`con`, co-scheduled: CPS, or PCPS when the master vCPU has a u-factor > 0). Time is cut into
 //! slots; a vCPU that is given a pCPU keeps it for the slot (section 5.1). The four components of
 //! Figure 4, one per place in this module:
-//! - VCPU initial mapping, Algorithm 1: `insert_vcpu` / [`Hybrid::initial_home`];
+//! - VCPU initial mapping, Algorithm 1: `insert_vcpu` / `Hybrid::initial_home`;
 //! - CPU time allocation, Algorithm 2: `allocation.rs`, at every `L`-th slot boundary;
 //! - PE dissipation, Algorithm 3: `allocation.rs::dissipate` at every slot boundary, then each run
 //!   queue is re-sorted by decreasing PE;
@@ -621,7 +621,7 @@ impl Policy for Hybrid {
     /// `EXIT_REASON_PAUSE_INSTRUCTION` -> `do_sched_op(SCHEDOP_yield)`); on a host that takes
     /// them, the yielder is treated as credit treats it (`csched_vcpu_yield` and `__runq_insert`,
     /// xen/common/sched_credit.c, Xen 4.1+: queued behind one lower-priority vCPU): its pCPU
-    /// picks for the rest of the slot as after a halt, without it ([`Hybrid::yield_slot`]).
+    /// picks for the rest of the slot as after a halt, without it (`Hybrid::yield_slot`).
     /// docs/model.md 7.5.
     fn yield_vcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId, reason: YieldReason) {
         match reason {

@@ -4,7 +4,7 @@
 //! After a HLT exit with nothing pending (`on_activity_done`), `kvm_vcpu_halt` polls: the vCPU
 //! stays Running on its pCPU in `Activity::HaltPoll`, its time charged as `TimeKind::Overhead`
 //! (vms.csv `overhead`: host work on the guest's behalf, as the HLT exit itself), until
-//! - an interrupt or kick reaches it (`kvm_vcpu_check_block` < 0): [`Sim::halt_poll_wake`]
+//! - an interrupt or kick reaches it (`kvm_vcpu_check_block` < 0): `Sim::halt_poll_wake`
 //!   resumes the guest with no block, no wake-up and no switch;
 //! - the poll ends (`ktime_before(cur, stop)` fails) or another vCPU waits for its pCPU
 //!   (`kvm_vcpu_can_poll`: `single_task_running() && !need_resched()`, checked when the pCPU is

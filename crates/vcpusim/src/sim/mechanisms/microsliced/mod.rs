@@ -360,7 +360,7 @@ mod tests {
     }
 }
 
-/// Columns vms.csv gains after [`VM_COLUMNS`] with `[host.microsliced]` (seed 002): vCPUs moved
+/// Columns vms.csv gains after `VM_COLUMNS` with `[host.microsliced]` (seed 002): vCPUs moved
 /// into the micro-sliced pool, in all and by reason (`hypervisor::critical_detect::AccelReason`).
 /// Only then, so that runs without micro-sliced cores keep their bytes.
 pub const MICROSLICED_COLUMNS: &[&str] =

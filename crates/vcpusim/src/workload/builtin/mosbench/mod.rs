@@ -4,7 +4,7 @@
 //! their default inputs in a 12-vCPU Linux 4.4 VM: `exim` ("frequently creates processes and
 //! small files"), `gmake` ("intensively exercises the kernel to incur LHP problems") and
 //! `psearchy`, next to a VM running PARSEC swaptions. MOSBENCH is Boyd-Wickizer et al., "An
-//! Analysis of Linux Scalability to Many Cores", OSDI'10 (seed 002 reference [6]); its driver
+//! Analysis of Linux Scalability to Many Cores", OSDI'10 (seed 002 reference \[6\]); its driver
 //! and inputs are in the MOSBENCH repository (a copy is stored as KunZheng/mosbench: gmake/,
 //! exim/, psearchy/, config.py), which the model files cite for each application's structure.
 //!

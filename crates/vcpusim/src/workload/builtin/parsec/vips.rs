@@ -4,7 +4,7 @@
 //! **The application** (PARSEC): data-parallel; a pool of worker threads computes tiles of the
 //! output image on demand, each tile's pixel buffers allocated and freed as it goes; working set
 //! medium. Synchronization: the pool's work queue (glib mutex + condition variable). Seed 002
-//! section 3.1: vips "intensively invoke[s] mmap and munmap system calls to manage the shared
+//! section 3.1: vips "intensively invoke\[s\] mmap and munmap system calls to manage the shared
 //! address space among threads" — glibc malloc maps every buffer of at least its mmap threshold
 //! and unmaps it on free, and each munmap is a TLB shootdown to every other vCPU.
 //!
