@@ -12,14 +12,16 @@
 combination and returns one tidy table (a row per run and VM), saved as CSV and Parquet and
 resumable; ``run_many`` runs a list of scenarios. Both start worker processes: a script that
 calls them needs the ``if __name__ == "__main__":`` guard (see :func:`vcpusim.run_many`).
+A scheduling policy of your own: subclass :class:`vcpusim.Policy` (``vcpusim.policy``).
 """
 
-from ._core import DeadlockError, InternalError, LimitError, ScenarioError, VcpusimError
+from ._core import DeadlockError, InternalError, LimitError, PolicyError, ScenarioError, VcpusimError
 from ._core import __version__
 from .api import Result, Scenario, TraceCutWarning, TraceEmptyWarning, TraceWarning, bench, catalog, interval_shares, load, run
 from .runs import run_many, run_many_ray
 from .grids import aggregate, compare, sweep, sweep_cases, tidy
 from .advise import advise
+from .policy import Policy
 
 __all__ = [
     "Scenario",
@@ -34,6 +36,7 @@ __all__ = [
     "aggregate",
     "compare",
     "advise",
+    "Policy",
     "catalog",
     "bench",
     "interval_shares",
@@ -42,6 +45,7 @@ __all__ = [
     "DeadlockError",
     "LimitError",
     "InternalError",
+    "PolicyError",
     "TraceCutWarning",
     "TraceEmptyWarning",
     "TraceWarning",

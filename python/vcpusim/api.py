@@ -701,9 +701,15 @@ def run(
     trace_to: str | int | None = None,
     trace_max_events: int | None = None,
     progress: bool | Callable[[int, int, int], None] = False,
+    policy: Any = None,
 ) -> Result:
     """Run a scenario (a :class:`Scenario`, a dict of its tables, or a scenario file) and return
     its :class:`Result`.
+
+    ``policy`` runs the scenario under another policy: a name (``"credit"``), or a policy
+    written in Python (:class:`vcpusim.Policy`): an object, of which each pool naming it runs a
+    deep copy, or a class, made with the scenario's ``[host.params]``. It replaces ``[host]
+    policy`` (and drops ``[host.params]`` written for another policy).
 
     ``seed`` overrides ``[run] seed``; ``trace`` records a Chrome trace; ``trace_from`` /
     ``trace_to`` (durations such as ``"2s"``, or ns) trace only that window of simulated time
@@ -719,6 +725,7 @@ def run(
     """
     where = "run"
     scenario = as_scenario(scenario)
+    text, policies = _with_policy(scenario, policy, where)
     check_seed(seed, where)
     check_flag(trace, "trace", where)
     check_flag(check, "check", where)
@@ -732,19 +739,40 @@ def run(
         from .progress import RunProgress
 
         with RunProgress(f"running {scenario.source}", scenario.duration_ns) as bar:
-            output = _core.run(scenario.text, scenario.source, seed=seed, trace=trace, check=check,
-                               progress=bar.update, **window)
+            output = _core.run(text, scenario.source, seed=seed, trace=trace, check=check,
+                               progress=bar.update, policies=policies, **window)
     elif progress is False or progress is None:
-        output = _core.run(scenario.text, scenario.source, seed=seed, trace=trace, check=check, **window)
+        output = _core.run(text, scenario.source, seed=seed, trace=trace, check=check, policies=policies, **window)
     elif callable(progress):
-        output = _core.run(scenario.text, scenario.source, seed=seed, trace=trace, check=check,
-                           progress=progress, **window)
+        output = _core.run(text, scenario.source, seed=seed, trace=trace, check=check,
+                           progress=progress, policies=policies, **window)
     else:
         raise TypeError(f"{where}: progress: expected True, False or a callable, got {_type_name(progress)}")
     result = Result._from_core(output)
     for message in result.warnings:
         warnings.warn(f"{scenario.source}: {message}", _trace_warning_class(message), stacklevel=2)
     return result
+
+
+def _with_policy(scenario: Scenario, policy: Any, where: str) -> tuple[str, dict | None]:
+    """The text ``scenario`` runs under ``policy`` (see :func:`run`), and the Python policy
+    objects or classes the engine takes by name."""
+    if policy is None:
+        return scenario.text, None
+    from .policy import Policy, policy_name
+
+    if isinstance(policy, str):
+        name, given = policy, None
+    elif isinstance(policy, Policy) or (isinstance(policy, type) and issubclass(policy, Policy)):
+        name, given = policy_name(policy), {policy_name(policy): policy}
+    else:
+        raise TypeError(f"{where}: policy: expected a policy name, or a vcpusim.Policy subclass or object, got {_type_name(policy)}")
+    data = scenario.to_dict()
+    host = data.setdefault("host", {})
+    if host.get("policy") != name:
+        host.pop("params", None)
+    host["policy"] = name
+    return tomli_w.dumps(data), given
 
 
 def catalog() -> dict:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -81,26 +82,33 @@ def _main(
     """Deterministic discrete-event simulator of vCPU scheduling on consolidated virtualized hosts."""
 
 
+def _raised_by_policy(error: BaseException) -> bool:
+    """Whether a policy written in Python raised `error` in a callback (its note says so)."""
+    return any(" of simulated time (policy " in note for note in getattr(error, "__notes__", ()))
+
+
 @contextmanager
 def _errors_as_messages() -> Iterator[None]:
-    """Turn vcpusim's exceptions into `error: ...` on stderr and an exit status."""
+    """Turn vcpusim's exceptions into `error: ...` on stderr and an exit status; an exception a
+    policy written in Python raised keeps its traceback (the user's own code)."""
     try:
         yield
-    except _core.InternalError as e:
-        print(f"error: {e}", file=sys.stderr)
-        raise typer.Exit(INTERNAL_ERROR_EXIT) from None
-    except _core.VcpusimError as e:
-        print(f"error: {e}", file=sys.stderr)
-        raise typer.Exit(USER_ERROR_EXIT) from None
-    except (TypeError, ValueError, OverflowError) as e:
-        # Arguments the engine refused (a --trace-from it cannot read, a count past u64).
-        print(f"error: {e}", file=sys.stderr)
-        raise typer.Exit(USER_ERROR_EXIT) from None
-    except ImportError as e:
-        # An optional dependency not installed (--ray without vcpusim[ray]); the message says
-        # what to install.
-        print(f"error: {e}", file=sys.stderr)
-        raise typer.Exit(USER_ERROR_EXIT) from None
+    except Exception as e:
+        if _raised_by_policy(e):
+            import traceback
+
+            traceback.print_exception(e, file=sys.stderr)
+            raise typer.Exit(USER_ERROR_EXIT) from None
+        if isinstance(e, _core.InternalError):
+            print(f"error: {e}", file=sys.stderr)
+            raise typer.Exit(INTERNAL_ERROR_EXIT) from None
+        # vcpusim's own errors; arguments the engine refused (a --trace-from it cannot read, a
+        # count past u64); an optional dependency not installed (--ray without vcpusim[ray]:
+        # the message says what to install).
+        if isinstance(e, (_core.VcpusimError, TypeError, ValueError, OverflowError, ImportError)):
+            print(f"error: {e}", file=sys.stderr)
+            raise typer.Exit(USER_ERROR_EXIT) from None
+        raise
 
 
 SET_HELP = (
@@ -665,6 +673,11 @@ def _interrupted_exit() -> int:
 def main(argv: Optional[list[str]] = None) -> None:
     """Entry point of the `vcpusim` console script."""
     import signal
+
+    # A scenario naming a policy written in Python (`python:my_policy:MyPolicy`) finds its module
+    # in the current folder, as `python -m` would.
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
 
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:

@@ -99,16 +99,28 @@ def _check_processes(processes: Any, where: str) -> int:
 
 def run_key(scenario: Scenario, trace: bool, check: bool) -> str:
     """The name of a run's result folder: a hash of everything its output depends on, the
-    engine build included (:func:`engine_fingerprint`)."""
+    engine build included (:func:`engine_fingerprint`), and the source of every policy written
+    in Python that the scenario names (:func:`vcpusim.policy.sources_fingerprint`)."""
     return _digest({"text": scenario.text, "source": scenario.source, "trace": trace, "check": check,
-                    "engine": engine_fingerprint()})[:KEY_CHARS]
+                    "engine": engine_fingerprint(), **_policy_sources(scenario)})[:KEY_CHARS]
 
 
 def content_key(scenario: Scenario, trace: bool, check: bool) -> str:
     """A hash of what a run's results depend on except its source name (which only
     ``summary.json``'s ``scenario`` and a trace record): runs with equal content keys have the same
     results up to that name."""
-    return _digest({"text": scenario.text, "trace": trace, "check": check, "engine": engine_fingerprint()})
+    return _digest({"text": scenario.text, "trace": trace, "check": check, "engine": engine_fingerprint(),
+                    **_policy_sources(scenario)})
+
+
+def _policy_sources(scenario: Scenario) -> dict:
+    """``{"policy_sources": ...}`` when the scenario names a policy written in Python (a changed
+    policy must not find the old one's saved results), else nothing (the keys of other runs stay
+    as they were)."""
+    from .policy import sources_fingerprint
+
+    fingerprint = sources_fingerprint(scenario.text)
+    return {"policy_sources": fingerprint} if fingerprint else {}
 
 
 def _digest(identity: dict) -> str:

@@ -20,10 +20,13 @@ use vcpusim::bench::{parse_scaling_pcpus, parse_scaling_policies, run_on, run_st
 use vcpusim::time::parse_duration;
 use vcpusim::SimError;
 
+mod python_policy;
+
 create_exception!(vcpusim, VcpusimError, PyException, "Base class of every error vcpusim raises.");
 create_exception!(vcpusim, ScenarioError, VcpusimError, "The scenario is invalid: bad TOML, key or value.");
 create_exception!(vcpusim, DeadlockError, VcpusimError, "Every simulated thread blocked with nothing pending.");
 create_exception!(vcpusim, LimitError, VcpusimError, "A run limit (such as max_events) was reached.");
+create_exception!(vcpusim, PolicyError, VcpusimError, "A policy broke the interface's contract: a decision the engine refuses.");
 create_exception!(vcpusim, InternalError, VcpusimError, "A bug in vcpusim: a broken invariant or a Rust panic.");
 
 /// How often a running simulation looks at Python: pending signals (Ctrl-C) and the progress
@@ -53,6 +56,7 @@ impl From<Failure> for PyErr {
                     "scenario" => ScenarioError::new_err(message),
                     "deadlock" => DeadlockError::new_err(message),
                     "limit" => LimitError::new_err(message),
+                    "policy" => PolicyError::new_err(message),
                     "invariant" => InternalError::new_err(message),
                     _ => VcpusimError::new_err(message),
                 }
@@ -92,6 +96,21 @@ where
                 None => message,
             }))
         }
+    })
+}
+
+/// [`guarded`] keeping the GIL (a run whose policy is written in Python calls it all along).
+fn held<T, F>(work: F) -> Result<T, Failure>
+where
+    F: FnOnce() -> Result<T, Failure>,
+{
+    catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|payload| {
+        let location = PANIC_LOCATION.with(|cell| cell.borrow_mut().take());
+        let message = panic_message(payload.as_ref());
+        Err(Failure::Panic(match location {
+            Some(at) => format!("{message} (at {at})"),
+            None => message,
+        }))
     })
 }
 
@@ -157,8 +176,10 @@ fn duration_arg(name: &str, text: &str) -> PyResult<u64> {
 /// `trace_max_events` (the cap on trace records, default 2,000,000). `progress`, if given, is
 /// called as `progress(now_ns, duration_ns, events)` about every 50 ms of wall time; an
 /// exception it raises stops the run and propagates, as does Ctrl-C (KeyboardInterrupt).
+/// `policies` maps a policy name the scenario uses (`python:<module>:<Class>`) to a
+/// `vcpusim.Policy` object: each pool naming it runs a deep copy.
 #[pyfunction]
-#[pyo3(signature = (text, source="<python>", seed=None, trace=false, check=false, trace_from=None, trace_to=None, trace_max_events=None, progress=None))]
+#[pyo3(signature = (text, source="<python>", seed=None, trace=false, check=false, trace_from=None, trace_to=None, trace_max_events=None, progress=None, policies=None))]
 #[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
@@ -171,6 +192,7 @@ fn run<'py>(
     trace_to: Option<&str>,
     trace_max_events: Option<usize>,
     progress: Option<Py<PyAny>>,
+    policies: Option<std::collections::HashMap<String, Py<PyAny>>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let trace_window = match (trace_from, trace_to) {
         (None, None) => None,
@@ -188,8 +210,11 @@ fn run<'py>(
         }
     };
     let options = RunOptions { seed, trace, check, trace_window, trace_max_events };
-    let output: RunOutput = guarded(py, || {
-        let scenario = api::load_scenario(text, source)?;
+    // Policy objects handed to `run(policy=...)`, by the name the scenario gives them, for this
+    // run only.
+    let _prototypes = python_policy::Prototypes::set(policies.unwrap_or_default());
+    let scenario = guarded(py, || Ok(api::load_scenario(text, source)?))?;
+    let work = || {
         let mut raised: Option<PyErr> = None;
         let mut last = Instant::now();
         let watched = api::run_watched(&scenario, &options, |at: &Progress| {
@@ -214,9 +239,16 @@ fn run<'py>(
         });
         match (watched, raised) {
             (Err(SimError::Interrupted { .. }), Some(e)) => Err(Failure::Python(e)),
+            // A Python policy's exception, raised as it is (its traceback, and a note of the
+            // callback and the simulated time).
+            (Err(e @ SimError::Policy { .. }), None) => Err(python_policy::take_raised().map_or(Failure::Sim(e), Failure::Python)),
             (result, _) => Ok(result?),
         }
-    })?;
+    };
+    // A Python policy takes the GIL at every callback: the run keeps it rather than release it
+    // and take it back thousands of times a simulated second.
+    let python = scenario.host.pools.iter().any(|pool| python_policy::is_python(&pool.policy));
+    let output: RunOutput = if python { held(work)? } else { guarded(py, work)? };
     let result = PyDict::new(py);
     result.set_item("vms_csv", output.vms_csv)?;
     result.set_item("metrics_csv", output.metrics_csv)?;
@@ -316,6 +348,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DeadlockError", py.get_type::<DeadlockError>())?;
     m.add("LimitError", py.get_type::<LimitError>())?;
     m.add("InternalError", py.get_type::<InternalError>())?;
+    m.add("PolicyError", py.get_type::<PolicyError>())?;
+    m.add_class::<python_policy::Host>()?;
+    python_policy::install();
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(tables, m)?)?;
