@@ -30,7 +30,8 @@ seeds' guest (no PV feature); ``host=cfs`` the Linux 3.2 CFS host with the same 
 seed 000's urgent-vCPU-first over it; ``host=credit`` Xen 4.7 credit (the KVM-only features off,
 PV qspinlock by SCHEDOP_poll), ``microsliced`` seed 002's dynamic micro-sliced pool over it and
 ``irs`` seed 003's IRS overlay with ``xen = "4.4"`` (the IRS work's credit) and its reference
-``host=credit44``.
+``host=credit44``; ``host=credit2`` Xen 4.18's credit2 (today's default Xen scheduler), a baseline
+beside Xen 4.7 credit (table 8; no claim is judged against it).
 
 **Shortened, stated**: 8 pCPUs where the PV patches used 64-80, ``DURATION`` of simulated time
 (2 s, 0.2 s with --quick; kbuild 20 s, ``LONG``). Nothing is calibrated to a patch's reported gain: the
@@ -107,7 +108,7 @@ GUEST_FEATURES = ("pv_spinlock", "vcpu_is_preempted", "pv_tlb_flush", "pv_sched_
 #: Features that need another (docs/scenario-format.md [guest]): turning the key off turns these off.
 NEEDED_BY = {"vcpu_is_preempted": ("pv_sched_yield",)}
 KVM_SCHEMES = ("host=cfs", "uvf")
-XEN_SCHEMES = ("host=credit", "microsliced", "host=credit44", "irs")
+XEN_SCHEMES = ("host=credit", "microsliced", "host=credit44", "irs", "host=credit2")
 
 
 def scheme(*tokens: str) -> str:
@@ -122,6 +123,8 @@ def tokens(s: str) -> list[str]:
 def host(s: str) -> dict:
     """The ``[host]`` table of scheme ``s``."""
     t = tokens(s)
+    if "host=credit2" in t:
+        return {"pcpus": PCPUS, "policy": "credit2"}  # Xen 4.18's credit2, its defaults
     if any(x in t for x in XEN_SCHEMES):
         h = {"pcpus": PCPUS, "policy": "credit", "params": {"xen": "4.4" if ("irs" in t or "host=credit44" in t) else "4.7"}}
         if "microsliced" in t:

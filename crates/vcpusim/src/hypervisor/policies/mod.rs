@@ -3,6 +3,7 @@
 pub mod balance_placement;
 pub mod cfs;
 pub mod credit;
+pub mod credit2;
 pub mod eevdf;
 pub mod gang;
 pub mod hybrid;
@@ -158,7 +159,7 @@ pub fn default_lacks(name: &str, feature: HostFeature) -> Option<String> {
 
 /// The built-in policies, in the order `vcpusim list` shows them.
 const BUILT_IN: &[&dyn PolicyKind] =
-    &[&cfs::CfsKind, &credit::CreditKind, &eevdf::EevdfKind, &gang::GangKind, &hybrid::HybridKind];
+    &[&cfs::CfsKind, &credit::CreditKind, &credit2::Credit2Kind, &eevdf::EevdfKind, &gang::GangKind, &hybrid::HybridKind];
 
 /// A family of policies named by a prefix (`python:module:Class`), resolved by name when a
 /// scenario first names one: see [`register_resolver`].

@@ -177,7 +177,6 @@ impl FakeHost {
             assert_eq!(decision, Decision::run(c, None), "{} said do_schedule({p}) keeps vCPU {c}", self.policy.name());
             assert_eq!(requests, [], "{} said do_schedule({p}) keeps vCPU {c} and asks nothing", self.policy.name());
         }
-        self.apply(requests);
         self.last_slice = decision.slice;
         let prev = self.pcpus[p.idx()].current;
         if let Some(next) = decision.next {
@@ -188,6 +187,7 @@ impl FakeHost {
             }
         }
         if prev == decision.next {
+            self.apply(requests);
             return;
         }
         if let Some(v) = prev {
@@ -214,6 +214,9 @@ impl FakeHost {
         }
         self.context_switches += 1;
         self.pcpus[p.idx()].current = decision.next;
+        // The engine switches first and carries out the call's requests after
+        // (`Sim::carry_out`).
+        self.apply(requests);
     }
 
     /// Keep `v`'s bit of its VM's `runnable` mask after its state changed, as the engine does.
