@@ -305,3 +305,18 @@ def test_the_benchmark_reports_ratios_and_callbacks():
     # Every event that reschedules asks do_schedule: a run of N events answers thousands.
     assert python["callbacks"] > 1000 and python["events"] > 10_000
     assert python["callbacks_per_second"] == pytest.approx(python["callbacks"] / python["seconds"])
+
+
+def test_ray_workers_import_the_class_by_name():
+    ray = pytest.importorskip("ray")
+    scenario = vcpusim.Scenario(FOUR_ON_TWO, "four.toml")
+    alone = vcpusim.run(scenario)
+    # A Ray worker is a fresh interpreter: the policy's folder reaches it as a cluster user ships
+    # code, through the runtime environment.
+    path = str(REPO / "examples" / "policies")
+    try:
+        results = vcpusim.run_many_ray([scenario], progress=False, num_cpus=1, include_dashboard=False,
+                                       runtime_env={"env_vars": {"PYTHONPATH": path}})
+    finally:
+        ray.shutdown()
+    assert results[0].vms_csv == alone.vms_csv
