@@ -31,7 +31,7 @@ fn registered_policies_are_found_listed_and_guarded_against_clashes() {
     register(&MINE).expect("the same kind again is harmless");
     assert_eq!(find("registry-test-mine").map(|k| k.describe()), Ok("a registry test"));
     assert!(registry_names().contains(&"registry-test-mine".to_string()), "listed after the built-ins");
-    assert_eq!(&registry_names()[..5], &["cfs", "credit", "eevdf", "gang", "hybrid"], "built-ins first, in order");
+    assert_eq!(&registry_names()[..6], &["cfs", "credit", "credit2", "eevdf", "gang", "hybrid"], "built-ins first, in order");
     static CLASH: Named = Named("registry-test-mine");
     assert!(register(&CLASH).unwrap_err().contains("registered already"));
     static NATIVE: Named = Named("native");

@@ -333,7 +333,7 @@ mod tests {
         assert_error(&pool("pcpus = \"10-11\"", "pcpus = \"0-11\""), "host.pool: the [[host.pool]] entries take every pCPU (0-11), leaving the default pool \"pool0\" with none; Xen's Pool-0 always keeps at least one pCPU");
         assert_error(
             &pool("policy = \"credit\"\nparams", "policy = \"credt\"\nparams"),
-            "host.pool[0].policy: unknown policy \"credt\"; expected one of: cfs, credit, eevdf, gang, hybrid; did you mean \"credit\"?",
+            "host.pool[0].policy: unknown policy \"credt\"; expected one of: cfs, credit, credit2, eevdf, gang, hybrid; did you mean \"credit\"?",
         );
         assert_error(&pool("tslice = \"1ms\"", "tslce = \"1ms\""), "host.pool[0].params.tslce: unknown key; did you mean \"tslice\"?");
         assert_error(&pool("tslice = \"1ms\"", "tslice = \"1\""), "host.pool[0].params.tslice: \"1\" has no unit");

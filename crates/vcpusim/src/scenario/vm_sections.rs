@@ -486,7 +486,7 @@ mod tests {
                 &text,
                 &format!(
                     "vm[0].cap: VM \"web\" is in pool \"fast\", whose policy = \"{policy}\" does not enforce caps; \
-                     move the VM to a pool of a policy that does (\"cfs\" or \"credit\") or drop cap"
+                     move the VM to a pool of a policy that does (\"cfs\" or \"credit\" or \"credit2\") or drop cap"
                 ),
             );
             // Without a cap (or with cap = 0) the VM loads.
