@@ -363,6 +363,25 @@ def _start_sweep(tmp_path):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers die with their parent through Linux's prctl")
+def test_a_worker_ignores_sigint_and_leaves_stopping_to_its_parent(tmp_path):
+    # A Ctrl-C or a notebook kernel's shutdown reaches the whole process group: a worker that
+    # died of it would print a traceback; the parent stops its workers itself.
+    proc, workers = _start_sweep(tmp_path)
+    try:
+        for pid in workers:
+            os.kill(pid, signal.SIGINT)
+        time.sleep(0.5)
+        assert all(_alive(p) for p in workers), "a worker died of SIGINT"
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert "KeyboardInterrupt" in stdout, (stdout, stderr)
+    assert "Traceback" not in stderr, stderr
+    assert _wait_for(lambda: not any(_alive(p) for p in workers), timeout=10), "a worker outlived the sweep"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers die with their parent through Linux's prctl")
 def test_ctrl_c_in_run_many_stops_its_workers_at_once(tmp_path):
     proc, workers = _start_sweep(tmp_path)
     try:

@@ -523,20 +523,26 @@ def _pool(workers: int) -> ProcessPoolExecutor:
     # "spawn": fresh workers that share nothing with this process (no inherited threads or locks,
     # such as the progress bar's refresh thread).
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"),
-                               initializer=_die_with_parent, initargs=(os.getpid(),))
+                               initializer=_start_worker, initargs=(os.getpid(),))
     _POOLS[workers] = (state, pool)
     return pool
 
 
-def _die_with_parent(parent: int) -> None:
-    """A worker's first act: end when the process that started it ends, however it ends (a
+def _start_worker(parent: int) -> None:
+    """A worker's first act. It ends when the process that started it ends, however it ends (a
     SIGKILL gives it no chance to stop its workers). Linux's PR_SET_PDEATHSIG delivers SIGKILL to
     the worker when its parent dies; a parent already gone by now is caught by the pid check.
-    Elsewhere nothing is set: a killed sweep's workers may outlive it there."""
+    Elsewhere nothing is set: a killed sweep's workers may outlive it there.
+
+    It also ignores SIGINT: a Ctrl-C (or a notebook kernel's shutdown) reaches the whole process
+    group, and the parent, which gets KeyboardInterrupt, stops its workers itself
+    (`_stop_workers`); a worker waiting for its next run would otherwise die printing a traceback."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         try:
             import ctypes
-            import signal
 
             libc = ctypes.CDLL(None, use_errno=True)
             PR_SET_PDEATHSIG = 1
