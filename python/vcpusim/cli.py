@@ -32,7 +32,10 @@ from rich.table import Table
 from rich.text import Text
 
 from . import _core
-from .api import MAX_SEED, Result, Scenario, bench as run_bench, catalog, check_writable
+from .api import (
+    MAX_SEED, PROTO_TRACE_FILE, TRACE_FILE, TRACE_FORMATS, Result, Scenario, _trace_format, bench as run_bench, catalog,
+    check_writable,
+)
 from .progress import RunProgress
 
 #: The per-VM columns `vcpusim run` shows (the contract columns of vms.csv).
@@ -159,12 +162,16 @@ def run(
     trace_from: Optional[str] = typer.Option(None, "--trace-from", metavar="TIME", help="Trace from this simulated time on (such as 2s; implies --trace)."),
     trace_to: Optional[str] = typer.Option(None, "--trace-to", metavar="TIME", help="Trace up to this simulated time (such as 2.5s; implies --trace)."),
     trace_max_events: Optional[int] = typer.Option(None, "--trace-max-events", min=1, max=2**64 - 1, metavar="N", help="Keep at most N trace events (default 2000000; implies --trace)."),
+    trace_format: str = typer.Option("auto", "--trace-format", metavar="FORMAT", help="json (trace.json), perfetto (trace.pftrace: Perfetto's protobuf, about half the size) or auto: JSON up to 64 MB, protobuf above."),
     check: bool = typer.Option(False, "--check", help="Check engine invariants after every event (slow)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the per-VM table or the progress bar."),
 ) -> None:
     """Run a scenario, print its per-VM table and write its results to DIR (Ctrl-C stops it and
     writes nothing)."""
     traced = trace or trace_from is not None or trace_to is not None or trace_max_events is not None
+    if trace_format not in TRACE_FORMATS:
+        print(f"error: --trace-format: expected one of {', '.join(TRACE_FORMATS)}, got {trace_format!r}", file=sys.stderr)
+        raise typer.Exit(USER_ERROR_EXIT)
     if out is None and traced:
         print("error: a trace is written to the --out folder; give --out DIR with --trace", file=sys.stderr)
         raise typer.Exit(USER_ERROR_EXIT)
@@ -188,17 +195,21 @@ def run(
                   f"nothing written{f' to {out}' if out is not None else ''}", file=sys.stderr)
             raise typer.Exit(_interrupted_exit())
         result = Result._from_core(output)
-        stale = out is not None and not result.trace_json and (out / "trace.json").exists()
+        trace_file = None
+        if result.trace_json is not None:
+            trace_file = PROTO_TRACE_FILE if _trace_format(trace_format, result.trace_json) == "perfetto" else TRACE_FILE
+        stale = [] if out is None else [out / n for n in (TRACE_FILE, PROTO_TRACE_FILE) if n != trace_file and (out / n).exists()]
         if out is not None:
-            result.write(out)
+            result.write(out, trace_format=trace_format)
     for message in result.warnings:
         print(f"warning: {message}", file=sys.stderr)
-    if stale:
-        print(f"removed {out / 'trace.json'}, left by an earlier traced run", file=sys.stderr)
+    for path in stale:
+        print(f"removed {path}, left by an earlier traced run", file=sys.stderr)
     if not quiet or out is None:
         stdout.print(_vm_table(result, title=f"{file} (seed {seed if seed is not None else scenario.seed})"))
     if out is not None:
-        print(f"wrote {', '.join(str(out / name) for name in result.files())}")
+        names = [n for n in result.files() if n != TRACE_FILE] + ([trace_file] if trace_file else [])
+        print(f"wrote {', '.join(str(out / name) for name in names)}")
 
 
 def _absent(path: Path) -> bool:
