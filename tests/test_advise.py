@@ -197,3 +197,25 @@ duration = "100ms"
     beaten = table[~table["tie"]]
     assert list(beaten["candidate"]) == ["as-configured"], shown
     assert beaten["throughput_hi"].iloc[0] < table[table["best"]]["throughput_lo"].iloc[0], shown
+
+
+def test_runs_too_short_to_rank_on_are_flagged_and_a_duration_lengthens_them():
+    # A cpu-bound VM of 4 vCPUs makes ~4 chunks of 1 ms per simulated ms: ~40 in 10 ms (short),
+    # ~400 in 100 ms.
+    sc = vcpusim.Scenario(ONE_SOCKET_8_MODULES + """
+[[vm]]
+name = "solo"
+vcpus = 4
+workload = "cpu-bound"
+[run]
+duration = "10ms"
+""")
+    short = vcpusim.advise(sc, processes=1, seeds=2)
+    assert short["short"].all() and (short["progress"] < 100).all(), short[["candidate", "progress"]]
+    why = short[short["best"]].iloc[0]["why"]
+    assert "runs too short to rank on:" in why and "lengthen the run (--duration, or [run] duration)" in why, why
+    longer = vcpusim.advise(sc, processes=1, seeds=2, duration="100ms")
+    assert not longer["short"].any() and (longer["progress"] > 300).all(), longer[["candidate", "progress"]]
+    assert "too short" not in longer[longer["best"]].iloc[0]["why"]
+    with pytest.raises(TypeError, match="advise: duration: expected a duration with a unit"):
+        vcpusim.advise(sc, processes=1, duration=5)

@@ -241,11 +241,14 @@ def explain(name: str, pcpus: Sequence[int], topology: Sequence[Mapping[str, int
 
 #: Seeds per candidate by default: the experiment protocol's least (docs/validation.md).
 DEFAULT_SEEDS = 5
+#: A run whose VM makes less progress than this (in its workload's units) is too short to rank
+#: candidates: its throughput moves by more than 1% with one unit.
+MIN_PROGRESS = 100
 
 
 def advise(scenario: "Scenario | Mapping[str, Any] | str | os.PathLike", vms: Sequence[str] | None = None,
            processes: int | None = None, progress: bool = False, out_dir: str | os.PathLike | None = None,
-           seeds: int = DEFAULT_SEEDS):
+           seeds: int = DEFAULT_SEEDS, duration: str | None = None):
     """Simulate every candidate affinity of each VM (all ``[[vm]]`` entries, or those named in
     ``vms``) and return a pandas DataFrame, one row per (VM, candidate): ``vm``, ``candidate``,
     ``cpus`` (a cpulist), ``pcpus`` (how many), ``throughput`` (progress per simulated second),
@@ -253,7 +256,11 @@ def advise(scenario: "Scenario | Mapping[str, Any] | str | os.PathLike", vms: Se
     them; means over the seeds), ``throughput_lo`` / ``_hi`` (the mean's 95% interval over
     ``seeds`` seeds), ``seeds``, ``best`` (one True row per VM), ``tie`` (the best, and every
     candidate not worse than it beyond noise), ``xl`` and ``libvirt`` (the affinity as
-    configuration) and ``why`` (one line, on the best row). Runs go through :func:`vcpusim.run_many`
+    configuration) and ``why`` (one line, on the best row), ``progress`` (the VM's mean progress
+    per run, in ``progress_unit``) and ``short`` (fewer than :data:`MIN_PROGRESS` units a run: too
+    short to rank on, said in ``why``). ``duration`` ("2s") replaces the scenario's ``[run]
+    duration`` for every candidate: long enough for the workload to make ``MIN_PROGRESS`` units of
+    progress under every candidate. Runs go through :func:`vcpusim.run_many`
     (``processes``, ``out_dir`` as there), so a script calling this with ``processes > 1`` needs
     the ``if __name__ == "__main__":`` guard."""
     import pandas as pd
@@ -264,6 +271,10 @@ def advise(scenario: "Scenario | Mapping[str, Any] | str | os.PathLike", vms: Se
 
     where = "advise"
     base = as_scenario(scenario)
+    if duration is not None:
+        if not isinstance(duration, str):
+            raise TypeError(f"{where}: duration: expected a duration with a unit such as \"2s\", got {_type_name(duration)}")
+        base = base.replace(duration=duration)
     check_flag(progress, "progress", where)
     if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= 1000:
         raise ValueError(f"{where}: seeds: expected a number of seeds from 1 to 1000, got {seeds!r}")
@@ -330,10 +341,12 @@ def advise(scenario: "Scenario | Mapping[str, Any] | str | os.PathLike", vms: Se
             "progress_unit": str(mine[0]["progress_unit"].iloc[0]) if not mine[0].empty else "",
             "competing_modules": mean_of("competing_modules"),
             "remote_memory_share": mean_of("remote_memory_share"),
+            "progress": sum(float(vm_rows["progress"].astype(float).sum()) for vm_rows in mine) / len(mine),
         })
     table = pd.DataFrame(rows, columns=["vm", "candidate", "cpus", "pcpus", "memory_nodes", "throughput", "throughput_lo",
                                         "throughput_hi", "seeds", "progress_unit", "competing_modules",
-                                        "remote_memory_share"])
+                                        "remote_memory_share", "progress"])
+    table["short"] = table["progress"] < MIN_PROGRESS
     table["best"] = False
     table["tie"] = False
     table["xl"] = [xl_line(parse_cpulist(c)) for c in table["cpus"]]
@@ -360,5 +373,11 @@ def advise(scenario: "Scenario | Mapping[str, Any] | str | os.PathLike", vms: Se
         if tied:
             noise = f"over {seeds} seeds" if seeds > 1 else "with one seed (no interval)"
             why += f"; no significant difference from {', '.join(tied)} ({noise})"
+        short = mine[mine["short"]]
+        if not short.empty:
+            least = short.loc[short["progress"].idxmin()]
+            why += (f"; runs too short to rank on: {least['candidate']} makes {least['progress']:.0f} "
+                    f"{least['progress_unit'] or 'units'} a run (fewer than {MIN_PROGRESS}): lengthen the run "
+                    f"(--duration, or [run] duration)")
         table.loc[best, "why"] = why
     return table

@@ -357,6 +357,7 @@ def advise(
     sets: List[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
     csv_path: Optional[Path] = typer.Option(None, "--csv", metavar="PATH", help="Also write the candidate table as CSV."),
     seeds: int = typer.Option(5, "--seeds", min=1, max=1000, help="Seeds each candidate runs on (the scenario's and the next ones); the throughput is their mean with its 95% interval."),
+    duration: Optional[str] = typer.Option(None, "--duration", metavar="TIME", help="Simulated time of each candidate's runs (such as 2s; default: the scenario's [run] duration); a VM making fewer than 100 units of progress a run is flagged as too short to rank on."),
 ) -> None:
     """Simulate candidate vCPU affinities for each VM (packed, spread, one core per module,
     node-local, as configured, none) on several seeds and print the best as xl and libvirt
@@ -369,7 +370,7 @@ def advise(
             if csv_path.is_dir():
                 raise _core.VcpusimError(f"--csv {csv_path}: is a directory; expected a file to write, such as {csv_path / 'advise.csv'}")
             check_writable(csv_path.parent if str(csv_path.parent) else Path("."), "the --csv file")
-        table = run_advise(scenario, vms=vm or None, processes=processes, progress=False, seeds=seeds)
+        table = run_advise(scenario, vms=vm or None, processes=processes, progress=False, seeds=seeds, duration=duration)
     for name in dict.fromkeys(table["vm"]):
         mine = table[table["vm"] == name]
         unit = mine["progress_unit"].iloc[0]
