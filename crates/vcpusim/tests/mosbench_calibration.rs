@@ -246,10 +246,26 @@ fn the_models_run_in_check_mode_beside_swaptions() {
 }
 
 #[test]
+fn under_a_lock_statistics_kernel_lock_waits_never_exit_on_pause_loops() {
+    // `spinlock = "debug"`: CONFIG_LOCK_STAT selects DEBUG_SPINLOCK, whose __spin_lock_debug
+    // loops arch_spin_trylock and __delay(1) with no PAUSE (Linux 4.4). gmake beside swaptions
+    // spins on its kernel locks, and none of those spins ends in a pause-loop exit; the same run
+    // with 4.4's PV qspinlock takes thousands.
+    let vms = vm("gmake", "mosbench.gmake", "") + &vm("swaptions", "parsec.swaptions", "");
+    let debug = "[guest]\nkernel = \"linux-4.4\"\nspinlock = \"debug\"\n";
+    let (t, _) = run_under(debug, &vms, 300, 1);
+    assert!(num(&t, "gmake", "spin_time_ms") > 0.0, "gmake spins on its kernel locks");
+    assert_eq!(num(&t, "gmake", "yields_in_lock_spin"), 0.0, "no pause-loop exit while spinning for a lock");
+    let (pv, _) = run_under(GUESTS[1].1, &vms, 300, 1);
+    assert!(num(&pv, "gmake", "yields_in_lock_spin") > 1000.0, "the PV qspinlock's waits exit");
+}
+
+#[test]
 fn under_linux_4_4_gmakes_co_run_lock_waits_come_from_waiters_yielding_at_pause_loop_exits() {
-    // The diagnosis of docs/model.md § seed 002: mosbench under the 4.4 guest. Beside swaptions,
-    // gmake's zone-lock waits run to milliseconds (Table 4a co-run: 1,053 us) with almost no
-    // lock-holder preemption: a spinning waiter's pause-loop exit is a SCHEDOP_yield, and Xen 4.7
+    // The 4.4 guest's PV qspinlock (docs/model.md § seed 002): beside swaptions, gmake's
+    // zone-lock waits run to milliseconds with almost no lock-holder preemption (Table 4a's
+    // ~1 ms co-run waits were measured on a lock-statistics kernel, whose locks do not exit:
+    // `spinlock = "debug"`, the test above): a spinning waiter's pause-loop exit is a SCHEDOP_yield, and Xen 4.7
     // credit queues the yielder behind one lower-priority vCPU (`__runq_insert`), a swaptions
     // vCPU that then runs its 30 ms slice, while the FIFO queue behind the yielded waiter cannot
     // take the lock. With pause-loop exiting off the same co-run waits several times less and

@@ -51,7 +51,7 @@ impl Spinlock {
             // `if (pv_enabled()) goto queue;`), so the MCS queue is FIFO as a ticket lock is
             // (4.4 has no lock stealing; `pv_queued_spin_steal_lock` came in 4.5).
             SpinlockKind::Ticket | SpinlockKind::PvQueued => self.waiters.front().is_none_or(|w| *w == t),
-            SpinlockKind::TestAndSet => true,
+            SpinlockKind::TestAndSet | SpinlockKind::Debug => true,
         };
         if self.holder.is_none() && my_turn {
             // t is in the queue at most once, if at all; a ticket lock's taker is at its head
@@ -83,7 +83,7 @@ impl Spinlock {
             // runs, and nobody else can meanwhile (the tail is set).
             SpinlockKind::Ticket | SpinlockKind::PvQueued => self.waiters.pop_front(),
             // The first running spinner wins the cmpxchg race; a preempted one cannot try.
-            SpinlockKind::TestAndSet => {
+            SpinlockKind::TestAndSet | SpinlockKind::Debug => {
                 let pos = self.waiters.iter().position(|w| is_running(*w))?;
                 self.waiters.remove(pos)
             }

@@ -308,7 +308,7 @@ mod tests {
         assert_eq!(json["host_costs"][0]["default"], "2us");
         assert_eq!(json["run"][0]["default"], "10s");
         assert!(json["run"][2]["default"].is_null(), "max_events has no default");
-        assert_eq!(json["guest"][3]["expected"], "one of ticket, tas, pv-qspinlock");
+        assert_eq!(json["guest"][3]["expected"], "one of ticket, tas, pv-qspinlock, debug");
         for section in ["guest", "host_ple", "host_costs", "host_halt_poll", "run", "host_contention", "vm_contention"] {
             for key in json[section].as_array().unwrap() {
                 assert!(!key["doc"].as_str().unwrap().is_empty(), "{section}.{} has no doc", key["name"]);

@@ -35,7 +35,7 @@ fn names(keys: &[SectionKey]) -> Vec<&str> {
 
 const FUTEX_WAKE_IPI: &[&str] = &["under-lock", "after-unlock"];
 const TLB_TARGETS: &[&str] = &["all-in-mask", "skip-lazy"];
-const SPINLOCK: &[&str] = &["ticket", "tas", "pv-qspinlock"];
+const SPINLOCK: &[&str] = &["ticket", "tas", "pv-qspinlock", "debug"];
 
 fn futex_wake_ipi_name(v: FutexWakeIpi) -> &'static str {
     match v {
@@ -56,6 +56,7 @@ fn spinlock_name(v: SpinlockKind) -> &'static str {
         SpinlockKind::Ticket => "ticket",
         SpinlockKind::TestAndSet => "tas",
         SpinlockKind::PvQueued => "pv-qspinlock",
+        SpinlockKind::Debug => "debug",
     }
 }
 
@@ -101,7 +102,8 @@ pub fn guest_keys() -> Vec<SectionKey> {
             "Kind of the guest's kernel spinlocks (futex buckets, kernel locks): FIFO ticket lock (x86 Linux \
              before 4.2), unfair test-and-set (virt_spin_lock without PV spinlocks), or pv-qspinlock (Linux \
              4.2+ queued spinlock with Xen's PV slow path: spin pv_spin, then block in SCHEDOP_poll until \
-             the unlocker's kick)",
+             the unlocker's kick), or debug (a lock-statistics kernel's DEBUG_SPINLOCK trylock loop: unfair, \
+             and without PAUSE, so its waits never exit on PLE)",
         )),
         SectionKey::defaulted(
             ParamSpec::duration(
@@ -408,6 +410,7 @@ pub fn guest_config(section: &Section, base: &GuestConfig) -> Result<GuestConfig
                 config.spinlock = match c.as_str() {
                     "tas" => SpinlockKind::TestAndSet,
                     "pv-qspinlock" => SpinlockKind::PvQueued,
+                    "debug" => SpinlockKind::Debug,
                     _ => SpinlockKind::Ticket,
                 };
             }
@@ -716,7 +719,7 @@ mod tests {
     fn bad_values_name_the_key() {
         let t = table("spinlock = \"mcs\"");
         let e = guest_config(&Section::new("f", "guest", &t), &GuestConfig::default()).unwrap_err();
-        assert_eq!(e.to_string(), "f: guest.spinlock: expected one of ticket, tas, pv-qspinlock, got \"mcs\"");
+        assert_eq!(e.to_string(), "f: guest.spinlock: expected one of ticket, tas, pv-qspinlock, debug, got \"mcs\"");
         let t = table("tick = \"0ms\"");
         let e = guest_config(&Section::new("f", "guest", &t), &GuestConfig::default()).unwrap_err();
         assert!(e.to_string().starts_with("f: guest.tick: expected a duration"), "{e}");

@@ -388,6 +388,7 @@ impl Sim {
             stats: VmStats::default(),
             bare_metal: spec.bare_metal,
             native: spec.native,
+            spin_pauses: spec.guest.spinlock != crate::workload::program::SpinlockKind::Debug,
         });
     }
 }

@@ -114,9 +114,12 @@ impl Sim {
         // series of executions of PAUSE at CPL 0"); KVM's handle_pause (arch/x86/kvm/vmx.c) takes
         // the exit. AMD's pause filter counts them at any CPL (`Ple::any_cpl`). Bare metal and host
         // processes have no hypervisor to exit to.
+        // A lock-statistics kernel's spinlock wait executes no PAUSE (`SpinlockKind::Debug`).
+        let vm = &self.vms[self.vcpus[v.idx()].slot.vm as usize];
         if self.ple.enabled
             && (kind != TimeKind::UserSpin || self.ple.any_cpl)
-            && self.vms[self.vcpus[v.idx()].slot.vm as usize].virtualized()
+            && (kind != TimeKind::Spin || vm.spin_pauses)
+            && vm.virtualized()
         {
             let window = self.vcpus[v.idx()].ple_ns;
             self.queue.push(self.now + window, Event::PauseLoopExit(v, e));

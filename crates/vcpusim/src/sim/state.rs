@@ -109,6 +109,9 @@ pub struct Vm {
     pub bare_metal: bool,
     /// `native`: a host process (no PLE, native costs, non-preemptible kernel sections).
     pub native: bool,
+    /// Whether its guest kernel's spinlock waits execute PAUSE, which pause-loop exiting counts
+    /// (every kind but `SpinlockKind::Debug`, whose trylock loop has none).
+    pub spin_pauses: bool,
 }
 
 impl Vm {

@@ -253,6 +253,13 @@ pub enum SpinlockKind {
     /// spinlock.c): a waiter spins `GuestConfig::pv_spin`, then blocks its vCPU in SCHEDOP_poll
     /// until the unlocker kicks it (guest/pv_spinlock.rs).
     PvQueued,
+    /// A kernel built with lock statistics (`CONFIG_LOCK_STAT`, which selects
+    /// `DEBUG_SPINLOCK`): every spinlock waits in `__spin_lock_debug` (Linux 4.4
+    /// kernel/locking/spinlock_debug.c), a loop of `arch_spin_trylock` and `__delay(1)`. Unfair
+    /// as test-and-set (no queue, no PV slow path), and without PAUSE (`delay_tsc(1)`,
+    /// arch/x86/lib/delay.c, returns before its `rep_nop`), so its waits never reach a
+    /// pause-loop exit. The kernel that measured seed 002's Table 4a ("reported by Lockstat").
+    Debug,
 }
 
 /// A complete workload for one VM.
