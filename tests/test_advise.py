@@ -149,17 +149,22 @@ def test_cli_prints_the_pick_as_xl_and_libvirt(tmp_path):
     assert "Traceback" not in bad.stderr
 
 
-def test_each_candidate_runs_on_several_seeds_and_ties_are_reported_as_ties():
-    # A cpu-bound VM alone on a host with a pCPU for each of its vCPUs and more: every candidate
-    # gives it the same throughput, so no pick beats another beyond noise.
-    sc = vcpusim.Scenario(ONE_SOCKET_8_MODULES + """
+def solo_cpu_bound(duration: str) -> vcpusim.Scenario:
+    """A 4-vCPU cpu-bound VM alone on the 16-pCPU host (~4 units of progress per simulated ms)."""
+    return vcpusim.Scenario(ONE_SOCKET_8_MODULES + f"""
 [[vm]]
 name = "solo"
 vcpus = 4
 workload = "cpu-bound"
 [run]
-duration = "50ms"
+duration = "{duration}"
 """)
+
+
+def test_each_candidate_runs_on_several_seeds_and_ties_are_reported_as_ties():
+    # A cpu-bound VM alone on a host with a pCPU for each of its vCPUs and more: every candidate
+    # gives it the same throughput, so no pick beats another beyond noise.
+    sc = solo_cpu_bound("50ms")
     table = vcpusim.advise(sc, processes=1, seeds=3)
     assert (table["seeds"] == 3).all()
     assert ((table["throughput_lo"] <= table["throughput"]) & (table["throughput"] <= table["throughput_hi"])).all()
@@ -202,14 +207,7 @@ duration = "100ms"
 def test_runs_too_short_to_rank_on_are_flagged_and_a_duration_lengthens_them():
     # A cpu-bound VM of 4 vCPUs makes ~4 chunks of 1 ms per simulated ms: ~40 in 10 ms (short),
     # ~400 in 100 ms.
-    sc = vcpusim.Scenario(ONE_SOCKET_8_MODULES + """
-[[vm]]
-name = "solo"
-vcpus = 4
-workload = "cpu-bound"
-[run]
-duration = "10ms"
-""")
+    sc = solo_cpu_bound("10ms")
     short = vcpusim.advise(sc, processes=1, seeds=2)
     assert short["short"].all() and (short["progress"] < 100).all(), short[["candidate", "progress"]]
     why = short[short["best"]].iloc[0]["why"]
