@@ -234,6 +234,8 @@ def test_bad_names_and_classes_are_scenario_errors_naming_the_key(small):
 
     with pytest.raises(vcpusim.ScenarioError, match=r"does not define do_schedule\(\)"):
         vcpusim.run(small, policy=NoSchedule)
+    with pytest.raises(TypeError, match="abstract method 'do_schedule'|abstract method do_schedule"):
+        NoSchedule()
 
     class BadParams(RoundRobin):
         params = {"slice": [1, 2]}
@@ -270,12 +272,14 @@ def test_a_changed_policy_source_changes_the_saved_run_key(tmp_path, monkeypatch
 
 
 def test_the_command_line_finds_a_policy_module_in_the_current_folder_and_shows_its_traceback(tmp_path):
-    import shutil
     import subprocess
+    import sysconfig
+    from pathlib import Path
 
-    exe = shutil.which("vcpusim")
-    if exe is None:
-        pytest.skip("the vcpusim console script is not on PATH")
+    # The console script pip installed beside this interpreter (`python -m vcpusim` would put the
+    # current folder on sys.path itself, which is what is tested here).
+    exe = Path(sysconfig.get_path("scripts")) / "vcpusim"
+    assert exe.exists(), f"the package's console script is installed at {exe}"
     (tmp_path / "my_rr.py").write_text((REPO / "examples" / "policies" / "round_robin.py").read_text()
                                        + "\n\nclass Broken(RoundRobin):\n    def wake(self, host, v, waker):\n"
                                          "        raise LookupError('lost vCPU %d' % v)\n")

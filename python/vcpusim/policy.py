@@ -53,6 +53,7 @@ the same bytes. Callbacks a class does not override are not called at all (no co
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import importlib.util
 import re
@@ -62,11 +63,11 @@ from typing import Any
 _NAME = re.compile(r"python:([A-Za-z_][\w.]*):([A-Za-z_][\w.]*)")
 
 
-class Policy:
+class Policy(abc.ABC):
     """Base class of a hypervisor scheduling policy written in Python.
 
-    Every policy defines ``insert_vcpu``, ``wake`` and ``do_schedule``; the other callbacks are
-    optional. Class attributes: ``params`` (a dict of constructor argument to default: a bool,
+    Every policy defines ``insert_vcpu``, ``wake`` and ``do_schedule`` (abstract: a class without
+    them cannot be made, and a scenario naming it is refused); the other callbacks are optional. Class attributes: ``params`` (a dict of constructor argument to default: a bool,
     an integer ≥ 0, a float, or a duration string such as ``"30ms"``, passed in ns),
     ``hypervisor`` (``"xen"``, the default, or ``"kvm"``: the paravirtual interfaces the guests
     see, and the pause-loop window: Xen keeps it fixed, KVM grows it) and ``honours_cap``
@@ -79,19 +80,19 @@ class Policy:
 
     # -- what every policy answers -------------------------------------------------------------
 
+    @abc.abstractmethod
     def insert_vcpu(self, host: Any, v: int) -> None:
         """vCPU ``v`` enters the pool, runnable (every vCPU, before the first ``do_schedule``)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def wake(self, host: Any, v: int, waker: int | None) -> None:
         """Halted vCPU ``v`` became runnable: queue it and ``host.reschedule`` a pCPU if it should
         run soon. ``waker`` is the pCPU whose guest caused the wake-up (an IPI's sender), or None."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def do_schedule(self, host: Any, p: int) -> int | tuple[int | None, int | None] | None:
         """What runs next on pCPU ``p``: None (idle), a vCPU, or ``(vCPU or None, slice_ns or
         None)``; with a slice, ``do_schedule(host, p)`` is called again after it."""
-        raise NotImplementedError
 
     # -- optional ------------------------------------------------------------------------------
 

@@ -22,8 +22,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use vcpusim::hardware::topology::PcpuPlace;
 use vcpusim::policy::{
-    Decision, HostShape, HostView, IpiKind, Nanos, ParamSpec, ParamValue, Params, PcpuId, Policy, PolicyCtx, PolicyKind, Resolver, Timer,
-    VcpuId, VcpuState, VmId, VmSched, YieldReason,
+    default_pick_pcpu, Decision, HostShape, HostView, IpiKind, Nanos, ParamSpec, ParamValue, Params, PcpuId, Policy, PolicyCtx, PolicyKind,
+    Resolver, Timer, VcpuId, VcpuInfo, VcpuState, VmId, VmSched, YieldReason,
 };
 use vcpusim::vmexit::Hypervisor;
 
@@ -483,12 +483,7 @@ impl Policy for PyPolicy {
 
     fn pick_pcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) -> Option<PcpuId> {
         if !self.defines.pick_pcpu {
-            let host = &ctx.host;
-            let last = host.vcpu(v).last_pcpu;
-            if host.may_run(v, last) {
-                return Some(last);
-            }
-            return host.pcpu_ids().find(|&p| host.may_run(v, p));
+            return default_pick_pcpu(&ctx.host, v);
         }
         self.call(
             ctx,
@@ -603,6 +598,11 @@ impl Host {
             Err(PyIndexError::new_err(format!("vCPU {v} does not exist (the host has {n}: 0..{})", n.saturating_sub(1))))
         }
     }
+    /// What the host knows of vCPU `v` (checked).
+    fn info(&self, v: u32) -> PyResult<&VcpuInfo> {
+        let v = self.vcpu_id(v)?;
+        Ok(self.view()?.vcpu(v))
+    }
     fn pcpu_id(&self, p: u32) -> PyResult<PcpuId> {
         let n = self.view()?.pcpus.len();
         if (p as usize) < n {
@@ -664,8 +664,7 @@ impl Host {
     }
     /// `"running"`, `"runnable"` or `"halted"`.
     fn state<'py>(&self, py: Python<'py>, v: u32) -> PyResult<Bound<'py, PyString>> {
-        let v = self.vcpu_id(v)?;
-        Ok(match self.view()?.vcpu(v).state {
+        Ok(match self.info(v)?.state {
             VcpuState::Running => intern!(py, "running"),
             VcpuState::Runnable => intern!(py, "runnable"),
             VcpuState::Halted => intern!(py, "halted"),
@@ -674,38 +673,31 @@ impl Host {
     }
     /// The VM of vCPU `v`.
     fn vm(&self, v: u32) -> PyResult<u32> {
-        let v = self.vcpu_id(v)?;
-        Ok(self.view()?.vcpu(v).vm.0)
+        Ok(self.info(v)?.vm.0)
     }
     /// `v`'s index in its VM (vCPU0, vCPU1, ...).
     fn index(&self, v: u32) -> PyResult<u32> {
-        let v = self.vcpu_id(v)?;
-        Ok(self.view()?.vcpu(v).index)
+        Ok(self.info(v)?.index)
     }
     /// The pCPU `v` runs on, or None when it is not running.
     fn pcpu(&self, v: u32) -> PyResult<Option<u32>> {
-        let v = self.vcpu_id(v)?;
-        Ok(self.view()?.vcpu(v).pcpu.map(|p| p.0))
+        Ok(self.info(v)?.pcpu.map(|p| p.0))
     }
     /// The pCPU `v` last ran on (where it is placed first, before it ever ran).
     fn last_pcpu(&self, v: u32) -> PyResult<u32> {
-        let v = self.vcpu_id(v)?;
-        Ok(self.view()?.vcpu(v).last_pcpu.0)
+        Ok(self.info(v)?.last_pcpu.0)
     }
     /// `v`'s total time on a pCPU so far, ns (up to its last switch-out or the start of this run).
     fn run_time(&self, v: u32) -> PyResult<u64> {
-        let v = self.vcpu_id(v)?;
-        Ok(self.view()?.vcpu(v).run_time)
+        Ok(self.info(v)?.run_time)
     }
     /// When `v`'s current run started, ns (meaningful while it runs).
     fn run_start(&self, v: u32) -> PyResult<u64> {
-        let v = self.vcpu_id(v)?;
-        Ok(self.view()?.vcpu(v).run_start)
+        Ok(self.info(v)?.run_start)
     }
     /// Whether `v` was descheduled involuntarily and is still runnable.
     fn preempted(&self, v: u32) -> PyResult<bool> {
-        let v = self.vcpu_id(v)?;
-        Ok(self.view()?.vcpu(v).preempted)
+        Ok(self.info(v)?.preempted)
     }
     /// Whether `v` belongs to this policy's pool.
     fn owns(&self, v: u32) -> PyResult<bool> {

@@ -37,8 +37,8 @@ pub use crate::hypervisor::policies::{
     find, find_any, register, register_resolver, registry, registry_names, Extension, HostFeature, HostShape, PolicyKind, Resolver,
 };
 pub use crate::hypervisor::policy::{
-    Decision, HoldPreemption, HostView, IpiKind, KvmHost, MicroSliced, PcpuInfo, Policy, PolicyCtx, Request, Timer, VcpuInfo, VcpuState,
-    VmInfo, VmSched, VmType, YieldReason,
+    default_pick_pcpu, Decision, HoldPreemption, HostView, IpiKind, KvmHost, MicroSliced, PcpuInfo, Policy, PolicyCtx, Request, Timer,
+    VcpuInfo, VcpuState, VmInfo, VmSched, VmType, YieldReason,
 };
 pub use crate::ids::{PcpuId, PoolId, VcpuId, VmId};
 pub use crate::params::{ParamKind, ParamSpec, ParamValue, Params};

@@ -319,12 +319,7 @@ pub trait Policy {
     /// with `sched_pick_resource`) and checks the answer is a pCPU `v` may run on. The default:
     /// `v`'s last pCPU if allowed, else the first allowed pCPU of the pool after it.
     fn pick_pcpu(&mut self, ctx: &mut PolicyCtx, v: VcpuId) -> Option<PcpuId> {
-        let host = &ctx.host;
-        let last = host.vcpu(v).last_pcpu;
-        if host.may_run(v, last) {
-            return Some(last);
-        }
-        host.pcpu_ids().find(|p| *p > last && host.may_run(v, *p)).or_else(|| host.pcpu_ids().find(|p| host.may_run(v, *p)))
+        default_pick_pcpu(&ctx.host, v)
     }
 
     /// `v`'s hard or soft affinity just changed (the host view has the new masks; Xen
@@ -382,6 +377,16 @@ pub trait Policy {
     fn check(&self, _host: &HostView) -> Result<(), String> {
         Ok(())
     }
+}
+
+/// `Policy::pick_pcpu`'s default: `v`'s last pCPU if it may run there, else the first pCPU of
+/// the pool after it that it may run on, else the first such pCPU.
+pub fn default_pick_pcpu(host: &HostView, v: VcpuId) -> Option<PcpuId> {
+    let last = host.vcpu(v).last_pcpu;
+    if host.may_run(v, last) {
+        return Some(last);
+    }
+    host.pcpu_ids().find(|p| *p > last && host.may_run(v, *p)).or_else(|| host.pcpu_ids().find(|p| host.may_run(v, *p)))
 }
 
 /// Seed 002's micro-sliced cores (`[host.microsliced]`) as the policy of their parent pool

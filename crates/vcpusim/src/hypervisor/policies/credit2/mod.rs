@@ -419,21 +419,23 @@ impl Credit2 {
     /// `smt_idle_mask_set` (L690-698): `p`'s core joins `smt_idle` if all of it is idle and
     /// untickled.
     fn smt_idle_set(&mut self, p: PcpuId) {
-        let siblings = self.pcpu(p).siblings.clone();
-        if siblings.iter().all(|&s| self.pcpu(s).idle && !self.pcpu(s).tickled) {
-            for s in siblings {
-                self.pcpu_mut(s).smt_idle = true;
-            }
+        if self.pcpu(p).siblings.iter().all(|&s| self.pcpu(s).idle && !self.pcpu(s).tickled) {
+            self.set_smt_idle(p, true);
+        }
+    }
+
+    /// Put every sibling of `p` (itself included) in or out of `smt_idle`.
+    fn set_smt_idle(&mut self, p: PcpuId, on: bool) {
+        for i in 0..self.pcpu(p).siblings.len() {
+            let s = self.pcpu(p).siblings[i];
+            self.pcpu_mut(s).smt_idle = on;
         }
     }
 
     /// `smt_idle_mask_clear` (L703-710).
     fn smt_idle_clear(&mut self, p: PcpuId) {
-        let siblings = self.pcpu(p).siblings.clone();
-        if siblings.iter().all(|&s| self.pcpu(s).smt_idle) {
-            for s in siblings {
-                self.pcpu_mut(s).smt_idle = false;
-            }
+        if self.pcpu(p).siblings.iter().all(|&s| self.pcpu(s).smt_idle) {
+            self.set_smt_idle(p, false);
         }
     }
 
