@@ -164,6 +164,10 @@ impl Params {
     pub fn iter(&self) -> impl Iterator<Item = (&String, &ParamValue)> {
         self.values.iter()
     }
+    /// The value of `name`, if set.
+    pub fn value(&self, name: &str) -> Option<&ParamValue> {
+        self.values.get(name)
+    }
     fn get(&self, name: &str) -> &ParamValue {
         self.values.get(name).unwrap_or_else(|| panic!("parameter {name:?} is not declared by its spec list"))
     }

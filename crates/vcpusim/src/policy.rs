@@ -38,7 +38,7 @@ pub use crate::hypervisor::policies::{
 };
 pub use crate::hypervisor::policy::{
     default_pick_pcpu, Decision, HoldPreemption, HostView, IpiKind, KvmHost, MicroSliced, PcpuInfo, Policy, PolicyCtx, Request, Timer,
-    VcpuInfo, VcpuState, VmInfo, VmSched, VmType, YieldReason,
+    VcpuInfo, VcpuState, VmInfo, VmSched, YieldReason,
 };
 pub use crate::ids::{PcpuId, PoolId, VcpuId, VmId};
 pub use crate::params::{ParamKind, ParamSpec, ParamValue, Params};

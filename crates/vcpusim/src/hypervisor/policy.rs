@@ -10,7 +10,7 @@
 use crate::engine::event_queue::EventId;
 /// The host as a policy reads it (hypervisor/host_view.rs), named with the interface.
 pub use crate::hypervisor::host_view::{HostView, PcpuInfo, VcpuInfo, VcpuState, VmInfo};
-pub use crate::hypervisor::vm_sched::{VmSched, VmType};
+pub use crate::hypervisor::vm_sched::VmSched;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::time::Nanos;
 /// The guest's interrupt kinds belong to the VM-exit line (`vmexit.rs`); re-exported here for

@@ -20,7 +20,7 @@
 pub mod carrier;
 
 use crate::hypervisor::policy::Timer;
-use crate::ids::{PcpuId, VcpuId};
+use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::time::{Nanos, MS, US};
 use std::collections::VecDeque;
 
@@ -41,10 +41,48 @@ impl Default for UvfHost {
     }
 }
 
+/// Per-VM UVF features (`[vm.uvf]`), the seed's per-VM knobs (section 3.1.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct UvfVm {
+    /// Resched-DP: a reschedule-IPI sender stays urgent (not preempted) this long.
+    pub resched_dp: Option<Nanos>,
+    /// Early delayed preemption: start the Resched-DP delay at the first APIC access of any IPI
+    /// send, before the send's exits (section 4.1.1, Figure 7a).
+    pub early_dp: bool,
+    /// TLB-Co: a TLB-shootdown IPI recipient is urgent until it acknowledges.
+    pub tlb_co: bool,
+    /// Resched-Co: a reschedule-IPI recipient is urgent this long.
+    pub resched_co: Option<Nanos>,
+}
+
+impl UvfVm {
+    pub fn any(&self) -> bool {
+        self.resched_dp.is_some() || self.tlb_co || self.resched_co.is_some()
+    }
+}
+
+/// The overlay's settings, given to the policy that carries it when it is built
+/// (`HostShape::uvf`): `[host.uvf]`, and every VM's `[vm.uvf]` by VM id (a VM past the end has
+/// every feature off).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct UvfConfig {
+    pub host: UvfHost,
+    pub vms: Vec<UvfVm>,
+}
+
+impl UvfConfig {
+    /// `host`, with no VM's feature on.
+    pub fn host_only(host: UvfHost) -> Self {
+        UvfConfig { host, vms: Vec::new() }
+    }
+}
+
 /// UVF state of one host.
 #[derive(Clone, Debug)]
 pub struct Uvf {
     pub cfg: UvfHost,
+    /// Each VM's `[vm.uvf]` features, by VM id.
+    vms: Vec<UvfVm>,
     /// Time-based urgency: urgent until this time.
     until: Vec<Nanos>,
     /// Event-based urgency: requests not yet acknowledged.
@@ -75,9 +113,10 @@ pub struct Uvf {
 }
 
 impl Uvf {
-    pub fn new(cfg: UvfHost, nvcpus: usize, npcpus: usize) -> Self {
+    pub fn new(cfg: UvfConfig, nvcpus: usize, npcpus: usize) -> Self {
         Uvf {
-            cfg,
+            cfg: cfg.host,
+            vms: cfg.vms,
             until: vec![0; nvcpus],
             events: vec![0; nvcpus],
             queues: vec![VecDeque::new(); npcpus],
@@ -87,6 +126,11 @@ impl Uvf {
             loaned: vec![false; npcpus],
             expiries: vec![Vec::new(); npcpus],
         }
+    }
+
+    /// `vm`'s `[vm.uvf]` features.
+    pub fn vm(&self, vm: VmId) -> UvfVm {
+        self.vms.get(vm.idx()).copied().unwrap_or_default()
     }
 
     pub fn is_urgent(&self, v: VcpuId, now: Nanos) -> bool {
@@ -271,7 +315,7 @@ mod tests {
     use super::*;
 
     fn uvf() -> Uvf {
-        Uvf::new(UvfHost::default(), 4, 2)
+        Uvf::new(UvfConfig::host_only(UvfHost::default()), 4, 2)
     }
 
     #[test]

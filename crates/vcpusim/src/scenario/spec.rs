@@ -4,8 +4,7 @@ use crate::guest::config::GuestConfig;
 use crate::hardware::costs::{Costs, Ple};
 use crate::hardware::cpumask::CpuMask;
 use crate::hardware::topology::Topology;
-use crate::hypervisor::uvf::UvfHost;
-use crate::hypervisor::vm_sched::UvfVm;
+use crate::hypervisor::uvf::{UvfHost, UvfVm};
 use crate::params::Params;
 use crate::time::Nanos;
 use crate::workload::program::Program;
@@ -140,11 +139,10 @@ pub struct VmSpec {
     pub guest: GuestConfig,
     /// `[vm.uvf]`: which urgent-vCPU-first features apply to this VM's vCPUs.
     pub uvf: UvfVm,
-    /// `type`: seed 004's VM class, `hit` (default) or `con`; read by the `hybrid` policy only.
-    pub vm_type: crate::hypervisor::policy::VmType,
-    /// `u_factor`: the master vCPU's u-factor in [0, 1] (seed 004 section 3.3; PCPS when > 0);
-    /// read by the `hybrid` policy only, for `con` VMs.
-    pub u_factor: f64,
+    /// The VM's settings for one policy only (`VmSched::params`): `type`, seed 004's VM class
+    /// (`hit`, the default, or `con`), and `u_factor`, the master vCPU's u-factor in [0, 1]
+    /// (section 3.3; PCPS when > 0), both read by the `hybrid` policy (`hybrid/class.rs`).
+    pub sched_params: Params,
     /// `[[vm.sched_pe]]`: run-time changes of `type` / `u_factor` (seed 004 section 6.5's
     /// `xm sched-pe`), in increasing time order, each fully resolved.
     pub sched_pe: Vec<VmClassChange>,
@@ -181,12 +179,11 @@ pub struct VmSpec {
     pub native: bool,
 }
 
-/// One `[[vm.sched_pe]]` entry: at `at` the VM's class becomes (`vm_type`, `u_factor`).
+/// One `[[vm.sched_pe]]` entry: at `at` the VM's `sched_params` become `params`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VmClassChange {
     pub at: Nanos,
-    pub vm_type: crate::hypervisor::policy::VmType,
-    pub u_factor: f64,
+    pub params: Params,
 }
 
 #[derive(Clone, Debug)]

@@ -7,7 +7,7 @@ use super::section::Section;
 use super::sections::{read, SectionKey};
 use crate::error::SimError;
 use crate::hypervisor::uvf::UvfHost;
-use crate::hypervisor::vm_sched::UvfVm;
+use crate::hypervisor::uvf::UvfVm;
 use crate::params::{ParamSpec, ParamValue};
 
 /// `[host.uvf]` keys.

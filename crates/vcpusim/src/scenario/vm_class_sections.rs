@@ -5,7 +5,7 @@
 use super::section::{error, Section};
 use super::spec::VmClassChange;
 use crate::error::SimError;
-use crate::hypervisor::policy::VmType;
+use crate::hypervisor::policies::hybrid::class::{VmClass, VmType};
 use crate::params::show_toml;
 use toml::Value;
 
@@ -16,21 +16,21 @@ const SCHED_PE_KEYS: &[&str] = &["at", "type", "u_factor"];
 /// Only the `hybrid` policy reads them; other policies accept and ignore them, so one scenario
 /// can be run under `credit` and `hybrid` unchanged (the seed's Credit vs CON vs HIT comparisons).
 /// A u-factor on a `hit` VM is a contradiction (it shapes co-scheduling) and is refused.
-pub(super) fn vm_class(section: &Section) -> Result<(VmType, f64), SimError> {
-    class_with_defaults(section, (VmType::default(), 0.0))
+pub(super) fn vm_class(section: &Section) -> Result<VmClass, SimError> {
+    class_with_defaults(section, VmClass::default())
 }
 
 /// `type` and `u_factor` of `section`, each defaulting to the class in effect (`before`), except
 /// that a VM made `hit` drops its u-factor.
-fn class_with_defaults(section: &Section, before: (VmType, f64)) -> Result<(VmType, f64), SimError> {
+fn class_with_defaults(section: &Section, before: VmClass) -> Result<VmClass, SimError> {
     let vm_type = match section.string("type")? {
-        None => before.0,
+        None => before.vm_type,
         Some(name) => VmType::from_name(name)
             .ok_or_else(|| section.error_at("type", format!("expected one of {}, got {name:?}", VmType::NAMES.join(", "))))?,
     };
     let u_factor = match section.get("u_factor") {
         None if vm_type == VmType::HighThroughput => 0.0,
-        None => before.1,
+        None => before.u_factor,
         Some(value) => {
             // Seed 004 section 3.3: "u-factor in [0, 1]"; 1 = a two-slot master phase every phase.
             let expected = "a number in [0, 1] (the master vCPU's u-factor; 0 = CPS)";
@@ -49,7 +49,7 @@ fn class_with_defaults(section: &Section, before: (VmType, f64)) -> Result<(VmTy
         return Err(section
             .error_at("u_factor", format!("u_factor = {u_factor} applies to concurrent VMs only; add type = \"con\" or remove u_factor")));
     }
-    Ok((vm_type, u_factor))
+    Ok(VmClass::new(vm_type, u_factor))
 }
 
 /// `[[vm.sched_pe]]`: run-time changes of the VM's class, as the seed's `xm sched-pe` makes them
@@ -57,7 +57,7 @@ fn class_with_defaults(section: &Section, before: (VmType, f64)) -> Result<(VmTy
 /// u-factor of a VM via the user interface"). Each entry has `at` and at least one of `type` /
 /// `u_factor`; omitted ones keep the value in effect (a VM made `hit` drops its u-factor).
 /// Entries must be in increasing `at` order.
-pub(super) fn sched_pe(vm: &Section, initial: (VmType, f64)) -> Result<Vec<VmClassChange>, SimError> {
+pub(super) fn sched_pe(vm: &Section, initial: VmClass) -> Result<Vec<VmClassChange>, SimError> {
     let Some(list) = vm.array("sched_pe")? else { return Ok(Vec::new()) };
     let mut changes: Vec<VmClassChange> = Vec::new();
     let mut class = initial;
@@ -90,7 +90,7 @@ pub(super) fn sched_pe(vm: &Section, initial: (VmType, f64)) -> Result<Vec<VmCla
             return Err(entry.error("a [[vm.sched_pe]] entry changes nothing: give type and/or u_factor"));
         }
         class = class_with_defaults(&entry, class)?;
-        changes.push(VmClassChange { at, vm_type: class.0, u_factor: class.1 });
+        changes.push(VmClassChange { at, params: class.params() });
     }
     Ok(changes)
 }
@@ -103,14 +103,12 @@ mod tests {
 
     #[test]
     fn vm_type_and_u_factor_load_and_bad_ones_are_rejected() {
-        let s = load(&minimal("", "type = \"con\"\nu_factor = 0.25")).unwrap();
-        assert_eq!((s.vms[0].vm_type, s.vms[0].u_factor), (VmType::Concurrent, 0.25));
-        let s = load(&minimal("", "")).unwrap();
-        assert_eq!((s.vms[0].vm_type, s.vms[0].u_factor), (VmType::HighThroughput, 0.0));
-        let s = load(&minimal("", "type = \"con\"\nu_factor = 0")).unwrap();
-        assert_eq!(s.vms[0].u_factor, 0.0);
+        let class = |text: &str| VmClass::from_params(&load(&minimal("", text)).unwrap().vms[0].sched_params);
+        assert_eq!(class("type = \"con\"\nu_factor = 0.25"), VmClass::new(VmType::Concurrent, 0.25));
+        assert_eq!(class(""), VmClass::new(VmType::HighThroughput, 0.0));
+        assert_eq!(class("type = \"con\"\nu_factor = 0"), VmClass::new(VmType::Concurrent, 0.0));
         assert_error(&minimal("", "type = \"gang\""), "vm[0].type: expected one of hit, con, got \"gang\"");
-        assert_eq!(load(&minimal("", "type = \"con\"\nu_factor = 1.0")).unwrap().vms[0].u_factor, 1.0);
+        assert_eq!(class("type = \"con\"\nu_factor = 1.0").u_factor, 1.0);
         assert_error(&minimal("", "type = \"con\"\nu_factor = 1.5"), "vm[0].u_factor: expected a number in [0, 1]");
         assert_error(&minimal("", "type = \"con\"\nu_factor = -0.5"), "vm[0].u_factor: expected a number in [0, 1]");
         assert_error(&minimal("", "type = \"con\"\nu_factor = \"a lot\""), "vm[0].u_factor: expected a number in [0, 1]");
@@ -125,7 +123,7 @@ mod tests {
         let u_only = "[[vm.sched_pe]]\nat = \"3s\"\nu_factor = 0.5\n";
         let back = "[[vm.sched_pe]]\nat = \"4s\"\ntype = \"hit\"\n";
         let s = load(&with(&format!("{con}{u_only}{back}"))).unwrap();
-        let c = |at: u64, t, u| VmClassChange { at: at * SEC, vm_type: t, u_factor: u };
+        let c = |at: u64, t, u| VmClassChange { at: at * SEC, params: VmClass::new(t, u).params() };
         assert_eq!(s.vms[0].sched_pe, [c(2, VmType::Concurrent, 0.25), c(3, VmType::Concurrent, 0.5), c(4, VmType::HighThroughput, 0.0)]);
         assert!(load(&minimal("", "")).unwrap().vms[0].sched_pe.is_empty());
         assert_error(&with("[[vm.sched_pe]]\ntype = \"con\"\n"), "vm[0].sched_pe[0].at: missing; expected a duration");

@@ -134,8 +134,8 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask, t
         None => guest.clone(),
     };
     let uvf = section.table("uvf")?.map(|u| uvf_sections::vm_uvf(&u)).transpose()?.unwrap_or_default();
-    let (vm_type, u_factor) = vm_class(section)?;
-    let sched_pe = sched_pe(section, (vm_type, u_factor))?;
+    let class = vm_class(section)?;
+    let sched_pe = sched_pe(section, class)?;
     let (pool, cpus, cpus_soft) = match &bare {
         // The pool is set by `carve_bare_metal` once every VM is known.
         // Each vCPU's own pCPU; one full soft mask for all of them.
@@ -212,8 +212,7 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask, t
         program,
         guest,
         uvf,
-        vm_type,
-        u_factor,
+        sched_params: class.params(),
         sched_pe,
         pool,
         cpus,

@@ -19,6 +19,7 @@ use crate::hypervisor::host_view::{Affinity, PoolView};
 use crate::hypervisor::node_affinity::NodeAffinity;
 use crate::hypervisor::policies::{self, HostShape};
 use crate::hypervisor::policy::{PcpuInfo, VcpuInfo, VmInfo, VmSched};
+use crate::hypervisor::uvf::UvfConfig;
 use crate::hypervisor::xl_numa;
 use crate::ids::{PcpuId, PoolId, VcpuId, VmId};
 use crate::metrics::pcpu_usage::PcpuUsage;
@@ -46,7 +47,11 @@ impl Sim {
             // host-wide) and schedules only what its pool holds.
             // The micro pool's parent is the default pool (sim/mechanisms/microsliced/).
             let shape = HostShape {
-                uvf: sc.host.uvf.filter(|_| kind.carries_uvf()),
+                uvf: sc
+                    .host
+                    .uvf
+                    .filter(|_| kind.carries_uvf())
+                    .map(|host| UvfConfig { host, vms: sc.vms.iter().map(|vm| vm.uvf).collect() }),
                 microsliced: sc.host.microsliced.as_ref().filter(|_| i == 0).map(|m| m.detect),
                 seed: rand::Rng::random(&mut stream(seed, &format!("host/pool/{}/policy", spec.name))),
                 ..HostShape::new(npcpus as u32, nvcpus, sc.vms.len() as u32)
@@ -117,8 +122,8 @@ impl Sim {
         let mut code = CodeCache::default();
         for (i, (spec, (node_affinity, memory_nodes))) in sc.vms.iter().zip(numa).enumerate() {
             sim.add_vm(spec, seed, node_affinity, memory_nodes, &mut code);
-            for change in &spec.sched_pe {
-                sim.queue.push(change.at, super::state::Event::VmReconfigure(VmId(i as u32), change.vm_type, change.u_factor));
+            for (k, change) in spec.sched_pe.iter().enumerate() {
+                sim.queue.push(change.at, super::state::Event::VmReconfigure(VmId(i as u32), k as u32));
             }
         }
         if let Some(cfg) = &sc.host.microsliced {
@@ -381,7 +386,8 @@ impl Sim {
             self.vm_costs.push(self.costs.clone());
         }
         self.vms.push(Vm {
-            sched: VmSched { weight: spec.weight, cap: spec.cap, vm_type: spec.vm_type, u_factor: spec.u_factor, uvf: spec.uvf },
+            sched: VmSched { weight: spec.weight, cap: spec.cap, params: spec.sched_params.clone() },
+            sched_changes: spec.sched_pe.iter().map(|c| c.params.clone()).collect(),
             progress_unit: program.progress_unit,
             workload: spec.workload.clone(),
             clients: program.clients,

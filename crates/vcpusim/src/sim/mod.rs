@@ -35,7 +35,7 @@ impl Sim {
         // Xen: a domain's scheduling parameters are set (`sched_adjust`) before its vCPUs run;
         // all VMs first, so that no insert sees a VM the policy does not know yet.
         for vm in 0..self.vminfo.len() {
-            let sched = self.vms[vm].sched;
+            let sched = self.vms[vm].sched.clone();
             let pool = self.vm_pool(crate::ids::VmId(vm as u32));
             self.with_policy(pool, |pol, ctx| pol.adjust(ctx, crate::ids::VmId(vm as u32), &sched));
         }
@@ -131,11 +131,10 @@ impl Sim {
                 self.pcpus[p.idx()].online = true;
                 self.reschedule(p);
             }
-            Event::VmReconfigure(vm, vm_type, u_factor) => {
-                let sched = &mut self.vms[vm.idx()].sched;
-                sched.vm_type = vm_type;
-                sched.u_factor = u_factor;
-                let sched = *sched;
+            Event::VmReconfigure(vm, change) => {
+                let v = &mut self.vms[vm.idx()];
+                v.sched.params = v.sched_changes[change as usize].clone();
+                let sched = v.sched.clone();
                 let pool = self.vm_pool(vm);
                 self.with_policy(pool, |pol, ctx| pol.adjust(ctx, vm, &sched));
             }

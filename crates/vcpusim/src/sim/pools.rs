@@ -134,7 +134,7 @@ impl Sim {
         self.vinfo[v.idx()].last_pcpu = self.home_in_pool(v, to);
         let vm = self.vinfo[v.idx()].vm;
         self.update_node_affinity(vm);
-        let sched = self.vms[vm.idx()].sched;
+        let sched = self.vms[vm.idx()].sched.clone();
         self.with_policy(to, |pol, ctx| pol.adjust(ctx, vm, &sched));
         // sched_move_domain: the new scheduler picks the unit's resource (`pick_resource`).
         if let Some(p) = self.with_policy(to, |pol, ctx| pol.pick_pcpu(ctx, v)) {

@@ -100,6 +100,8 @@ pub struct Pcpu {
 pub struct Vm {
     /// The scheduling settings the policy was last given (`Policy::adjust`).
     pub sched: VmSched,
+    /// `[[vm.sched_pe]]`: the `VmSched::params` the VM takes at each change, in time order.
+    pub sched_changes: Vec<crate::params::Params>,
     pub progress_unit: &'static str,
     pub workload: String,
     /// The program's closed-loop clients (`Program::clients`: ab's concurrency), if any.
@@ -145,8 +147,8 @@ pub enum Event {
     PcpuOnline(PcpuId),
     /// An event a host mechanism owns (sim/mechanisms/).
     Mechanism(super::mechanisms::MechanismEvent),
-    /// `[[vm.sched_pe]]`: the VM's class becomes (type, u_factor).
-    VmReconfigure(crate::ids::VmId, crate::hypervisor::policy::VmType, f64),
+    /// `[[vm.sched_pe]]`: the VM's `VmSched::params` become its `sched_changes[i]`.
+    VmReconfigure(crate::ids::VmId, u32),
 }
 
 pub struct Sim {

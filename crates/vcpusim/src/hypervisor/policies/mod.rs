@@ -20,13 +20,14 @@ use crate::params::{ParamSpec, Params};
 use crate::vmexit::Hypervisor;
 
 /// Facts about the host a policy may size itself by when it is built.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct HostShape {
     pub npcpus: u32,
     pub nvcpus: u32,
     pub nvms: u32,
-    /// `[host.uvf]`: the urgent-vCPU-first overlay, when enabled.
-    pub uvf: Option<crate::hypervisor::uvf::UvfHost>,
+    /// `[host.uvf]` and the VMs' `[vm.uvf]`: the urgent-vCPU-first overlay, when enabled and
+    /// the policy carries it.
+    pub uvf: Option<crate::hypervisor::uvf::UvfConfig>,
     /// `[host.microsliced]`: the critical services seed 002's micro-sliced cores detect, when the
     /// policy carries them (the default pool's; `Policy::microsliced`).
     pub microsliced: Option<crate::hypervisor::critical_detect::Detect>,

@@ -8,7 +8,7 @@ use crate::hardware::topology::Topology;
 use crate::hypervisor::policy::{
     Decision, HostView, PcpuInfo, Policy, PolicyCtx, Request, TimerId, TimerTable, VcpuInfo, VcpuState, VmInfo, VmSched,
 };
-use crate::hypervisor::uvf::UvfHost;
+use crate::hypervisor::uvf::UvfConfig;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::time::Nanos;
 
@@ -66,16 +66,16 @@ pub struct FakeHost {
 impl FakeHost {
     /// VMs given as (vCPU count, weight), on `npcpus` pCPUs, under the policy `build` makes
     /// for this host shape; `extra_check` adds policy-specific assertions to `check`.
-    pub fn new(npcpus: u32, vms: &[(u32, u32)], uvf: Option<UvfHost>, build: impl FnOnce(HostShape) -> Box<dyn Policy>) -> Self {
+    pub fn new(npcpus: u32, vms: &[(u32, u32)], uvf: Option<UvfConfig>, build: impl FnOnce(HostShape) -> Box<dyn Policy>) -> Self {
         Self::new_configured(npcpus, vms, uvf, |_| {}, build)
     }
 
-    /// Like `new`, with `configure` run on the VMs' settings (VM type, u-factor, UVF knobs ...)
-    /// before the policy is built; `adjust` hands them over before any vCPU is inserted.
+    /// Like `new`, with `configure` run on the VMs' settings (weight, cap, the policy's own
+    /// `params`) before the policy is built; `adjust` hands them over before any vCPU is inserted.
     pub fn new_configured(
         npcpus: u32,
         vms: &[(u32, u32)],
-        uvf: Option<UvfHost>,
+        uvf: Option<UvfConfig>,
         configure: impl FnOnce(&mut [VmSched]),
         build: impl FnOnce(HostShape) -> Box<dyn Policy>,
     ) -> Self {
@@ -118,7 +118,7 @@ impl FakeHost {
     /// Hand VM `vm`'s settings (`self.sched`) to the policy, as the engine does before the
     /// inserts and at a run-time change.
     pub fn adjust(&mut self, vm: usize) {
-        let sched = self.sched[vm];
+        let sched = self.sched[vm].clone();
         self.call(|pol, ctx| pol.adjust(ctx, VmId(vm as u32), &sched));
     }
 

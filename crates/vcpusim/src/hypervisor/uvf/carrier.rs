@@ -6,9 +6,8 @@
 //! the urgent allowance is represented in the form of virtual time; in the Xen Credit scheduler,
 //! it can be specified as credit").
 
-use super::Uvf;
+use super::{Uvf, UvfVm};
 use crate::hypervisor::policy::{IpiKind, PolicyCtx, VcpuState};
-use crate::hypervisor::vm_sched::UvfVm;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::time::Nanos;
 
@@ -33,13 +32,16 @@ pub trait UrgentBase {
     fn resched(&mut self, ctx: &mut PolicyCtx, p: usize);
     /// The key of `p`'s UVF timers (the policy routes it to `uvf_timer`).
     fn uvf_timer_key(&self, p: usize) -> u64;
-    /// The `[vm.uvf]` knobs of `vm`, as `adjust` gave them to the policy.
-    fn uvf_knobs(&self, vm: VmId) -> UvfVm;
 
     // ---- provided: the overlay's rules ----
 
     fn uvf_on(&self) -> bool {
         self.uvf_ref().is_some()
+    }
+
+    /// The `[vm.uvf]` knobs of `vm` (none when the overlay is off).
+    fn uvf_knobs(&self, vm: VmId) -> UvfVm {
+        self.uvf_ref().map(|u| u.vm(vm)).unwrap_or_default()
     }
 
     /// Arm one of `p`'s UVF timers to expire at `at` (see `Uvf::expiries`: every expiry fires).

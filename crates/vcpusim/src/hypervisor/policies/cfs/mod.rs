@@ -36,7 +36,6 @@ use super::{HostShape, PolicyKind};
 use crate::hypervisor::policy::{Decision, IpiKind, KvmHost, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason};
 use crate::hypervisor::uvf::carrier::UrgentBase;
 use crate::hypervisor::uvf::Uvf;
-use crate::hypervisor::vm_sched::UvfVm;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, MS, SEC, US};
@@ -225,13 +224,6 @@ struct Rq {
     sd: Vec<SdState>,
 }
 
-/// Per-VM private data beside its task group: the settings `adjust` gave.
-#[derive(Clone, Copy, Debug, Default)]
-struct CfsVm {
-    /// The VM's `[vm.uvf]` knobs (the UVF overlay, `cfs/urgent.rs`).
-    uvf: UvfVm,
-}
-
 /// How a task enters a group run queue (`enqueue_entity` flags).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Enqueue {
@@ -299,7 +291,6 @@ pub struct Cfs {
     /// mask to the run queues. `select_idle_sibling`'s walk of a level of one-pCPU groups reads
     /// it instead of every run queue (select.rs).
     idle: crate::hardware::cpumask::CpuMask,
-    vms: Vec<CfsVm>,
     tgs: Vec<TaskGroup>,
     /// Each pool pCPU's scheduling domains, bottom up (domains.rs); shared so the balancer can
     /// hold one while it changes the run queues.
@@ -367,7 +358,6 @@ impl Cfs {
             groups: vec![Group::default(); host.nvms as usize * npcpus],
             rqs: vec![rq; npcpus],
             idle: crate::hardware::cpumask::CpuMask::full(npcpus),
-            vms: vec![CfsVm::default(); host.nvms as usize],
             tgs: vec![TaskGroup::default(); host.nvms as usize],
             domains: vec![Vec::new(); npcpus],
             lb_cpus: crate::hardware::cpumask::CpuMask::empty(),
@@ -381,7 +371,7 @@ impl Cfs {
             cfs_period: params.duration("cfs_period"),
             bw: vec![Bandwidth::default(); host.nvms as usize],
             pending_throttle: Vec::new(),
-            uvf: host.uvf.map(|cfg| Uvf::new(cfg, host.nvcpus as usize, host.npcpus as usize)),
+            uvf: host.uvf.clone().map(|cfg| Uvf::new(cfg, host.nvcpus as usize, host.npcpus as usize)),
         }
     }
 
@@ -393,9 +383,8 @@ impl Cfs {
 
     /// Make room for VM `vm` (a VM the policy was not sized for).
     fn grow_vms(&mut self, vm: usize) {
-        if self.vms.len() <= vm {
+        if self.tgs.len() <= vm {
             let n = vm + 1;
-            self.vms.resize(n, CfsVm::default());
             self.tgs.resize(n, TaskGroup::default());
             self.groups.resize(n * self.npcpus, Group::default());
             self.kvm.grow_vms(n);
@@ -1054,7 +1043,6 @@ impl Policy for Cfs {
     /// and every group entity of the VM is reweighted (`update_cfs_shares` on each pCPU).
     fn adjust(&mut self, ctx: &mut PolicyCtx, vm: VmId, sched: &VmSched) {
         self.grow_vms(vm.idx());
-        self.vms[vm.idx()] = CfsVm { uvf: sched.uvf };
         self.set_bandwidth(ctx, vm, sched.cap);
         let shares = Self::vm_shares(ctx.host.npcpus(), sched.weight);
         if self.tgs[vm.idx()].shares != shares {
@@ -1286,7 +1274,7 @@ impl Policy for Cfs {
         }
         // The group run queues left behind no longer count in their groups' weight (Linux
         // would let their averages decay over four windows).
-        for vm in 0..self.vms.len() {
+        for vm in 0..self.tgs.len() {
             let gi = self.gi(vm, p);
             let g = &mut self.groups[gi];
             self.tgs[vm].load_weight -= g.avg.load_contribution;
@@ -1357,7 +1345,7 @@ impl Policy for Cfs {
         for p in 0..self.rqs.len() {
             let rq = &self.rqs[p];
             // Per VM: the load and count of its vCPUs on this pCPU.
-            let mut per_vm = vec![(0u64, 0u64); self.vms.len()];
+            let mut per_vm = vec![(0u64, 0u64); self.tgs.len()];
             for (i, e) in self.se.iter().enumerate().filter(|(_, e)| e.rq == Some(p)) {
                 let vm = host.vcpus[i].vm.idx();
                 per_vm[vm].0 += NICE_0_LOAD;

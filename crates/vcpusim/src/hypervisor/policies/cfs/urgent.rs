@@ -7,8 +7,7 @@ use super::{Cfs, UVF_TIMER};
 use crate::hypervisor::policy::PolicyCtx;
 use crate::hypervisor::uvf::carrier::UrgentBase;
 use crate::hypervisor::uvf::Uvf;
-use crate::hypervisor::vm_sched::UvfVm;
-use crate::ids::{VcpuId, VmId};
+use crate::ids::VcpuId;
 use crate::time::Nanos;
 
 impl UrgentBase for Cfs {
@@ -54,9 +53,6 @@ impl UrgentBase for Cfs {
     fn uvf_timer_key(&self, p: usize) -> u64 {
         UVF_TIMER | p as u64
     }
-    fn uvf_knobs(&self, vm: VmId) -> UvfVm {
-        self.vms[vm.idx()].uvf
-    }
 }
 
 #[cfg(test)]
@@ -66,7 +62,7 @@ mod tests {
     use crate::hypervisor::policies::PolicyKind;
     use crate::hypervisor::policy::{IpiKind, VcpuState, YieldReason};
     use crate::hypervisor::uvf::UvfHost;
-    use crate::hypervisor::vm_sched::UvfVm;
+    use crate::hypervisor::uvf::{UvfConfig, UvfVm};
     use crate::ids::{PcpuId, VcpuId};
     use crate::params::{ParamValue, Params};
     use crate::time::{MS, US};
@@ -81,11 +77,11 @@ mod tests {
     /// One pCPU, UVF on with `allowance`, VM0's knobs `knobs`; settled so that RIVAL runs,
     /// RECIPIENT waits queued (with more vruntime than RIVAL) and SENDER and SLEEPER are halted.
     fn host(allowance: u64, knobs: UvfVm) -> FakeHost {
-        let uvf = UvfHost { urgent_tslice: 500 * US, urgent_allowance: allowance };
+        let host = UvfHost { urgent_tslice: 500 * US, urgent_allowance: allowance };
+        let uvf = UvfConfig { host, vms: vec![knobs] };
         let mut params = Params::defaults(&CfsKind.params());
         params.set("directed_yield", ParamValue::Bool(false));
         let mut h = FakeHost::new(1, &[(2, 256), (1, 256), (1, 256)], Some(uvf), |shape| CfsKind.build(&params, shape));
-        h.sched[0].uvf = knobs;
         h.adjust(0);
         for _ in 0..1000 {
             let running = h.pcpus[0].current;

@@ -86,7 +86,6 @@ use crate::hypervisor::policy::{
 };
 use crate::hypervisor::uvf::carrier::UrgentBase;
 use crate::hypervisor::uvf::Uvf;
-use crate::hypervisor::vm_sched::UvfVm;
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{format_duration, Nanos, MS, SEC, US};
@@ -438,8 +437,6 @@ struct CreditDom {
     /// `sdom->cap` as `[[vm]] cap` gives it (percent of one pCPU, 0 = none); `cap_percent`
     /// applies it in `csched_acct`.
     cap: u32,
-    /// The VM's `[vm.uvf]` knobs (the UVF overlay, `credit/urgent.rs`).
-    uvf: UvfVm,
 }
 
 /// The Credit1 policy (`struct csched_private` plus the per-entity data).
@@ -548,7 +545,7 @@ impl Credit {
             credit_balance: 0,
             master_ticker: None,
             last_tickle_cpu: npcpus.saturating_sub(1),
-            uvf: host.uvf.map(|cfg| Uvf::new(cfg, host.nvcpus as usize, npcpus)),
+            uvf: host.uvf.clone().map(|cfg| Uvf::new(cfg, host.nvcpus as usize, npcpus)),
             pool_known: false,
             micro: host.microsliced,
         }
@@ -715,7 +712,6 @@ impl Policy for Credit {
         self.weight = self.weight - dom.weight as u64 * active + sched.weight as u64 * active;
         dom.weight = sched.weight;
         dom.cap = sched.cap;
-        dom.uvf = sched.uvf;
     }
 
     /// `csched_unit_wake`.

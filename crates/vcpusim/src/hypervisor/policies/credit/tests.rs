@@ -7,7 +7,7 @@ use crate::hardware::cpumask::CpuMask;
 use crate::hardware::topology::Topology;
 use crate::hypervisor::host_view::{Affinity, PoolFacts, PoolView, Scope};
 use crate::hypervisor::policy::{PcpuInfo, Request, TimerId, TimerTable, VcpuInfo, VmInfo, VmSched};
-use crate::hypervisor::uvf::UvfHost;
+use crate::hypervisor::uvf::UvfConfig;
 use crate::ids::PoolId;
 
 /// The idler mask of pCPUs `i` with `idle[i]` (tests write `prv->idlers` as a list of flags).
@@ -112,7 +112,7 @@ impl FakeHost {
     }
 
     /// Like `new`, with the urgent-vCPU-first overlay configured as `[host.uvf]` would.
-    pub(super) fn with_uvf(topo: Topology, vms: &[(u32, u32)], cfg: CreditConfig, uvf: Option<UvfHost>) -> Self {
+    pub(super) fn with_uvf(topo: Topology, vms: &[(u32, u32)], cfg: CreditConfig, uvf: Option<UvfConfig>) -> Self {
         let npcpus = topo.npcpus() as u32;
         let (vcpus, vm_infos, sched) = crate::hypervisor::policies::test_host::vms_of(vms);
         let shape = HostShape { uvf, ..HostShape::new(npcpus, vcpus.len() as u32, vm_infos.len() as u32) };
@@ -146,7 +146,7 @@ impl FakeHost {
     /// Hand VM `vm`'s settings (`self.sched`) to the policy, as the engine does before the
     /// inserts and at a run-time change.
     pub(super) fn adjust(&mut self, vm: usize) {
-        let sched = self.sched[vm];
+        let sched = self.sched[vm].clone();
         self.call(|pol, ctx| pol.adjust(ctx, VmId(vm as u32), &sched));
     }
 

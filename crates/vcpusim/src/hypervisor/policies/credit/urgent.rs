@@ -16,8 +16,7 @@ use super::{Credit, CREDITS_PER_MSEC, KIND_SHIFT, PCPU_MASK, TIMER_UVF};
 use crate::hypervisor::policy::PolicyCtx;
 use crate::hypervisor::uvf::carrier::UrgentBase;
 use crate::hypervisor::uvf::Uvf;
-use crate::hypervisor::vm_sched::UvfVm;
-use crate::ids::{VcpuId, VmId};
+use crate::ids::VcpuId;
 use crate::time::{Nanos, MS};
 
 impl UrgentBase for Credit {
@@ -58,9 +57,6 @@ impl UrgentBase for Credit {
     fn uvf_timer_key(&self, p: usize) -> u64 {
         (TIMER_UVF << KIND_SHIFT) | (p as u64 & PCPU_MASK)
     }
-    fn uvf_knobs(&self, vm: VmId) -> UvfVm {
-        self.doms[vm.idx()].uvf
-    }
 }
 
 #[cfg(test)]
@@ -70,7 +66,7 @@ mod tests {
     use crate::hardware::topology::Topology;
     use crate::hypervisor::policy::{IpiKind, Policy, VcpuState};
     use crate::hypervisor::uvf::UvfHost;
-    use crate::hypervisor::vm_sched::UvfVm;
+    use crate::hypervisor::uvf::{UvfConfig, UvfVm};
     use crate::ids::VcpuId;
     use crate::time::{Nanos, MS, US};
 
@@ -91,9 +87,9 @@ mod tests {
     /// RECIPIENT waits queued and SENDER and SLEEPER are halted. Then credits are set by hand:
     /// RIVAL 100, RECIPIENT 0, both UNDER.
     fn host(allowance: Nanos, knobs: UvfVm, config: CreditConfig) -> FakeHost {
-        let uvf = UvfHost { urgent_tslice: 500 * US, urgent_allowance: allowance };
+        let host = UvfHost { urgent_tslice: 500 * US, urgent_allowance: allowance };
+        let uvf = UvfConfig { host, vms: vec![knobs] };
         let mut h = FakeHost::with_uvf(Topology::flat(1), &[(2, 256), (1, 256), (1, 256)], config, Some(uvf));
-        h.sched[0].uvf = knobs;
         h.start();
         for _ in 0..20_000 {
             match h.running_on(0) {
@@ -207,10 +203,9 @@ mod tests {
         // Two pCPUs, TLB-Co and Resched-DP on: IPIs between random vCPUs while they halt, wake
         // and yield; `check` runs after every event.
         let knobs = UvfVm { tlb_co: true, resched_dp: Some(500 * US), ..UvfVm::default() };
-        let uvf = UvfHost { urgent_tslice: 500 * US, urgent_allowance: 18 * MS };
+        let host = UvfHost { urgent_tslice: 500 * US, urgent_allowance: 18 * MS };
+        let uvf = UvfConfig { host, vms: vec![knobs, knobs] };
         let mut h = FakeHost::with_uvf(Topology::flat(2), &[(3, 256), (2, 256)], cfg(), Some(uvf));
-        h.sched[0].uvf = knobs;
-        h.sched[1].uvf = knobs;
         h.start();
         let mut lcg: u64 = 7;
         let mut next = |n: u64| {

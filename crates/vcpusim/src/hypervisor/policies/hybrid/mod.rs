@@ -17,6 +17,7 @@
 //! Every departure is listed in docs/model.md section 7.5.
 
 mod allocation;
+pub mod class;
 mod plan;
 mod steal;
 #[cfg(test)]
@@ -25,11 +26,12 @@ mod tests;
 use super::matching::Matching;
 use super::{HostShape, PolicyKind};
 use crate::hardware::cpumask::CpuMask;
-use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Timer, VcpuState, VmSched, VmType, YieldReason};
+use crate::hypervisor::policy::{Decision, HostView, Policy, PolicyCtx, Timer, VcpuState, VmSched, YieldReason};
 use crate::ids::{PcpuId, VcpuId, VmId};
 use crate::params::{ParamSpec, Params};
 use crate::time::{Nanos, MS, SEC};
 use allocation::AllocVm;
+use class::{VmClass, VmType};
 use steal::{StealIndex, StealKey};
 
 /// Default slot: 30 ms, Xen credit's timeslice (`CSCHED_DEFAULT_TSLICE_MS`,
@@ -678,7 +680,8 @@ impl Hybrid {
             self.vms.resize(vm.idx() + 1, HybridVm::default());
         }
         let d = &mut self.vms[vm.idx()];
-        (d.weight, d.vm_type, d.u_factor) = (sched.weight, sched.vm_type, sched.u_factor);
+        let class = VmClass::from_params(&sched.params);
+        (d.weight, d.vm_type, d.u_factor) = (sched.weight, class.vm_type, class.u_factor);
         // `forget_loads`, as a field write: `d` still borrows the VM table.
         self.insert_loads = None;
         if !std::mem::replace(&mut d.adjusted, true) {

@@ -18,8 +18,7 @@ fn hybrid_host(npcpus: u32, vms: &[VmDesc], work_conserving: bool) -> FakeHost {
     let classes: Vec<(VmType, f64)> = vms.iter().map(|(_, _, t, u)| (*t, *u)).collect();
     let configure = |infos: &mut [VmSched]| {
         for (info, (t, u)) in infos.iter_mut().zip(&classes) {
-            info.vm_type = *t;
-            info.u_factor = *u;
+            info.params = VmClass::new(*t, *u).params();
         }
     };
     let mut h = FakeHost::new_configured(npcpus, &sizes, None, configure, |shape| HybridKind.build(&params, shape));
@@ -32,14 +31,14 @@ fn hybrid_host(npcpus: u32, vms: &[VmDesc], work_conserving: bool) -> FakeHost {
 /// or none, except for a PCPS master's extra slot (the master alone).
 fn coscheduled(h: &FakeHost) {
     for vm in &h.vms {
-        let sched = h.sched[vm.id.idx()];
-        if sched.vm_type != VmType::Concurrent || vm.vcpus.len() > h.pcpus.len() {
+        let class = VmClass::from_params(&h.sched[vm.id.idx()].params);
+        if class.vm_type != VmType::Concurrent || vm.vcpus.len() > h.pcpus.len() {
             continue;
         }
         let awake = vm.vcpus.iter().filter(|v| h.vcpus[v.idx()].state != VcpuState::Halted).count();
         let running: Vec<u32> =
             vm.vcpus.iter().filter(|v| h.vcpus[v.idx()].state == VcpuState::Running).map(|v| h.vcpus[v.idx()].index).collect();
-        let master_alone = sched.u_factor > 0.0 && running == [0];
+        let master_alone = class.u_factor > 0.0 && running == [0];
         assert!(
             running.is_empty() || running.len() == awake || master_alone,
             "t={} VM {}: vCPUs {running:?} of {awake} awake run",
@@ -365,7 +364,7 @@ fn a_vm_made_concurrent_gets_distinct_queues_and_runs_co_scheduled_from_the_next
     pol.vms[0].vm_type = CON;
     let view = HostView::new(0, &h.vcpus, &h.pcpus, &h.vms, &h.topology);
     assert!(pol.check(&view).is_err(), "before re-planning the queues break Algorithm 1");
-    let con = VmSched { vm_type: CON, ..h.sched[0] };
+    let con = VmSched { params: VmClass::new(CON, 0.0).params(), ..h.sched[0].clone() };
     pol.adjust(&mut PolicyCtx::new(view, &mut requests, &mut timers), VmId(0), &con);
     pol.check(&view).unwrap();
     let homes: Vec<u32> = (0..3).map(|v| pol.vcpus[v].home.0).collect();
@@ -385,7 +384,7 @@ fn a_vm_made_concurrent_gets_distinct_queues_and_runs_co_scheduled_from_the_next
             h.wake(v);
         }
     }
-    h.sched[0].vm_type = CON;
+    h.sched[0].params = VmClass::new(CON, 0.0).params();
     h.adjust(0);
     h.check();
     assert_eq!(h.running(0), 0, "its asynchronously running vCPUs left their pCPUs at once");
@@ -499,7 +498,7 @@ fn algorithm_1_marks_choose_what_the_scans_chose() {
         let view = HostView::new(0, &h.vcpus, &h.pcpus, &h.vms, &h.topology);
         let shape = HostShape::new(npcpus, h.vcpus.len() as u32, h.vms.len() as u32);
         let cfg = HybridConfig { slot: DEFAULT_SLOT, work_conserving: true, pe_unit: 300, allocation_slots: 1 };
-        let mut pols = [Hybrid::new(cfg, shape), Hybrid::new(cfg, shape)];
+        let mut pols = [Hybrid::new(cfg, shape.clone()), Hybrid::new(cfg, shape)];
         let (mut requests, mut timers) = (Vec::new(), TimerTable::default());
         for pol in &mut pols {
             for (vm, sched) in h.sched.iter().enumerate() {
