@@ -4,7 +4,7 @@
 //! accelerated vCPU back within one micro slice plus a context switch) hold after every event.
 
 use vcpusim::api::{load_scenario, run as run_api};
-use vcpusim::hypervisor::critical_detect::AccelReason;
+use vcpusim::hypervisor::critical_events::AccelReason;
 use vcpusim::hypervisor::host_view::PoolFacts;
 use vcpusim::ids::{PoolId, VcpuId};
 use vcpusim::output::RunOptions;

@@ -28,6 +28,7 @@
 //! The engine side (the micro pool, moving vCPUs in and back, Algorithm 1) is
 //! sim/mechanisms/microsliced/; the micro pool's own scheduler is policies/micro_pool.rs.
 
+use crate::hypervisor::critical_events::{AccelReason, UrgentEvent};
 use crate::hypervisor::policy::{HostView, IpiKind, PolicyCtx, VcpuState, YieldReason};
 use crate::ids::VcpuId;
 use crate::vmexit::KernelFn;
@@ -46,42 +47,6 @@ pub struct Detect {
 impl Detect {
     pub const NAMES: &'static [&'static str] = &["ple", "ipi", "irq"];
     pub const ALL: Detect = Detect { ple: true, ipi: true, irq: true };
-}
-
-/// Why a vCPU was accelerated (vms.csv `accelerated_<reason>`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum AccelReason {
-    /// A preempted sibling of a vCPU yielding in TLB synchronization / `smp_call_function_many`.
-    TlbSync,
-    /// A preempted sibling in a critical section of a vCPU yielding while spinning for a lock.
-    LockHolder,
-    /// The recipient of a virtual IRQ.
-    Virq,
-    /// The recipient of a relayed reschedule IPI.
-    IpiRelay,
-}
-
-impl AccelReason {
-    pub const ALL: [AccelReason; 4] = [AccelReason::TlbSync, AccelReason::LockHolder, AccelReason::Virq, AccelReason::IpiRelay];
-    pub fn name(self) -> &'static str {
-        match self {
-            AccelReason::TlbSync => "tlb",
-            AccelReason::LockHolder => "lock",
-            AccelReason::Virq => "irq",
-            AccelReason::IpiRelay => "ipi",
-        }
-    }
-    pub fn idx(self) -> usize {
-        self as usize
-    }
-}
-
-/// The urgent events Algorithm 1 counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UrgentEvent {
-    Ipi,
-    Ple,
-    Irq,
 }
 
 /// What a yielding vCPU's function says about its yield.

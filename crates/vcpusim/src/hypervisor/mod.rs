@@ -1,6 +1,7 @@
 //! The hypervisor: vCPU states, the policy interface and the policies.
 
 pub mod critical_detect;
+pub mod critical_events;
 pub mod host_view;
 pub mod kvm;
 pub mod node_affinity;

@@ -122,9 +122,9 @@ pub enum Request {
     /// Seed 002: move this preempted vCPU into the micro-sliced pool for one micro slice, for
     /// this reason, found in this kernel function (`sim/mechanisms/microsliced/` `Sim::accelerate`; refused
     /// when no micro pCPU is free).
-    Accelerate(VcpuId, crate::hypervisor::critical_detect::AccelReason, crate::vmexit::KernelFn),
+    Accelerate(VcpuId, crate::hypervisor::critical_events::AccelReason, crate::vmexit::KernelFn),
     /// Seed 002: count one urgent event for Algorithm 1 (`sim/mechanisms/microsliced/algorithm.rs`).
-    CountUrgent(crate::hypervisor::critical_detect::UrgentEvent),
+    CountUrgent(crate::hypervisor::critical_events::UrgentEvent),
     /// Seed 002: the yield of this vCPU does not happen (the released code's `do_yield = 0`);
     /// with `true`, only if an `Accelerate` of the same call succeeded.
     SkipYield(VcpuId, bool),
@@ -192,11 +192,11 @@ impl<'a> PolicyCtx<'a> {
     }
     /// Seed 002: ask the host to accelerate preempted `v` on a micro-sliced core (`reason`, found
     /// in `func`).
-    pub fn accelerate(&mut self, v: VcpuId, reason: crate::hypervisor::critical_detect::AccelReason, func: KernelFn) {
+    pub fn accelerate(&mut self, v: VcpuId, reason: crate::hypervisor::critical_events::AccelReason, func: KernelFn) {
         self.requests.push(Request::Accelerate(v, reason, func));
     }
     /// Seed 002: count an urgent event for Algorithm 1.
-    pub fn count_urgent(&mut self, event: crate::hypervisor::critical_detect::UrgentEvent) {
+    pub fn count_urgent(&mut self, event: crate::hypervisor::critical_events::UrgentEvent) {
         self.requests.push(Request::CountUrgent(event));
     }
     /// Seed 002: the yield being handled does not happen (`if_accelerated`: only if this call's

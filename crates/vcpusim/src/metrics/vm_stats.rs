@@ -52,7 +52,7 @@ pub struct VmStats {
     /// Times one of its vCPUs entered urgent state (UVF, seed 000 section 3.1.3).
     pub urgent_entered: u64,
     /// Seed 002: vCPUs moved into the micro-sliced pool, by reason
-    /// (`hypervisor::critical_detect::AccelReason::idx`).
+    /// (`hypervisor::critical_events::AccelReason::idx`).
     pub accelerated: [u64; 4],
     /// Involuntary deschedules (preemptions) of its vCPUs.
     pub preemptions: u64,

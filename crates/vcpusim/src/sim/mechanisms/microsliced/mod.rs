@@ -25,7 +25,7 @@ pub mod algorithm;
 
 use super::super::state::{Event, Sim};
 use super::MechanismEvent;
-use crate::hypervisor::critical_detect::{AccelReason, UrgentEvent};
+use crate::hypervisor::critical_events::{AccelReason, UrgentEvent};
 use crate::hypervisor::host_view::PoolView;
 use crate::hypervisor::policies::micro_pool::MicroPool;
 use crate::hypervisor::policy::{VcpuState, YieldReason};
@@ -361,7 +361,7 @@ mod tests {
 }
 
 /// Columns vms.csv gains after `VM_COLUMNS` with `[host.microsliced]` (seed 002): vCPUs moved
-/// into the micro-sliced pool, in all and by reason (`hypervisor::critical_detect::AccelReason`).
+/// into the micro-sliced pool, in all and by reason (`hypervisor::critical_events::AccelReason`).
 /// Only then, so that runs without micro-sliced cores keep their bytes.
 pub const MICROSLICED_COLUMNS: &[&str] =
     &["accelerated_count", "accelerated_tlb_count", "accelerated_lock_count", "accelerated_irq_count", "accelerated_ipi_count"];
