@@ -186,3 +186,31 @@ fn the_kvm6_example_runs_in_check_mode_and_halt_polls() {
     let polls: u64 = sim.vms().iter().map(|v| v.stats.halt_polls).sum();
     assert!(polls > 0, "no vCPU halt-polled");
 }
+
+#[test]
+fn a_vcpu_preempted_while_polling_in_the_idle_loop_was_preempted_in_kernel_mode() {
+    use vcpusim::hypervisor::policy::VcpuState;
+    // A 6.6 guest with the haltpoll driver on (polls of up to 3 ms, so that the host's tick
+    // lands in them), two vCPUs sharing one pCPU with a CPU-bound VM, a thread pinned to each:
+    // a vCPU whose thread waits polls in the idle loop (cpuidle-haltpoll's poll state, CPL 0)
+    // and is preempted there. kvm_arch_vcpu_put records `preempted_in_kernel` from the CPL, so
+    // 6.6's kvm_vcpu_on_spin keeps it as a candidate (it skips only vCPUs preempted in user
+    // mode without an interrupt pending): an idle vCPU is boosted as the real host boosts it.
+    let text = "[host]\npcpus = 1\npolicy = \"cfs\"\nparams = { kvm = \"6.6\" }\n\
+         [guest]\nkernel = \"linux-6.x\"\nhaltpoll = true\nguest_halt_poll_ns = \"3ms\"\nguest_halt_poll_grow_start = \"3ms\"\n\
+         [[vm]]\nname = \"pp\"\nvcpus = 2\nworkload = \"program\"\n\
+         [vm.program]\nqueues = [1, 1]\ncpus = [\"0\", \"1\"]\n\
+         threads = [[{loop = \"forever\", body = [{compute = \"5us\"}, {put = 0}, {compute = \"20us\"}, {get = 1}, {progress = true}]}], \
+                    [{loop = \"forever\", body = [{get = 0}, {compute = \"5us\"}, {put = 1}]}]]\n\
+         [[vm]]\nname = \"hog\"\nvcpus = 1\nworkload = \"cpu-bound\"\n\
+         [run]\nduration = \"50ms\"\nseed = 1\n";
+    let idle_and_preempted = |s: &vcpusim::sim::state::Sim| {
+        (0..2).find(|&i| {
+            let info = &s.vinfo()[i];
+            info.state == VcpuState::Runnable && info.preempted && s.guests()[0].vcpus[i].haltpoll.polling_since.is_some()
+        })
+    };
+    let sim = run_until(text, |s| idle_and_preempted(s).is_some());
+    let v = idle_and_preempted(&sim).expect("reached");
+    assert!(sim.vinfo()[v].preempted_in_kernel, "vCPU {v}, preempted in its idle poll, counts as preempted in user mode");
+}
