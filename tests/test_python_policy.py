@@ -324,3 +324,62 @@ def test_ray_workers_import_the_class_by_name():
     finally:
         ray.shutdown()
     assert results[0].vms_csv == alone.vms_csv
+
+
+class Shares(RoundRobin):
+    """Round robin whose slice is a VM's ``share`` (its ``[vm.sched]``) times the base slice."""
+
+    vm_params = {"share": 1, "boost": False}
+    seen: dict = {}
+
+    def adjust(self, host, vm, weight, cap):
+        Shares.seen[vm] = host.vm_params(vm)
+
+    def do_schedule(self, host, p):
+        answer = super().do_schedule(host, p)
+        if isinstance(answer, tuple) and answer[0] is not None:
+            v, base = answer
+            return v, base * host.vm_params(host.vm(v))["share"]
+        return answer
+
+
+TWO_ON_ONE = """\
+[host]
+pcpus = 1
+policy = "python:test_python_policy:Shares"
+params = { slice = "5ms" }
+
+[[vm]]
+name = "big"
+vcpus = 1
+workload = "cpu-bound"
+[vm.sched]
+share = 3
+
+[[vm]]
+name = "small"
+vcpus = 1
+workload = "cpu-bound"
+
+[run]
+duration = "400ms"
+seed = 3
+"""
+
+
+def test_a_policys_vm_params_come_from_each_vms_sched_table():
+    Shares.seen.clear()
+    result = vcpusim.run(vcpusim.Scenario(TWO_ON_ONE, "two.toml"), check=True)
+    # Defaults fill what [vm.sched] leaves out; the settings reach adjust, then every callback.
+    assert Shares.seen == {0: {"share": 3, "boost": False}, 1: {"share": 1, "boost": False}}
+    big, small = result.vms["cpu_time_ms"].tolist()
+    assert big == pytest.approx(300.0, abs=10.0) and small == pytest.approx(100.0, abs=10.0), (big, small)
+    # Checked against the class's vm_params, as [host.params] against params.
+    with pytest.raises(vcpusim.ScenarioError, match=r'vm\[0\]\.sched\.shares: unknown key; did you mean "share"\?'):
+        vcpusim.Scenario(TWO_ON_ONE.replace("share = 3", "shares = 3"), "two.toml")
+    with pytest.raises(vcpusim.ScenarioError, match=r"vm\[0\]\.sched\.share: .*integer"):
+        vcpusim.Scenario(TWO_ON_ONE.replace("share = 3", 'share = "lots"'), "two.toml")
+    # A policy without vm_params takes no [vm.sched].
+    plain = TWO_ON_ONE.replace("test_python_policy:Shares", "round_robin:RoundRobin")
+    with pytest.raises(vcpusim.ScenarioError, match=r"vm\[0\]\.sched: .* takes no per-VM settings"):
+        vcpusim.Scenario(plain, "two.toml")

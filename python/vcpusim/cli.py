@@ -551,6 +551,8 @@ def _catalog_table(items: list, title: str) -> Table:
         table.add_row(Text(item.get("name", "?")), "", "", Text(description))
         for param in item.get("params", []):
             table.add_row("", Text(param.get("name", "?")), Text(_default(param)), Text(_meaning(param)))
+        for param in item.get("vm_params", []):  # a policy's per-VM settings
+            table.add_row("", Text(f"[vm.sched] {param.get('name', '?')}"), Text(_default(param)), Text(_meaning(param)))
     return table
 
 

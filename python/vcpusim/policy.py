@@ -67,14 +67,18 @@ class Policy(abc.ABC):
     """Base class of a hypervisor scheduling policy written in Python.
 
     Every policy defines ``insert_vcpu``, ``wake`` and ``do_schedule`` (abstract: a class without
-    them cannot be made, and a scenario naming it is refused); the other callbacks are optional. Class attributes: ``params`` (a dict of constructor argument to default: a bool,
-    an integer ≥ 0, a float, or a duration string such as ``"30ms"``, passed in ns),
-    ``hypervisor`` (``"xen"``, the default, or ``"kvm"``: the paravirtual interfaces the guests
-    see, and the pause-loop window: Xen keeps it fixed, KVM grows it) and ``honours_cap``
-    (whether a VM's ``cap`` may be set under this policy).
+    them cannot be made, and a scenario naming it is refused); the other callbacks are optional.
+    Class attributes: ``params`` (a dict of constructor argument to default: a bool, an integer
+    ≥ 0, a float, or a duration string such as ``"30ms"``, passed in ns), ``vm_params`` (the
+    same for per-VM settings: a VM's ``[vm.sched]`` table sets them, checked against this dict,
+    and ``host.vm_params(vm)`` reads them from the VM's ``adjust`` on), ``hypervisor``
+    (``"xen"``, the default, or ``"kvm"``: the paravirtual interfaces the guests see, and the
+    pause-loop window: Xen keeps it fixed, KVM grows it) and ``honours_cap`` (whether a VM's
+    ``cap`` may be set under this policy).
     """
 
     params: dict[str, Any] = {}
+    vm_params: dict[str, Any] = {}
     hypervisor: str = "xen"
     honours_cap: bool = False
 

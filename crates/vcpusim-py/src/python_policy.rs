@@ -144,6 +144,8 @@ struct PyKind {
     describe: &'static str,
     class: Py<PyAny>,
     specs: Vec<ParamSpec>,
+    /// The class's `vm_params`: the per-VM settings `[vm.sched]` gives it.
+    vm_specs: Vec<ParamSpec>,
     defines: Defines,
     hypervisor: Hypervisor,
     honours_cap: bool,
@@ -193,7 +195,8 @@ impl PyKind {
             name: Box::leak(name.to_string().into_boxed_str()),
             describe: Box::leak(describe.into_boxed_str()),
             class: class.clone().unbind(),
-            specs: param_specs(class)?,
+            specs: param_specs(class, "params")?,
+            vm_specs: param_specs(class, "vm_params")?,
             defines: d,
             hypervisor,
             honours_cap,
@@ -201,17 +204,21 @@ impl PyKind {
     }
 }
 
-/// The class's `params` (a dict of name to default) as parameter specs: a bool is a bool, an
-/// int (≥ 0) an integer, a float a number, a string with a unit ("30ms") a duration, passed to
-/// the constructor in ns.
-fn param_specs(class: &Bound<'_, PyAny>) -> Result<Vec<ParamSpec>, String> {
-    let params = class.getattr("params").map_err(|e| format!("params: {e}"))?;
-    let params = params.cast::<PyDict>().map_err(|_| "params: expected a dict of parameter name to default".to_string())?;
+/// The class's `params` or `vm_params` (`attr`: a dict of name to default) as parameter specs: a
+/// bool is a bool, an int (≥ 0) an integer, a float a number, a string with a unit ("30ms") a
+/// duration, given to the policy in ns.
+fn param_specs(class: &Bound<'_, PyAny>, attr: &str) -> Result<Vec<ParamSpec>, String> {
+    let params = class.getattr(attr).map_err(|e| format!("{attr}: {e}"))?;
+    let params = params.cast::<PyDict>().map_err(|_| format!("{attr}: expected a dict of parameter name to default"))?;
     let mut specs = Vec::new();
     for (key, default) in params.iter() {
-        let key: String = key.extract().map_err(|_| format!("params: a key {key} is not a string"))?;
+        let key: String = key.extract().map_err(|_| format!("{attr}: a key {key} is not a string"))?;
         let name: &'static str = Box::leak(key.clone().into_boxed_str());
-        let doc = "a parameter of the Python policy (its class's `params`)";
+        let doc = if attr == "params" {
+            "a parameter of the Python policy (its class's `params`)"
+        } else {
+            "a per-VM setting of the Python policy (its class's `vm_params`)"
+        };
         let spec = if let Ok(b) = default.cast::<pyo3::types::PyBool>() {
             ParamSpec::boolean(name, b.is_true(), doc)
         } else if let Some(i) = default.cast::<pyo3::types::PyInt>().ok().and_then(|i| i.extract::<u64>().ok()) {
@@ -221,7 +228,7 @@ fn param_specs(class: &Bound<'_, PyAny>) -> Result<Vec<ParamSpec>, String> {
         } else if let Some(ns) = default.extract::<String>().ok().and_then(|t| vcpusim::time::parse_duration(&t).ok()) {
             ParamSpec::duration(name, ns, doc)
         } else {
-            return Err(format!("params[{key:?}] = {default}: expected a bool, an integer ≥ 0, a float or a duration such as \"30ms\""));
+            return Err(format!("{attr}[{key:?}] = {default}: expected a bool, an integer ≥ 0, a float or a duration such as \"30ms\""));
         };
         specs.push(spec);
     }
@@ -238,6 +245,9 @@ impl PolicyKind for PyKind {
     fn params(&self) -> Vec<ParamSpec> {
         self.specs.clone()
     }
+    fn vm_params(&self) -> Vec<ParamSpec> {
+        self.vm_specs.clone()
+    }
     fn build(&self, params: &Params, shape: HostShape) -> Box<dyn Policy> {
         Python::attach(|py| {
             let made = make(py, self, params).map_err(|e| (e, "__init__".to_string()));
@@ -248,8 +258,17 @@ impl PolicyKind for PyKind {
                 Ok(o) => (Some(o), None),
                 Err(e) => (None, Some(e)),
             };
-            Box::new(PyPolicy { name: self.name, defines: self.defines, object, host, pending: failed, failed: false, message: None })
-                as Box<dyn Policy>
+            let vm_params = self.vm_specs.iter().map(|s| s.name).collect();
+            Box::new(PyPolicy {
+                name: self.name,
+                defines: self.defines,
+                vm_params,
+                object,
+                host,
+                pending: failed,
+                failed: false,
+                message: None,
+            }) as Box<dyn Policy>
         })
     }
     /// A Python policy offers none of the extensions (answered without building one: a build
@@ -285,15 +304,20 @@ fn make(py: Python<'_>, kind: &PyKind, params: &Params) -> PyResult<Py<PyAny>> {
     }
     let kwargs = PyDict::new(py);
     for (name, value) in params.iter() {
-        match value {
-            ParamValue::Duration(ns) => kwargs.set_item(name, *ns)?,
-            ParamValue::Int(i) => kwargs.set_item(name, *i)?,
-            ParamValue::Float(f) => kwargs.set_item(name, *f)?,
-            ParamValue::Bool(b) => kwargs.set_item(name, *b)?,
-            ParamValue::Choice(c) => kwargs.set_item(name, c)?,
-        }
+        set_param(&kwargs, name, value)?;
     }
     Ok(kind.class.bind(py).call((), Some(&kwargs))?.unbind())
+}
+
+/// `dict[name] = value` as Python sees a parameter: durations in ns, choices as strings.
+fn set_param(dict: &Bound<'_, PyDict>, name: &str, value: &ParamValue) -> PyResult<()> {
+    match value {
+        ParamValue::Duration(ns) => dict.set_item(name, *ns),
+        ParamValue::Int(i) => dict.set_item(name, *i),
+        ParamValue::Float(f) => dict.set_item(name, *f),
+        ParamValue::Bool(b) => dict.set_item(name, *b),
+        ParamValue::Choice(c) => dict.set_item(name, c),
+    }
 }
 
 fn random(py: Python<'_>, seed: u64) -> PyResult<Py<PyAny>> {
@@ -304,6 +328,8 @@ fn random(py: Python<'_>, seed: u64) -> PyResult<Py<PyAny>> {
 struct PyPolicy {
     name: &'static str,
     defines: Defines,
+    /// The names of the class's `vm_params`, which `adjust` hands to `Host::vm_params`.
+    vm_params: Vec<&'static str>,
     object: Option<Py<PyAny>>,
     host: Py<Host>,
     /// The constructor's exception, reported at the first call (which can stop the run).
@@ -471,6 +497,13 @@ impl Policy for PyPolicy {
     }
 
     fn adjust(&mut self, ctx: &mut PolicyCtx, vm: VmId, sched: &VmSched) {
+        if !self.vm_params.is_empty() {
+            Python::attach(|py| {
+                let settings: Vec<(&'static str, ParamValue)> =
+                    self.vm_params.iter().filter_map(|&name| sched.params.value(name).map(|v| (name, v.clone()))).collect();
+                self.host.bind(py).borrow().vm_settings.borrow_mut().insert(vm.0, settings);
+            });
+        }
         if self.defines.adjust || self.pending.is_some() {
             let (weight, cap) = (sched.weight, sched.cap);
             self.call(
@@ -551,11 +584,19 @@ pub struct Host {
     /// The policy's timers by its keys (made on first use, Xen `init_timer`).
     timers: RefCell<HashMap<u64, Timer>>,
     random: Py<PyAny>,
+    /// Each VM's `[vm.sched]` settings as its last `adjust` gave them (the class's `vm_params`).
+    vm_settings: RefCell<HashMap<u32, Vec<(&'static str, ParamValue)>>>,
 }
 
 impl Host {
     fn new(random: Py<PyAny>) -> Self {
-        Host { ctx: Cell::new(std::ptr::null_mut()), view: Cell::new(std::ptr::null()), timers: RefCell::new(HashMap::new()), random }
+        Host {
+            ctx: Cell::new(std::ptr::null_mut()),
+            view: Cell::new(std::ptr::null()),
+            timers: RefCell::new(HashMap::new()),
+            random,
+            vm_settings: RefCell::new(HashMap::new()),
+        }
     }
     fn enter(&self, ctx: &mut PolicyCtx) {
         let ctx: *mut PolicyCtx = ctx;
@@ -656,6 +697,19 @@ impl Host {
     #[getter]
     fn random(&self, py: Python<'_>) -> Py<PyAny> {
         self.random.clone_ref(py)
+    }
+    /// VM `vm`'s per-VM settings: the class's `vm_params`, with what the VM's `[vm.sched]`
+    /// gives (durations in ns); empty before the VM's first `adjust` or without `vm_params`.
+    fn vm_params<'py>(&self, py: Python<'py>, vm: u32) -> PyResult<Bound<'py, PyDict>> {
+        let nvms = self.view()?.vms.len();
+        if vm as usize >= nvms {
+            return Err(PyIndexError::new_err(format!("VM {vm}: the host has VMs 0..{nvms}")));
+        }
+        let out = PyDict::new(py);
+        for (name, value) in self.vm_settings.borrow().get(&vm).into_iter().flatten() {
+            set_param(&out, name, value)?;
+        }
+        Ok(out)
     }
     /// The vCPU running on pCPU `p`, or None.
     fn current(&self, p: u32) -> PyResult<Option<u32>> {

@@ -17,8 +17,10 @@ pub struct VmSched {
     /// Cap in percent of one pCPU (Xen `sdom->cap`); 0 = no cap (`[[vm]] cap`).
     pub cap: u32,
     /// The VM's settings for one policy only, by name (Xen: the scheduler's member of the
-    /// `u` union): `type` and `u_factor` (`[[vm]]`, read by `hybrid`). A policy reads the names
-    /// it owns and ignores the rest, so one scenario runs unchanged under every policy.
+    /// `u` union): `type` and `u_factor` (`[[vm]]`, read by `hybrid`), and what `[vm.sched]`
+    /// gives for the settings its pool's policy declares (`PolicyKind::vm_params`, defaults
+    /// filled in). A policy reads the names it owns and ignores the rest, so one scenario runs
+    /// unchanged under every policy that declares nothing.
     pub params: Params,
 }
 

@@ -47,6 +47,7 @@ const NOT_BARE_METAL: &[(&str, &str)] = &[
     ("type", "a VM class"),
     ("u_factor", "a u-factor"),
     ("sched_pe", "VM class changes"),
+    ("sched", "settings for a scheduling policy"),
     ("uvf", "urgent-vCPU-first features"),
     ("cpus_soft", "a soft affinity"),
     ("count", "copies (each needs pCPUs of its own)"),

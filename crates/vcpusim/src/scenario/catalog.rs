@@ -43,6 +43,8 @@ struct PolicyEntry {
     name: &'static str,
     description: &'static str,
     params: Vec<KeyEntry>,
+    /// The per-VM settings it reads (`[vm.sched]`).
+    vm_params: Vec<KeyEntry>,
 }
 
 #[derive(Serialize)]
@@ -134,6 +136,7 @@ const VM_KEY_DOCS: &[(&str, &str, &str, &str)] = &[
     ("type", "hit or con", "hit", "seed 004's VM class: high-throughput or concurrent; read by hybrid only"),
     ("u_factor", "number in [0, 1]", "0", "seed 004's master-vCPU u-factor (PCPS when > 0); type = con only; read by hybrid only"),
     ("sched_pe", "array of tables", "", "[[vm.sched_pe]]: at, type, u_factor: run-time class changes"),
+    ("sched", "table", "", "[vm.sched]: the VM's settings for its pool's policy, those the policy declares (vcpusim list policies)"),
     ("workload", "string, required", "", "a workload from the table above, or program for a custom [vm.program]"),
     ("threads", "int 1-65536", "", "guest threads; default: the workload's (usually one per vCPU)"),
     ("iterations", "int >= 1", "", "finish when progress reaches this; unset: run for the whole duration"),
@@ -171,7 +174,12 @@ fn described_keys(docs: &[(&'static str, &'static str, &'static str, &'static st
 fn catalog() -> Catalog {
     let policies = policies::registry()
         .iter()
-        .map(|p| PolicyEntry { name: p.name(), description: p.describe(), params: p.params().iter().map(param_entry).collect() })
+        .map(|p| PolicyEntry {
+            name: p.name(),
+            description: p.describe(),
+            params: p.params().iter().map(param_entry).collect(),
+            vm_params: p.vm_params().iter().map(param_entry).collect(),
+        })
         .collect();
     let mut workloads: Vec<WorkloadEntry> = workload::registry()
         .iter()
@@ -240,6 +248,8 @@ mod tests {
             assert_eq!(entry["description"], kind.describe());
             let want: Vec<&str> = kind.params().iter().map(|s| s.name).collect();
             assert_eq!(names(&entry["params"]), want);
+            let want: Vec<&str> = kind.vm_params().iter().map(|s| s.name).collect();
+            assert_eq!(names(&entry["vm_params"]), want);
         }
     }
 

@@ -21,4 +21,5 @@ pub mod suggest;
 mod test_support;
 pub mod uvf_sections;
 mod vm_class_sections;
+mod vm_sched_sections;
 pub mod vm_sections;

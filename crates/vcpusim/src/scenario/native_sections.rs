@@ -35,6 +35,7 @@ const NOT_NATIVE: &[(&str, &str)] = &[
     ("type", "a VM class"),
     ("u_factor", "a u-factor"),
     ("sched_pe", "VM class changes"),
+    ("sched", "settings for a VM scheduling policy"),
     ("uvf", "urgent-vCPU-first features (they act on virtual IPIs)"),
     ("memory", "memory for xl's NUMA placement"),
     ("numa_placement", "xl's NUMA placement"),

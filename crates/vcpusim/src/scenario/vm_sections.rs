@@ -13,6 +13,7 @@ use super::section::{error, valid_name, Section};
 use super::spec::{HostSpec, VmSpec};
 use super::suggest::with_suggestion;
 use super::vm_class_sections::{sched_pe, vm_class};
+use super::vm_sched_sections::vm_sched;
 use super::{contention_sections, sections, uvf_sections};
 use crate::error::SimError;
 use crate::guest::config::{GuestConfig, PvFeatures};
@@ -29,8 +30,8 @@ use toml::Value;
 
 /// Keys of one `[[vm]]` entry.
 pub(super) const VM_KEYS: &[&str] = &[
-    "name", "count", "vcpus", "weight", "type", "u_factor", "sched_pe", "workload", "threads", "iterations", "params", "program", "guest",
-    "uvf", "pool", "cpus", "cpus_soft", "cap", "memory_nodes", "contention", "memory", "numa_placement", "bare_metal", "native",
+    "name", "count", "vcpus", "weight", "type", "u_factor", "sched_pe", "sched", "workload", "threads", "iterations", "params", "program",
+    "guest", "uvf", "pool", "cpus", "cpus_soft", "cap", "memory_nodes", "contention", "memory", "numa_placement", "bare_metal", "native",
 ];
 
 /// Xen's CSCHED_DEFAULT_WEIGHT (xen/common/sched/credit.c); equal weights give equal shares.
@@ -145,6 +146,20 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask, t
         }
         None => placement_keys(section, host, name, vcpus)?,
     };
+    // The class's settings (hybrid's), then `[vm.sched]`'s for the pool's policy, at the start
+    // and after each class change.
+    let mut sched_params = class.params();
+    let mut sched_pe = sched_pe;
+    if bare.is_none() && !native {
+        let spec = &host.pools[pool];
+        let kind = policies::find(&spec.policy).expect("pool policies are checked against the registry");
+        let own = vm_sched(section, spec, kind, name)?;
+        for params in std::iter::once(&mut sched_params).chain(sched_pe.iter_mut().map(|c| &mut c.params)) {
+            for (key, value) in own.iter() {
+                params.set(key, value.clone());
+            }
+        }
+    }
     if native {
         native_sections::check_host(section, host, pool)?;
     }
@@ -212,7 +227,7 @@ fn vm(section: &Section, guest: &GuestConfig, host: &HostSpec, free: &CpuMask, t
         program,
         guest,
         uvf,
-        sched_params: class.params(),
+        sched_params,
         sched_pe,
         pool,
         cpus,

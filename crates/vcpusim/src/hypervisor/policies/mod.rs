@@ -49,6 +49,12 @@ pub trait PolicyKind: Sync {
     fn name(&self) -> &'static str;
     fn describe(&self) -> &'static str;
     fn params(&self) -> Vec<ParamSpec>;
+    /// The per-VM settings the policy reads (`[vm.sched]`, checked against these specs, defaults
+    /// filled in), which reach it in `VmSched::params` at `adjust`: Xen's per-scheduler member
+    /// of `xen_domctl_scheduler_op`'s union. None by default.
+    fn vm_params(&self) -> Vec<ParamSpec> {
+        Vec::new()
+    }
     fn build(&self, params: &Params, host: HostShape) -> Box<dyn Policy>;
     /// Default pause-loop-exit window growth factor under this policy (`[host.ple] grow`):
     /// KVM's ple_window_grow = 2 (arch/x86/kvm/vmx/vmx.c); Xen keeps its window fixed (1).
