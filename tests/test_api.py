@@ -52,6 +52,10 @@ def test_from_toml_names_the_file_in_errors(tmp_path):
     # The TOML text itself, a likely slip: said so, and where the text goes.
     with pytest.raises(vcpusim.ScenarioError, match=r"got TOML text, not a file path: give the text to vcpusim\.Scenario\(text\)"):
         vcpusim.Scenario.from_toml(SMALL_SCENARIO)
+    # ... also when the text is longer than a file name may be (the open fails as "name too long").
+    long_text = SMALL_SCENARIO + "\n# " + "x" * 300 + "\n"
+    with pytest.raises(vcpusim.ScenarioError, match=r"^from_toml: path: got TOML text, not a file path"):
+        vcpusim.load(long_text)
     assert vcpusim.Scenario(SMALL_SCENARIO).info["pcpus"] > 0, "what the message advises loads"
 
 

@@ -202,12 +202,15 @@ class Scenario:
                 raise ScenarioError(f"{path}: larger than {MAX_SCENARIO_BYTES >> 20} MiB; a scenario is a TOML text "
                                     "file (is this the right file?)")
             text = data.decode("utf-8")
-        except FileNotFoundError:
-            if "\n" in str(path):
+        except OSError as e:
+            # TOML text passed as a path fails as a missing file, or, when long, as a name too long.
+            if "\n" in str(path) and not isinstance(e, (IsADirectoryError, PermissionError)):
                 raise ScenarioError("from_toml: path: got TOML text, not a file path: "
                                     "give the text to vcpusim.Scenario(text)") from None
-            raise ScenarioError(f"{path}: no such scenario file") from None
-        except (OSError, UnicodeDecodeError) as e:
+            if isinstance(e, FileNotFoundError):
+                raise ScenarioError(f"{path}: no such scenario file") from None
+            raise ScenarioError(f"{path}: cannot read the scenario: {e}") from None
+        except UnicodeDecodeError as e:
             raise ScenarioError(f"{path}: cannot read the scenario: {e}") from None
         return cls(text, str(path))
 
