@@ -169,7 +169,7 @@ impl Params {
         self.values.get(name)
     }
     fn get(&self, name: &str) -> &ParamValue {
-        self.values.get(name).unwrap_or_else(|| panic!("parameter {name:?} is not declared by its spec list"))
+        self.value(name).unwrap_or_else(|| panic!("parameter {name:?} is not declared by its spec list"))
     }
     pub fn duration(&self, name: &str) -> Nanos {
         match self.get(name) {

@@ -70,13 +70,6 @@ pub struct UvfConfig {
     pub vms: Vec<UvfVm>,
 }
 
-impl UvfConfig {
-    /// `host`, with no VM's feature on.
-    pub fn host_only(host: UvfHost) -> Self {
-        UvfConfig { host, vms: Vec::new() }
-    }
-}
-
 /// UVF state of one host.
 #[derive(Clone, Debug)]
 pub struct Uvf {
@@ -315,7 +308,7 @@ mod tests {
     use super::*;
 
     fn uvf() -> Uvf {
-        Uvf::new(UvfConfig::host_only(UvfHost::default()), 4, 2)
+        Uvf::new(UvfConfig::default(), 4, 2)
     }
 
     #[test]
