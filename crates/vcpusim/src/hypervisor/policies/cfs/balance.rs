@@ -21,7 +21,7 @@
 //! The seed-000 placements (`balance`, `lc-balance`) bar moves as policies/balance_placement.rs says;
 //! a barred vCPU counts as pinned.
 
-use super::domains::{Domain, POWER_SCALE};
+use super::domains::{group_capacity, Domain, POWER_SCALE};
 use super::{Cfs, NICE_0_LOAD};
 use crate::hardware::cpumask::CpuMask;
 use crate::hypervisor::policies::balance_placement::{self, Placement};
@@ -90,15 +90,8 @@ struct SdStats {
     group_imb: bool,
 }
 
-/// `DIV_ROUND_CLOSEST(power, SCHED_POWER_SCALE)`, with `fix_small_capacity` for hardware
-/// threads (their power is all there: no RT load).
 fn capacity(sd: &Domain, power: u64) -> u64 {
-    let c = (power + POWER_SCALE / 2) / POWER_SCALE;
-    if c == 0 && sd.sd.share_cpupower {
-        1
-    } else {
-        c
-    }
+    group_capacity(&sd.sd, power)
 }
 
 impl Cfs {
@@ -258,7 +251,7 @@ impl Cfs {
         let mut ld_moved = false;
         let (min_interval, max_interval, nice) = (sd.sd.min_interval, sd.sd.max_interval, sd.sd.cache_nice_tries);
         let outcome = loop {
-            let (found, balance) = self.find_busiest_group(this, &sd, idle, &cpus);
+            let (found, balance) = self.find_busiest_group(this, level, &sd, idle, &cpus);
             if !balance {
                 break Outcome::Balanced(false);
             }
@@ -323,7 +316,17 @@ impl Cfs {
 
     /// `find_busiest_group`: (the busiest group's index in `sd.groups` and the weighted load to
     /// move, if there is an imbalance worth fixing; whether `this` balances at this level).
-    fn find_busiest_group(&self, this: usize, sd: &Domain, idle: CpuIdle, cpus: &CpuMask) -> (Option<(usize, u64)>, bool) {
+    /// When no group but the local one could be the busiest, the answer is known without the
+    /// pass over the span (lb_candidates.rs).
+    fn find_busiest_group(&self, this: usize, level: usize, sd: &Domain, idle: CpuIdle, cpus: &CpuMask) -> (Option<(usize, u64)>, bool) {
+        if !self.lb_candidates.others(this, level) {
+            return (None, idle == CpuIdle::NewlyIdle || self.balance_cpu(sd, cpus) == this);
+        }
+        self.find_busiest_group_scan(this, sd, idle, cpus)
+    }
+
+    /// `find_busiest_group` as Linux computes it, from every pCPU of the span.
+    fn find_busiest_group_scan(&self, this: usize, sd: &Domain, idle: CpuIdle, cpus: &CpuMask) -> (Option<(usize, u64)>, bool) {
         let Some(mut sds) = self.update_sd_lb_stats(this, sd, idle, cpus) else { return (None, false) };
         let Some(busiest) = sds.busiest.filter(|_| sds.busiest_nr_running > 0) else { return (None, true) };
         sds.avg_load = POWER_SCALE * sds.total_load / sds.total_pwr;
@@ -385,6 +388,13 @@ impl Cfs {
         Some(sds)
     }
 
+    /// The local group's balancing pCPU (`update_sg_lb_stats`' `balance_cpu`): its first idle
+    /// pCPU of `cpus`, or its first.
+    fn balance_cpu(&self, sd: &Domain, cpus: &CpuMask) -> usize {
+        let g = &sd.groups[0];
+        g.cpus.iter().copied().find(|&i| cpus.contains(PcpuId(i as u32)) && self.idle_cpu(i)).unwrap_or(g.cpus[0])
+    }
+
     /// `update_sg_lb_stats`; None when the local group's balancing pCPU (its first idle one, or
     /// its first) is not `this` (periodic balancing only).
     #[allow(clippy::too_many_arguments)]
@@ -399,17 +409,14 @@ impl Cfs {
         cpus: &CpuMask,
     ) -> Option<SgStats> {
         let g = &sd.groups[gi];
+        if idle != CpuIdle::NewlyIdle && local && self.balance_cpu(sd, cpus) != this {
+            return None;
+        }
         let mut s = SgStats::default();
-        let mut balance_cpu = g.cpus[0];
-        let mut first_idle = false;
         let (mut max_cpu_load, mut min_cpu_load, mut max_nr_running) = (0u64, u64::MAX, 0u64);
         // for_each_cpu_and(i, sched_group_cpus(group), cpus)
         for &i in g.cpus.iter().filter(|&&i| cpus.contains(PcpuId(i as u32))) {
             let load = if local {
-                if self.idle_cpu(i) && !first_idle {
-                    first_idle = true;
-                    balance_cpu = i;
-                }
                 self.target_load(i, idx)
             } else {
                 let load = self.source_load(i, idx);
@@ -426,9 +433,6 @@ impl Cfs {
             if self.idle_cpu(i) {
                 s.idle_cpus += 1;
             }
-        }
-        if idle != CpuIdle::NewlyIdle && local && balance_cpu != this {
-            return None;
         }
         s.avg_load = s.group_load * POWER_SCALE / g.power;
         let avg_load_per_task = s.sum_weighted_load.checked_div(s.sum_nr_running).unwrap_or(0);
@@ -766,6 +770,7 @@ mod tests {
     use crate::ids::VmId;
     use crate::params::Params;
     use crate::time::MS;
+    use rand::Rng;
 
     /// One VM of `n` vCPUs on `npcpus` flat pCPUs: the host tables a policy call needs.
     struct Host {
@@ -779,6 +784,13 @@ mod tests {
     impl Host {
         fn new(npcpus: u32, n: u32) -> Self {
             Self::with_vms(npcpus, &[(n, 256)])
+        }
+
+        /// One VM of `n` vCPUs on the pCPUs of `topology`.
+        fn on(topology: Topology, n: u32) -> Self {
+            let mut host = Self::new(topology.npcpus() as u32, n);
+            host.topology = topology;
+            host
         }
 
         /// VMs of (vCPUs, weight) on `npcpus` flat pCPUs.
@@ -886,5 +898,56 @@ mod tests {
         assert!(moved, "a hot vCPU should move after 2 failures (nr_balance_failed > cache_nice_tries)");
         assert_eq!((c.rqs[0].nr_running, c.rqs[1].nr_running), (1, 1));
         assert_eq!(c.rqs[1].sd[0].nr_balance_failed, 0);
+    }
+
+    #[test]
+    fn a_balance_without_candidates_answers_as_the_scan_over_the_span() {
+        // vCPUs queued, moved and dequeued at random on hosts with SMT, socket and node levels:
+        // after each change, wherever the candidate counts skip the pass, the pass finds no
+        // busiest group and gives the same `balance`, for every idle type, on the whole span
+        // and on the span less a random pCPU (a retry's `cpus`).
+        let mut skipped = 0;
+        for (topo, _) in super::super::domains::test_hosts_and_pools().into_iter().filter(|(t, _)| t.npcpus() <= 32) {
+            let n = topo.npcpus();
+            let nv = 2 * n;
+            let mut host = Host::on(topo, nv as u32);
+            let params = Params::defaults(&CfsKind.params());
+            let mut c = Cfs::new(&params, HostShape::new(n as u32, nv as u32, 1));
+            host.call(0, |ctx| {
+                c.adjust(ctx, VmId(0), &VmSched::with_weight(256));
+                c.start_ticks(ctx);
+            });
+            let mut rng = crate::engine::rng::stream(11, "lb_candidates");
+            for step in 0..400 {
+                let v = rng.random_range(0..nv);
+                if c.se[v].rq.is_some() {
+                    c.dequeue_task(0, VcpuId(v as u32), 0, true);
+                }
+                if rng.random_range(0..3) > 0 {
+                    c.vcpu_vm[v] = 0;
+                    c.enqueue_task(0, VcpuId(v as u32), 0, rng.random_range(0..n), Enqueue::Relative);
+                }
+                c.lb_candidates.check(&c.domains, |p| c.rqs[p].nr_running).unwrap_or_else(|e| panic!("step {step}: {e}"));
+                let drop = rng.random_range(0..n);
+                for this in 0..n {
+                    for level in 0..c.domains[this].len() {
+                        let sd = c.domains[this][level].clone();
+                        let mut less = (*sd.span_mask).clone();
+                        if drop != this {
+                            less.remove(PcpuId(drop as u32));
+                        }
+                        for cpus in [(*sd.span_mask).clone(), less] {
+                            for idle in [CpuIdle::Idle, CpuIdle::NotIdle, CpuIdle::NewlyIdle] {
+                                let fast = c.find_busiest_group(this, level, &sd, idle, &cpus);
+                                let scan = c.find_busiest_group_scan(this, &sd, idle, &cpus);
+                                assert_eq!(fast, scan, "step {step}, pCPU {this}, level {level}, {idle:?}");
+                                skipped += !c.lb_candidates.others(this, level) as u32;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(skipped > 10_000, "too few skipped passes compared: {skipped}");
     }
 }

@@ -144,6 +144,17 @@ pub(crate) const SD_NODE: SdParams = SdParams {
     prefer_sibling: false,
 };
 
+/// `DIV_ROUND_CLOSEST(power, SCHED_POWER_SCALE)`, with `fix_small_capacity` for hardware
+/// threads (their power is all there: no RT load).
+pub(crate) fn group_capacity(sd: &SdParams, power: u64) -> u64 {
+    let c = (power + POWER_SCALE / 2) / POWER_SCALE;
+    if c == 0 && sd.share_cpupower {
+        1
+    } else {
+        c
+    }
+}
+
 /// A `struct sched_group`: its pCPUs (increasing) and its power. Its pCPU list is the child
 /// level's span, shared with it (`Arc`).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -15,6 +15,8 @@
 //!   `yield_task_fair`, `scheduler_tick`) and the `Policy` glue;
 //! - `shares.rs`: group shares (`update_cfs_load`, `calc_cfs_shares`, `update_cfs_shares`);
 //! - `domains.rs`: the scheduling domains of the host topology;
+//! - `lb_candidates.rs`: per domain, the groups that could be the busiest (a balance with
+//!   none ends without reading the span);
 //! - `balance.rs`: `rebalance_domains`, `load_balance`, `find_busiest_group`, `move_tasks`,
 //!   active balancing, `idle_balance`, `cpu_load[]`;
 //! - `select.rs`: `select_task_rq_fair` for wakeups (`wake_affine`, `select_idle_sibling`) and
@@ -53,6 +55,7 @@ const BW_TIMER: u64 = 1 << 33;
 mod balance;
 mod bandwidth;
 pub(crate) mod domains;
+mod lb_candidates;
 mod select;
 mod shares;
 mod timeline;
@@ -64,6 +67,7 @@ mod yield_to;
 use crate::hypervisor::kvm::{KvmSpin, KvmVersion};
 use bandwidth::Bandwidth;
 use domains::{Domain, SdState};
+use lb_candidates::LbCandidates;
 use shares::{LoadAvg, TaskGroup};
 use timeline::Timeline;
 
@@ -287,7 +291,7 @@ pub struct Cfs {
     rqs: Vec<Rq>,
     /// The pCPUs that are `idle_cpu` (no current entity, nothing queued). The running task
     /// counts in `nr_running` until it is dequeued, so only an enqueue, a dequeue or a run
-    /// queue's reset changes the answer; each of them calls `note_idle`, and `check` holds the
+    /// queue's reset changes the answer; each of them calls `note_rq`, and `check` holds the
     /// mask to the run queues. `select_idle_sibling`'s walk of a level of one-pCPU groups reads
     /// it instead of every run queue (select.rs).
     idle: crate::hardware::cpumask::CpuMask,
@@ -295,6 +299,9 @@ pub struct Cfs {
     /// Each pool pCPU's scheduling domains, bottom up (domains.rs); shared so the balancer can
     /// hold one while it changes the run queues.
     domains: Vec<Vec<Arc<Domain>>>,
+    /// Per domain, the groups that could be `find_busiest_group`'s busiest (lb_candidates.rs):
+    /// a balance with none ends without reading the span.
+    lb_candidates: LbCandidates,
     /// `load_balance_tmpmask`: the scratch `cpus` mask of `load_balance` (balance.rs).
     lb_cpus: crate::hardware::cpumask::CpuMask,
     /// Scratch copies for the walks that change what they walk (a pull takes a vCPU off the
@@ -360,6 +367,7 @@ impl Cfs {
             idle: crate::hardware::cpumask::CpuMask::full(npcpus),
             tgs: vec![TaskGroup::default(); host.nvms as usize],
             domains: vec![Vec::new(); npcpus],
+            lb_candidates: LbCandidates::without_domains(npcpus),
             lb_cpus: crate::hardware::cpumask::CpuMask::empty(),
             walk_leaf: Vec::new(),
             walk_h_load: Vec::new(),
@@ -536,7 +544,7 @@ impl Cfs {
             self.set_root_load(p, self.rqs[p].root.load + w);
         }
         self.rqs[p].nr_running += 1;
-        self.note_idle(p);
+        self.note_rq(p);
     }
 
     /// `dequeue_task_fair` of vCPU `v` from its run queue. `sleep` (`DEQUEUE_SLEEP`) keeps its
@@ -598,7 +606,7 @@ impl Cfs {
             }
         }
         self.rqs[p].nr_running -= 1;
-        self.note_idle(p);
+        self.note_rq(p);
     }
 
     /// Move queued `v` to pCPU `to` keeping its lag (`pull_task`: `deactivate_task`,
@@ -932,11 +940,13 @@ impl Cfs {
         self.rqs[p].root.curr.is_none() && self.rqs[p].nr_running == 0
     }
 
-    /// Bring `idle`'s bit of `p` up to date (after its `nr_running` changed or it was reset).
+    /// Bring `idle`'s bit of `p` and the busiest-group candidates up to date (after its `nr_running`
+    /// changed or it was reset).
     #[inline]
-    fn note_idle(&mut self, p: usize) {
+    fn note_rq(&mut self, p: usize) {
         let idle = self.idle_cpu(p);
         self.idle.put(PcpuId(p as u32), idle);
+        self.lb_candidates.note(p, self.rqs[p].nr_running);
     }
 
     /// The root run queue's weight (`weighted_cpuload`, `rq->load.weight`).
@@ -983,6 +993,7 @@ impl Cfs {
             }
         }
         self.domains = built.into_iter().map(|doms| doms.into_iter().map(Arc::new).collect()).collect();
+        self.lb_candidates = LbCandidates::build(&self.domains, |p| self.rqs[p].nr_running);
         let jiffies = self.jiffies(ctx.now());
         for p in 0..self.npcpus {
             self.rqs[p].sd = domains::initial_state(self.domains[p].len(), jiffies);
@@ -1286,7 +1297,7 @@ impl Policy for Cfs {
             Rq { root: CfsRq { min_vruntime: self.rqs[p].root.min_vruntime, ..CfsRq::default() }, tick_timer: timer, ..Rq::default() };
         // The reset emptied the run queue; the placement's index and the idle mask hear it here.
         self.set_root_load(p, 0);
-        self.note_idle(p);
+        self.note_rq(p);
         // scheduler_tick stops with the CPU.
         if let Some(timer) = timer {
             ctx.stop_timer(&timer);
@@ -1308,7 +1319,7 @@ impl Policy for Cfs {
         };
         // As in `remove_pcpu`: the index and the idle mask hear of the emptied run queue.
         self.set_root_load(p, 0);
-        self.note_idle(p);
+        self.note_rq(p);
         self.rebuild_domains(ctx);
         if self.ticks_started {
             let timer = *self.rqs[p].tick_timer.get_or_insert_with(|| ctx.init_timer(p as u64));
@@ -1342,6 +1353,7 @@ impl Policy for Cfs {
                 self.idle_cpu(p)
             ));
         }
+        self.lb_candidates.check(&self.domains, |p| self.rqs[p].nr_running)?;
         for p in 0..self.rqs.len() {
             let rq = &self.rqs[p];
             // Per VM: the load and count of its vCPUs on this pCPU.
