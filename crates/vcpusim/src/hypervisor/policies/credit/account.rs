@@ -131,10 +131,10 @@ impl Credit {
             let per_unit = credit_fair.div_ceil(n) as i64;
 
             for &v in &units {
-                let svc = &mut self.vcpus[v.idx()];
-                svc.credit += per_unit;
-                if svc.credit < 0 {
-                    svc.pri = PRI_OVER;
+                self.vcpus[v.idx()].credit += per_unit;
+                if self.vcpus[v.idx()].credit < 0 {
+                    self.set_pri(v, PRI_OVER);
+                    let svc = &self.vcpus[v.idx()];
                     // "Park running UNITs of capped-out domains".
                     if cap != 0 && svc.credit < -(credit_cap as i64) && !svc.parked {
                         self.park(ctx, v);
@@ -143,9 +143,9 @@ impl Credit {
                     let svc = &mut self.vcpus[v.idx()];
                     svc.credit = svc.credit.max(-cpt);
                 } else {
-                    svc.pri = PRI_UNDER;
+                    self.set_pri(v, PRI_UNDER);
                     // "Unpark any capped domains whose credits go positive".
-                    if svc.parked {
+                    if self.vcpus[v.idx()].parked {
                         self.unpark(ctx, v);
                     }
                     let svc = &mut self.vcpus[v.idx()];
@@ -172,7 +172,7 @@ impl Credit {
         // "If the UNIT is found here, then it's consuming a non-negligeable amount of CPU
         // resources and should no longer be boosted."
         if self.vcpus[v.idx()].pri == PRI_BOOST {
-            self.vcpus[v.idx()].pri = PRI_UNDER;
+            self.set_pri(v, PRI_UNDER);
         }
         if self.cfg.xen.tick_sampled_debit() {
             // Xen 3.3: "atomic_sub(CSCHED_CREDITS_PER_TICK, &svc->credit)", whatever part of the

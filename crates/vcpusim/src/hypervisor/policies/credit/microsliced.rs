@@ -59,10 +59,11 @@ impl Credit {
         let val = ran * CREDITS_PER_MSEC + svc.residual;
         svc.residual = val % MS;
         svc.credit -= (val / MS) as i64;
-        svc.pri = PRI_UNDER;
+        self.set_pri(v, PRI_UNDER);
         if ctx.host.vcpu(v).state == VcpuState::Halted {
             return;
         }
+        let svc = &mut self.vcpus[v.idx()];
         svc.awake = true;
         if svc.parked {
             return;

@@ -127,6 +127,44 @@ const PRI_OVER: Pri = -2;
 /// The idle unit; in this model, an empty run queue.
 const PRI_IDLE: Pri = -64;
 
+/// A run queue's vCPUs counted by priority (BOOST, UNDER, OVER, IDLE), kept by `runq_insert`,
+/// `runq_remove` and `set_pri`. Xen walks its list at each `__runq_insert`; the walk ends at the
+/// first lower-priority vCPU, so when the counts say there is none it would reach the tail: the
+/// same place, found without the walk (O(queue) per insert made a host of 262,144 waiting vCPUs
+/// quadratic to set up).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct PriCounts([u32; 4]);
+
+impl PriCounts {
+    const LEVELS: [Pri; 4] = [PRI_BOOST, PRI_UNDER, PRI_OVER, PRI_IDLE];
+
+    fn slot(pri: Pri) -> usize {
+        Self::LEVELS.iter().position(|&l| l == pri).expect("credit: a priority outside BOOST, UNDER, OVER, IDLE")
+    }
+
+    fn add(&mut self, pri: Pri) {
+        self.0[Self::slot(pri)] += 1;
+    }
+
+    fn sub(&mut self, pri: Pri) {
+        self.0[Self::slot(pri)] -= 1;
+    }
+
+    /// Whether a counted vCPU has a priority below `pri`.
+    fn any_below(&self, pri: Pri) -> bool {
+        self.0[Self::slot(pri) + 1..].iter().any(|&n| n > 0)
+    }
+
+    /// The counts of the vCPUs of `runq`.
+    fn of(runq: &[VcpuId], vcpus: &[CreditVcpu]) -> Self {
+        let mut c = PriCounts::default();
+        for v in runq {
+            c.add(vcpus[v.idx()].pri);
+        }
+        c
+    }
+}
+
 /// Timer kinds, in the top 4 bits of a timer key; per-pCPU timers carry their pCPU below.
 /// `csched_acct` on the master pCPU (`prv->master_ticker`).
 const TIMER_ACCT: u64 = 1;
@@ -413,6 +451,9 @@ impl CreditVcpu {
 struct CreditPcpu {
     /// Waiting vCPUs, best first. The idle unit is implicit at the tail.
     runq: Vec<VcpuId>,
+    /// How many of `runq` hold each priority (`PriCounts`): an insertion behind every vCPU of
+    /// its priority or higher goes to the tail without a walk when none is lower.
+    runq_pri: PriCounts,
     /// The vCPU this pCPU runs (the last `do_schedule` answer); `None` is the idle unit.
     curr: Option<VcpuId>,
     /// Accounting epoch of the last run-queue sort (`runq_sort_last`).
@@ -518,6 +559,7 @@ impl Credit {
         let npcpus = host.npcpus as usize;
         let pcpu = CreditPcpu {
             runq: Vec::new(),
+            runq_pri: PriCounts::default(),
             curr: None,
             runq_sort_last: 0,
             idle_bias: npcpus.saturating_sub(1),
@@ -617,12 +659,19 @@ impl Credit {
         let svc = &self.vcpus[v.idx()];
         assert!(svc.queued_on.is_none(), "credit: vCPU {v} is queued twice");
         let (p, pri, yielding) = (svc.processor, svc.pri, svc.yielding);
-        let runq = &self.pcpus[p.idx()].runq;
-        let mut at = runq.iter().position(|u| pri > self.vcpus[u.idx()].pri).unwrap_or(runq.len());
+        let pc = &self.pcpus[p.idx()];
+        let runq = &pc.runq;
+        let mut at = if pc.runq_pri.any_below(pri) {
+            runq.iter().position(|u| pri > self.vcpus[u.idx()].pri).unwrap_or(runq.len())
+        } else {
+            runq.len()
+        };
         if yielding && at < runq.len() {
             at += 1;
         }
-        self.pcpus[p.idx()].runq.insert(at, v);
+        let pc = &mut self.pcpus[p.idx()];
+        pc.runq.insert(at, v);
+        pc.runq_pri.add(pri);
         self.vcpus[v.idx()].queued_on = Some(p);
         self.note_load(p.idx());
     }
@@ -630,9 +679,22 @@ impl Credit {
     /// `__runq_remove`: also clears the YIELD flag ("Clear YIELD flag when scheduling back in").
     fn runq_remove(&mut self, v: VcpuId) {
         let p = self.vcpus[v.idx()].queued_on.take().expect("credit: removing a vCPU that is not queued");
-        self.pcpus[p.idx()].runq.retain(|u| *u != v);
+        let pc = &mut self.pcpus[p.idx()];
+        pc.runq.retain(|u| *u != v);
+        pc.runq_pri.sub(self.vcpus[v.idx()].pri);
         self.vcpus[v.idx()].yielding = false;
         self.note_load(p.idx());
+    }
+
+    /// Set `v`'s priority (`svc->pri = ...`), keeping its run queue's counts if it waits in one.
+    fn set_pri(&mut self, v: VcpuId, pri: Pri) {
+        let svc = &mut self.vcpus[v.idx()];
+        if let Some(p) = svc.queued_on {
+            let counts = &mut self.pcpus[p.idx()].runq_pri;
+            counts.sub(svc.pri);
+            counts.add(pri);
+        }
+        svc.pri = pri;
     }
 
     /// Keep `overloaded` in step with pCPU `p`'s run queue and current vCPU (called after every
@@ -680,8 +742,8 @@ impl Policy for Credit {
         let svc = &mut self.vcpus[v.idx()];
         svc.vm = info.vm;
         svc.processor = PcpuId(info.last_pcpu.0.min(self.pcpus.len() as u32 - 1));
-        svc.pri = PRI_UNDER;
         svc.awake = true;
+        self.set_pri(v, PRI_UNDER);
         if self.master_ticker.is_none() {
             // init_pdata: the master pCPU's accounting timer, first at one tslice.
             let ticker = ctx.init_timer(TIMER_ACCT << KIND_SHIFT);
@@ -971,6 +1033,7 @@ impl Policy for Credit {
             svc.last_sched_time = now;
             moving.push(c);
         }
+        self.pcpus[p].runq_pri = PriCounts::default();
         for v in std::mem::take(&mut self.pcpus[p].runq) {
             let svc = &mut self.vcpus[v.idx()];
             svc.queued_on = None;
@@ -1002,6 +1065,7 @@ impl Policy for Credit {
         let p = pcpu.idx();
         let fresh = CreditPcpu {
             runq: Vec::new(),
+            runq_pri: PriCounts::default(),
             curr: None,
             runq_sort_last: self.runq_sort,
             idle_bias: self.pcpus.len().saturating_sub(1),
@@ -1043,6 +1107,9 @@ impl Policy for Credit {
         }
         let mut queued = vec![0u32; host.vcpus.len()];
         for (p, pc) in self.pcpus.iter().enumerate().filter(|(p, _)| host.owns_pcpu(PcpuId(*p as u32))) {
+            if pc.runq_pri != PriCounts::of(&pc.runq, &self.vcpus) {
+                return Err(format!("credit: pCPU {p}'s priority counts {:?} do not match its run queue", pc.runq_pri));
+            }
             for &v in &pc.runq {
                 queued[v.idx()] += 1;
                 let svc = &self.vcpus[v.idx()];

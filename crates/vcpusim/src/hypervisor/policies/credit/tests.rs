@@ -70,7 +70,7 @@ pub(super) fn hand_set(xen: Xen, n: u32, nvcpus: u32, over: &[usize], runs: &[Op
     for v in 0..nvcpus as usize {
         h.vcpus[v].state = VcpuState::Halted;
         if over.contains(&v) {
-            h.policy.vcpus[v].pri = PRI_OVER;
+            h.policy.set_pri(VcpuId(v as u32), PRI_OVER);
         }
     }
     for p in 0..n as usize {
@@ -449,6 +449,58 @@ fn insert_spreads_vcpus_over_idle_pcpus() {
 }
 
 #[test]
+fn runq_insert_lands_where_the_walk_does_whatever_the_priorities_became() {
+    // Random inserts (yielding or not), removals, priority changes of queued vCPUs (as an
+    // accounting period makes them) and sorts on one run queue: each insert lands where
+    // `__runq_insert`'s walk from the head would put it, and the counts match the queue.
+    let nv = 24;
+    let mut h = FakeHost::new(Topology::flat(1), &[(nv, 256)], cfg());
+    for _ in 0..nv {
+        let mut svc = CreditVcpu::new(VmId(0), PcpuId(0));
+        svc.awake = true;
+        h.policy.vcpus.push(svc);
+    }
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rnd = move |m: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % m
+    };
+    let levels = [PRI_BOOST, PRI_UNDER, PRI_OVER];
+    let mut tail_inserts = 0;
+    for step in 0..5_000 {
+        let v = VcpuId(rnd(nv as u64) as u32);
+        let queued = h.policy.vcpus[v.idx()].queued_on.is_some();
+        match rnd(4) {
+            0 | 1 if !queued => {
+                h.policy.set_pri(v, levels[rnd(3) as usize]);
+                h.policy.vcpus[v.idx()].yielding = rnd(3) == 0;
+                let (pri, yielding) = (h.policy.vcpus[v.idx()].pri, h.policy.vcpus[v.idx()].yielding);
+                let runq = h.policy.pcpus[0].runq.clone();
+                let mut want = runq.clone();
+                let mut at = runq.iter().position(|u| pri > h.policy.vcpus[u.idx()].pri).unwrap_or(runq.len());
+                tail_inserts += u32::from(at == runq.len());
+                if yielding && at < runq.len() {
+                    at += 1;
+                }
+                want.insert(at, v);
+                h.policy.runq_insert(v);
+                assert_eq!(h.policy.pcpus[0].runq, want, "step {step}");
+            }
+            0 | 1 => h.policy.runq_remove(v),
+            2 if queued => h.policy.set_pri(v, levels[rnd(3) as usize]),
+            _ => {
+                h.policy.runq_sort += 1;
+                h.policy.runq_sort(0);
+            }
+        }
+        assert_eq!(h.policy.pcpus[0].runq_pri, PriCounts::of(&h.policy.pcpus[0].runq, &h.policy.vcpus), "step {step}");
+    }
+    assert!(tail_inserts > 200, "too few inserts at the tail: {tail_inserts}");
+}
+
+#[test]
 fn runq_is_fifo_within_priority_and_yield_goes_behind_one_lower() {
     let mut h = FakeHost::new(Topology::flat(1), &[(4, 256)], cfg());
     // Queue by hand on pCPU 0: a, b UNDER, c OVER.
@@ -472,17 +524,17 @@ fn runq_is_fifo_within_priority_and_yield_goes_behind_one_lower() {
     // Taking it off the queue clears the flag; a BOOSTed vCPU goes to the front.
     h.policy.runq_remove(VcpuId(3));
     assert!(!h.policy.vcpus[3].yielding);
-    h.policy.vcpus[3].pri = PRI_BOOST;
+    h.policy.set_pri(VcpuId(3), PRI_BOOST);
     h.policy.runq_insert(VcpuId(3));
     assert_eq!(h.policy.pcpus[0].runq[0], VcpuId(3));
     // Sorting after an accounting period moves UNDERs ahead of OVERs, stably.
-    h.policy.vcpus[0].pri = PRI_OVER;
+    h.policy.set_pri(VcpuId(0), PRI_OVER);
     h.policy.runq_sort += 1;
     h.policy.runq_sort(0);
     assert_eq!(h.policy.pcpus[0].runq, vec![VcpuId(3), VcpuId(1), VcpuId(0), VcpuId(2)]);
     // The next period's sort starts from an empty scratch list (it is kept between sorts).
-    h.policy.vcpus[1].pri = PRI_OVER;
-    h.policy.vcpus[2].pri = PRI_UNDER;
+    h.policy.set_pri(VcpuId(1), PRI_OVER);
+    h.policy.set_pri(VcpuId(2), PRI_UNDER);
     h.policy.runq_sort += 1;
     h.policy.runq_sort(0);
     assert_eq!(h.policy.pcpus[0].runq, vec![VcpuId(3), VcpuId(2), VcpuId(1), VcpuId(0)]);
@@ -565,8 +617,8 @@ fn waking_vcpu_is_boosted_and_preempts_after_the_ratelimit() {
     assert_eq!(h.running_on(0), Some(other));
     let started = h.now;
     // It wakes 200 us later: BOOST (if UNDER), but the runner is protected by the 1 ms ratelimit.
-    h.policy.vcpus[r].pri = PRI_UNDER;
-    h.policy.vcpus[other].pri = PRI_UNDER;
+    h.policy.set_pri(VcpuId(r as u32), PRI_UNDER);
+    h.policy.set_pri(VcpuId(other as u32), PRI_UNDER);
     h.push(started + 200 * US, Ev::Wake(r));
     h.run_until(started + 200 * US);
     assert_eq!(h.svc(r).pri, PRI_BOOST);
@@ -585,8 +637,8 @@ fn without_ratelimit_a_boosted_wake_preempts_at_once() {
     let cfg = CreditConfig::new(DEFAULT_TSLICE, 0, DEFAULT_LOAD_BALANCE_RATELIMIT, 0);
     let mut h = FakeHost::new(Topology::flat(1), &[(2, 256)], cfg);
     let (r, other) = halt_the_runner(&mut h, 100 * MS);
-    h.policy.vcpus[r].pri = PRI_UNDER;
-    h.policy.vcpus[other].pri = PRI_UNDER;
+    h.policy.set_pri(VcpuId(r as u32), PRI_UNDER);
+    h.policy.set_pri(VcpuId(other as u32), PRI_UNDER);
     h.push(h.now + 10 * US, Ev::Wake(r));
     h.run_until(h.now + 10 * US);
     assert_eq!(h.running_on(0), Some(r));
@@ -596,8 +648,8 @@ fn without_ratelimit_a_boosted_wake_preempts_at_once() {
 fn wake_of_an_over_vcpu_is_not_boosted_and_does_not_preempt() {
     let mut h = FakeHost::new(Topology::flat(1), &[(2, 256)], cfg());
     let (r, other) = halt_the_runner(&mut h, 100 * MS);
-    h.policy.vcpus[r].pri = PRI_OVER;
-    h.policy.vcpus[other].pri = PRI_UNDER;
+    h.policy.set_pri(VcpuId(r as u32), PRI_OVER);
+    h.policy.set_pri(VcpuId(other as u32), PRI_UNDER);
     let t = h.now + 5 * MS;
     h.push(t, Ev::Wake(r));
     h.run_until(t + 5 * MS);
@@ -760,7 +812,7 @@ fn tickle_wakes_only_suitable_idlers_soft_first() {
     let drain = |h: &mut FakeHost| std::iter::from_fn(|| h.events.pop()).map(|(_, e)| e).collect::<Vec<Ev>>();
     assert!(drain(&mut h).iter().all(|e| !matches!(e, Ev::Resched(1))));
     // ...and a higher priority preempts cur on pCPU 0 rather than waking pCPU 1.
-    h.policy.vcpus[1].pri = PRI_BOOST;
+    h.policy.set_pri(VcpuId(1), PRI_BOOST);
     tickle(&mut h);
     assert_eq!(h.policy.idlers, idler_mask(&[false, true, false, false]));
     assert_eq!(drain(&mut h), vec![Ev::Resched(0)]);
@@ -808,7 +860,7 @@ fn a_vcpu_whose_affinity_excludes_its_pcpu_is_moved() {
     let home = h.svc(1).processor.0;
     let allowed: Vec<u32> = (0..3).filter(|&p| p != home).collect();
     h.set_affinity(1, &allowed, &[]);
-    h.policy.vcpus[1].pri = PRI_UNDER;
+    h.policy.set_pri(VcpuId(1), PRI_UNDER);
     h.push(h.now + MS, Ev::Wake(1));
     h.run_until(h.now + MS);
     assert!(allowed.contains(&h.svc(1).processor.0), "woken on {:?}", h.svc(1).processor);
@@ -824,8 +876,8 @@ fn yield_bypasses_ratelimit_and_lets_the_waiter_run() {
     h.run_until(100 * MS);
     let r = h.running_on(0).unwrap();
     let other = 1 - r;
-    h.policy.vcpus[r].pri = PRI_UNDER;
-    h.policy.vcpus[other].pri = PRI_UNDER;
+    h.policy.set_pri(VcpuId(r as u32), PRI_UNDER);
+    h.policy.set_pri(VcpuId(other as u32), PRI_UNDER);
     // Yield right after being scheduled: the ratelimit would otherwise keep it.
     h.push(h.now + 10 * US, Ev::Yield(r));
     h.run_until(h.now + 10 * US);

@@ -147,7 +147,7 @@ impl Credit {
         let svc = &mut self.vcpus[v.idx()];
         let migrating = std::mem::take(&mut svc.migrating) && migrating_flag;
         if !migrating && svc.pri == PRI_UNDER {
-            svc.pri = PRI_BOOST;
+            self.set_pri(v, PRI_BOOST);
         }
         self.runq_insert(v);
         self.runq_tickle(ctx, v);

@@ -101,8 +101,8 @@ mod tests {
                             pol.burn_credits(VcpuId(RIVAL as u32), ctx.now());
                             pol.vcpus[RIVAL].credit = 100;
                             pol.vcpus[RECIPIENT].credit = 0;
-                            pol.vcpus[RIVAL].pri = PRI_UNDER;
-                            pol.vcpus[RECIPIENT].pri = PRI_UNDER;
+                            pol.set_pri(VcpuId(RIVAL as u32), PRI_UNDER);
+                            pol.set_pri(VcpuId(RECIPIENT as u32), PRI_UNDER);
                         });
                         return h;
                     }
@@ -147,7 +147,7 @@ mod tests {
         let mut h = host(18 * MS, tlb_co(), no_ratelimit());
         ipi(&mut h, SENDER, RECIPIENT, IpiKind::TlbShootdown);
         assert_eq!(h.running_on(0), Some(RECIPIENT));
-        h.policy.vcpus[RECIPIENT].pri = PRI_UNDER;
+        h.policy.set_pri(VcpuId(RECIPIENT as u32), PRI_UNDER);
         // A sleeper wakes BOOSTed: it would preempt an UNDER runner at once, but the urgent vCPU
         // is protected until its EOI.
         h.push(h.now + 100 * US, Ev::Wake(SLEEPER));
@@ -168,7 +168,7 @@ mod tests {
             h.push(h.now, Ev::Halt(RIVAL));
             h.run_until(h.now);
             assert_eq!(h.running_on(0), Some(RECIPIENT));
-            h.policy.vcpus[RECIPIENT].pri = PRI_UNDER;
+            h.policy.set_pri(VcpuId(RECIPIENT as u32), PRI_UNDER);
             ipi(&mut h, RECIPIENT, SENDER, IpiKind::Resched);
             let at = h.now;
             h.push(at, Ev::Wake(SLEEPER));

@@ -603,7 +603,7 @@ mod rules {
         }
         h.policy.pcpus[0].curr = Some(VcpuId(0));
         h.policy.idlers = idler_mask(&[false, true]);
-        h.policy.vcpus[1].pri = PRI_BOOST;
+        h.policy.set_pri(VcpuId(1), PRI_BOOST);
         h.policy.runq_insert(VcpuId(1));
         h.call(|pol, ctx| pol.runq_tickle(ctx, VcpuId(1)));
         h.policy.vcpus[0].migrate_pending

@@ -91,13 +91,16 @@ impl Hybrid {
         true
     }
 
-    /// The first high-throughput vCPU of `p`'s queue admitted by `need` and not picked yet.
+    /// The first high-throughput vCPU of `p`'s queue admitted by `need` and not picked yet. The
+    /// queue is sorted by decreasing PE and `need` admits a PE or none below it, so the walk ends
+    /// at the first vCPU it refuses (all behind it are refused too).
     fn first_local_hit(&self, host: &HostView, p: PcpuId, need: Need) -> Option<VcpuId> {
         self.pcpus[p.idx()]
             .runq
             .iter()
             .copied()
-            .find(|v| self.is_hit_vcpu(host, *v) && need.admits(self.vcpus[v.idx()].pe) && !self.is_assigned(*v))
+            .take_while(|v| need.admits(self.vcpus[v.idx()].pe))
+            .find(|v| self.is_hit_vcpu(host, *v) && !self.is_assigned(*v))
     }
 
     /// Balancing (Algorithm 4 line 11): the queued high-throughput vCPU of largest PE on another
