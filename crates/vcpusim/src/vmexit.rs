@@ -247,6 +247,11 @@ pub enum Next {
     /// acknowledgement it waits for): that vCPU re-checks at once. Not an exit: it is how the
     /// model ends an open-ended spin. The host then enters this vCPU again.
     Poke(VcpuId),
+    /// The entered vCPU stored to a line the kernel spinner on vCPU `VcpuId` polls (its lock
+    /// word: a ticket taken, a lock released) without ending its wait: the spinner's next load
+    /// misses, which may break its PAUSE loop in two (`PLE_Gap`). The host then enters this vCPU
+    /// again.
+    Store(VcpuId),
     /// A flag that the thread running on vCPU `VcpuId` polls in its own code was set (a
     /// Tascell task request): if that vCPU is executing the thread's user work, the host ends
     /// the work there and enters it again, so it reaches its poll point at once. The host then

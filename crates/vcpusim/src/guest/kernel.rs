@@ -148,6 +148,13 @@ pub struct GuestKernel {
     /// vCPUs whose spinning thread must re-check what it polls, in the order the stores
     /// happened; `run` hands them to the host one at a time (`Next::Poke`).
     pub pokes: VecDeque<VcpuId>,
+    /// vCPUs whose kernel spinner's polled lock word another vCPU just stored to, in order;
+    /// `run` hands them to the host one at a time (`Next::Store`). Filled only with
+    /// `watch_stores`.
+    pub stores: VecDeque<VcpuId>,
+    /// The host asked to hear of stores to a polled lock word (its pause-loop exiting has a
+    /// `PLE_Gap` that a reload's miss can exceed: `Ple::store_restarts_loop`).
+    pub watch_stores: bool,
     /// Instantaneous steps run in a row without any of its vCPUs starting timed work or a spin
     /// (the runaway-program guard, `guest/run.rs`).
     pub zero_time_steps: u64,

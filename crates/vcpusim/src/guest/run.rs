@@ -45,6 +45,9 @@ impl GuestKernel {
         if let Some(u) = self.pokes.pop_front() {
             return Next::Poke(u);
         }
+        if let Some(u) = self.stores.pop_front() {
+            return Next::Store(u);
+        }
         if let Some(u) = self.polls.pop_front() {
             return Next::Poll(u);
         }
@@ -135,6 +138,9 @@ impl GuestKernel {
             }
             if let Some(u) = self.pokes.pop_front() {
                 return Next::Poke(u);
+            }
+            if let Some(u) = self.stores.pop_front() {
+                return Next::Store(u);
             }
             if let Some(u) = self.polls.pop_front() {
                 return Next::Poll(u);
@@ -307,36 +313,49 @@ impl GuestKernel {
                 self.zero_time_steps += 1;
                 self.run_front_step(env, i, t, entry)
             }
-            &mut Step::Lock { lock, .. } => match env.locks[lock.idx()].try_acquire(t, *queued_on == Some(lock)) {
-                Acquire::Got => {
-                    *queued_on = None;
-                    steps.pop_front();
-                    held.push(lock);
-                    // Only contended acquisitions: uncontended ones would bury the tail in zeros.
-                    if let Some(started) = wait_started.take() {
-                        self.stats.spin_wait.record(now - started);
-                        self.stats.record_spin_wait(lock, now - started);
+            &mut Step::Lock { lock, .. } => {
+                let queued = *queued_on == Some(lock);
+                // Taking the lock or a ticket stores to its word; a lock handed over at release
+                // (a ticket's turn) was the releaser's store, and a queued waiter only reloads.
+                let handed = env.locks[lock.idx()].holder == Some(t);
+                match env.locks[lock.idx()].try_acquire(t, queued) {
+                    Acquire::Got => {
+                        *queued_on = None;
+                        steps.pop_front();
+                        held.push(lock);
+                        // Only contended acquisitions: uncontended ones would bury the tail in zeros.
+                        if let Some(started) = wait_started.take() {
+                            self.stats.spin_wait.record(now - started);
+                            self.stats.record_spin_wait(lock, now - started);
+                        }
+                        *pv_spin_left = None;
+                        *pv_state = super::thread::PvState::Running;
+                        if !handed {
+                            self.note_lock_store(env, t, lock);
+                        }
+                        None
                     }
-                    *pv_spin_left = None;
-                    *pv_state = super::thread::PvState::Running;
-                    None
-                }
-                Acquire::Spin => {
-                    wait_started.get_or_insert(now);
-                    *queued_on = Some(lock);
-                    // Spinning is in the lock's slow path (`_raw_spin_lock` ->
-                    // `queued_spin_lock_slowpath` / the ticket loop; a PV qspinlock's
-                    // `__pv_queued_spin_lock_slowpath`), whatever function took it: what a symbol
-                    // lookup of the spinner's instruction pointer finds (seed 002).
-                    let pv = env.locks[lock.idx()].kind == SpinlockKind::PvQueued && self.topology.is_none();
-                    self.vcpus[i].func = if pv { KernelFn::PvQueuedSpinLockSlowpath } else { KernelFn::RawSpinLock };
-                    if pv {
-                        // Xen's PV slow path (bare metal has none: it spins as natively).
-                        return Some(self.pv_wait(env, i, t, lock));
+                    Acquire::Spin => {
+                        wait_started.get_or_insert(now);
+                        *queued_on = Some(lock);
+                        if !queued && self.note_lock_store(env, t, lock) {
+                            // Hand the ticket's stores to the host first; the next pass spins.
+                            return None;
+                        }
+                        // Spinning is in the lock's slow path (`_raw_spin_lock` ->
+                        // `queued_spin_lock_slowpath` / the ticket loop; a PV qspinlock's
+                        // `__pv_queued_spin_lock_slowpath`), whatever function took it: what a symbol
+                        // lookup of the spinner's instruction pointer finds (seed 002).
+                        let pv = env.locks[lock.idx()].kind == SpinlockKind::PvQueued && self.topology.is_none();
+                        self.vcpus[i].func = if pv { KernelFn::PvQueuedSpinLockSlowpath } else { KernelFn::RawSpinLock };
+                        if pv {
+                            // Xen's PV slow path (bare metal has none: it spins as natively).
+                            return Some(self.pv_wait(env, i, t, lock));
+                        }
+                        Some(Next::Spin { kind: TimeKind::Spin, budget: None })
                     }
-                    Some(Next::Spin { kind: TimeKind::Spin, budget: None })
                 }
-            },
+            }
             &mut Step::UserLock { lock } => match env.locks[lock.idx()].try_acquire(t, *queued_on == Some(lock)) {
                 Acquire::Got => {
                     *queued_on = None;
@@ -375,6 +394,7 @@ impl GuestKernel {
                     steps.push_front(Step::Do(Action::DelayedPreemptYield));
                 }
                 self.release(env, t, lock);
+                self.note_lock_store(env, t, lock);
                 None
             }
             Step::SendIpis { targets, func, kind, .. } => {
@@ -524,6 +544,30 @@ impl GuestKernel {
         if env.locks[lock.idx()].kind == SpinlockKind::PvQueued && self.topology.is_none() {
             self.pv_unlock(env, t, lock, next);
         }
+    }
+
+    /// Thread `t` stored to kernel spinlock `lock`'s word (a ticket taken or the lock: xadd,
+    /// `lock decb`; a release): each spinner still waiting on it, running on its vCPU, reloads a
+    /// line that `t`'s CPU now owns, which the host may see break its PAUSE loop (`Next::Store`,
+    /// `PLE_Gap`). Only while the host asks (`watch_stores`), and only for the locks whose
+    /// waiters all poll the word (ticket and test-and-set; a queued lock's waiters poll their own
+    /// MCS nodes).
+    /// True if a store was queued.
+    fn note_lock_store(&mut self, env: &GuestEnv, t: ThreadId, lock: LockId) -> bool {
+        if !self.watch_stores {
+            return false;
+        }
+        let l = &env.locks[lock.idx()];
+        if !matches!(l.kind, SpinlockKind::Ticket | SpinlockKind::TestAndSet) {
+            return false;
+        }
+        let before = self.stores.len();
+        for &w in l.waiters.iter().filter(|&&w| w != t) {
+            if let Some(u) = self.poke_target(env.threads, w) {
+                self.stores.push_back(u);
+            }
+        }
+        self.stores.len() > before
     }
 
     /// The vCPU to poke so that thread `t` re-checks what it spins on: its vCPU, if `t` is the

@@ -111,11 +111,35 @@ pub struct Ple {
     /// enables it in xen/arch/x86/hvm/svm/vmcb.c `construct_vmcb`), not only at CPL 0 (Intel's
     /// PAUSE-loop exiting, SDM vol. 3C 25.1.3: "a series of executions of PAUSE at CPL 0").
     pub any_cpl: bool,
+    /// VMX `PLE_Gap` in cycles (KVM `ple_gap` = `KVM_VMX_DEFAULT_PLE_GAP` = 128; Xen 4.x
+    /// xen/arch/x86/hvm/vmx/vmcs.c `ple_gap = 128`): a PAUSE more than this long after the
+    /// previous one starts a new loop, whose window starts again (SDM vol. 3C 25.1.3). Intel's
+    /// only: AMD's filter, as Xen 4.4 and 4.7 program it, counts PAUSEs with no threshold.
+    pub gap_cycles: u64,
+    /// Cycles between two PAUSEs of a spinner whose polled line another CPU of its socket just
+    /// wrote: the reload's coherence miss. Xeon X5550: a single off-core cache miss, 86.6 cycles
+    /// (P. McKenney, "Is Parallel Programming Hard, And, If So, What Can You Do About It?",
+    /// cpu/overheads.tex, the X5550 table's "Blind CAS" row, "Single cache miss" until 2020).
+    pub line_socket_cycles: u64,
+    /// The same when the writer is on another socket: 256.7 cycles on the X5550 (the same table's
+    /// off-socket row).
+    pub line_remote_cycles: u64,
 }
 
 impl Default for Ple {
     fn default() -> Self {
-        Ple { enabled: true, window_cycles: 4096, cpu_ghz: 2.67, grow: 2, window_max_cycles: u32::MAX as u64, shrink: 0, any_cpl: false }
+        Ple {
+            enabled: true,
+            window_cycles: 4096,
+            cpu_ghz: 2.67,
+            grow: 2,
+            window_max_cycles: u32::MAX as u64,
+            shrink: 0,
+            any_cpl: false,
+            gap_cycles: 128,
+            line_socket_cycles: 87,
+            line_remote_cycles: 257,
+        }
     }
 }
 
@@ -138,6 +162,14 @@ impl Ple {
         }
         let val = if self.shrink < base { window / self.shrink } else { window.saturating_sub(self.shrink) };
         val.max(base)
+    }
+
+    /// Whether a store to the line a kernel spinner polls, made from its own socket
+    /// (`same_socket`) or another, starts the spinner's PAUSE loop again: the reload's miss
+    /// leaves a gap between two PAUSEs longer than `PLE_Gap`.
+    pub fn store_restarts_loop(&self, same_socket: bool) -> bool {
+        let gap = if same_socket { self.line_socket_cycles } else { self.line_remote_cycles };
+        self.enabled && !self.any_cpl && gap > self.gap_cycles
     }
 
     /// A window of `cycles` in nanoseconds (at least 1, at most `MAX_DURATION`: the loader

@@ -288,6 +288,34 @@ pub fn ple_keys(grow_default: u64) -> Vec<SectionKey> {
              pause filter, APM vol. 2 15.14.4), so user-space spins exit too. The window stays in cycles: \
              for AMD, the filter's PAUSE count times the cycles of one spin-loop iteration",
         )),
+        SectionKey::defaulted(
+            ParamSpec::int(
+                "gap_cycles",
+                d.gap_cycles,
+                "VMX PLE_Gap: a PAUSE more than this many cycles after the previous one starts a new loop and \
+                 its window again (KVM ple_gap and Xen's default 128; SDM vol. 3C 25.1.3). Intel's only: with \
+                 cpl = \"any\" (AMD's filter, which counts PAUSEs) no gap applies",
+            )
+            .at_least(1.0),
+        ),
+        SectionKey::defaulted(
+            ParamSpec::int(
+                "line_socket_cycles",
+                d.line_socket_cycles,
+                "Cycles a kernel spinner's reload of its lock word waits after a CPU of its own socket wrote \
+                 it (Xeon X5550, a single off-core cache miss: 86.6, McKenney's perfbook); above gap_cycles, every such store restarts its loop",
+            )
+            .at_least(1.0),
+        ),
+        SectionKey::defaulted(
+            ParamSpec::int(
+                "line_remote_cycles",
+                d.line_remote_cycles,
+                "The same after a CPU of another socket wrote it (Xeon X5550, off-socket: 256.7): above \
+                 gap_cycles, a store from another socket restarts the spinner's PAUSE loop",
+            )
+            .at_least(1.0),
+        ),
     ]
 }
 
@@ -481,6 +509,9 @@ pub fn ple(section: Option<&Section>, grow_default: u64) -> Result<Ple, SimError
             ("window_max_cycles", Some(ParamValue::Int(n))) => ple.window_max_cycles = n,
             ("shrink", Some(ParamValue::Int(n))) => ple.shrink = n,
             ("cpl", Some(ParamValue::Choice(c))) => ple.any_cpl = c == "any",
+            ("gap_cycles", Some(ParamValue::Int(n))) => ple.gap_cycles = n,
+            ("line_socket_cycles", Some(ParamValue::Int(n))) => ple.line_socket_cycles = n,
+            ("line_remote_cycles", Some(ParamValue::Int(n))) => ple.line_remote_cycles = n,
             _ => {}
         }
     }

@@ -199,6 +199,7 @@ impl Sim {
                 epoch: 0,
                 ple_cycles: self.ple.window_cycles,
                 ple_ns: self.ple_base_ns,
+                ple_due: 0,
                 yielding: false,
                 runnable_since: 0,
                 woken: false,
@@ -358,6 +359,11 @@ impl Sim {
             iterations: spec.iterations,
             finished_at: None,
             pokes: VecDeque::new(),
+            stores: VecDeque::new(),
+            // A store restarts a spinner's PAUSE loop only where the reload's miss outlasts
+            // PLE_Gap: from its own socket, or from another one on a host that has several.
+            watch_stores: !(spec.bare_metal || spec.native)
+                && (self.ple.store_restarts_loop(true) || (self.topology.sockets > 1 && self.ple.store_restarts_loop(false))),
             zero_time_steps: 0,
             pinned: program.thread_cpus.iter().any(|c| c.is_some()),
             polls: VecDeque::new(),

@@ -121,8 +121,27 @@ impl Sim {
             && (kind != TimeKind::Spin || vm.spin_pauses)
             && vm.virtualized()
         {
-            let window = self.vcpus[v.idx()].ple_ns;
-            self.queue.push(self.now + window, Event::PauseLoopExit(v, e));
+            let vc = &mut self.vcpus[v.idx()];
+            vc.ple_due = self.now + vc.ple_ns;
+            self.queue.push(vc.ple_due, Event::PauseLoopExit(v, e));
+        }
+    }
+
+    /// `Next::Store`: running `writer` stored to the line the kernel spinner on `spinner` polls
+    /// (its lock word). The spinner's next load misses; if the miss outlasts `PLE_Gap` (a line
+    /// from another socket, on the default X5550 figures), the PAUSE after it starts a new loop
+    /// and the window counts from now (SDM vol. 3C 25.1.3). The armed exit moves by `ple_due`.
+    fn line_store(&mut self, writer: VcpuId, spinner: VcpuId) {
+        if !self.running(spinner)
+            || self.vcpus[spinner.idx()].activity != Activity::Thread
+            || self.vcpus[spinner.idx()].time_kind != TimeKind::Spin
+        {
+            return;
+        }
+        let place = |v: VcpuId| self.topology.place(self.vinfo[v.idx()].last_pcpu).socket;
+        if self.ple.store_restarts_loop(place(writer) == place(spinner)) {
+            let vc = &mut self.vcpus[spinner.idx()];
+            vc.ple_due = self.now + vc.ple_ns;
         }
     }
 
@@ -302,6 +321,7 @@ impl Sim {
                     entry = Entry::AfterExit;
                 }
                 Next::Poke(u) => self.poke(u),
+                Next::Store(u) => self.line_store(v, u),
                 Next::Poll(u) => self.poll(u),
                 Next::SetTimer(delay) => {
                     self.queue.push(self.now + delay, Event::GuestTick(v));

@@ -108,7 +108,11 @@ impl Sim {
             Event::Dispatch(v, e) => self.on_dispatch(v, e),
             Event::ActivityDone(v, e) => self.on_activity_done(v, e),
             Event::PauseLoopExit(v, e) => {
-                if self.vcpus[v.idx()].epoch == e {
+                let vc = &self.vcpus[v.idx()];
+                if vc.epoch == e && vc.ple_due > self.now {
+                    // Its PAUSE loop started again since this was armed (`Sim::line_store`).
+                    self.queue.push(vc.ple_due, Event::PauseLoopExit(v, e));
+                } else if vc.epoch == e {
                     self.on_exit(v, crate::vmexit::Exit::PauseLoop);
                 } else {
                     self.stale_events += 1;

@@ -65,6 +65,10 @@ pub struct Vcpu {
     pub ple_cycles: u64,
     /// `ple_cycles` in nanoseconds (recomputed when it changes, so arming a spin is a load).
     pub ple_ns: Nanos,
+    /// When its armed pause-loop exit is due: a spin's start plus its window, moved later when a
+    /// store from far enough away starts its PAUSE loop again (`PLE_Gap`, `Sim::line_store`); the
+    /// armed event, on finding it later, re-arms itself there.
+    pub ple_due: Nanos,
     /// Leaving its pCPU by a pause-loop yield (voluntary: not a preemption).
     pub yielding: bool,
     /// Since when it has been runnable but not running (for the PV area's steal time and the
