@@ -296,7 +296,13 @@ mod tests {
                 "guest_halt_poll_shrink", "guest_halt_poll_allow_shrink"
             ]
         );
-        assert_eq!(names(&json["host_ple"]), ["enabled", "window_cycles", "cpu_ghz", "grow", "window_max_cycles", "shrink", "cpl"]);
+        assert_eq!(
+            names(&json["host_ple"]),
+            [
+                "enabled", "window_cycles", "cpu_ghz", "grow", "window_max_cycles", "shrink", "cpl", "gap_cycles", "line_socket_cycles",
+                "line_remote_cycles"
+            ]
+        );
         assert_eq!(
             names(&json["host_costs"]),
             [
