@@ -42,14 +42,8 @@ impl GuestKernel {
             let params = self.config.haltpoll.expect("only a haltpoll guest records halts");
             self.vcpus[i].haltpoll.halt_ended(&params, env.now - since);
         }
-        if let Some(u) = self.pokes.pop_front() {
-            return Next::Poke(u);
-        }
-        if let Some(u) = self.stores.pop_front() {
-            return Next::Store(u);
-        }
-        if let Some(u) = self.polls.pop_front() {
-            return Next::Poll(u);
+        if let Some(next) = self.queued_notice() {
+            return next;
         }
         let gv = &mut self.vcpus[i];
         if gv.irq.is_some() {
@@ -136,14 +130,8 @@ impl GuestKernel {
             if self.zero_time_steps > MAX_ZERO_TIME_STEPS {
                 return self.runaway(env.threads[t.idx()].index);
             }
-            if let Some(u) = self.pokes.pop_front() {
-                return Next::Poke(u);
-            }
-            if let Some(u) = self.stores.pop_front() {
-                return Next::Store(u);
-            }
-            if let Some(u) = self.polls.pop_front() {
-                return Next::Poll(u);
+            if let Some(next) = self.queued_notice() {
+                return next;
             }
         }
     }
@@ -544,6 +532,18 @@ impl GuestKernel {
         if env.locks[lock.idx()].kind == SpinlockKind::PvQueued && self.topology.is_none() {
             self.pv_unlock(env, t, lock, next);
         }
+    }
+
+    /// The next thing the guest queued for the host to hear (in this order: a poke, a store to a
+    /// polled lock word, a poll flag set), each handed over as its own `Next`.
+    fn queued_notice(&mut self) -> Option<Next> {
+        if let Some(u) = self.pokes.pop_front() {
+            return Some(Next::Poke(u));
+        }
+        if let Some(u) = self.stores.pop_front() {
+            return Some(Next::Store(u));
+        }
+        self.polls.pop_front().map(Next::Poll)
     }
 
     /// Thread `t` stored to kernel spinlock `lock`'s word (a ticket taken or the lock: xadd,

@@ -90,10 +90,6 @@ struct SdStats {
     group_imb: bool,
 }
 
-fn capacity(sd: &Domain, power: u64) -> u64 {
-    group_capacity(&sd.sd, power)
-}
-
 impl Cfs {
     /// `update_cpu_load` at a tick: `cpu_load[i] = (old x (2^i - 1) + load) / 2^i`, rounding up
     /// when the load grows, with missed ticks decayed (`decay_load_missed`).
@@ -438,7 +434,7 @@ impl Cfs {
         let avg_load_per_task = s.sum_weighted_load.checked_div(s.sum_nr_running).unwrap_or(0);
         // Unsigned as in C (only non-local groups track the extremes).
         s.group_imb = max_cpu_load.wrapping_sub(min_cpu_load) >= avg_load_per_task && max_nr_running > 1;
-        s.group_capacity = capacity(sd, g.power);
+        s.group_capacity = group_capacity(&sd.sd, g.power);
         s.group_weight = g.cpus.len() as u64;
         s.has_capacity = s.group_capacity > s.sum_nr_running;
         Some(s)
@@ -517,7 +513,7 @@ impl Cfs {
         let mut max_load = 0;
         for &i in sd.groups[group].cpus.iter() {
             let power = self.power_of(i);
-            let cap = capacity(sd, power);
+            let cap = group_capacity(&sd.sd, power);
             if !cpus.contains(PcpuId(i as u32)) {
                 continue;
             }
