@@ -1,9 +1,9 @@
-"""grids.tidy (the sweep table) against its reference implementation, grids._tidy_reference
-(a pandas parse, pivot and merge per run): the same DataFrame (columns and their order, dtypes,
-values, index) and the same CSV bytes, on real results of varied runs and on edited copies of them
-that reach pandas' per-run type inference (a run whose metrics are all integers, metrics missing
-for a VM, labels that shadow columns...). Inputs the fast path does not cover must still give the
-reference's table (tidy falls back to it)."""
+"""grids.tidy (the sweep table) against its definition, the runs' own tables concatenated (a
+pandas parse, pivot and merge per run, kept here as ``per_run``): the same DataFrame (columns and
+their order, dtypes, values, index) and the same CSV bytes, on real results of varied runs and on
+edited copies of them that reach pandas' type inference (a run whose metrics are all integers,
+metrics missing for a VM, labels that shadow columns...). Where the two differ by construction
+(tidy reads a column's type once over the sweep, not per run), the tests say what tidy gives."""
 
 from __future__ import annotations
 
@@ -58,19 +58,47 @@ def without_vm(result, vm="seq-0"):
     return edit_metrics(result, lambda ln: not ln.startswith(vm + ","))
 
 
-def assert_same(labelled, keys=None, labels_first=True, fast=True):
-    """tidy == the reference (frame and CSV bytes); ``fast``: the fast path covers the input."""
-    if fast:
-        grids._tidy_fast([(labels, fresh(r)) for labels, r in labelled], keys, labels_first)  # must not raise
-    else:
-        with pytest.raises(grids._NotCovered):  # declared outside what it covers, not a failure
-            grids._tidy_fast([(labels, fresh(r)) for labels, r in labelled], keys, labels_first)
-    expected = grids._tidy_reference([(labels, fresh(r)) for labels, r in labelled], keys, labels_first)
+def per_run(labelled, keys=None, labels_first=True):
+    """The table as first defined: each run's vms.csv and pivoted metrics.csv merged, its labels
+    set, and the runs' frames concatenated."""
+    frames, label_columns = [], []
+    for i, (labels, result) in enumerate(labelled):
+        label_columns += [k for k in labels if k not in label_columns]
+        metrics = result.metrics[~result.metrics["metric"].isin(result.vms.columns)]
+        wide = metrics.pivot(index="vm", columns="metric", values="value")
+        frame = result.vms.merge(wide, left_on="vm", right_index=True, how="left")
+        frame["sim_s"] = result.summary["sim_time_ns"] / 1e9
+        head = {k: grids._label(v) for k, v in labels.items()}
+        if keys is not None:
+            head["run"] = keys[i]
+        for k, v in head.items():
+            frame[k] = v
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=label_columns)
+    table = pd.concat(frames, ignore_index=True)
+    if labels_first:
+        first = label_columns + (["run"] if keys is not None else [])
+        table = table[first + [c for c in table.columns if c not in first]]
+    return table.copy()
+
+
+def assert_same(labelled, keys=None, labels_first=True):
+    """tidy == the runs' own tables concatenated (frame and CSV bytes)."""
+    expected = per_run([(labels, fresh(r)) for labels, r in labelled], keys, labels_first)
     got = grids.tidy([(labels, fresh(r)) for labels, r in labelled], keys, labels_first)
     pd.testing.assert_frame_equal(got, expected, check_dtype=True, check_exact=True, check_column_type=True,
                                   check_index_type=True)
     assert got.to_csv() == expected.to_csv()
     assert got.to_csv(index=False) == expected.to_csv(index=False)
+    return got
+
+
+def assert_same_values(labelled):
+    """tidy == the runs' own tables in columns, values and CSV text, with its own dtypes."""
+    expected = per_run([(labels, fresh(r)) for labels, r in labelled])
+    got = grids.tidy([(labels, fresh(r)) for labels, r in labelled])
+    pd.testing.assert_frame_equal(got, expected, check_dtype=False, check_exact=True)
     return got
 
 
@@ -113,9 +141,13 @@ def test_a_run_whose_metrics_are_all_integers(results):
     fewer = edit_metrics(all_int(results["mutex"]), lambda ln: ",wakeups," not in ln)
     got = assert_same([({"k": 1}, all_int(r)), ({"k": 2}, fewer)])
     assert got["wakeups"].dtype == "float64" and got["spin_wait_count"].dtype == "int64"
-    # A per-class metric for one VM only: that run's pivot has empty cells, so all float64.
-    got = assert_same([({"k": 1}, edit_metrics(r, lambda ln: ln.rsplit(",", 1)[1].isdigit()))])
-    assert got["spin_wait_count"].dtype == "float64"
+    # A per-class metric for one VM only: that run's own pivot has empty cells, which makes all
+    # its metrics float64; tidy keeps int64 the metrics every VM reported.
+    per_class = edit_metrics(r, lambda ln: ln.rsplit(",", 1)[1].isdigit())
+    got = assert_same_values([({"k": 1}, per_class)])
+    partial = [c for c in got.columns if got[c].isna().any() and c.startswith(("lhp_count[", "wakeups"))]
+    assert partial and all(got[c].dtype == "float64" for c in partial)
+    assert got["spin_wait_count"].dtype == "int64" and per_run([({"k": 1}, fresh(per_class))])["spin_wait_count"].dtype == "float64"
 
 
 def test_metrics_missing_for_a_vm_or_for_a_vm_not_in_vms(results):
@@ -123,9 +155,11 @@ def test_metrics_missing_for_a_vm_or_for_a_vm_not_in_vms(results):
     assert_same([({"k": 1}, without_vm(all_int(r)))])  # merge leaves NaN: float64
     assert_same([({"k": 1}, without_vm(r)), ({"k": 2}, r)])
     # An incomplete pivot (one cell missing) of an all-integer run.
+    # tidy: only that metric's column is float64, with the hole (the run's own table: all of them).
     dropped = edit_metrics(all_int(r), lambda ln: not ln.startswith("parallel,spin_wait_count,"))
-    got = assert_same([({"k": 1}, dropped)])
-    assert got["runnable_wait_count"].dtype == "float64"
+    got = assert_same_values([({"k": 1}, dropped)])
+    assert got["spin_wait_count"].dtype == "float64" and got["spin_wait_count"].isna().sum() == 1
+    assert got["runnable_wait_count"].dtype == "int64"
     # Metrics of a VM that vms.csv does not have: its columns exist, its row does not.
     ghost = fresh(all_int(r), all_int(r).metrics_csv + "ghost,only_ghost,7\n")
     got = assert_same([({"k": 1}, ghost)])
@@ -144,39 +178,38 @@ def test_labels_that_shadow_columns(results):
     assert_same([({"p": [1, 2], "q": {"a": 1}, "n": None, "x": 1}, r), ({"p": [3], "q": {}, "n": None, "x": 0.25}, m)])
 
 
-def test_inputs_left_to_the_reference(results):
+def test_mixed_labels_headers_and_types(results):
     r, m = results["cfs"], results["mutex"]
     # Text and numbers in one label column; booleans; labels that differ between runs.
-    assert_same([({"x": 1}, r), ({"x": "a"}, m)], fast=False)
-    assert_same([({"x": True}, r), ({"x": False}, m)], fast=False)
-    assert_same([({"x": 1}, r), ({"y": 2}, m)], fast=False)
-    assert_same([({"x": 1, "y": 2}, r), ({"y": 2, "x": 1}, m)], fast=False)
+    assert_same([({"x": 1}, r), ({"x": "a"}, m)])
+    assert_same([({"x": True}, r), ({"x": False}, m)])
+    assert_same([({"x": 1}, r), ({"y": 2}, m)])
+    assert_same([({"x": 1, "y": 2}, r), ({"y": 2, "x": 1}, m)])
     # Another vms.csv header (a column fewer) in one run.
     head, *rows = r.vms_csv.splitlines()
     cut = fresh(r, vms_csv="\n".join(line.rsplit(",", 1)[0] for line in [head, *rows]) + "\n")
-    assert_same([({"k": 1}, r), ({"k": 2}, cut)], fast=False)
+    assert_same([({"k": 1}, r), ({"k": 2}, cut)])
     # A column that is text in one run and numbers in another (its own parse differs).
+    # tidy reads the column's type over the sweep: text, "7" included (per run: the number 7).
     numeric_pool = fresh(m, vms_csv=m.vms_csv.replace(",pool0,", ",7,"))
-    assert_same([({"k": 1}, r), ({"k": 2}, numeric_pool)], fast=False)
+    got = grids.tidy([({"k": 1}, fresh(r)), ({"k": 2}, fresh(numeric_pool))])
+    expected = per_run([({"k": 1}, fresh(r)), ({"k": 2}, fresh(numeric_pool))])
+    assert list(dict.fromkeys(got["pool"])) == ["pool0", "7"] and 7 in set(expected["pool"])
+    pd.testing.assert_frame_equal(got.drop(columns="pool"), expected.drop(columns="pool"), check_exact=True)
     # A float metric that is empty (NaN) in one run.
     empty = fresh(m, re.sub(r"(?m)^(parallel,spin_wait_mean_us,).*$", r"\1", m.metrics_csv))
     assert ",spin_wait_mean_us,\n" in empty.metrics_csv
-    assert_same([({"k": 1}, r), ({"k": 2}, empty)], fast=False)
-
-
-def test_a_failure_inside_the_fast_path_still_gives_the_reference_table_and_says_so(results, monkeypatch):
-    labelled = [({"k": 1}, results["cfs"]), ({"k": 2}, results["mutex"])]
-    expected = grids._tidy_reference([(labels, fresh(r)) for labels, r in labelled])
-
-    def broken(*args):
-        raise IndexError("a bug")
-
-    monkeypatch.setattr(grids, "_tidy_fast", broken)
-    with pytest.warns(RuntimeWarning, match="fast path failed"):
-        got = grids.tidy([(labels, fresh(r)) for labels, r in labelled])
-    pd.testing.assert_frame_equal(got, expected)
+    assert_same([({"k": 1}, r), ({"k": 2}, empty)])
 
 
 def test_no_runs():
     for keys in (None, []):
-        pd.testing.assert_frame_equal(grids.tidy([], keys), grids._tidy_reference([], keys))
+        pd.testing.assert_frame_equal(grids.tidy([], keys), per_run([], keys))
+
+
+def test_a_runs_own_table(results):
+    for name, r in results.items():
+        own = fresh(r).table
+        pd.testing.assert_frame_equal(own, per_run([({}, fresh(r))]), check_exact=True)
+        assert list(own["vm"]) == list(r.vms["vm"]) and own["sim_s"].eq(r.summary["sim_time_ns"] / 1e9).all()
+        assert {"spin_wait_count", "runnable_wait_p99_us"} <= set(own.columns), name

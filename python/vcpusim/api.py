@@ -449,6 +449,16 @@ class Result:
 
         return pd.read_csv(io.StringIO(self.metrics_csv))
 
+    @functools.cached_property
+    def table(self):
+        """This run's table (pandas DataFrame): one row per VM, vms.csv's columns, each metric of
+        metrics.csv as a column (sorted by name; empty for a VM that did not report it) and
+        ``sim_s``: the rows a sweep's table (:func:`vcpusim.tidy`) has for this run, without the
+        sweep's labels."""
+        from .grids import tidy
+
+        return tidy([({}, self)])
+
     @property
     def samples(self):
         """The CPU-usage time series of ``[run] sample_every`` (pandas DataFrame): one row per VM

@@ -227,8 +227,15 @@ def tidy(labelled: Sequence[tuple[Mapping[str, Any], Result]], keys: Sequence[st
     """One row per run and VM: the labels, ``run`` (when ``keys``, the runs' folder names, are
     given), vms.csv's columns, each metrics.csv metric as a column (sorted by name; a metric a run
     did not report is empty in its rows), and ``sim_s``. A label named like a vms.csv column
-    (``seed``, ``weight``) replaces that column's values. ``labels_first=False`` puts each run's labels after its
-    other columns instead, the layout of the experiment scripts' ``runs.csv``."""
+    (``seed``, ``weight``) replaces that column's values. ``labels_first=False`` puts each run's
+    labels after its other columns instead, the layout of the experiment scripts' ``runs.csv``.
+
+    The runs' vms.csv files are read as one table and their metrics.csv files as another (each
+    row tagged with its run), so a column's type is read once over the whole sweep, as one
+    ``pandas.read_csv`` of all of them would read it; pandas' ``pivot`` lays the metrics out as
+    columns and ``merge`` joins them to each run's VMs. :attr:`Result.table` is one run's table."""
+    import pandas as pd
+
     if isinstance(labelled, (str, bytes, Mapping)) or not isinstance(labelled, Iterable):
         raise TypeError(f"tidy: labelled: expected (labels, Result) pairs, got {_type_name(labelled)}")
     labelled = list(labelled)
@@ -236,314 +243,100 @@ def tidy(labelled: Sequence[tuple[Mapping[str, Any], Result]], keys: Sequence[st
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and isinstance(pair[0], Mapping)
                 and isinstance(pair[1], Result)):
             raise TypeError(f"tidy: labelled[{i}]: expected a (labels dict, Result) pair, got {_type_name(pair)}")
-    if labelled:
-        try:
-            return _tidy_fast(labelled, keys, labels_first)
-        except _NotCovered:  # an input the fast path does not reproduce exactly: the reference decides
-            pass
-        except Exception as e:  # a gap in the fast path itself: still the reference's table, but said
-            warnings.warn(f"grids.tidy: the fast path failed ({e!r}); the per-run version made the table",
-                          RuntimeWarning, stacklevel=2)
-    return _tidy_reference(labelled, keys, labels_first)
-
-
-def _tidy_reference(labelled: Sequence[tuple[Mapping[str, Any], Result]], keys: Sequence[str] | None = None,
-         labels_first: bool = True):
-    """:func:`tidy` as it was first written (a pandas parse, pivot and merge per run): the
-    definition the fast path must match exactly (tests compare them), and its fallback."""
-    import pandas as pd
-
-    frames = []
-    label_columns: list[str] = []
-    for i, (labels, result) in enumerate(labelled):
-        for k in labels:
-            if k not in label_columns:
-                label_columns.append(k)
-        metrics = result.metrics
-        # A metric that repeats a vms.csv column (the same quantity written in both files: the
-        # scheduling-latency quantiles) is that column: one column per quantity, no merge suffixes.
-        metrics = metrics[~metrics["metric"].isin(result.vms.columns)]
-        wide = metrics.pivot(index="vm", columns="metric", values="value")
-        frame = result.vms.merge(wide, left_on="vm", right_index=True, how="left")
-        frame[SIM_COLUMN] = result.summary["sim_time_ns"] / 1e9
-        head = {k: _label(v) for k, v in labels.items()}
-        if keys is not None:
-            head[RUN_COLUMN] = keys[i]
-        for k, v in head.items():
-            frame[k] = v
-        frames.append(frame)
-    if not frames:
+    label_columns = list(dict.fromkeys(k for labels, _ in labelled for k in labels))
+    if not labelled:
         return pd.DataFrame(columns=label_columns)
-    table = pd.concat(frames, ignore_index=True)
+    results = [r for _, r in labelled]
+    vms, vm_headers = _read_runs(pd, [r.vms_csv for r in results], dtype={"iterations": "Int64"})
+    metrics, _ = _read_runs(pd, [r.metrics_csv for r in results])
+    # A metric that repeats a vms.csv column (the same quantity written in both files: the
+    # scheduling-latency quantiles) is that column: one column per quantity, no merge suffixes.
+    metrics = metrics[~metrics["metric"].isin(vms.columns)]
+    order = _column_order(metrics, vm_headers, [labels for labels, _ in labelled], keys is not None)
+    wide = metrics.pivot(index=[_RUN_INDEX, "vm"], columns="metric", values="value")
+    wide.columns.name = None
+    if metrics["value"].dtype == "int64":
+        # pivot makes every column float64 when any cell is empty; a metric every VM of every
+        # run reported, as integers, stays int64.
+        full = wide.columns[wide.notna().all().to_numpy()]
+        wide[full] = wide[full].astype("int64")
+    table = vms.merge(wide, left_on=[_RUN_INDEX, "vm"], right_index=True, how="left")
+    run_of_row = table.pop(_RUN_INDEX).to_numpy()
+    table = table.reset_index(drop=True)
+    head = {SIM_COLUMN: [r.summary["sim_time_ns"] / 1e9 for r in results]}
+    head.update({k: [_label(labels.get(k)) if k in labels else None for labels, _ in labelled] for k in label_columns})
+    if keys is not None:
+        head[RUN_COLUMN] = list(keys)
+    for name, values in head.items():
+        # Each run's value on each of its rows, typed over all runs (int, float, text or mixed).
+        table[name] = pd.Series(values).iloc[run_of_row].reset_index(drop=True)
     if labels_first:
         first = label_columns + ([RUN_COLUMN] if keys is not None else [])
-        table = table[first + [c for c in table.columns if c not in first]]
-    return table.copy()  # one block per dtype: columns added by callers are cheap
-
-
-# --- tidy without a pandas parse, pivot and merge per run ----------------------------------------
-#
-# The reference builds one small frame per run; for sweeps of hundreds of runs that costs more than
-# many of the runs themselves (~8 ms a run, in the main process, serially). The fast path parses
-# all runs' vms.csv as one text and all their metrics.csv as another (each row prefixed with its
-# run's position), then lays out the columns the reference would have made. It has to reproduce
-# pandas' per-run semantics (type inference per run, then concat's dtype unification), so it
-# checks what it relies on and raises _NotCovered otherwise: tidy then runs the reference.
-
-
-class _NotCovered(Exception):
-    """The input is outside what _tidy_fast reproduces exactly."""
-
-
-#: The column prefixed to every row of the joined texts: the row's run (position in ``labelled``).
-_RUN_INDEX = "__tidy_run_index__"
-#: The header metrics.csv has (the fast path reads only that layout).
-_METRICS_HEADER = "vm,metric,value"
-#: A character no number (int, float, inf, nan) is written with: a cell holding one is text.
-_NOT_NUMERIC = r"[^0-9eE+\-._ \tinfatyINFATY]"
-#: read_csv's default words for booleans: a column of only these is bool, not text.
-_BOOL_WORDS = ["True", "TRUE", "true", "False", "FALSE", "false"]
-#: A line whose last field is not a plain integer (metrics.csv's value column is then not int64).
-_NON_INT_LAST_FIELD = re.compile(r",(?![+-]?[0-9]+\n)[^,\n]*\n")  # ASCII digits, as read_csv
-#: Integers up to this size are exact as float64 (int64 -> float64 in concat changes no value).
-_EXACT_INT = 2**53
-
-
-def _body_with_run(text: str, header: str, run: int) -> tuple[str, int]:
-    """A run's CSV rows (without the header) with ``run,`` before each, and how many rows."""
-    head, _, body = text.partition("\n")
-    # One line per row, checked: a blank line, a CR or a quoted line break would make the joined
-    # text's rows differ from the run's own (caught again by the row count after parsing).
-    if head != header or "\r" in text or "\n\n" in text or (body and not body.endswith("\n")):
-        raise _NotCovered
-    rows = body.count("\n")
-    if not rows:
-        return "", 0
-    prefix = f"{run},"
-    return prefix + body[:-1].replace("\n", "\n" + prefix) + "\n", rows
-
-
-def _read_joined(pd, texts: Sequence[str], header: str, **read_csv):
-    """All runs' rows as one frame (first column: the run) and each row's run."""
-    import numpy as np
-
-    parts, counts = [], []
-    for i, text in enumerate(texts):
-        part, rows = _body_with_run(text, header, i)
-        parts.append(part)
-        counts.append(rows)
-    run_of_row = np.repeat(np.arange(len(texts)), counts)
-    frame = pd.read_csv(io.StringIO(f"{_RUN_INDEX},{header}\n" + "".join(parts)), **read_csv)
-    if (list(frame.columns) != [_RUN_INDEX, *header.split(",")] or not isinstance(frame.index, pd.RangeIndex)
-            or len(frame) != len(run_of_row) or frame[_RUN_INDEX].dtype != np.int64
-            or not np.array_equal(frame[_RUN_INDEX].to_numpy(), run_of_row)):
-        raise _NotCovered
-    return frame, run_of_row, np.asarray(counts)
-
-
-def _check_text_per_run(column, run_of_row, runs: int) -> None:
-    """A text column of the joined frame is text in every run's own parse too: each run has a
-    cell that is neither a number nor a boolean (else that run's parse infers another dtype)."""
-    import numpy as np
-
-    text = (column.notna() & column.str.contains(_NOT_NUMERIC, regex=True, na=False)
-            & ~column.isin(_BOOL_WORDS)).to_numpy(dtype=bool)
-    seen = np.zeros(runs, dtype=bool)
-    seen[run_of_row[text]] = True
-    if not seen.all():
-        raise _NotCovered
-
-
-def _is_text(pd, dtype) -> bool:
-    return dtype == object or isinstance(dtype, pd.StringDtype)
-
-
-def _check_exact_floats(values) -> None:
-    """No integer that float64 would round (so int64 runs concatenated as float64 keep values)."""
-    import numpy as np
-
-    if (np.abs(values) >= _EXACT_INT).any():  # NaN compares False
-        raise _NotCovered
-
-
-def _head_column(pd, values: list):
-    """The column a scalar label set per run makes after concat (``frame[k] = v`` per run): int64,
-    float64 or text; other mixes (bool, text with numbers) are left to the reference."""
-    import numpy as np
-
-    types = {type(v) for v in values}
-    if types <= {int, float}:
-        if int in types and any(abs(v) >= _EXACT_INT for v in values if type(v) is int):
-            raise _NotCovered
-        return pd.Series(np.array(values, dtype=np.int64 if types == {int} else np.float64))
-    if types == {str}:
-        probe = pd.DataFrame({"a": [0]})
-        probe["b"] = values[0]  # the dtype a text scalar gets (object, or str with pandas 3)
-        return pd.Series(values, dtype=probe["b"].dtype)
-    raise _NotCovered
-
-
-def _tidy_fast(labelled: Sequence[tuple[Mapping[str, Any], Result]], keys: Sequence[str] | None,
-               labels_first: bool):
-    """:func:`_tidy_reference`'s table for the inputs it covers; raises _NotCovered otherwise."""
-    import numpy as np
-    import pandas as pd
-
-    runs = len(labelled)
-    # The columns set after the merge, in order: sim_s, the labels, run. Every run must have the
-    # same label names (then each of these columns is set in every run).
-    label_names = list(labelled[0][0])
-    head_names = [SIM_COLUMN, *label_names] + ([RUN_COLUMN] if keys is not None else [])
-    if len(set(head_names)) != len(head_names) or not all(type(k) is str for k in label_names):
-        raise _NotCovered
-    head_values: dict[str, list] = {k: [] for k in head_names}
-    for i, (labels, result) in enumerate(labelled):
-        if list(labels) != label_names:
-            raise _NotCovered
-        head_values[SIM_COLUMN].append(result.summary["sim_time_ns"] / 1e9)
-        for k, v in labels.items():
-            head_values[k].append(_label(v))
-        if keys is not None:
-            head_values[RUN_COLUMN].append(keys[i])
-
-    # vms.csv of every run at once. Same header in every run (one set of columns).
-    header = labelled[0][1].vms_csv.partition("\n")[0]
-    vm_columns = header.split(",")
-    if not header or '"' in header or len(set(vm_columns)) != len(vm_columns) or _RUN_INDEX in vm_columns:
-        raise _NotCovered
-    vms, run_of_row, vm_counts = _read_joined(pd, [r.vms_csv for _, r in labelled], header,
-                                              dtype={"iterations": "Int64"})
-    if not vm_counts.all():
-        raise _NotCovered
-    # Each column's dtype as concat gives it from the runs' own parses: int64 and bool hold in
-    # every run; float64 is int64 or float64 per run (same values); text must be text in each run.
-    for name in vm_columns:
-        dtype = vms[name].dtype
-        if name == "iterations" and dtype == "Int64" or dtype == np.int64 or dtype == bool:
-            continue
-        if dtype == np.float64:
-            _check_exact_floats(vms[name].to_numpy())
-        elif _is_text(pd, dtype):
-            _check_text_per_run(vms[name], run_of_row, runs)
-        else:
-            raise _NotCovered
-    if not _is_text(pd, vms["vm"].dtype) or vms["vm"].isna().any():
-        raise _NotCovered
-    rows = len(vms)
-
-    # metrics.csv of every run at once: (run, vm, metric) -> value.
-    metric_texts = [r.metrics_csv for _, r in labelled]
-    if any('"' in t for t in metric_texts):
-        raise _NotCovered
-    metrics, m_run, m_counts = _read_joined(pd, metric_texts, _METRICS_HEADER)
-    if not m_counts.all():
-        raise _NotCovered
-    for name in ("vm", "metric"):
-        if not _is_text(pd, metrics[name].dtype) or metrics[name].isna().any():
-            raise _NotCovered
-        _check_text_per_run(metrics[name], m_run, runs)
-    # A metric that repeats a vms.csv column is that column (as in _tidy_reference).
-    repeated = metrics["metric"].isin(vm_columns).to_numpy()
-    if repeated.any():
-        metrics = metrics[~repeated].reset_index(drop=True)
-        m_run = m_run[~repeated]
-    value = metrics["value"]
-    if value.dtype not in (np.int64, np.float64) or value.isna().any():
-        raise _NotCovered
-    values = value.to_numpy(dtype=np.float64)
-    _check_exact_floats(values)
-    # A run's own parse reads value as int64 only if every value of that run is an integer.
-    int_tokens = np.array([_NON_INT_LAST_FIELD.search(t.partition("\n")[2]) is None for t in metric_texts])
-
-    # VM names of both files as codes; a (run, vm) key per row.
-    vm_codes, vm_names = pd.factorize(pd.concat([vms["vm"], metrics["vm"]], ignore_index=True))
-    vm_codes = vm_codes.astype(np.int64)
-    n_vm = len(vm_names)
-    vms_key = run_of_row * n_vm + vm_codes[:rows]
-    m_vm_key = m_run * n_vm + vm_codes[rows:]
-    if len(np.unique(vms_key)) != rows:
-        raise _NotCovered  # a VM named twice in one run
-    metric_codes, metric_names = pd.factorize(metrics["metric"], sort=True)  # pivot sorts by name
-    metric_names = list(metric_names)
-    n_metric = len(metric_names)
-    if "vm" in metric_names or len(np.unique(m_vm_key * n_metric + metric_codes)) != len(metrics):
-        raise _NotCovered  # pivot fails on a (vm, metric) given twice
-    # Per run: does its pivot have every (vm, metric) cell, and every VM of vms.csv a row there?
-    # Only then does its frame keep the metrics as int64 (a missing cell makes them all float64).
-    m_vm_unique = np.unique(m_vm_key)
-    vms_per_run = np.bincount(m_vm_unique // n_vm, minlength=runs)
-    present_keys = np.unique(m_run * n_metric + metric_codes)
-    present = np.zeros((runs, n_metric), dtype=bool)
-    present[present_keys // n_metric, present_keys % n_metric] = True
-    full_pivot = np.bincount(m_run, minlength=runs) == vms_per_run * present.sum(axis=1)
-    unmatched = ~np.isin(vms_key, m_vm_unique)
-    full_merge = np.bincount(run_of_row[unmatched], minlength=runs) == 0
-    int_run = int_tokens & full_pivot & full_merge
-
-    # The metric values laid out wide, one row per row of vms (metrics of VMs not in vms.csv are
-    # dropped, as the left merge drops them).
-    target = pd.Index(vms_key).get_indexer(m_vm_key)
-    kept = target >= 0
-    wide = np.full((n_metric, rows), np.nan)
-    wide[metric_codes[kept], target[kept]] = values[kept]
-
-    # Each distinct set of metrics is one layout of columns (the runs' frames before concat):
-    # vms.csv's columns, then the metrics by name (none repeats a vms.csv column), then the head
-    # columns (in place when the name exists). The table's columns come in order of first
-    # appearance across runs, as concat puts them.
-    layouts, layout_of_run = np.unique(present, axis=0, return_inverse=True)
-    layout_of_run = layout_of_run.reshape(-1)
-    source_of: dict[str, tuple] = {}  # column -> (kind, what): one source per column, else not covered
-    layouts_of: dict[str, list[int]] = {}
-    layout_columns = []
-    for li, row in enumerate(layouts):
-        # No metric is named like a vms.csv column (those were dropped above), so none collide.
-        columns = {c: ("vms", c) for c in vm_columns}
-        for j in np.flatnonzero(row):
-            columns[metric_names[j]] = ("metric", int(j))
-        for k in head_names:
-            columns[k] = ("head", k)
-        for name, source in columns.items():
-            if source_of.setdefault(name, source) != source:
-                raise _NotCovered
-            layouts_of.setdefault(name, []).append(li)
-        layout_columns.append(list(columns))
-    order: list[str] = []
-    seen_names: set[str] = set()
-    done_layouts: set[int] = set()
-    for li in layout_of_run.tolist():
-        if li not in done_layouts:
-            done_layouts.add(li)
-            for name in layout_columns[li]:
-                if name not in seen_names:
-                    seen_names.add(name)
-                    order.append(name)
-
-    index = pd.RangeIndex(rows)
-    data = {}
-    for name in order:
-        kind, what = source_of[name]
-        in_rows = np.isin(layout_of_run, layouts_of[name])[run_of_row]  # rows whose run has the column
-        if kind == "head":
-            data[name] = _head_column(pd, head_values[what]).iloc[run_of_row].reset_index(drop=True)
-        elif kind == "vms":
-            column = vms[what]
-            if in_rows.all():
-                data[name] = column
-            elif column.dtype in (np.int64, np.float64):  # absent in some runs: NaN there, float64
-                data[name] = pd.Series(np.where(in_rows, column.to_numpy(dtype=np.float64), np.nan), index=index)
-            else:
-                raise _NotCovered
-        else:
-            filled = np.where(in_rows, wide[what], np.nan)
-            if in_rows.all() and int_run.all():
-                data[name] = pd.Series(filled.astype(np.int64), index=index)
-            else:
-                data[name] = pd.Series(filled, index=index)
-    if labels_first:
-        first = label_names + ([RUN_COLUMN] if keys is not None else [])
         order = first + [c for c in order if c not in first]
-    return pd.DataFrame({name: data[name] for name in order}, index=index)
+    return table[order].copy()  # one block per dtype: columns added by callers are cheap
+
+
+def _column_order(metrics, vm_headers: list[list[str]], labels: list[Mapping], with_run: bool) -> list[str]:
+    """The table's columns in the order ``pandas.concat`` of the runs' own tables puts them: each
+    run's table has its vms.csv columns, its metrics by name, ``sim_s``, its labels (a label named
+    like a column stays in that column's place) and ``run``; the union keeps first appearances."""
+    pairs = metrics[[_RUN_INDEX, "metric"]].drop_duplicates().sort_values([_RUN_INDEX, "metric"])
+    metrics_of: dict[int, list[str]] = {}
+    for run, name in zip(pairs[_RUN_INDEX].tolist(), pairs["metric"].tolist()):
+        metrics_of.setdefault(run, []).append(name)
+    order: dict[str, None] = {}
+    seen: set[tuple] = set()
+    for run, (header, run_labels) in enumerate(zip(vm_headers, labels)):
+        layout = (tuple(header), tuple(metrics_of.get(run, ())), tuple(run_labels))
+        if layout in seen:
+            continue
+        seen.add(layout)
+        columns = [c for c in header if c != _RUN_INDEX] + list(layout[1]) + [SIM_COLUMN, *run_labels]
+        order.update(dict.fromkeys(columns + ([RUN_COLUMN] if with_run else [])))
+    return list(order)
+
+
+#: The column tagging each row of the runs' joined CSVs with its run (its position in the sweep).
+_RUN_INDEX = "__tidy_run_index__"
+
+
+def _read_runs(pd, texts: Sequence[str], **read_csv):
+    """The runs' CSVs as one frame, its first column the run of each row (rows in run order), and
+    each run's columns. The runs with one header (every run of one build) are read as one text,
+    each row prefixed with its run; a group holding a field with a line break is read run by run."""
+    runs_of: dict[str, list[int]] = {}
+    for run, text in enumerate(texts):
+        runs_of.setdefault(text.partition("\n")[0], []).append(run)
+    frames, headers = [], [[] for _ in texts]
+    for header, runs in runs_of.items():
+        frame = _read_joined(pd, header, runs, texts, **read_csv)
+        columns = [c for c in frame.columns if c != _RUN_INDEX]
+        for run in runs:
+            headers[run] = columns
+        frames.append(frame)
+    if len(frames) == 1:
+        return frames[0], headers
+    both = pd.concat(frames, ignore_index=True)
+    return both.sort_values(_RUN_INDEX, kind="stable", ignore_index=True), headers
+
+
+def _read_joined(pd, header: str, runs: list[int], texts: Sequence[str], **read_csv):
+    """The CSVs of ``runs`` (all with this header) as one frame tagged with each row's run."""
+    parts, lines = [], 0
+    for run in runs:
+        body = texts[run].partition("\n")[2]
+        if body:
+            body = body if body.endswith("\n") else body + "\n"
+            lines += body.count("\n")
+            parts.append(f"{run}," + body[:-1].replace("\n", f"\n{run},") + "\n")
+    if _RUN_INDEX not in header and "\r" not in header:
+        frame = pd.read_csv(io.StringIO(f"{_RUN_INDEX},{header}\n" + "".join(parts)), **read_csv)
+        if len(frame) == lines and list(frame.columns)[0] == _RUN_INDEX:  # one row per line
+            return frame
+    frames = [pd.read_csv(io.StringIO(texts[run]), **read_csv) for run in runs]
+    for run, frame in zip(runs, frames):
+        frame.insert(0, _RUN_INDEX, run)
+    return pd.concat(frames, ignore_index=True)
 
 
 def write_table(table, directory: str | os.PathLike) -> list[Path]:
