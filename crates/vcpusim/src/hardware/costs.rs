@@ -36,6 +36,11 @@ pub struct Costs {
     /// `bare_metal` (sim/speed_change.rs). Default 0. Seed 001 section III-B measures 24% for
     /// tascell-fib at one thread (Xen 4.4, Linux 3.13 HVM guest, Opteron 6376): 0.24.
     pub virt_overhead: f64,
+    /// The spread of the host's switch and exit charges (context switch in, HLT and poll exits,
+    /// the exit round trip after a yield): each is its value times a factor drawn uniformly from
+    /// `[1 - variation, 1 + variation]` (sim/mechanisms/cost_variation.rs). Default 0: exact charges.
+    /// Not from a measurement.
+    pub variation: f64,
 }
 
 impl Default for Costs {
@@ -50,6 +55,7 @@ impl Default for Costs {
             syscall: 300,
             halt_wake: 0,
             virt_overhead: 0.0,
+            variation: 0.0,
         }
     }
 }
@@ -79,6 +85,7 @@ impl Costs {
             syscall: self.syscall,
             halt_wake: 0,
             virt_overhead: 0.0,
+            variation: self.variation,
         }
     }
 }

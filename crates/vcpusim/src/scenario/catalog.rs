@@ -307,7 +307,7 @@ mod tests {
             names(&json["host_costs"]),
             [
                 "ipi_send", "ipi_delivery", "ipi_handler", "context_switch", "hlt_exit", "tlb_flush_per_page", "syscall", "halt_wake",
-                "virt_overhead"
+                "virt_overhead", "variation"
             ]
         );
         assert_eq!(names(&json["host_halt_poll"]), ["max", "grow", "grow_start", "shrink"]);

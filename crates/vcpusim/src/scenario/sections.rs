@@ -358,6 +358,16 @@ pub fn costs_keys() -> Vec<SectionKey> {
             )
             .range(0.0, 10.0),
         ),
+        SectionKey::defaulted(
+            ParamSpec::float(
+                "variation",
+                d.variation,
+                "Spread of the host's switch and exit charges (context switch in, HLT and poll exits, the exit \
+                 round trip after a yield): each is its value times a factor drawn uniformly from \
+                 [1 - variation, 1 + variation]; 0 (the default): exact. Not from a measurement",
+            )
+            .range(0.0, 0.9),
+        ),
     ]
 }
 
@@ -623,9 +633,16 @@ pub fn costs(section: Option<&Section>) -> Result<Costs, SimError> {
     let mut costs = Costs::default();
     let Some(section) = section else { return Ok(costs) };
     for (name, value) in read(section, &costs_keys())? {
-        if let ("virt_overhead", Some(ParamValue::Float(f))) = (name, &value) {
-            costs.virt_overhead = *f;
-            continue;
+        match (name, &value) {
+            ("virt_overhead", Some(ParamValue::Float(f))) => {
+                costs.virt_overhead = *f;
+                continue;
+            }
+            ("variation", Some(ParamValue::Float(f))) => {
+                costs.variation = *f;
+                continue;
+            }
+            _ => {}
         }
         let Some(ParamValue::Duration(ns)) = value else { continue };
         let field = match name {

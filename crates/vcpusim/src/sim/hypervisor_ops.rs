@@ -444,12 +444,13 @@ impl Sim {
         let stats = &mut self.vms[vm.idx()].stats;
         stats.switches_in += 1;
         stats.waited(waited, woken);
-        let mut cost = if switched { self.vm_costs[vm.idx()].context_switch } else { 0 };
-        cost += self.take_pv_tlb_flush(v);
+        let mut host = if switched { self.vm_costs[vm.idx()].context_switch } else { 0 };
         if woken {
             // Back from a block: the host's wake-up path (`[host.costs] halt_wake`, 0 by default).
-            cost += self.vm_costs[vm.idx()].halt_wake;
+            host += self.vm_costs[vm.idx()].halt_wake;
         }
+        let mut cost = self.charged(v, host);
+        cost += self.take_pv_tlb_flush(v);
         self.halt_ends(v);
         self.pcpus[p.idx()].last = Some(v);
         if !self.speed_constant {
@@ -662,10 +663,10 @@ impl Sim {
         // Still here (no one else to run, or the policy kept it): the exit itself costs a VMEXIT
         // round trip, then the guest resumes its spin.
         if self.vinfo[v.idx()].pcpu == Some(p) && self.vcpus[v.idx()].epoch == epoch {
+            let cost = self.charged(v, self.vm_costs[vm].ipi_send);
             let vc = &mut self.vcpus[v.idx()];
             vc.activity = Activity::Overhead { halting: false };
             vc.time_kind = TimeKind::Overhead;
-            let cost = self.vm_costs[vm].ipi_send;
             vc.remaining = cost;
             vc.seg_start = self.now;
             vc.epoch += 1;

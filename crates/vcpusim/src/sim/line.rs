@@ -23,7 +23,7 @@ impl Sim {
                 if self.guests[slot.vm as usize].vcpus[slot.index as usize].pv_polled {
                     self.vcpus[v.idx()].polling = true;
                 }
-                let cost = self.vm_costs[slot.vm as usize].hlt_exit;
+                let cost = self.charged(v, self.vm_costs[slot.vm as usize].hlt_exit);
                 self.vcpus[v.idx()].remaining = cost;
                 self.start_timed(v, Activity::Overhead { halting: true }, TimeKind::Overhead, cost);
             }
@@ -65,10 +65,10 @@ impl Sim {
             // VMCALL and the block, as HLT's), then `on_activity_done` blocks the vCPU unless the
             // event came meanwhile or an interrupt awaits delivery.
             Hypercall::Poll => {
+                let cost = self.charged(v, self.vm_costs[self.vcpus[v.idx()].slot.vm as usize].hlt_exit);
                 let vc = &mut self.vcpus[v.idx()];
                 vc.kick_pending = false;
                 vc.polling = true;
-                let cost = self.vm_costs[vc.slot.vm as usize].hlt_exit;
                 vc.remaining = cost;
                 self.start_timed(v, Activity::Overhead { halting: true }, TimeKind::Overhead, cost);
             }

@@ -42,8 +42,10 @@
 //! | `sampling` | `[run] sample_every` | metrics/pcpu_usage.rs |
 //! | `contention_model` | `[host.contention]` | hardware/contention.rs (a `SpeedModel`) |
 //! | `native_tasks` | `[[vm]] native = true` (native_sections.rs) | guest/run.rs's give-back after the outermost unlock |
+//! | `cost_variation` | `[host.costs] variation` (sections.rs) | `Sim::charged`, at the host's switch and exit charges |
 
 pub mod contention_model;
+pub mod cost_variation;
 pub mod halt_poll;
 pub mod microsliced;
 pub mod native_tasks;
@@ -76,6 +78,8 @@ pub struct Mechanisms {
     pub samples: Option<sampling::Samples>,
     /// Native host processes' non-preemptible kernel sections (`[[vm]] native = true`).
     pub native_tasks: Option<Box<native_tasks::NativeTasks>>,
+    /// Variable host charges (`[host.costs] variation` above 0).
+    pub cost_variation: Option<Box<cost_variation::CostVariation>>,
 }
 
 /// What a mechanism asks the core to do to a vCPU, as a policy asks through its requests: the
