@@ -6,7 +6,7 @@
 //!
 //! ```text
 //!   switch_in (context_switch + halt_wake) -+
-//!   on_exit Hlt, Hypercall::Poll (hlt_exit) -+-> Sim::charged(v, cost) -> cost x U[1-j, 1+j]
+//!   on_exit Hlt, Hypercall::Poll (hlt_exit) -+-> Sim::charged(v, cost): cost x U[1 - variation, 1 + variation]
 //!   yield_exit round trip (ipi_send)        -+
 //! ```
 //!
