@@ -39,7 +39,6 @@ import itertools
 import json
 import math
 import os
-import re
 import warnings
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -264,7 +263,7 @@ def tidy(labelled: Sequence[tuple[Mapping[str, Any], Result]], keys: Sequence[st
     run_of_row = table.pop(_RUN_INDEX).to_numpy()
     table = table.reset_index(drop=True)
     head = {SIM_COLUMN: [r.summary["sim_time_ns"] / 1e9 for r in results]}
-    head.update({k: [_label(labels.get(k)) if k in labels else None for labels, _ in labelled] for k in label_columns})
+    head.update({k: [_label(labels[k]) if k in labels else None for labels, _ in labelled] for k in label_columns})
     if keys is not None:
         head[RUN_COLUMN] = list(keys)
     for name, values in head.items():
@@ -331,7 +330,7 @@ def _read_joined(pd, header: str, runs: list[int], texts: Sequence[str], **read_
             parts.append(f"{run}," + body[:-1].replace("\n", f"\n{run},") + "\n")
     if _RUN_INDEX not in header and "\r" not in header:
         frame = pd.read_csv(io.StringIO(f"{_RUN_INDEX},{header}\n" + "".join(parts)), **read_csv)
-        if len(frame) == lines and list(frame.columns)[0] == _RUN_INDEX:  # one row per line
+        if len(frame) == lines:  # one row per line: no field holds a line break
             return frame
     frames = [pd.read_csv(io.StringIO(texts[run]), **read_csv) for run in runs]
     for run, frame in zip(runs, frames):

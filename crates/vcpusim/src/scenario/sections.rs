@@ -633,30 +633,25 @@ pub fn costs(section: Option<&Section>) -> Result<Costs, SimError> {
     let mut costs = Costs::default();
     let Some(section) = section else { return Ok(costs) };
     for (name, value) in read(section, &costs_keys())? {
-        match (name, &value) {
-            ("virt_overhead", Some(ParamValue::Float(f))) => {
-                costs.virt_overhead = *f;
-                continue;
-            }
-            ("variation", Some(ParamValue::Float(f))) => {
-                costs.variation = *f;
-                continue;
+        match (name, value) {
+            ("virt_overhead", Some(ParamValue::Float(f))) => costs.virt_overhead = f,
+            ("variation", Some(ParamValue::Float(f))) => costs.variation = f,
+            (name, Some(ParamValue::Duration(ns))) => {
+                let field = match name {
+                    "ipi_send" => &mut costs.ipi_send,
+                    "ipi_delivery" => &mut costs.ipi_delivery,
+                    "ipi_handler" => &mut costs.ipi_handler,
+                    "context_switch" => &mut costs.context_switch,
+                    "hlt_exit" => &mut costs.hlt_exit,
+                    "tlb_flush_per_page" => &mut costs.tlb_flush_per_page,
+                    "syscall" => &mut costs.syscall,
+                    "halt_wake" => &mut costs.halt_wake,
+                    _ => continue,
+                };
+                *field = ns;
             }
             _ => {}
         }
-        let Some(ParamValue::Duration(ns)) = value else { continue };
-        let field = match name {
-            "ipi_send" => &mut costs.ipi_send,
-            "ipi_delivery" => &mut costs.ipi_delivery,
-            "ipi_handler" => &mut costs.ipi_handler,
-            "context_switch" => &mut costs.context_switch,
-            "hlt_exit" => &mut costs.hlt_exit,
-            "tlb_flush_per_page" => &mut costs.tlb_flush_per_page,
-            "syscall" => &mut costs.syscall,
-            "halt_wake" => &mut costs.halt_wake,
-            _ => continue,
-        };
-        *field = ns;
     }
     Ok(costs)
 }

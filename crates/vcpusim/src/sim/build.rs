@@ -126,9 +126,10 @@ impl Sim {
                 sim.queue.push(change.at, super::state::Event::VmReconfigure(VmId(i as u32), k as u32));
             }
         }
-        if sim.vm_costs.iter().any(|c| c.variation > 0.0) {
+        if sc.host.costs.variation > 0.0 {
             let vcpus = sim.vinfo.iter().map(|info| (sc.vms[info.vm.idx()].name.clone(), info.index));
-            sim.mechanisms.cost_variation = Some(Box::new(super::mechanisms::cost_variation::CostVariation::new(seed, vcpus)));
+            let variation = super::mechanisms::cost_variation::CostVariation::new(seed, sc.host.costs.variation, vcpus);
+            sim.mechanisms.cost_variation = Some(Box::new(variation));
         }
         if let Some(cfg) = &sc.host.microsliced {
             sim.build_microsliced(cfg).map_err(|message| SimError::Scenario {

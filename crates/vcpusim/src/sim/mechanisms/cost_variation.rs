@@ -22,21 +22,24 @@ use crate::engine::rng::{stream, Stream};
 use crate::ids::VcpuId;
 use crate::time::Nanos;
 
-/// One stream per vCPU, indexed by vCPU id.
+/// The host's spread and one stream per vCPU, indexed by vCPU id.
 pub struct CostVariation {
+    variation: f64,
     streams: Vec<Stream>,
 }
 
 impl CostVariation {
-    /// Streams for vCPUs `0..vcpus`, named by the VM and the vCPU's index in it.
-    pub fn new(seed: u64, vcpus: impl Iterator<Item = (String, u32)>) -> CostVariation {
-        CostVariation { streams: vcpus.map(|(vm, i)| stream(seed, &format!("host/costs/variation/vm/{vm}/vcpu/{i}"))).collect() }
+    /// `variation` (above 0) with streams for vCPUs `0..vcpus`, named by the VM and the vCPU's
+    /// index in it.
+    pub fn new(seed: u64, variation: f64, vcpus: impl Iterator<Item = (String, u32)>) -> CostVariation {
+        let streams = vcpus.map(|(vm, i)| stream(seed, &format!("host/costs/variation/vm/{vm}/vcpu/{i}"))).collect();
+        CostVariation { variation, streams }
     }
 
     /// `cost` times a factor drawn uniformly from `[1 - variation, 1 + variation]`, to the
     /// nanosecond.
-    pub fn draw(&mut self, v: VcpuId, variation: f64, cost: Nanos) -> Nanos {
-        let f: f64 = rand::Rng::random_range(&mut self.streams[v.idx()], (1.0 - variation)..=(1.0 + variation));
+    pub fn draw(&mut self, v: VcpuId, cost: Nanos) -> Nanos {
+        let f: f64 = rand::Rng::random_range(&mut self.streams[v.idx()], (1.0 - self.variation)..=(1.0 + self.variation));
         (cost as f64 * f).round() as Nanos
     }
 }
@@ -47,14 +50,7 @@ impl Sim {
     #[inline]
     pub(in crate::sim) fn charged(&mut self, v: VcpuId, cost: Nanos) -> Nanos {
         match self.mechanisms.cost_variation.as_mut() {
-            Some(j) if cost > 0 => {
-                let variation = self.vm_costs[self.vinfo[v.idx()].vm.idx()].variation;
-                if variation > 0.0 {
-                    j.draw(v, variation, cost)
-                } else {
-                    cost
-                }
-            }
+            Some(c) if cost > 0 => c.draw(v, cost),
             _ => cost,
         }
     }
@@ -67,19 +63,20 @@ mod tests {
     #[test]
     fn draws_stay_in_the_band_average_the_cost_and_repeat_per_seed() {
         let vcpus = || (0..2).map(|i| ("a".to_string(), i));
-        let (mut a, mut b, mut other) = (CostVariation::new(1, vcpus()), CostVariation::new(1, vcpus()), CostVariation::new(2, vcpus()));
-        let draws: Vec<Nanos> = (0..20_000).map(|_| a.draw(VcpuId(1), 0.5, 3_000)).collect();
+        let (mut a, mut b, mut other) =
+            (CostVariation::new(1, 0.5, vcpus()), CostVariation::new(1, 0.5, vcpus()), CostVariation::new(2, 0.5, vcpus()));
+        let draws: Vec<Nanos> = (0..20_000).map(|_| a.draw(VcpuId(1), 3_000)).collect();
         assert!(draws.iter().all(|&d| (1_500..=4_500).contains(&d)));
         let mean = draws.iter().sum::<Nanos>() as f64 / draws.len() as f64;
         assert!((mean - 3_000.0).abs() < 20.0, "mean {mean}");
         assert!(draws.iter().any(|&d| d < 1_600) && draws.iter().any(|&d| d > 4_400), "the band is used to its edges");
-        let again: Vec<Nanos> = (0..20_000).map(|_| b.draw(VcpuId(1), 0.5, 3_000)).collect();
+        let again: Vec<Nanos> = (0..20_000).map(|_| b.draw(VcpuId(1), 3_000)).collect();
         assert_eq!(draws, again, "same seed, same draws");
-        let elsewhere: Vec<Nanos> = (0..100).map(|_| other.draw(VcpuId(1), 0.5, 3_000)).collect();
+        let elsewhere: Vec<Nanos> = (0..100).map(|_| other.draw(VcpuId(1), 3_000)).collect();
         assert_ne!(draws[..100], elsewhere[..], "another seed draws otherwise");
         // vCPU 0's stream is its own: drawing from it leaves vCPU 1's sequence where it was.
-        let mut c = CostVariation::new(1, vcpus());
-        c.draw(VcpuId(0), 0.5, 3_000);
-        assert_eq!(c.draw(VcpuId(1), 0.5, 3_000), draws[0]);
+        let mut c = CostVariation::new(1, 0.5, vcpus());
+        c.draw(VcpuId(0), 3_000);
+        assert_eq!(c.draw(VcpuId(1), 3_000), draws[0]);
     }
 }
