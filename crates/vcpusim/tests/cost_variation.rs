@@ -5,7 +5,7 @@
 //! sockets). With every charge exact, the spinners' pause-loop exits are strictly periodic, and
 //! their boosts of two stacked siblings land inside each other's 3 us switch-in: the pair, one of
 //! them the futex-queue lock holder, runs no guest code, and the VM is stuck after its first
-//! barrier phases. Charges that vary break that lock-step.
+//! barrier phases. Charges that vary break that lock-step, from the measured 2.5% (the default) up.
 
 mod common;
 
@@ -45,10 +45,10 @@ fn run(costs: &str, seed: u64) -> (f64, f64, String) {
 
 #[test]
 fn exact_charges_lock_the_directed_yields_and_varied_ones_do_not() {
-    let (stuck, stuck_lhp, exact) = run("", 1);
-    assert_eq!(run("variation = 0.0", 1).2, exact, "variation 0 is the exact charges, byte for byte");
+    let (stuck, stuck_lhp, _) = run("variation = 0.0", 1);
     assert!(stuck_lhp > 50_000.0, "the livelock: {stuck_lhp} lock-holder preemptions in 200 ms");
-    for variation in ["0.05", "0.5"] {
+    assert_eq!(run("", 1).2, run("variation = 0.025", 1).2, "the default is the measured 2.5%");
+    for variation in ["0.025", "0.05", "0.5"] {
         let (progress, lhp, _) = run(&format!("variation = {variation}"), 1);
         assert!(progress >= 2.0 * stuck, "variation {variation}: {progress} phases against {stuck} with exact charges");
         assert!(lhp < stuck_lhp / 10.0, "variation {variation}: {lhp} lock-holder preemptions against {stuck_lhp}");
@@ -60,8 +60,8 @@ fn varied_charges_repeat_per_seed_and_differ_across_seeds() {
     let a = run("variation = 0.5", 1).2;
     assert_eq!(run("variation = 0.5", 1).2, a, "same scenario and seed, same bytes");
     assert_ne!(run("variation = 0.5", 2).2, run("variation = 0.5", 3).2);
-    // The draws change the run, not just its seed: another seed without variation differs otherwise.
-    assert_ne!(run("", 2).2, run("variation = 0.5", 2).2);
+    // The draws change the run, not just its seed: the same seed with exact charges differs.
+    assert_ne!(run("variation = 0.0", 2).2, run("variation = 0.5", 2).2);
 }
 
 #[test]

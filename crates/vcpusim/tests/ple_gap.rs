@@ -24,6 +24,8 @@ pcpus = 4
 sockets = 2
 start_skew = "0ns"
 policy = "credit"
+[host.costs]
+variation = 0.0
 [host.ple]
 line_remote_cycles = {line_remote_cycles}
 [[vm]]

@@ -15,12 +15,15 @@ use vcpusim::ids::{PcpuId, VcpuId};
 use vcpusim::sim::speed_change::SpeedModel;
 use vcpusim::sim::state::{Activity, Sim, TimeKind};
 
-/// start_skew 0: the pCPU comes online at t = 0; the default context switch (3 µs) comes first.
+/// start_skew 0: the pCPU comes online at t = 0; the default context switch (3 µs) comes first,
+/// charged exactly (`variation = 0`: the test times it).
 const SCENARIO: &str = r#"
 [host]
 pcpus = 1
 policy = "credit"
 start_skew = "0ns"
+[host.costs]
+variation = 0.0
 
 [[vm]]
 name = "solo"

@@ -364,7 +364,8 @@ pub fn costs_keys() -> Vec<SectionKey> {
                 d.variation,
                 "Spread of the host's switch and exit charges (context switch in, HLT and poll exits, the exit \
                  round trip after a yield): each is its value times a factor drawn uniformly from \
-                 [1 - variation, 1 + variation]; 0 (the default): exact. Not from a measurement",
+                 [1 - variation, 1 + variation]; 0: exact. 0.025 (the default): the body of a measured spread \
+                 of VMCALL round trips (KVM, i7-3960X)",
             )
             .range(0.0, 0.9),
         ),
