@@ -212,15 +212,20 @@ impl KernelPreset {
                     spinlock: d.spinlock,
                     call_function_yield: d.call_function_yield,
                     rwsem_spin: d.rwsem_spin,
+                    rwsem_steal: d.rwsem_steal,
                     pv: d.pv,
                 }
             }
             // 3.2's paths with the unfair lock.
             KernelPreset::Linux2618 => PresetKeys { spinlock: SpinlockKind::TestAndSet, ..KernelPreset::Linux32.keys() },
-            // 3.2's paths with Xen's PV ticket-lock slow path and the call-function yield.
-            KernelPreset::Linux313 => {
-                PresetKeys { spinlock: SpinlockKind::PvQueued, call_function_yield: true, ..KernelPreset::Linux32.keys() }
-            }
+            // 3.2's paths with Xen's PV ticket-lock slow path, the call-function yield and
+            // rwsem write-lock stealing (3.10).
+            KernelPreset::Linux313 => PresetKeys {
+                spinlock: SpinlockKind::PvQueued,
+                call_function_yield: true,
+                rwsem_steal: true,
+                ..KernelPreset::Linux32.keys()
+            },
             // 3.13's, with wake_q. 4.4 spins optimistically on rwsems too; left off here so seed
             // 002's calibrated runs (E7) keep their mmap_sem (docs/model.md § Linux 6.x guest:
             // rwsem spinning).
@@ -231,6 +236,7 @@ impl KernelPreset {
                 spinlock: SpinlockKind::PvQueued,
                 call_function_yield: false,
                 rwsem_spin: true,
+                rwsem_steal: true,
                 pv: PvFeatures::ALL,
             },
         }
@@ -245,6 +251,7 @@ impl KernelPreset {
             spinlock: k.spinlock,
             call_function_yield: k.call_function_yield,
             rwsem_spin: k.rwsem_spin,
+            rwsem_steal: k.rwsem_steal,
             pv: k.pv,
             // A preset's features are the preset's, not keys the scenario wrote.
             pv_given: PvFeatures::default(),
@@ -260,6 +267,7 @@ struct PresetKeys {
     spinlock: SpinlockKind,
     call_function_yield: bool,
     rwsem_spin: bool,
+    rwsem_steal: bool,
     pv: PvFeatures,
 }
 
@@ -290,6 +298,10 @@ pub struct GuestConfig {
     /// (`rwsem_spin_on_owner`) instead of sleeping, until the owner releases it or stops
     /// running (`owner_on_cpu`: `on_cpu && !vcpu_is_preempted`). Guest/mm_sem.rs.
     pub rwsem_spin: bool,
+    /// mmap_sem's write-lock stealing (Linux 3.10+, `__rwsem_do_wake`): a release wakes the
+    /// first queued writer without granting it the semaphore, and whichever writer finds it
+    /// free takes it; off, the release grants it to the first waiter (3.2). Guest/mm_sem.rs.
+    pub rwsem_steal: bool,
     /// Seed 003 (IRS): the guest registered the SA vIRQ and handles preemption notices
     /// (`Upcall::PreemptNotice`, guest/irs.rs: "Linux kernel: 130 LOC", slide 9).
     pub irs: bool,
@@ -332,6 +344,7 @@ impl Default for GuestConfig {
             pv_spin: PV_SPIN_DEFAULT,
             call_function_yield: false,
             rwsem_spin: false,
+            rwsem_steal: false,
             irs: false,
             irs_handler: IRS_HANDLER_DEFAULT,
             pv: PvFeatures::default(),

@@ -29,9 +29,20 @@
 //! above). Without `vcpu_is_preempted` a preempted owner still looks on its CPU, and the
 //! spinner spins until the owner's vCPU runs again and releases: the waste the flag removes.
 //! Shortcuts: every spinner spins on the owner (no `osq` queue of spinners, whose own
-//! `vcpu_is_preempted` checks are left out), a spinner does not stop at `need_resched`, and a
-//! release with queued waiters still hands over to the first (3.2's grant, below), so a spinner
-//! takes only a semaphore released with nobody queued.
+//! `vcpu_is_preempted` checks are left out) and a spinner does not stop at `need_resched`.
+//!
+//! **Write-lock stealing** (`[guest] rwsem_steal`, Linux 3.10+, on in the linux-3.13, 4.4 and
+//! 6.x presets; 4.x kernel/locking/rwsem-xadd.c `__rwsem_do_wake`: "Wake writer at the front of
+//! the queue, but do not grant it the lock yet as we want other writers to be able to steal
+//! it"): a release with writers queued wakes the first without giving it the semaphore. Any
+//! writer that finds it free takes it: an optimistic spinner (`rwsem_try_write_lock_unqueued`),
+//! a newcomer in the slow path's first `rwsem_try_write_lock` under `wait_lock`, or a woken
+//! waiter, which retries under `wait_lock` and sleeps again while the semaphore is held
+//! (`rwsem_down_write_failed`'s loop). Without it (3.2, lib/rwsem.c) the release grants the
+//! semaphore to the first waiter. Left out: 6.x's hand-off bit (`RWSEM_FLAG_HANDOFF`, set by a
+//! first waiter that waited `RWSEM_WAIT_TIMEOUT`, about 4 ms, after which nobody steals), so a
+//! waiter here can be overtaken for as long as writers keep arriving; and the mmap_sem arrows of
+//! the hand-off trace, drawn only for granted hand-offs.
 //!
 //! munmap holds the semaphore across the page-table work *and* the TLB shootdown
 //! (`unmap_region` -> `tlb_finish_mmu` -> `flush_tlb_mm` runs under it), so a writer whose
@@ -64,23 +75,35 @@ const HAND_OFF_NS: Nanos = 200;
 pub enum MmSemOp {
     /// down_write: the fast path, or the slow path's steps.
     DownWrite,
-    /// Under wait_lock: take the semaphore if it is free with nobody queued, else queue.
+    /// Under wait_lock: take the semaphore if it is free with nobody queued (with stealing:
+    /// if it is free), else queue.
     Queue,
-    /// After dropping wait_lock: sleep unless the semaphore was handed over meanwhile.
+    /// After dropping wait_lock: sleep unless the semaphore was handed over meanwhile (with
+    /// stealing: unless it is free).
     Sleep,
+    /// With stealing, after `Sleep`: own it -> done; held -> sleep again; free -> take it under
+    /// wait_lock (`rwsem_down_write_failed`'s loop).
+    Retry,
+    /// With stealing, under wait_lock: a queued writer takes the semaphore if it is free
+    /// (`rwsem_try_write_lock`).
+    TakeQueued,
     /// up_write: release; with waiters, rwsem_wake's steps.
     UpWrite,
     /// After an optimistic spin (`SpinCond::MmSemOwner`) ended: take the semaphore if it is
     /// free, spin again on a new running owner, else the slow path.
     AfterSpin,
-    /// Under wait_lock: grant the semaphore to the first waiter and wake it.
+    /// Under wait_lock: grant the semaphore to the first waiter and wake it (with stealing:
+    /// wake it only).
     HandOff,
 }
 
 impl GuestKernel {
     fn mm_sem_down_write(&mut self, env: &mut GuestEnv, t: ThreadId) {
         let sem = &mut self.objects.mm_sem;
-        if sem.owner.is_none() && sem.waiters.is_empty() {
+        // The fast path's cmpxchg needs the count without waiters; with stealing, a free
+        // semaphore with writers queued is taken at once by the optimistic spin's first
+        // `rwsem_try_write_lock_unqueued` (owner NULL, nothing active: `rwsem_can_spin_on_owner`).
+        if sem.owner.is_none() && (sem.waiters.is_empty() || (self.config.rwsem_steal && self.config.rwsem_spin)) {
             sem.owner = Some(t);
             return;
         }
@@ -110,7 +133,7 @@ impl GuestKernel {
     fn mm_sem_after_spin(&mut self, env: &mut GuestEnv, t: ThreadId) {
         self.objects.mm_sem.spinners.retain(|s| *s != t);
         let sem = &mut self.objects.mm_sem;
-        if sem.owner.is_none() && sem.waiters.is_empty() {
+        if sem.owner.is_none() && (sem.waiters.is_empty() || self.config.rwsem_steal) {
             sem.owner = Some(t);
             return;
         }
@@ -141,6 +164,7 @@ impl GuestKernel {
     fn mm_sem_slow_path(&mut self, env: &mut GuestEnv, t: ThreadId) {
         let lock = self.mm_sem_wait_lock(env.locks, WAIT_LOCK_CLASS);
         let func = KernelFn::Syscall;
+        let retry = self.config.rwsem_steal.then_some(Step::Do(Action::MmSem(MmSemOp::Retry)));
         let steps = [
             Step::Lock { lock, func },
             Step::Run { ns: QUEUE_NS, func },
@@ -148,12 +172,12 @@ impl GuestKernel {
             Step::Unlock { lock },
             Step::Do(Action::MmSem(MmSemOp::Sleep)),
         ];
-        env.push_front_steps(t, steps);
+        env.push_front_steps(t, steps.into_iter().chain(retry));
     }
 
     fn mm_sem_queue(&mut self, t: ThreadId) {
         let sem = &mut self.objects.mm_sem;
-        if sem.owner.is_none() && sem.waiters.is_empty() {
+        if sem.owner.is_none() && (sem.waiters.is_empty() || self.config.rwsem_steal) {
             // Released before we got wait_lock and nobody is ahead: rwsem_down_failed_common's
             // "no active locks" check wakes us, i.e. we own it without sleeping.
             sem.owner = Some(t);
@@ -166,6 +190,9 @@ impl GuestKernel {
     fn mm_sem_sleep(&mut self, env: &mut GuestEnv, i: usize, t: ThreadId) {
         if !self.objects.mm_sem.waiters.contains(&t) {
             return; // handed over (or taken) already
+        }
+        if self.config.rwsem_steal && self.objects.mm_sem.owner.is_none() {
+            return; // released meanwhile: the retry takes it
         }
         // As block_current, minus the futex_wait count and deadlock check of its caller: a
         // sleeper here always has a running owner ahead of it (owners never sleep while holding
@@ -193,8 +220,40 @@ impl GuestKernel {
         env.push_front_steps(t, steps);
     }
 
+    /// With stealing, after `Sleep`: see `MmSemOp::Retry`.
+    fn mm_sem_retry(&mut self, env: &mut GuestEnv, t: ThreadId) {
+        let sem = &self.objects.mm_sem;
+        if !sem.waiters.contains(&t) {
+            return; // took it in the queueing step
+        }
+        let retry = Step::Do(Action::MmSem(MmSemOp::Retry));
+        if sem.owner.is_some() {
+            env.push_front_steps(t, [Step::Do(Action::MmSem(MmSemOp::Sleep)), retry]);
+            return;
+        }
+        let lock = self.mm_sem_wait_lock(env.locks, WAIT_LOCK_CLASS);
+        let take = Step::Do(Action::MmSem(MmSemOp::TakeQueued));
+        env.push_front_steps(t, [Step::Lock { lock, func: KernelFn::Syscall }, take, Step::Unlock { lock }, retry]);
+    }
+
+    /// With stealing, under wait_lock: `rwsem_try_write_lock` of a queued writer.
+    fn mm_sem_take_queued(&mut self, t: ThreadId) {
+        let sem = &mut self.objects.mm_sem;
+        if sem.owner.is_none() {
+            sem.owner = Some(t);
+            sem.waiters.retain(|w| *w != t);
+        }
+    }
+
     /// Under wait_lock: the next Step is the Unlock, so the wake-up's work and IPI go before it.
     fn mm_sem_hand_off(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId) {
+        if self.config.rwsem_steal {
+            // `__rwsem_do_wake(RWSEM_WAKE_ANY)`: wake the first writer, grant nothing (a writer
+            // that stole the semaphore meanwhile does not stop the wake-up).
+            let Some(&first) = self.objects.mm_sem.waiters.front() else { return };
+            self.mm_sem_wake(env, v, t, first);
+            return;
+        }
         let sem = &mut self.objects.mm_sem;
         if sem.owner.is_some() {
             // An optimistic spinner took the semaphore while this release waited for
@@ -207,8 +266,12 @@ impl GuestKernel {
         if let Some(log) = self.handoffs.as_mut() {
             log.release(env.now, HandOffKind::MmSem, MM_SEM_NAME.to_string(), t, v, next);
         }
-        // `__rwsem_do_wake` -> `wake_up_process` under `wait_lock` (Linux 4.4), its IPI sent from
-        // `resched_curr`.
+        self.mm_sem_wake(env, v, t, next);
+    }
+
+    /// `t` on vCPU `v` wakes the waiter `next`: `__rwsem_do_wake` -> `wake_up_process` under
+    /// `wait_lock`, its IPI sent from `resched_curr`.
+    fn mm_sem_wake(&mut self, env: &mut GuestEnv, v: VcpuId, t: ThreadId, next: ThreadId) {
         let ipi = self.wake_thread(env.threads, env.pv, env.now, v, next).map(|target| {
             let mut targets = self.scratch.ipi_targets();
             targets.push(target);
@@ -229,6 +292,8 @@ impl GuestKernel {
             MmSemOp::UpWrite => self.mm_sem_up_write(env, t),
             MmSemOp::HandOff => self.mm_sem_hand_off(env, v, t),
             MmSemOp::AfterSpin => self.mm_sem_after_spin(env, t),
+            MmSemOp::Retry => self.mm_sem_retry(env, t),
+            MmSemOp::TakeQueued => self.mm_sem_take_queued(t),
         }
     }
 }

@@ -290,9 +290,9 @@ mod tests {
         assert_eq!(
             names(&json["guest"]),
             [
-                "kernel", "futex_wake_ipi", "tlb_targets", "spinlock", "pv_spin", "call_function_yield", "rwsem_spin", "pv_spinlock",
-                "vcpu_is_preempted", "pv_tlb_flush", "pv_sched_yield", "pv_ipi", "steal_time", "tick", "futex_buckets", "irs",
-                "irs_handler", "haltpoll", "guest_halt_poll_ns", "guest_halt_poll_grow", "guest_halt_poll_grow_start",
+                "kernel", "futex_wake_ipi", "tlb_targets", "spinlock", "pv_spin", "call_function_yield", "rwsem_spin", "rwsem_steal",
+                "pv_spinlock", "vcpu_is_preempted", "pv_tlb_flush", "pv_sched_yield", "pv_ipi", "steal_time", "tick", "futex_buckets",
+                "irs", "irs_handler", "haltpoll", "guest_halt_poll_ns", "guest_halt_poll_grow", "guest_halt_poll_grow_start",
                 "guest_halt_poll_shrink", "guest_halt_poll_allow_shrink"
             ]
         );
@@ -318,7 +318,7 @@ mod tests {
         assert_eq!(names(&json["vm_contention"]), sources);
         assert_eq!(json["host_contention"][0]["default"], false);
         assert!(json["vm_contention"][0]["default"].is_null(), "unset: the workload's sensitivity");
-        let tick = &json["guest"][13];
+        let tick = &json["guest"][14];
         assert_eq!((tick["type"].as_str(), tick["default"].as_str()), (Some("duration"), Some("4ms")));
         assert_eq!(json["host_ple"][1]["default"], 4096);
         assert_eq!(json["host_costs"][0]["default"], "2us");

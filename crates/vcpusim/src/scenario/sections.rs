@@ -128,6 +128,13 @@ pub fn guest_keys() -> Vec<SectionKey> {
              running, and with vcpu_is_preempted also when the owner's vCPU is preempted",
         )),
         SectionKey::defaulted(ParamSpec::boolean(
+            "rwsem_steal",
+            d.rwsem_steal,
+            "mmap_sem write-lock stealing (Linux 3.10+; on in linux-3.13, 4.4 and 6.x): a release wakes \
+             the first queued writer without granting it the semaphore, and any writer that finds it free \
+             takes it; off, the release grants it to the first waiter (3.2)",
+        )),
+        SectionKey::defaulted(ParamSpec::boolean(
             "pv_spinlock",
             d.pv.pv_spinlock,
             "Paravirtual qspinlock slow path (needs spinlock = pv-qspinlock): on a KVM host kvm_wait halts \
@@ -456,6 +463,7 @@ pub fn guest_config(section: &Section, base: &GuestConfig) -> Result<GuestConfig
             ("pv_spin", Some(ParamValue::Duration(ns))) => config.pv_spin = ns,
             ("call_function_yield", Some(ParamValue::Bool(b))) => config.call_function_yield = b,
             ("rwsem_spin", Some(ParamValue::Bool(b))) => config.rwsem_spin = b,
+            ("rwsem_steal", Some(ParamValue::Bool(b))) => config.rwsem_steal = b,
             (name, Some(ParamValue::Bool(b))) if PvFeatures::NAMES.contains(&name) => {
                 *config.pv.get_mut(name).expect("a feature name") = b;
                 *config.pv_given.get_mut(name).expect("a feature name") = true;
@@ -712,7 +720,8 @@ mod tests {
         let g = read("linux-3.13");
         assert_eq!(g, KernelPreset::Linux313.apply(&base));
         assert_eq!((g.spinlock, g.futex_wake_ipi, g.tlb_targets), (SpinlockKind::PvQueued, FutexWakeIpi::UnderLock, TlbTargets::AllInMask));
-        assert!(g.call_function_yield && !g.rwsem_spin && !g.pv.any());
+        assert!(g.call_function_yield && g.rwsem_steal && !g.rwsem_spin && !g.pv.any());
+        assert!(!old.rwsem_steal, "2.6.18 grants mmap_sem to the first waiter, as 3.2 does");
         assert_eq!((g.tick, g.futex_buckets, g.pv_spin), (7 * MS, 64, crate::guest::config::PV_SPIN_DEFAULT));
     }
 
