@@ -160,17 +160,20 @@ pub enum KernelPreset {
     /// callback, arch/x86/xen/smp.c `xen_hvm_smp_init`), modelled by the PV qspinlock path (the
     /// same FIFO order, threshold, poll and kick); the futex wake IPI under the bucket lock (no
     /// wake_q before 4.2); SCHEDOP_yield after call-function IPIs to a stolen vCPU
-    /// (`xen_smp_send_call_function_ipi`, since 2.6.24); every mm_cpumask vCPU interrupted; no
-    /// optimistic rwsem spinning (3.16). On bare metal the spinlocks are native tickets.
+    /// (`xen_smp_send_call_function_ipi`, since 2.6.24); every mm_cpumask vCPU interrupted;
+    /// rwsem write-lock stealing (3.10) but no optimistic rwsem spinning (3.16). On bare metal
+    /// the spinlocks are native tickets.
     Linux313,
     /// Linux 4.4 as a Xen HVM guest with PV extensions (seed 002's guest): PV qspinlocks,
-    /// wake_q futex wake-ups, SCHEDOP_yield after call-function IPIs to a stolen vCPU; TLB
+    /// wake_q futex wake-ups, SCHEDOP_yield after call-function IPIs to a stolen vCPU, rwsem
+    /// write-lock stealing without optimistic spinning (E7 was calibrated without it); TLB
     /// shootdowns still interrupt lazy-TLB vCPUs (4.4's native_flush_tlb_others sends to the
     /// whole mm_cpumask; docs/model.md § seed 002: the Linux 4.4 guest).
     Linux44,
     /// Linux 6.6 with its paravirtual features (`PvFeatures::ALL`, fitted to the host at load:
-    /// `PvFeatures::resolve`): PV qspinlocks, wake_q futex wake-ups (since 4.2), TLB shootdowns
-    /// that skip lazy-TLB CPUs (6.6 arch/x86/mm/tlb.c `native_flush_tlb_multi`:
+    /// `PvFeatures::resolve`): PV qspinlocks, wake_q futex wake-ups (since 4.2), rwsem spinning
+    /// and write-lock stealing, TLB shootdowns that skip lazy-TLB CPUs (6.6 arch/x86/mm/tlb.c
+    /// `native_flush_tlb_multi`:
     /// `on_each_cpu_cond_mask(tlb_is_not_lazy, ...)` unless page tables were freed), and no Xen
     /// SCHEDOP_yield after call-function IPIs (a KVM guest's is `pv_sched_yield`).
     Linux6,

@@ -98,6 +98,14 @@ pub enum MmSemOp {
 }
 
 impl GuestKernel {
+    /// A writer past the fast path may take mmap_sem now: it is free, and nobody is queued or
+    /// (with stealing) queued writers do not hold it back (`rwsem_try_write_lock_unqueued`,
+    /// `rwsem_try_write_lock`).
+    fn mm_sem_takeable(&self) -> bool {
+        let sem = &self.objects.mm_sem;
+        sem.owner.is_none() && (sem.waiters.is_empty() || self.config.rwsem_steal)
+    }
+
     fn mm_sem_down_write(&mut self, env: &mut GuestEnv, t: ThreadId) {
         let sem = &mut self.objects.mm_sem;
         // The fast path's cmpxchg needs the count without waiters; with stealing, a free
@@ -132,9 +140,8 @@ impl GuestKernel {
     /// still on a CPU (another spinner won) -> spin again; else queue and sleep.
     fn mm_sem_after_spin(&mut self, env: &mut GuestEnv, t: ThreadId) {
         self.objects.mm_sem.spinners.retain(|s| *s != t);
-        let sem = &mut self.objects.mm_sem;
-        if sem.owner.is_none() && (sem.waiters.is_empty() || self.config.rwsem_steal) {
-            sem.owner = Some(t);
+        if self.mm_sem_takeable() {
+            self.objects.mm_sem.owner = Some(t);
             return;
         }
         if self.mm_sem_owner_on_cpu(env.threads, env.pv) {
@@ -176,10 +183,12 @@ impl GuestKernel {
     }
 
     fn mm_sem_queue(&mut self, t: ThreadId) {
+        // Released before we got wait_lock: 3.2's `rwsem_down_failed_common` "no active locks"
+        // check (nobody ahead) or 3.10+'s first `rwsem_try_write_lock` (anyone ahead) gives it
+        // to us without sleeping.
+        let takeable = self.mm_sem_takeable();
         let sem = &mut self.objects.mm_sem;
-        if sem.owner.is_none() && (sem.waiters.is_empty() || self.config.rwsem_steal) {
-            // Released before we got wait_lock and nobody is ahead: rwsem_down_failed_common's
-            // "no active locks" check wakes us, i.e. we own it without sleeping.
+        if takeable {
             sem.owner = Some(t);
         } else {
             sem.waiters.push_back(t);

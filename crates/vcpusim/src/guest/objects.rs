@@ -226,8 +226,9 @@ impl<V> std::ops::Index<&FutexKey> for FutexMap<V> {
     }
 }
 
-/// The write side of an mm's `mmap_sem` (Linux 3.2 rw_semaphore, lib/rwsem.c): a sleeping lock
-/// whose wait list is protected by the spinlock `wait_lock` (lock class "mm-sem-wait").
+/// The write side of an mm's `mmap_sem` (Linux 3.2 rw_semaphore, lib/rwsem.c; 3.10+ lock
+/// stealing with `[guest] rwsem_steal`, guest/mm_sem.rs): a sleeping lock whose wait list is
+/// protected by the spinlock `wait_lock` (lock class "mm-sem-wait").
 #[derive(Clone, Debug, Default)]
 pub struct MmSem {
     /// The writer holding the semaphore.
